@@ -1,0 +1,1 @@
+"""Command groups that harvestdef contributes to ``harvestsuite`` (see harvestdef.cli)."""

@@ -1,0 +1,40 @@
+"""``harvestsuite db``: create, upgrade and describe the harvest database."""
+
+from __future__ import annotations
+
+import click
+
+from harvestdef.cli import AppContext, pass_app
+
+
+@click.group()
+def db() -> None:
+    """The harvest database: init, upgrade, ddl."""
+
+
+@db.command()
+@pass_app
+def init(app: AppContext) -> None:
+    """Create the harvest database (or bring it up to date) and insert the default rows. Idempotent."""
+    from harvestdef.db.init import init_database
+
+    done = init_database(app.engine())
+    click.echo(f"harvest database {app.engine().url.render_as_string(hide_password=True)}: {done}")
+
+
+@db.command()
+@pass_app
+def upgrade(app: AppContext) -> None:
+    """Apply pending schema migrations (Alembic) to an existing harvest database."""
+    from harvestdef.db.init import upgrade_database
+
+    done = upgrade_database(app.engine())
+    click.echo(f"harvest database {app.engine().url.render_as_string(hide_password=True)}: {done}")
+
+
+@db.command()
+def ddl() -> None:
+    """Print the PostgreSQL DDL (the content of sql/createfullhddb.sql)."""
+    from harvestdef.db.ddl import postgresql_ddl
+
+    click.echo(postgresql_ddl(), nl=False)

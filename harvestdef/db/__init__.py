@@ -1,0 +1,1 @@
+"""The harvest database: schema, engine, migrations and the DDL of sql/createfullhddb.sql."""

@@ -1,0 +1,112 @@
+"""The rows a new harvest database starts with (reference §1.3, §1.7, §1.9).
+
+Each function inserts what is missing and leaves existing rows alone, so ``db init`` can run again on
+a database a site has already changed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Connection, func, insert, select
+
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from harvestdef.settings import PROJECT_ROOT
+
+TEMPLATES_DIR = PROJECT_ROOT / "templates"
+
+# name, timeunit (1 HOURLY 2 DAILY 3 WEEKLY 4 MONTHLY 5 MINUTE), numtimeunits, maxrepeats, comment
+DEFAULT_SCHEDULES: list[tuple[str, int, int, int | None, str]] = [
+    ("Once_a_day", 2, 1, None, "Runs once a day, at any time"),
+    ("Once_a_month", 4, 1, None, "Runs once a month, at any time"),
+    ("Once_a_week", 3, 1, None, "Runs once a week, at any time"),
+    ("Once_an_hour", 1, 1, None, "Runs once an hour, at any time"),
+    ("Once", 1, 1, 1, "Runs once, as soon as possible"),
+]
+
+# name, issnapshot, isdefault, comment
+DEFAULT_CHANNELS: list[tuple[str, bool, bool, str]] = [
+    ("SNAPSHOT", True, True, "Channel for snapshot harvests (NetarchiveSuite's LOWPRIORITY queue)"),
+    ("FOCUSED", False, True, "Channel for selective and event harvests (NetarchiveSuite's HIGHPRIORITY queue)"),
+]
+
+EXTENDED_FIELD_TYPES: list[tuple[int, str]] = [(1, "domains"), (2, "harvestdefinitions")]
+
+# EAV tree 2: per-configuration crawl attributes that fill %{MAX_HOPS}, %{HONOR_ROBOTS_DOT_TXT} and
+# %{EXTRACT_JAVASCRIPT} (reference §1.9). (id, name, default)
+EAV_CRAWL_ATTRIBUTES: list[tuple[int, str, int]] = [
+    (1, "MAX_HOPS", 20),
+    (2, "HONOR_ROBOTS_DOT_TXT", 0),
+    (3, "EXTRACT_JAVASCRIPT", 1),
+]
+
+
+def insert_schema_versions(conn: Connection) -> None:
+    present = set(conn.scalars(select(s.schemaversions.c.tablename)))
+    rows = [{"tablename": t, "version": v} for t, v in s.SCHEMA_VERSIONS.items() if t not in present]
+    if rows:
+        conn.execute(insert(s.schemaversions), rows)
+
+
+def insert_default_schedules(conn: Connection) -> None:
+    present = set(conn.scalars(select(s.schedules.c.name)))
+    for name, unit, count, repeats, comment in DEFAULT_SCHEDULES:
+        if name in present:
+            continue
+        conn.execute(insert(s.schedules).values(
+            name=name, comments=comment, timeunit=unit, numtimeunits=count, anytime=True,
+            maxrepeats=repeats, edition=1))
+
+
+def insert_default_channels(conn: Connection) -> None:
+    present = set(conn.scalars(select(s.harvestchannel.c.name)))
+    for name, snapshot, default, comment in DEFAULT_CHANNELS:
+        if name not in present:
+            conn.execute(insert(s.harvestchannel).values(
+                name=name, issnapshot=snapshot, isdefault=default, comments=comment))
+
+
+def insert_extended_field_types(conn: Connection) -> None:
+    present = set(conn.scalars(select(s.extendedfieldtype.c.extendedfieldtype_id)))
+    for type_id, name in EXTENDED_FIELD_TYPES:
+        if type_id not in present:
+            conn.execute(insert(s.extendedfieldtype).values(extendedfieldtype_id=type_id, name=name))
+
+
+def insert_eav_attributes(conn: Connection) -> None:
+    present = set(conn.scalars(select(s.eav_type_attribute.c.name).where(s.eav_type_attribute.c.tree_id == 2)))
+    for attr_id, name, default in EAV_CRAWL_ATTRIBUTES:
+        if name not in present:
+            conn.execute(insert(s.eav_type_attribute).values(
+                tree_id=2, id=attr_id, name=name, class_namespace="dk.netarkivet.harvester.datamodel.eav",
+                class_name="ContentAttrType_Generic_Integer", datatype=1, viewtype=1, def_int=default))
+
+
+def default_template_files(directory: Path = TEMPLATES_DIR) -> list[Path]:
+    return sorted(directory.glob("*.cxml"))
+
+
+def insert_default_templates(conn: Connection, directory: Path = TEMPLATES_DIR) -> None:
+    """Load every templates/*.cxml whose name (file name without .cxml) is not in ordertemplates yet."""
+    present = set(conn.scalars(select(s.ordertemplates.c.name)))
+    for path in default_template_files(directory):
+        name = path.stem
+        if name in present:
+            continue
+        conn.execute(insert(s.ordertemplates).values(
+            name=name, orderxml=path.read_text(encoding="utf-8"), isactive=True, edition=1,
+            description=f"Default crawl template from templates/{path.name}", lastupdated=utcnow()))
+
+
+def insert_defaults(conn: Connection) -> None:
+    insert_schema_versions(conn)
+    insert_default_schedules(conn)
+    insert_default_channels(conn)
+    insert_extended_field_types(conn)
+    insert_eav_attributes(conn)
+    insert_default_templates(conn)
+
+
+def count_rows(conn: Connection, table_name: str) -> int:
+    return conn.scalar(select(func.count()).select_from(s.metadata.tables[table_name])) or 0

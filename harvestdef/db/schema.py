@@ -1,0 +1,443 @@
+"""The harvest database schema (SQLAlchemy Core).
+
+Tables and columns are NetarchiveSuite's (reference §1; exact names §1.10), so that a site can move its
+data over and an archivist's SQL keeps working: lower-case unquoted identifiers, -1 = unlimited for
+bytes and objects, 0 = unlimited for running time, JobStatus and StopReason ordinals as integers.
+HarvestSuite's additions are new tables (audit_log, users, scheduler_lock) and new columns, each marked
+"ours" below.
+
+Ids that NetarchiveSuite assigns in code (harvestdefinitions.harvest_id, jobs.job_id) have no
+autoincrement here either: the repositories assign them (jobs: max(job_id)+1, or nextJobId if larger).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+from harvestdef.db.types import Id, UTCDateTime
+
+metadata = MetaData()
+
+# Per-table schema versions of NetarchiveSuite 8.1 (reference §1), written into schemaversions.
+SCHEMA_VERSIONS: dict[str, int] = {
+    "domains": 3, "configurations": 5, "seedlists": 1, "passwords": 1, "ownerinfo": 1, "historyinfo": 2,
+    "config_passwords": 1, "config_seedlists": 1, "harvestdefinitions": 4, "partialharvests": 2,
+    "fullharvests": 5, "harvest_configs": 1, "schedules": 1, "ordertemplates": 2, "jobs": 10,
+    "job_configs": 1, "global_crawler_trap_lists": 1, "global_crawler_trap_expressions": 1,
+    "runningjobshistory": 3, "runningjobsmonitor": 3, "frontierreportmonitor": 1, "extendedfield": 2,
+    "extendedfieldvalue": 2, "extendedfieldtype": 1, "harvestchannel": 1, "eav_type_attribute": 1,
+    "eav_attribute": 1,
+}
+
+schemaversions = Table(
+    "schemaversions", metadata,
+    Column("tablename", String(100), primary_key=True),
+    Column("version", Integer, nullable=False),
+)
+
+# ---------------------------------------------------------------- templates
+ordertemplates = Table(
+    "ordertemplates", metadata,
+    Column("template_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(300), nullable=False, unique=True),
+    Column("orderxml", Text, nullable=False),
+    Column("isactive", Boolean, nullable=False, server_default=text("true")),
+    # ours: optimistic locking and a description shown in the UI and the warcinfo record
+    Column("edition", BigInteger, nullable=False, server_default=text("1")),
+    Column("description", Text),
+    Column("lastupdated", UTCDateTime),
+)
+
+# ---------------------------------------------------------------- domains area
+domains = Table(
+    "domains", metadata,
+    Column("domain_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(300), nullable=False, unique=True),
+    Column("comments", String(30000)),
+    # The configuration used in snapshot harvests. Nullable only while a domain is being created.
+    Column("defaultconfig", BigInteger, ForeignKey("configurations.config_id", use_alter=True,
+                                                   name="domains_defaultconfig_fkey")),
+    Column("crawlertraps", Text),
+    Column("edition", BigInteger, nullable=False, server_default=text("1")),
+    Column("alias", BigInteger, ForeignKey("domains.domain_id")),
+    Column("lastaliasupdate", UTCDateTime),
+)
+Index("domainnameid", domains.c.domain_id, domains.c.name)
+Index("aliasindex", domains.c.alias)
+
+configurations = Table(
+    "configurations", metadata,
+    Column("config_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(300), nullable=False),
+    Column("comments", String(30000)),
+    Column("domain_id", BigInteger, ForeignKey("domains.domain_id"), nullable=False),
+    Column("template_id", BigInteger, ForeignKey("ordertemplates.template_id"), nullable=False),
+    Column("maxobjects", BigInteger, nullable=False, server_default=text("-1")),
+    Column("maxrate", Integer),
+    Column("overridelimits", Integer),
+    Column("maxbytes", BigInteger, nullable=False, server_default=text("-1")),
+    # ours: a configuration name is unique within its domain
+    UniqueConstraint("domain_id", "name", name="configurations_domain_name_key"),
+)
+Index("configurationname", configurations.c.name)
+Index("configurationmaxbytes", configurations.c.maxbytes)
+Index("configdomain", configurations.c.domain_id)
+
+seedlists = Table(
+    "seedlists", metadata,
+    Column("seedlist_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(300), nullable=False),
+    Column("comments", String(30000)),
+    Column("domain_id", BigInteger, ForeignKey("domains.domain_id"), nullable=False),
+    Column("seeds", Text, nullable=False),
+    UniqueConstraint("domain_id", "name", name="seedlists_domain_name_key"),
+)
+Index("seedlistname", seedlists.c.name)
+Index("seedlistdomain", seedlists.c.domain_id)
+
+config_seedlists = Table(
+    "config_seedlists", metadata,
+    Column("config_id", BigInteger, ForeignKey("configurations.config_id"), nullable=False),
+    Column("seedlist_id", BigInteger, ForeignKey("seedlists.seedlist_id"), nullable=False),
+    PrimaryKeyConstraint("config_id", "seedlist_id"),
+)
+
+passwords = Table(
+    "passwords", metadata,
+    Column("password_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(300), nullable=False),
+    Column("comments", String(30000)),
+    Column("domain_id", BigInteger, ForeignKey("domains.domain_id"), nullable=False),
+    Column("url", String(300), nullable=False),
+    Column("realm", String(300), nullable=False),
+    Column("username", String(20), nullable=False),
+    Column("password", String(40), nullable=False),
+    UniqueConstraint("domain_id", "name", name="passwords_domain_name_key"),
+)
+
+config_passwords = Table(
+    "config_passwords", metadata,
+    Column("config_id", BigInteger, ForeignKey("configurations.config_id"), nullable=False),
+    Column("password_id", BigInteger, ForeignKey("passwords.password_id"), nullable=False),
+    PrimaryKeyConstraint("config_id", "password_id"),
+)
+
+ownerinfo = Table(
+    "ownerinfo", metadata,
+    Column("ownerinfo_id", Id, primary_key=True, autoincrement=True),
+    Column("domain_id", BigInteger, ForeignKey("domains.domain_id"), nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Column("info", String(1000), nullable=False),
+)
+
+# One row per domain configuration per job: the figures the next snapshot step and selective run use.
+historyinfo = Table(
+    "historyinfo", metadata,
+    Column("historyinfo_id", Id, primary_key=True, autoincrement=True),
+    Column("stopreason", Integer, nullable=False),
+    Column("objectcount", BigInteger, nullable=False),
+    Column("bytecount", BigInteger, nullable=False),
+    Column("config_id", BigInteger, nullable=False),
+    Column("harvest_id", BigInteger, nullable=False),
+    Column("job_id", BigInteger),
+    Column("harvest_time", UTCDateTime, nullable=False),
+)
+Index("historyinfoharvest", historyinfo.c.harvest_id)
+Index("historyinfoconfigharvest", historyinfo.c.config_id, historyinfo.c.harvest_id)
+Index("historyinfojobharvest", historyinfo.c.job_id, historyinfo.c.harvest_id)
+Index("historyinfoharvestconfig", historyinfo.c.harvest_id, historyinfo.c.config_id)
+Index("historyinfoconfig", historyinfo.c.config_id)
+Index("historyinfojob", historyinfo.c.job_id)
+
+# ---------------------------------------------------------------- harvest channels
+harvestchannel = Table(
+    "harvestchannel", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(300), nullable=False, unique=True),
+    Column("issnapshot", Boolean, nullable=False),
+    Column("isdefault", Boolean, nullable=False),
+    Column("comments", String(30000)),
+)
+
+# ---------------------------------------------------------------- schedules
+schedules = Table(
+    "schedules", metadata,
+    Column("schedule_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(300), nullable=False, unique=True),
+    Column("comments", String(30000)),
+    Column("startdate", UTCDateTime),
+    Column("enddate", UTCDateTime),
+    Column("maxrepeats", BigInteger),
+    Column("timeunit", Integer, nullable=False),
+    Column("numtimeunits", BigInteger, nullable=False),
+    Column("anytime", Boolean, nullable=False),
+    Column("onminute", Integer),
+    Column("onhour", Integer),
+    Column("ondayofweek", Integer),
+    Column("ondayofmonth", Integer),
+    Column("edition", BigInteger, nullable=False, server_default=text("1")),
+)
+
+# ---------------------------------------------------------------- harvest definitions
+harvestdefinitions = Table(
+    "harvestdefinitions", metadata,
+    Column("harvest_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("name", String(300), nullable=False, unique=True),
+    Column("comments", String(30000)),
+    Column("numevents", Integer, nullable=False, server_default=text("0")),
+    Column("submitted", UTCDateTime, nullable=False),
+    Column("isactive", Boolean, nullable=False),
+    Column("edition", BigInteger, nullable=False, server_default=text("1")),
+    Column("channel_id", BigInteger, ForeignKey("harvestchannel.id")),
+    Column("audience", String(100)),
+)
+Index("harvestdefinitionssubmitdate", harvestdefinitions.c.submitted)
+
+fullharvests = Table(
+    "fullharvests", metadata,
+    Column("harvest_id", BigInteger, ForeignKey("harvestdefinitions.harvest_id"), primary_key=True,
+           autoincrement=False),
+    Column("maxobjects", BigInteger, nullable=False, server_default=text("-1")),
+    Column("previoushd", BigInteger, ForeignKey("harvestdefinitions.harvest_id")),
+    Column("maxbytes", BigInteger, nullable=False, server_default=text("-1")),
+    Column("maxjobrunningtime", BigInteger, nullable=False, server_default=text("0")),
+    Column("isindexready", Boolean, nullable=False, server_default=text("false")),
+)
+
+partialharvests = Table(
+    "partialharvests", metadata,
+    Column("harvest_id", BigInteger, ForeignKey("harvestdefinitions.harvest_id"), primary_key=True,
+           autoincrement=False),
+    Column("schedule_id", BigInteger, ForeignKey("schedules.schedule_id"), nullable=False),
+    Column("nextdate", UTCDateTime),
+    # harvest-level crawler traps, newline-separated (NetarchiveSuite partialharvests v2, NAS-2887)
+    Column("crawlertraps", Text),
+)
+Index("partialharvestsnextdate", partialharvests.c.nextdate)
+
+harvest_configs = Table(
+    "harvest_configs", metadata,
+    Column("harvest_id", BigInteger, ForeignKey("harvestdefinitions.harvest_id"), nullable=False),
+    Column("config_id", BigInteger, ForeignKey("configurations.config_id"), nullable=False),
+    PrimaryKeyConstraint("harvest_id", "config_id"),
+)
+
+# ---------------------------------------------------------------- jobs
+jobs = Table(
+    "jobs", metadata,
+    Column("job_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("harvest_id", BigInteger, ForeignKey("harvestdefinitions.harvest_id"), nullable=False),
+    Column("status", Integer, nullable=False),
+    Column("channel", String(300), nullable=False),
+    Column("snapshot", Boolean, nullable=False),
+    Column("forcemaxbytes", BigInteger, nullable=False, server_default=text("-1")),
+    Column("forcemaxcount", BigInteger),
+    Column("forcemaxrunningtime", BigInteger),
+    Column("orderxml", String(300), nullable=False),
+    Column("orderxmldoc", Text, nullable=False),
+    Column("seedlist", Text, nullable=False),
+    Column("harvest_num", Integer, nullable=False),
+    Column("harvest_errors", String(300)),
+    Column("harvest_error_details", String(10000)),
+    Column("upload_errors", String(300)),
+    Column("upload_error_details", String(10000)),
+    Column("startdate", UTCDateTime),
+    Column("enddate", UTCDateTime),
+    Column("submitteddate", UTCDateTime),
+    Column("creationdate", UTCDateTime),
+    Column("resubmitted_as_job", BigInteger),
+    Column("num_configs", Integer, nullable=False, server_default=text("0")),
+    Column("edition", BigInteger, nullable=False, server_default=text("1")),
+    Column("continuationof", BigInteger),
+    Column("harvestname_prefix", String(100)),
+    # ours: the attempt the scheduler granted to one controller (exactly-once claims), the controller
+    # that holds it, and the mark of a controller that went silent while the job was STARTED
+    Column("attempt_id", String(64)),
+    Column("controller", String(300)),
+    Column("interrupted", Boolean, nullable=False, server_default=text("false")),
+    # ours: the sum of expected objects the job generator packed into the job
+    Column("expected_objects", BigInteger),
+)
+Index("jobstatus", jobs.c.status)
+Index("jobharvestid", jobs.c.harvest_id)
+
+job_configs = Table(
+    "job_configs", metadata,
+    Column("job_id", BigInteger, ForeignKey("jobs.job_id"), nullable=False),
+    Column("config_id", BigInteger, nullable=False),
+    PrimaryKeyConstraint("job_id", "config_id"),
+)
+Index("jobconfigjob", job_configs.c.job_id)
+
+# ---------------------------------------------------------------- global crawler traps
+global_crawler_trap_lists = Table(
+    "global_crawler_trap_lists", metadata,
+    Column("global_crawler_trap_list_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(300), nullable=False, unique=True),
+    Column("description", String(30000)),
+    Column("isactive", Boolean, nullable=False),
+)
+
+global_crawler_trap_expressions = Table(
+    "global_crawler_trap_expressions", metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("crawler_trap_list_id", BigInteger,
+           ForeignKey("global_crawler_trap_lists.global_crawler_trap_list_id"), nullable=False),
+    Column("trap_expression", String(1000), nullable=False),
+)
+
+# ---------------------------------------------------------------- monitoring
+_monitor_columns = (
+    ("hosturl", String(300)), ("progress", Float),
+    ("queuedfilescount", BigInteger), ("totalqueuescount", BigInteger), ("activequeuescount", BigInteger),
+    ("retiredqueuescount", BigInteger), ("exhaustedqueuescount", BigInteger),
+    ("elapsedseconds", BigInteger), ("alertscount", BigInteger), ("downloadedfilescount", BigInteger),
+    ("currentprocessedkbpersec", Integer), ("processedkbpersec", Integer),
+    ("currentprocesseddocspersec", Integer), ("processeddocspersec", Integer),
+    ("activetoecount", Integer), ("status", Integer), ("tstamp", UTCDateTime),
+)
+
+
+def _monitor_table(name: str, extra: tuple[Column, ...], key: tuple[str, ...]) -> Table:
+    columns = [Column("jobid", BigInteger, nullable=False), Column("harvestname", String(300), nullable=False)]
+    for column_name, column_type in _monitor_columns:
+        columns.append(Column(column_name, column_type, nullable=column_name not in key))
+    return Table(name, metadata, *columns, *extra, PrimaryKeyConstraint(*key))
+
+
+runningjobshistory = _monitor_table(
+    "runningjobshistory", (), ("jobid", "harvestname", "elapsedseconds", "tstamp"))
+Index("runningjobshistoryjobid", runningjobshistory.c.jobid)
+Index("runningjobshistoryharvestname", runningjobshistory.c.harvestname)
+
+runningjobsmonitor = _monitor_table(
+    "runningjobsmonitor", (Column("totalbyteswritten", BigInteger),), ("jobid", "harvestname"))
+Index("runningjobsmonitorjobid", runningjobsmonitor.c.jobid)
+Index("runningjobsmonitorharvestname", runningjobsmonitor.c.harvestname)
+
+frontierreportmonitor = Table(
+    "frontierreportmonitor", metadata,
+    Column("jobid", BigInteger, nullable=False),
+    Column("filterid", String(200), nullable=False),
+    Column("tstamp", UTCDateTime, nullable=False),
+    Column("domainname", String(300), nullable=False),
+    Column("currentsize", BigInteger, nullable=False),
+    Column("totalenqueues", BigInteger, nullable=False),
+    Column("sessionbalance", BigInteger, nullable=False),
+    Column("lastcost", Integer, nullable=False),
+    Column("averagecost", Integer, nullable=False),
+    Column("lastdequeuetime", String(100), nullable=False),
+    Column("waketime", String(100), nullable=False),
+    Column("totalspend", BigInteger, nullable=False),
+    Column("totalbudget", BigInteger, nullable=False),
+    Column("errorcount", BigInteger, nullable=False),
+    Column("lastpeekuri", String(1000), nullable=False),
+    Column("lastqueueduri", String(1000), nullable=False),
+    UniqueConstraint("jobid", "filterid", "domainname", name="frontierreportmonitor_jobid_filterid_domainname_key"),
+)
+
+# ---------------------------------------------------------------- extended fields
+extendedfieldtype = Table(
+    "extendedfieldtype", metadata,
+    Column("extendedfieldtype_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(50), nullable=False),
+)
+
+extendedfield = Table(
+    "extendedfield", metadata,
+    Column("extendedfield_id", Id, primary_key=True, autoincrement=True),
+    Column("extendedfieldtype_id", BigInteger, ForeignKey("extendedfieldtype.extendedfieldtype_id"),
+           nullable=False),
+    Column("name", String(50), nullable=False),
+    Column("format", String(50), nullable=False),
+    Column("defaultvalue", String(50), nullable=False),
+    Column("options", String(50), nullable=False),
+    Column("datatype", Integer, nullable=False),
+    Column("mandatory", Boolean, nullable=False),
+    Column("sequencenr", Integer),
+    # NetarchiveSuite extendedfield v2
+    Column("maxlen", Integer),
+    Column("historize", Boolean, server_default=text("false")),
+)
+
+extendedfieldvalue = Table(
+    "extendedfieldvalue", metadata,
+    Column("extendedfieldvalue_id", Id, primary_key=True, autoincrement=True),
+    Column("extendedfield_id", BigInteger, ForeignKey("extendedfield.extendedfield_id"), nullable=False),
+    Column("instance_id", BigInteger, nullable=False),
+    Column("content", String(30000), nullable=False),
+)
+
+# ---------------------------------------------------------------- EAV crawl attributes
+eav_type_attribute = Table(
+    "eav_type_attribute", metadata,
+    Column("tree_id", Integer, nullable=False),
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(96), nullable=False),
+    Column("class_namespace", String(96), nullable=False),
+    Column("class_name", String(96), nullable=False),
+    Column("datatype", Integer, nullable=False),
+    Column("viewtype", Integer, nullable=False),
+    Column("def_int", Integer),
+    Column("def_datetime", UTCDateTime),
+    Column("def_varchar", String(8000)),
+    Column("def_text", Text),
+)
+
+eav_attribute = Table(
+    "eav_attribute", metadata,
+    Column("tree_id", Integer, nullable=False),
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("entity_id", Integer, nullable=False),
+    Column("type_id", Integer, nullable=False),
+    Column("val_int", Integer),
+    Column("val_datetime", UTCDateTime),
+    Column("val_varchar", String(8000)),
+    Column("val_text", Text),
+)
+Index("eav_attribute_idx", eav_attribute.c.tree_id, eav_attribute.c.entity_id)
+
+# ---------------------------------------------------------------- ours
+users = Table(
+    "users", metadata,
+    Column("user_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("fullname", String(300)),
+    Column("email", String(300)),
+    # curator, operator, archivist or admin
+    Column("role", String(30), nullable=False),
+    Column("password_hash", String(300)),
+    Column("isactive", Boolean, nullable=False, server_default=text("true")),
+    Column("created", UTCDateTime, nullable=False),
+    Column("edition", BigInteger, nullable=False, server_default=text("1")),
+)
+
+# Every change to a definition or a job: who, when, what, before and after (JSON text).
+audit_log = Table(
+    "audit_log", metadata,
+    Column("audit_id", Id, primary_key=True, autoincrement=True),
+    Column("changed_at", UTCDateTime, nullable=False),
+    Column("actor", String(100), nullable=False),
+    Column("tablename", String(100), nullable=False),
+    Column("row_key", String(300), nullable=False),
+    Column("action", String(20), nullable=False),  # insert, update, delete
+    Column("before", Text),
+    Column("after", Text),
+)
+Index("audit_log_row", audit_log.c.tablename, audit_log.c.row_key)
+Index("audit_log_changed_at", audit_log.c.changed_at)

@@ -1,0 +1,119 @@
+"""The one hierarchy of HarvestSuite's errors.
+
+Lower layers' exceptions (SQLAlchemy, pika, HTTP clients, lxml) are translated into these at the
+boundary that calls them, always with ``raise ... from exc`` so the cause stays visible::
+
+    HarvestSuiteError
+    ├── SettingsError              a settings file or variable is wrong (names key, source, expected type)
+    ├── ValidationError            bad input from a person or a file (names the input and what is wrong)
+    │   ├── DomainNameError        not a valid domain name (with the reason)
+    │   ├── TemplateError          a crawl template that is not well-formed (line and column)
+    │   └── PlanInputError         the offline planner's JSON is wrong (every error with its JSON path)
+    ├── NotFoundError              no such row (names the kind and the key)
+    ├── ConflictError              the row exists already (names the kind and the key)
+    ├── StaleEditionError          optimistic locking: somebody else changed the row since it was read
+    ├── IllegalTransitionError     a job status change that the transition table forbids
+    ├── DatabaseError              the harvest database failed (translated from SQLAlchemy/psycopg)
+    ├── JobGenerationError         a harvest definition could not be split into jobs
+    ├── QueueError                 the queue transport failed (translated from pika / sqlite)
+    ├── ArchiveStoreError          the archive store failed (upload, checksum, missing file)
+    └── HeritrixError              the crawler's REST API failed or answered unexpectedly
+"""
+
+from __future__ import annotations
+
+
+class HarvestSuiteError(Exception):
+    """Base of every error HarvestSuite raises on purpose."""
+
+
+class SettingsError(HarvestSuiteError):
+    """A settings file, environment variable or command-line override is wrong."""
+
+
+class ValidationError(HarvestSuiteError):
+    """Bad input: the message names the input and what is wrong with it."""
+
+
+class DomainNameError(ValidationError):
+    """A name that is not a valid domain name; the message says why."""
+
+
+class TemplateError(ValidationError):
+    """A crawl template that is not well-formed XML."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+class PlanInputError(ValidationError):
+    """The offline planner's input is wrong; ``errors`` holds every (json_path, message) found."""
+
+    def __init__(self, errors: list[tuple[str, str]]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(f"{path}: {message}" for path, message in self.errors))
+
+
+class NotFoundError(HarvestSuiteError):
+    """No row of that kind with that key."""
+
+    def __init__(self, kind: str, key: object) -> None:
+        super().__init__(f"no {kind} {key!r}")
+        self.kind = kind
+        self.key = key
+
+
+class ConflictError(HarvestSuiteError):
+    """A row of that kind with that key exists already."""
+
+    def __init__(self, kind: str, key: object, detail: str = "") -> None:
+        super().__init__(f"{kind} {key!r} exists already" + (f": {detail}" if detail else ""))
+        self.kind = kind
+        self.key = key
+
+
+class StaleEditionError(HarvestSuiteError):
+    """The row was changed by somebody else since it was read (optimistic locking on ``edition``)."""
+
+    def __init__(self, kind: str, key: object, expected_edition: int, current_edition: int | None) -> None:
+        now = "deleted" if current_edition is None else f"now at edition {current_edition}"
+        super().__init__(
+            f"{kind} {key!r} was changed by somebody else: you edited edition {expected_edition}, "
+            f"it is {now}; reload and apply your change again"
+        )
+        self.kind = kind
+        self.key = key
+        self.expected_edition = expected_edition
+        self.current_edition = current_edition
+
+
+class IllegalTransitionError(HarvestSuiteError):
+    """A status change that the state machine's transition table does not allow."""
+
+    def __init__(self, what: str, from_state: object, to_state: object) -> None:
+        super().__init__(f"{what}: illegal status change {from_state} -> {to_state}")
+        self.what = what
+        self.from_state = from_state
+        self.to_state = to_state
+
+
+class DatabaseError(HarvestSuiteError):
+    """The harvest database failed; the cause is chained."""
+
+
+class JobGenerationError(HarvestSuiteError):
+    """A harvest definition could not be split into jobs."""
+
+
+class QueueError(HarvestSuiteError):
+    """The queue transport failed; the cause is chained."""
+
+
+class ArchiveStoreError(HarvestSuiteError):
+    """The archive store failed: an upload, a checksum or a missing file."""
+
+
+class HeritrixError(HarvestSuiteError):
+    """The crawler's REST API failed or answered something we cannot use."""

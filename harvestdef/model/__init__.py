@@ -1,0 +1,1 @@
+"""The domain model: plain values and enums shared by every package."""

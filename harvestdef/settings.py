@@ -1,0 +1,336 @@
+"""Settings: every default in one place, loaded once into frozen values.
+
+Keys follow NetarchiveSuite's setting paths without the leading ``settings.`` (reference §2.7), for
+example ``[harvester.scheduler.jobGen.config] maxTotalSize = 8000000``; settings of HarvestSuite's own
+live under ``[harvestsuite.…]``. Values are read in the order defaults < TOML file < environment <
+command line. An environment variable ``HARVESTSUITE__SECTION__KEY`` (sections joined by ``__``, matched
+without regard to case) overrides the file.
+
+An unknown key or a value of the wrong type stops start-up with an error naming the key, where it came
+from and the type expected. Components never read settings themselves: a ``from_settings()`` classmethod
+picks the values it needs and passes plain arguments to ``__init__``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from harvestdef.errors import SettingsError
+
+log = logging.getLogger(__name__)
+
+ENV_PREFIX = "HARVESTSUITE__"
+CONFIG_ENV = "HARVESTSUITE_CONFIG"
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def setting(key: str, default: Any, doc: str) -> Any:
+    """A dataclass field bound to the settings key ``key`` (a dotted path)."""
+    return field(default=default, metadata={"key": key, "doc": doc})
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    url: str = setting(
+        "harvestsuite.database.url", "sqlite:///harvestsuite.db",
+        "SQLAlchemy URL of the harvest database: a SQLite file (default, in the working directory) or "
+        "postgresql+psycopg://user@host/dbname",
+    )
+    echo: bool = setting("harvestsuite.database.echo", False, "log every SQL statement")
+    nextJobId: int = setting(
+        "harvester.datamodel.domain.nextJobId", 0,
+        "lowest id of the next job (used after a database restore); 0 = just max(job_id)+1",
+    )
+
+
+@dataclass(frozen=True)
+class DomainSettings:
+    """Defaults for new domains and configurations (reference §2.7, §2.8)."""
+
+    defaultMaxbytes: int = setting("harvester.datamodel.domain.defaultMaxbytes", 1_000_000_000,
+                                   "byte limit of a new configuration (-1 = unlimited)")
+    defaultMaxobjects: int = setting("harvester.datamodel.domain.defaultMaxobjects", -1,
+                                     "object limit of a new configuration (-1 = unlimited)")
+    defaultMaxrate: int = setting("harvester.datamodel.domain.defaultMaxrate", 100,
+                                  "requests per minute of a new configuration (stored, as in NetarchiveSuite)")
+    defaultConfig: str = setting("harvester.datamodel.domain.defaultConfig", "defaultconfig",
+                                 "name of a new domain's configuration")
+    defaultSeedlist: str = setting("harvester.datamodel.domain.defaultSeedlist", "defaultseeds",
+                                   "name of a new domain's seed list")
+    defaultOrderxml: str = setting("harvester.datamodel.domain.defaultOrderxml", "default_orderxml",
+                                   "crawl template of a new configuration")
+    validSeedRegex: str = setting("harvester.datamodel.domain.validSeedRegex", r"^.*$",
+                                  "regular expression every seed must match")
+    aliasTimeout: int = setting("harvester.aliases.timeout", 31_536_000,
+                                "seconds after its last confirmation that an alias expires")
+
+
+@dataclass(frozen=True)
+class JobGenSettings:
+    """Job generation (reference §2.7)."""
+
+    generatorClass: str = setting("harvester.scheduler.jobGen.class", "DefaultJobGenerator",
+                                  "DefaultJobGenerator or FixedDomainConfigurationCountJobGenerator")
+    domainConfigSubsetSize: int = setting("harvester.scheduler.jobGen.domainConfigSubsetSize", 10_000,
+                                          "configurations written per batch (the sort itself is global)")
+    maxTimeToCompleteJob: int = setting("harvester.scheduler.jobGen.maxTimeToCompleteJob", 0,
+                                        "default max seconds per job for new snapshot harvests (0 = none)")
+    objectLimitIsSetByQuotaEnforcer: bool = setting(
+        "harvester.scheduler.jobGen.objectLimitIsSetByQuotaEnforcer", True,
+        "put the per-domain object budget in the QuotaEnforcer (else in the frontier's queue budget)")
+    useAlternateSnapshotJobgenerationMethod: bool = setting(
+        "harvester.scheduler.jobGen.useAlternateSnapshotJobgenerationMethod", False,
+        "accepted for compatibility; continuation steps are always computed in one streamed query")
+    splitByObjectLimit: bool = setting("harvester.scheduler.jobGen.config.splitByObjectLimit", False,
+                                       "jobs are made compatible by object limit instead of byte limit")
+    maxRelativeSizeDifference: int = setting("harvester.scheduler.jobGen.config.maxRelativeSizeDifference",
+                                             100, "max ratio of largest to smallest expectation in a job")
+    minAbsoluteSizeDifference: int = setting("harvester.scheduler.jobGen.config.minAbsoluteSizeDifference",
+                                             2000, "expectation differences up to this are ignored")
+    maxTotalSize: int = setting("harvester.scheduler.jobGen.config.maxTotalSize", 8_000_000,
+                                "max sum of expected objects per job")
+    errorFactorPrevResult: int = setting("harvester.scheduler.jobGen.config.errorFactorPrevResult", 10,
+                                         "divisor when the previous harvest completed")
+    errorFactorBestGuess: int = setting("harvester.scheduler.jobGen.config.errorFactorBestGuess", 2,
+                                        "documented by NetarchiveSuite but unused there; the /2 is fixed")
+    expectedAverageBytesPerObject: int = setting(
+        "harvester.scheduler.jobGen.config.expectedAverageBytesPerObject", 38_000,
+        "bytes per object assumed without trustworthy history")
+    maxDomainSize: int = setting("harvester.scheduler.jobGen.config.maxDomainSize", 5000,
+                                 "objects expected of a domain without history or limits")
+    fixedDomainCountSnapshot: int = setting("harvester.scheduler.jobGen.config.fixedDomainCountSnapshot",
+                                            10_000, "max configurations per snapshot job (<= 0: no cap)")
+    fixedDomainCountFocused: int = setting("harvester.scheduler.jobGen.config.fixedDomainCountFocused", 0,
+                                           "configurations per selective job (Fixed… generator only)")
+    excludeDomainsWithZeroBudget: bool = setting(
+        "harvester.scheduler.jobGen.config.excludeDomainsWithZeroBudget", False,
+        "drop configurations with a 0 byte or 0 object limit")
+    postponeUnregisteredChannel: bool = setting(
+        "harvester.scheduler.jobGen.config.postponeUnregisteredChannel", True,
+        "generate no selective jobs for a channel no harvester serves")
+    deduplicationEnabled: bool = setting("harvester.deduplication.enabled", True,
+                                         "jobs are built with the DeDuplicator switched on")
+    namingConvention: str = setting("harvestsuite.jobgen.namingConvention", "LegacyNamingConvention",
+                                    "LegacyNamingConvention (<job>-<harvest>) or "
+                                    "CollectionPrefixNamingConvention (<collection>-<job>-<harvest>)")
+    collectionName: str = setting("harvester.harvesting.heritrix.archiveNaming.collectionName", "netarkivet",
+                                  "prefix of CollectionPrefixNamingConvention")
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    jobgenerationperiod: int = setting("harvester.scheduler.jobgenerationperiod", 60, "seconds between ticks")
+    jobtimeouttime: int = setting("harvester.scheduler.jobtimeouttime", 604_800,
+                                  "STARTED jobs older than this many seconds become FAILED")
+    limitSubmittedJobsInQueue: bool = setting("harvester.scheduler.limitSubmittedJobsInQueue", False,
+                                              "throttle jobs waiting per channel")
+    submittedJobsInQueueLimit: int = setting("harvester.scheduler.submittedJobsInQueueLimit", 1,
+                                             "max jobs waiting per channel when throttled")
+    timezone: str = setting("harvestsuite.scheduler.timezone", "",
+                            "zone schedules are evaluated in (IANA name); empty = the system's zone")
+
+
+@dataclass(frozen=True)
+class HarvesterSettings:
+    """Harvest controller and its Heritrix polling (reference §5.3, §5.4)."""
+
+    channel: str = setting("harvester.harvesting.channel", "FOCUSED", "harvest channel(s), comma-separated")
+    serverDir: str = setting("harvester.harvesting.serverdir", "server", "job directories live here")
+    oldjobsDir: str = setting("harvester.harvesting.oldjobsDir", "oldjobs", "finished job directories")
+    minSpaceLeft: int = setting("harvester.harvesting.minSpaceLeft", 400_000_000,
+                                "bytes that must be free in serverDir to take a job")
+    crawlLoopWaitTime: int = setting("harvester.harvesting.heritrix.crawlLoopWaitTime", 20,
+                                     "seconds between status polls")
+    inactivityTimeout: int = setting("harvester.harvesting.heritrix.inactivityTimeout", 1800,
+                                     "stop a crawl with no active queues for this many seconds")
+    noresponseTimeout: int = setting("harvester.harvesting.heritrix.noresponseTimeout", 1800,
+                                     "stop a crawl that received no new bytes for this many seconds")
+    heritrixUrl: str = setting("harvestsuite.harvester.heritrixUrl", "",
+                               "REST URL of an external Heritrix 3 engine; empty = run the bundled engine")
+    heritrixUser: str = setting("harvester.harvesting.heritrix.adminName", "admin", "REST API user")
+    heritrixPassword: str = setting("harvester.harvesting.heritrix.adminPassword", "admin",
+                                    "REST API password")
+    organization: str = setting("common.organization", "netarkivet.dk",
+                                "organisation in metadata:// URLs")
+
+
+@dataclass(frozen=True)
+class CrawlerSettings:
+    """The bundled crawl engine."""
+
+    userAgent: str = setting("harvestsuite.crawler.userAgent",
+                             "Mozilla/5.0 (compatible; HarvestSuite/0.1; +https://example.org/harvestsuite)",
+                             "user agent when a template names none")
+    hostsFile: str = setting("harvestsuite.crawler.hostsFile", "",
+                             "name-to-address file that overrides DNS for the engine (tests, demo)")
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    url: str = setting("harvestsuite.queue.url", "sqlite:///queue.db",
+                       "amqp://guest:guest@127.0.0.1:5672/%2F for RabbitMQ; sqlite:///FILE for the embedded queue")
+    environmentName: str = setting("common.environmentName", "DEV", "prefix of every queue name")
+    heartbeat: int = setting("harvestsuite.queue.heartbeat", 60, "AMQP heartbeat seconds")
+
+
+@dataclass(frozen=True)
+class ArchiveSettings:
+    root: str = setting("harvestsuite.archive.root", "archive", "root directory of the archive store")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All settings of one process, frozen after loading."""
+
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    domain: DomainSettings = field(default_factory=DomainSettings)
+    jobgen: JobGenSettings = field(default_factory=JobGenSettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    harvester: HarvesterSettings = field(default_factory=HarvesterSettings)
+    crawler: CrawlerSettings = field(default_factory=CrawlerSettings)
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    archive: ArchiveSettings = field(default_factory=ArchiveSettings)
+
+    def effective(self) -> dict[str, Any]:
+        """Every key with its effective value, for logging at start."""
+        return {spec.key: getattr(getattr(self, spec.area), spec.attr) for spec in _specs().values()}
+
+
+@dataclass(frozen=True)
+class _Spec:
+    key: str
+    area: str
+    attr: str
+    type: type
+    default: Any
+
+
+def _specs() -> dict[str, _Spec]:
+    """Every known key, by its lower-cased dotted path (keys match without regard to case)."""
+    specs: dict[str, _Spec] = {}
+    for area_field in dataclasses.fields(Settings):
+        area_cls = area_field.default_factory  # type: ignore[misc]
+        hints = get_type_hints(area_cls)
+        for f in dataclasses.fields(area_cls):
+            key = f.metadata["key"]
+            specs[key.lower()] = _Spec(key, area_field.name, f.name, hints[f.name], f.default)
+    return specs
+
+
+def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for name, value in table.items():
+        path = f"{prefix}{name}"
+        if isinstance(value, Mapping):
+            yield from _flatten(value, path + ".")
+        else:
+            yield path, value
+
+
+def _coerce_text(spec: _Spec, text: str, source: str) -> Any:
+    """Turn an environment or command-line string into the key's type, or fail naming both."""
+    if spec.type is bool:
+        lowered = text.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+        raise SettingsError(f"{spec.key} from {source}: expected a boolean (true/false/1/0), got {text!r}")
+    if spec.type is int:
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise SettingsError(f"{spec.key} from {source}: expected an integer, got {text!r}") from None
+    return text
+
+
+def _check_type(spec: _Spec, value: Any, source: str) -> Any:
+    # bool is a subclass of int: an int setting must not accept true/false silently.
+    ok = isinstance(value, spec.type) and not (spec.type is int and isinstance(value, bool))
+    if not ok:
+        raise SettingsError(
+            f"{spec.key} in {source}: expected {spec.type.__name__}, got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Read settings in the order defaults < file < environment < ``overrides``.
+
+    ``config_file`` defaults to the file named by ``HARVESTSUITE_CONFIG``; ``overrides`` maps dotted keys
+    to values (command line, tests).
+    """
+    environ = os.environ if environ is None else environ
+    specs = _specs()
+    values: dict[str, Any] = {}
+
+    path = config_file if config_file is not None else environ.get(CONFIG_ENV) or None
+    if path is not None:
+        source = str(path)
+        try:
+            with open(path, "rb") as handle:
+                table = tomllib.load(handle)
+        except FileNotFoundError:
+            raise SettingsError(f"settings file {source} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise SettingsError(f"settings file {source} is not valid TOML: {exc}") from exc
+        for dotted, value in _flatten(table):
+            if dotted.startswith("settings."):
+                dotted = dotted[len("settings."):]
+            spec = specs.get(dotted.lower())
+            if spec is None:
+                raise SettingsError(f"unknown setting {dotted} in {source}")
+            values[spec.key] = _check_type(spec, value, source)
+
+    for name, text in environ.items():
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        dotted = name[len(ENV_PREFIX):].replace("__", ".").lower()
+        spec = specs.get(dotted)
+        if spec is None:
+            raise SettingsError(f"unknown setting {dotted} in environment variable {name}")
+        values[spec.key] = _coerce_text(spec, text, f"environment variable {name}")
+
+    for dotted, value in (overrides or {}).items():
+        spec = specs.get(dotted.lower())
+        if spec is None:
+            raise SettingsError(f"unknown setting {dotted} given as an override")
+        if isinstance(value, str) and spec.type is not str:
+            value = _coerce_text(spec, value, "an override")
+        values[spec.key] = _check_type(spec, value, "an override")
+
+    by_area: dict[str, dict[str, Any]] = {}
+    for spec in specs.values():
+        if spec.key in values:
+            by_area.setdefault(spec.area, {})[spec.attr] = values[spec.key]
+    areas = {f.name: f.default_factory(**by_area.get(f.name, {}))  # type: ignore[misc]
+             for f in dataclasses.fields(Settings)}
+    return Settings(**areas)
+
+
+def log_effective(settings: Settings) -> None:
+    """Log every effective value once at start; passwords are masked."""
+    for key, value in sorted(settings.effective().items()):
+        shown = "****" if "password" in key.lower() else value
+        log.info("setting %s = %r", key, shown)
+
+
+def describe() -> list[tuple[str, str, Any, str]]:
+    """(key, type, default, doc) of every setting, for the README and `harvestsuite settings`."""
+    rows = []
+    for area_field in dataclasses.fields(Settings):
+        area_cls = area_field.default_factory  # type: ignore[misc]
+        hints = get_type_hints(area_cls)
+        for f in dataclasses.fields(area_cls):
+            rows.append((f.metadata["key"], hints[f.name].__name__, f.default, f.metadata["doc"]))
+    return rows

@@ -1,0 +1,101 @@
+"""Fixtures shared by the whole suite: settings, and a fresh harvest database per test on SQLite and on
+the real PostgreSQL.
+
+PostgreSQL: one database per test run (created here, dropped at the end); each test gets its own schema
+in it, through the connection's search_path, so tests never see each other's rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from harvestdef.db.engine import open_engine
+from harvestdef.db.init import init_database
+from harvestdef.settings import Settings, load_settings
+from tests.servers import PG_ADMIN_URL, require_postgresql
+
+SHARED_DIR = Path(__file__).resolve().parent.parent.parent / "shared"
+_schema_numbers = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """../shared beside the checkout (real crawl templates under fixtures/heritrix3)."""
+    if not SHARED_DIR.is_dir():
+        pytest.fail(f"{SHARED_DIR} is missing: the tests read real crawl templates from ../shared")
+    return SHARED_DIR
+
+
+@pytest.fixture(scope="session")
+def postgresql_database() -> Iterator[str]:
+    """URL of a database made for this test run, dropped after it."""
+    require_postgresql()
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"hs_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def _postgresql_schema_url(database_url: str) -> Iterator[str]:
+    schema = f"t{next(_schema_numbers)}_{uuid.uuid4().hex[:6]}"
+    owner = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    with owner.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield make_url(database_url).update_query_dict(
+            {"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+    finally:
+        with owner.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        owner.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database: a SQLite file, or a fresh schema in the run's PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'harvest.db'}"
+    else:
+        request.applymarker(pytest.mark.postgres)
+        yield from _postgresql_schema_url(request.getfixturevalue("postgresql_database"))
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'harvest.db'}"
+
+
+@pytest.fixture
+def postgresql_url(postgresql_database: str) -> Iterator[str]:
+    """An empty schema on PostgreSQL only (for tests of COPY and other PostgreSQL paths)."""
+    yield from _postgresql_schema_url(postgresql_database)
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return load_settings(environ={}, overrides={"harvestsuite.database.url": database_url})
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """A harvest database with its schema and default rows, on SQLite and on PostgreSQL."""
+    engine = open_engine(database_url)
+    init_database(engine)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
