@@ -1,0 +1,81 @@
+"""What every repository shares: the audit trail, optimistic locking on ``edition``, error translation.
+
+Every change to a definition or a job is written to audit_log in the same transaction as the change:
+who, when, which row, and the row before and after as JSON. An update names the edition the editor
+read; if the row has moved on, nothing is written and StaleEditionError says so (never a silent
+overwrite).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import Connection, Table, insert, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from harvestdef.errors import ConflictError, DatabaseError, StaleEditionError
+
+SYSTEM_ACTOR = "system"
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return value
+
+
+def row_json(row: Mapping[str, Any] | None) -> str | None:
+    if row is None:
+        return None
+    return json.dumps({k: _jsonable(v) for k, v in row.items()}, ensure_ascii=False, sort_keys=True)
+
+
+def record_audit(conn: Connection, actor: str, table: str, key: object, action: str,
+                 before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> None:
+    """Append one audit_log row; ``action`` is insert, update or delete."""
+    conn.execute(insert(s.audit_log).values(
+        changed_at=utcnow(), actor=actor, tablename=table, row_key=str(key), action=action,
+        before=row_json(before), after=row_json(after)))
+
+
+def fetch_row(conn: Connection, table: Table, key_column: str, key: object) -> dict[str, Any] | None:
+    row = conn.execute(select(table).where(table.c[key_column] == key)).mappings().first()
+    return dict(row) if row is not None else None
+
+
+def update_with_edition(conn: Connection, actor: str, table: Table, key_column: str, key: object,
+                        expected_edition: int, values: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """Update one row if it is still at ``expected_edition``; bump the edition, audit, return the new row.
+
+    Raises StaleEditionError (naming the kind, key and both editions) if somebody else changed or
+    deleted the row meanwhile.
+    """
+    before = fetch_row(conn, table, key_column, key)
+    changed = conn.execute(
+        update(table)
+        .where(table.c[key_column] == key, table.c.edition == expected_edition)
+        .values(**values, edition=expected_edition + 1)
+    ).rowcount
+    if changed != 1:
+        raise StaleEditionError(kind, key, expected_edition, None if before is None else before["edition"])
+    after = fetch_row(conn, table, key_column, key)
+    record_audit(conn, actor, table.name, key, "update", before, after)
+    assert after is not None
+    return after
+
+
+@contextmanager
+def translate_errors(kind: str, key: object) -> Iterator[None]:
+    """Turn SQLAlchemy errors into ours: a unique-key violation becomes ConflictError."""
+    try:
+        yield
+    except IntegrityError as exc:
+        raise ConflictError(kind, key, str(exc.orig).splitlines()[0] if exc.orig else "") from exc
+    except SQLAlchemyError as exc:
+        raise DatabaseError(f"{kind} {key!r}: {exc}") from exc
