@@ -9,7 +9,6 @@ harvestdef never imports the others. Errors of ours are shown as one line withou
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -123,7 +122,3 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

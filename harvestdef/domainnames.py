@@ -21,7 +21,7 @@ from harvestdef.errors import DomainNameError
 _psl = PublicSuffixList()
 
 # A label of letters, digits and hyphens (Unicode letters allowed: IDNs are checked by idna afterwards).
-_LABEL = re.compile(r"^(?!-)[\w-]{1,63}(?<!-)$", re.UNICODE)
+_LABEL = re.compile(r"^(?!-)[\w-]+(?<!-)$", re.UNICODE)
 MAX_NAME_LENGTH = 253
 
 
@@ -66,6 +66,8 @@ def _check_labels(name: str, original: str) -> None:
     for label in labels:
         if not label:
             raise DomainNameError(f"{original!r} has an empty label")
+        if len(label) > 63:
+            raise DomainNameError(f"{original!r} has a label longer than 63 characters: {label[:20]!r}...")
         if not _LABEL.match(label) or "_" in label:
             raise DomainNameError(
                 f"{original!r} has an invalid label {label!r} (letters, digits and inner hyphens only)")
@@ -80,6 +82,8 @@ def registered_domain(host: str) -> str:
     """
     original = host
     host = host.strip().rstrip(".").lower()
+    if not host:
+        raise DomainNameError(f"{original!r} is empty")
     if is_ip_address(host):
         return str(ipaddress.ip_address(host.strip("[]")))
     unicode_host = to_unicode(to_punycode(host))

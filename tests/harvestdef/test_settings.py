@@ -1,0 +1,106 @@
+"""Settings: defaults of reference §2.7, file < environment < override, and errors that name the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from harvestdef.errors import SettingsError
+from harvestdef.settings import describe, load_settings
+
+
+def test_defaults_are_netarchivesuites():
+    s = load_settings(environ={})
+    assert s.jobgen.maxTotalSize == 8_000_000
+    assert s.jobgen.maxRelativeSizeDifference == 100
+    assert s.jobgen.minAbsoluteSizeDifference == 2000
+    assert s.jobgen.errorFactorPrevResult == 10
+    assert s.jobgen.expectedAverageBytesPerObject == 38_000
+    assert s.jobgen.maxDomainSize == 5000
+    assert s.jobgen.fixedDomainCountSnapshot == 10_000
+    assert s.jobgen.domainConfigSubsetSize == 10_000
+    assert s.jobgen.objectLimitIsSetByQuotaEnforcer is True
+    assert s.scheduler.jobgenerationperiod == 60
+    assert s.scheduler.jobtimeouttime == 604_800
+    assert s.domain.defaultMaxbytes == 1_000_000_000
+    assert s.domain.defaultMaxobjects == -1
+    assert s.domain.aliasTimeout == 31_536_000
+    assert s.harvester.noresponseTimeout == 1800
+    assert s.database.url == "sqlite:///harvestsuite.db"
+
+
+def test_file_then_environment_then_override(tmp_path):
+    config = tmp_path / "hs.toml"
+    config.write_text(
+        "[harvester.scheduler.jobGen.config]\nmaxTotalSize = 100\nmaxDomainSize = 7\n"
+        "[harvestsuite.database]\nurl = 'sqlite:///from-file.db'\n"
+        "[harvester.harvesting.heritrix]\nnoresponseTimeout = 2\n")
+    environ = {"HARVESTSUITE__HARVESTER__SCHEDULER__JOBGEN__CONFIG__MAXTOTALSIZE": "200",
+               "HARVESTSUITE__harvestsuite__database__url": "sqlite:///from-env.db"}
+    s = load_settings(config, environ=environ, overrides={"harvester.scheduler.jobGen.config.maxDomainSize": 9})
+    assert s.jobgen.maxTotalSize == 200
+    assert s.jobgen.maxDomainSize == 9
+    assert s.database.url == "sqlite:///from-env.db"
+    assert s.harvester.noresponseTimeout == 2
+
+
+def test_config_file_named_by_environment(tmp_path):
+    config = tmp_path / "hs.toml"
+    config.write_text("[harvester.scheduler]\njobgenerationperiod = 1\n")
+    assert load_settings(environ={"HARVESTSUITE_CONFIG": str(config)}).scheduler.jobgenerationperiod == 1
+
+
+def test_settings_prefix_of_netarchivesuite_is_accepted(tmp_path):
+    config = tmp_path / "hs.toml"
+    config.write_text("[settings.harvester.scheduler.jobGen.config]\nmaxTotalSize = 5\n")
+    assert load_settings(config, environ={}).jobgen.maxTotalSize == 5
+
+
+def test_unknown_key_names_key_and_file(tmp_path):
+    config = tmp_path / "hs.toml"
+    config.write_text("[harvester.scheduler.jobGen.config]\nmaxTotalSise = 5\n")
+    with pytest.raises(SettingsError) as err:
+        load_settings(config, environ={})
+    assert "harvester.scheduler.jobGen.config.maxTotalSise" in str(err.value)
+    assert str(config) in str(err.value)
+
+
+def test_wrong_type_names_key_file_and_expected_type(tmp_path):
+    config = tmp_path / "hs.toml"
+    config.write_text("[harvester.scheduler.jobGen.config]\nmaxTotalSize = 'lots'\n")
+    with pytest.raises(SettingsError, match=r"maxTotalSize in .*hs.toml: expected int, got str"):
+        load_settings(config, environ={})
+
+
+def test_boolean_is_not_an_integer(tmp_path):
+    config = tmp_path / "hs.toml"
+    config.write_text("[harvester.scheduler.jobGen.config]\nmaxTotalSize = true\n")
+    with pytest.raises(SettingsError, match="expected int, got bool"):
+        load_settings(config, environ={})
+
+
+def test_bad_environment_value_names_the_variable():
+    with pytest.raises(SettingsError, match="HARVESTSUITE__HARVESTER__SCHEDULER__JOBGENERATIONPERIOD"):
+        load_settings(environ={"HARVESTSUITE__HARVESTER__SCHEDULER__JOBGENERATIONPERIOD": "soon"})
+    with pytest.raises(SettingsError, match="unknown setting harvester.nothing"):
+        load_settings(environ={"HARVESTSUITE__HARVESTER__NOTHING": "1"})
+
+
+def test_invalid_toml_and_missing_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[harvester\n")
+    with pytest.raises(SettingsError, match="not valid TOML"):
+        load_settings(bad, environ={})
+    with pytest.raises(SettingsError, match="does not exist"):
+        load_settings(tmp_path / "missing.toml", environ={})
+
+
+def test_settings_are_frozen():
+    s = load_settings(environ={})
+    with pytest.raises(AttributeError):
+        s.jobgen.maxTotalSize = 1  # type: ignore[misc]
+
+
+def test_every_setting_is_documented():
+    rows = describe()
+    assert len(rows) == len(load_settings(environ={}).effective())
+    assert all(doc for _key, _type, _default, doc in rows)
