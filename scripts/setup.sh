@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# Installs HarvestSuite and what it needs on a fresh Debian 12 machine with Python 3.11.
-# Idempotent: a second run only checks. Root is needed for the Debian packages (apt-get).
+# Installs HarvestSuite on a fresh Debian 12 machine with Python 3.11: the Debian packages it uses, then a
+# virtual environment in .venv with HarvestSuite and its test tools. Idempotent: a second run only checks.
+# Root (or sudo) is needed only when Debian packages are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+PYTHON=${PYTHON:-python3}
 need_apt=()
-command -v nginx >/dev/null 2>&1 || need_apt+=(nginx-light)
-command -v wget >/dev/null 2>&1 || need_apt+=(wget)
+"$PYTHON" -c "import venv, ensurepip" >/dev/null 2>&1 || need_apt+=(python3-venv)
 command -v psql >/dev/null 2>&1 || need_apt+=(postgresql-client)
+command -v wget >/dev/null 2>&1 || need_apt+=(wget)
+# nginx serves the generated site of the crawl benchmark (bench/crawl.py).
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
 if [ ${#need_apt[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
-  else
-    echo "setup: please install the Debian packages: ${need_apt[*]}" >&2
-  fi
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "setup: installing Debian packages: ${need_apt[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-python3 -m pip install --disable-pip-version-check -q -e ".[test]"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install --disable-pip-version-check -q -e ".[test]"
+echo "setup: done; the command is .venv/bin/harvestsuite (or: source .venv/bin/activate)"
