@@ -1,0 +1,271 @@
+"""A local test web site for the crawl engine: real HTTP on 127.0.0.1, several named hosts told apart by
+the Host header, with the resources a crawl must cope with.
+
+Every response is written as raw bytes and kept in ``sent`` (per host and request target), so tests can
+compare WARC records with exactly what went over the wire. The site is deterministic: the same host and
+path give the same bytes, except for the resources that misbehave on purpose.
+
+Paths (the same on every host):
+
+- ``/robots.txt``                     ``Disallow: /private/``
+- ``/``, ``/page/N`` (1..pages)       HTML linking onwards, images, CSS, srcset, a meta refresh
+- ``/img/N.png``                      a small PNG-like binary, different per host
+- ``/dup.bin``                        identical bytes on every host (deduplication)
+- ``/big.bin``                        300,000 bytes (length truncation)
+- ``/style.css``                      CSS with ``url()`` references
+- ``/redir/N``                        301 to ``/page/N``
+- ``/missing/N``                      404
+- ``/private/secret.html``            forbidden by robots.txt
+- ``/trap/N/``                        a calendar-like trap, links to ``/trap/N+1/`` forever
+- ``/chunked.html``                   chunked transfer encoding
+- ``/gzip.html``                      gzip content encoding
+- ``/stall.bin``                      announces 100,000 bytes, sends 1,000, then stalls
+- ``/malformed``                      a header line h11 rejects
+- ``/hop/``, ``/hop/x1``, ``/hop/x2``  a chain reaching ``/hop/target`` at hop 3
+- ``/hop/flaky``                      drops the connection the first two times, then links to ``/hop/target``
+                                      (hop 2): the shortest-path test
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import socket
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+DEFAULT_HOSTS = ("www.kulturarv.dk", "images.kulturarv.dk", "www.bibliotek.no", "www.økologi.dk")
+STALL_ANNOUNCED = 100_000
+STALL_SENT = 1_000
+BIG_SIZE = 300_000
+DUP_BODY = hashlib.sha256(b"dup").digest() * 1000  # 32,000 identical bytes everywhere
+
+
+def punycode(host: str) -> str:
+    return host.encode("idna").decode("ascii") if not host.isascii() else host
+
+
+class TestSite:
+    """The server; ``start()`` binds a free loopback port, ``stop()`` closes everything."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, hosts: tuple[str, ...] = DEFAULT_HOSTS, pages: int = 8, stall_seconds: float = 30.0):
+        self.host_names = tuple(punycode(h) for h in hosts)
+        self.hosts = {name: "127.0.0.1" for name in self.host_names}
+        self.pages = pages
+        self.stall_seconds = stall_seconds
+        self.sent: dict[tuple[str, str], list[bytes]] = defaultdict(list)
+        self.requests: list[tuple[str, str]] = []
+        self._flaky_count: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._listener: socket.socket | None = None
+        self._threads: list[threading.Thread] = []
+        self.port = 0
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+    def start(self) -> TestSite:
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(128)
+        self._listener.settimeout(0.2)
+        self.port = self._listener.getsockname()[1]
+        thread = threading.Thread(target=self._accept_loop, name="test-site", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        if self._listener is not None:
+            self._listener.close()
+
+    def __enter__(self) -> TestSite:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def write_hosts_file(self, path: Path) -> Path:
+        """Write a ``--hosts`` file (one "name address" per line); IDNs in Unicode, as an operator would."""
+        lines = ["# test site names, all on loopback"]
+        for name, address in self.hosts.items():
+            unicode_name = name.encode("ascii").decode("idna") if name.startswith("xn--") or ".xn--" in name \
+                else name
+            lines.append(f"{unicode_name} {address}")
+        Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return Path(path)
+
+    def url(self, host: str, path: str = "/") -> str:
+        return f"http://{punycode(host)}:{self.port}{path}"
+
+    def responses_for(self, host: str, target: str) -> list[bytes]:
+        with self._lock:
+            return list(self.sent.get((punycode(host), target), []))
+
+    def request_count(self, host: str, target: str) -> int:
+        with self._lock:
+            return self.requests.count((punycode(host), target))
+
+    # -- serving --------------------------------------------------------------------------------------
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._stop.is_set():
+            try:
+                connection, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve_connection, args=(connection,), daemon=True)
+            thread.start()
+
+    def _serve_connection(self, connection: socket.socket) -> None:
+        connection.settimeout(10)
+        buffer = b""
+        with connection:
+            while not self._stop.is_set():
+                while b"\r\n\r\n" not in buffer:
+                    try:
+                        data = connection.recv(65536)
+                    except OSError:
+                        return
+                    if not data:
+                        return
+                    buffer += data
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                target = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 1 else "/"
+                headers = {}
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                host = headers.get("host", "").rsplit(":", 1)[0].lower()
+                with self._lock:
+                    self.requests.append((host, target))
+                keep_open = self._respond(connection, host, target)
+                if not keep_open or headers.get("connection", "").lower() == "close":
+                    return
+
+    def _send(self, connection: socket.socket, host: str, target: str, raw: bytes) -> None:
+        with self._lock:
+            self.sent[(host, target)].append(raw)
+        connection.sendall(raw)
+
+    def _respond(self, connection: socket.socket, host: str, target: str) -> bool:
+        """Answer one request; False closes the connection afterwards."""
+        path = target.split("?", 1)[0]
+        if path == "/stall.bin":
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                    f"Content-Length: {STALL_ANNOUNCED}\r\n\r\n").encode()
+            self._send(connection, host, target, head + b"s" * STALL_SENT)
+            self._stop.wait(self.stall_seconds)
+            return False
+        if path == "/hop/flaky":
+            with self._lock:
+                self._flaky_count[host] += 1
+                attempt = self._flaky_count[host]
+            if attempt <= 2:
+                return False  # dropped without a response: a network error the crawler must retry
+        if path == "/malformed":
+            raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nBad Header Line\r\nContent-Length: 5\r\n\r\nhello"
+            self._send(connection, host, target, raw)
+            return False
+        if path == "/chunked.html":
+            body = self._page_html(host, 0, extra='<a href="/page/1">one</a>').encode()
+            chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:50], body[50:200], body[200:]))
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
+            raw = head + chunks + b"0\r\n\r\n"
+            self._send(connection, host, target, raw)
+            return True
+        status, content_type, body, extra_headers = self._resource(host, path)
+        reason = {200: "OK", 301: "Moved Permanently", 404: "Not Found"}[status]
+        head = f"HTTP/1.1 {status} {reason}\r\nServer: harvestsuite-test-site\r\nContent-Type: {content_type}\r\n"
+        head += "".join(f"{name}: {value}\r\n" for name, value in extra_headers)
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        self._send(connection, host, target, head.encode("latin-1") + body)
+        return True
+
+    def _resource(self, host: str, path: str) -> tuple[int, str, bytes, list[tuple[str, str]]]:
+        if path == "/robots.txt":
+            return 200, "text/plain", b"User-agent: *\nDisallow: /private/\n", []
+        if path == "/":
+            return 200, "text/html", self._page_html(host, 0).encode(), []
+        if path.startswith("/page/"):
+            number = _number(path[len("/page/"):])
+            if 1 <= number <= self.pages:
+                return 200, "text/html", self._page_html(host, number).encode(), []
+        if path.startswith("/img/") and path.endswith(".png"):
+            number = _number(path[len("/img/"):-len(".png")])
+            body = b"\x89PNG\r\n\x1a\n" + hashlib.sha256(f"{host}/{number}".encode()).digest() * 40
+            return 200, "image/png", body, []
+        if path == "/dup.bin":
+            return 200, "application/octet-stream", DUP_BODY, []
+        if path == "/big.bin":
+            return 200, "application/octet-stream", bytes(range(256)) * (BIG_SIZE // 256) + b"x" * (BIG_SIZE % 256), []
+        if path == "/style.css":
+            return 200, "text/css", b"body { background: url('/img/90.png'); }\n@import url(\"/img/91.png\");\n", []
+        if path == "/gzip.html":
+            body = gzip.compress(self._page_html(host, 0, extra='<a href="/page/2">two</a>').encode(), mtime=0)
+            return 200, "text/html", body, [("Content-Encoding", "gzip")]
+        if path.startswith("/redir/"):
+            return 301, "text/html", b"moved", [("Location", f"/page/{_number(path[len('/redir/'):])}")]
+        if path == "/private/secret.html":
+            return 200, "text/html", b"<html><body>robots forbid this</body></html>", []
+        if path.startswith("/trap/"):
+            number = _number(path.strip("/").split("/")[-1])
+            return 200, "text/html", f'<html><a href="/trap/{number + 1}/">next</a></html>'.encode(), []
+        if path == "/hop/":
+            return 200, "text/html", b'<html><a href="/hop/flaky">f</a> <a href="/hop/x1">1</a></html>', []
+        if path == "/hop/x1":
+            return 200, "text/html", b'<html><a href="/hop/x2">2</a></html>', []
+        if path == "/hop/x2":
+            return 200, "text/html", b'<html><a href="/hop/target">t</a></html>', []
+        if path == "/hop/flaky":
+            return 200, "text/html", b'<html><a href="/hop/target">t</a></html>', []
+        if path == "/hop/target":
+            return 200, "text/html", b'<html><a href="/hop/beyond">b</a></html>', []
+        if path == "/hop/beyond":
+            return 200, "text/html", b"<html>beyond</html>", []
+        return 404, "text/html", b"<html><body>not found</body></html>", []
+
+    def _page_html(self, host: str, number: int, extra: str = "") -> str:
+        onward = [n for n in (number + 1, 2 * number + 2) if 1 <= n <= self.pages]
+        links = "".join(f'<a href="/page/{n}">page {n}</a>\n' for n in onward)
+        others = "".join(f'<a href="http://{other}:{self.port}/">{other}</a>\n'
+                         for other in self.host_names if other != host)
+        index_only = ""
+        if number == 0:
+            index_only = (
+                '<a href="/redir/3">redirect</a>\n<a href="/missing/1">gone</a>\n'
+                '<a href="/private/secret.html">private</a>\n<a href="/trap/1/">calendar</a>\n'
+                '<a href="/chunked.html">chunked</a>\n<a href="/dup.bin">dup</a>\n<a href="/gzip.html">gz</a>\n'
+                '<link rel="stylesheet" href="/style.css">\n'
+                '<img srcset="/img/70.png 1x, /img/71.png 2x">\n'
+            )
+        return (f"<html><head><title>{host} {number}</title>"
+                f'<style>p {{ background: url(/img/80.png) }}</style></head><body>\n'
+                f'<img src="/img/{number}.png">\n{links}{index_only}{others}{extra}</body></html>\n')
+
+
+def _number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return -1
+
+
+def wait_for(predicate, timeout: float = 20.0, interval: float = 0.05) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` passes; True if it became true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
