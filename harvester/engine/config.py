@@ -1,0 +1,389 @@
+"""crawler-beans.cxml -> CrawlConfig: everything one crawl needs, resolved and typed.
+
+Beans are recognised by role (their class's short name), so NetarchiveSuite's own classes
+(PrerequisiteIgnoringQuotaEnforcer, DomainnameQueueAssignmentPolicy, NASSurtPrefixedDecideRule,
+NasWARCProcessor, DeDuplicator, ContentSizeAnnotationPostProcessor) are read like Heritrix's. HONOURED lists
+exactly which properties have an effect (docs/engine.md repeats it); any other property of those beans, and
+any unknown bean class, becomes one line in ``CrawlConfig.warnings`` for job.log. This module reads files
+only: the cxml and the seeds file it names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harvester.engine.beans import Bean, BeanError, BeanSet, Ref, parse_beans
+
+# Heritrix 3 defaults (peers.md §1.4) for every honoured property.
+HONOURED: dict[str, dict[str, object]] = {
+    "CrawlMetadata": {"jobName": "", "description": "", "operator": "", "operatorFrom": "",
+                      "operatorContactUrl": "", "organization": "", "audience": "",
+                      "robotsPolicyName": "obey",
+                      "userAgentTemplate": "Mozilla/5.0 (compatible; heritrix/3.4.0 +@OPERATOR_CONTACT_URL@)"},
+    "TextSeedModule": {"textSource": None, "sourceTagSeeds": False},
+    "CrawlController": {"maxToeThreads": 25, "pauseAtStart": False},
+    "CrawlLimitEnforcer": {"maxBytesDownload": 0, "maxDocumentsDownload": 0, "maxTimeSeconds": 0},
+    "QuotaEnforcer": {"groupMaxFetchSuccesses": -1, "groupMaxAllKb": -1, "forceRetire": False},
+    "FetchHTTP": {"timeoutSeconds": 1200, "soTimeoutMs": 20000, "maxLengthBytes": 0, "sendConnectionClose": False,
+                  "userAgentProvider": None},
+    "DispositionProcessor": {"delayFactor": 5.0, "minDelayMs": 3000, "maxDelayMs": 30000,
+                             "respectCrawlDelayUpToSeconds": 300},
+    "BdbFrontier": {"maxRetries": 30, "retryDelaySeconds": 900},
+    "QueueAssignmentPolicy": {"parallelQueues": 1},
+    "WARCWriterProcessor": {"prefix": "IAH", "maxFileSizeBytes": 1_000_000_000, "compress": True,
+                            "storePaths": None, "metadataItems": None, "enabled": True},
+    "DeDuplicator": {"indexLocation": "", "enabled": True, "matchingMethod": "DIGEST",
+                     "mimeFilter": "^text/.*", "filterMode": "BLACKLIST"},
+    "StatisticsTracker": {"intervalSeconds": 20},
+    "CheckpointService": {"checkpointIntervalMinutes": -1},
+}
+# NetarchiveSuite classes and Heritrix variants that play one of the roles above.
+ROLE_OF_CLASS = {
+    "CrawlMetadata": "CrawlMetadata", "NasCrawlMetadata": "CrawlMetadata",
+    "TextSeedModule": "TextSeedModule",
+    "CrawlController": "CrawlController",
+    "CrawlLimitEnforcer": "CrawlLimitEnforcer",
+    "QuotaEnforcer": "QuotaEnforcer", "PrerequisiteIgnoringQuotaEnforcer": "QuotaEnforcer",
+    "FetchHTTP": "FetchHTTP",
+    "DispositionProcessor": "DispositionProcessor",
+    "BdbFrontier": "BdbFrontier",
+    "DomainnameQueueAssignmentPolicy": "QueueAssignmentPolicy",
+    "SeedUriDomainnameQueueAssignmentPolicy": "QueueAssignmentPolicy",
+    "SurtAuthorityQueueAssignmentPolicy": "QueueAssignmentPolicy",
+    "HostnameQueueAssignmentPolicy": "QueueAssignmentPolicy",
+    "WARCWriterProcessor": "WARCWriterProcessor", "NasWARCProcessor": "WARCWriterProcessor",
+    "WARCWriterChainProcessor": "WARCWriterProcessor",
+    "DeDuplicator": "DeDuplicator",
+    "StatisticsTracker": "StatisticsTracker",
+    "CheckpointService": "CheckpointService",
+}
+SCOPE_RULES = {
+    "RejectDecideRule", "AcceptDecideRule", "SurtPrefixedDecideRule", "NASSurtPrefixedDecideRule",
+    "TooManyHopsDecideRule", "TransclusionDecideRule", "MatchesListRegexDecideRule", "MatchesRegexDecideRule",
+    "PathologicalPathDecideRule", "TooManyPathSegmentsDecideRule", "PrerequisiteAcceptDecideRule",
+    "SchemeNotInSetDecideRule",
+}
+# Recognised beans whose work this engine does its own way; their properties have no effect.
+INFRASTRUCTURE = {
+    "PropertyOverrideConfigurer", "DecideRuleSequence", "CandidateScoper", "FrontierPreparer", "CandidateChain",
+    "FetchChain", "DispositionChain", "Preselector", "PreconditionEnforcer", "FetchDNS", "ExtractorHTTP",
+    "ExtractorHTML", "ExtractorCSS", "ExtractorJS", "IcelandicExtractorJS", "CandidatesProcessor", "BdbModule",
+    "BdbUriUniqFilter", "CrawlerLoggerModule", "SheetOverlaysManager", "ConfigPathConfigurer",
+    "ActionDirectory", "BdbCookieStore", "BdbServerCache", "UnitCostAssignmentPolicy", "CostUriPrecedencePolicy",
+    "RulesCanonicalizationPolicy", "ContentSizeAnnotationPostProcessor", "ConfigFile", "ConfigString",
+}
+
+
+class ConfigError(Exception):
+    """What is wrong with a crawl configuration; for XML errors with line and column."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+@dataclass(frozen=True)
+class ScopeRule:
+    """One DecideRule of the scope sequence; harvester/engine/scope.py evaluates them in order."""
+    kind: str                       # the rule's class short name
+    decision: str = "ACCEPT"        # ACCEPT or REJECT for predicated rules
+    number: int = 0                 # maxHops, maxTransHops, maxRepetitions or maxPathDepth
+    second_number: int = 0          # maxSpeculativeHops
+    patterns: tuple[str, ...] = ()  # regexes, SURT prefixes or schemes
+    seeds_as_prefixes: bool = False
+    whole_domain: bool = False      # NASSurtPrefixedDecideRule: seeds widen to their registered domain
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    job_name: str
+    seeds: tuple[str, ...]
+    user_agent: str
+    operator_from: str
+    robots_policy: str                       # obey, robotsTxtOnly or ignore
+    source_tag_seeds: bool
+    scope_rules: tuple[ScopeRule, ...]
+    max_toe_threads: int
+    pause_at_start: bool
+    max_bytes_download: int                  # 0 = unlimited
+    max_documents_download: int
+    max_time_seconds: int
+    group_max_fetch_successes: int           # -1 = unlimited
+    group_max_all_kb: int
+    quota_counts_prerequisites: bool         # False for NetarchiveSuite's PrerequisiteIgnoringQuotaEnforcer
+    queue_by_domain: bool                    # DomainnameQueueAssignmentPolicy and friends
+    parallel_queues: int
+    delay_factor: float
+    min_delay_ms: int
+    max_delay_ms: int
+    respect_crawl_delay_up_to_seconds: int
+    timeout_seconds: float
+    so_timeout_ms: int
+    max_length_bytes: int                    # 0 = unlimited
+    send_connection_close: bool
+    max_retries: int
+    retry_delay_seconds: float
+    warc_enabled: bool
+    warc_prefix: str
+    warc_max_file_size_bytes: int
+    warc_compress: bool
+    warc_store_paths: tuple[str, ...]
+    warcinfo_items: tuple[tuple[str, str], ...]
+    dedup_index: Path | None
+    dedup_by_url: bool
+    dedup_mime_filter: str
+    dedup_mime_filter_is_blacklist: bool
+    content_size_annotation: bool
+    stats_interval_seconds: float
+    checkpoint_interval_minutes: int
+    warnings: tuple[str, ...] = field(default=())
+
+
+def _as_int(value: object, name: str) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be an integer, got {value!r}") from exc
+
+
+def _as_float(value: object, name: str) -> float:
+    try:
+        return float(str(value).strip())
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a number, got {value!r}") from exc
+
+
+def _as_bool(value: object, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off", ""):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+class _Reader:
+    """Walks the beans once, recording what each role says and warning about the rest."""
+
+    def __init__(self, beans: BeanSet, job_dir: Path):
+        self.beans = beans
+        self.job_dir = job_dir
+        self.roles: dict[str, tuple[str, Bean]] = {}
+        self.warnings = beans.warnings
+        self.content_size_annotation = False
+        self.queue_by_domain = False
+        self.quota_counts_prerequisites = True
+
+    def read(self) -> None:
+        for bean in self.beans.beans:
+            self._classify(bean, top_level=True)
+
+    def _classify(self, bean: Bean, top_level: bool) -> None:
+        short = bean.short_class
+        role = ROLE_OF_CLASS.get(short)
+        where = bean.bean_id or short
+        if short == "ContentSizeAnnotationPostProcessor":
+            self.content_size_annotation = True
+        if role is not None:
+            if short in ("DomainnameQueueAssignmentPolicy", "SeedUriDomainnameQueueAssignmentPolicy"):
+                self.queue_by_domain = True
+            if short == "PrerequisiteIgnoringQuotaEnforcer":
+                self.quota_counts_prerequisites = False
+            self.roles.setdefault(role, (short, bean))
+            for name in bean.properties:
+                if name not in HONOURED[role]:
+                    self.warnings.append(f"{where} ({short}): property {name} is not honoured, ignored")
+        elif short in SCOPE_RULES or short in INFRASTRUCTURE:
+            pass
+        else:
+            self.warnings.append(f"bean {where} ({bean.class_name}) is not known to this engine, ignored")
+        # Beans nested in properties (chains, lists, maps) play roles too, e.g. the content-size processor.
+        for value in bean.properties.values():
+            for nested in (value if isinstance(value, list) else [value]):
+                if isinstance(nested, Bean):
+                    self._classify(nested, top_level=False)
+
+    def get(self, role: str, name: str) -> object:
+        entry = self.roles.get(role)
+        default = HONOURED[role][name]
+        if entry is None:
+            return default
+        value = entry[1].properties.get(name, default)
+        return self.beans.resolve(value) if isinstance(value, Ref) else value
+
+
+def _seeds(reader: _Reader) -> tuple[str, ...]:
+    source = reader.get("TextSeedModule", "textSource")
+    text = ""
+    if isinstance(source, Bean):
+        if source.short_class == "ConfigFile":
+            path = reader.job_dir / str(source.properties.get("path", "seeds.txt"))
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"seeds file {path} cannot be read: {exc}") from exc
+        else:
+            text = str(source.properties.get("value", ""))
+    elif (reader.job_dir / "seeds.txt").is_file():
+        text = (reader.job_dir / "seeds.txt").read_text(encoding="utf-8")
+    seeds = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            seeds.append(line.split()[0] if "://" in line else "http://" + line.split()[0])
+    return tuple(seeds)
+
+
+def _scope_rules(reader: _Reader) -> tuple[ScopeRule, ...]:
+    scope = reader.beans.by_id.get("scope")
+    if scope is None:
+        reader.warnings.append("no bean 'scope': only the seeds' SURT prefixes are crawled")
+        return (ScopeRule("RejectDecideRule", "REJECT"), ScopeRule("SurtPrefixedDecideRule", seeds_as_prefixes=True))
+    rules = []
+    for item in scope.properties.get("rules", []) or []:
+        bean = reader.beans.resolve(item)
+        if not isinstance(bean, Bean):
+            continue
+        rule = _scope_rule(bean, reader.warnings)
+        if rule is not None:
+            rules.append(rule)
+    return tuple(rules)
+
+
+def _scope_rule(bean: Bean, warnings: list[str]) -> ScopeRule | None:
+    kind = bean.short_class
+    props = bean.properties
+    decision = str(props.get("decision", "ACCEPT")).strip().upper()
+    if kind == "RejectDecideRule":
+        return ScopeRule(kind, "REJECT")
+    if kind == "AcceptDecideRule":
+        return ScopeRule(kind, "ACCEPT")
+    if kind in ("SurtPrefixedDecideRule", "NASSurtPrefixedDecideRule"):
+        surts = []
+        source = props.get("surtsSource")
+        if isinstance(source, Bean) and source.short_class == "ConfigString":
+            surts = [line.strip() for line in str(source.properties.get("value", "")).splitlines() if line.strip()]
+        return ScopeRule(kind, decision, patterns=tuple(surts),
+                         seeds_as_prefixes=_as_bool(props.get("seedsAsSurtPrefixes", True), "seedsAsSurtPrefixes"),
+                         whole_domain=kind == "NASSurtPrefixedDecideRule")
+    if kind == "TooManyHopsDecideRule":
+        return ScopeRule(kind, "REJECT", number=_as_int(props.get("maxHops", 20), "maxHops"))
+    if kind == "TransclusionDecideRule":
+        return ScopeRule(kind, "ACCEPT", number=_as_int(props.get("maxTransHops", 2), "maxTransHops"),
+                         second_number=_as_int(props.get("maxSpeculativeHops", 1), "maxSpeculativeHops"))
+    if kind in ("MatchesListRegexDecideRule", "MatchesRegexDecideRule"):
+        if kind == "MatchesRegexDecideRule":
+            patterns = [str(props.get("regex", ""))]
+        else:
+            patterns = [str(p).strip() for p in props.get("regexList", []) or [] if str(p).strip()]
+        usable = []
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                # Java regex features (nested character classes) have no Python equivalent: say so, go on.
+                warnings.append(f"scope regex {pattern!r} cannot be used ({exc}), ignored")
+                continue
+            usable.append(pattern)
+        return ScopeRule(kind, decision, patterns=tuple(usable))
+    if kind == "PathologicalPathDecideRule":
+        return ScopeRule(kind, "REJECT", number=_as_int(props.get("maxRepetitions", 2), "maxRepetitions"))
+    if kind == "TooManyPathSegmentsDecideRule":
+        return ScopeRule(kind, "REJECT", number=_as_int(props.get("maxPathDepth", 20), "maxPathDepth"))
+    if kind == "PrerequisiteAcceptDecideRule":
+        return ScopeRule(kind, "ACCEPT")
+    if kind == "SchemeNotInSetDecideRule":
+        schemes = props.get("schemes") or ["http", "https"]
+        return ScopeRule(kind, "REJECT", patterns=tuple(str(s) for s in schemes))
+    warnings.append(f"scope rule {bean.class_name} is not known to this engine, ignored")
+    return None
+
+
+def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
+    """Read a crawler-beans.cxml; relative paths in it (seeds.txt, dedup index) resolve against job_dir."""
+    cxml_path, job_dir = Path(cxml_path), Path(job_dir)
+    try:
+        data = cxml_path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{cxml_path} cannot be read: {exc}") from exc
+    try:
+        bean_set = BeanSet(parse_beans(data))
+    except BeanError as exc:
+        raise ConfigError(str(exc), exc.line, exc.column) from exc
+    bean_set.apply_overrides()
+    reader = _Reader(bean_set, job_dir)
+    reader.read()
+    get = reader.get
+    contact = str(get("CrawlMetadata", "operatorContactUrl"))
+    user_agent = str(get("CrawlMetadata", "userAgentTemplate")).replace("@OPERATOR_CONTACT_URL@", contact)
+    user_agent = user_agent.replace("@VERSION@", "3.4.0-harvestsuite")
+    robots = str(get("CrawlMetadata", "robotsPolicyName")).strip()
+    if robots == "classic":
+        robots = "obey"
+    if robots not in ("obey", "robotsTxtOnly", "ignore"):
+        raise ConfigError(f"robotsPolicyName {robots!r} is not one of obey, classic, robotsTxtOnly, ignore")
+    dedup_location = str(get("DeDuplicator", "indexLocation")).strip()
+    dedup_index = None
+    if "DeDuplicator" in reader.roles and dedup_location and _as_bool(get("DeDuplicator", "enabled"), "enabled"):
+        dedup_index = Path(dedup_location) if Path(dedup_location).is_absolute() else job_dir / dedup_location
+    store_paths = get("WARCWriterProcessor", "storePaths")
+    store_paths = tuple(str(p) for p in store_paths) if isinstance(store_paths, list) and store_paths else ("warcs",)
+    items = get("WARCWriterProcessor", "metadataItems")
+    warcinfo_items = tuple((str(k), str(v)) for k, v in items.items()) if isinstance(items, dict) else ()
+    limits = {name: _as_int(get("CrawlLimitEnforcer", name), name)
+              for name in ("maxBytesDownload", "maxDocumentsDownload", "maxTimeSeconds")}
+    config = CrawlConfig(
+        job_name=str(get("CrawlMetadata", "jobName")),
+        seeds=_seeds(reader),
+        user_agent=user_agent,
+        operator_from=str(get("CrawlMetadata", "operatorFrom")),
+        robots_policy=robots,
+        source_tag_seeds=_as_bool(get("TextSeedModule", "sourceTagSeeds"), "sourceTagSeeds"),
+        scope_rules=_scope_rules(reader),
+        max_toe_threads=max(1, _as_int(get("CrawlController", "maxToeThreads"), "maxToeThreads")),
+        pause_at_start=_as_bool(get("CrawlController", "pauseAtStart"), "pauseAtStart"),
+        max_bytes_download=limits["maxBytesDownload"],
+        max_documents_download=limits["maxDocumentsDownload"],
+        max_time_seconds=limits["maxTimeSeconds"],
+        group_max_fetch_successes=_as_int(get("QuotaEnforcer", "groupMaxFetchSuccesses"), "groupMaxFetchSuccesses"),
+        group_max_all_kb=_as_int(get("QuotaEnforcer", "groupMaxAllKb"), "groupMaxAllKb"),
+        quota_counts_prerequisites=reader.quota_counts_prerequisites,
+        queue_by_domain=reader.queue_by_domain,
+        parallel_queues=max(1, _as_int(get("QueueAssignmentPolicy", "parallelQueues"), "parallelQueues")),
+        delay_factor=_as_float(get("DispositionProcessor", "delayFactor"), "delayFactor"),
+        min_delay_ms=_as_int(get("DispositionProcessor", "minDelayMs"), "minDelayMs"),
+        max_delay_ms=_as_int(get("DispositionProcessor", "maxDelayMs"), "maxDelayMs"),
+        respect_crawl_delay_up_to_seconds=_as_int(get("DispositionProcessor", "respectCrawlDelayUpToSeconds"),
+                                                  "respectCrawlDelayUpToSeconds"),
+        timeout_seconds=_as_float(get("FetchHTTP", "timeoutSeconds"), "timeoutSeconds"),
+        so_timeout_ms=_as_int(get("FetchHTTP", "soTimeoutMs"), "soTimeoutMs"),
+        max_length_bytes=_as_int(get("FetchHTTP", "maxLengthBytes"), "maxLengthBytes"),
+        send_connection_close=_as_bool(get("FetchHTTP", "sendConnectionClose"), "sendConnectionClose"),
+        max_retries=_as_int(get("BdbFrontier", "maxRetries"), "maxRetries"),
+        retry_delay_seconds=_as_float(get("BdbFrontier", "retryDelaySeconds"), "retryDelaySeconds"),
+        warc_enabled=("WARCWriterProcessor" in reader.roles
+                      and _as_bool(get("WARCWriterProcessor", "enabled"), "enabled")),
+        warc_prefix=str(get("WARCWriterProcessor", "prefix")),
+        warc_max_file_size_bytes=_as_int(get("WARCWriterProcessor", "maxFileSizeBytes"), "maxFileSizeBytes"),
+        warc_compress=_as_bool(get("WARCWriterProcessor", "compress"), "compress"),
+        warc_store_paths=store_paths,
+        warcinfo_items=warcinfo_items,
+        dedup_index=dedup_index,
+        dedup_by_url=str(get("DeDuplicator", "matchingMethod")).strip().upper() == "URL",
+        dedup_mime_filter=str(get("DeDuplicator", "mimeFilter")),
+        dedup_mime_filter_is_blacklist=str(get("DeDuplicator", "filterMode")).strip().upper() != "WHITELIST",
+        content_size_annotation=reader.content_size_annotation,
+        stats_interval_seconds=_as_float(get("StatisticsTracker", "intervalSeconds"), "intervalSeconds"),
+        checkpoint_interval_minutes=_as_int(get("CheckpointService", "checkpointIntervalMinutes"),
+                                            "checkpointIntervalMinutes"),
+        warnings=tuple(dict.fromkeys(reader.warnings)),
+    )
+    if not config.warc_enabled:
+        config_warnings = (*config.warnings, "no WARC writer bean: nothing will be archived")
+        object.__setattr__(config, "warnings", config_warnings)
+    return config
