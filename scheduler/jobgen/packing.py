@@ -1,0 +1,371 @@
+"""Packing domain configurations into jobs: DefaultJobGenerator (reference §2.3) and
+FixedDomainConfigurationCountJobGenerator (§2.4). The one implementation, used by the database path and by
+the offline planner alike.
+
+Configurations are held as ``Candidates``: one row of a few machine integers per configuration in
+``array`` columns (about 70 bytes each), so a national snapshot of millions of configurations fits in a few
+hundred MB. The sort is global, over every configuration of the run (NetarchiveSuite sorts each subset of
+10,000 on its own, which makes packing depend on database row order, reference §11). Ties break on the
+candidate's position: the database path adds candidates ordered by domain name then configuration name;
+the planner adds them in input order, as NetarchiveSuite's stable sort keeps them.
+
+This module never touches the database or the settings (``PackingRules.from_settings`` picks the values).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from harvestdef.errors import ValidationError
+from harvestdef.settings import JobGenSettings
+from scheduler.jobgen.expectation import (
+    NO_HISTORY,
+    UNLIMITED,
+    ExpectationParams,
+    HistoryRow,
+    compare_inf,
+    expected_objects,
+)
+
+DEFAULT_GENERATOR = "DefaultJobGenerator"
+FIXED_COUNT_GENERATOR = "FixedDomainConfigurationCountJobGenerator"
+GENERATORS = (DEFAULT_GENERATOR, FIXED_COUNT_GENERATOR)
+
+_U64 = (1 << 64) - 1
+_I63 = (1 << 63) - 1
+_INDEX_BITS = 32
+
+
+@dataclass(frozen=True)
+class PackingRules:
+    """The job-generation settings packing obeys (reference §2.7)."""
+
+    generator: str = DEFAULT_GENERATOR
+    split_by_object_limit: bool = False
+    max_relative_size_difference: int = 100
+    min_absolute_size_difference: int = 2000
+    max_total_size: int = 8_000_000
+    fixed_domain_count_snapshot: int = 10_000
+    fixed_domain_count_focused: int = 0
+    exclude_domains_with_zero_budget: bool = False
+    expectation: ExpectationParams = field(default_factory=ExpectationParams)
+
+    def __post_init__(self) -> None:
+        if self.generator not in GENERATORS:
+            raise ValidationError(f"unknown job generator {self.generator!r}; use one of {', '.join(GENERATORS)}")
+
+    @classmethod
+    def from_settings(cls, jobgen: JobGenSettings) -> PackingRules:
+        return cls(
+            generator=jobgen.generatorClass,
+            split_by_object_limit=jobgen.splitByObjectLimit,
+            max_relative_size_difference=jobgen.maxRelativeSizeDifference,
+            min_absolute_size_difference=jobgen.minAbsoluteSizeDifference,
+            max_total_size=jobgen.maxTotalSize,
+            fixed_domain_count_snapshot=jobgen.fixedDomainCountSnapshot,
+            fixed_domain_count_focused=jobgen.fixedDomainCountFocused,
+            exclude_domains_with_zero_budget=jobgen.excludeDomainsWithZeroBudget,
+            expectation=ExpectationParams(
+                error_factor_prev_result=jobgen.errorFactorPrevResult,
+                expected_average_bytes_per_object=jobgen.expectedAverageBytesPerObject,
+                max_domain_size=jobgen.maxDomainSize,
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class HarvestLimits:
+    """A harvest's kind and the per-domain limits it forces on its jobs (reference §2.6).
+
+    A snapshot forces its own maxobjects/maxbytes/maxjobrunningtime; selective and event harvests force
+    nothing (-1, -1, 0), whatever their definition says.
+    """
+
+    snapshot: bool
+    max_objects: int = UNLIMITED
+    max_bytes: int = UNLIMITED
+    max_job_running_time: int = 0
+
+    @property
+    def forced_max_objects(self) -> int:
+        return self.max_objects if self.snapshot else UNLIMITED
+
+    @property
+    def forced_max_bytes(self) -> int:
+        return self.max_bytes if self.snapshot else UNLIMITED
+
+    @property
+    def forced_max_running_time(self) -> int:
+        return self.max_job_running_time if self.snapshot else 0
+
+
+class Candidates:
+    """The configurations of one run, column-wise; a configuration is known by its index (add order)."""
+
+    def __init__(self, limits: HarvestLimits, params: ExpectationParams) -> None:
+        self.limits = limits
+        self.params = params
+        self.config_id = array("q")
+        self.domain = array("q")          # any integer naming the domain (domain_id, or the planner's number)
+        self.group = array("l")           # index into groups: (template name, crawl attribute values)
+        self.name = array("l")            # index into names: the configuration's name
+        self.max_objects = array("q")
+        self.max_bytes = array("q")
+        self.best_objects = array("q")
+        self.best_bytes = array("q")
+        self.best_stop = array("b")       # NO_HISTORY without a best history row
+        self.expected = array("q")        # expectation under the harvest's forced limits: the sort key
+        self.groups: list[tuple[str, tuple[int, ...]]] = []
+        self._group_index: dict[tuple[str, tuple[int, ...]], int] = {}
+        self.names: list[str] = []
+        self._name_index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self.config_id)
+
+    def add(self, config_id: int, domain: int, template: str, attributes: tuple[int, ...], name: str,
+            max_objects: int, max_bytes: int, best: HistoryRow | None) -> int:
+        group_key = (template, attributes)
+        group = self._group_index.get(group_key)
+        if group is None:
+            group = self._group_index[group_key] = len(self.groups)
+            self.groups.append(group_key)
+        name_number = self._name_index.get(name)
+        if name_number is None:
+            name_number = self._name_index[name] = len(self.names)
+            self.names.append(name)
+        if best is None:
+            best_objects, best_bytes, best_stop = 0, 0, NO_HISTORY
+        else:
+            best_objects, best_bytes, best_stop = best.objects, best.bytes, int(best.stop_reason)
+        self.config_id.append(config_id)
+        self.domain.append(domain)
+        self.group.append(group)
+        self.name.append(name_number)
+        self.max_objects.append(max_objects)
+        self.max_bytes.append(max_bytes)
+        self.best_objects.append(best_objects)
+        self.best_bytes.append(best_bytes)
+        self.best_stop.append(best_stop)
+        expected = expected_objects(self.limits.forced_max_objects, self.limits.forced_max_bytes, max_objects,
+                                    max_bytes, best_objects, best_bytes, best_stop, self.params)
+        self.expected.append(expected)
+        return len(self.config_id) - 1
+
+    def expectation(self, index: int, object_limit: int, byte_limit: int) -> int:
+        """The expectation of candidate ``index`` under other per-domain limits (a job's effective ones)."""
+        return expected_objects(object_limit, byte_limit, self.max_objects[index], self.max_bytes[index],
+                                self.best_objects[index], self.best_bytes[index], self.best_stop[index],
+                                self.params)
+
+    def template(self, index: int) -> str:
+        return self.groups[self.group[index]][0]
+
+    def attributes(self, index: int) -> tuple[int, ...]:
+        return self.groups[self.group[index]][1]
+
+
+@dataclass
+class PackedJob:
+    """A job as packing made it: its limits and the indexes of its configurations, in the order added."""
+
+    template: str
+    attributes: tuple[int, ...]
+    max_objects_per_domain: int
+    max_bytes_per_domain: int
+    max_running_time: int
+    configuration_sets_object_limit: bool
+    configuration_sets_byte_limit: bool
+    members: array = field(default_factory=lambda: array("q"))
+    expected_total: int = 0
+    min_expectation: int = 0
+    max_expectation: int = 0
+    group: int = 0
+    domains: set[int] = field(default_factory=set)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+
+def _new_job(candidates: Candidates, index: int) -> PackedJob:
+    """AbstractJobGenerator.getNewJob + the Job constructor: effective limits from the first configuration."""
+    limits = candidates.limits
+    max_objects, sets_objects = limits.forced_max_objects, False
+    max_bytes, sets_bytes = limits.forced_max_bytes, False
+    if compare_inf(candidates.max_objects[index], max_objects) < 0:
+        max_objects, sets_objects = candidates.max_objects[index], True
+    if compare_inf(candidates.max_bytes[index], max_bytes) < 0:
+        max_bytes, sets_bytes = candidates.max_bytes[index], True
+    # A 0 byte limit forces 0 objects and vice versa (Job.setMaxBytesPerDomain / setMaxObjectsPerDomain).
+    if max_bytes == 0:
+        max_objects = 0
+    elif max_objects == 0:
+        max_bytes = 0
+    template, attributes = candidates.groups[candidates.group[index]]
+    job = PackedJob(template, attributes, max_objects, max_bytes, limits.forced_max_running_time,
+                    sets_objects, sets_bytes, group=candidates.group[index])
+    # The detail of §2.3: min/max start from the expectation under the harvest's limits, then the
+    # constructor's addConfiguration widens them with the one under the job's limits; only the latter counts
+    # in the total.
+    expected_under_harvest = candidates.expected[index]
+    job.min_expectation = job.max_expectation = expected_under_harvest
+    _add(job, candidates, index, candidates.expectation(index, max_objects, max_bytes))
+    return job
+
+
+def _add(job: PackedJob, candidates: Candidates, index: int, expectation: int) -> None:
+    job.members.append(index)
+    job.domains.add(candidates.domain[index])
+    job.expected_total += expectation
+    job.min_expectation = min(job.min_expectation, expectation)
+    job.max_expectation = max(job.max_expectation, expectation)
+
+
+def _closed(job: PackedJob) -> PackedJob:
+    job.domains = set()  # only the open job needs it; millions of ids otherwise stay alive
+    return job
+
+
+class DefaultJobGenerator:
+    """NetarchiveSuite's DefaultJobGenerator: sort globally, then pack greedily with canAccept (§2.3)."""
+
+    def __init__(self, rules: PackingRules) -> None:
+        self.rules = rules
+
+    def order(self, candidates: Candidates) -> list[int]:
+        """Candidate indexes in CompareConfigsDesc order, ties by position.
+
+        The key of each candidate is one integer (group rank | limit descending | expectation descending |
+        position), a few dozen bytes per configuration, so millions sort in seconds without tuples.
+        The limit is the byte limit, or the object limit under splitByObjectLimit: sorting by the limit
+        compatibility is judged on keeps equal-limit configurations together in both modes.
+        """
+        ranks = _group_ranks(candidates)
+        limits = candidates.limits
+        if self.rules.split_by_object_limit:
+            config_limits, forced = candidates.max_objects, limits.forced_max_objects
+        else:
+            config_limits, forced = candidates.max_bytes, limits.forced_max_bytes
+        keys = []
+        group, expected = candidates.group, candidates.expected
+        for index in range(len(candidates)):
+            limit = config_limits[index]
+            if forced != UNLIMITED and (limit == UNLIMITED or limit > forced):
+                limit = forced
+            limit_key = _I63 - (_I63 if limit == UNLIMITED else limit)
+            expected_key = (_I63 - expected[index]) & _U64
+            keys.append((((ranks[group[index]] << 64 | limit_key) << 64 | expected_key) << _INDEX_BITS) | index)
+        keys.sort()
+        mask = (1 << _INDEX_BITS) - 1
+        return [key & mask for key in keys]
+
+    def pack(self, candidates: Candidates) -> Iterator[PackedJob]:
+        """The jobs, in the order NetarchiveSuite would make them."""
+        job: PackedJob | None = None
+        for index in self.order(candidates):
+            if job is not None:
+                expectation = self._acceptable(job, candidates, index)
+                if expectation is not None:
+                    _add(job, candidates, index, expectation)
+                    continue
+                yield _closed(job)
+            job = _new_job(candidates, index)
+        if job is not None:
+            yield _closed(job)
+
+    def _acceptable(self, job: PackedJob, candidates: Candidates, index: int) -> int | None:
+        """canAccept: the expectation to add if ``job`` accepts candidate ``index``, else None."""
+        rules = self.rules
+        # invariants: same template and crawl attributes, one configuration per domain per job
+        if candidates.group[index] != job.group or candidates.domain[index] in job.domains:
+            return None
+        if (candidates.limits.snapshot and rules.fixed_domain_count_snapshot > 0
+                and len(job) >= rules.fixed_domain_count_snapshot):
+            return None
+        if rules.split_by_object_limit:
+            limit, job_limit = candidates.max_objects[index], job.max_objects_per_domain
+            set_by_configuration = job.configuration_sets_object_limit
+        else:
+            limit, job_limit = candidates.max_bytes[index], job.max_bytes_per_domain
+            set_by_configuration = job.configuration_sets_byte_limit
+        comparison = compare_inf(limit, job_limit)
+        if comparison < 0 or (set_by_configuration and comparison != 0):
+            return None
+        expectation = candidates.expectation(index, job.max_objects_per_domain, job.max_bytes_per_domain)
+        if job.expected_total > 0 and job.expected_total + expectation > rules.max_total_size:
+            return None
+        if job.min_expectation <= expectation <= job.max_expectation:
+            return expectation
+        new_min = min(job.min_expectation, expectation)
+        new_max = max(job.max_expectation, expectation)
+        difference = new_max - new_min
+        if difference == 0 or difference <= rules.min_absolute_size_difference:
+            return expectation
+        if new_min == 0:
+            new_min = 1
+        if new_max / new_min > rules.max_relative_size_difference:
+            return None
+        return expectation
+
+
+class FixedDomainConfigurationCountJobGenerator:
+    """BnF's generator (§2.4): a fixed number of configurations per job, no size estimation for packing.
+
+    Configurations are grouped by (template, crawl attributes, maxObjects, maxBytes), every zero-budget
+    configuration sharing one key per template; each key has one open job, closed when it holds
+    fixedDomainCountSnapshot (snapshot) or fixedDomainCountFocused (selective) configurations. Crawl
+    attributes are part of the key because a job has one set of them.
+    """
+
+    def __init__(self, rules: PackingRules) -> None:
+        self.rules = rules
+
+    def order(self, candidates: Candidates) -> list[int]:
+        """Sorted by configuration name, ties by position."""
+        name_ranks = {number: rank for rank, number in enumerate(
+            sorted(range(len(candidates.names)), key=candidates.names.__getitem__))}
+        name = candidates.name
+        keys = [(name_ranks[name[index]] << _INDEX_BITS) | index for index in range(len(candidates))]
+        keys.sort()
+        mask = (1 << _INDEX_BITS) - 1
+        return [key & mask for key in keys]
+
+    def pack(self, candidates: Candidates) -> Iterator[PackedJob]:
+        cap = (self.rules.fixed_domain_count_snapshot if candidates.limits.snapshot
+               else self.rules.fixed_domain_count_focused)
+        open_jobs: dict[tuple[int, int, int], PackedJob] = {}
+        for index in self.order(candidates):
+            max_objects, max_bytes = candidates.max_objects[index], candidates.max_bytes[index]
+            if max_objects == 0 or max_bytes == 0:
+                max_objects = max_bytes = 0
+            key = (candidates.group[index], max_objects, max_bytes)
+            job = open_jobs.get(key)
+            if job is not None and candidates.domain[index] not in job.domains:
+                _add(job, candidates, index, candidates.expectation(
+                    index, job.max_objects_per_domain, job.max_bytes_per_domain))
+            else:
+                if job is not None:
+                    yield _closed(job)
+                job = open_jobs[key] = _new_job(candidates, index)
+            if len(job) >= cap:
+                yield _closed(open_jobs.pop(key))
+        for job in open_jobs.values():
+            yield _closed(job)
+
+
+def job_generator(rules: PackingRules) -> DefaultJobGenerator | FixedDomainConfigurationCountJobGenerator:
+    """The generator the ``jobGen.class`` setting names."""
+    if rules.generator == FIXED_COUNT_GENERATOR:
+        return FixedDomainConfigurationCountJobGenerator(rules)
+    return DefaultJobGenerator(rules)
+
+
+def _group_ranks(candidates: Candidates) -> list[int]:
+    """Rank of each group: template name ascending, then the crawl attribute values (EAV.compare)."""
+    order = sorted(range(len(candidates.groups)), key=candidates.groups.__getitem__)
+    ranks = [0] * len(order)
+    for rank, group in enumerate(order):
+        ranks[group] = rank
+    return ranks
