@@ -1,0 +1,101 @@
+"""``harvestsuite engine``: start the bundled crawl engine, a Heritrix-3-compatible REST server.
+
+    harvestsuite engine --jobs-dir DIR --port 8443 --auth USER:PASS [--bind ADDR] [--hosts FILE]
+                        [--cert PEM --key PEM]
+
+It prints the URL it listens on (``--port 0`` picks a free port) and the certificate's fingerprint, then
+serves until SIGTERM or SIGINT, when it stops answering, checkpoints every running crawl it can, terminates
+them and exits 0. Also runnable as ``python -m harvester.engine.cli``.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from harvester.engine.digest import DigestAuthenticator
+from harvester.engine.hostsfile import HostsFileError, load_hosts_file
+from harvester.engine.jobs import JobRegistry
+from harvester.engine.server import EngineServer
+from harvester.engine.tls import ensure_certificate, fingerprint, server_context
+
+log = logging.getLogger(__name__)
+
+
+def parse_auth(value: str) -> tuple[str, str]:
+    """Heritrix's ``-a``: ``user:password``, ``password`` (user admin) or ``@file`` holding either."""
+    if value.startswith("@"):
+        value = Path(value[1:]).read_text(encoding="utf-8").strip()
+    user, sep, password = value.partition(":")
+    if not sep:
+        user, password = "admin", value
+    if not user or not password:
+        raise click.BadParameter("expected USER:PASSWORD with both parts non-empty", param_hint="--auth")
+    return user, password
+
+
+@click.command("engine")
+@click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Directory of job directories (made if missing).")
+@click.option("--port", type=click.IntRange(0, 65535), default=8443, show_default=True,
+              help="HTTPS port; 0 picks a free one.")
+@click.option("--auth", "auth", required=True, metavar="USER:PASS", help="Digest credentials (or PASS, or @FILE).")
+@click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="File of 'name address' lines that overrides DNS for the crawls.")
+@click.option("--cert", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="PEM certificate to serve (default: self-signed, made in the jobs dir at first start).")
+@click.option("--key", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="PEM private key of --cert.")
+@click.option("--auth-failure-delay", type=click.FloatRange(0), default=6.0, show_default=True,
+              help="Seconds a failed login delays the next one (Heritrix: 6).")
+def engine(jobs_dir: Path, port: int, auth: str, bind: str, hosts_file: Path | None, cert: Path | None,
+           key: Path | None, auth_failure_delay: float) -> None:
+    """Run the crawl engine until SIGTERM/SIGINT."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    user, password = parse_auth(auth)
+    try:
+        hosts = load_hosts_file(hosts_file) if hosts_file else {}
+    except (HostsFileError, OSError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--hosts") from exc
+    jobs_dir = jobs_dir.resolve()
+    jobs_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        cert_path, key_path = ensure_certificate(jobs_dir, ["localhost", "127.0.0.1", "::1", bind], cert, key)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--cert/--key") from exc
+    registry = JobRegistry(jobs_dir, hosts)
+    authenticator = DigestAuthenticator(user, password, failure_penalty=auth_failure_delay)
+    try:
+        server = EngineServer(bind, port, registry, authenticator, server_context(cert_path, key_path))
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {bind}:{port}: {exc}") from exc
+
+    stop_requested = threading.Event()
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.warning("signal %s: stopping the engine", signal.Signals(signum).name)
+        stop_requested.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    server.start()
+    click.echo(f"Engine listening at {server.url}")
+    click.echo(f"Certificate {cert_path} SHA-256 fingerprint {fingerprint(cert_path)}")
+    click.echo(f"Jobs directory {jobs_dir} ({len(registry.snapshot().jobs)} jobs)")
+    sys.stdout.flush()
+    # The main thread only waits: signal handlers run here, and the server lives in its own thread.
+    while not stop_requested.wait(timeout=1.0):
+        pass
+    server.stop()
+    click.echo("Engine stopped")
+
+
+if __name__ == "__main__":
+    engine()

@@ -1,0 +1,473 @@
+"""The engine's jobs: the registry of job directories and each job's state, as Heritrix 3 keeps them.
+
+A job is a directory holding ``crawler-beans.cxml`` (peers.md §1.3). Its state is one of four, and every
+action a client may POST is allowed or refused by ``JOB_TRANSITIONS`` alone (style.md §3)::
+
+    UNBUILT --build--> READY --launch--> ACTIVE --(crawl ends)--> FINISHED --teardown--> UNBUILT
+                         \\--teardown--> UNBUILT
+
+While ACTIVE, the crawl controller's own state narrows the actions further (``CONTROLLER_ACTIONS``: one
+cannot pause a PAUSED crawl). A failed build leaves the job UNBUILT with the reason in ``job.log``.
+
+On disk, per job: ``job.log`` (this module's file), one ``<launchId>/`` directory per launch (14-digit UTC
+timestamp, with a copy of the cxml) and a ``latest`` symlink to the newest; ``checkpoints/`` is written by
+the crawl. ``launchCount`` and ``lastLaunch`` are read back from the launch directories, so they survive
+an engine restart. A job added from outside the jobs dir (``action=add``) is remembered by a
+``<name>.jobpath`` file in the jobs dir, as Heritrix does.
+
+The crawl itself (harvester.engine.crawl) runs in its own thread; this module only drives it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import logging
+import re
+import shutil
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
+from harvester.engine.crawl import CrawlController, CrawlStatus
+
+PRIMARY_CONFIG = "crawler-beans.cxml"
+PROFILE_NAME = "profile-crawler-beans.cxml"
+SEEDS = "seeds.txt"
+JOB_LOG = "job.log"
+LATEST = "latest"
+CHECKPOINTS = "checkpoints"
+JOBPATH_SUFFIX = ".jobpath"
+LAUNCH_ID = re.compile(r"^\d{14}$")
+JOB_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+JOB_LOG_TAIL_LINES = 10
+# How long a stopping engine waits for each crawl to end after its checkpoint and terminate.
+SHUTDOWN_JOIN_SECONDS = 30.0
+
+log = logging.getLogger(__name__)
+
+
+class JobState(enum.Enum):
+    UNBUILT = "Unbuilt"
+    READY = "Ready"
+    ACTIVE = "Active"
+    FINISHED = "Finished"
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class Action(enum.StrEnum):
+    BUILD = "build"
+    LAUNCH = "launch"
+    PAUSE = "pause"
+    UNPAUSE = "unpause"
+    CHECKPOINT = "checkpoint"
+    TERMINATE = "terminate"
+    TEARDOWN = "teardown"
+
+
+# Every allowed action per job state and the state it leads to. ACTIVE -> FINISHED is not an action: the
+# crawl reports it. ``teardown`` is refused while a crawl runs (it would drop a live controller).
+JOB_TRANSITIONS: dict[JobState, dict[Action, JobState]] = {
+    JobState.UNBUILT: {Action.BUILD: JobState.READY},
+    JobState.READY: {Action.LAUNCH: JobState.ACTIVE, Action.TEARDOWN: JobState.UNBUILT},
+    JobState.ACTIVE: {Action.PAUSE: JobState.ACTIVE, Action.UNPAUSE: JobState.ACTIVE,
+                      Action.CHECKPOINT: JobState.ACTIVE, Action.TERMINATE: JobState.ACTIVE},
+    JobState.FINISHED: {Action.TEARDOWN: JobState.UNBUILT},
+}
+
+# While ACTIVE, which of the ACTIVE actions the crawl controller's state admits (Heritrix's rules: pause a
+# running crawl, unpause a paused one, checkpoint while running or paused, terminate unless already stopping).
+CONTROLLER_ACTIONS: dict[str, tuple[Action, ...]] = {
+    "NASCENT": (Action.TERMINATE,),
+    "PREPARING": (Action.TERMINATE,),
+    "RUNNING": (Action.PAUSE, Action.CHECKPOINT, Action.TERMINATE),
+    "EMPTY": (Action.PAUSE, Action.CHECKPOINT, Action.TERMINATE),
+    "PAUSING": (Action.UNPAUSE, Action.TERMINATE),
+    "PAUSED": (Action.UNPAUSE, Action.CHECKPOINT, Action.TERMINATE),
+    "STOPPING": (),
+    "FINISHED": (),
+}
+
+
+class JobActionError(Exception):
+    """An action the job cannot take now (illegal in its state, or failed); the message says why."""
+
+
+class UnknownJobError(KeyError):
+    """No job of that name in the engine."""
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """A consistent view of one job for the status representations."""
+
+    name: str
+    directory: Path
+    primary_config: Path
+    state: JobState
+    controller_state: str | None
+    exit_status: str | None
+    available_actions: tuple[str, ...]
+    launch_count: int
+    last_launch: str | None
+    launch_dir: Path | None
+    checkpoints: tuple[str, ...]
+    resumed_checkpoint: str | None
+    job_log_tail: tuple[str, ...]
+    crawl_status: CrawlStatus | None
+
+    @property
+    def status_description(self) -> str:
+        # Heritrix's strings exactly: wrappers (NetarchiveSuite) compare them.
+        if self.state is JobState.ACTIVE:
+            return f"Active: {self.controller_state}"
+        if self.state is JobState.FINISHED:
+            return f"Finished: {self.exit_status}"
+        return self.state.value
+
+    @property
+    def is_running(self) -> bool:
+        return self.state is JobState.ACTIVE
+
+    @property
+    def is_launchable(self) -> bool:
+        return self.state is JobState.READY
+
+    @property
+    def has_application_context(self) -> bool:
+        return self.state is not JobState.UNBUILT
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    jobs_dir: Path
+    jobs: tuple[JobSnapshot, ...]
+    profile_name: str = PROFILE_NAME
+
+
+def _utc_iso(moment: datetime.datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+class _JobLogFormatter(logging.Formatter):
+    """Heritrix's job.log line: ISO timestamp in UTC, level, message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        moment = datetime.datetime.fromtimestamp(record.created, datetime.UTC)
+        text = f"{_utc_iso(moment)} {record.levelname} {record.getMessage()}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
+class CrawlJob:
+    """One job directory and, once built, its configuration and its current launch's controller."""
+
+    def __init__(self, name: str, directory: Path, hosts: Mapping[str, str]) -> None:
+        self.name = name
+        self.directory = directory
+        self.hosts = dict(hosts)
+        self._lock = threading.RLock()
+        self._config: CrawlConfig | None = None
+        self._controller: CrawlController | None = None
+        self._launch_dir: Path | None = None
+        self._resumed_checkpoint: str | None = None
+        self.job_log = logging.getLogger(f"harvester.engine.job.{name}.{id(self):x}")
+        self.job_log.propagate = False
+        self.job_log.setLevel(logging.INFO)
+        self._handler = logging.FileHandler(directory / JOB_LOG, encoding="utf-8", delay=True)
+        self._handler.setFormatter(_JobLogFormatter())
+        self.job_log.addHandler(self._handler)
+
+    @property
+    def primary_config(self) -> Path:
+        return self.directory / PRIMARY_CONFIG
+
+    def close(self) -> None:
+        self.job_log.removeHandler(self._handler)
+        self._handler.close()
+
+    # -- state ---------------------------------------------------------------------------------------------
+
+    def _state(self) -> JobState:
+        if self._controller is not None:
+            if self._controller.status().controller_state == "FINISHED":
+                return JobState.FINISHED
+            return JobState.ACTIVE
+        return JobState.READY if self._config is not None else JobState.UNBUILT
+
+    def _available_actions(self, state: JobState, controller_state: str | None) -> tuple[Action, ...]:
+        allowed = tuple(JOB_TRANSITIONS[state])
+        if state is JobState.ACTIVE:
+            narrowed = CONTROLLER_ACTIONS.get(controller_state or "", ())
+            allowed = tuple(action for action in allowed if action in narrowed)
+        return allowed
+
+    def _require(self, action: Action) -> JobState:
+        """Check ``action`` against the tables; raise naming job, action and state when it is not allowed."""
+        state = self._state()
+        controller_state = self._controller.status().controller_state if self._controller else None
+        if action not in self._available_actions(state, controller_state):
+            where = f"{state.value}" + (f" ({controller_state})" if controller_state else "")
+            raise JobActionError(f"job {self.name}: action '{action}' is not available while {where}")
+        return JOB_TRANSITIONS[state][action]
+
+    # -- actions -------------------------------------------------------------------------------------------
+
+    def perform(self, action: Action, checkpoint: str | None = None) -> None:
+        """Carry out one action; raise JobActionError (also written to job.log) when it is refused or fails."""
+        with self._lock:
+            try:
+                self._require(action)
+                if action is Action.BUILD:
+                    self._build()
+                elif action is Action.LAUNCH:
+                    self._launch(checkpoint)
+                elif action is Action.TEARDOWN:
+                    self._teardown()
+                else:
+                    self._drive(action)
+            except JobActionError as exc:
+                self.job_log.warning(str(exc))
+                raise
+
+    def _build(self) -> None:
+        try:
+            config = load_crawl_config(self.primary_config, self.directory)
+        except ConfigError as exc:
+            place = f" (line {exc.line}, column {exc.column})" if getattr(exc, "line", None) is not None else ""
+            self.job_log.error(f"Build failed: {self.primary_config.name}{place}: {exc}")
+            raise JobActionError(f"job {self.name}: build failed{place}: {exc}") from exc
+        except OSError as exc:
+            self.job_log.error(f"Build failed: cannot read {self.primary_config}: {exc}")
+            raise JobActionError(f"job {self.name}: build failed: {exc}") from exc
+        for warning in config.warnings:
+            self.job_log.warning(warning)
+        self._config = config
+        self.job_log.info("Job instantiated")
+
+    def _resolve_checkpoint(self, checkpoint: str) -> Path:
+        names = self.checkpoint_names()
+        if not names:
+            raise JobActionError(f"job {self.name}: no checkpoint to launch from in {self.directory / CHECKPOINTS}")
+        name = names[-1] if checkpoint == "latest" else checkpoint
+        if name not in names:
+            raise JobActionError(f"job {self.name}: no checkpoint {checkpoint!r} (have: {', '.join(names)})")
+        return self.directory / CHECKPOINTS / name
+
+    def _new_launch_dir(self) -> Path:
+        moment = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+        # Launch ids are unique per job: a second launch within the same second takes the next second.
+        while (self.directory / moment.strftime("%Y%m%d%H%M%S")).exists():
+            moment += datetime.timedelta(seconds=1)
+        launch_dir = self.directory / moment.strftime("%Y%m%d%H%M%S")
+        launch_dir.mkdir()
+        return launch_dir
+
+    def _point_latest(self, launch_dir: Path) -> None:
+        # Replace the symlink by rename, so a reader never finds it missing.
+        temporary = self.directory / f".{LATEST}.new"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(launch_dir.name, target_is_directory=True)
+        temporary.replace(self.directory / LATEST)
+
+    def _launch(self, checkpoint: str | None) -> None:
+        assert self._config is not None  # READY guarantees a built configuration
+        checkpoint_dir = self._resolve_checkpoint(checkpoint) if checkpoint else None
+        launch_dir = self._new_launch_dir()
+        shutil.copy2(self.primary_config, launch_dir / PRIMARY_CONFIG)
+        self._point_latest(launch_dir)
+        (self.directory / "action").mkdir(exist_ok=True)
+        try:
+            controller = CrawlController(self._config, self.directory, launch_dir, self.hosts, self.job_log,
+                                         checkpoint=checkpoint_dir)
+            controller.start()
+        except Exception as exc:
+            # Anything the crawl raises while starting is the crawl's failure, not the engine's: log it, stay READY.
+            self.job_log.exception(f"Launch failed: {exc}")
+            raise JobActionError(f"job {self.name}: launch failed: {exc}") from exc
+        self._controller = controller
+        self._launch_dir = launch_dir
+        self._resumed_checkpoint = checkpoint_dir.name if checkpoint_dir else None
+        resumed = f" from checkpoint {checkpoint_dir.name}" if checkpoint_dir else ""
+        self.job_log.info(f"Job launched{resumed} in {launch_dir.name}")
+
+    def _drive(self, action: Action) -> None:
+        assert self._controller is not None  # ACTIVE guarantees a controller
+        if action is Action.PAUSE:
+            self._controller.pause()
+            self.job_log.info("Job paused")
+        elif action is Action.UNPAUSE:
+            self._controller.unpause()
+            self.job_log.info("Job unpaused")
+        elif action is Action.CHECKPOINT:
+            name = self._controller.checkpoint()
+            self.job_log.info(f"Checkpoint {name} written")
+        elif action is Action.TERMINATE:
+            self._controller.terminate()
+            self.job_log.info("Job terminated by operator")
+
+    def _teardown(self) -> None:
+        if self._controller is not None:
+            self._controller.join(timeout=5.0)
+        self._controller = None
+        self._config = None
+        self._launch_dir = None
+        self._resumed_checkpoint = None
+        self.job_log.info("Job torn down")
+
+    def stop_for_shutdown(self) -> None:
+        """Checkpoint a live crawl when its state allows, then terminate it and wait for it to end."""
+        with self._lock:
+            if self._controller is None or self._state() is not JobState.ACTIVE:
+                return
+            controller_state = self._controller.status().controller_state
+            if Action.CHECKPOINT in CONTROLLER_ACTIONS.get(controller_state, ()):
+                try:
+                    name = self._controller.checkpoint()
+                    self.job_log.info(f"Checkpoint {name} written at engine shutdown; launch from it to resume")
+                except Exception:
+                    # A failed checkpoint must not keep the engine from stopping; the crawl is still terminated.
+                    self.job_log.exception("Checkpoint at engine shutdown failed")
+            self._controller.terminate()
+            self.job_log.info("Job terminated at engine shutdown")
+            controller = self._controller
+        if not controller.join(timeout=SHUTDOWN_JOIN_SECONDS):
+            self.job_log.error(f"Crawl did not end within {SHUTDOWN_JOIN_SECONDS:.0f} s of engine shutdown")
+
+    # -- views ---------------------------------------------------------------------------------------------
+
+    def launch_ids(self) -> list[str]:
+        return sorted(entry.name for entry in self.directory.iterdir()
+                      if entry.is_dir() and not entry.is_symlink() and LAUNCH_ID.match(entry.name))
+
+    def checkpoint_names(self) -> list[str]:
+        directory = self.directory / CHECKPOINTS
+        if not directory.is_dir():
+            return []
+        return sorted(entry.name for entry in directory.iterdir() if entry.is_dir() and entry.name.startswith("cp"))
+
+    def job_log_tail(self, lines: int = JOB_LOG_TAIL_LINES) -> tuple[str, ...]:
+        path = self.directory / JOB_LOG
+        if not path.is_file():
+            return ()
+        with path.open(encoding="utf-8", errors="replace") as job_log:
+            return tuple(line.rstrip("\n") for line in deque(job_log, maxlen=lines))
+
+    def snapshot(self) -> JobSnapshot:
+        with self._lock:
+            crawl_status = self._controller.status() if self._controller is not None else None
+            if crawl_status is None:
+                state = JobState.READY if self._config is not None else JobState.UNBUILT
+            else:
+                state = JobState.FINISHED if crawl_status.controller_state == "FINISHED" else JobState.ACTIVE
+            controller_state = crawl_status.controller_state if crawl_status else None
+            if state is JobState.READY:
+                controller_state = "NASCENT"  # Heritrix's state of a built, unlaunched crawl
+            launches = self.launch_ids()
+            last_launch = None
+            if launches:
+                moment = datetime.datetime.strptime(launches[-1], "%Y%m%d%H%M%S").replace(tzinfo=datetime.UTC)
+                last_launch = _utc_iso(moment)
+            return JobSnapshot(
+                name=self.name, directory=self.directory, primary_config=self.primary_config, state=state,
+                controller_state=controller_state,
+                exit_status=crawl_status.exit_status if crawl_status else None,
+                available_actions=tuple(str(a) for a in self._available_actions(state, controller_state)),
+                launch_count=len(launches), last_launch=last_launch, launch_dir=self._launch_dir,
+                checkpoints=tuple(self.checkpoint_names()), resumed_checkpoint=self._resumed_checkpoint,
+                job_log_tail=self.job_log_tail(), crawl_status=crawl_status)
+
+
+class JobRegistry:
+    """All jobs of one engine, found in (or added to) its jobs directory."""
+
+    def __init__(self, jobs_dir: Path, hosts: Mapping[str, str]) -> None:
+        self.jobs_dir = jobs_dir
+        self.hosts = dict(hosts)
+        self._lock = threading.Lock()
+        self._jobs: dict[str, CrawlJob] = {}
+        jobs_dir.mkdir(parents=True, exist_ok=True)
+        self.rescan()
+
+    def _candidate_dirs(self) -> Iterable[tuple[str, Path]]:
+        for entry in sorted(self.jobs_dir.iterdir()):
+            if entry.is_dir() and (entry / PRIMARY_CONFIG).is_file():
+                yield entry.name, entry
+            elif entry.is_file() and entry.name.endswith(JOBPATH_SUFFIX):
+                target = Path(entry.read_text(encoding="utf-8").strip())
+                if (target / PRIMARY_CONFIG).is_file():
+                    yield entry.name[: -len(JOBPATH_SUFFIX)], target
+
+    def rescan(self) -> list[str]:
+        """Register every job directory not known yet; return the names found now."""
+        with self._lock:
+            for name, directory in self._candidate_dirs():
+                if name not in self._jobs:
+                    self._jobs[name] = CrawlJob(name, directory, self.hosts)
+                    log.info("job %s registered from %s", name, directory)
+            return sorted(self._jobs)
+
+    def create(self, name: str) -> CrawlJob:
+        """A new job directory with our default profile as its crawler-beans.cxml."""
+        if not JOB_NAME.match(name):
+            raise JobActionError(f"{name!r} is not a usable job name (letters, digits, '.', '_', '-')")
+        with self._lock:
+            directory = self.jobs_dir / name
+            if name in self._jobs or directory.exists():
+                raise JobActionError(f"job {name} exists already")
+            directory.mkdir()
+            profile = files("harvester.engine").joinpath(PROFILE_NAME).read_bytes()
+            (directory / PRIMARY_CONFIG).write_bytes(profile)
+            # The profile reads its seeds from seeds.txt: one URL per line, '#' for comments.
+            (directory / SEEDS).write_text("# one seed URL per line\n", encoding="utf-8")
+            job = self._jobs[name] = CrawlJob(name, directory, self.hosts)
+        job.job_log.info(f"Job created from profile {PROFILE_NAME}")
+        return job
+
+    def add(self, path: Path) -> CrawlJob:
+        """Register an existing directory holding a crawler-beans.cxml, wherever it is."""
+        directory = Path(path).resolve()
+        if not (directory / PRIMARY_CONFIG).is_file():
+            raise JobActionError(f"{directory} holds no {PRIMARY_CONFIG}")
+        name = directory.name
+        with self._lock:
+            if name in self._jobs:
+                if self._jobs[name].directory.resolve() == directory:
+                    return self._jobs[name]
+                raise JobActionError(f"job {name} exists already (in {self._jobs[name].directory})")
+            if directory.parent != self.jobs_dir.resolve():
+                (self.jobs_dir / f"{name}{JOBPATH_SUFFIX}").write_text(f"{directory}\n", encoding="utf-8")
+            job = self._jobs[name] = CrawlJob(name, directory, self.hosts)
+        job.job_log.info(f"Job added from {directory}")
+        return job
+
+    def get(self, name: str) -> CrawlJob:
+        with self._lock:
+            try:
+                return self._jobs[name]
+            except KeyError:
+                raise UnknownJobError(name) from None
+
+    def snapshot(self) -> EngineSnapshot:
+        with self._lock:
+            jobs = list(self._jobs.values())
+        return EngineSnapshot(jobs_dir=self.jobs_dir, jobs=tuple(job.snapshot() for job in jobs))
+
+    def shutdown(self) -> None:
+        """Checkpoint and stop every live crawl (each on its own, so one failure does not skip the rest)."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            try:
+                job.stop_for_shutdown()
+            except Exception:
+                log.exception("stopping job %s at shutdown failed", job.name)
+            finally:
+                job.close()

@@ -1,0 +1,177 @@
+"""The representations of ``/engine`` and ``/engine/job/NAME``: XML and JSON shaped like Heritrix 3's.
+
+A representation is built in two steps: ``engine_model``/``job_model`` turn the registry's snapshots into a
+plain ordered model (dicts, lists, scalars, None for an absent field) with Heritrix's field names
+(peers.md §1.1-§1.2), and ``to_xml``/``to_json``/``to_html`` serialise any model. The XML follows Heritrix's
+marshaller: the root element is ``<engine>`` or ``<job>``, a field is a child element of that name, a nested
+report is an element with one child per key, a list is an element with one ``<value>`` child per item, and a
+field whose value is None is left out. JSON carries the same structure (root fields at the top level).
+
+This module formats only; it never changes a job.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lxml import etree
+
+if TYPE_CHECKING:
+    from harvester.engine.jobs import EngineSnapshot, JobSnapshot
+
+ENGINE_VERSION = "HarvestSuite crawl engine 0.1.0 (Heritrix 3 REST API subset)"
+XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+
+# Which keys belong in which of Heritrix's nested reports (peers.md §1.2), in Heritrix's order.
+URI_TOTALS_KEYS = ("downloadedUriCount", "queuedUriCount", "totalUriCount", "futureUriCount")
+SIZE_TOTALS_KEYS = ("dupByHash", "dupByHashCount", "notModified", "notModifiedCount", "novel", "novelCount",
+                    "total", "totalCount", "warcNovelContentBytes", "warcNovelUrls", "sizeOnDisk")
+RATE_KEYS = ("currentDocsPerSecond", "averageDocsPerSecond", "currentKiBPerSec", "averageKiBPerSec")
+LOAD_KEYS = ("busyThreads", "totalThreads", "congestionRatio", "averageQueueDepth", "deepestQueueDepth")
+FRONTIER_KEYS = ("totalQueues", "inProcessQueues", "readyQueues", "snoozedQueues", "activeQueues",
+                 "inactiveQueues", "ineligibleQueues", "retiredQueues", "exhaustedQueues", "lastReachedState")
+REPORTS = (("CrawlSummaryReport", "CrawlSummary"), ("SeedsReport", "Seeds"), ("HostsReport", "Hosts"),
+           ("MimetypesReport", "Mimetypes"), ("ResponseCodeReport", "ResponseCode"),
+           ("FrontierSummaryReport", "FrontierSummary"))
+
+
+def heap_report() -> dict[str, int]:
+    """Memory of this process in the shape of Heritrix's heapReport (resident set size, no JVM heap here)."""
+    page_size = os.sysconf("SC_PAGE_SIZE")
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            size_pages, resident_pages = (int(field) for field in statm.read().split()[:2])
+    except OSError:
+        size_pages = resident_pages = 0
+    return {"usedBytes": resident_pages * page_size, "totalBytes": size_pages * page_size,
+            "maxBytes": size_pages * page_size}
+
+
+def elapsed_pretty(milliseconds: int) -> str:
+    """Like Heritrix's ArchiveUtils.formatMillisecondsToConventional: ``1h2m3s45ms``, leading zeros dropped."""
+    hours, rest = divmod(milliseconds, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds, millis = divmod(rest, 1000)
+    parts = [(hours, "h"), (minutes, "m"), (seconds, "s")]
+    while parts and parts[0][0] == 0:
+        parts.pop(0)
+    return "".join(f"{value}{unit}" for value, unit in parts) + f"{millis}ms"
+
+
+def _pick(keys: Sequence[str], *sources: Mapping[str, Any]) -> dict[str, Any]:
+    report: dict[str, Any] = {}
+    for key in keys:
+        for source in sources:
+            if key in source:
+                report[key] = source[key]
+                break
+    return report
+
+
+def job_model(job: JobSnapshot, base_url: str) -> dict[str, Any]:
+    """The model of GET /engine/job/NAME."""
+    url = f"{base_url}/engine/job/{job.name}"
+    crawl = job.crawl_status
+    model: dict[str, Any] = {
+        "shortName": job.name,
+        "crawlControllerState": job.controller_state,
+        "crawlExitStatus": job.exit_status,
+        "statusDescription": job.status_description,
+        "availableActions": list(job.available_actions),
+        "launchCount": job.launch_count,
+        "lastLaunch": job.last_launch,
+        "isProfile": False,
+        "isRunning": job.is_running,
+        "isLaunchable": job.is_launchable,
+        "hasApplicationContext": job.has_application_context,
+        "isLaunchInfoPartial": False,
+        "alertCount": crawl.alert_count if crawl else 0,
+        "primaryConfig": str(job.primary_config),
+        "primaryConfigUrl": f"{url}/jobdir/{job.primary_config.name}",
+        "url": url,
+        "jobLogTail": list(job.job_log_tail),
+        "crawlLogTail": list(crawl.crawl_log_tail) if crawl else [],
+        "configFiles": [{"name": job.primary_config.name, "path": str(job.primary_config)}],
+        "checkpointFiles": list(job.checkpoints),
+        "heapReport": heap_report(),
+    }
+    if crawl is not None:
+        launch_logs = job.launch_dir / "logs" if job.launch_dir else None
+        model.update({
+            "checkpointName": job.resumed_checkpoint,
+            "uriTotalsReport": _pick(URI_TOTALS_KEYS, crawl.uri_totals, crawl.frontier),
+            "sizeTotalsReport": _pick(SIZE_TOTALS_KEYS, crawl.size_totals, crawl.frontier),
+            "rateReport": _pick(RATE_KEYS, crawl.rates, crawl.frontier),
+            "loadReport": _pick(LOAD_KEYS, crawl.load, crawl.frontier),
+            "elapsedReport": {"elapsedMilliseconds": crawl.elapsed_ms,
+                              "elapsedPretty": elapsed_pretty(crawl.elapsed_ms)},
+            "threadReport": {"toeCount": crawl.toe_count},
+            "frontierReport": _pick(FRONTIER_KEYS, crawl.frontier),
+            "crawlLogFilePath": str(launch_logs / "crawl.log") if launch_logs else None,
+            "alertLogFilePath": str(launch_logs / "alerts.log") if launch_logs else None,
+            "reports": [{"className": class_name, "shortName": short_name} for class_name, short_name in REPORTS],
+        })
+    return model
+
+
+def engine_model(engine: EngineSnapshot, base_url: str) -> dict[str, Any]:
+    """The model of GET /engine."""
+    return {
+        "heritrixVersion": ENGINE_VERSION,
+        "heapReport": heap_report(),
+        "jobsDir": str(engine.jobs_dir),
+        "jobsDirUrl": f"{base_url}/engine/jobsdir/",
+        "availableActions": ["rescan", "add", "create"],
+        "jobs": [
+            {"shortName": job.name, "url": f"{base_url}/engine/job/{job.name}", "isProfile": False,
+             "launchCount": job.launch_count, "lastLaunch": job.last_launch,
+             "hasApplicationContext": job.has_application_context, "statusDescription": job.status_description,
+             "isLaunchInfoPartial": False, "primaryConfig": str(job.primary_config),
+             "primaryConfigUrl": f"{base_url}/engine/job/{job.name}/jobdir/{job.primary_config.name}",
+             "key": job.name}
+            for job in engine.jobs
+        ],
+        "profiles": [{"shortName": engine.profile_name, "isProfile": True}],
+    }
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _append(parent: etree._Element, name: str, value: Any) -> None:
+    if value is None:
+        return
+    element = etree.SubElement(parent, name)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _append(element, key, item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _append(element, "value", item)
+    else:
+        element.text = _scalar_text(value)
+
+
+def to_xml(root_name: str, model: Mapping[str, Any]) -> bytes:
+    root = etree.Element(root_name)
+    for key, value in model.items():
+        _append(root, key, value)
+    return XML_DECLARATION + etree.tostring(root, encoding="UTF-8", pretty_print=True, xml_declaration=False)
+
+
+def to_json(model: Mapping[str, Any]) -> bytes:
+    return json.dumps(model, indent=1, ensure_ascii=False).encode("utf-8")
+
+
+def to_html(title: str, model: Mapping[str, Any]) -> bytes:
+    """A plain page for a person with a browser; machines ask for XML or JSON."""
+    body = html.escape(to_json(model).decode("utf-8"))
+    return (f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title></head>"
+            f"<body><h1>{html.escape(title)}</h1><pre>{body}</pre></body></html>").encode()

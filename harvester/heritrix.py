@@ -1,0 +1,512 @@
+"""Client of the Heritrix 3 REST API (peers.md §1.1-§1.2), for a real Heritrix 3 and for our bundled engine.
+
+It speaks HTTPS with HTTP Digest authentication (RFC 7616, MD5, qop=auth) and accepts a self-signed
+certificate either pinned (``ca_file``) or unchecked (``verify=False``). Actions are form POSTs; the 303 the
+engine answers is followed to the GET, whose status is parsed and returned. Status is asked for as XML
+(``Accept: application/xml``) and parsed from bytes with lxml, so an XML declaration with an encoding is
+fine (parsing ``str`` would refuse it); JSON is parsed too, with the same field names.
+
+Every failure leaves this module as ``harvestdef.errors.HeritrixError`` with a message that names the
+action and the URL: connection refused or TLS failure, wrong credentials (401), unknown job (404), an action
+the engine refused, and an answer that is not the expected representation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import re
+import ssl
+import time
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from lxml import etree
+
+from harvestdef.errors import HeritrixError
+
+XML = "application/xml"
+JSON = "application/json"
+MAX_REDIRECTS = 5
+# Status documents are small; a bigger answer is not a status document.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+_AUTH_PARAM = re.compile(r'\s*([A-Za-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))\s*,?')
+
+
+def _snake(name: str) -> str:
+    return _CAMEL.sub(r"_\1", name).lower()
+
+
+def _convert(value: Any, hint: Any) -> Any:
+    """Convert a parsed value (XML text, or JSON) to the dataclass field's type."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        arguments = [argument for argument in typing.get_args(hint) if argument is not type(None)]
+        if value is None or value == "":
+            return None
+        return _convert(value, arguments[0])
+    if origin is tuple:
+        (item_hint, *_rest) = typing.get_args(hint)
+        items = value if isinstance(value, list) else ([] if value in (None, "") else [value])
+        return tuple(_convert(item, item_hint) for item in items)
+    if isinstance(hint, type) and hasattr(hint, "__dataclass_fields__"):
+        return _build(hint, value if isinstance(value, Mapping) else {})
+    if hint is bool:
+        return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+    if hint is int:
+        return int(float(value)) if value not in (None, "") else 0
+    if hint is float:
+        return float(value) if value not in (None, "") else 0.0
+    if hint is str:
+        return "" if value is None else str(value)
+    return value
+
+
+_T = typing.TypeVar("_T")
+
+
+def _build(cls: type[_T], model: Mapping[str, Any]) -> _T:
+    """A report dataclass from a model with Heritrix's camelCase keys; missing keys keep their default."""
+    hints = typing.get_type_hints(cls)
+    by_snake = {_snake(key): value for key, value in model.items()}
+    values = {}
+    for item in fields(cls):  # type: ignore[arg-type]
+        # A field may name its camelCase key where snake_case cannot be derived from it (KiB).
+        camel = item.metadata.get("key")
+        if camel is not None and camel in model:
+            values[item.name] = _convert(model[camel], hints[item.name])
+        elif item.name in by_snake:
+            values[item.name] = _convert(by_snake[item.name], hints[item.name])
+    return cls(**values)
+
+
+@dataclass(frozen=True)
+class UriTotalsReport:
+    downloaded_uri_count: int = 0
+    queued_uri_count: int = 0
+    total_uri_count: int = 0
+    future_uri_count: int = 0
+
+
+@dataclass(frozen=True)
+class SizeTotalsReport:
+    dup_by_hash: int = 0
+    dup_by_hash_count: int = 0
+    not_modified: int = 0
+    not_modified_count: int = 0
+    novel: int = 0
+    novel_count: int = 0
+    total: int = 0
+    total_count: int = 0
+    warc_novel_content_bytes: int = 0
+    warc_novel_urls: int = 0
+    size_on_disk: int = 0
+
+
+@dataclass(frozen=True)
+class RateReport:
+    current_docs_per_second: float = 0.0
+    average_docs_per_second: float = 0.0
+    current_kib_per_sec: float = field(default=0.0, metadata={"key": "currentKiBPerSec"})
+    average_kib_per_sec: float = field(default=0.0, metadata={"key": "averageKiBPerSec"})
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    busy_threads: int = 0
+    total_threads: int = 0
+    congestion_ratio: float = 0.0
+    average_queue_depth: float = 0.0
+    deepest_queue_depth: int = 0
+
+
+@dataclass(frozen=True)
+class ElapsedReport:
+    elapsed_milliseconds: int = 0
+    elapsed_pretty: str = ""
+
+
+@dataclass(frozen=True)
+class ThreadReport:
+    toe_count: int = 0
+
+
+@dataclass(frozen=True)
+class FrontierReport:
+    total_queues: int = 0
+    in_process_queues: int = 0
+    ready_queues: int = 0
+    snoozed_queues: int = 0
+    active_queues: int = 0
+    inactive_queues: int = 0
+    ineligible_queues: int = 0
+    retired_queues: int = 0
+    exhausted_queues: int = 0
+    last_reached_state: str = ""
+
+
+@dataclass(frozen=True)
+class HeapReport:
+    used_bytes: int = 0
+    total_bytes: int = 0
+    max_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """GET /engine/job/NAME: the fields of peers.md §1.2 (reports None where the engine gave none)."""
+
+    short_name: str = ""
+    crawl_controller_state: str | None = None
+    crawl_exit_status: str | None = None
+    status_description: str = ""
+    available_actions: tuple[str, ...] = ()
+    launch_count: int = 0
+    last_launch: str | None = None
+    is_profile: bool = False
+    is_running: bool = False
+    is_launchable: bool = False
+    has_application_context: bool = False
+    alert_count: int = 0
+    primary_config: str | None = None
+    url: str | None = None
+    job_log_tail: tuple[str, ...] = ()
+    crawl_log_tail: tuple[str, ...] = ()
+    checkpoint_files: tuple[str, ...] = ()
+    checkpoint_name: str | None = None
+    crawl_log_file_path: str | None = None
+    alert_log_file_path: str | None = None
+    uri_totals_report: UriTotalsReport | None = None
+    size_totals_report: SizeTotalsReport | None = None
+    rate_report: RateReport | None = None
+    load_report: LoadReport | None = None
+    elapsed_report: ElapsedReport | None = None
+    thread_report: ThreadReport | None = None
+    frontier_report: FrontierReport | None = None
+    heap_report: HeapReport | None = None
+
+    @property
+    def is_unbuilt(self) -> bool:
+        return self.status_description == "Unbuilt"
+
+    @property
+    def is_ready(self) -> bool:
+        return self.status_description == "Ready"
+
+    @property
+    def is_finished(self) -> bool:
+        # NetarchiveSuite's test (netarchivesuite.md §5.2): the controller says FINISHED, or the description does.
+        return self.crawl_controller_state == "FINISHED" or self.status_description.startswith("Finished")
+
+
+@dataclass(frozen=True)
+class EngineJob:
+    """One entry of /engine's jobs list."""
+
+    short_name: str = ""
+    url: str | None = None
+    is_profile: bool = False
+    launch_count: int = 0
+    last_launch: str | None = None
+    has_application_context: bool = False
+    status_description: str = ""
+    primary_config: str | None = None
+
+
+@dataclass(frozen=True)
+class EngineStatus:
+    heritrix_version: str = ""
+    jobs_dir: str | None = None
+    available_actions: tuple[str, ...] = ()
+    jobs: tuple[EngineJob, ...] = ()
+    heap_report: HeapReport | None = None
+
+    def job_names(self) -> list[str]:
+        return [job.short_name for job in self.jobs]
+
+
+def _element_model(element: etree._Element) -> Any:
+    """Heritrix's XML as a model: children all named ``value`` are a list, other children a mapping."""
+    children = [child for child in element if isinstance(child.tag, str)]
+    if not children:
+        return (element.text or "").strip()
+    if all(child.tag == "value" for child in children):
+        return [_element_model(child) for child in children]
+    return {child.tag: _element_model(child) for child in children}
+
+
+def parse_representation(body: bytes, content_type: str, root_name: str) -> Mapping[str, Any]:
+    """The model of an XML or JSON status document whose root is ``root_name``; ValueError if it is not one."""
+    if "json" in content_type:
+        model = json.loads(body.decode("utf-8"))
+        if isinstance(model, dict) and set(model) == {root_name} and isinstance(model[root_name], dict):
+            model = model[root_name]
+        if not isinstance(model, dict):
+            raise ValueError("JSON status is not an object")
+        return model
+    parser = etree.XMLParser(resolve_entities=False, no_network=True)
+    # Bytes, not str: lxml refuses a str that carries an encoding declaration.
+    root = etree.fromstring(body, parser=parser)
+    if root.tag != root_name:
+        raise ValueError(f"root element is <{root.tag}>, expected <{root_name}>")
+    model = _element_model(root)
+    return model if isinstance(model, dict) else {}
+
+
+def parse_job_status(body: bytes, content_type: str = XML) -> JobStatus:
+    return _build(JobStatus, parse_representation(body, content_type, "job"))
+
+
+def parse_engine_status(body: bytes, content_type: str = XML) -> EngineStatus:
+    return _build(EngineStatus, parse_representation(body, content_type, "engine"))
+
+
+@dataclass
+class _Challenge:
+    realm: str
+    nonce: str
+    qop: str | None
+    opaque: str | None
+    algorithm: str
+    count: int = 0
+
+
+def _parse_challenge(header: str) -> _Challenge | None:
+    scheme, _, rest = header.strip().partition(" ")
+    if scheme.lower() != "digest":
+        return None
+    params = {}
+    for match in _AUTH_PARAM.finditer(rest):
+        key, quoted, token = match.groups()
+        params[key.lower()] = quoted if quoted is not None else token
+    qops = [item.strip() for item in params.get("qop", "").split(",") if item.strip()]
+    return _Challenge(realm=params.get("realm", ""), nonce=params.get("nonce", ""),
+                      qop="auth" if "auth" in qops else None, opaque=params.get("opaque"),
+                      algorithm=params.get("algorithm", "MD5"))
+
+
+@dataclass(frozen=True)
+class _Response:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+    url: str
+
+
+class HeritrixClient:
+    """One Heritrix 3 engine (or ours) at ``base_url`` such as ``https://127.0.0.1:8443``.
+
+    Thread-compatible, not thread-safe: give each thread its own client.
+    """
+
+    def __init__(self, base_url: str, user: str, password: str, *, ca_file: str | os.PathLike[str] | None = None,
+                 verify: bool = True, timeout: float = 30.0, representation: str = XML) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise HeritrixError(f"engine URL {base_url!r} is not an http(s) URL")
+        self.base_url = f"{parts.scheme}://{parts.netloc}"
+        self._scheme, self._host, self._port = parts.scheme, parts.hostname, parts.port
+        self.user = user
+        self._password = password
+        self.timeout = timeout
+        self.representation = representation
+        self._challenge: _Challenge | None = None
+        if ca_file is not None:
+            self._tls = ssl.create_default_context(cafile=os.fspath(ca_file))
+        elif verify:
+            self._tls = ssl.create_default_context()
+        else:
+            self._tls = ssl.create_default_context()
+            self._tls.check_hostname = False
+            self._tls.verify_mode = ssl.CERT_NONE
+
+    # -- engine --------------------------------------------------------------------------------------------
+
+    def engine_status(self) -> EngineStatus:
+        response = self._request("GET", "/engine", action="engine status")
+        return self._parse(response, parse_engine_status, "engine status")
+
+    def create_job(self, name: str) -> EngineStatus:
+        return self._engine_action("create", {"action": "create", "createpath": name})
+
+    def add_job(self, directory: str | os.PathLike[str]) -> EngineStatus:
+        return self._engine_action("add", {"action": "add", "addpath": os.fspath(directory)})
+
+    def rescan(self) -> EngineStatus:
+        return self._engine_action("rescan", {"action": "rescan"})
+
+    # -- jobs ----------------------------------------------------------------------------------------------
+
+    def job_status(self, name: str) -> JobStatus:
+        response = self._request("GET", self._job_path(name), action=f"status of job {name}", job=name)
+        return self._parse(response, parse_job_status, f"status of job {name}")
+
+    def build(self, name: str) -> JobStatus:
+        return self._job_action(name, {"action": "build"})
+
+    def launch(self, name: str, checkpoint: str | None = None) -> JobStatus:
+        """Launch the built job; ``checkpoint`` is a checkpoint name or ``latest`` to resume from one."""
+        form = {"action": "launch"}
+        if checkpoint:
+            form["checkpoint"] = checkpoint
+        return self._job_action(name, form)
+
+    def pause(self, name: str) -> JobStatus:
+        return self._job_action(name, {"action": "pause"})
+
+    def unpause(self, name: str) -> JobStatus:
+        return self._job_action(name, {"action": "unpause"})
+
+    def checkpoint(self, name: str) -> JobStatus:
+        return self._job_action(name, {"action": "checkpoint"})
+
+    def terminate(self, name: str) -> JobStatus:
+        return self._job_action(name, {"action": "terminate"})
+
+    def teardown(self, name: str) -> JobStatus:
+        return self._job_action(name, {"action": "teardown"})
+
+    def job_file(self, name: str, relative_path: str) -> bytes:
+        """A file of the job directory (``jobdir/``), e.g. ``latest/logs/crawl.log``."""
+        path = f"{self._job_path(name)}/jobdir/{quote(relative_path)}"
+        return self._request("GET", path, action=f"file {relative_path} of job {name}", job=name).body
+
+    def wait_for(self, name: str, predicate: Callable[[JobStatus], bool], timeout: float,
+                 poll_interval: float = 0.5) -> JobStatus:
+        """Poll the job's status until ``predicate`` holds; HeritrixError naming the last status on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.job_status(name)
+            if predicate(status):
+                return status
+            if time.monotonic() >= deadline:
+                raise HeritrixError(f"job {name} at {self.base_url}: condition not met within {timeout:g} s; "
+                                    f"last status {status.status_description!r}, "
+                                    f"controller {status.crawl_controller_state}")
+            time.sleep(poll_interval)
+
+    # -- plumbing ------------------------------------------------------------------------------------------
+
+    def _job_path(self, name: str) -> str:
+        return f"/engine/job/{quote(name, safe='')}"
+
+    def _engine_action(self, action: str, form: dict[str, str]) -> EngineStatus:
+        response = self._request("POST", "/engine", form=form, action=action)
+        return self._parse(response, parse_engine_status, action)
+
+    def _job_action(self, name: str, form: dict[str, str]) -> JobStatus:
+        action = f"{form['action']} of job {name}"
+        response = self._request("POST", self._job_path(name), form=form, action=action, job=name)
+        return self._parse(response, parse_job_status, action)
+
+    def _parse(self, response: _Response, parser: Callable[[bytes, str], _T], action: str) -> _T:
+        content_type = response.headers.get("Content-Type", "")
+        try:
+            return parser(response.body, content_type)
+        except (etree.XMLSyntaxError, ValueError, TypeError) as exc:
+            excerpt = response.body[:200].decode("utf-8", errors="replace")
+            raise HeritrixError(f"{action}: {response.url} answered something that is not a status document "
+                                f"({content_type or 'no content type'}): {exc}; starts {excerpt!r}") from exc
+
+    def _authorization(self, method: str, path: str) -> str | None:
+        challenge = self._challenge
+        if challenge is None:
+            return None
+        challenge.count += 1
+        nc = f"{challenge.count:08x}"
+        cnonce = hashlib.md5(os.urandom(16)).hexdigest()[:16]
+        ha1 = hashlib.md5(f"{self.user}:{challenge.realm}:{self._password}".encode()).hexdigest()
+        ha2 = hashlib.md5(f"{method}:{path}".encode()).hexdigest()
+        if challenge.qop:
+            response = hashlib.md5(f"{ha1}:{challenge.nonce}:{nc}:{cnonce}:auth:{ha2}".encode()).hexdigest()
+        else:
+            response = hashlib.md5(f"{ha1}:{challenge.nonce}:{ha2}".encode()).hexdigest()
+        header = (f'Digest username="{self.user}", realm="{challenge.realm}", nonce="{challenge.nonce}", '
+                  f'uri="{path}", algorithm={challenge.algorithm}, response="{response}"')
+        if challenge.qop:
+            header += f', qop=auth, nc={nc}, cnonce="{cnonce}"'
+        if challenge.opaque is not None:
+            header += f', opaque="{challenge.opaque}"'
+        return header
+
+    def _send_once(self, method: str, path: str, body: bytes | None, action: str) -> _Response:
+        url = self.base_url + path
+        if self._scheme == "https":
+            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+                self._host, self._port, timeout=self.timeout, context=self._tls)
+        else:
+            connection = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
+        headers = {"Accept": self.representation, "Connection": "close"}
+        if body is not None:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        authorization = self._authorization(method, path)
+        if authorization:
+            headers["Authorization"] = authorization
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            answer = connection.getresponse()
+            payload = answer.read(MAX_BODY_BYTES + 1)
+            if len(payload) > MAX_BODY_BYTES:
+                raise HeritrixError(f"{action}: {url} answered more than {MAX_BODY_BYTES} bytes")
+            return _Response(answer.status, answer.headers, payload, url)
+        except ssl.SSLError as exc:
+            raise HeritrixError(f"{action}: TLS with {url} failed (certificate not trusted? "
+                                f"give ca_file or verify=False): {exc}") from exc
+        except ConnectionRefusedError as exc:
+            raise HeritrixError(f"{action}: connection to {url} refused: is the engine running?") from exc
+        except TimeoutError as exc:
+            raise HeritrixError(f"{action}: {url} did not answer within {self.timeout:g} s") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            raise HeritrixError(f"{action}: request to {url} failed: {exc!r}") from exc
+        finally:
+            connection.close()
+
+    def _request(self, method: str, path: str, *, action: str, form: dict[str, str] | None = None,
+                 job: str | None = None) -> _Response:
+        body = urlencode(form).encode("ascii") if form is not None else None
+        response = self._authenticated(method, path, body, action)
+        redirects = 0
+        # A POST is answered 303 to the resource's GET (Heritrix's rule); / is answered 303 to /engine.
+        while response.status in (301, 302, 303, 307) and redirects < MAX_REDIRECTS:
+            location = response.headers.get("Location", "")
+            target = urlsplit(location)
+            path = (target.path or "/") + (f"?{target.query}" if target.query else "")
+            if response.status in (301, 302, 303):
+                method, body = "GET", None
+            response = self._authenticated(method, path, body, action)
+            redirects += 1
+        if response.status == 404:
+            what = f"no job {job!r}" if job else "no such resource"
+            raise HeritrixError(f"{action}: {response.url}: {what} (404)")
+        if response.status >= 400:
+            detail = response.body[:500].decode("utf-8", errors="replace").strip()
+            raise HeritrixError(f"{action}: {response.url} answered {response.status}: {detail}")
+        if response.status != 200:
+            raise HeritrixError(f"{action}: {response.url} answered unexpected status {response.status}")
+        return response
+
+    def _authenticated(self, method: str, path: str, body: bytes | None, action: str) -> _Response:
+        had_credentials = self._challenge is not None
+        response = self._send_once(method, path, body, action)
+        if response.status != 401:
+            return response
+        challenge = _parse_challenge(response.headers.get("WWW-Authenticate", ""))
+        if challenge is None:
+            raise HeritrixError(f"{action}: {response.url} asks for authentication other than Digest")
+        stale = "stale=true" in response.headers.get("WWW-Authenticate", "").lower()
+        if had_credentials and not stale:
+            self._challenge = None
+            raise HeritrixError(f"{action}: {response.url} refused user {self.user!r}: wrong user or password (401)")
+        self._challenge = challenge
+        response = self._send_once(method, path, body, action)
+        if response.status == 401:
+            self._challenge = None
+            raise HeritrixError(f"{action}: {response.url} refused user {self.user!r}: wrong user or password (401)")
+        return response
