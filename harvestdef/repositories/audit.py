@@ -1,0 +1,52 @@
+"""Reading the audit trail: what changed in one row (newest first) and the recent changes everywhere.
+
+The trail is written by the repositories (harvestdef.repositories.base.record_audit) in the same
+transaction as each change; this module only reads it. ``before`` and ``after`` come back as dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from harvestdef.db import schema as s
+from harvestdef.model.definitions import AuditEntry
+
+STREAM_BATCH = 500
+_log = s.audit_log
+
+
+def _to_entry(row: Any) -> AuditEntry:
+    return AuditEntry(audit_id=row.audit_id, changed_at=row.changed_at, actor=row.actor, tablename=row.tablename,
+                      row_key=row.row_key, action=row.action,
+                      before=json.loads(row.before) if row.before else None,
+                      after=json.loads(row.after) if row.after else None)
+
+
+class AuditRepository:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def changes_of(self, tablename: str, key: object, limit: int = 100) -> list[AuditEntry]:
+        """The changes of one row (table and primary key), newest first."""
+        rows = self.conn.execute(
+            select(_log).where(_log.c.tablename == tablename, _log.c.row_key == str(key))
+            .order_by(_log.c.changed_at.desc(), _log.c.audit_id.desc()).limit(limit))
+        return [_to_entry(row) for row in rows]
+
+    def recent_changes(self, limit: int = 100, since: datetime | None = None, actor: str | None = None,
+                       tablename: str | None = None) -> Iterator[AuditEntry]:
+        """The newest changes (optionally since a time, by one actor or in one table), streamed."""
+        stmt = select(_log).order_by(_log.c.changed_at.desc(), _log.c.audit_id.desc()).limit(limit)
+        if since is not None:
+            stmt = stmt.where(_log.c.changed_at >= since)
+        if actor is not None:
+            stmt = stmt.where(_log.c.actor == actor)
+        if tablename is not None:
+            stmt = stmt.where(_log.c.tablename == tablename)
+        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
+            yield _to_entry(row)

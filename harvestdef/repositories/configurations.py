@@ -1,0 +1,205 @@
+"""Harvest configurations of a domain: a crawl template, seed lists and limits (reference §1.1).
+
+Limits use NetarchiveSuite's convention, -1 = unlimited, and anything below -1 is refused. The seed lists
+of a configuration must belong to its own domain. The domain's default configuration (the one snapshot
+harvests use) cannot be deleted, nor can a configuration that a harvest definition, a job or the harvest
+history refers to. A change to a configuration is a change to its domain: it takes the domain edition
+the editor read (see harvestdef.repositories.domains).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, delete, exists, insert, select, update
+
+from harvestdef.db import schema as s
+from harvestdef.errors import NotFoundError, ValidationError
+from harvestdef.model.definitions import DomainConfiguration
+from harvestdef.repositories.base import (
+    SYSTEM_ACTOR,
+    fetch_row,
+    record_audit,
+    translate_errors,
+    update_with_edition,
+)
+from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
+
+_config_select = (
+    select(s.configurations, s.domains.c.name.label("domain_name"), s.domains.c.defaultconfig,
+           s.ordertemplates.c.name.label("template_name"))
+    .join(s.domains, s.configurations.c.domain_id == s.domains.c.domain_id)
+    .join(s.ordertemplates, s.configurations.c.template_id == s.ordertemplates.c.template_id)
+)
+
+
+def check_limit(what: str, value: int | None) -> None:
+    """-1 means unlimited; 0 and up are real limits; anything else is a mistake."""
+    if value is not None and value < -1:
+        raise ValidationError(f"{what} must be -1 (unlimited) or at least 0, not {value}")
+
+
+class ConfigurationRepository:
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR) -> None:
+        self.conn = conn
+        self.actor = actor
+        self.domains = DomainRepository(conn, actor)
+
+    def _to_configuration(self, row: Any) -> DomainConfiguration:
+        seedlist_ids = tuple(self.conn.scalars(select(s.config_seedlists.c.seedlist_id).where(
+            s.config_seedlists.c.config_id == row.config_id).order_by(s.config_seedlists.c.seedlist_id)))
+        return DomainConfiguration(
+            config_id=row.config_id, name=row.name, comments=row.comments or "", domain_id=row.domain_id,
+            domain_name=row.domain_name, template_id=row.template_id, template_name=row.template_name,
+            maxobjects=row.maxobjects, maxbytes=row.maxbytes, maxrate=row.maxrate, seedlist_ids=seedlist_ids,
+            is_default=row.defaultconfig == row.config_id)
+
+    # ------------------------------------------------------------ reading
+    def get(self, domain: str, name: str) -> DomainConfiguration:
+        domain_id = self.domains.get(domain).domain_id
+        row = self.conn.execute(_config_select.where(
+            s.configurations.c.domain_id == domain_id, s.configurations.c.name == name)).first()
+        if row is None:
+            raise NotFoundError("configuration", f"{domain}/{name}")
+        return self._to_configuration(row)
+
+    def get_by_id(self, config_id: int) -> DomainConfiguration:
+        row = self.conn.execute(_config_select.where(s.configurations.c.config_id == config_id)).first()
+        if row is None:
+            raise NotFoundError("configuration", config_id)
+        return self._to_configuration(row)
+
+    def list_for_domain(self, domain: str) -> list[DomainConfiguration]:
+        domain_id = self.domains.get(domain).domain_id
+        rows = self.conn.execute(_config_select.where(s.configurations.c.domain_id == domain_id)
+                                 .order_by(s.configurations.c.name)).all()
+        return [self._to_configuration(row) for row in rows]
+
+    def default_of(self, domain: str) -> DomainConfiguration:
+        owner = self.domains.get(domain)
+        if owner.defaultconfig_id is None:
+            raise NotFoundError("default configuration of domain", owner.name)
+        return self.get_by_id(owner.defaultconfig_id)
+
+    # ------------------------------------------------------------ helpers
+    def _template_id(self, template: str) -> int:
+        template_id = self.conn.scalar(select(s.ordertemplates.c.template_id).where(
+            s.ordertemplates.c.name == template))
+        if template_id is None:
+            raise NotFoundError("template", template)
+        return int(template_id)
+
+    def _seedlist_ids(self, domain_id: int, domain_name: str, seedlists: Iterable[str | int]) -> list[int]:
+        """Seed lists named (str) or numbered (int); each must belong to the domain."""
+        ids: list[int] = []
+        for seedlist in seedlists:
+            column = s.seedlists.c.seedlist_id if isinstance(seedlist, int) else s.seedlists.c.name
+            rows = self.conn.execute(select(s.seedlists.c.seedlist_id, s.seedlists.c.domain_id, s.domains.c.name)
+                                     .join(s.domains, s.seedlists.c.domain_id == s.domains.c.domain_id)
+                                     .where(column == seedlist)).all()
+            own = [r for r in rows if r.domain_id == domain_id]
+            if own:
+                ids.append(own[0].seedlist_id)
+            elif rows and isinstance(seedlist, int):
+                raise ValidationError(
+                    f"seed list {seedlist} belongs to domain {rows[0].name!r}, not to {domain_name!r}: a "
+                    f"configuration uses seed lists of its own domain only")
+            else:
+                raise NotFoundError("seed list", f"{domain_name}/{seedlist}")
+        if not ids:
+            raise ValidationError("a configuration needs at least one seed list")
+        return list(dict.fromkeys(ids))
+
+    def _set_seedlists(self, config_id: int, seedlist_ids: Sequence[int]) -> None:
+        self.conn.execute(delete(s.config_seedlists).where(s.config_seedlists.c.config_id == config_id))
+        self.conn.execute(insert(s.config_seedlists),
+                          [{"config_id": config_id, "seedlist_id": sid} for sid in seedlist_ids])
+
+    # ------------------------------------------------------------ writing
+    def create(self, domain: str, name: str, template: str, seedlists: Iterable[str | int], domain_edition: int,
+               maxobjects: int = -1, maxbytes: int = -1, maxrate: int | None = None,
+               comments: str = "") -> DomainConfiguration:
+        """A new configuration of ``domain``; ConflictError if the domain has one of that name."""
+        owner = self.domains.get(domain)
+        if not name.strip():
+            raise ValidationError("a configuration needs a name")
+        for what, value in (("maxobjects", maxobjects), ("maxbytes", maxbytes), ("maxrate", maxrate)):
+            check_limit(what, value)
+        template_id = self._template_id(template)
+        seedlist_ids = self._seedlist_ids(owner.domain_id, owner.name, seedlists)
+        bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
+        with translate_errors("configuration", f"{owner.name}/{name}"):
+            config_id = self.conn.execute(insert(s.configurations).values(
+                name=name.strip(), comments=comments, domain_id=owner.domain_id, template_id=template_id,
+                maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate)).inserted_primary_key[0]
+        self._set_seedlists(config_id, seedlist_ids)
+        record_audit(self.conn, self.actor, "configurations", config_id, "insert", None,
+                     self._audit_row(config_id))
+        return self.get_by_id(config_id)
+
+    def _audit_row(self, config_id: int) -> dict[str, Any] | None:
+        row = fetch_row(self.conn, s.configurations, "config_id", config_id)
+        if row is not None:
+            row["seedlists"] = list(self.conn.scalars(select(s.config_seedlists.c.seedlist_id).where(
+                s.config_seedlists.c.config_id == config_id).order_by(s.config_seedlists.c.seedlist_id)))
+        return row
+
+    def update(self, domain: str, name: str, domain_edition: int, *, new_name: str | None = None,
+               template: str | None = None, seedlists: Iterable[str | int] | None = None,
+               maxobjects: int | None = None, maxbytes: int | None = None, maxrate: int | None = None,
+               comments: str | None = None) -> DomainConfiguration:
+        """Change what is given (None = keep); the domain must still be at ``domain_edition``."""
+        current = self.get(domain, name)
+        values: dict[str, Any] = {}
+        for what, value in (("maxobjects", maxobjects), ("maxbytes", maxbytes), ("maxrate", maxrate)):
+            check_limit(what, value)
+            if value is not None:
+                values[what] = value
+        if template is not None:
+            values["template_id"] = self._template_id(template)
+        if comments is not None:
+            values["comments"] = comments
+        if new_name is not None:
+            if not new_name.strip():
+                raise ValidationError("a configuration needs a name")
+            values["name"] = new_name.strip()
+        seedlist_ids = (None if seedlists is None
+                        else self._seedlist_ids(current.domain_id, current.domain_name, seedlists))
+        bump_domain_edition(self.conn, self.actor, current.domain_id, domain_edition)
+        before = self._audit_row(current.config_id)
+        if values:
+            with translate_errors("configuration", f"{current.domain_name}/{values.get('name', name)}"):
+                self.conn.execute(update(s.configurations).where(
+                    s.configurations.c.config_id == current.config_id).values(**values))
+        if seedlist_ids is not None:
+            self._set_seedlists(current.config_id, seedlist_ids)
+        record_audit(self.conn, self.actor, "configurations", current.config_id, "update", before,
+                     self._audit_row(current.config_id))
+        return self.get_by_id(current.config_id)
+
+    def set_default(self, domain: str, name: str, domain_edition: int) -> DomainConfiguration:
+        """Make ``name`` the configuration snapshot harvests use for ``domain``."""
+        current = self.get(domain, name)
+        update_with_edition(self.conn, self.actor, s.domains, "domain_id", current.domain_id, domain_edition,
+                            {"defaultconfig": current.config_id}, "domain")
+        return self.get_by_id(current.config_id)
+
+    def delete(self, domain: str, name: str, domain_edition: int) -> None:
+        """Delete a configuration nothing refers to; never the domain's default configuration."""
+        current = self.get(domain, name)
+        if current.is_default:
+            raise ValidationError(
+                f"configuration {current.domain_name}/{name} is the domain's default configuration; make another "
+                f"one the default first")
+        for table, what in ((s.harvest_configs, "a harvest definition"), (s.job_configs, "a job"),
+                            (s.historyinfo, "the harvest history")):
+            if self.conn.scalar(select(exists().where(table.c.config_id == current.config_id))):
+                raise ValidationError(
+                    f"configuration {current.domain_name}/{name} cannot be deleted: {what} refers to it")
+        bump_domain_edition(self.conn, self.actor, current.domain_id, domain_edition)
+        before = self._audit_row(current.config_id)
+        self.conn.execute(delete(s.config_seedlists).where(s.config_seedlists.c.config_id == current.config_id))
+        self.conn.execute(delete(s.config_passwords).where(s.config_passwords.c.config_id == current.config_id))
+        self.conn.execute(delete(s.configurations).where(s.configurations.c.config_id == current.config_id))
+        record_audit(self.conn, self.actor, "configurations", current.config_id, "delete", before, None)

@@ -1,0 +1,273 @@
+"""Domains: creation with their default configuration and seed list, lookup and search by name, comments,
+aliases and the domain's crawler traps.
+
+A domain is the aggregate its configurations and seed lists belong to, as in NetarchiveSuite, where the
+GUI edits a domain with its configurations and seed lists as one object under the domain's ``edition``.
+So every change to a domain's configurations or seed lists takes the domain edition the editor read and
+moves it on (``bump_domain_edition``); two curators editing the same domain cannot overwrite each other.
+
+Names are stored in Unicode, lower case (``københavn.dk``); lookups accept the Unicode or the punycode
+form. Domains are never deleted (NetarchiveSuite has no deletion either: history refers to them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import suppress
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Select, func, insert, select, update
+
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from harvestdef.domainnames import (
+    default_seeds,
+    is_ip_address,
+    normalize_domain_name,
+    to_punycode,
+    to_unicode,
+)
+from harvestdef.errors import DomainNameError, NotFoundError, ValidationError
+from harvestdef.model.definitions import AliasInfo, Domain
+from harvestdef.repositories.base import (
+    SYSTEM_ACTOR,
+    fetch_row,
+    record_audit,
+    translate_errors,
+    update_with_edition,
+)
+from harvestdef.settings import Settings
+from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
+
+# Rows fetched per round trip when streaming domains (server-side cursor on PostgreSQL).
+STREAM_BATCH = 1000
+
+_alias_target = s.domains.alias("alias_target")
+
+
+@dataclass(frozen=True)
+class DomainDefaults:
+    """What a new domain gets (reference §2.8): its configuration, seed list, template and limits."""
+
+    config_name: str = "defaultconfig"
+    seedlist_name: str = "defaultseeds"
+    template_name: str = "default_orderxml"
+    maxbytes: int = 1_000_000_000
+    maxobjects: int = -1
+    maxrate: int = 100
+    alias_timeout: timedelta = timedelta(days=365)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DomainDefaults:
+        d = settings.domain
+        return cls(config_name=d.defaultConfig, seedlist_name=d.defaultSeedlist,
+                   template_name=d.defaultOrderxml, maxbytes=d.defaultMaxbytes, maxobjects=d.defaultMaxobjects,
+                   maxrate=d.defaultMaxrate, alias_timeout=timedelta(seconds=d.aliasTimeout))
+
+
+def lookup_name(name: str) -> str:
+    """The stored form of a domain name given in Unicode or punycode (DomainNameError if invalid)."""
+    return normalize_domain_name(name)
+
+
+def _domain_select() -> Select[Any]:
+    return select(s.domains, _alias_target.c.name.label("alias_name")).outerjoin(
+        _alias_target, s.domains.c.alias == _alias_target.c.domain_id)
+
+
+def _to_domain(row: Any) -> Domain:
+    return Domain(
+        domain_id=row.domain_id, name=row.name, comments=row.comments or "", defaultconfig_id=row.defaultconfig,
+        crawlertraps=parse_stored_traps(row.crawlertraps), edition=row.edition, alias_of_id=row.alias,
+        alias_of=row.alias_name, lastaliasupdate=row.lastaliasupdate)
+
+
+def wildcard_to_like(pattern: str) -> str:
+    """A curator's ``*`` pattern as a LIKE pattern (escape ``\\``); punycode labels become Unicode."""
+    labels = []
+    for label in pattern.strip().lower().split("."):
+        if "*" not in label and label.startswith("xn--"):
+            # not valid punycode: search for the text as typed
+            with suppress(DomainNameError):
+                label = to_unicode(label)
+        labels.append(label)
+    text = ".".join(labels)
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped.replace("*", "%")
+
+
+def bump_domain_edition(conn: Connection, actor: str, domain_id: int, expected_edition: int) -> int:
+    """Move a domain to its next edition because one of its configurations or seed lists changed.
+
+    Raises StaleEditionError if the domain is no longer at ``expected_edition``. Returns the new edition.
+    """
+    row = update_with_edition(conn, actor, s.domains, "domain_id", domain_id, expected_edition, {}, "domain")
+    return int(row["edition"])
+
+
+class DomainRepository:
+    """Reads and writes domains; the caller owns the transaction of ``conn``."""
+
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, defaults: DomainDefaults | None = None,
+                 ) -> None:
+        self.conn = conn
+        self.actor = actor
+        self.defaults = defaults or DomainDefaults()
+
+    @classmethod
+    def from_settings(cls, conn: Connection, settings: Settings, actor: str = SYSTEM_ACTOR) -> DomainRepository:
+        return cls(conn, actor, DomainDefaults.from_settings(settings))
+
+    # ------------------------------------------------------------ reading
+    def get(self, name: str) -> Domain:
+        """The domain named ``name`` (Unicode or punycode); NotFoundError if there is none."""
+        stored = lookup_name(name)
+        row = self.conn.execute(_domain_select().where(s.domains.c.name == stored)).first()
+        if row is None:
+            raise NotFoundError("domain", stored)
+        return _to_domain(row)
+
+    def get_by_id(self, domain_id: int) -> Domain:
+        row = self.conn.execute(_domain_select().where(s.domains.c.domain_id == domain_id)).first()
+        if row is None:
+            raise NotFoundError("domain", domain_id)
+        return _to_domain(row)
+
+    def exists(self, name: str) -> bool:
+        stored = lookup_name(name)
+        return self.conn.scalar(select(s.domains.c.domain_id).where(s.domains.c.name == stored)) is not None
+
+    def search(self, pattern: str, limit: int = 100, offset: int = 0) -> Iterator[Domain]:
+        """Domains whose name matches ``pattern`` (``*`` = any text), ordered by name, one page of them."""
+        stmt = (_domain_select().where(s.domains.c.name.like(wildcard_to_like(pattern), escape="\\"))
+                .order_by(s.domains.c.name).limit(limit).offset(offset))
+        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
+            yield _to_domain(row)
+
+    def count_matching(self, pattern: str) -> int:
+        return self.conn.scalar(select(func.count()).select_from(s.domains).where(
+            s.domains.c.name.like(wildcard_to_like(pattern), escape="\\"))) or 0
+
+    def all_domains(self) -> Iterator[Domain]:
+        """Every domain, by name, streamed."""
+        stmt = _domain_select().order_by(s.domains.c.name)
+        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
+            yield _to_domain(row)
+
+    def count(self) -> int:
+        return self.conn.scalar(select(func.count()).select_from(s.domains)) or 0
+
+    # ------------------------------------------------------------ creating
+    def create(self, name: str, comments: str = "") -> Domain:
+        """A new domain with its default configuration and seed list (reference §2.8).
+
+        The name is normalised (invalid names raise DomainNameError with the reason); the default seeds
+        are written in punycode; ConflictError if the domain exists already.
+        """
+        stored = normalize_domain_name(name)
+        template_id = self.conn.scalar(select(s.ordertemplates.c.template_id).where(
+            s.ordertemplates.c.name == self.defaults.template_name))
+        if template_id is None:
+            raise NotFoundError("template", self.defaults.template_name)
+        with translate_errors("domain", stored):
+            domain_id = self.conn.execute(insert(s.domains).values(
+                name=stored, comments=comments, crawlertraps="", edition=1)).inserted_primary_key[0]
+            seedlist_id = self.conn.execute(insert(s.seedlists).values(
+                name=self.defaults.seedlist_name, comments="", domain_id=domain_id,
+                seeds="\n".join(default_seeds(stored)))).inserted_primary_key[0]
+            config_id = self.conn.execute(insert(s.configurations).values(
+                name=self.defaults.config_name, comments="", domain_id=domain_id, template_id=template_id,
+                maxobjects=self.defaults.maxobjects, maxbytes=self.defaults.maxbytes,
+                maxrate=self.defaults.maxrate)).inserted_primary_key[0]
+            self.conn.execute(insert(s.config_seedlists).values(config_id=config_id, seedlist_id=seedlist_id))
+            self.conn.execute(update(s.domains).where(s.domains.c.domain_id == domain_id).values(
+                defaultconfig=config_id))
+        for table, key_column, key in ((s.domains, "domain_id", domain_id),
+                                       (s.seedlists, "seedlist_id", seedlist_id),
+                                       (s.configurations, "config_id", config_id)):
+            record_audit(self.conn, self.actor, table.name, key, "insert", None,
+                         fetch_row(self.conn, table, key_column, key))
+        return self.get_by_id(domain_id)
+
+    def get_or_create(self, name: str) -> tuple[Domain, bool]:
+        """The domain, and whether it was created now."""
+        stored = normalize_domain_name(name)
+        row = self.conn.execute(_domain_select().where(s.domains.c.name == stored)).first()
+        if row is not None:
+            return _to_domain(row), False
+        return self.create(stored), True
+
+    # ------------------------------------------------------------ editing
+    def _update(self, domain: str, expected_edition: int, values: dict[str, Any]) -> Domain:
+        current = self.get(domain)
+        update_with_edition(self.conn, self.actor, s.domains, "domain_id", current.domain_id, expected_edition,
+                            values, "domain")
+        return self.get_by_id(current.domain_id)
+
+    def update_comments(self, domain: str, comments: str, expected_edition: int) -> Domain:
+        return self._update(domain, expected_edition, {"comments": comments})
+
+    def set_crawler_traps(self, domain: str, traps: str, expected_edition: int) -> Domain:
+        """Replace the domain's crawler traps; each line must compile (CrawlerTrapError names the line)."""
+        expressions = validate_trap_expressions(traps)
+        return self._update(domain, expected_edition, {"crawlertraps": traps_text(expressions)})
+
+    # ------------------------------------------------------------ aliases (reference §2.8)
+    def set_alias(self, domain: str, alias_of: str, expected_edition: int, now: datetime | None = None) -> Domain:
+        """Mark ``domain`` as an alias of ``alias_of``, confirmed ``now``.
+
+        Refused: an alias of itself, of a domain that is itself an alias, and making a domain an alias
+        while other domains are aliases of it (aliases never chain, so one lookup resolves them).
+        """
+        current = self.get(domain)
+        target = self.get(alias_of)
+        if target.domain_id == current.domain_id:
+            raise ValidationError(f"domain {current.name!r} cannot be an alias of itself")
+        if target.is_alias():
+            raise ValidationError(
+                f"domain {current.name!r} cannot be an alias of {target.name!r}: {target.name!r} is itself an "
+                f"alias of {target.alias_of!r}")
+        aliased_by = self.aliases_of(current.name)
+        if aliased_by:
+            raise ValidationError(
+                f"domain {current.name!r} cannot become an alias: {', '.join(aliased_by[:5])} "
+                f"{'is an alias' if len(aliased_by) == 1 else 'are aliases'} of it")
+        return self._update(current.name, expected_edition,
+                            {"alias": target.domain_id, "lastaliasupdate": now or utcnow()})
+
+    def clear_alias(self, domain: str, expected_edition: int) -> Domain:
+        return self._update(domain, expected_edition, {"alias": None, "lastaliasupdate": None})
+
+    def renew_alias(self, domain: str, expected_edition: int, now: datetime | None = None) -> Domain:
+        """Confirm the alias again, so it expires a full timeout from ``now``."""
+        current = self.get(domain)
+        if not current.is_alias():
+            raise ValidationError(f"domain {current.name!r} is not an alias; there is nothing to renew")
+        return self._update(current.name, expected_edition, {"lastaliasupdate": now or utcnow()})
+
+    def is_alias_expired(self, domain: Domain, now: datetime) -> bool:
+        info = domain.alias_info()
+        return info is not None and info.is_expired(now, self.defaults.alias_timeout)
+
+    def aliases_of(self, domain: str) -> list[str]:
+        """Names of the domains that are aliases of ``domain``."""
+        target = lookup_name(domain)
+        return list(self.conn.scalars(
+            select(s.domains.c.name).join(_alias_target, s.domains.c.alias == _alias_target.c.domain_id)
+            .where(_alias_target.c.name == target).order_by(s.domains.c.name)))
+
+    def alias_summary(self, now: datetime) -> Iterator[tuple[AliasInfo, bool]]:
+        """Every alias with whether it has expired at ``now`` (the GUI's "Alias summary"), streamed."""
+        stmt = (select(s.domains.c.name, _alias_target.c.name.label("alias_name"), s.domains.c.lastaliasupdate)
+                .join(_alias_target, s.domains.c.alias == _alias_target.c.domain_id)
+                .order_by(_alias_target.c.name, s.domains.c.name))
+        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
+            info = AliasInfo(row.name, row.alias_name, row.lastaliasupdate)
+            yield info, info.is_expired(now, self.defaults.alias_timeout)
+
+
+def punycode_name(domain: Domain) -> str:
+    """The ASCII form of a domain's name (IP domains unchanged), for seeds and crawler output."""
+    return domain.name if is_ip_address(domain.name) else to_punycode(domain.name)

@@ -1,0 +1,149 @@
+"""Extended fields (reference §1.9): curator-defined metadata fields on domains (type 1) and on harvest
+definitions (type 2), and their values per domain or harvest definition.
+
+A value is checked against its field before it is stored: a mandatory field needs content, a BOOLEAN is
+``true`` or ``false``, a NUMBER parses as a number, a TIMESTAMP/JSCALENDAR as an ISO date, a SELECT is
+one of the field's options (stored comma-separated), and STRING/NOTE respect ``maxlen``. A field's name is
+unique within its type.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, exists, insert, select, update
+
+from harvestdef.db import schema as s
+from harvestdef.errors import ConflictError, NotFoundError, ValidationError
+from harvestdef.model.definitions import (
+    ExtendedField,
+    ExtendedFieldDatatype,
+    ExtendedFieldType,
+    ExtendedFieldValue,
+)
+from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit, translate_errors
+
+MAX_CONTENT = 30000  # extendedfieldvalue.content is varchar(30000)
+_fields = s.extendedfield
+_values = s.extendedfieldvalue
+_INSTANCE_TABLES = {
+    ExtendedFieldType.DOMAINS: (s.domains, "domain_id", "domain"),
+    ExtendedFieldType.HARVESTDEFINITIONS: (s.harvestdefinitions, "harvest_id", "harvest definition"),
+}
+
+
+def _to_field(row: Any) -> ExtendedField:
+    return ExtendedField(
+        field_id=row.extendedfield_id, field_type=ExtendedFieldType(row.extendedfieldtype_id), name=row.name,
+        datatype=ExtendedFieldDatatype(row.datatype), mandatory=row.mandatory, defaultvalue=row.defaultvalue,
+        options=tuple(o.strip() for o in row.options.split(",") if o.strip()), format=row.format,
+        sequencenr=row.sequencenr, maxlen=row.maxlen)
+
+
+def check_content(field: ExtendedField, content: str) -> str:
+    """``content`` if it is a valid value of ``field``; ValidationError naming the field otherwise."""
+    text = content.strip()
+    what = f"extended field {field.name!r}"
+    if not text:
+        if field.mandatory:
+            raise ValidationError(f"{what} is mandatory")
+        return text
+    kind = field.datatype
+    if kind is ExtendedFieldDatatype.BOOLEAN and text.lower() not in ("true", "false"):
+        raise ValidationError(f"{what} is true or false, not {text!r}")
+    if kind is ExtendedFieldDatatype.NUMBER:
+        try:
+            float(text)
+        except ValueError:
+            raise ValidationError(f"{what} is a number, not {text!r}") from None
+    if kind in (ExtendedFieldDatatype.TIMESTAMP, ExtendedFieldDatatype.JSCALENDAR):
+        try:
+            datetime.fromisoformat(text)
+        except ValueError:
+            raise ValidationError(f"{what} is a date (ISO 8601, e.g. 2026-01-31T12:00), not {text!r}") from None
+    if kind is ExtendedFieldDatatype.SELECT and text not in field.options:
+        raise ValidationError(f"{what} is one of {', '.join(field.options)}; not {text!r}")
+    limit = min(field.maxlen or MAX_CONTENT, MAX_CONTENT)
+    if len(text) > limit:
+        raise ValidationError(f"{what} holds at most {limit} characters, not {len(text)}")
+    return text
+
+
+class ExtendedFieldRepository:
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR) -> None:
+        self.conn = conn
+        self.actor = actor
+
+    def get(self, field_id: int) -> ExtendedField:
+        row = self.conn.execute(select(_fields).where(_fields.c.extendedfield_id == field_id)).first()
+        if row is None:
+            raise NotFoundError("extended field", field_id)
+        return _to_field(row)
+
+    def fields_of(self, field_type: ExtendedFieldType) -> list[ExtendedField]:
+        rows = self.conn.execute(select(_fields).where(_fields.c.extendedfieldtype_id == int(field_type))
+                                 .order_by(_fields.c.sequencenr, _fields.c.name))
+        return [_to_field(row) for row in rows]
+
+    def define(self, field_type: ExtendedFieldType, name: str, datatype: ExtendedFieldDatatype, *,
+               mandatory: bool = False, defaultvalue: str = "", options: tuple[str, ...] = (), format: str = "",
+               sequencenr: int | None = None, maxlen: int | None = None) -> ExtendedField:
+        """A new field; ConflictError if its type has a field of that name."""
+        name = name.strip()
+        if not name:
+            raise ValidationError("an extended field needs a name")
+        if datatype is ExtendedFieldDatatype.SELECT and not options:
+            raise ValidationError(f"extended field {name!r} is a SELECT and needs options")
+        if any("," in option for option in options):
+            raise ValidationError(f"extended field {name!r}: options cannot contain commas")
+        if self.conn.scalar(select(exists().where(_fields.c.extendedfieldtype_id == int(field_type),
+                                                  _fields.c.name == name))):
+            raise ConflictError("extended field", f"{field_type.name.lower()}/{name}")
+        with translate_errors("extended field", name):
+            field_id = self.conn.execute(insert(_fields).values(
+                extendedfieldtype_id=int(field_type), name=name, format=format, defaultvalue=defaultvalue,
+                options=",".join(options), datatype=int(datatype), mandatory=mandatory, sequencenr=sequencenr,
+                maxlen=maxlen, historize=False)).inserted_primary_key[0]
+        field = self.get(field_id)
+        if defaultvalue:
+            check_content(field, defaultvalue)
+        record_audit(self.conn, self.actor, _fields.name, field_id, "insert", None,
+                     fetch_row(self.conn, _fields, "extendedfield_id", field_id))
+        return field
+
+    def delete(self, field_id: int) -> None:
+        """Delete a field with all its values."""
+        before = fetch_row(self.conn, _fields, "extendedfield_id", field_id)
+        if before is None:
+            raise NotFoundError("extended field", field_id)
+        self.conn.execute(delete(_values).where(_values.c.extendedfield_id == field_id))
+        self.conn.execute(delete(_fields).where(_fields.c.extendedfield_id == field_id))
+        record_audit(self.conn, self.actor, _fields.name, field_id, "delete", before, None)
+
+    def set_value(self, field_id: int, instance_id: int, content: str) -> ExtendedFieldValue:
+        """Set the field's value for one domain or harvest definition (its id)."""
+        field = self.get(field_id)
+        table, key, kind = _INSTANCE_TABLES[field.field_type]
+        if not self.conn.scalar(select(exists().where(table.c[key] == instance_id))):
+            raise NotFoundError(kind, instance_id)
+        text = check_content(field, content)
+        row = self.conn.execute(select(_values).where(_values.c.extendedfield_id == field_id,
+                                                      _values.c.instance_id == instance_id)).first()
+        if row is None:
+            value_id = self.conn.execute(insert(_values).values(
+                extendedfield_id=field_id, instance_id=instance_id, content=text)).inserted_primary_key[0]
+            before = None
+        else:
+            value_id = row.extendedfieldvalue_id
+            before = dict(row._mapping)
+            self.conn.execute(update(_values).where(_values.c.extendedfieldvalue_id == value_id).values(content=text))
+        record_audit(self.conn, self.actor, _values.name, value_id, "insert" if before is None else "update",
+                     before, fetch_row(self.conn, _values, "extendedfieldvalue_id", value_id))
+        return ExtendedFieldValue(value_id, field_id, instance_id, text)
+
+    def values_of(self, field_type: ExtendedFieldType, instance_id: int) -> dict[str, str]:
+        """Every field of the type by name, with the instance's value or else the field's default."""
+        stored = dict(self.conn.execute(
+            select(_values.c.extendedfield_id, _values.c.content).where(_values.c.instance_id == instance_id)).all())
+        return {field.name: stored.get(field.field_id, field.defaultvalue) for field in self.fields_of(field_type)}

@@ -1,0 +1,400 @@
+"""Harvest definitions: selective and event harvests (partialharvests) and snapshot harvests (fullharvests).
+
+``harvest_id`` is assigned here as max(harvest_id)+1, as NetarchiveSuite does "for historical reasons"
+(reference §1.2); two curators creating a harvest at the same moment collide on the primary key and the
+second gets ConflictError rather than a silent overwrite.
+
+Selective and event harvests are the same type. An event harvest is a selective harvest filled through
+"add seeds" (NetarchiveSuite's event harvest form, reference §7): the seeds are grouped by domain, missing
+domains are created, and each domain gets a configuration and a seed list named
+``<HD>_<template>_<maxBytes|Unlimited>Bytes_<maxObjects|Unlimited>Objects`` (with a timestamp suffix if the
+domain has that name already), which is added to the harvest.
+
+Schedules belong to harvestdef.schedules; this module refers to them only by id and name, reading the
+schedules table directly. Readiness, job generation and run numbers (numevents) belong to the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Select, delete, exists, func, insert, select, update
+
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from harvestdef.domainnames import domain_of_url
+from harvestdef.errors import ConflictError, DomainNameError, NotFoundError, ValidationError
+from harvestdef.model.definitions import (
+    DomainConfiguration,
+    HarvestConfigEntry,
+    HarvestDefinition,
+    HarvestKind,
+    SelectiveHarvest,
+    SnapshotHarvest,
+)
+from harvestdef.model.status import JobStatus
+from harvestdef.repositories.base import (
+    SYSTEM_ACTOR,
+    fetch_row,
+    record_audit,
+    translate_errors,
+    update_with_edition,
+)
+from harvestdef.repositories.channels import ChannelRepository
+from harvestdef.repositories.configurations import ConfigurationRepository, check_limit
+from harvestdef.repositories.domains import DomainDefaults, DomainRepository
+from harvestdef.repositories.seedlists import MAX_REPORTED_SEEDS, SeedListRepository, normalize_seeds
+from harvestdef.settings import Settings
+from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
+
+STREAM_BATCH = 1000
+UNCHANGED: Any = object()  # marks an optional argument that was not given (None is a real value)
+
+_previous = s.harvestdefinitions.alias("previous")
+
+
+def _harvest_select() -> Select[Any]:
+    return (
+        select(s.harvestdefinitions,
+               s.partialharvests.c.harvest_id.label("partial_id"), s.partialharvests.c.schedule_id,
+               s.partialharvests.c.nextdate, s.partialharvests.c.crawlertraps,
+               s.schedules.c.name.label("schedule_name"),
+               s.fullharvests.c.harvest_id.label("full_id"), s.fullharvests.c.maxobjects, s.fullharvests.c.maxbytes,
+               s.fullharvests.c.maxjobrunningtime, s.fullharvests.c.previoushd, s.fullharvests.c.isindexready)
+        .outerjoin(s.partialharvests, s.partialharvests.c.harvest_id == s.harvestdefinitions.c.harvest_id)
+        .outerjoin(s.schedules, s.schedules.c.schedule_id == s.partialharvests.c.schedule_id)
+        .outerjoin(s.fullharvests, s.fullharvests.c.harvest_id == s.harvestdefinitions.c.harvest_id)
+    )
+
+
+def _to_harvest(row: Any) -> HarvestDefinition:
+    common = dict(harvest_id=row.harvest_id, name=row.name, comments=row.comments or "", numevents=row.numevents,
+                  submitted=row.submitted, isactive=row.isactive, edition=row.edition, channel_id=row.channel_id,
+                  audience=row.audience)
+    if row.full_id is not None:
+        return SnapshotHarvest(**common, maxobjects=row.maxobjects, maxbytes=row.maxbytes,
+                               maxjobrunningtime=row.maxjobrunningtime, previoushd=row.previoushd,
+                               isindexready=row.isindexready)
+    return SelectiveHarvest(**common, schedule_id=row.schedule_id, schedule_name=row.schedule_name,
+                            nextdate=row.nextdate, crawlertraps=parse_stored_traps(row.crawlertraps))
+
+
+def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobjects: int) -> str:
+    """NetarchiveSuite's name for the configuration and seed list "add seeds" makes per domain."""
+    limit_bytes = "Unlimited" if maxbytes == -1 else str(maxbytes)
+    limit_objects = "Unlimited" if maxobjects == -1 else str(maxobjects)
+    return f"{harvest_name}_{template}_{limit_bytes}Bytes_{limit_objects}Objects"
+
+
+class HarvestRepository:
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, domain_defaults: DomainDefaults | None = None,
+                 valid_seed_regex: str = r"^.*$", clock: Callable[[], datetime] = utcnow) -> None:
+        self.conn = conn
+        self.actor = actor
+        self.clock = clock
+        self.valid_seed_regex = valid_seed_regex
+        self.domains = DomainRepository(conn, actor, domain_defaults)
+        self.configurations = ConfigurationRepository(conn, actor)
+        self.seedlists = SeedListRepository(conn, actor, valid_seed_regex)
+
+    @classmethod
+    def from_settings(cls, conn: Connection, settings: Settings, actor: str = SYSTEM_ACTOR) -> HarvestRepository:
+        return cls(conn, actor, DomainDefaults.from_settings(settings), settings.domain.validSeedRegex)
+
+    # ------------------------------------------------------------ reading
+    def get(self, name: str) -> HarvestDefinition:
+        row = self.conn.execute(_harvest_select().where(s.harvestdefinitions.c.name == name)).first()
+        if row is None:
+            raise NotFoundError("harvest definition", name)
+        return _to_harvest(row)
+
+    def get_by_id(self, harvest_id: int) -> HarvestDefinition:
+        row = self.conn.execute(_harvest_select().where(s.harvestdefinitions.c.harvest_id == harvest_id)).first()
+        if row is None:
+            raise NotFoundError("harvest definition", harvest_id)
+        return _to_harvest(row)
+
+    def get_selective(self, name: str) -> SelectiveHarvest:
+        harvest = self.get(name)
+        if not isinstance(harvest, SelectiveHarvest):
+            raise ValidationError(f"harvest definition {name!r} is a snapshot harvest, not a selective one")
+        return harvest
+
+    def get_snapshot(self, name: str) -> SnapshotHarvest:
+        harvest = self.get(name)
+        if not isinstance(harvest, SnapshotHarvest):
+            raise ValidationError(f"harvest definition {name!r} is a selective harvest, not a snapshot")
+        return harvest
+
+    def all_harvests(self, kind: HarvestKind | None = None) -> Iterator[HarvestDefinition]:
+        """Harvest definitions by name (of one kind, if given), streamed."""
+        stmt = _harvest_select().order_by(s.harvestdefinitions.c.name)
+        if kind is HarvestKind.SNAPSHOT:
+            stmt = stmt.where(s.fullharvests.c.harvest_id.is_not(None))
+        elif kind is HarvestKind.SELECTIVE:
+            stmt = stmt.where(s.partialharvests.c.harvest_id.is_not(None))
+        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
+            yield _to_harvest(row)
+
+    def configurations(self, name: str) -> Iterator[HarvestConfigEntry]:
+        """The configurations of a selective harvest, by domain and configuration name, streamed."""
+        harvest = self.get_selective(name)
+        stmt = (select(s.harvest_configs.c.config_id, s.domains.c.name.label("domain_name"),
+                       s.configurations.c.name.label("config_name"))
+                .join(s.configurations, s.configurations.c.config_id == s.harvest_configs.c.config_id)
+                .join(s.domains, s.domains.c.domain_id == s.configurations.c.domain_id)
+                .where(s.harvest_configs.c.harvest_id == harvest.harvest_id)
+                .order_by(s.domains.c.name, s.configurations.c.name))
+        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
+            yield HarvestConfigEntry(harvest.harvest_id, row.config_id, row.domain_name, row.config_name)
+
+    # ------------------------------------------------------------ creating
+    def next_harvest_id(self) -> int:
+        return int(self.conn.scalar(select(func.coalesce(func.max(s.harvestdefinitions.c.harvest_id), 0))) or 0) + 1
+
+    def _schedule(self, schedule: int | str) -> int:
+        column = s.schedules.c.schedule_id if isinstance(schedule, int) else s.schedules.c.name
+        schedule_id = self.conn.scalar(select(s.schedules.c.schedule_id).where(column == schedule))
+        if schedule_id is None:
+            raise NotFoundError("schedule", schedule)
+        return int(schedule_id)
+
+    def _channel_id(self, channel: str | None, snapshot: bool) -> int | None:
+        if channel is None:
+            return None
+        target = ChannelRepository(self.conn, self.actor).get(channel)
+        if target.issnapshot != snapshot:
+            raise ValidationError(f"channel {target.name} is for {'snapshot' if target.issnapshot else 'selective'} "
+                                  f"harvests, not {'snapshot' if snapshot else 'selective'} ones")
+        return target.channel_id
+
+    def _insert_definition(self, name: str, comments: str, audience: str | None, active: bool,
+                           channel_id: int | None) -> int:
+        name = name.strip()
+        if not name:
+            raise ValidationError("a harvest definition needs a name")
+        if self.conn.scalar(select(exists().where(s.harvestdefinitions.c.name == name))):
+            raise ConflictError("harvest definition", name)
+        harvest_id = self.next_harvest_id()
+        with translate_errors("harvest definition", name):
+            self.conn.execute(insert(s.harvestdefinitions).values(
+                harvest_id=harvest_id, name=name, comments=comments, numevents=0, submitted=self.clock(),
+                isactive=active, edition=1, channel_id=channel_id, audience=audience))
+        return harvest_id
+
+    def _audit_insert(self, harvest_id: int, detail_table: Any) -> None:
+        record_audit(self.conn, self.actor, "harvestdefinitions", harvest_id, "insert", None,
+                     {**(fetch_row(self.conn, s.harvestdefinitions, "harvest_id", harvest_id) or {}),
+                      **(fetch_row(self.conn, detail_table, "harvest_id", harvest_id) or {})})
+
+    def create_selective(self, name: str, schedule: int | str, *, comments: str = "", audience: str | None = None,
+                         nextdate: datetime | None = None, crawlertraps: str = "", channel: str | None = None,
+                         active: bool = False) -> SelectiveHarvest:
+        """A new selective (or event) harvest on ``schedule`` (id or name); ConflictError if the name exists."""
+        schedule_id = self._schedule(schedule)
+        traps = validate_trap_expressions(crawlertraps)
+        harvest_id = self._insert_definition(name, comments, audience, active, self._channel_id(channel, False))
+        self.conn.execute(insert(s.partialharvests).values(
+            harvest_id=harvest_id, schedule_id=schedule_id, nextdate=nextdate, crawlertraps=traps_text(traps)))
+        self._audit_insert(harvest_id, s.partialharvests)
+        return self.get_selective(name.strip())
+
+    def create_snapshot(self, name: str, *, maxobjects: int = -1, maxbytes: int = -1, maxjobrunningtime: int = 0,
+                        previous: str | None = None, comments: str = "", audience: str | None = None,
+                        channel: str | None = None, active: bool = False) -> SnapshotHarvest:
+        """A new snapshot harvest, continuing ``previous`` (a snapshot's name) if given."""
+        check_limit("maxobjects", maxobjects)
+        check_limit("maxbytes", maxbytes)
+        if maxjobrunningtime < 0:
+            raise ValidationError(f"maxjobrunningtime is seconds per job, 0 = no limit; not {maxjobrunningtime}")
+        previoushd = self.get_snapshot(previous).harvest_id if previous is not None else None
+        harvest_id = self._insert_definition(name, comments, audience, active, self._channel_id(channel, True))
+        self.conn.execute(insert(s.fullharvests).values(
+            harvest_id=harvest_id, maxobjects=maxobjects, maxbytes=maxbytes, maxjobrunningtime=maxjobrunningtime,
+            previoushd=previoushd, isindexready=False))
+        self._audit_insert(harvest_id, s.fullharvests)
+        return self.get_snapshot(name.strip())
+
+    # ------------------------------------------------------------ editing
+    def _update(self, name: str, expected_edition: int, values: dict[str, Any]) -> HarvestDefinition:
+        current = self.get(name)
+        update_with_edition(self.conn, self.actor, s.harvestdefinitions, "harvest_id", current.harvest_id,
+                            expected_edition, values, "harvest definition")
+        return self.get_by_id(current.harvest_id)
+
+    def _update_detail(self, harvest_id: int, table: Any, values: dict[str, Any]) -> None:
+        if not values:
+            return
+        before = fetch_row(self.conn, table, "harvest_id", harvest_id)
+        self.conn.execute(update(table).where(table.c.harvest_id == harvest_id).values(**values))
+        record_audit(self.conn, self.actor, table.name, harvest_id, "update", before,
+                     fetch_row(self.conn, table, "harvest_id", harvest_id))
+
+    def rename(self, name: str, new_name: str, expected_edition: int) -> HarvestDefinition:
+        if not new_name.strip():
+            raise ValidationError("a harvest definition needs a name")
+        with translate_errors("harvest definition", new_name.strip()):
+            return self._update(name, expected_edition, {"name": new_name.strip()})
+
+    def set_comments(self, name: str, comments: str, expected_edition: int) -> HarvestDefinition:
+        return self._update(name, expected_edition, {"comments": comments})
+
+    def set_audience(self, name: str, audience: str | None, expected_edition: int) -> HarvestDefinition:
+        return self._update(name, expected_edition, {"audience": audience})
+
+    def activate(self, name: str, expected_edition: int) -> HarvestDefinition:
+        """Activate; a snapshot continuing a previous one needs that one complete (reference §7)."""
+        current = self.get(name)
+        if isinstance(current, SnapshotHarvest) and current.previoushd is not None:
+            self._check_previous_complete(current)
+        return self._update(name, expected_edition, {"isactive": True})
+
+    def deactivate(self, name: str, expected_edition: int) -> HarvestDefinition:
+        return self._update(name, expected_edition, {"isactive": False})
+
+    def _check_previous_complete(self, harvest: SnapshotHarvest) -> None:
+        previous = self.get_by_id(harvest.previoushd or 0)
+        statuses = list(self.conn.scalars(select(s.jobs.c.status).where(s.jobs.c.harvest_id == previous.harvest_id)
+                                          .distinct()))
+        if not statuses:
+            raise ValidationError(f"snapshot {harvest.name!r} continues {previous.name!r}, which has no jobs yet")
+        unfinished = {JobStatus.NEW, JobStatus.SUBMITTED, JobStatus.STARTED} & {JobStatus(v) for v in statuses}
+        if unfinished:
+            raise ValidationError(
+                f"snapshot {harvest.name!r} continues {previous.name!r}, which still has jobs "
+                f"{', '.join(sorted(str(u) for u in unfinished))}")
+
+    def update_selective(self, name: str, expected_edition: int, *, schedule: int | str | None = None,
+                         nextdate: datetime | None = UNCHANGED, crawlertraps: str | None = None
+                         ) -> SelectiveHarvest:
+        """Change the schedule, the next date (None = never again) or the harvest-level crawler traps."""
+        current = self.get_selective(name)
+        values: dict[str, Any] = {}
+        if schedule is not None:
+            values["schedule_id"] = self._schedule(schedule)
+        if nextdate is not UNCHANGED:
+            values["nextdate"] = nextdate
+        if crawlertraps is not None:
+            values["crawlertraps"] = traps_text(validate_trap_expressions(crawlertraps))
+        self._update(name, expected_edition, {})
+        self._update_detail(current.harvest_id, s.partialharvests, values)
+        return self.get_selective(name)
+
+    def update_snapshot(self, name: str, expected_edition: int, *, maxobjects: int | None = None,
+                        maxbytes: int | None = None, maxjobrunningtime: int | None = None,
+                        previous: str | None = UNCHANGED) -> SnapshotHarvest:
+        current = self.get_snapshot(name)
+        values: dict[str, Any] = {}
+        for what, value in (("maxobjects", maxobjects), ("maxbytes", maxbytes)):
+            check_limit(what, value)
+            if value is not None:
+                values[what] = value
+        if maxjobrunningtime is not None:
+            if maxjobrunningtime < 0:
+                raise ValidationError(f"maxjobrunningtime must be 0 (no limit) or more, not {maxjobrunningtime}")
+            values["maxjobrunningtime"] = maxjobrunningtime
+        if previous is not UNCHANGED:
+            previoushd = None if previous is None else self.get_snapshot(previous).harvest_id
+            if previoushd == current.harvest_id:
+                raise ValidationError(f"snapshot {name!r} cannot continue itself")
+            values["previoushd"] = previoushd
+        self._update(name, expected_edition, {})
+        self._update_detail(current.harvest_id, s.fullharvests, values)
+        return self.get_snapshot(name)
+
+    # ------------------------------------------------------------ configurations of a selective harvest
+    def _add_config_ids(self, harvest_id: int, config_ids: Iterable[int]) -> None:
+        present = set(self.conn.scalars(select(s.harvest_configs.c.config_id).where(
+            s.harvest_configs.c.harvest_id == harvest_id)))
+        for config_id in dict.fromkeys(config_ids):
+            if config_id in present:
+                continue
+            self.conn.execute(insert(s.harvest_configs).values(harvest_id=harvest_id, config_id=config_id))
+            record_audit(self.conn, self.actor, "harvest_configs", f"{harvest_id}:{config_id}", "insert", None,
+                         {"harvest_id": harvest_id, "config_id": config_id})
+
+    def add_configurations(self, name: str, configurations: Iterable[tuple[str, str | None]],
+                           expected_edition: int) -> SelectiveHarvest:
+        """Add (domain, configuration name) pairs; a None name means the domain's default configuration."""
+        current = self.get_selective(name)
+        config_ids = []
+        for domain, config_name in configurations:
+            config = (self.configurations.default_of(domain) if config_name is None
+                      else self.configurations.get(domain, config_name))
+            config_ids.append(config.config_id)
+        self._update(name, expected_edition, {})
+        self._add_config_ids(current.harvest_id, config_ids)
+        return self.get_selective(name)
+
+    def remove_configuration(self, name: str, domain: str, config_name: str, expected_edition: int
+                             ) -> SelectiveHarvest:
+        current = self.get_selective(name)
+        config = self.configurations.get(domain, config_name)
+        self._update(name, expected_edition, {})
+        removed = self.conn.execute(delete(s.harvest_configs).where(
+            s.harvest_configs.c.harvest_id == current.harvest_id,
+            s.harvest_configs.c.config_id == config.config_id)).rowcount
+        if removed != 1:
+            raise NotFoundError("configuration of harvest definition", f"{name}: {domain}/{config_name}")
+        record_audit(self.conn, self.actor, "harvest_configs", f"{current.harvest_id}:{config.config_id}", "delete",
+                     {"harvest_id": current.harvest_id, "config_id": config.config_id}, None)
+        return self.get_selective(name)
+
+    # ------------------------------------------------------------ event harvests
+    def _free_name(self, domain_id: int, base: str) -> str:
+        """``base`` if neither a configuration nor a seed list of the domain has it, else timestamp-suffixed."""
+        def taken(candidate: str) -> bool:
+            return bool(self.conn.scalar(select(exists().where(
+                s.configurations.c.domain_id == domain_id, s.configurations.c.name == candidate)))) or bool(
+                self.conn.scalar(select(exists().where(
+                    s.seedlists.c.domain_id == domain_id, s.seedlists.c.name == candidate))))
+
+        if not taken(base):
+            return base
+        # NetarchiveSuite appends the time in milliseconds; a counter settles two calls in one millisecond.
+        stamped = f"{base}_{int(self.clock().timestamp() * 1000)}"
+        candidate, number = stamped, 1
+        while taken(candidate):
+            number += 1
+            candidate = f"{stamped}_{number}"
+        return candidate
+
+    def add_seeds(self, name: str, seeds: str | Iterable[str], template: str, expected_edition: int, *,
+                  maxbytes: int = -1, maxobjects: int = -1, maxrate: int | None = None) -> list[DomainConfiguration]:
+        """NetarchiveSuite's event harvest form: turn seeds into per-domain configurations of this harvest.
+
+        Every seed is checked before anything is written; ValidationError lists the ones whose domain
+        cannot be found. Returns the configurations made, one per domain.
+        """
+        harvest = self.get_selective(name)
+        check_limit("maxbytes", maxbytes)
+        check_limit("maxobjects", maxobjects)
+        check_limit("maxrate", maxrate)
+        if not self.conn.scalar(select(s.ordertemplates.c.isactive).where(s.ordertemplates.c.name == template)):
+            raise NotFoundError("active template", template)
+        by_domain: dict[str, list[str]] = {}
+        bad: list[str] = []
+        for seed in normalize_seeds(seeds, self.valid_seed_regex):
+            try:
+                by_domain.setdefault(domain_of_url(seed), []).append(seed)
+            except DomainNameError as exc:
+                bad.append(str(exc))
+        if bad:
+            raise ValidationError(f"{len(bad)} seed(s) without a valid domain: "
+                                  + "; ".join(bad[:MAX_REPORTED_SEEDS]))
+        if not by_domain:
+            raise ValidationError("no seeds given")
+        self._update(name, expected_edition, {})
+        base = event_config_name(harvest.name, template, maxbytes, maxobjects)
+        made: list[DomainConfiguration] = []
+        for domain_name, domain_seeds in by_domain.items():
+            domain, _ = self.domains.get_or_create(domain_name)
+            config_name = self._free_name(domain.domain_id, base)
+            seedlist = self.seedlists.create(domain.name, config_name, domain_seeds, domain.edition)
+            made.append(self.configurations.create(
+                domain.name, config_name, template, [seedlist.seedlist_id], domain.edition + 1,
+                maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate))
+        self._add_config_ids(harvest.harvest_id, [config.config_id for config in made])
+        return made

@@ -1,0 +1,73 @@
+"""Crawler traps: regular expressions of URLs a crawl must not follow, checked before they are stored.
+
+Traps live in three places (reference §1.1, §1.2, §1.6): a domain's list (domains.crawlertraps), a
+harvest's list (partialharvests.crawlertraps), both newline-separated, and the global lists. Heritrix
+compiles them as Java regexes; we can only check them with Python's ``re``, so an expression that Python
+cannot compile is refused, with its line number and the compiler's reason. The dialects differ only at
+the edges (possessive quantifiers, some Unicode classes), and refusing those is safer than letting a
+crawl fail at its start on a harvester.
+
+This module only validates and normalises text; it never reads or writes the database.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from harvestdef.errors import ValidationError
+
+# global_crawler_trap_expressions.trap_expression is varchar(1000) (reference §1.6)
+MAX_EXPRESSION_LENGTH = 1000
+
+
+class CrawlerTrapError(ValidationError):
+    """A crawler trap that is not a valid regular expression; ``line`` is 1-based in the input."""
+
+    def __init__(self, message: str, line: int, expression: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.expression = expression
+
+
+def split_lines(text: str | Iterable[str]) -> list[str]:
+    if isinstance(text, str):
+        return text.splitlines()
+    return [line for item in text for line in str(item).splitlines() or [""]]
+
+
+def validate_trap_expressions(text: str | Iterable[str], max_length: int | None = None) -> tuple[str, ...]:
+    """The traps of ``text`` (one per line), stripped, blank lines dropped, duplicates removed in order.
+
+    Raises CrawlerTrapError naming the first line (1-based) whose expression does not compile, or is
+    longer than ``max_length``.
+    """
+    seen: dict[str, None] = {}
+    for number, raw in enumerate(split_lines(text), start=1):
+        expression = raw.strip()
+        if not expression:
+            continue
+        if max_length is not None and len(expression) > max_length:
+            raise CrawlerTrapError(
+                f"crawler trap on line {number} is {len(expression)} characters long (at most {max_length})",
+                number, expression)
+        try:
+            re.compile(expression)
+        except re.error as exc:
+            raise CrawlerTrapError(
+                f"crawler trap on line {number} is not a valid regular expression: {expression!r}: {exc}",
+                number, expression) from exc
+        seen.setdefault(expression, None)
+    return tuple(seen)
+
+
+def traps_text(traps: Iterable[str]) -> str:
+    """The stored form: one expression per line."""
+    return "\n".join(traps)
+
+
+def parse_stored_traps(stored: str | None) -> tuple[str, ...]:
+    """Stored traps back into a tuple; tolerant of blank lines left by older data."""
+    if not stored:
+        return ()
+    return tuple(line.strip() for line in stored.splitlines() if line.strip())
