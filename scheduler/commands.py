@@ -1,0 +1,68 @@
+"""``harvestsuite jobgen``: generate, preview and plan jobs (reference §2)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from harvestdef.cli import AppContext, pass_app
+from harvestdef.errors import PlanInputError
+
+
+@click.group()
+def jobgen() -> None:
+    """Job generation: generate a harvest's jobs, preview them, or plan offline from JSON."""
+
+
+@jobgen.command()
+@click.argument("harvest_name")
+@pass_app
+def preview(app: AppContext, harvest_name: str) -> None:
+    """The jobs the next run of HARVEST_NAME would make, writing nothing."""
+    from scheduler.jobgen.generate import GenerationOptions
+    from scheduler.jobgen.generate import preview as preview_jobs
+
+    harvest, candidates, jobs = preview_jobs(app.engine(), harvest_name, GenerationOptions.from_settings(app.settings))
+    kind = "snapshot" if harvest.snapshot else "selective"
+    click.echo(f"harvest {harvest.name} ({kind}, run {harvest.numevents + 1}): "
+               f"{len(candidates)} configurations in {len(jobs)} jobs")
+    for number, job in enumerate(jobs, start=1):
+        click.echo(f"job {number}: template {job.template}, {len(job)} configurations, "
+                   f"max objects/domain {job.max_objects_per_domain}, max bytes/domain {job.max_bytes_per_domain}, "
+                   f"max seconds {job.max_running_time}, expected objects {job.expected_total}")
+
+
+@jobgen.command()
+@click.argument("harvest_name")
+@pass_app
+def generate(app: AppContext, harvest_name: str) -> None:
+    """Generate the jobs of one run of HARVEST_NAME now (all in one transaction)."""
+    from scheduler.jobgen.generate import GenerationOptions, generate_jobs
+
+    result = generate_jobs(app.engine(), harvest_name, GenerationOptions.from_settings(app.settings))
+    ids = f" (jobs {result.job_ids[0]}-{result.job_ids[-1]})" if result.job_ids else ""
+    click.echo(f"harvest {result.harvest_name} run {result.harvest_num}: {len(result.jobs)} jobs{ids}")
+
+
+@jobgen.command()
+@click.argument("plan_file", type=click.File("r", encoding="utf-8"))
+@pass_app
+def plan(app: AppContext, plan_file: click.utils.LazyFile) -> None:
+    """Plan jobs offline from PLAN_FILE (JSON; - for stdin), without a database; jobs as JSON on stdout."""
+    from scheduler.jobgen.plan import plan as make_plan
+
+    try:
+        document = json.load(plan_file)
+    except json.JSONDecodeError as exc:
+        raise PlanInputError([("$", f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}")]) from None
+    try:
+        answer = make_plan(document, app.settings.jobgen)
+    except PlanInputError as exc:
+        for path, message in exc.errors:
+            click.echo(f"harvestsuite: error: {path}: {message}", err=True)
+        # every error is listed above; exit status 2 as for any other input error of ours
+        raise click.exceptions.Exit(2) from None
+    json.dump(answer, sys.stdout, ensure_ascii=False, indent=1)
+    sys.stdout.write("\n")

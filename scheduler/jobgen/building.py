@@ -1,0 +1,366 @@
+"""Building jobs (reference §2.6): job rows, job_configs, the combined seed list, and the crawl template
+with every NetarchiveSuite placeholder filled except the deduplication index location.
+
+Writing goes in three bulk steps inside the caller's transaction: the job rows (without seeds and
+template), their job_configs rows (COPY on PostgreSQL, executemany on SQLite), then one streamed query
+over the run's job_configs joined with domains and seed lists, ordered by job, which yields each job's
+seeds and domain traps in turn; the job's seed list and filled template are written back as soon as the
+job is complete. Only one job's seeds are in memory at a time.
+
+Unlike NetarchiveSuite, a domain's crawler traps apply to that domain's URLs only: each trap R of domain D
+becomes ``(?=https?://(?:[^/?#@]*\\.)?D(?::\\d+)?(?:[/?#].*)?$)(?:R)``, which matches (whole-URL, as
+Heritrix's MatchesListRegexDecideRule does) only URLs whose host is D or a subdomain of D.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit, urlunsplit
+from xml.sax.saxutils import escape, quoteattr
+
+from sqlalchemy import Connection, bindparam, func, insert, select, update
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql
+from harvestdef.domainnames import is_ip_address, to_punycode
+from harvestdef.errors import DomainNameError, JobGenerationError
+from harvestdef.model.status import JobStatus
+from harvestdef.traps import parse_stored_traps
+from scheduler.jobgen.expectation import UNLIMITED
+from scheduler.jobgen.packing import Candidates, PackedJob
+from scheduler.jobgen.selection import has_active_seed
+
+log = logging.getLogger(__name__)
+
+LEGACY_NAMING = "LegacyNamingConvention"
+COLLECTION_PREFIX_NAMING = "CollectionPrefixNamingConvention"
+DEDUPLICATION_INDEX_LOCATION = "DEDUPLICATION_INDEX_LOCATION_PLACEHOLDER"
+_PLACEHOLDER = re.compile(r"%\{([A-Za-z0-9_]+)\}")
+HARVEST_INFO_VERSION = "0.6"
+COPY_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class WarcWriterOptions:
+    """Properties of the warcWriter bean (NetarchiveSuite takes them from harvester settings)."""
+
+    compress: bool = True
+    max_file_size_bytes: int = 1_000_000_000
+    pool_max_active: int = 3
+    write_requests: bool = True
+    write_metadata: bool = True
+    write_metadata_outlinks: bool = False
+    skip_identical_digests: bool = False
+    start_new_files_on_checkpoint: bool = True
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Everything a run's jobs share: the harvest, its channel and traps, the naming and template options."""
+
+    harvest_id: int
+    harvest_name: str
+    harvest_comments: str
+    audience: str
+    schedule_name: str
+    harvest_num: int
+    channel: str
+    snapshot: bool
+    global_traps: tuple[str, ...]
+    harvest_traps: tuple[str, ...]
+    attribute_names: tuple[str, ...]
+    creation_date: datetime
+    deduplication_enabled: bool = True
+    object_limit_by_quota_enforcer: bool = True
+    naming_convention: str = LEGACY_NAMING
+    collection_name: str = "netarkivet"
+    operator: str = "HarvestSuite"
+    warc_writer: WarcWriterOptions = WarcWriterOptions()
+
+    def harvestname_prefix(self, job_id: int) -> str:
+        if self.naming_convention == COLLECTION_PREFIX_NAMING:
+            return f"{self.collection_name}-{job_id}-{self.harvest_id}"
+        return f"{job_id}-{self.harvest_id}"
+
+
+@dataclass(frozen=True)
+class TemplateInfo:
+    name: str
+    orderxml: str
+    description: str
+    lastupdated: datetime | None
+
+
+def domain_scoped_trap(domain: str, trap: str) -> str:
+    """Trap ``trap`` of ``domain`` as a regex that only matches URLs on the domain or its subdomains."""
+    host = re.escape(to_punycode(domain) if not is_ip_address(domain) else domain)
+    return rf"(?=https?://(?:[^/?#@]*\.)?{host}(?::\d+)?(?:[/?#].*)?$)(?:{trap})"
+
+
+def seeds_of(seedlist_texts: Iterable[str | None]) -> Iterator[str]:
+    """The active seeds of seed lists; an IDN seed is followed by its punycode form."""
+    for text in seedlist_texts:
+        if not text:
+            continue
+        for line in text.splitlines():
+            seed = line.strip()
+            if not seed or seed.startswith("#"):
+                continue
+            yield seed
+            if not seed.isascii():
+                ascii_seed = _punycode_seed(seed)
+                if ascii_seed is not None and ascii_seed != seed:
+                    yield ascii_seed
+
+
+def _punycode_seed(seed: str) -> str | None:
+    has_scheme = "://" in seed
+    try:
+        parts = urlsplit(seed if has_scheme else "http://" + seed)
+        host = parts.hostname
+        if host is None or host.isascii():
+            return None
+        netloc = parts.netloc.replace(parts.netloc.rsplit("@", 1)[-1].split(":")[0], to_punycode(host), 1)
+    except (ValueError, DomainNameError):
+        return None
+    text = urlunsplit(parts._replace(netloc=netloc))
+    return text if has_scheme else text[len("http://"):]
+
+
+def quota_values(job: PackedJob, object_limit_by_quota_enforcer: bool) -> dict[str, str]:
+    """The per-domain budgets (§2.6): objects in the quota enforcer or the frontier, bytes in KB + 1."""
+    objects = str(job.max_objects_per_domain)
+    kilobytes = "-1" if job.max_bytes_per_domain == UNLIMITED else str(job.max_bytes_per_domain // 1024 + 1)
+    return {
+        "QUOTA_ENFORCER_GROUP_MAX_FETCH_SUCCES_PLACEHOLDER": objects if object_limit_by_quota_enforcer else "-1",
+        "FRONTIER_QUEUE_TOTAL_BUDGET_PLACEHOLDER": "-1" if object_limit_by_quota_enforcer else objects,
+        "QUOTA_ENFORCER_MAX_BYTES_PLACEHOLDER": kilobytes,
+    }
+
+
+def attribute_values(names: Sequence[str], values: Sequence[int]) -> dict[str, str]:
+    """EAV crawl attributes as template text: robots policy obey/ignore, JavaScript extraction true/false."""
+    filled = {}
+    for name, value in zip(names, values, strict=False):
+        if name == "HONOR_ROBOTS_DOT_TXT":
+            filled[name] = "obey" if value else "ignore"
+        elif name == "EXTRACT_JAVASCRIPT":
+            filled[name] = "true" if value else "false"
+        else:
+            filled[name] = str(value)
+    return filled
+
+
+def metadata_items(context: RunContext, template: TemplateInfo, job_id: int, job: PackedJob,
+                   prefix: str) -> str:
+    """The warcinfo fields of the WARC writer (H3HeritrixTemplate.insertWarcInfoMetadata)."""
+    items = [
+        ("harvestInfo.version", HARVEST_INFO_VERSION),
+        ("harvestInfo.jobId", str(job_id)),
+        ("harvestInfo.channel", context.channel),
+        ("harvestInfo.harvestNum", str(context.harvest_num)),
+        ("harvestInfo.origHarvestDefinitionID", str(context.harvest_id)),
+        ("harvestInfo.maxBytesPerDomain", str(job.max_bytes_per_domain)),
+        ("harvestInfo.maxObjectsPerDomain", str(job.max_objects_per_domain)),
+        ("harvestInfo.templateName", template.name),
+    ]
+    if template.lastupdated is not None:
+        items.append(("harvestInfo.templateLastUpdateDate", template.lastupdated.isoformat()))
+    items += [
+        ("harvestInfo.templateDescription", template.description),
+        ("harvestInfo.origHarvestDefinitionName", context.harvest_name),
+    ]
+    if context.harvest_comments:
+        items.append(("harvestInfo.origHarvestDefinitionComments", context.harvest_comments))
+    items += [
+        ("harvestInfo.scheduleName", context.schedule_name),
+        ("harvestInfo.harvestFilenamePrefix", prefix),
+        ("harvestInfo.jobSubmitDate", context.creation_date.isoformat()),
+        ("harvestInfo.operator", context.operator),
+        ("harvestInfo.audience", context.audience),
+    ]
+    entries = "\n".join(f"        <entry key={quoteattr(k)} value={quoteattr(v)}/>" for k, v in items)
+    return f'    <property name="metadataItems">\n      <map>\n{entries}\n      </map>\n    </property>'
+
+
+def warc_writer_bean(options: WarcWriterOptions) -> str:
+    """The archiver bean (NetarchiveSuite's NasWARCProcessor); prefix and metadata are placeholders in it."""
+    def flag(value: bool) -> str:
+        return "true" if value else "false"
+    return (
+        '<bean id="warcWriter" class="dk.netarkivet.harvester.harvesting.NasWARCProcessor">\n'
+        '    <property name="template" value="${prefix}-${timestamp17}-${serialno}-${heritrix.pid}~${heritrix.hostname}~${heritrix.port}"/>\n'  # noqa: E501
+        f'    <property name="compress" value="{flag(options.compress)}"/>\n'
+        '    <property name="prefix" value="%{ARCHIVE_FILE_PREFIX_PLACEHOLDER}"/>\n'
+        f'    <property name="maxFileSizeBytes" value="{options.max_file_size_bytes}"/>\n'
+        f'    <property name="poolMaxActive" value="{options.pool_max_active}"/>\n'
+        f'    <property name="writeRequests" value="{flag(options.write_requests)}"/>\n'
+        f'    <property name="writeMetadata" value="{flag(options.write_metadata)}"/>\n'
+        f'    <property name="writeMetadataOutlinks" value="{flag(options.write_metadata_outlinks)}"/>\n'
+        f'    <property name="skipIdenticalDigests" value="{flag(options.skip_identical_digests)}"/>\n'
+        f'    <property name="startNewFilesOnCheckpoint" value="{flag(options.start_new_files_on_checkpoint)}"/>\n'
+        '%{METADATA_ITEMS_PLACEHOLDER}\n'
+        '  </bean>'
+    )
+
+
+def fill_placeholders(text: str, values: dict[str, str], template_name: str) -> str:
+    """Replace every %{NAME}; Umbra placeholders become empty, the dedup index location stays.
+
+    A placeholder nobody knows is an error naming it and the template: a crawl must not start with one.
+    """
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in values:
+            return values[name]
+        if name == DEDUPLICATION_INDEX_LOCATION:
+            return match.group(0)
+        if name.startswith("UMBRA_"):
+            return ""
+        raise JobGenerationError(f"template {template_name!r} has the placeholder %{{{name}}}, "
+                                 f"which job generation does not know how to fill")
+    return _PLACEHOLDER.sub(replace, text)
+
+
+def filled_template(context: RunContext, template: TemplateInfo, job_id: int, job: PackedJob,
+                    traps: Iterable[str]) -> str:
+    prefix = context.harvestname_prefix(job_id)
+    values = {
+        "CRAWLERTRAPS_PLACEHOLDER": "\n".join(f"              <value>{escape(trap)}</value>" for trap in traps),
+        "DEDUPLICATION_ENABLED_PLACEHOLDER": "true" if context.deduplication_enabled else "false",
+        "ARCHIVER_BEAN_REFERENCE_PLACEHOLDER": '<ref bean="warcWriter"/>',
+        "ARCHIVE_FILE_PREFIX_PLACEHOLDER": escape(prefix),
+        "METADATA_ITEMS_PLACEHOLDER": metadata_items(context, template, job_id, job, prefix),
+        "MAX_TIME_SECONDS_PLACEHOLDER": str(job.max_running_time),
+        **quota_values(job, context.object_limit_by_quota_enforcer),
+        **attribute_values(context.attribute_names, job.attributes),
+    }
+    values["ARCHIVER_PROCESSOR_BEAN_PLACEHOLDER"] = fill_placeholders(
+        warc_writer_bean(context.warc_writer), values, template.name)
+    return fill_placeholders(template.orderxml, values, template.name)
+
+
+def next_job_id(conn: Connection, next_job_id_setting: int) -> int:
+    """max(job_id)+1, or the nextJobId setting if that is larger (used after a database restore)."""
+    highest = conn.scalar(select(func.max(s.jobs.c.job_id))) or 0
+    return max(highest + 1, next_job_id_setting)
+
+
+def _copy_rows(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[tuple]) -> None:
+    """COPY on PostgreSQL (through psycopg), executemany elsewhere; in the caller's transaction."""
+    if is_postgresql(conn.engine):
+        raw = conn.connection.driver_connection
+        with raw.cursor() as cursor, cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        return
+    target = s.metadata.tables[table]
+    batch: list[dict] = []
+    for row in rows:
+        batch.append(dict(zip(columns, row, strict=True)))
+        if len(batch) >= COPY_BATCH:
+            conn.execute(insert(target), batch)
+            batch = []
+    if batch:
+        conn.execute(insert(target), batch)
+
+
+class JobWriter:
+    """Writes the jobs of one run into the caller's transaction."""
+
+    def __init__(self, conn: Connection, context: RunContext, templates: dict[str, TemplateInfo],
+                 first_job_id: int) -> None:
+        self.conn = conn
+        self.context = context
+        self.templates = templates
+        self.first_job_id = first_job_id
+
+    def write(self, jobs: Sequence[PackedJob], candidates: Candidates) -> list[int]:
+        """Write every job; returns the job ids in order."""
+        missing = {job.template for job in jobs} - set(self.templates)
+        if missing:
+            raise JobGenerationError(f"no crawl template named {', '.join(sorted(missing))}")
+        job_ids = list(range(self.first_job_id, self.first_job_id + len(jobs)))
+        self._insert_jobs(job_ids, jobs)
+        _copy_rows(self.conn, "job_configs", ("job_id", "config_id"),
+                   ((job_id, candidates.config_id[i]) for job_id, job in zip(job_ids, jobs, strict=True)
+                    for i in job.members))
+        self._fill_jobs(job_ids, jobs)
+        return job_ids
+
+    def _insert_jobs(self, job_ids: Sequence[int], jobs: Sequence[PackedJob]) -> None:
+        context = self.context
+        rows = [{
+            "job_id": job_id, "harvest_id": context.harvest_id, "status": int(JobStatus.NEW),
+            "channel": context.channel, "snapshot": context.snapshot,
+            "forcemaxbytes": job.max_bytes_per_domain, "forcemaxcount": job.max_objects_per_domain,
+            "forcemaxrunningtime": job.max_running_time, "orderxml": job.template, "orderxmldoc": "",
+            "seedlist": "", "harvest_num": context.harvest_num, "creationdate": context.creation_date,
+            "num_configs": len(job), "edition": 1, "harvestname_prefix": context.harvestname_prefix(job_id),
+            "expected_objects": job.expected_total,
+        } for job_id, job in zip(job_ids, jobs, strict=True)]
+        for start in range(0, len(rows), 1000):
+            self.conn.execute(insert(s.jobs), rows[start:start + 1000])
+
+    def _members(self, first: int, last: int) -> Iterator[tuple[int, str, str | None, str | None]]:
+        jc, c, d, cs, sl = s.job_configs, s.configurations, s.domains, s.config_seedlists, s.seedlists
+        query = (select(jc.c.job_id, d.c.name, d.c.crawlertraps, sl.c.seeds)
+                 .select_from(jc.join(c, c.c.config_id == jc.c.config_id)
+                              .join(d, d.c.domain_id == c.c.domain_id)
+                              .outerjoin(cs, cs.c.config_id == c.c.config_id)
+                              .outerjoin(sl, sl.c.seedlist_id == cs.c.seedlist_id))
+                 .where(jc.c.job_id.between(first, last))
+                 .order_by(jc.c.job_id, d.c.name, sl.c.seedlist_id))
+        result = self.conn.execution_options(stream_results=True, yield_per=5000).execute(query)
+        try:
+            yield from result
+        finally:
+            result.close()
+
+    def _fill_jobs(self, job_ids: Sequence[int], jobs: Sequence[PackedJob]) -> None:
+        if not jobs:
+            return
+        by_id = dict(zip(job_ids, jobs, strict=True))
+        fixed_traps = list(self.context.global_traps) + list(self.context.harvest_traps)
+        current: int | None = None
+        seeds: dict[str, None] = {}
+        traps: dict[str, None] = {}
+        domains_seen: set[str] = set()
+        updates: list[dict] = []
+
+        def finish() -> None:
+            assert current is not None
+            job = by_id[current]
+            template = self.templates[job.template]
+            all_traps = dict.fromkeys(fixed_traps) | traps
+            updates.append({"b_job_id": current, "seedlist": "\n".join(seeds),
+                            "orderxmldoc": filled_template(self.context, template, current, job, all_traps)})
+            if len(updates) >= 20:
+                self._write_updates(updates)
+
+        for job_id, domain, domain_traps, seedlist in self._members(job_ids[0], job_ids[-1]):
+            if job_id != current:
+                if current is not None:
+                    finish()
+                current, seeds, traps, domains_seen = job_id, {}, {}, set()
+            if domain not in domains_seen:
+                domains_seen.add(domain)
+                for trap in parse_stored_traps(domain_traps):
+                    traps.setdefault(domain_scoped_trap(domain, trap), None)
+            if seedlist and has_active_seed(seedlist):
+                for seed in seeds_of((seedlist,)):
+                    seeds.setdefault(seed, None)
+        if current is not None:
+            finish()
+        self._write_updates(updates)
+
+    def _write_updates(self, updates: list[dict]) -> None:
+        if updates:
+            self.conn.execute(update(s.jobs).where(s.jobs.c.job_id == bindparam("b_job_id"))
+                              .values(seedlist=bindparam("seedlist"), orderxmldoc=bindparam("orderxmldoc")),
+                              updates)
+            updates.clear()

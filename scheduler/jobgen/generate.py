@@ -1,0 +1,278 @@
+"""One job-generation run of one harvest definition, in one transaction (reference §2.1).
+
+The run increments the harvest's numevents (the new value is every job's harvest_num), selects and
+estimates its configurations (``selection``), packs them (``packing``) and writes the jobs (``building``);
+for a selective or event harvest it also moves nextdate to the schedule's next event after now (missed
+events are skipped, with a warning; None means no more runs). Everything is written in one transaction, so
+a failed run leaves nothing behind: the harvest definition is then deactivated in a transaction of its own
+(NetarchiveSuite does the same), the cause is logged, and JobGenerationError names the harvest and the
+cause. Runs are serialised on PostgreSQL by an advisory lock, so two runs never race for job ids.
+
+``preview`` does the selection and packing only, in a transaction that is rolled back.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, select, text, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql
+from harvestdef.db.types import utcnow
+from harvestdef.errors import HarvestSuiteError, JobGenerationError, NotFoundError
+from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit
+from harvestdef.settings import Settings
+from harvestdef.traps import parse_stored_traps
+from scheduler.jobgen.building import JobWriter, RunContext, TemplateInfo, next_job_id
+from scheduler.jobgen.packing import Candidates, HarvestLimits, PackedJob, PackingRules, job_generator
+from scheduler.jobgen.selection import CRAWL_ATTRIBUTE_TREE, HarvestSource, select_candidates
+
+log = logging.getLogger(__name__)
+
+# Any constant will do, as long as only job generation uses it: it serialises runs on PostgreSQL.
+_ADVISORY_LOCK = 0x6A6F6267656E
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """The settings a run uses, read once (``from_settings``)."""
+
+    rules: PackingRules = field(default_factory=PackingRules)
+    alias_timeout: int = 31_536_000
+    next_job_id: int = 0
+    deduplication_enabled: bool = True
+    object_limit_by_quota_enforcer: bool = True
+    naming_convention: str = "LegacyNamingConvention"
+    collection_name: str = "netarkivet"
+    operator: str = "HarvestSuite"
+    timezone: str = ""
+    batch_size: int = 10_000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> GenerationOptions:
+        jobgen = settings.jobgen
+        return cls(rules=PackingRules.from_settings(jobgen), alias_timeout=settings.domain.aliasTimeout,
+                   next_job_id=settings.database.nextJobId, deduplication_enabled=jobgen.deduplicationEnabled,
+                   object_limit_by_quota_enforcer=jobgen.objectLimitIsSetByQuotaEnforcer,
+                   naming_convention=jobgen.namingConvention, collection_name=jobgen.collectionName,
+                   operator=settings.harvester.organization, timezone=settings.scheduler.timezone,
+                   batch_size=jobgen.domainConfigSubsetSize)
+
+
+@dataclass(frozen=True)
+class HarvestToGenerate:
+    """The harvest definition row with its snapshot or selective details."""
+
+    harvest_id: int
+    name: str
+    comments: str
+    audience: str
+    numevents: int
+    edition: int
+    channel_id: int | None
+    snapshot: bool
+    limits: HarvestLimits
+    previous_harvest_id: int | None = None
+    schedule_id: int | None = None
+    nextdate: datetime | None = None
+    crawlertraps: str | None = None
+
+
+@dataclass
+class GenerationResult:
+    harvest_id: int
+    harvest_name: str
+    harvest_num: int
+    job_ids: list[int]
+    jobs: list[PackedJob]
+    next_date: datetime | None = None
+
+
+def load_harvest(conn: Connection, harvest: str | int) -> HarvestToGenerate:
+    """The harvest definition by name or id; NotFoundError if there is none."""
+    hd, full, partial = s.harvestdefinitions, s.fullharvests, s.partialharvests
+    query = (select(hd, full.c.maxobjects, full.c.maxbytes, full.c.maxjobrunningtime, full.c.previoushd,
+                    full.c.harvest_id.label("full_id"), partial.c.schedule_id, partial.c.nextdate,
+                    partial.c.crawlertraps)
+             .select_from(hd.outerjoin(full, full.c.harvest_id == hd.c.harvest_id)
+                          .outerjoin(partial, partial.c.harvest_id == hd.c.harvest_id)))
+    key = hd.c.harvest_id if isinstance(harvest, int) else hd.c.name
+    row = conn.execute(query.where(key == harvest)).mappings().first()
+    if row is None:
+        raise NotFoundError("harvest definition", harvest)
+    snapshot = row["full_id"] is not None
+    if snapshot:
+        limits = HarvestLimits(True, row["maxobjects"], row["maxbytes"], row["maxjobrunningtime"])
+    else:
+        limits = HarvestLimits(False)
+    return HarvestToGenerate(
+        harvest_id=row["harvest_id"], name=row["name"], comments=row["comments"] or "",
+        audience=row["audience"] or "", numevents=row["numevents"], edition=row["edition"],
+        channel_id=row["channel_id"], snapshot=snapshot, limits=limits, previous_harvest_id=row["previoushd"],
+        schedule_id=row["schedule_id"], nextdate=row["nextdate"], crawlertraps=row["crawlertraps"])
+
+
+def _select(conn: Connection, harvest: HarvestToGenerate, options: GenerationOptions, now: datetime) -> Candidates:
+    source = HarvestSource(harvest.harvest_id, harvest.snapshot, harvest.previous_harvest_id)
+    return select_candidates(conn, source, harvest.limits, options.rules, now, options.alias_timeout,
+                             options.batch_size)
+
+
+def preview(engine: Engine, harvest: str | int, options: GenerationOptions,
+            now: datetime | None = None) -> tuple[HarvestToGenerate, Candidates, list[PackedJob]]:
+    """The jobs the next run would make; writes nothing."""
+    now = now or utcnow()
+    try:
+        with engine.connect() as conn:
+            try:
+                hd = load_harvest(conn, harvest)
+                candidates = _select(conn, hd, options, now)
+                jobs = list(job_generator(options.rules).pack(candidates))
+            finally:
+                conn.rollback()
+    except SQLAlchemyError as exc:
+        raise JobGenerationError(f"previewing harvest definition {harvest!r} failed: {exc}") from exc
+    return hd, candidates, jobs
+
+
+def _channel(conn: Connection, harvest: HarvestToGenerate) -> str:
+    ch = s.harvestchannel
+    if harvest.channel_id is not None:
+        name = conn.scalar(select(ch.c.name).where(ch.c.id == harvest.channel_id))
+    else:
+        name = conn.scalar(select(ch.c.name).where(ch.c.issnapshot == harvest.snapshot, ch.c.isdefault)
+                           .order_by(ch.c.id))
+    if name is None:
+        kind = "snapshot" if harvest.snapshot else "selective"
+        raise JobGenerationError(f"no harvest channel for harvest definition {harvest.name!r} "
+                                 f"(channel id {harvest.channel_id}, no default {kind} channel)")
+    return name
+
+
+def _global_traps(conn: Connection) -> tuple[str, ...]:
+    lists, expressions = s.global_crawler_trap_lists, s.global_crawler_trap_expressions
+    rows = conn.scalars(
+        select(expressions.c.trap_expression)
+        .join(lists, lists.c.global_crawler_trap_list_id == expressions.c.crawler_trap_list_id)
+        .where(lists.c.isactive).order_by(lists.c.name, expressions.c.id))
+    return tuple(dict.fromkeys(trap.strip() for trap in rows if trap.strip()))
+
+
+def _attribute_names(conn: Connection) -> tuple[str, ...]:
+    ta = s.eav_type_attribute
+    return tuple(conn.scalars(select(ta.c.name).where(ta.c.tree_id == CRAWL_ATTRIBUTE_TREE).order_by(ta.c.id)))
+
+
+def _templates(conn: Connection, names: set[str]) -> dict[str, TemplateInfo]:
+    t = s.ordertemplates
+    rows = conn.execute(select(t.c.name, t.c.orderxml, t.c.description, t.c.lastupdated)
+                        .where(t.c.name.in_(sorted(names))))
+    return {name: TemplateInfo(name, orderxml, description or "", lastupdated)
+            for name, orderxml, description, lastupdated in rows}
+
+
+def _schedule_name(conn: Connection, harvest: HarvestToGenerate) -> str:
+    if harvest.schedule_id is None:
+        return ""
+    return conn.scalar(select(s.schedules.c.name).where(s.schedules.c.schedule_id == harvest.schedule_id)) or ""
+
+
+def next_run_date(conn: Connection, harvest: HarvestToGenerate, numevents: int, now: datetime,
+                  timezone: str) -> datetime | None:
+    """The selective harvest's next run after this one (reference §2.1 step 4), skipping missed events."""
+    from harvestdef.schedules import Schedule, scheduler_zone
+
+    row = conn.execute(select(s.schedules).where(s.schedules.c.schedule_id == harvest.schedule_id)).mappings().one()
+    schedule = Schedule.from_row(row)
+    zone = scheduler_zone(timezone)
+    previous = harvest.nextdate or now
+    following = schedule.next_event(previous, numevents, zone)
+    skipped = 0
+    while following is not None and following < now:
+        skipped += 1
+        following = schedule.next_event(following, numevents, zone)
+    if skipped:
+        log.warning("harvest definition %r: %d missed run(s) skipped; next run %s", harvest.name, skipped, following)
+    return following
+
+
+def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationOptions,
+              now: datetime) -> GenerationResult:
+    if is_postgresql(conn.engine):
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK})
+    harvest_num = harvest.numevents + 1
+    candidates = _select(conn, harvest, options, now)
+    jobs = list(job_generator(options.rules).pack(candidates))
+    context = RunContext(
+        harvest_id=harvest.harvest_id, harvest_name=harvest.name, harvest_comments=harvest.comments,
+        audience=harvest.audience, schedule_name=_schedule_name(conn, harvest), harvest_num=harvest_num,
+        channel=_channel(conn, harvest), snapshot=harvest.snapshot, global_traps=_global_traps(conn),
+        harvest_traps=parse_stored_traps(harvest.crawlertraps), attribute_names=_attribute_names(conn),
+        creation_date=now, deduplication_enabled=options.deduplication_enabled,
+        object_limit_by_quota_enforcer=options.object_limit_by_quota_enforcer,
+        naming_convention=options.naming_convention, collection_name=options.collection_name,
+        operator=options.operator)
+    writer = JobWriter(conn, context, _templates(conn, {job.template for job in jobs}),
+                       next_job_id(conn, options.next_job_id))
+    job_ids = writer.write(jobs, candidates)
+    next_date = None
+    before = fetch_row(conn, s.harvestdefinitions, "harvest_id", harvest.harvest_id)
+    conn.execute(update(s.harvestdefinitions).where(s.harvestdefinitions.c.harvest_id == harvest.harvest_id)
+                 .values(numevents=harvest_num, edition=s.harvestdefinitions.c.edition + 1))
+    if not harvest.snapshot:
+        next_date = next_run_date(conn, harvest, harvest_num, now, options.timezone)
+        conn.execute(update(s.partialharvests).where(s.partialharvests.c.harvest_id == harvest.harvest_id)
+                     .values(nextdate=next_date))
+    after: dict[str, Any] | None = fetch_row(conn, s.harvestdefinitions, "harvest_id", harvest.harvest_id)
+    if after is not None and not harvest.snapshot:
+        after = {**after, "nextdate": next_date}
+    record_audit(conn, SYSTEM_ACTOR, "harvestdefinitions", harvest.harvest_id, "update", before, after)
+    return GenerationResult(harvest.harvest_id, harvest.name, harvest_num, job_ids, jobs, next_date)
+
+
+def generate_jobs(engine: Engine, harvest: str | int, options: GenerationOptions,
+                  now: datetime | None = None) -> GenerationResult:
+    """Generate the jobs of one run of ``harvest`` (name or id), all in one transaction.
+
+    :raise NotFoundError: no such harvest definition (nothing is changed).
+    :raise JobGenerationError: the run failed; nothing of it was written and the harvest was deactivated.
+    """
+    now = now or utcnow()
+    with engine.connect() as conn:
+        hd = load_harvest(conn, harvest)
+    try:
+        with engine.begin() as conn:
+            result = _generate(conn, hd, options, now)
+    except (HarvestSuiteError, SQLAlchemyError, ValueError, KeyError, TypeError, ImportError) as exc:
+        cause = f"{type(exc).__name__}: {exc}"
+        log.error("job generation for harvest definition %r (id %d) failed, deactivating it: %s",
+                  hd.name, hd.harvest_id, cause, exc_info=True)
+        _deactivate(engine, hd, cause)
+        raise JobGenerationError(
+            f"job generation for harvest definition {hd.name!r} (id {hd.harvest_id}) failed and the harvest "
+            f"was deactivated: {cause}") from exc
+    if not result.jobs:
+        log.warning("harvest definition %r made 0 jobs (probable cause: it continues a harvest that is "
+                    "already finished, or no configuration has an active seed)", hd.name)
+    log.info("Created %d jobs for harvest definition (%s)", len(result.jobs), hd.name)
+    return result
+
+
+def _deactivate(engine: Engine, harvest: HarvestToGenerate, cause: str) -> None:
+    hd = s.harvestdefinitions
+    try:
+        with engine.begin() as conn:
+            before = fetch_row(conn, hd, "harvest_id", harvest.harvest_id)
+            conn.execute(update(hd).where(hd.c.harvest_id == harvest.harvest_id)
+                         .values(isactive=False, edition=hd.c.edition + 1))
+            after = fetch_row(conn, hd, "harvest_id", harvest.harvest_id)
+            record_audit(conn, SYSTEM_ACTOR, "harvestdefinitions", harvest.harvest_id, "update", before, after)
+    except SQLAlchemyError:
+        # The run's own error is the one to report; this one is logged beside it.
+        log.error("could not deactivate harvest definition %r after failed job generation (%s)",
+                  harvest.name, cause, exc_info=True)

@@ -1,0 +1,180 @@
+"""Which domain configurations a harvest yields (reference §2.2), streamed from the harvest database.
+
+One query per run yields every configuration with its history rows (same domain, same configuration name,
+newest first); ``select_candidates`` folds each configuration's rows into its best history row and adds a
+compact ``Candidates`` row. Nothing else about a configuration is kept: seeds, traps and names are read
+again, job by job, when the jobs are built.
+
+Rules (each a WHERE clause below):
+* selective and event harvests: the rows of harvest_configs;
+* first snapshot: every domain's default configuration, minus domains that are non-expired aliases;
+* continuation snapshot: the configuration of each historyinfo row of the previous step (its newest row per
+  configuration), unless it stopped DOWNLOAD_COMPLETE or DOWNLOAD_UNFINISHED, or stopped on
+  CONFIG_SIZE_LIMIT / CONFIG_OBJECT_LIMIT while the configuration's limit is still no higher than what was
+  harvested then (-1 counts as infinite), or its domain is now a non-expired alias. A historyinfo row
+  whose configuration row is gone cannot be followed (historyinfo names no domain); the repositories refuse
+  to delete a configuration that history refers to, so this only happens with data imported from elsewhere;
+* always: a configuration needs an active seed (a seed-list line non-empty after trimming and not starting
+  with '#', NAS-2506), and with excludeDomainsWithZeroBudget a byte and object limit other than 0.
+
+Candidates are added ordered by domain name, then configuration name (code-point order on both
+databases), which is the packing's tie-break.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection, and_, exists, func, literal, not_, or_, select
+from sqlalchemy.sql import ColumnElement, Select
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql
+from harvestdef.model.status import StopReason
+from scheduler.jobgen.expectation import HistoryRow, best_history
+from scheduler.jobgen.packing import Candidates, HarvestLimits, PackingRules
+
+log = logging.getLogger(__name__)
+
+CRAWL_ATTRIBUTE_TREE = 2
+_ACTIVE_SEED = re.compile(r"^[ \t\r\f\v]*[^#\s]", re.MULTILINE)
+# The same rule for PostgreSQL's regular expressions (ARE: '^' only at the start unless told otherwise).
+_ACTIVE_SEED_PG = r"(^|\n)[ \t\r\f\v]*[^#\s]"
+
+
+def has_active_seed(seeds: str | None) -> bool:
+    """True if some line, trimmed, is non-empty and does not start with '#'."""
+    return bool(seeds) and _ACTIVE_SEED.search(seeds) is not None
+
+
+@dataclass(frozen=True)
+class HarvestSource:
+    """What selection needs to know about the harvest definition being generated."""
+
+    harvest_id: int
+    snapshot: bool
+    previous_harvest_id: int | None = None
+
+
+def _active_seed_clause(conn: Connection) -> ColumnElement[bool]:
+    sl, cs = s.seedlists, s.config_seedlists
+    if is_postgresql(conn.engine):
+        matches = sl.c.seeds.regexp_match(_ACTIVE_SEED_PG)
+    else:
+        # SQLite has no regular expressions of its own: the rule is registered on this connection.
+        conn.connection.driver_connection.create_function(
+            "hs_has_active_seed", 1, has_active_seed, deterministic=True)
+        matches = func.hs_has_active_seed(sl.c.seeds) == 1
+    return exists(select(literal(1)).select_from(cs.join(sl, sl.c.seedlist_id == cs.c.seedlist_id)).where(
+        cs.c.config_id == s.configurations.c.config_id, matches))
+
+
+def _not_current_alias(now: datetime, alias_timeout: int) -> ColumnElement[bool]:
+    d = s.domains
+    cutoff = now - timedelta(seconds=alias_timeout)
+    return not_(and_(d.c.alias.is_not(None), d.c.lastaliasupdate.is_not(None), d.c.lastaliasupdate > cutoff))
+
+
+def _above(limit: ColumnElement[int], harvested: ColumnElement[int]) -> ColumnElement[bool]:
+    """The configuration's limit is now higher than what was harvested (-1 = infinite)."""
+    return or_(limit == -1, limit > harvested)
+
+
+def _from_clause(conn: Connection, source: HarvestSource, now: datetime, alias_timeout: int) -> Select:
+    c, d = s.configurations, s.domains
+    columns = (c.c.config_id, c.c.domain_id, c.c.name, s.ordertemplates.c.name.label("template"),
+               c.c.maxobjects, c.c.maxbytes)
+    if not source.snapshot:
+        hc = s.harvest_configs
+        return (select(*columns).select_from(hc.join(c, c.c.config_id == hc.c.config_id)
+                                             .join(d, d.c.domain_id == c.c.domain_id))
+                .where(hc.c.harvest_id == source.harvest_id))
+    if source.previous_harvest_id is None:
+        return (select(*columns).select_from(d.join(c, c.c.config_id == d.c.defaultconfig))
+                .where(_not_current_alias(now, alias_timeout)))
+    h = s.historyinfo
+    newest = (select(func.max(h.c.historyinfo_id).label("historyinfo_id"))
+              .where(h.c.harvest_id == source.previous_harvest_id).group_by(h.c.config_id).subquery("newest"))
+    previous = h.alias("previous")
+    stop = previous.c.stopreason
+    return (select(*columns)
+            .select_from(newest.join(previous, previous.c.historyinfo_id == newest.c.historyinfo_id)
+                         .join(c, c.c.config_id == previous.c.config_id)
+                         .join(d, d.c.domain_id == c.c.domain_id))
+            .where(stop.not_in([StopReason.DOWNLOAD_COMPLETE, StopReason.DOWNLOAD_UNFINISHED]),
+                   or_(stop != StopReason.CONFIG_SIZE_LIMIT, _above(c.c.maxbytes, previous.c.bytecount)),
+                   or_(stop != StopReason.CONFIG_OBJECT_LIMIT, _above(c.c.maxobjects, previous.c.objectcount)),
+                   _not_current_alias(now, alias_timeout)))
+
+
+def candidate_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
+                    alias_timeout: int) -> Select:
+    """The configurations of the run joined with their history, ordered for folding and for tie-breaks."""
+    c, d, t = s.configurations, s.domains, s.ordertemplates
+    query = _from_clause(conn, source, now, alias_timeout)
+    query = query.join(t, t.c.template_id == c.c.template_id).where(_active_seed_clause(conn))
+    if rules.exclude_domains_with_zero_budget:
+        query = query.where(c.c.maxbytes != 0, c.c.maxobjects != 0)
+    h, hc = s.historyinfo, c.alias("history_config")
+    history = (select(hc.c.domain_id, hc.c.name, h.c.objectcount, h.c.bytecount, h.c.stopreason,
+                      h.c.harvest_time, h.c.harvest_id, h.c.historyinfo_id)
+               .select_from(h.join(hc, hc.c.config_id == h.c.config_id)).subquery("history"))
+    query = query.outerjoin(history, and_(history.c.domain_id == c.c.domain_id, history.c.name == c.c.name))
+    query = query.add_columns(history.c.objectcount, history.c.bytecount, history.c.stopreason)
+    domain_name, config_name = d.c.name, c.c.name
+    if is_postgresql(conn.engine):
+        # code-point order, as SQLite's BINARY collation and Python compare, whatever the database's locale
+        domain_name, config_name = domain_name.collate("C"), config_name.collate("C")
+    return query.order_by(domain_name, config_name, history.c.harvest_time.desc(), history.c.harvest_id.desc(),
+                          history.c.historyinfo_id.desc())
+
+
+def crawl_attributes(conn: Connection) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
+    """The default crawl attribute values (EAV tree 2, by attribute id) and each configuration's own values.
+
+    Only configurations that set an attribute are in the map; there are few of them.
+    """
+    ta, a = s.eav_type_attribute, s.eav_attribute
+    types = conn.execute(select(ta.c.id, ta.c.def_int).where(ta.c.tree_id == CRAWL_ATTRIBUTE_TREE)
+                         .order_by(ta.c.id)).all()
+    position = {type_id: number for number, (type_id, _) in enumerate(types)}
+    defaults = tuple(default if default is not None else 0 for _, default in types)
+    own: dict[int, list[int]] = {}
+    for entity_id, type_id, value in conn.execute(
+            select(a.c.entity_id, a.c.type_id, a.c.val_int).where(a.c.tree_id == CRAWL_ATTRIBUTE_TREE)):
+        if type_id in position and value is not None:
+            own.setdefault(entity_id, list(defaults))[position[type_id]] = value
+    return defaults, {config_id: tuple(values) for config_id, values in own.items()}
+
+
+def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLimits, rules: PackingRules,
+                      now: datetime, alias_timeout: int, batch_size: int = 10_000) -> Candidates:
+    """Stream the harvest's configurations into Candidates (server-side cursor on PostgreSQL)."""
+    defaults, own_attributes = crawl_attributes(conn)
+    candidates = Candidates(limits, rules.expectation)
+    query = candidate_query(conn, source, rules, now, alias_timeout)
+    result = conn.execution_options(stream_results=True, yield_per=batch_size).execute(query)
+    current: tuple | None = None
+    history: list[HistoryRow] = []
+
+    def flush() -> None:
+        assert current is not None
+        config_id, domain_id, name, template, max_objects, max_bytes = current[:6]
+        candidates.add(config_id, domain_id, template, own_attributes.get(config_id, defaults), name,
+                       max_objects, max_bytes, best_history(history))
+
+    for row in result:
+        if current is None or row[0] != current[0]:
+            if current is not None:
+                flush()
+            current, history = tuple(row), []
+        if row[8] is not None:
+            history.append(HistoryRow(row[6], row[7], row[8]))
+    if current is not None:
+        flush()
+    result.close()
+    log.info("harvest %s: %d configurations selected", source.harvest_id, len(candidates))
+    return candidates
