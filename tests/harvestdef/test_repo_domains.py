@@ -1,0 +1,212 @@
+"""Domains: creation with the default configuration and seed list, names (IDN, IP, invalid), search,
+comments with optimistic locking, aliases and their expiry, crawler traps. Every test runs on SQLite
+and on PostgreSQL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from harvestdef.db import schema as s
+from harvestdef.errors import ConflictError, DomainNameError, NotFoundError, StaleEditionError, ValidationError
+from harvestdef.repositories.audit import AuditRepository
+from harvestdef.repositories.configurations import ConfigurationRepository
+from harvestdef.repositories.domains import DomainDefaults, DomainRepository
+from harvestdef.repositories.seedlists import SeedListRepository
+from harvestdef.traps import CrawlerTrapError
+from tests.harvestdef.factories import ensure_default_template, make_domain
+
+
+def test_create_makes_default_configuration_and_seedlist_from_settings(engine, settings):
+    defaults = DomainDefaults.from_settings(settings)
+    with engine.begin() as conn:
+        ensure_default_template(conn, defaults)
+        domain = DomainRepository(conn, "curator1", defaults).create("KB.dk", comments="national library")
+        config = ConfigurationRepository(conn).default_of("kb.dk")
+        seedlist = SeedListRepository(conn).get_by_id(config.seedlist_ids[0])
+    assert domain.name == "kb.dk" and domain.comments == "national library" and domain.edition == 1
+    assert domain.defaultconfig_id == config.config_id and config.is_default
+    assert config.name == settings.domain.defaultConfig
+    assert config.template_name == settings.domain.defaultOrderxml
+    assert (config.maxbytes, config.maxobjects, config.maxrate) == (
+        settings.domain.defaultMaxbytes, settings.domain.defaultMaxobjects, settings.domain.defaultMaxrate)
+    assert seedlist.name == settings.domain.defaultSeedlist
+    assert seedlist.seeds == ("http://www.kb.dk", "https://www.kb.dk", "http://kb.dk", "https://kb.dk")
+
+
+def test_idn_domain_is_stored_in_unicode_with_punycode_seeds(engine):
+    with engine.begin() as conn:
+        domain = make_domain(conn, "xn--kbenhavn-54a.dk")
+        by_unicode = DomainRepository(conn).get("KØBENHAVN.dk")
+        by_punycode = DomainRepository(conn).get("xn--kbenhavn-54a.dk")
+        seeds = SeedListRepository(conn).get(domain.name, "defaultseeds").seeds
+    assert domain.name == "københavn.dk"
+    assert by_unicode == by_punycode == domain
+    assert seeds == ("http://www.xn--kbenhavn-54a.dk", "https://www.xn--kbenhavn-54a.dk",
+                     "http://xn--kbenhavn-54a.dk", "https://xn--kbenhavn-54a.dk")
+
+
+def test_ip_domain_gets_two_seeds_without_www(engine):
+    with engine.begin() as conn:
+        domain = make_domain(conn, "127.0.0.1")
+        seeds = SeedListRepository(conn).get(domain.name, "defaultseeds").seeds
+    assert domain.name == "127.0.0.1"
+    assert seeds == ("http://127.0.0.1", "https://127.0.0.1")
+
+
+@pytest.mark.parametrize("name, reason", [
+    ("www.kb.dk", "not a registered domain"),
+    ("co.uk", "public suffix"),
+    ("kb", "no top-level domain"),
+    ("bad_name.dk", "not a valid host name"),
+    ("-kb.dk", "invalid label|not a valid host name"),
+    ("", "empty"),
+])
+def test_invalid_names_are_refused_with_the_reason(engine, name, reason):
+    with engine.begin() as conn:
+        ensure_default_template(conn)
+        with pytest.raises(DomainNameError, match=reason):
+            DomainRepository(conn).create(name)
+        assert DomainRepository(conn).count() == 0
+
+
+def test_duplicate_domain_is_a_conflict_naming_it(engine):
+    with engine.begin() as conn:
+        make_domain(conn, "kb.dk")
+    with engine.begin() as conn, pytest.raises(ConflictError, match="kb.dk"):
+        DomainRepository(conn).create("KB.DK")
+
+
+def test_missing_default_template_is_not_found(engine):
+    with engine.begin() as conn:
+        repository = DomainRepository(conn, defaults=DomainDefaults(template_name="no_such_template"))
+        with pytest.raises(NotFoundError, match="no_such_template"):
+            repository.create("kb.dk")
+
+
+def test_search_with_wildcards_is_paginated_and_ordered(engine):
+    names = ["alpha.dk", "beta.dk", "gamma.dk", "alpha.se", "delta.org", "under_score.dk".replace("_", "-")]
+    with engine.begin() as conn:
+        for name in names:
+            make_domain(conn, name)
+        repository = DomainRepository(conn)
+        dk = [d.name for d in repository.search("*.dk")]
+        first_page = [d.name for d in repository.search("*.dk", limit=2)]
+        second_page = [d.name for d in repository.search("*.dk", limit=2, offset=2)]
+        alpha = [d.name for d in repository.search("alpha.*")]
+        exact = [d.name for d in repository.search("beta.dk")]
+        count = repository.count_matching("*.dk")
+        everything = [d.name for d in repository.all_domains()]
+    assert dk == sorted(n for n in names if n.endswith(".dk"))
+    assert first_page + second_page == dk[:4]
+    assert alpha == ["alpha.dk", "alpha.se"]
+    assert exact == ["beta.dk"]
+    assert count == len(dk)
+    assert everything == sorted(names)
+
+
+def test_search_treats_like_characters_literally_and_accepts_punycode(engine):
+    with engine.begin() as conn:
+        make_domain(conn, "abc.dk")
+        make_domain(conn, "københavn.dk")
+        repository = DomainRepository(conn)
+        assert [d.name for d in repository.search("a%")] == []
+        assert [d.name for d in repository.search("a_c.dk")] == []
+        assert [d.name for d in repository.search("xn--kbenhavn-54a.*")] == ["københavn.dk"]
+
+
+def test_update_comments_with_stale_edition_is_refused_and_row_unchanged(engine):
+    with engine.begin() as conn:
+        domain = make_domain(conn, "kb.dk")
+    with engine.begin() as conn:
+        updated = DomainRepository(conn, "alice").update_comments("kb.dk", "first", domain.edition)
+    assert updated.edition == domain.edition + 1 and updated.comments == "first"
+    with engine.begin() as conn, pytest.raises(StaleEditionError, match="changed by somebody else"):
+        DomainRepository(conn, "bob").update_comments("kb.dk", "second", domain.edition)
+    with engine.connect() as conn:
+        after = DomainRepository(conn).get("kb.dk")
+        changes = AuditRepository(conn).changes_of("domains", domain.domain_id)
+    assert after == updated
+    assert [(c.actor, c.action) for c in changes][:1] == [("alice", "update")]
+    assert changes[0].before["comments"] == "" and changes[0].after["comments"] == "first"
+
+
+def test_alias_set_renew_expire_and_clear(engine, settings):
+    defaults = DomainDefaults.from_settings(settings)
+    confirmed = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    with engine.begin() as conn:
+        make_domain(conn, "kb.dk")
+        alias = make_domain(conn, "kglbib.dk")
+        repository = DomainRepository(conn, "curator", defaults)
+        alias = repository.set_alias("kglbib.dk", "kb.dk", alias.edition, now=confirmed)
+        assert alias.alias_of == "kb.dk" and alias.lastaliasupdate == confirmed
+        assert repository.aliases_of("kb.dk") == ["kglbib.dk"]
+        timeout = timedelta(seconds=settings.domain.aliasTimeout)
+        assert not repository.is_alias_expired(alias, confirmed + timeout - timedelta(seconds=1))
+        assert repository.is_alias_expired(alias, confirmed + timeout)
+        summary = list(repository.alias_summary(confirmed + timeout))
+        assert [(info.domain, info.alias_of, expired) for info, expired in summary] == [
+            ("kglbib.dk", "kb.dk", True)]
+        renewed = repository.renew_alias("kglbib.dk", alias.edition, now=confirmed + timeout)
+        assert not repository.is_alias_expired(renewed, confirmed + timeout + timedelta(days=1))
+        cleared = repository.clear_alias("kglbib.dk", renewed.edition)
+        assert cleared.alias_of is None and cleared.lastaliasupdate is None
+        assert not repository.is_alias_expired(cleared, confirmed + 10 * timeout)
+
+
+def test_alias_cannot_point_to_itself_or_to_an_alias_or_chain(engine):
+    with engine.begin() as conn:
+        for name in ("kb.dk", "kglbib.dk", "royal.dk"):
+            make_domain(conn, name)
+        repository = DomainRepository(conn)
+        with pytest.raises(ValidationError, match="alias of itself"):
+            repository.set_alias("kb.dk", "KB.dk", 1)
+        repository.set_alias("kglbib.dk", "kb.dk", 1)
+        with pytest.raises(ValidationError, match="is itself an alias"):
+            repository.set_alias("royal.dk", "kglbib.dk", 1)
+        with pytest.raises(ValidationError, match="kglbib.dk is an alias of it"):
+            repository.set_alias("kb.dk", "royal.dk", 1)
+        with pytest.raises(ValidationError, match="not an alias"):
+            repository.renew_alias("royal.dk", 1)
+        assert repository.get("royal.dk").alias_of is None
+
+
+def test_crawler_traps_validated_blank_lines_dropped_duplicates_removed(engine):
+    with engine.begin() as conn:
+        domain = make_domain(conn, "kb.dk")
+        repository = DomainRepository(conn)
+        updated = repository.set_crawler_traps(
+            "kb.dk", ".*/calendar/.*\n\n  .*\\?sort=.*  \n.*/calendar/.*\n", domain.edition)
+        stored = conn.scalar(select(s.domains.c.crawlertraps).where(s.domains.c.name == "kb.dk"))
+    assert updated.crawlertraps == (".*/calendar/.*", ".*\\?sort=.*")
+    assert stored == ".*/calendar/.*\n.*\\?sort=.*"
+
+
+def test_crawler_trap_regex_error_names_the_line_and_keeps_old_traps(engine):
+    with engine.begin() as conn:
+        domain = make_domain(conn, "kb.dk")
+        domain = DomainRepository(conn).set_crawler_traps("kb.dk", "good.*", domain.edition)
+    with engine.begin() as conn, pytest.raises(CrawlerTrapError) as caught:
+        DomainRepository(conn).set_crawler_traps("kb.dk", "ok.*\n\n.*(unclosed\n", domain.edition)
+    assert caught.value.line == 3 and caught.value.expression == ".*(unclosed"
+    assert "line 3" in str(caught.value) and "missing )" in str(caught.value)
+    with engine.connect() as conn:
+        assert DomainRepository(conn).get("kb.dk").crawlertraps == ("good.*",)
+
+
+def test_get_unknown_domain_is_not_found(engine):
+    with engine.connect() as conn, pytest.raises(NotFoundError, match="nosuch.dk"):
+        DomainRepository(conn).get("nosuch.dk")
+
+
+def test_creation_is_audited_with_the_actor(engine):
+    with engine.begin() as conn:
+        ensure_default_template(conn)
+        domain = DomainRepository(conn, "curator7").create("kb.dk")
+        changes = AuditRepository(conn).changes_of("domains", domain.domain_id)
+        config_changes = AuditRepository(conn).changes_of("configurations", domain.defaultconfig_id)
+    assert [(c.actor, c.action) for c in changes] == [("curator7", "insert")]
+    assert changes[0].after["name"] == "kb.dk" and changes[0].after["defaultconfig"] == domain.defaultconfig_id
+    assert config_changes[0].after["name"] == "defaultconfig"
