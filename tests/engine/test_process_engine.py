@@ -1,0 +1,193 @@
+"""The engine process without a crawl: HTTPS with digest auth, create/add/rescan, build of good and broken
+templates, the job state table as the client sees it, the 303s, and the XML and JSON representations.
+
+Each test starts ``harvestsuite engine`` as a subprocess on a free port and talks to it over HTTPS.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import os
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from harvestdef.errors import HeritrixError
+from harvester.engine.digest import digest_response, parse_auth_params
+from harvester.heritrix import JSON, parse_job_status
+from tests.engine.engine_process import USER, EngineProcess, crawler_beans, write_job
+
+
+@pytest.fixture
+def engine_process(tmp_path: Path) -> Iterator[EngineProcess]:
+    with EngineProcess(tmp_path / "jobs") as process:
+        yield process
+
+
+def raw_request(process: EngineProcess, method: str, path: str, form: str | None = None,
+                accept: str = "application/xml") -> http.client.HTTPResponse:
+    """One request without redirect following, digest-authenticated by hand: to see 303s and headers."""
+    context = ssl.create_default_context(cafile=str(process.cert_file))
+    host, port = process.base_url.removeprefix("https://").rsplit(":", 1)
+    headers = {"Accept": accept}
+    if form is not None:
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    connection = http.client.HTTPSConnection(host, int(port), context=context, timeout=10)
+    connection.request(method, path, body=form, headers=headers)
+    challenge = connection.getresponse()
+    challenge.read()
+    assert challenge.status == 401
+    params = parse_auth_params(challenge.headers["WWW-Authenticate"])[1]
+    cnonce = hashlib.md5(os.urandom(8)).hexdigest()
+    response = digest_response(user=USER, realm=params["realm"], password=process.password, method=method,
+                               uri=path, nonce=params["nonce"], nc="00000001", cnonce=cnonce, qop="auth")
+    headers["Authorization"] = (f'Digest username="{USER}", realm="{params["realm"]}", nonce="{params["nonce"]}", '
+                                f'uri="{path}", qop=auth, nc=00000001, cnonce="{cnonce}", response="{response}", '
+                                f'opaque="{params["opaque"]}", algorithm=MD5')
+    connection.request(method, path, body=form, headers=headers)
+    answer = connection.getresponse()
+    answer.body = answer.read()  # type: ignore[attr-defined]
+    connection.close()
+    return answer
+
+
+def test_engine_prints_its_url_and_certificate_fingerprint(engine_process: EngineProcess) -> None:
+    fingerprint = (engine_process.jobs_dir / "engine-cert.sha256").read_text(encoding="ascii").strip()
+    assert any(fingerprint in line for line in engine_process.output)
+    assert engine_process.base_url.startswith("https://127.0.0.1:")
+    status = engine_process.client().engine_status()
+    assert status.jobs_dir == str(engine_process.jobs_dir.resolve())
+    assert set(status.available_actions) == {"rescan", "add", "create"}
+
+
+def test_every_resource_needs_digest_credentials(engine_process: EngineProcess) -> None:
+    context = ssl.create_default_context(cafile=str(engine_process.cert_file))
+    host, port = engine_process.base_url.removeprefix("https://").rsplit(":", 1)
+    for path in ("/", "/engine", "/engine/job/nosuchjob"):
+        connection = http.client.HTTPSConnection(host, int(port), context=context, timeout=10)
+        connection.request("GET", path)
+        answer = connection.getresponse()
+        answer.read()
+        connection.close()
+        assert answer.status == 401
+        scheme, params = parse_auth_params(answer.headers["WWW-Authenticate"])
+        assert scheme == "Digest" and params["qop"] == "auth" and params["algorithm"] == "MD5" and params["nonce"]
+
+
+def test_wrong_password_is_a_heritrix_error(engine_process: EngineProcess) -> None:
+    with pytest.raises(HeritrixError, match="wrong user or password"):
+        engine_process.client(password="guessed").engine_status()
+    # The right password still works once the failure penalty has passed.
+    assert engine_process.client().engine_status().heritrix_version
+
+
+def test_root_redirects_to_engine_and_posts_answer_303(engine_process: EngineProcess) -> None:
+    root = raw_request(engine_process, "GET", "/")
+    assert root.status == 303 and root.headers["Location"].endswith("/engine")
+    created = raw_request(engine_process, "POST", "/engine", form="action=create&createpath=viaform")
+    assert created.status == 303 and created.headers["Location"] == f"{engine_process.base_url}/engine"
+    built = raw_request(engine_process, "POST", "/engine/job/viaform", form="action=build")
+    assert built.status == 303 and built.headers["Location"] == f"{engine_process.base_url}/engine/job/viaform"
+
+
+def test_create_makes_a_job_from_the_default_profile_that_builds(engine_process: EngineProcess) -> None:
+    client = engine_process.client()
+    engine = client.create_job("profiled")
+    assert "profiled" in engine.job_names()
+    job_dir = engine_process.jobs_dir / "profiled"
+    assert (job_dir / "crawler-beans.cxml").is_file() and (job_dir / "seeds.txt").is_file()
+    status = client.build("profiled")
+    assert status.status_description == "Ready", status.job_log_tail
+    with pytest.raises(HeritrixError, match="exists already"):
+        client.create_job("profiled")
+
+
+def test_add_and_rescan_register_existing_job_directories(engine_process: EngineProcess, tmp_path: Path) -> None:
+    client = engine_process.client()
+    outside = write_job(tmp_path / "elsewhere" / "addedjob", ["http://www.kulturarv.dk/"])
+    assert "addedjob" in client.add_job(outside).job_names()
+    assert client.job_status("addedjob").status_description == "Unbuilt"
+    write_job(engine_process.jobs_dir / "dropped", ["http://www.kulturarv.dk/"])
+    assert "dropped" not in client.engine_status().job_names()
+    assert "dropped" in client.rescan().job_names()
+    with pytest.raises(HeritrixError, match="holds no crawler-beans.cxml"):
+        client.add_job(tmp_path)
+
+
+def test_added_job_is_found_again_after_an_engine_restart(tmp_path: Path) -> None:
+    outside = write_job(tmp_path / "elsewhere" / "kept", ["http://www.kulturarv.dk/"])
+    with EngineProcess(tmp_path / "jobs") as first:
+        first.client().add_job(outside)
+    with EngineProcess(tmp_path / "jobs") as second:
+        assert "kept" in second.client().engine_status().job_names()
+
+
+def test_broken_template_stays_unbuilt_with_the_parse_error_in_job_log(engine_process: EngineProcess) -> None:
+    client = engine_process.client()
+    broken = crawler_beans().replace("</bean>\n  <bean id=\"seeds\"", "\n  <bean id=\"seeds\"", 1)
+    write_job(engine_process.jobs_dir / "broken", ["http://www.kulturarv.dk/"], cxml=broken)
+    client.rescan()
+    with pytest.raises(HeritrixError, match="build failed"):
+        client.build("broken")
+    status = client.job_status("broken")
+    assert status.status_description == "Unbuilt"
+    assert status.available_actions == ("build",)
+    job_log = (engine_process.jobs_dir / "broken" / "job.log").read_text(encoding="utf-8")
+    assert "Build failed" in job_log and "line " in job_log and "column " in job_log
+    assert any("Build failed" in line for line in status.job_log_tail)
+
+
+def test_job_state_table_as_seen_through_the_api(engine_process: EngineProcess) -> None:
+    client = engine_process.client()
+    write_job(engine_process.jobs_dir / "states", ["http://www.kulturarv.dk/"])
+    client.rescan()
+    unbuilt = client.job_status("states")
+    assert (unbuilt.status_description, unbuilt.available_actions) == ("Unbuilt", ("build",))
+    assert not unbuilt.has_application_context and unbuilt.crawl_controller_state is None
+    for refused in ("launch", "pause", "teardown"):
+        with pytest.raises(HeritrixError, match=f"'{refused}' is not available while Unbuilt"):
+            getattr(client, refused)("states")
+    ready = client.build("states")
+    assert ready.status_description == "Ready" and ready.is_launchable
+    assert set(ready.available_actions) == {"launch", "teardown"}
+    assert ready.crawl_controller_state == "NASCENT"
+    with pytest.raises(HeritrixError, match="'build' is not available while Ready"):
+        client.build("states")
+    back = client.teardown("states")
+    assert back.status_description == "Unbuilt" and back.launch_count == 0
+
+
+def test_unknown_job_is_a_404_heritrix_error(engine_process: EngineProcess) -> None:
+    with pytest.raises(HeritrixError, match="no job 'ghost'.*404"):
+        engine_process.client().job_status("ghost")
+    with pytest.raises(HeritrixError, match="404"):
+        engine_process.client().build("ghost")
+
+
+def test_xml_representation_looks_like_heritrix_and_json_has_the_same_structure(
+        engine_process: EngineProcess) -> None:
+    client = engine_process.client()
+    write_job(engine_process.jobs_dir / "shapes", ["http://www.kulturarv.dk/"])
+    client.rescan()
+    client.build("shapes")
+    xml = raw_request(engine_process, "GET", "/engine/job/shapes", accept="application/xml")
+    assert xml.body.startswith(b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>')
+    root = etree.fromstring(xml.body)
+    assert root.tag == "job"
+    assert [value.text for value in root.find("availableActions")] == ["launch", "teardown"]
+    assert root.findtext("statusDescription") == "Ready"
+    as_json = raw_request(engine_process, "GET", "/engine/job/shapes", accept="application/json")
+    assert as_json.headers["Content-Type"].startswith("application/json")
+    model = json.loads(as_json.body)
+    assert model["availableActions"] == ["launch", "teardown"] and model["shortName"] == "shapes"
+    assert parse_job_status(as_json.body, JSON) == parse_job_status(xml.body)
+    json_client = engine_process.client(representation=JSON)
+    assert json_client.job_status("shapes").status_description == "Ready"
+    engine_xml = etree.fromstring(raw_request(engine_process, "GET", "/engine").body)
+    assert engine_xml.tag == "engine"
+    assert "shapes" in [job.findtext("shortName") for job in engine_xml.find("jobs")]
