@@ -1,0 +1,1 @@
+"""Tests of the harvester package: the Heritrix 3 client."""
