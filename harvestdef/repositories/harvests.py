@@ -95,9 +95,9 @@ class HarvestRepository:
         self.actor = actor
         self.clock = clock
         self.valid_seed_regex = valid_seed_regex
-        self.domains = DomainRepository(conn, actor, domain_defaults)
-        self.configurations = ConfigurationRepository(conn, actor)
-        self.seedlists = SeedListRepository(conn, actor, valid_seed_regex)
+        self._domains = DomainRepository(conn, actor, domain_defaults)
+        self._configurations = ConfigurationRepository(conn, actor)
+        self._seedlists = SeedListRepository(conn, actor, valid_seed_regex)
 
     @classmethod
     def from_settings(cls, conn: Connection, settings: Settings, actor: str = SYSTEM_ACTOR) -> HarvestRepository:
@@ -321,8 +321,8 @@ class HarvestRepository:
         current = self.get_selective(name)
         config_ids = []
         for domain, config_name in configurations:
-            config = (self.configurations.default_of(domain) if config_name is None
-                      else self.configurations.get(domain, config_name))
+            config = (self._configurations.default_of(domain) if config_name is None
+                      else self._configurations.get(domain, config_name))
             config_ids.append(config.config_id)
         self._update(name, expected_edition, {})
         self._add_config_ids(current.harvest_id, config_ids)
@@ -331,7 +331,7 @@ class HarvestRepository:
     def remove_configuration(self, name: str, domain: str, config_name: str, expected_edition: int
                              ) -> SelectiveHarvest:
         current = self.get_selective(name)
-        config = self.configurations.get(domain, config_name)
+        config = self._configurations.get(domain, config_name)
         self._update(name, expected_edition, {})
         removed = self.conn.execute(delete(s.harvest_configs).where(
             s.harvest_configs.c.harvest_id == current.harvest_id,
@@ -380,7 +380,7 @@ class HarvestRepository:
             try:
                 by_domain.setdefault(domain_of_url(seed), []).append(seed)
             except DomainNameError as exc:
-                bad.append(str(exc))
+                bad.append(f"{seed!r}: {exc}")
         if bad:
             raise ValidationError(f"{len(bad)} seed(s) without a valid domain: "
                                   + "; ".join(bad[:MAX_REPORTED_SEEDS]))
@@ -390,10 +390,10 @@ class HarvestRepository:
         base = event_config_name(harvest.name, template, maxbytes, maxobjects)
         made: list[DomainConfiguration] = []
         for domain_name, domain_seeds in by_domain.items():
-            domain, _ = self.domains.get_or_create(domain_name)
+            domain, _ = self._domains.get_or_create(domain_name)
             config_name = self._free_name(domain.domain_id, base)
-            seedlist = self.seedlists.create(domain.name, config_name, domain_seeds, domain.edition)
-            made.append(self.configurations.create(
+            seedlist = self._seedlists.create(domain.name, config_name, domain_seeds, domain.edition)
+            made.append(self._configurations.create(
                 domain.name, config_name, template, [seedlist.seedlist_id], domain.edition + 1,
                 maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate))
         self._add_config_ids(harvest.harvest_id, [config.config_id for config in made])
