@@ -132,6 +132,7 @@ class CrawlConfig:
     warc_compress: bool
     warc_store_paths: tuple[str, ...]
     warcinfo_items: tuple[tuple[str, str], ...]
+    dedup_enabled: bool                      # a DeDuplicator bean: revisits from the index and within the job
     dedup_index: Path | None
     dedup_by_url: bool
     dedup_mime_filter: str
@@ -373,6 +374,7 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         warc_compress=_as_bool(get("WARCWriterProcessor", "compress"), "compress"),
         warc_store_paths=store_paths,
         warcinfo_items=warcinfo_items,
+        dedup_enabled="DeDuplicator" in reader.roles and _as_bool(get("DeDuplicator", "enabled"), "enabled"),
         dedup_index=dedup_index,
         dedup_by_url=str(get("DeDuplicator", "matchingMethod")).strip().upper() == "URL",
         dedup_mime_filter=str(get("DeDuplicator", "mimeFilter")),

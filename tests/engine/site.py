@@ -21,9 +21,10 @@ Paths (the same on every host):
 - ``/gzip.html``                      gzip content encoding
 - ``/stall.bin``                      announces 100,000 bytes, sends 1,000, then stalls
 - ``/malformed``                      a header line h11 rejects
-- ``/hop/``, ``/hop/x1``, ``/hop/x2``  a chain reaching ``/hop/target`` at hop 3
+- ``/hop/``                           links to ``/hop/flaky`` and to ``/hop/x1`` on the second host
+- ``/hop/x1``, ``/hop/x2``            a chain reaching the first host's ``/hop/target`` at hop 3
 - ``/hop/flaky``                      drops the connection the first two times, then links to ``/hop/target``
-                                      (hop 2): the shortest-path test
+                                      (hop 2), so the longer path is found first: the shortest-path test
 """
 
 from __future__ import annotations
@@ -222,11 +223,13 @@ class TestSite:
             number = _number(path.strip("/").split("/")[-1])
             return 200, "text/html", f'<html><a href="/trap/{number + 1}/">next</a></html>'.encode(), []
         if path == "/hop/":
-            return 200, "text/html", b'<html><a href="/hop/flaky">f</a> <a href="/hop/x1">1</a></html>', []
+            chain = f"http://{self.host_names[1]}:{self.port}/hop/x1"
+            return 200, "text/html", f'<html><a href="/hop/flaky">f</a> <a href="{chain}">1</a></html>'.encode(), []
         if path == "/hop/x1":
             return 200, "text/html", b'<html><a href="/hop/x2">2</a></html>', []
         if path == "/hop/x2":
-            return 200, "text/html", b'<html><a href="/hop/target">t</a></html>', []
+            target = f"http://{self.host_names[0]}:{self.port}/hop/target"
+            return 200, "text/html", f'<html><a href="{target}">t</a></html>'.encode(), []
         if path == "/hop/flaky":
             return 200, "text/html", b'<html><a href="/hop/target">t</a></html>', []
         if path == "/hop/target":

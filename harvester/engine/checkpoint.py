@@ -1,0 +1,49 @@
+"""Checkpoints: the crawl's whole state in ``<job>/checkpoints/cpNNNNN-<yyyyMMddHHmmss>/``.
+
+Saved: the frontier (queued URIs with hop path, via, seed, attempts), the set of URLs already handled,
+hop-rejected URLs and deferred outlinks, statistics, quota counters per group, the WARC serial, the
+within-job digests, robots.txt bodies and DNS answers per host. A resumed crawl refetches none of it.
+The state is written to a temporary directory and renamed, so a checkpoint is complete or absent.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+STATE_FILE = "crawl-state.json.gz"
+_NAME = re.compile(r"^cp(\d{5})-(\d{14})$")
+
+
+def checkpoint_names(checkpoints_dir: Path) -> list[str]:
+    if not checkpoints_dir.is_dir():
+        return []
+    return sorted(p.name for p in checkpoints_dir.iterdir() if _NAME.match(p.name) and (p / STATE_FILE).is_file())
+
+
+def next_checkpoint_name(checkpoints_dir: Path) -> str:
+    numbers = [int(_NAME.match(name).group(1)) for name in checkpoint_names(checkpoints_dir)]
+    return f"cp{(max(numbers) + 1) if numbers else 1:05d}-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}"
+
+
+def save_checkpoint(checkpoints_dir: Path, name: str, state: dict) -> Path:
+    checkpoints_dir.mkdir(parents=True, exist_ok=True)
+    temporary = checkpoints_dir / f".{name}.tmp"
+    temporary.mkdir(exist_ok=True)
+    with gzip.open(temporary / STATE_FILE, "wt", encoding="utf-8", compresslevel=3) as handle:
+        json.dump(state, handle)
+        handle.flush()
+    os.replace(temporary, checkpoints_dir / name)
+    return checkpoints_dir / name
+
+
+def load_checkpoint(directory: Path) -> dict:
+    path = Path(directory) / STATE_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{directory} is not a checkpoint (no {STATE_FILE})")
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return json.load(handle)

@@ -1,0 +1,711 @@
+"""The crawl controller: one launch of one job, in its own thread with its own asyncio event loop.
+
+Order of work for each URI (do not reorder: each step relies on the one before):
+1. DNS prerequisite once per host (``dns:`` record and crawl.log line, answered from ``--hosts``);
+2. robots.txt prerequisite once per host:port, unless the policy is ``ignore``;
+3. quota of the URI's group (-5003 with ``Q:groupMaxFetchSuccesses`` / ``Q:groupMaxAllKb``);
+4. robots rules (-9998);
+5. fetch; network errors are retried with backoff up to maxRetries;
+6. deduplication (revisit record) or a response record; crawl.log; statistics; quotas;
+7. outlinks and redirects offered to scope and frontier with their hop paths.
+Crawl limits end the crawl with FINISHED_DATA_LIMIT / FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT.
+
+Controller states and the actions allowed in each are one table, CONTROLLER_TRANSITIONS. Public methods are
+thread-safe and return at once (checkpoint waits for in-flight fetches, which is brief).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harvestdef.dedup import DedupIndex
+from harvestdef.domainnames import registered_domain, to_punycode
+from harvester.engine import checkpoint as checkpoints
+from harvester.engine.config import CrawlConfig
+from harvester.engine.crawllog import CrawlLogs, iso_now
+from harvester.engine.fetch import HttpConnection, fetch
+from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
+from harvester.engine.links import extract_links
+from harvester.engine.reports import write_reports
+from harvester.engine.robots import RobotsRules
+from harvester.engine.scope import Scope, canonical_url
+from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, progress_line
+from harvester.engine.warc import WarcFileWriter, iso_to_14, sha1_digest, warc_date
+
+OUT_OF_SCOPE = "O"
+QUOTA_BLOCKED = -5003
+ROBOTS_PRECLUDED = -9998
+DOMAIN_LOOKUP_FAILED = -6
+DNS_FAILED = -1
+MAX_BACKOFF_SECONDS = 300.0
+# Words of progress-statistics.log's last line, which NetarchiveSuite reads for the stop reason (§6.5).
+CRAWL_ENDED_TEXT = {
+    "FINISHED": "Finished", "FINISHED_TIME_LIMIT": "Timelimit hit", "ABORTED": "Ended by operator",
+    "FINISHED_DATA_LIMIT": "Maximum amount of data downloaded",
+    "FINISHED_DOCUMENT_LIMIT": "Maximum number of documents downloaded",
+    "FINISHED_ABNORMAL": "Exited abnormally",
+}
+# state -> action -> next state
+CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
+    "NASCENT": {"start": "PREPARING"},
+    "PREPARING": {"run": "RUNNING", "pause": "PAUSED", "terminate": "STOPPING", "finish": "STOPPING"},
+    "RUNNING": {"pause": "PAUSING", "terminate": "STOPPING", "finish": "STOPPING", "checkpoint": "RUNNING"},
+    "PAUSING": {"paused": "PAUSED", "unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSING",
+                "finish": "STOPPING"},
+    "PAUSED": {"unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSED", "finish": "STOPPING"},
+    "STOPPING": {"stopped": "FINISHED", "terminate": "STOPPING", "finish": "STOPPING"},
+    "FINISHED": {},
+}
+
+
+class CrawlStateError(RuntimeError):
+    """An action the controller's current state does not allow."""
+
+
+@dataclass(frozen=True)
+class CrawlStatus:
+    controller_state: str
+    exit_status: str | None
+    uri_totals: dict
+    size_totals: dict
+    rates: dict
+    load: dict
+    elapsed_ms: int
+    toe_count: int
+    frontier: dict
+    crawl_log_tail: tuple[str, ...]
+    alert_count: int
+
+
+class CrawlController:
+    """One launch of one job. Runs in its own thread with its own asyncio loop; every public method is
+    thread-safe and returns at once."""
+
+    def __init__(self, config: CrawlConfig, job_dir: Path, launch_dir: Path, hosts: Mapping[str, str],
+                 job_log: logging.Logger, checkpoint: Path | None = None):
+        self.config = config
+        self.job_dir = Path(job_dir)
+        self.launch_dir = Path(launch_dir)
+        self.hosts = {to_punycode(k): v for k, v in hosts.items()}
+        self.job_log = job_log
+        self.resume_from = Path(checkpoint) if checkpoint else None
+        self._state = "NASCENT"
+        self._exit_status: str | None = None
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._finished = threading.Event()
+        self.frontier = Frontier(config.parallel_queues)
+        self.scope = Scope(config.scope_rules, config.seeds)
+        self.stats = CrawlStats()
+        self.rates = RateTracker()
+        self.logs: CrawlLogs | None = None
+        self.warc: WarcFileWriter | None = None
+        self.dedup: DedupIndex | None = None
+        self.dns: dict[str, str | None] = {}
+        self.robots: dict[str, RobotsRules] = {}
+        self.robots_text: dict[str, str | None] = {}
+        self.within_job: dict[str, tuple[str, str, str]] = {}
+        self.connections: dict[str, HttpConnection] = {}
+        self.alert_count = 0
+        self.busy = 0
+        self._paused = False
+        self._stop_status: str | None = None
+        self._started_monotonic = 0.0
+        self._queue_key_cache: dict[str, str] = {}
+        self._wakeup: asyncio.Event | None = None
+
+    # -- public, thread-safe --------------------------------------------------------------------------
+    def _transition(self, action: str) -> str:
+        with self._lock:
+            allowed = CONTROLLER_TRANSITIONS[self._state]
+            if action not in allowed:
+                raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot {action} while {self._state}")
+            self._state = allowed[action]
+            return self._state
+
+    def start(self) -> None:
+        self._transition("start")
+        self._thread = threading.Thread(target=self._run_thread, name=f"crawl-{self.config.job_name}", daemon=True)
+        self._thread.start()
+
+    def pause(self) -> None:
+        self._transition("pause")
+        self._call(self._set_paused, True)
+
+    def unpause(self) -> None:
+        self._transition("unpause")
+        self._call(self._set_paused, False)
+
+    def terminate(self) -> None:
+        self._transition("terminate")
+        self._call(self._request_stop, "ABORTED")
+
+    def checkpoint(self) -> str:
+        with self._lock:
+            if "checkpoint" not in CONTROLLER_TRANSITIONS[self._state] or self._loop is None:
+                raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot checkpoint while {self._state}")
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(self._checkpoint(), loop).result(timeout=300)
+
+    def join(self, timeout: float | None = None) -> bool:
+        return self._finished.wait(timeout)
+
+    def status(self) -> CrawlStatus:
+        stats, frontier = self.stats, self.frontier
+        elapsed_ms = self._elapsed_ms()
+        avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms / 1000)
+        depths = frontier.queue_depths()
+        queues = list(frontier.queues.values())
+        retired = sum(1 for q in queues if q.retired_reason)
+        active = sum(1 for q in queues if q.heap or q.in_flight)
+        in_process = sum(1 for q in queues if q.in_flight)
+        now = time.monotonic()
+        snoozed = sum(1 for q in queues if q.heap and not q.in_flight and q.ready_at > now)
+        uri_totals = {"downloadedUriCount": stats.downloaded, "queuedUriCount": frontier.queued_count,
+                      "totalUriCount": stats.downloaded + frontier.queued_count + frontier.in_flight,
+                      "futureUriCount": 0}
+        size_totals = {"dupByHash": stats.dup_bytes, "dupByHashCount": stats.dup_count, "notModified": 0,
+                       "notModifiedCount": 0, "novel": stats.novel_bytes, "novelCount": stats.novel_count,
+                       "total": stats.total_bytes, "totalCount": stats.downloaded,
+                       "warcNovelContentBytes": stats.novel_bytes, "warcNovelUrls": stats.novel_count,
+                       "sizeOnDisk": self.warc.bytes_written if self.warc else 0}
+        rates = {"currentDocsPerSecond": round(self.rates.current_docs, 2), "averageDocsPerSecond": round(avg_docs, 2),
+                 "currentKiBPerSec": int(self.rates.current_kib), "averageKiBPerSec": int(avg_kib)}
+        load = {"busyThreads": self.busy, "totalThreads": self.config.max_toe_threads,
+                "congestionRatio": round(active / max(1, self.busy or 1), 2) if active else 0.0,
+                "averageQueueDepth": round(sum(depths) / len(depths), 2) if depths else 0,
+                "deepestQueueDepth": max(depths) if depths else 0}
+        state = self._state
+        frontier_report = {"totalQueues": len(queues), "inProcessQueues": in_process,
+                           "readyQueues": max(0, active - in_process - snoozed), "snoozedQueues": snoozed,
+                           "activeQueues": active, "inactiveQueues": 0, "ineligibleQueues": 0,
+                           "retiredQueues": retired, "exhaustedQueues": len(queues) - active,
+                           "lastReachedState": {"RUNNING": "RUN", "PAUSED": "PAUSE", "PAUSING": "PAUSE",
+                                                "FINISHED": "FINISH", "STOPPING": "FINISH"}.get(state, "HOLD")}
+        return CrawlStatus(
+            controller_state=state, exit_status=self._exit_status, uri_totals=uri_totals, size_totals=size_totals,
+            rates=rates, load=load, elapsed_ms=elapsed_ms, toe_count=self.config.max_toe_threads,
+            frontier={**uri_totals, **size_totals, **rates, **load, **frontier_report},
+            crawl_log_tail=self.logs.tail_lines() if self.logs else (), alert_count=self.alert_count)
+
+    # -- thread and loop ------------------------------------------------------------------------------
+    def _call(self, function, *args) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(function, *args)
+
+    def _elapsed_ms(self) -> int:
+        running = (time.monotonic() - self._started_monotonic) if self._started_monotonic else 0
+        return self.stats.elapsed_before_ms + int(running * 1000)
+
+    def _run_thread(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except Exception:
+            self.job_log.exception("crawl %s failed", self.config.job_name)
+            self._exit_status = self._exit_status or "FINISHED_ABNORMAL"
+        finally:
+            with self._lock:
+                self._state = "FINISHED"
+            self._finished.set()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wakeup = asyncio.Event()
+        config = self.config
+        warc_dir = Path(config.warc_store_paths[0])
+        warc_dir = warc_dir if warc_dir.is_absolute() else self.launch_dir / warc_dir
+        with CrawlLogs(self.launch_dir / "logs") as logs:
+            self.logs = logs
+            serial = self._restore() if self.resume_from else self._seed()
+            with WarcFileWriter(warc_dir, config.warc_prefix, config.warc_max_file_size_bytes, config.warc_compress,
+                                config.warcinfo_items, serial=serial) as warc:
+                self.warc = warc if config.warc_enabled else None
+                if config.dedup_index is not None:
+                    self.dedup = DedupIndex(config.dedup_index).__enter__()
+                try:
+                    await self._crawl()
+                finally:
+                    if self.dedup is not None:
+                        self.dedup.__exit__(None, None, None)
+                    for connection in self.connections.values():
+                        connection.close()
+                    self._write_reports()
+                    logs.write("progress-statistics.log", f"{iso_now()} CRAWL ENDED - "
+                               f"{CRAWL_ENDED_TEXT.get(self._exit_status or '', self._exit_status)}")
+            logs.flush()
+        self.job_log.info("crawl ended: %s", self._exit_status)
+
+    async def _crawl(self) -> None:
+        config = self.config
+        self._started_monotonic = time.monotonic()
+        self.logs.write("progress-statistics.log", PROGRESS_HEADER)
+        if config.pause_at_start:
+            self._set_paused(True)
+        else:
+            self._transition("run")
+        self.job_log.info("crawl started: %d seeds, %d URIs queued", len(config.seeds), self.frontier.queued_count)
+        workers = [asyncio.create_task(self._worker(n + 1)) for n in range(config.max_toe_threads)]
+        ticker = asyncio.create_task(self._ticker())
+        try:
+            while self._stop_status is None:
+                await asyncio.sleep(0.05)
+                if self.frontier.is_empty() and not self._paused:
+                    self._request_stop("FINISHED")
+            # Let in-flight fetches end (limits are soft, as in Heritrix); an operator's terminate does not wait.
+            grace = 0.0 if self._stop_status == "ABORTED" else min(5.0, config.so_timeout_ms / 1000)
+            _, pending = await asyncio.wait(workers, timeout=grace if grace > 0 else 0.01)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+        self._exit_status = self._stop_status
+        self._progress()
+        with self._lock:
+            self._state = "STOPPING"
+
+    def _request_stop(self, exit_status: str) -> None:
+        if self._stop_status is None:
+            self._stop_status = exit_status
+            if exit_status != "ABORTED":
+                with contextlib.suppress(CrawlStateError):
+                    self._transition("finish")
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def _set_paused(self, paused: bool) -> None:
+        self._paused = paused
+        if paused:
+            self._check_paused()
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def _check_paused(self) -> None:
+        if self._paused and self.busy == 0:
+            with self._lock:
+                if self._state in ("PAUSING", "PREPARING"):
+                    self._state = "PAUSED"
+
+    async def _ticker(self) -> None:
+        config = self.config
+        last_progress = time.monotonic()
+        while True:
+            await asyncio.sleep(min(1.0, max(0.05, config.stats_interval_seconds / 4)))
+            self.rates.snapshot(self.stats.downloaded, self.stats.total_bytes)
+            if config.max_time_seconds > 0 and self._elapsed_ms() >= config.max_time_seconds * 1000:
+                self._request_stop("FINISHED_TIME_LIMIT")
+            if time.monotonic() - last_progress >= config.stats_interval_seconds:
+                last_progress = time.monotonic()
+                self._progress()
+            self.logs.flush()
+
+    def _progress(self) -> None:
+        stats = self.stats
+        avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, self._elapsed_ms() / 1000)
+        depths = self.frontier.queue_depths()
+        self.logs.write("progress-statistics.log", progress_line(
+            iso_now(), stats.discovered, self.frontier.queued_count, stats.downloaded, self.rates.current_docs,
+            avg_docs, self.rates.current_kib, avg_kib, stats.failures, self.busy, 0.0,
+            max(depths) if depths else 0, sum(depths) / len(depths) if depths else 0))
+
+    # -- workers --------------------------------------------------------------------------------------
+    async def _worker(self, number: int) -> None:
+        wakeup = self._wakeup
+        while self._stop_status is None:
+            if self._paused:
+                wakeup.clear()
+                await wakeup.wait()
+                continue
+            taken = self.frontier.next_ready(time.monotonic())
+            if taken is None or isinstance(taken, float):
+                wakeup.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wakeup.wait(), timeout=taken if taken else 0.5)
+                continue
+            queue, uri = taken
+            self.busy += 1
+            ready_at = time.monotonic()
+            try:
+                ready_at = await self._process(queue, uri, number)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # one bad URI must not end the crawl: log it where Heritrix does
+                self.alert_count += 1
+                self.logs.write("runtime-errors.log", f"{iso_now()} {uri.url} {exc!r}")
+                self.logs.write("alerts.log", f"{iso_now()} SEVERE {uri.url} {exc!r}")
+                self.frontier.mark_done(uri)
+            finally:
+                self.busy -= 1
+            if ready_at is not None:
+                self.frontier.release(queue, ready_at)
+            wakeup.set()
+            self._check_paused()
+            self._check_limits()
+
+    def _check_limits(self) -> None:
+        config, stats = self.config, self.stats
+        if config.max_documents_download > 0 and stats.downloaded >= config.max_documents_download:
+            self._request_stop("FINISHED_DOCUMENT_LIMIT")
+        elif config.max_bytes_download > 0 and stats.total_bytes >= config.max_bytes_download:
+            self._request_stop("FINISHED_DATA_LIMIT")
+
+    def queue_key(self, host: str) -> str:
+        key = self._queue_key_cache.get(host)
+        if key is None:
+            key = host
+            if self.config.queue_by_domain:
+                try:
+                    key = to_punycode(registered_domain(host))
+                except Exception:
+                    key = host
+            self._queue_key_cache[host] = key
+        return key
+
+    def _source(self, uri: CrawlUri) -> str | None:
+        return uri.seed if self.config.source_tag_seeds else None
+
+    async def _process(self, queue, uri: CrawlUri, thread: int) -> float | None:
+        """Handle one URI; returns when its queue may be used again (None: already released)."""
+        config = self.config
+        parts = urlsplit(uri.url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        authority = f"{host}:{port}"
+        now = time.monotonic()
+        if host not in self.dns:
+            self._resolve(host, uri, thread, queue)
+        address = self.dns[host]
+        if address is None:
+            self._log_final(uri, DOMAIN_LOOKUP_FAILED, thread, [])
+            return now
+        if not uri.is_prerequisite:
+            reason = self._quota_reason(queue)
+            if reason:
+                self.logs.crawl(QUOTA_BLOCKED, None, uri.url, uri.hop_path, uri.via, "unknown", thread, 0, 0, None,
+                                self._source(uri), [reason])
+                self.frontier.mark_done(uri)
+                return now
+        if config.robots_policy != "ignore" and not uri.is_prerequisite:
+            if authority not in self.robots:
+                await self._fetch_robots(queue, uri, host, port, authority, address, thread)
+            if not self.robots[authority].is_allowed(uri.url):
+                self.stats.host(host).robots_denied += 1
+                self._log_final(uri, ROBOTS_PRECLUDED, thread, [])
+                return now
+        result = await self._fetch(uri, host, port, authority, address)
+        if result.status < 0:
+            uri.attempts += 1
+            if uri.attempts <= config.max_retries and self._stop_status is None:
+                backoff = min(MAX_BACKOFF_SECONDS, config.retry_delay_seconds * (2 ** (uri.attempts - 1)))
+                self.frontier.retry_later(queue, uri, time.monotonic() + backoff)
+                return None
+            self._log_final(uri, result.status, thread, [f"{uri.attempts}t"], started=result.started,
+                            duration_ms=result.duration_ms)
+            return time.monotonic()
+        self._record(queue, uri, result, thread)
+        delay_ms = min(config.max_delay_ms, max(config.min_delay_ms, config.delay_factor * result.duration_ms))
+        robots = self.robots.get(authority)
+        crawl_delay = robots.crawl_delay() if robots else None
+        if crawl_delay:
+            delay_ms = max(delay_ms, min(crawl_delay, config.respect_crawl_delay_up_to_seconds) * 1000)
+        return time.monotonic() + delay_ms / 1000
+
+    def _quota_reason(self, queue) -> str | None:
+        config = self.config
+        if config.group_max_fetch_successes >= 0 and queue.fetch_successes >= config.group_max_fetch_successes:
+            queue.retired_reason = "Q:groupMaxFetchSuccesses"
+        elif config.group_max_all_kb >= 0 and queue.all_bytes >= config.group_max_all_kb * 1024:
+            queue.retired_reason = "Q:groupMaxAllKb"
+        return queue.retired_reason
+
+    def _resolve(self, host: str, uri: CrawlUri, thread: int, queue) -> None:
+        started = time.time()
+        address = self.hosts.get(host)
+        if address is None:
+            try:
+                address = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][4][0]
+            except OSError:
+                address = None
+        self.dns[host] = address
+        dns_uri = f"dns:{host}"
+        if address is None:
+            self.stats.failures += 1
+            self.logs.crawl(DNS_FAILED, None, dns_uri, uri.hop_path + "P", uri.url, "text/dns", thread, started, 0,
+                            None, self._source(uri), [])
+            return
+        answer = (time.strftime("%Y%m%d%H%M%S", time.gmtime(started)) + f"\n{host}.\t3600\tIN\tA\t{address}\n").encode()
+        digest = sha1_digest(answer)
+        if self.warc is not None:
+            self.warc.write_dns(dns_uri, started, answer)
+        self.stats.downloaded += 1
+        self.stats.status_codes[1] += 1
+        if self.config.quota_counts_prerequisites:
+            queue.fetch_successes += 1
+            queue.all_bytes += len(answer)
+        annotations = [f"content-size:{len(answer)}"] if self.config.content_size_annotation else []
+        self.logs.crawl(1, len(answer), dns_uri, "P", uri.url, "text/dns", thread, started,
+                        int((time.time() - started) * 1000), digest, self._source(uri), annotations)
+
+    async def _fetch(self, uri: CrawlUri, host: str, port: int, authority: str, address: str):
+        config = self.config
+        connection = self.connections.get(authority)
+        if connection is None:
+            connection = self.connections[authority] = HttpConnection(address, port)
+        target = urlsplit(uri.url)
+        path = (target.path or "/") + (f"?{target.query}" if target.query else "")
+        headers = [("User-Agent", config.user_agent), ("Accept", "*/*"), ("Accept-Encoding", "gzip")]
+        if config.operator_from:
+            headers.append(("From", config.operator_from))
+        if config.send_connection_close:
+            headers.append(("Connection", "close"))
+        host_header = host if port in (80, 443) else f"{host}:{port}"
+        so_timeout = config.so_timeout_ms / 1000
+        return await fetch(connection, host_header, path, headers, so_timeout, so_timeout,
+                           config.timeout_seconds, config.max_length_bytes)
+
+    async def _fetch_robots(self, queue, uri: CrawlUri, host: str, port: int, authority: str, address: str,
+                            thread: int) -> None:
+        robots_url = f"{uri.url.split('://', 1)[0]}://{host}{'' if port in (80, 443) else f':{port}'}/robots.txt"
+        robots_uri = CrawlUri(robots_url, uri.hop_path + "P", uri.url, uri.seed, is_prerequisite=True)
+        if not self.frontier.knows(robots_url) or self.frontier.state.get(robots_url) != DONE:
+            result = await self._fetch(robots_uri, host, port, authority, address)
+            text = None
+            if result.status >= 0:
+                self._record(queue, robots_uri, result, thread, extract=False)
+                if 200 <= result.status < 300:
+                    text = result.body[:500_000].decode("utf-8", "replace")
+            else:
+                self._log_final(robots_uri, result.status, thread, [], started=result.started)
+            self.frontier.state[robots_url] = DONE
+            self.robots_text[authority] = text
+        self.robots[authority] = RobotsRules(self.robots_text.get(authority), self.config.user_agent)
+
+    # -- results --------------------------------------------------------------------------------------
+    def _log_final(self, uri: CrawlUri, status: int, thread: int, annotations: list[str], started: float = 0,
+                   duration_ms: int = 0) -> None:
+        self.stats.failures += 1
+        self.stats.status_codes[status] += 1
+        if not uri.hop_path and not uri.is_prerequisite:
+            self.stats.seeds[uri.url] = (status, "")
+        self.logs.crawl(status, None, uri.url, uri.hop_path, uri.via, "unknown", thread, started, duration_ms, None,
+                        self._source(uri), annotations)
+        self.frontier.mark_done(uri)
+
+    def _record(self, queue, uri: CrawlUri, result, thread: int, extract: bool = True) -> None:
+        config, stats = self.config, self.stats
+        content_type = result.header("content-type")
+        mime = content_type.split(";", 1)[0].strip().lower() or "unknown"
+        size = len(result.body)
+        digest = result.payload_digest
+        annotations = list(result.annotations)
+        if uri.attempts:
+            annotations.insert(0, f"{uri.attempts}t")
+        is_duplicate = False
+        dedup_applies = (config.dedup_enabled and 200 <= result.status < 300 and not annotations
+                         and self._dedup_mime_applies(mime))
+        original = None
+        if dedup_applies:
+            original = self.within_job.get(digest)
+            if original is not None and config.dedup_by_url and original[0] != uri.url:
+                original = None
+            if original is None and self.dedup is not None:
+                entry = self.dedup.lookup(digest)
+                if entry is not None and (not config.dedup_by_url or entry.url == uri.url):
+                    original = (entry.url, entry.date, entry.record_id or "")
+        truncated = None
+        if "lenTrunc" in annotations:
+            truncated = "length"
+        elif "timeTrunc" in annotations or "midFetchTrunc" in annotations:
+            truncated = "time"
+        if original is not None:
+            is_duplicate = True
+            annotations.append("duplicate:digest")
+            if self.warc is not None:
+                self.warc.write_revisit(uri.url, result.started, result.address, result.raw_request,
+                                        result.raw_response[:result.header_length], digest, original[0],
+                                        _date_14_to_warc(original[1]), original[2] or None)
+        elif self.warc is not None:
+            written = self.warc.write_exchange(uri.url, result.started, result.address, result.raw_request,
+                                               result.raw_response, digest, truncated)
+            if dedup_applies:
+                self.within_job[digest] = (uri.url, iso_to_14(warc_date(result.started)), written.record_id)
+        if config.content_size_annotation:
+            annotations.append(f"content-size:{size}")
+        host = urlsplit(uri.url).hostname or ""
+        host_stats = stats.host(host)
+        host_stats.urls += 1
+        host_stats.bytes += size
+        stats.downloaded += 1
+        stats.total_bytes += size
+        stats.status_codes[result.status] += 1
+        stats.mimetypes[mime] += 1
+        stats.mimetype_bytes[mime] += size
+        if is_duplicate:
+            stats.dup_count += 1
+            stats.dup_bytes += size
+            host_stats.dup_urls += 1
+            host_stats.dup_bytes += size
+        else:
+            stats.novel_count += 1
+            stats.novel_bytes += size
+            host_stats.novel_urls += 1
+            host_stats.novel_bytes += size
+        if config.quota_counts_prerequisites or not uri.is_prerequisite:
+            if 200 <= result.status < 300:
+                queue.fetch_successes += 1
+            queue.all_bytes += size
+        self.logs.crawl(result.status, size, uri.url, uri.hop_path, uri.via, mime, thread, result.started,
+                        result.duration_ms, digest, self._source(uri), annotations)
+        self.frontier.mark_done(uri)
+        location = result.header("location") if 300 <= result.status < 400 else ""
+        if not uri.hop_path and not uri.is_prerequisite:
+            stats.seeds[uri.url] = (result.status, canonical_url(location, uri.url) or "" if location else "")
+        if not extract or self._stop_status is not None:
+            return
+        if location:
+            self._discover(location, "R", uri, uri.url)
+        if 200 <= result.status < 300 and size:
+            links, base = extract_links(result.body, content_type, result.header("content-encoding"))
+            base_url = canonical_url(base, uri.url) if base else uri.url
+            for raw, hop in links:
+                self._discover(raw, hop, uri, base_url or uri.url)
+
+    def _dedup_mime_applies(self, mime: str) -> bool:
+        config = self.config
+        matches = re.match(config.dedup_mime_filter, mime) is not None if config.dedup_mime_filter else False
+        return not matches if config.dedup_mime_filter_is_blacklist else matches
+
+    # -- discovery ------------------------------------------------------------------------------------
+    def _discover(self, raw: str, hop: str, parent: CrawlUri, base: str) -> None:
+        url = canonical_url(raw, base)
+        if url is None:
+            return
+        self.offer(url, parent.hop_path + hop, parent.url, parent.seed, hop)
+
+    def offer(self, url: str, hop_path: str, via: str, seed: str, hop: str = "L") -> None:
+        """Offer a URL found by ``via``: schedule it, or improve its hop path (the shortest-path rule)."""
+        frontier = self.frontier
+        state = frontier.state.get(url)
+        if state is not None and not frontier.is_shorter(url, hop_path):
+            return
+        if state == DONE:
+            frontier.best_path[url] = hop_path
+            # A fetched page found closer to a seed: outlinks it lost to the hop limit may now be in scope.
+            for child, child_hop in frontier.deferred_outlinks.pop(url, []):
+                self.offer(child, hop_path + child_hop, url, seed, child_hop)
+            return
+        accepted, by_hops = self.scope.decide(url, hop_path)
+        if accepted:
+            frontier.hop_rejected.pop(url, None)
+            uri = CrawlUri(url, hop_path, via, seed)
+            key = self.queue_key(urlsplit(url).hostname or "")
+            if state == QUEUED:
+                frontier.supersede(key, uri)
+            else:
+                if state is None:
+                    self.stats.discovered += 1
+                frontier.schedule(key, uri)
+            if self._wakeup is not None:
+                self._wakeup.set()
+        elif by_hops:
+            frontier.state[url] = HOP_REJECTED
+            frontier.best_path[url] = hop_path
+            frontier.hop_rejected[url] = CrawlUri(url, hop_path, via, seed)
+            frontier.deferred_outlinks.setdefault(via, []).append((url, hop))
+        elif state is None:
+            frontier.state[url] = OUT_OF_SCOPE
+            frontier.best_path[url] = hop_path
+
+    def _seed(self) -> int:
+        for seed in self.config.seeds:
+            url = canonical_url(seed)
+            if url is None:
+                self.logs.write("alerts.log", f"{iso_now()} WARNING seed {seed!r} is not an http(s) URL, ignored")
+                self.alert_count += 1
+                continue
+            self.stats.seeds.setdefault(url, (0, ""))
+            self.stats.discovered += 1
+            self.frontier.schedule(self.queue_key(urlsplit(url).hostname or ""), CrawlUri(url, "", "", url))
+        return 0
+
+    # -- checkpoint -----------------------------------------------------------------------------------
+    async def _checkpoint(self) -> str:
+        self._transition("checkpoint")
+        was_paused = self._paused
+        self._paused = True
+        while self.busy:
+            await asyncio.sleep(0.01)
+        name = checkpoints.next_checkpoint_name(self.job_dir / "checkpoints")
+        frontier = self.frontier
+        state = {
+            "job": self.config.job_name,
+            "pending": [[key, u.url, u.hop_path, u.via, u.seed, u.attempts] for key, u in frontier.all_pending()],
+            "state": frontier.state, "best_path": frontier.best_path,
+            "hop_rejected": [[u.url, u.hop_path, u.via, u.seed] for u in frontier.hop_rejected.values()],
+            "deferred_outlinks": frontier.deferred_outlinks,
+            "stats": {**self.stats.to_json(), "elapsed_before_ms": self._elapsed_ms()},
+            "quotas": {key: [q.fetch_successes, q.all_bytes, q.retired_reason] for key, q in frontier.queues.items()},
+            "warc_serial": self.warc.serial if self.warc else 0,
+            "within_job": self.within_job, "robots": self.robots_text, "dns": self.dns,
+        }
+        checkpoints.save_checkpoint(self.job_dir / "checkpoints", name, state)
+        self._write_reports()
+        self.logs.flush()
+        self._paused = was_paused
+        self._wakeup.set()
+        self.job_log.info("checkpoint %s written", name)
+        return name
+
+    def _restore(self) -> int:
+        state = checkpoints.load_checkpoint(self.resume_from)
+        frontier = self.frontier
+        frontier.state.update(state["state"])
+        frontier.best_path.update(state["best_path"])
+        frontier.deferred_outlinks.update({k: [tuple(x) for x in v] for k, v in state["deferred_outlinks"].items()})
+        for url, hop_path, via, seed in state["hop_rejected"]:
+            frontier.hop_rejected[url] = CrawlUri(url, hop_path, via, seed)
+        for key, url, hop_path, via, seed, attempts in state["pending"]:
+            frontier.schedule(key, CrawlUri(url, hop_path, via, seed, attempts))
+        for key, (successes, all_bytes, reason) in state["quotas"].items():
+            queue = frontier.queue_for(key)
+            queue.fetch_successes, queue.all_bytes, queue.retired_reason = successes, all_bytes, reason
+        self.stats = CrawlStats.from_json(state["stats"])
+        self.within_job = {k: tuple(v) for k, v in state["within_job"].items()}
+        self.robots_text = dict(state["robots"])
+        self.robots = {k: RobotsRules(v, self.config.user_agent) for k, v in self.robots_text.items()}
+        self.dns = dict(state["dns"])
+        for seed in self.stats.seeds:
+            self.scope.add_seed(seed)
+        self.job_log.info("resumed from checkpoint %s: %d URIs queued, %d done", self.resume_from.name,
+                          frontier.queued_count, sum(1 for s in frontier.state.values() if s == DONE))
+        return int(state.get("warc_serial", 0))
+
+    def _write_reports(self) -> None:
+        frontier = self.frontier
+        try:
+            write_reports(self.launch_dir / "reports", self.config.job_name, self._exit_status, self._elapsed_ms(),
+                          self.stats, {"queued": frontier.queued_count, "inFlight": frontier.in_flight,
+                                       "queues": len(frontier.queues)},
+                          {key: len(q.heap) for key, q in frontier.queues.items()})
+        except OSError as exc:
+            self.alert_count += 1
+            self.logs.write("alerts.log", f"{iso_now()} SEVERE reports not written: {exc}")
+
+
+def _date_14_to_warc(date: str) -> str:
+    if len(date) >= 14 and date[:14].isdigit():
+        return f"{date[0:4]}-{date[4:6]}-{date[6:8]}T{date[8:10]}:{date[10:12]}:{date[12:14]}Z"
+    return date

@@ -1,0 +1,149 @@
+"""Scope: the DecideRuleSequence of the crawl configuration, evaluated like Heritrix (last decision wins),
+and the URL forms it works on (canonical URL, SURT).
+
+A decision depends on the URL, its hop path (the letters L, E, R, X, P of its discovery path) and the
+seeds. ``decide`` also says whether the hop count alone made a URL out of scope, because such a URL may
+come back in scope when a shorter path to it is found (harvester/engine/frontier.py keeps those).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+from harvestdef.domainnames import registered_domain, to_punycode
+from harvester.engine.config import ScopeRule
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def canonical_url(url: str, base: str | None = None) -> str | None:
+    """Absolute, fragment-free URL with a punycode lower-case host; None if it is not http(s)."""
+    try:
+        if base is not None:
+            url = urljoin(base, url.strip())
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    try:
+        host = to_punycode(parts.hostname)
+        port = parts.port
+    except (ValueError, Exception):
+        return None
+    netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
+    path = parts.path or "/"
+    return urlunsplit((scheme, netloc, path.replace(" ", "%20"), parts.query, ""))
+
+
+def host_of(url: str) -> str:
+    return urlsplit(url).hostname or ""
+
+
+def surt(url: str) -> str:
+    """``http://www.example.dk:8080/a/b`` -> ``http://(dk,example,www,:8080)/a/b`` (Heritrix's SURT form)."""
+    parts = urlsplit(url)
+    labels = ",".join(reversed((parts.hostname or "").split(".")))
+    port = f":{parts.port}" if parts.port else ""
+    scheme = "http" if parts.scheme == "https" else parts.scheme  # Heritrix compares https as http
+    rest = parts.path + (f"?{parts.query}" if parts.query else "")
+    return f"{scheme}://({labels},{port})" + rest
+
+
+def seed_surt_prefix(seed: str, whole_domain: bool) -> str:
+    """The SURT prefix a seed implies: its host and directory (Heritrix), or its whole registered domain
+    with every subdomain (NetarchiveSuite's NASSurtPrefixedDecideRule)."""
+    parts = urlsplit(seed)
+    host = parts.hostname or ""
+    if whole_domain:
+        domain = to_punycode(registered_domain(host))
+        return "http://(" + ",".join(reversed(domain.split("."))) + ","
+    full = surt(seed)
+    head, _, path = full.partition(")")
+    directory = path[: path.rfind("/") + 1] if "/" in path else "/"
+    return head + ")" + directory
+
+
+class Scope:
+    def __init__(self, rules: Iterable[ScopeRule], seeds: Iterable[str]):
+        self.rules = tuple(rules)
+        seeds = tuple(seeds)
+        self._prefixes: dict[int, tuple[str, ...]] = {}
+        self._regexes: dict[int, list[re.Pattern[str]]] = {}
+        for index, rule in enumerate(self.rules):
+            if rule.kind in ("SurtPrefixedDecideRule", "NASSurtPrefixedDecideRule"):
+                prefixes = set(rule.patterns)
+                if rule.seeds_as_prefixes:
+                    prefixes.update(seed_surt_prefix(s, rule.whole_domain) for s in seeds)
+                self._prefixes[index] = tuple(sorted(prefixes))
+            elif rule.kind in ("MatchesListRegexDecideRule", "MatchesRegexDecideRule"):
+                self._regexes[index] = [re.compile(p) for p in rule.patterns]
+
+    def add_seed(self, seed: str) -> None:
+        for index, rule in enumerate(self.rules):
+            if index in self._prefixes and rule.seeds_as_prefixes:
+                implied = seed_surt_prefix(seed, rule.whole_domain)
+                self._prefixes[index] = tuple(sorted({*self._prefixes[index], implied}))
+
+    def decide(self, url: str, hop_path: str) -> tuple[bool, bool]:
+        """(accepted, rejected only because of too many hops)."""
+        decision = None
+        by_hops = False
+        url_surt = None
+        for index, rule in enumerate(self.rules):
+            kind = rule.kind
+            result = None
+            if kind == "RejectDecideRule" or kind == "AcceptDecideRule":
+                result = rule.decision
+            elif index in self._prefixes:
+                if url_surt is None:
+                    url_surt = surt(url)
+                if url_surt.startswith(self._prefixes[index]):
+                    result = rule.decision
+            elif kind == "TooManyHopsDecideRule":
+                if len(hop_path) > rule.number:
+                    result = "REJECT"
+                    by_hops = True
+            elif kind == "TransclusionDecideRule":
+                if _is_transclusion(hop_path, rule.number, rule.second_number):
+                    result = "ACCEPT"
+            elif index in self._regexes:
+                if any(regex.fullmatch(url) for regex in self._regexes[index]):
+                    result = rule.decision
+            elif kind == "PathologicalPathDecideRule":
+                if _is_pathological(url, rule.number):
+                    result = "REJECT"
+            elif kind == "TooManyPathSegmentsDecideRule":
+                if urlsplit(url).path.count("/") > rule.number:
+                    result = "REJECT"
+            elif kind == "PrerequisiteAcceptDecideRule":
+                if hop_path.endswith("P"):
+                    result = "ACCEPT"
+            elif kind == "SchemeNotInSetDecideRule" and urlsplit(url).scheme not in rule.patterns:
+                result = "REJECT"
+            if result is not None:
+                if result != decision and kind != "TooManyHopsDecideRule":
+                    by_hops = False
+                decision = result
+        accepted = decision == "ACCEPT"
+        return accepted, (not accepted and by_hops)
+
+
+def _is_transclusion(hop_path: str, max_trans_hops: int, max_speculative_hops: int) -> bool:
+    """Heritrix's TransclusionDecideRule: the path ends in 1..max_trans_hops non-link hops (embeds,
+    redirects, prerequisites), at most max_speculative_hops of them X."""
+    tail = hop_path[len(hop_path.rstrip("ERXPI")):]
+    return 0 < len(tail) <= max_trans_hops and tail.count("X") <= max_speculative_hops
+
+
+def _is_pathological(url: str, max_repetitions: int) -> bool:
+    segments = [s for s in urlsplit(url).path.split("/") if s]
+    run = 1
+    for previous, current in zip(segments, segments[1:], strict=False):
+        run = run + 1 if current == previous else 1
+        if run > max_repetitions:
+            return True
+    return False
