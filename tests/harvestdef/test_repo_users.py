@@ -1,0 +1,62 @@
+"""Users: roles, scrypt password hashes (never plain text), editions, the audit trail. Both databases."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from harvestdef.db import schema as s
+from harvestdef.errors import ConflictError, StaleEditionError, ValidationError
+from harvestdef.model.definitions import Role
+from harvestdef.repositories.audit import AuditRepository
+from harvestdef.repositories.users import UserRepository, verify_password
+from tests.harvestdef.factories import make_user
+
+
+def test_create_stores_a_salted_hash_and_authenticates(engine):
+    with engine.begin() as conn:
+        alice = make_user(conn, "alice", "Curator", password="correct horse battery")
+        make_user(conn, "bob", "operator", password="correct horse battery")
+        hashes = dict(conn.execute(select(s.users.c.name, s.users.c.password_hash)).all())
+        repository = UserRepository(conn)
+        assert repository.authenticate("alice", "correct horse battery") == alice
+        assert repository.authenticate("alice", "wrong password") is None
+        assert repository.authenticate("nobody", "correct horse battery") is None
+    assert alice.role is Role.CURATOR
+    assert all("correct horse" not in h and h.startswith("scrypt$") for h in hashes.values())
+    assert hashes["alice"] != hashes["bob"]  # a salt per user
+    assert verify_password("correct horse battery", hashes["alice"])
+
+
+@pytest.mark.parametrize("role", ["root", "", "viewer"])
+def test_unknown_roles_are_refused(engine, role):
+    with engine.begin() as conn, pytest.raises(ValidationError, match="curator, operator, archivist, admin"):
+        UserRepository(conn).create("carol", role, "long enough pw")
+
+
+def test_short_password_and_duplicate_name_are_refused(engine):
+    with engine.begin() as conn:
+        with pytest.raises(ValidationError, match="at least 8"):
+            UserRepository(conn).create("carol", "admin", "short")
+        make_user(conn, "carol")
+    with engine.begin() as conn, pytest.raises(ConflictError, match="carol"):
+        make_user(conn, "carol")
+
+
+def test_password_role_and_deactivation_with_editions_and_audit(engine):
+    with engine.begin() as conn:
+        user = make_user(conn, "dave")
+        repository = UserRepository(conn, "admin")
+        user = repository.set_password("dave", "a new passphrase", user.edition)
+        user = repository.set_role("dave", "archivist", user.edition)
+        assert repository.authenticate("dave", "a new passphrase") == user
+        user = repository.set_active("dave", False, user.edition)
+        assert repository.authenticate("dave", "a new passphrase") is None
+        changes = AuditRepository(conn).changes_of("users", user.user_id)
+    assert user.role is Role.ARCHIVIST and not user.isactive and user.edition == 4
+    assert [c.actor for c in changes] == ["admin"] * 3 + ["system"]
+    assert all("scrypt" not in str(c.before) + str(c.after) for c in changes)
+    with engine.begin() as conn, pytest.raises(StaleEditionError, match="user 'dave'"):
+        UserRepository(conn).set_role("dave", "admin", 3)
+    with engine.connect() as conn:
+        assert UserRepository(conn).get("dave") == user
