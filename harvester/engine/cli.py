@@ -85,10 +85,11 @@ def engine(jobs_dir: Path, port: int, auth: str, bind: str, hosts_file: Path | N
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
-    server.start()
-    click.echo(f"Engine listening at {server.url}")
     click.echo(f"Certificate {cert_path} SHA-256 fingerprint {fingerprint(cert_path)}")
     click.echo(f"Jobs directory {jobs_dir} ({len(registry.snapshot().jobs)} jobs)")
+    server.start()
+    # Printed last and only once the server accepts: whoever starts the engine waits for this line.
+    click.echo(f"Engine listening at {server.url}")
     sys.stdout.flush()
     # The main thread only waits: signal handlers run here, and the server lives in its own thread.
     while not stop_requested.wait(timeout=1.0):
