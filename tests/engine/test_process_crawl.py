@@ -78,8 +78,14 @@ def test_crawl_of_the_test_site_runs_to_finished(engine_process: EngineProcess, 
     assert test_site.request_count(HOST, "/") == 1
     progress = (latest / "logs" / "progress-statistics.log").read_text(encoding="utf-8")
     assert "CRAWL ENDED - Finished" in progress.splitlines()[-1]
-    assert finished.crawl_log_tail and finished.crawl_log_file_path == str(latest.resolve() / "logs" / "crawl.log") \
-        or finished.crawl_log_file_path.endswith("logs/crawl.log")
+    assert any(f" {seed} " in line for line in finished.crawl_log_tail)
+    assert Path(finished.crawl_log_file_path).resolve() == (latest / "logs" / "crawl.log").resolve()
+    # Every nested report of peers.md §1.2 is there and typed.
+    assert finished.size_totals_report.total > 0 and finished.size_totals_report.total_count > 0
+    assert finished.rate_report.average_docs_per_second > 0
+    assert finished.elapsed_report.elapsed_pretty.endswith("ms")
+    assert finished.load_report.total_threads == 4 and finished.thread_report.toe_count == 4
+    assert finished.frontier_report.last_reached_state == "FINISH"
 
     # A finished job is torn down, built and launched again: a second launch directory, the symlink follows.
     assert client.teardown("basic").status_description == "Unbuilt"
