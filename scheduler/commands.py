@@ -60,9 +60,10 @@ def plan(app: AppContext, plan_file: click.utils.LazyFile) -> None:
     try:
         answer = make_plan(document, app.settings.jobgen)
     except PlanInputError as exc:
-        for path, message in exc.errors:
-            click.echo(f"harvestsuite: error: {path}: {message}", err=True)
-        # every error is listed above; exit status 2 as for any other input error of ours
-        raise click.exceptions.Exit(2) from None
+        # one line per error, every error; exit status 2 as for any other input error of ours
+        failure = click.ClickException("the plan input is wrong:\n" + "\n".join(
+            f"  {path}: {message}" for path, message in exc.errors))
+        failure.exit_code = 2
+        raise failure from exc
     json.dump(answer, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")

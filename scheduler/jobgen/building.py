@@ -315,7 +315,7 @@ class JobWriter:
                               .outerjoin(sl, sl.c.seedlist_id == cs.c.seedlist_id))
                  .where(jc.c.job_id.between(first, last))
                  .order_by(jc.c.job_id, d.c.name, sl.c.seedlist_id))
-        result = self.conn.execution_options(stream_results=True, yield_per=5000).execute(query)
+        result = self.conn.execute(query, execution_options={"stream_results": True, "yield_per": 5000})
         try:
             yield from result
         finally:

@@ -156,7 +156,8 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
     defaults, own_attributes = crawl_attributes(conn)
     candidates = Candidates(limits, rules.expectation)
     query = candidate_query(conn, source, rules, now, alias_timeout)
-    result = conn.execution_options(stream_results=True, yield_per=batch_size).execute(query)
+    # per statement: Connection.execution_options() would change the connection for every later statement
+    result = conn.execute(query, execution_options={"stream_results": True, "yield_per": batch_size})
     current: tuple | None = None
     history: list[HistoryRow] = []
 
