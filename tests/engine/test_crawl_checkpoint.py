@@ -1,0 +1,52 @@
+"""Pause, checkpoint and resume in a new CrawlController without refetching what was done."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from tests.engine.site import wait_for
+
+
+def test_resume_from_checkpoint_fetches_the_rest_and_nothing_twice(crawl, test_site):
+    seeds = [test_site.url("www.kulturarv.dk", "/"), test_site.url("www.bibliotek.no", "/")]
+    first = crawl(seeds, wait=False, overrides={"crawlController.maxToeThreads": 1,
+                                                "disposition.minDelayMs": 30, "disposition.maxDelayMs": 30})
+    controller = first.controller
+    assert wait_for(lambda: controller.status().uri_totals["downloadedUriCount"] >= 12, timeout=20)
+    controller.pause()
+    assert wait_for(lambda: controller.status().controller_state == "PAUSED", timeout=10)
+    name = controller.checkpoint()
+    assert (first.job_dir / "checkpoints" / name).is_dir() and name.startswith("cp00001-")
+    done_at_checkpoint = controller.status().uri_totals["downloadedUriCount"]
+    assert (first.launch_dir / "reports" / "crawl-report.txt").is_file()
+    controller.terminate()
+    assert controller.join(10)
+    assert controller.status().exit_status == "ABORTED"
+    requests_before = len(test_site.requests)
+
+    second = crawl(seeds, checkpoint=first.job_dir / "checkpoints" / name, launch="20260101000100")
+    status = second.controller.status()
+    assert status.exit_status == "FINISHED"
+    assert status.uri_totals["downloadedUriCount"] > done_at_checkpoint
+    refetched = Counter(test_site.requests[:requests_before]) & Counter(test_site.requests[requests_before:])
+    assert not refetched, f"fetched again after resume: {sorted(refetched)}"
+    all_lines = first.crawl_log() + second.crawl_log()
+    fetched = Counter(f[3] for f in all_lines if f[3].startswith("http") and f[1] not in ("-9998", "-5003"))
+    assert all(count == 1 for count in fetched.values())
+    # The same site crawled in one go gives the same set of URLs.
+    assert test_site.url("www.bibliotek.no", "/page/8") in fetched
+    warcs = sorted(p.name for p in (second.launch_dir / "warcs").iterdir())
+    assert warcs and all("-00002-" in n or "-00003-" in n for n in warcs), warcs
+
+
+def test_paused_crawl_fetches_nothing_until_unpaused(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/")], wait=False,
+                overrides={"crawlController.pauseAtStart": "true"})
+    controller = run.controller
+    assert wait_for(lambda: controller.status().controller_state == "PAUSED", timeout=10)
+    time.sleep(0.3)
+    assert controller.status().uri_totals["downloadedUriCount"] == 0
+    controller.unpause()
+    assert controller.join(30)
+    assert controller.status().exit_status == "FINISHED"

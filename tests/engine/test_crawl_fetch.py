@@ -1,0 +1,62 @@
+"""Fetch failures and truncation: a stall mid-body, a response h11 rejects, length and time truncation,
+retries of network errors."""
+
+from __future__ import annotations
+
+from tests.engine.site import BIG_SIZE, STALL_SENT
+
+
+def test_stall_mid_body_is_timed_out_and_recorded(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/stall.bin")],
+                overrides={"fetchHttp.soTimeoutMs": 300, "fetchHttp.timeoutSeconds": 20})
+    line = run.lines_for(test_site.url("www.kulturarv.dk", "/stall.bin"))[0]
+    assert line[1] == "200" and line[2] == str(STALL_SENT) and "midFetchTrunc" in line[11]
+    record = next(r for r in run.warc_records() if r[0] == "response" and r[1].endswith("/stall.bin"))
+    assert record[3] == test_site.responses_for("www.kulturarv.dk", "/stall.bin")[0]
+    assert record[2].get_header("WARC-Truncated") == "time"
+    assert run.controller.status().elapsed_ms < 10_000
+
+
+def test_total_fetch_time_truncates_with_time_trunc(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/stall.bin")],
+                overrides={"fetchHttp.soTimeoutMs": 5000, "fetchHttp.timeoutSeconds": 1})
+    line = run.lines_for(test_site.url("www.kulturarv.dk", "/stall.bin"))[0]
+    assert "timeTrunc" in line[11]
+
+
+def test_length_truncation(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/big.bin")], overrides={"fetchHttp.maxLengthBytes": 100000})
+    line = run.lines_for(test_site.url("www.kulturarv.dk", "/big.bin"))[0]
+    assert line[2] == "100000" and "lenTrunc" in line[11]
+    record = next(r for r in run.warc_records() if r[0] == "response" and r[1].endswith("/big.bin"))
+    assert record[2].get_header("WARC-Truncated") == "length"
+    assert len(record[3]) < BIG_SIZE
+
+
+def test_malformed_response_is_recorded_as_received(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/malformed")])
+    line = run.lines_for(test_site.url("www.kulturarv.dk", "/malformed"))[0]
+    assert line[1] == "200"
+    record = next(r for r in run.warc_records() if r[0] == "response" and r[1].endswith("/malformed"))
+    assert record[3] == test_site.responses_for("www.kulturarv.dk", "/malformed")[0]
+    assert run.controller.status().exit_status == "FINISHED"
+
+
+def test_network_errors_are_retried_then_succeed(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/hop/flaky")], overrides={"frontier.retryDelaySeconds": 0.05})
+    line = run.lines_for(test_site.url("www.kulturarv.dk", "/hop/flaky"))[0]
+    assert line[1] == "200" and line[11].startswith("2t")
+    assert test_site.request_count("www.kulturarv.dk", "/hop/flaky") == 3
+
+
+def test_retries_exhausted_log_the_network_error(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/hop/flaky")],
+                overrides={"frontier.retryDelaySeconds": 0.05, "frontier.maxRetries": 1})
+    line = run.lines_for(test_site.url("www.kulturarv.dk", "/hop/flaky"))[0]
+    assert line[1] == "-3" and line[11] == "2t"
+
+
+def test_unknown_host_is_a_dns_failure(crawl, test_site):
+    run = crawl(["http://not-in-hosts.invalid/"])
+    assert run.lines_for("dns:not-in-hosts.invalid")[0][1] == "-1"
+    assert run.lines_for("http://not-in-hosts.invalid/")[0][1] == "-6"
