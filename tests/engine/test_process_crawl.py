@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harvestdef.errors import HeritrixError
 from harvester.heritrix import HeritrixClient, JobStatus
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite
@@ -152,7 +153,11 @@ def test_engine_restart_resumes_from_the_checkpoint_without_refetching(
         assert found.status_description == "Unbuilt" and found.launch_count == 1
         assert checkpoint in found.checkpoint_files and len(found.checkpoint_files) == 2
         client.build("resumed")
-        client.launch("resumed", checkpoint=checkpoint)
+        with pytest.raises(HeritrixError, match="no checkpoint 'cp99999-20000101000000'"):
+            client.launch("resumed", checkpoint="cp99999-20000101000000")
+        assert client.job_status("resumed").status_description == "Ready"
+        # "latest" is the checkpoint the engine wrote at shutdown, taken while paused: the same crawl state.
+        client.launch("resumed", checkpoint="latest")
         finished = client.wait_for("resumed", lambda status: status.is_finished, timeout=CRAWL_TIMEOUT)
         assert finished.crawl_exit_status == "FINISHED" and finished.launch_count == 2
         second_launch = Path(os.path.realpath(jobs_dir / "resumed" / "latest"))
@@ -162,4 +167,4 @@ def test_engine_restart_resumes_from_the_checkpoint_without_refetching(
         assert test_site.request_count(HOST, "/") == 1
         assert crawl_log_uris(second_launch), "the resumed crawl fetched nothing new"
     job_log = (jobs_dir / "resumed" / "job.log").read_text(encoding="utf-8")
-    assert "at engine shutdown" in job_log and f"from checkpoint {checkpoint}" in job_log
+    assert "at engine shutdown" in job_log and f"from checkpoint {found.checkpoint_files[-1]}" in job_log
