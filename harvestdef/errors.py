@@ -8,6 +8,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── ValidationError            bad input from a person or a file (names the input and what is wrong)
     │   ├── DomainNameError        not a valid domain name (with the reason)
     │   ├── TemplateError          a crawl template that is not well-formed (line and column)
+    │   ├── CrawlerTrapError       a crawler trap that is not a valid regular expression (line)
     │   └── PlanInputError         the offline planner's JSON is wrong (every error with its JSON path)
     ├── NotFoundError              no such row (names the kind and the key)
     ├── ConflictError              the row exists already (names the kind and the key)
@@ -46,6 +47,15 @@ class TemplateError(ValidationError):
         super().__init__(message)
         self.line = line
         self.column = column
+
+
+class CrawlerTrapError(ValidationError):
+    """A crawler trap that is not a valid regular expression; ``line`` is 1-based in the input."""
+
+    def __init__(self, message: str, line: int, expression: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.expression = expression
 
 
 class PlanInputError(ValidationError):

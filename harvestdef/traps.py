@@ -15,19 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harvestdef.errors import ValidationError
+from harvestdef.errors import CrawlerTrapError
+
+__all__ = ["MAX_EXPRESSION_LENGTH", "CrawlerTrapError", "parse_stored_traps", "split_lines", "traps_text",
+           "validate_trap_expressions"]
 
 # global_crawler_trap_expressions.trap_expression is varchar(1000) (reference §1.6)
 MAX_EXPRESSION_LENGTH = 1000
-
-
-class CrawlerTrapError(ValidationError):
-    """A crawler trap that is not a valid regular expression; ``line`` is 1-based in the input."""
-
-    def __init__(self, message: str, line: int, expression: str) -> None:
-        super().__init__(message)
-        self.line = line
-        self.expression = expression
 
 
 def split_lines(text: str | Iterable[str]) -> list[str]:
