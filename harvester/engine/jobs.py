@@ -195,11 +195,11 @@ class CrawlJob:
 
     # -- state ---------------------------------------------------------------------------------------------
 
-    def _state(self) -> JobState:
+    def _state(self, crawl_status: CrawlStatus | None = None) -> JobState:
+        """The job's state; ``crawl_status`` is the controller's status when the caller has one already."""
         if self._controller is not None:
-            if self._controller.status().controller_state == "FINISHED":
-                return JobState.FINISHED
-            return JobState.ACTIVE
+            crawl_status = crawl_status or self._controller.status()
+            return JobState.FINISHED if crawl_status.controller_state == "FINISHED" else JobState.ACTIVE
         return JobState.READY if self._config is not None else JobState.UNBUILT
 
     def _available_actions(self, state: JobState, controller_state: str | None) -> tuple[Action, ...]:
@@ -211,8 +211,9 @@ class CrawlJob:
 
     def _require(self, action: Action) -> JobState:
         """Check ``action`` against the tables; raise naming job, action and state when it is not allowed."""
-        state = self._state()
-        controller_state = self._controller.status().controller_state if self._controller else None
+        crawl_status = self._controller.status() if self._controller is not None else None
+        state = self._state(crawl_status)
+        controller_state = crawl_status.controller_state if crawl_status else None
         if action not in self._available_actions(state, controller_state):
             where = f"{state.value}" + (f" ({controller_state})" if controller_state else "")
             raise JobActionError(f"job {self.name}: action '{action}' is not available while {where}")
@@ -363,10 +364,7 @@ class CrawlJob:
     def snapshot(self) -> JobSnapshot:
         with self._lock:
             crawl_status = self._controller.status() if self._controller is not None else None
-            if crawl_status is None:
-                state = JobState.READY if self._config is not None else JobState.UNBUILT
-            else:
-                state = JobState.FINISHED if crawl_status.controller_state == "FINISHED" else JobState.ACTIVE
+            state = self._state(crawl_status)
             controller_state = crawl_status.controller_state if crawl_status else None
             if state is JobState.READY:
                 controller_state = "NASCENT"  # Heritrix's state of a built, unlaunched crawl
