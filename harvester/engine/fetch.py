@@ -38,6 +38,7 @@ class FetchResult:
     started: float = 0.0                     # epoch seconds
     duration_ms: int = 0
     address: str = ""
+    _payload_digest: str | None = None
 
     def header(self, name: str, default: str = "") -> str:
         name = name.lower()
@@ -48,7 +49,9 @@ class FetchResult:
 
     @property
     def payload_digest(self) -> str:
-        return "sha1:" + b32encode(hashlib.sha1(self.body).digest()).decode("ascii")
+        if self._payload_digest is None:
+            self._payload_digest = "sha1:" + b32encode(hashlib.sha1(self.body).digest()).decode("ascii")
+        return self._payload_digest
 
 
 class HttpConnection:
@@ -117,7 +120,8 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                     result.annotations.append("timeTrunc")
                     break
                 try:
-                    data = await asyncio.wait_for(connection.reader.read(READ_SIZE), min(so_timeout, remaining))
+                    async with asyncio.timeout(min(so_timeout, remaining)):
+                        data = await connection.reader.read(READ_SIZE)
                 except TimeoutError:
                     if not got_response:
                         result.status = TIMED_OUT

@@ -10,12 +10,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from harvestdef.domainnames import registered_domain, to_punycode
+from harvestdef.errors import DomainNameError
 from harvester.engine.config import ScopeRule
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@lru_cache(maxsize=65536)
+def _netloc(scheme: str, netloc: str) -> str | None:
+    """Normalised authority (punycode host, default port dropped); cached: a crawl sees few hosts."""
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}/")
+        host = to_punycode(parts.hostname or "")
+        port = parts.port
+    except (ValueError, DomainNameError):
+        return None
+    if not host:
+        return None
+    return host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
 
 
 def canonical_url(url: str, base: str | None = None) -> str | None:
@@ -27,14 +43,11 @@ def canonical_url(url: str, base: str | None = None) -> str | None:
     except ValueError:
         return None
     scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+    if scheme not in _DEFAULT_PORTS or not parts.netloc:
         return None
-    try:
-        host = to_punycode(parts.hostname)
-        port = parts.port
-    except (ValueError, Exception):
+    netloc = _netloc(scheme, parts.netloc.rsplit("@", 1)[-1])
+    if netloc is None:
         return None
-    netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     path = parts.path or "/"
     return urlunsplit((scheme, netloc, path.replace(" ", "%20"), parts.query, ""))
 
