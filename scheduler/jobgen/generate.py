@@ -14,6 +14,7 @@ cause. Runs are serialised on PostgreSQL by an advisory lock, so two runs never 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -206,8 +207,11 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
     if is_postgresql(conn.engine):
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK})
     harvest_num = harvest.numevents + 1
+    started = time.monotonic()
     candidates = _select(conn, harvest, options, now)
+    selected = time.monotonic()
     jobs = list(job_generator(options.rules).pack(candidates))
+    packed = time.monotonic()
     context = RunContext(
         harvest_id=harvest.harvest_id, harvest_name=harvest.name, harvest_comments=harvest.comments,
         audience=harvest.audience, schedule_name=_schedule_name(conn, harvest), harvest_num=harvest_num,
@@ -220,6 +224,9 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
     writer = JobWriter(conn, context, _templates(conn, {job.template for job in jobs}),
                        next_job_id(conn, options.next_job_id))
     job_ids = writer.write(jobs, candidates)
+    log.info("harvest %r: %d configurations selected in %.1f s, packed into %d jobs in %.1f s, written in %.1f s",
+             harvest.name, len(candidates), selected - started, len(jobs), packed - selected,
+             time.monotonic() - packed)
     next_date = None
     before = fetch_row(conn, s.harvestdefinitions, "harvest_id", harvest.harvest_id)
     conn.execute(update(s.harvestdefinitions).where(s.harvestdefinitions.c.harvest_id == harvest.harvest_id)

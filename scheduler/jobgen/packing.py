@@ -215,6 +215,15 @@ def _new_job(candidates: Candidates, index: int) -> PackedJob:
     return job
 
 
+def _job_expectation(job: PackedJob, candidates: Candidates, index: int) -> int:
+    """The expectation under the job's effective limits; the sort key already holds it when those are the
+    harvest's own (the usual case), which saves recomputing it for millions of configurations."""
+    limits = candidates.limits
+    if job.max_objects_per_domain == limits.forced_max_objects and job.max_bytes_per_domain == limits.forced_max_bytes:
+        return candidates.expected[index]
+    return candidates.expectation(index, job.max_objects_per_domain, job.max_bytes_per_domain)
+
+
 def _add(job: PackedJob, candidates: Candidates, index: int, expectation: int) -> None:
     job.members.append(index)
     job.domains.add(candidates.domain[index])
@@ -293,7 +302,7 @@ class DefaultJobGenerator:
         comparison = compare_inf(limit, job_limit)
         if comparison < 0 or (set_by_configuration and comparison != 0):
             return None
-        expectation = candidates.expectation(index, job.max_objects_per_domain, job.max_bytes_per_domain)
+        expectation = _job_expectation(job, candidates, index)
         if job.expected_total > 0 and job.expected_total + expectation > rules.max_total_size:
             return None
         if job.min_expectation <= expectation <= job.max_expectation:
@@ -343,8 +352,7 @@ class FixedDomainConfigurationCountJobGenerator:
             key = (candidates.group[index], max_objects, max_bytes)
             job = open_jobs.get(key)
             if job is not None and candidates.domain[index] not in job.domains:
-                _add(job, candidates, index, candidates.expectation(
-                    index, job.max_objects_per_domain, job.max_bytes_per_domain))
+                _add(job, candidates, index, _job_expectation(job, candidates, index))
             else:
                 if job is not None:
                     yield _closed(job)

@@ -26,16 +26,17 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Connection, and_, exists, func, literal, not_, or_, select
+from sqlalchemy import Connection, DateTime, and_, bindparam, exists, func, literal, not_, or_, select
 from sqlalchemy.sql import ColumnElement, Select
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.model.status import StopReason
-from scheduler.jobgen.expectation import HistoryRow, best_history
+from scheduler.jobgen.expectation import HistoryRow
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackingRules
+from scheduler.jobgen.streaming import stream_rows
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +75,11 @@ def _active_seed_clause(conn: Connection) -> ColumnElement[bool]:
 
 def _not_current_alias(now: datetime, alias_timeout: int) -> ColumnElement[bool]:
     d = s.domains
-    cutoff = now - timedelta(seconds=alias_timeout)
-    return not_(and_(d.c.alias.is_not(None), d.c.lastaliasupdate.is_not(None), d.c.lastaliasupdate > cutoff))
+    # Naive UTC, as stored, with a plain DateTime type: the PostgreSQL stream sends binds without
+    # SQLAlchemy's type processing, so the value must already be what the column holds.
+    cutoff = (now - timedelta(seconds=alias_timeout)).astimezone(UTC).replace(tzinfo=None)
+    return not_(and_(d.c.alias.is_not(None), d.c.lastaliasupdate.is_not(None),
+                     d.c.lastaliasupdate > bindparam("alias_cutoff", cutoff, type_=DateTime())))
 
 
 def _above(limit: ColumnElement[int], harvested: ColumnElement[int]) -> ColumnElement[bool]:
@@ -152,30 +156,33 @@ def crawl_attributes(conn: Connection) -> tuple[tuple[int, ...], dict[int, tuple
 
 def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLimits, rules: PackingRules,
                       now: datetime, alias_timeout: int, batch_size: int = 10_000) -> Candidates:
-    """Stream the harvest's configurations into Candidates (server-side cursor on PostgreSQL)."""
+    """Stream the harvest's configurations into Candidates (server-side cursor on PostgreSQL).
+
+    Each configuration's history rows arrive newest first and are folded on the fly, with the rule of
+    ``expectation.best_history`` (most objects, older row on ties, stop after the first complete row),
+    written out here because it runs once per row of a national snapshot.
+    """
     defaults, own_attributes = crawl_attributes(conn)
     candidates = Candidates(limits, rules.expectation)
-    query = candidate_query(conn, source, rules, now, alias_timeout)
-    # per statement: Connection.execution_options() would change the connection for every later statement
-    result = conn.execute(query, execution_options={"stream_results": True, "yield_per": batch_size})
+    add = candidates.add
+    complete = int(StopReason.DOWNLOAD_COMPLETE)
     current: tuple | None = None
-    history: list[HistoryRow] = []
-
-    def flush() -> None:
-        assert current is not None
-        config_id, domain_id, name, template, max_objects, max_bytes = current[:6]
-        candidates.add(config_id, domain_id, template, own_attributes.get(config_id, defaults), name,
-                       max_objects, max_bytes, best_history(history))
-
-    for row in result:
+    best: HistoryRow | None = None
+    settled = False
+    for row in stream_rows(conn, candidate_query(conn, source, rules, now, alias_timeout), batch_size):
         if current is None or row[0] != current[0]:
             if current is not None:
-                flush()
-            current, history = tuple(row), []
-        if row[8] is not None:
-            history.append(HistoryRow(row[6], row[7], row[8]))
+                add(current[0], current[1], current[3], own_attributes.get(current[0], defaults), current[2],
+                    current[4], current[5], best)
+            current, best, settled = row, None, False
+        stop = row[8]
+        if stop is None or settled:
+            continue
+        if best is None or row[6] >= best.objects:
+            best = HistoryRow(row[6], row[7], stop)
+        settled = stop == complete
     if current is not None:
-        flush()
-    result.close()
+        add(current[0], current[1], current[3], own_attributes.get(current[0], defaults), current[2],
+            current[4], current[5], best)
     log.info("harvest %s: %d configurations selected", source.harvest_id, len(candidates))
     return candidates
