@@ -463,7 +463,8 @@ class CrawlController:
         config = self.config
         connection = self.connections.get(authority)
         if connection is None:
-            connection = self.connections[authority] = HttpConnection(address, port)
+            tls_host = host if uri.url.startswith("https:") else None
+            connection = self.connections[authority] = HttpConnection(address, port, tls_host)
         target = urlsplit(uri.url)
         path = (target.path or "/") + (f"?{target.query}" if target.query else "")
         headers = [("User-Agent", config.user_agent), ("Accept", "*/*"), ("Accept-Encoding", "gzip")]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ssl
 import time
 from base64 import b32encode
 from dataclasses import dataclass, field
@@ -57,9 +58,12 @@ class FetchResult:
 class HttpConnection:
     """A keep-alive connection to one host:port; one exchange at a time."""
 
-    def __init__(self, address: str, port: int):
+    def __init__(self, address: str, port: int, tls_host: str | None = None):
         self.address = address
         self.port = port
+        # HTTPS: TLS to the origin without certificate checks (Heritrix's sslTrustLevel OPEN): an archive
+        # wants the content of a site with a broken certificate too.
+        self.tls_host = tls_host
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.h11 = h11.Connection(our_role=h11.CLIENT)
@@ -69,8 +73,14 @@ class HttpConnection:
         return self.writer is not None and not self.writer.is_closing()
 
     async def open(self, timeout: float) -> None:
+        tls = None
+        if self.tls_host is not None:
+            tls = ssl.create_default_context()
+            tls.check_hostname = False
+            tls.verify_mode = ssl.CERT_NONE
         self.reader, self.writer = await asyncio.wait_for(
-            asyncio.open_connection(self.address, self.port, limit=READ_SIZE * 4), timeout)
+            asyncio.open_connection(self.address, self.port, limit=READ_SIZE * 4, ssl=tls,
+                                    server_hostname=self.tls_host), timeout)
         self.h11 = h11.Connection(our_role=h11.CLIENT)
 
     def close(self) -> None:
@@ -171,7 +181,7 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
         result.header_length = end + 4 if end >= 0 else len(received)
         if not body:
             body = received[result.header_length:]
-    except (OSError, asyncio.IncompleteReadError):
+    except (OSError, ssl.SSLError, asyncio.IncompleteReadError):
         if result.status <= 0:
             result.status = CONNECTION_BROKEN
     result.raw_response = bytes(received)
