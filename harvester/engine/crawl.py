@@ -165,8 +165,9 @@ class CrawlController:
         stats, frontier = self.stats, self.frontier
         elapsed_ms = self._elapsed_ms()
         avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms / 1000)
-        depths = frontier.queue_depths()
+        # The loop thread adds queues while we read: copy first (list() of a dict view is atomic under the GIL).
         queues = list(frontier.queues.values())
+        depths = [len(q.heap) for q in queues if q.heap]
         retired = sum(1 for q in queues if q.retired_reason)
         active = sum(1 for q in queues if q.heap or q.in_flight)
         in_process = sum(1 for q in queues if q.in_flight)
@@ -251,7 +252,11 @@ class CrawlController:
         config = self.config
         self._started_monotonic = time.monotonic()
         self.logs.write("progress-statistics.log", PROGRESS_HEADER)
-        if config.pause_at_start:
+        with self._lock:
+            state = self._state  # an operator may have paused or terminated before the loop existed
+        if state == "STOPPING":
+            self._stop_status = self._stop_status or "ABORTED"
+        elif config.pause_at_start or state == "PAUSED":
             self._set_paused(True)
         else:
             self._transition("run")

@@ -50,3 +50,20 @@ def test_paused_crawl_fetches_nothing_until_unpaused(crawl, test_site):
     controller.unpause()
     assert controller.join(30)
     assert controller.status().exit_status == "FINISHED"
+
+
+def test_terminate_right_after_start_ends_aborted(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/")], wait=False)
+    run.controller.terminate()
+    assert run.controller.join(10)
+    assert run.controller.status().exit_status == "ABORTED"
+
+
+def test_status_is_safe_to_read_while_crawling(crawl, test_site):
+    run = crawl([test_site.url(host, "/") for host in test_site.hosts], wait=False)
+    snapshots = 0
+    while not run.controller.join(0):
+        status = run.controller.status()
+        assert status.frontier["totalQueues"] >= 0
+        snapshots += 1
+    assert snapshots > 0 and run.controller.status().exit_status == "FINISHED"
