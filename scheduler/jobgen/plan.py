@@ -157,8 +157,10 @@ def read_plan(document: Any, base: JobGenSettings | None = None) -> tuple[Candid
         kind = reader.field(harvest, "type", "harvest", str)
         if kind is not None and kind not in ("snapshot", "selective"):
             reader.fail("harvest.type", f"must be 'snapshot' or 'selective', got {kind!r}")
-        max_objects = reader.limit(harvest, "max_objects", "harvest")
-        max_bytes = reader.limit(harvest, "max_bytes", "harvest")
+        # a selective harvest forces no limits of its own (reference §2.6): there they are optional
+        optional = -1 if kind == "selective" else dataclasses.MISSING
+        max_objects = reader.limit(harvest, "max_objects", "harvest", optional)
+        max_bytes = reader.limit(harvest, "max_bytes", "harvest", optional)
         running_time = reader.field(harvest, "max_job_running_time", "harvest", int, 0)
         if running_time is not None and running_time < 0:
             reader.fail("harvest.max_job_running_time", f"must be 0 (none) or more seconds, got {running_time}")

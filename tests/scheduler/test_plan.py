@@ -64,7 +64,7 @@ def test_plan_settings_change_the_packing():
 
 
 def test_plan_ties_keep_input_order_and_selective_limits_are_per_configuration():
-    document = {"harvest": {"type": "selective", "max_objects": 10, "max_bytes": 10},
+    document = {"harvest": {"type": "selective"},
                 "configs": [config("b.dk", 5_000_000), config("a.dk", 5_000_000), config("c.dk", 7_000_000)]}
     jobs = plan(document)["jobs"]
     assert [[c["domain"] for c in job["configs"]] for job in jobs] == [["c.dk"], ["b.dk", "a.dk"]]
