@@ -1,0 +1,233 @@
+"""Bulk import of domains on SQLite and PostgreSQL: rows and seeds, odd lines, reruns, interruptions, the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, func, insert, select, text
+
+from harvestdef.bulkimport import BadLine, DomainImporter, NewDomainDefaults, domain_of_line, seeds_of
+from harvestdef.db import schema as s
+from harvestdef.db.engine import open_engine
+from harvestdef.db.init import init_database
+from harvestdef.domainnames import default_seeds, domain_of_url
+from harvestdef.errors import DomainNameError, NotFoundError
+from harvestdef.settings import DomainSettings
+
+DEFAULTS = NewDomainDefaults.from_settings(DomainSettings())
+
+GOOD_LINES = {
+    "example.dk": "example.dk",
+    "www.example.dk": "example.dk",
+    "http://news.bbc.co.uk/world/": "bbc.co.uk",
+    "HTTPS://WWW.Kb.DK:443/x?y=z": "kb.dk",
+    "københavn.dk": "københavn.dk",
+    "http://www.xn--kbenhavn-54a.dk/": "københavn.dk",
+    "127.0.0.1": "127.0.0.1",
+    "http://10.1.2.3:8080/": "10.1.2.3",
+    "user.github.io": "user.github.io",
+}
+BAD_LINES = ["co.uk", "foo", "bad..name.dk", "-dash.dk", "http://", "under_score.dk"]
+
+
+def ensure_template(engine: Engine) -> None:
+    """db init loads templates/*.cxml; while that directory lacks default_orderxml, add a minimal one."""
+    with engine.begin() as conn:
+        if not conn.scalar(select(func.count()).select_from(s.ordertemplates)
+                           .where(s.ordertemplates.c.name == DEFAULTS.template_name)):
+            conn.execute(insert(s.ordertemplates).values(name=DEFAULTS.template_name, orderxml="<beans/>"))
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def complete_domains(engine: Engine) -> dict[str, dict]:
+    """Every domain with its default configuration and that configuration's seed lists."""
+    query = (select(s.domains.c.name, s.domains.c.defaultconfig, s.configurations.c.name.label("config"),
+                    s.configurations.c.maxbytes, s.configurations.c.maxobjects, s.configurations.c.maxrate,
+                    s.configurations.c.template_id, s.seedlists.c.name.label("seedlist"), s.seedlists.c.seeds,
+                    s.seedlists.c.domain_id.label("seedlist_domain"), s.domains.c.domain_id)
+             .select_from(s.domains)
+             .join(s.configurations, s.configurations.c.config_id == s.domains.c.defaultconfig)
+             .join(s.config_seedlists, s.config_seedlists.c.config_id == s.configurations.c.config_id)
+             .join(s.seedlists, s.seedlists.c.seedlist_id == s.config_seedlists.c.seedlist_id))
+    with engine.connect() as conn:
+        rows = [dict(row) for row in conn.execute(query).mappings()]
+    by_name = {row["name"]: row for row in rows}
+    assert len(by_name) == len(rows), "a domain has more than one default seed list link"
+    return by_name
+
+
+def count(engine: Engine, table: str) -> int:
+    with engine.connect() as conn:
+        return conn.scalar(select(func.count()).select_from(s.metadata.tables[table])) or 0
+
+
+@pytest.mark.parametrize("line", [*GOOD_LINES, *BAD_LINES, "ab--cd.dk", "xn--zz.dk", "www.example.dk.",
+                                  "1.2.3.4.dk", "a.b", "ftp://ftp.example.org/pub", "http://user@example.com/",
+                                  "EXAMPLE.COM", "x" * 64 + ".dk", "example.123"])
+def test_fast_path_agrees_with_domain_of_url(line: str) -> None:
+    try:
+        expected = domain_of_url(line)
+    except DomainNameError:
+        with pytest.raises(DomainNameError):
+            domain_of_line(line)
+        return
+    assert domain_of_line(line) == expected
+    assert seeds_of(expected) == "\n".join(default_seeds(expected))
+
+
+def test_import_creates_domains_with_configuration_and_seed_list(engine: Engine, tmp_path: Path) -> None:
+    ensure_template(engine)
+    path = write_lines(tmp_path / "domains.txt", ["# a curator's list", "", *GOOD_LINES])
+    counts = DomainImporter(engine, DEFAULTS, actor="curator").run(path)
+    expected = sorted(set(GOOD_LINES.values()))
+    assert (counts.lines_read, counts.domains_created, counts.duplicates_in_file, counts.bad_lines) == (
+        len(GOOD_LINES) + 2, len(expected), len(GOOD_LINES) - len(expected), 0)
+    assert counts.complete and counts.already_present == 0
+    domains = complete_domains(engine)
+    assert sorted(domains) == expected
+    with engine.connect() as conn:
+        template_id = conn.scalar(select(s.ordertemplates.c.template_id)
+                                  .where(s.ordertemplates.c.name == DEFAULTS.template_name))
+    for name, row in domains.items():
+        assert row["config"] == DEFAULTS.config_name and row["seedlist"] == DEFAULTS.seedlist_name
+        assert (row["maxbytes"], row["maxobjects"], row["maxrate"], row["template_id"]) == (
+            DEFAULTS.maxbytes, DEFAULTS.maxobjects, DEFAULTS.maxrate, template_id)
+        assert row["seedlist_domain"] == row["domain_id"]
+        assert row["seeds"].split("\n") == default_seeds(name)
+    assert domains["københavn.dk"]["seeds"].startswith("http://www.xn--kbenhavn-54a.dk\n")
+    assert domains["127.0.0.1"]["seeds"] == "http://127.0.0.1\nhttps://127.0.0.1"
+    assert count(engine, "domains") == count(engine, "configurations") == count(engine, "seedlists") == len(expected)
+    with engine.connect() as conn:
+        audit = conn.execute(select(s.audit_log).where(s.audit_log.c.action == "import")).mappings().one()
+    assert audit["actor"] == "curator" and audit["tablename"] == "domains"
+    assert json.loads(audit["after"])["domains_created"] == len(expected)
+    assert json.loads(audit["after"])["complete"] is True
+
+
+def test_bad_lines_are_reported_with_line_numbers_and_good_ones_imported(engine: Engine, tmp_path: Path) -> None:
+    ensure_template(engine)
+    lines = ["good-one.dk", *BAD_LINES, "good-two.se"]
+    path = write_lines(tmp_path / "mixed.txt", lines)
+    with path.open("ab") as stream:
+        stream.write(b"caf\xe9.fr\n")  # Latin-1, not UTF-8
+    reported: list[BadLine] = []
+    counts = DomainImporter(engine, DEFAULTS, on_bad_line=reported.append).run(path)
+    assert [(bad.line_number, bad.text) for bad in reported] == [
+        *((number, line) for number, line in enumerate(BAD_LINES, start=2)), (len(lines) + 1, "caf\ufffd.fr")]
+    assert str(reported[0]) == f"{path}:2: co.uk: {reported[0].reason}" and "public suffix" in reported[0].reason
+    assert "UTF-8" in reported[-1].reason
+    assert counts.bad_lines == len(BAD_LINES) + 1 and counts.domains_created == 2
+    assert sorted(complete_domains(engine)) == ["good-one.dk", "good-two.se"]
+
+
+def test_second_run_creates_nothing(engine: Engine, tmp_path: Path) -> None:
+    ensure_template(engine)
+    path = write_lines(tmp_path / "domains.txt", [f"site{number}.dk" for number in range(50)])
+    first = DomainImporter(engine, DEFAULTS, batch_size=16).run(path)
+    second = DomainImporter(engine, DEFAULTS, batch_size=16).run(path)
+    assert (first.domains_created, first.batches) == (50, 4)
+    assert (second.domains_created, second.already_present, second.repaired) == (0, 50, 0)
+    assert count(engine, "domains") == count(engine, "configurations") == count(engine, "config_seedlists") == 50
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).where(s.audit_log.c.action == "import")) == 2
+
+
+def test_interrupted_import_is_completed_by_a_rerun(engine: Engine, tmp_path: Path) -> None:
+    ensure_template(engine)
+    names = [f"news{number}.dk" for number in range(40)]
+    path = write_lines(tmp_path / "domains.txt", [f"http://www.{name}/" for name in names])
+    stopped = DomainImporter(engine, DEFAULTS, batch_size=15, stop_after_batches=1).run(path)
+    assert (stopped.batches, stopped.domains_created, stopped.complete) == (1, 15, False)
+    assert len(complete_domains(engine)) == 15
+    with engine.connect() as conn:
+        audit = json.loads(conn.scalar(select(s.audit_log.c.after).where(s.audit_log.c.action == "import")))
+    assert audit["complete"] is False and audit["domains_created"] == 15
+    rerun = DomainImporter(engine, DEFAULTS, batch_size=15).run(path)
+    assert (rerun.domains_created, rerun.already_present, rerun.complete) == (25, 15, True)
+    assert sorted(complete_domains(engine)) == sorted(names)
+    assert count(engine, "domains") == count(engine, "configurations") == count(engine, "seedlists") == 40
+
+
+def test_half_created_domains_are_repaired(engine: Engine, tmp_path: Path) -> None:
+    ensure_template(engine)
+    with engine.begin() as conn:
+        bare = conn.execute(insert(s.domains).values(name="bare.dk", edition=1)).inserted_primary_key[0]
+        template_id = conn.scalar(select(s.ordertemplates.c.template_id)
+                                  .where(s.ordertemplates.c.name == DEFAULTS.template_name))
+        half = conn.execute(insert(s.domains).values(name="half.dk", edition=1)).inserted_primary_key[0]
+        conn.execute(insert(s.configurations).values(name=DEFAULTS.config_name, domain_id=half,
+                                                     template_id=template_id, maxobjects=-1, maxbytes=5))
+    path = write_lines(tmp_path / "domains.txt", ["bare.dk", "www.half.dk", "new.dk"])
+    counts = DomainImporter(engine, DEFAULTS).run(path)
+    assert (counts.domains_created, counts.already_present, counts.repaired) == (1, 2, 2)
+    domains = complete_domains(engine)
+    assert sorted(domains) == ["bare.dk", "half.dk", "new.dk"]
+    assert domains["bare.dk"]["domain_id"] == bare
+    assert domains["half.dk"]["maxbytes"] == 5  # its existing configuration is kept, not duplicated
+    assert count(engine, "configurations") == 3 and count(engine, "seedlists") == 3
+
+
+def test_missing_template_is_a_clear_error(engine: Engine, tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "domains.txt", ["example.dk"])
+    defaults = NewDomainDefaults(template_name="no_such_template")
+    with pytest.raises(NotFoundError, match="no_such_template"):
+        DomainImporter(engine, defaults).run(path)
+    assert count(engine, "domains") == 0
+
+
+@pytest.mark.postgres
+def test_bulk_path_restores_indexes_and_constraints(postgresql_url: str, tmp_path: Path) -> None:
+    engine = open_engine(postgresql_url)
+    try:
+        init_database(engine)
+        ensure_template(engine)
+        catalog = text(
+            "SELECT conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint "
+            "WHERE conrelid IN ('domains'::regclass, 'configurations'::regclass, 'seedlists'::regclass, "
+            "'config_seedlists'::regclass) UNION ALL SELECT indexdef FROM pg_indexes "
+            "WHERE schemaname = current_schema() AND tablename IN ('domains', 'configurations', 'seedlists', "
+            "'config_seedlists') ORDER BY 1")
+        with engine.connect() as conn:
+            before = list(conn.scalars(catalog))
+        path = write_lines(tmp_path / "domains.txt", [f"bulk{number}.dk" for number in range(300)])
+        counts = DomainImporter(engine, DEFAULTS, batch_size=100, rebuild_indexes=True).run(path)
+        assert counts.domains_created == 300 and counts.batches == 3
+        with engine.connect() as conn:
+            assert list(conn.scalars(catalog)) == before
+        assert len(complete_domains(engine)) == 300
+    finally:
+        engine.dispose()
+
+
+def harvestsuite(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    script = shutil.which("harvestsuite") or str(Path(sys.executable).with_name("harvestsuite"))
+    return subprocess.run([script, "--set", f"harvestsuite.database.url={database_url}", *args],
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_cli_exit_status_and_output(engine: Engine, database_url: str, tmp_path: Path) -> None:
+    ensure_template(engine)
+    clean = write_lines(tmp_path / "clean.txt", ["example.dk", "www.example.dk", "kb.dk"])
+    result = harvestsuite(database_url, "domains", "import", str(clean), "--actor", "alice")
+    assert result.returncode == 0, result.stderr
+    assert ("lines read: 3, domains created: 2, already present: 0 (repaired: 0), duplicates in file: 1, "
+            "bad lines: 0") in result.stdout
+    mixed = write_lines(tmp_path / "mixed.txt", ["kb.dk", "co.uk", "new.dk"])
+    result = harvestsuite(database_url, "domains", "import", str(mixed))
+    assert result.returncode == 1
+    assert f"{mixed}:2: co.uk: 'co.uk' is a public suffix" in result.stderr
+    assert "domains created: 1, already present: 1" in result.stdout and "bad lines: 1" in result.stdout
+    assert sorted(complete_domains(engine)) == ["example.dk", "kb.dk", "new.dk"]
+    with engine.connect() as conn:
+        actors = list(conn.scalars(select(s.audit_log.c.actor).where(s.audit_log.c.action == "import")
+                                   .order_by(s.audit_log.c.audit_id)))
+    assert actors == ["alice", "system"]
