@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 # Any constant will do, as long as only job generation uses it: it serialises runs on PostgreSQL.
 _ADVISORY_LOCK = 0x6A6F6267656E
+SORT_MEMORY = "256MB"
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,15 @@ def load_harvest(conn: Connection, harvest: str | int) -> HarvestToGenerate:
         schedule_id=row["schedule_id"], nextdate=row["nextdate"], crawlertraps=row["crawlertraps"])
 
 
+def _tune_transaction(conn: Connection) -> None:
+    """PostgreSQL settings for this transaction only: the run reads every row of its cursors, so plan them
+    for the whole result (the default plans a cursor for its first 10 %, which picks millions of index
+    lookups), and keep the two big sorts (a few hundred MB for a national snapshot) in memory."""
+    if is_postgresql(conn.engine):
+        conn.execute(text("SET LOCAL cursor_tuple_fraction = 1.0"))
+        conn.execute(text(f"SET LOCAL work_mem = '{SORT_MEMORY}'"))
+
+
 def _select(conn: Connection, harvest: HarvestToGenerate, options: GenerationOptions, now: datetime) -> Candidates:
     source = HarvestSource(harvest.harvest_id, harvest.snapshot, harvest.previous_harvest_id)
     return select_candidates(conn, source, harvest.limits, options.rules, now, options.alias_timeout,
@@ -131,6 +141,7 @@ def preview(engine: Engine, harvest: str | int, options: GenerationOptions,
     try:
         with engine.connect() as conn:
             try:
+                _tune_transaction(conn)
                 hd = load_harvest(conn, harvest)
                 candidates = _select(conn, hd, options, now)
                 jobs = list(job_generator(options.rules).pack(candidates))
@@ -206,6 +217,7 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
               now: datetime) -> GenerationResult:
     if is_postgresql(conn.engine):
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK})
+    _tune_transaction(conn)
     harvest_num = harvest.numevents + 1
     started = time.monotonic()
     candidates = _select(conn, harvest, options, now)

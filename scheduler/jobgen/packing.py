@@ -121,12 +121,15 @@ class Candidates:
         self._group_index: dict[tuple[str, tuple[int, ...]], int] = {}
         self.names: list[str] = []
         self._name_index: dict[str, int] = {}
+        self._no_history: dict[tuple[int, int], int] = {}
 
     def __len__(self) -> int:
         return len(self.config_id)
 
     def add(self, config_id: int, domain: int, template: str, attributes: tuple[int, ...], name: str,
             max_objects: int, max_bytes: int, best: HistoryRow | None) -> int:
+        """Add one configuration; returns its index. Runs once per configuration of a national snapshot,
+        hence the memo of expectations without history (they depend on the two limits only)."""
         group_key = (template, attributes)
         group = self._group_index.get(group_key)
         if group is None:
@@ -138,8 +141,15 @@ class Candidates:
             self.names.append(name)
         if best is None:
             best_objects, best_bytes, best_stop = 0, 0, NO_HISTORY
+            expected = self._no_history.get((max_objects, max_bytes))
+            if expected is None:
+                expected = self._no_history[(max_objects, max_bytes)] = expected_objects(
+                    self.limits.forced_max_objects, self.limits.forced_max_bytes, max_objects, max_bytes,
+                    0, 0, NO_HISTORY, self.params)
         else:
             best_objects, best_bytes, best_stop = best.objects, best.bytes, int(best.stop_reason)
+            expected = expected_objects(self.limits.forced_max_objects, self.limits.forced_max_bytes, max_objects,
+                                        max_bytes, best_objects, best_bytes, best_stop, self.params)
         self.config_id.append(config_id)
         self.domain.append(domain)
         self.group.append(group)
@@ -149,8 +159,6 @@ class Candidates:
         self.best_objects.append(best_objects)
         self.best_bytes.append(best_bytes)
         self.best_stop.append(best_stop)
-        expected = expected_objects(self.limits.forced_max_objects, self.limits.forced_max_bytes, max_objects,
-                                    max_bytes, best_objects, best_bytes, best_stop, self.params)
         self.expected.append(expected)
         return len(self.config_id) - 1
 
