@@ -114,9 +114,9 @@ def seeds_of(seedlist_texts: Iterable[str | None]) -> Iterator[str]:
 
 
 def _seeds_of_list(seedlist: str) -> list[str]:
-    if seedlist.isascii() and "#" not in seedlist:
-        # the usual list: nothing to decode, no comments
-        return [seed for seed in (line.strip() for line in seedlist.splitlines()) if seed]
+    if seedlist.isascii() and "#" not in seedlist and " " not in seedlist and "\t" not in seedlist:
+        # the usual list (nothing to decode, no comments, no blanks inside a line): split() is the rule
+        return seedlist.split()
     seeds = []
     for line in seedlist.splitlines():
         seed = line.strip()
@@ -387,7 +387,7 @@ class JobWriter:
         by_id = dict(zip(job_ids, jobs, strict=True))
         fixed_traps = list(self.context.global_traps) + list(self.context.harvest_traps)
         current: int | None = None
-        seeds: dict[str, None] = {}
+        seeds: list[str] = []
         traps: dict[str, None] = {}
         domains_seen: set[str] = set()
         updates: list[dict] = []
@@ -397,7 +397,7 @@ class JobWriter:
             job = by_id[current]
             template = self.templates[job.template]
             all_traps = dict.fromkeys(fixed_traps) | traps
-            updates.append({"b_job_id": current, "seedlist": "\n".join(seeds),
+            updates.append({"b_job_id": current, "seedlist": "\n".join(dict.fromkeys(seeds)),
                             "orderxmldoc": filled_template(self.context, template, current, job, all_traps)})
             if len(updates) >= 20:
                 self._write_updates(updates)
@@ -406,13 +406,13 @@ class JobWriter:
             if job_id != current:
                 if current is not None:
                     finish()
-                current, seeds, traps, domains_seen = job_id, {}, {}, set()
-            if domain not in domains_seen:
+                current, seeds, traps, domains_seen = job_id, [], {}, set()
+            if domain_traps and domain not in domains_seen:
                 domains_seen.add(domain)
                 for trap in parse_stored_traps(domain_traps):
                     traps.setdefault(domain_scoped_trap(domain, trap), None)
             if seedlist:
-                seeds.update(dict.fromkeys(_seeds_of_list(seedlist)))
+                seeds.extend(_seeds_of_list(seedlist))
         if current is not None:
             finish()
         self._write_updates(updates)

@@ -128,8 +128,20 @@ class Candidates:
 
     def add(self, config_id: int, domain: int, template: str, attributes: tuple[int, ...], name: str,
             max_objects: int, max_bytes: int, best: HistoryRow | None) -> int:
-        """Add one configuration; returns its index. Runs once per configuration of a national snapshot,
-        hence the memo of expectations without history (they depend on the two limits only)."""
+        """Add one configuration with its best history row (or None); returns its index."""
+        if best is None:
+            return self.add_flat(config_id, domain, template, attributes, name, max_objects, max_bytes,
+                                 0, 0, NO_HISTORY)
+        return self.add_flat(config_id, domain, template, attributes, name, max_objects, max_bytes,
+                             best.objects, best.bytes, int(best.stop_reason))
+
+    def add_flat(self, config_id: int, domain: int, template: str, attributes: tuple[int, ...], name: str,
+                 max_objects: int, max_bytes: int, best_objects: int, best_bytes: int, best_stop: int) -> int:
+        """``add`` with the best history row as three integers (``best_stop`` NO_HISTORY without one).
+
+        Runs once per configuration of a national snapshot, hence plain integers and the memo of
+        expectations without history (they depend on the two limits only).
+        """
         group_key = (template, attributes)
         group = self._group_index.get(group_key)
         if group is None:
@@ -139,15 +151,13 @@ class Candidates:
         if name_number is None:
             name_number = self._name_index[name] = len(self.names)
             self.names.append(name)
-        if best is None:
-            best_objects, best_bytes, best_stop = 0, 0, NO_HISTORY
+        if best_stop == NO_HISTORY:
             expected = self._no_history.get((max_objects, max_bytes))
             if expected is None:
                 expected = self._no_history[(max_objects, max_bytes)] = expected_objects(
                     self.limits.forced_max_objects, self.limits.forced_max_bytes, max_objects, max_bytes,
                     0, 0, NO_HISTORY, self.params)
         else:
-            best_objects, best_bytes, best_stop = best.objects, best.bytes, int(best.stop_reason)
             expected = expected_objects(self.limits.forced_max_objects, self.limits.forced_max_bytes, max_objects,
                                         max_bytes, best_objects, best_bytes, best_stop, self.params)
         self.config_id.append(config_id)

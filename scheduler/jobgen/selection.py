@@ -34,7 +34,7 @@ from sqlalchemy.sql import ColumnElement, Select
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.model.status import StopReason
-from scheduler.jobgen.expectation import HistoryRow
+from scheduler.jobgen.expectation import NO_HISTORY
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackingRules
 from scheduler.jobgen.streaming import stream_rows
 
@@ -164,25 +164,28 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
     """
     defaults, own_attributes = crawl_attributes(conn)
     candidates = Candidates(limits, rules.expectation)
-    add = candidates.add
+    add = candidates.add_flat
     complete = int(StopReason.DOWNLOAD_COMPLETE)
     current: tuple | None = None
-    best: HistoryRow | None = None
+    current_id = None
+    best_objects = best_bytes = 0
+    best_stop = NO_HISTORY
     settled = False
     for row in stream_rows(conn, candidate_query(conn, source, rules, now, alias_timeout), batch_size):
-        if current is None or row[0] != current[0]:
+        if row[0] != current_id:
             if current is not None:
-                add(current[0], current[1], current[3], own_attributes.get(current[0], defaults), current[2],
-                    current[4], current[5], best)
-            current, best, settled = row, None, False
+                add(current_id, current[1], current[3], own_attributes.get(current_id, defaults), current[2],
+                    current[4], current[5], best_objects, best_bytes, best_stop)
+            current, current_id = row, row[0]
+            best_objects, best_bytes, best_stop, settled = 0, 0, NO_HISTORY, False
         stop = row[8]
         if stop is None or settled:
             continue
-        if best is None or row[6] >= best.objects:
-            best = HistoryRow(row[6], row[7], stop)
+        if best_stop == NO_HISTORY or row[6] >= best_objects:
+            best_objects, best_bytes, best_stop = row[6], row[7], stop
         settled = stop == complete
     if current is not None:
-        add(current[0], current[1], current[3], own_attributes.get(current[0], defaults), current[2],
-            current[4], current[5], best)
+        add(current_id, current[1], current[3], own_attributes.get(current_id, defaults), current[2],
+            current[4], current[5], best_objects, best_bytes, best_stop)
     log.info("harvest %s: %d configurations selected", source.harvest_id, len(candidates))
     return candidates
