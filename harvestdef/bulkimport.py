@@ -6,11 +6,14 @@ Domain.getDefaultDomain does (reference §2.8), a configuration (settings.domain
 template settings.domain.defaultOrderxml, with the default limits), a seed list
 (settings.domain.defaultSeedlist, the default seeds) linked to it, and domains.defaultconfig set.
 
-How it stays fast (2 million lines in well under a minute on PostgreSQL): lines are read and checked as a
-stream, good names go into a staging table (COPY on PostgreSQL, executemany on SQLite), and each batch
-is written with a handful of set-based INSERT ... SELECT statements. On PostgreSQL a large batch drops
-the secondary indexes and the foreign-key and unique constraints of the four domain tables, loads, and
-restores them (which validates them) in the same transaction.
+How it stays fast (2 million lines in under a minute on PostgreSQL on two cores): lines are read in
+blocks and checked as a stream (by a worker process for large files), good names go into a staging table
+(COPY on PostgreSQL, executemany on SQLite), and each batch is written with a handful of set-based
+INSERT ... SELECT statements. On PostgreSQL ids are drawn from the sequences first, so one statement
+inserts domains, configurations, seed lists and links with defaultconfig already set. A large batch
+drops the secondary indexes and unique constraints of the four domain tables and turns the foreign-key
+triggers off for its transaction (session_replication_role, when the role may; otherwise it drops the
+foreign keys too), loads, and restores everything in the same transaction.
 
 How it stays correct when interrupted: each batch is one transaction, so a batch is either wholly in
 the database or not at all; a rerun finds the committed domains already present. A domain that exists
@@ -24,16 +27,20 @@ Memory: only the set of names seen so far (for the duplicate count) grows with t
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from multiprocessing.pool import AsyncResult
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple
 
 from publicsuffixlist import PublicSuffixList
 from sqlalchemy import Connection, Engine, insert, select, text, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
@@ -53,8 +60,6 @@ _PLAIN_HOST = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)(?:\.(?!-)[a-z0-9-]{1,63}(?
 _MAX_HOST_LENGTH = 253
 _public_suffixes = PublicSuffixList()
 
-# How many lines between two progress reports.
-_PROGRESS_EVERY = 16_384
 # Rows per executemany on SQLite.
 _SQLITE_CHUNK = 10_000
 _DOMAIN_TABLES = ("domains", "configurations", "seedlists", "config_seedlists")
@@ -73,12 +78,23 @@ def domain_of_line(line: str) -> str:
     return domain_of_url(line)
 
 
+def is_plain_domain(domain: str) -> bool:
+    """True if the default seeds are the plain ``http(s)://[www.]D`` forms (no IDN, no IP address)."""
+    return domain.isascii() and ":" not in domain and not domain.rpartition(".")[2].isdigit()
+
+
 def seeds_of(domain: str) -> str:
     """The default seed list of a domain as stored: the seeds, newline-joined."""
-    if domain.isascii() and "--" not in domain and not domain.rpartition(".")[2].isdigit() and ":" not in domain:
+    if is_plain_domain(domain):
         # the plain-ASCII case of default_seeds, without its per-call IP address parse
         return f"http://www.{domain}\nhttps://www.{domain}\nhttp://{domain}\nhttps://{domain}"
     return "\n".join(default_seeds(domain))
+
+
+# The seed list of a plain domain is built by the database from the name (``:newline`` is "\n"), so the
+# staging rows stay small; only IDNs and IP addresses carry their seeds (seeds_of) into the database.
+_PLAIN_SEEDS_SQL = ("'http://www.' || n.name || :newline || 'https://www.' || n.name || :newline || "
+                    "'http://' || n.name || :newline || 'https://' || n.name")
 
 
 @dataclass(frozen=True)
@@ -133,51 +149,120 @@ class NewDomainDefaults:
                    maxobjects=settings.defaultMaxobjects, maxrate=settings.defaultMaxrate)
 
 
+class _Bad(NamedTuple):
+    """A line that names no domain, as a parsing worker returns it."""
+
+    text: str
+    reason: str
+
+
+# One parsed line: None (blank or comment), a plain domain, (domain, seeds) for an IDN or IP domain, or _Bad.
+_Entry = str | tuple[str, str] | _Bad | None
+
+
+def parse_block(block: bytes, starts_file: bool) -> list[_Entry]:
+    """Parse whole lines of the file, one entry per line (runs in worker processes for large files)."""
+    entries: list[_Entry] = []
+    lines = block.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    for index, raw in enumerate(lines):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            entries.append(_Bad(raw.decode("utf-8", "replace").strip(), f"not UTF-8 ({exc.reason})"))
+            continue
+        if starts_file and index == 0:
+            line = line.lstrip("\ufeff").strip()
+        if not line or line.startswith("#"):
+            entries.append(None)
+            continue
+        try:
+            domain = domain_of_line(line)
+        except DomainNameError as exc:
+            entries.append(_Bad(line, str(exc)))
+            continue
+        entries.append(domain if is_plain_domain(domain) else (domain, seeds_of(domain)))
+    return entries
+
+
+def _parse_job(job: tuple[bytes, bool]) -> list[_Entry]:
+    return parse_block(*job)
+
+
+def _blocks(stream: BinaryIO, size: int) -> Iterator[tuple[bytes, bool]]:
+    """The file in blocks of about ``size`` bytes, each ending at a line end; True for the first block."""
+    first = True
+    while True:
+        block = stream.read(size)
+        if not block:
+            return
+        if not block.endswith(b"\n"):
+            block += stream.readline()
+        yield block, first
+        first = False
+
+
 @dataclass
 class _Reader:
-    """Reads the file line by line, counting, reporting bad lines and dropping duplicates."""
+    """Reads the file in blocks, counting lines, reporting bad ones and dropping duplicates.
+
+    With ``workers`` > 0 the blocks are parsed by that many processes, up to ``prefetch`` blocks ahead,
+    so parsing goes on while the database works on the previous rows. Entries come back in file order,
+    so line numbers and "first seen" are the same either way.
+    """
 
     path: Path
     counts: ImportCounts
     on_bad_line: Callable[[BadLine], None]
     on_progress: Callable[[int], None]
+    workers: int = 0
+    block_bytes: int = 1 << 20
+    prefetch: int = 24
     seen: set[str] = field(default_factory=set)
 
-    def names(self) -> Iterator[tuple[str, str]]:
-        """(domain, seeds) for every good, first-seen name of the file."""
+    def names(self) -> Iterator[tuple[str, str | None]]:
+        """(domain, seeds or None for plain domains) for every good, first-seen name of the file."""
         counts, seen = self.counts, self.seen
-        unreported = 0
         with self.path.open("rb") as stream:
-            for raw in stream:
-                counts.lines_read += 1
-                unreported += len(raw)
-                if counts.lines_read % _PROGRESS_EVERY == 0:
-                    self.on_progress(unreported)
-                    unreported = 0
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as exc:
-                    self._bad(raw.decode("utf-8", "replace").strip(), f"not UTF-8 ({exc.reason})")
-                    continue
-                if counts.lines_read == 1:
-                    line = line.lstrip("\ufeff")
-                if not line or line.startswith("#"):
-                    continue
-                try:
-                    domain = domain_of_line(line)
-                except DomainNameError as exc:
-                    self._bad(line, str(exc))
-                    continue
-                if domain in seen:
-                    counts.duplicates_in_file += 1
-                    continue
-                seen.add(domain)
-                yield domain, seeds_of(domain)
-        self.on_progress(unreported)
+            for block, entries in self._parsed(_blocks(stream, self.block_bytes)):
+                for entry in entries:
+                    counts.lines_read += 1
+                    if entry is None:
+                        continue
+                    if type(entry) is str:
+                        domain, seeds = entry, None
+                    elif type(entry) is tuple:
+                        domain, seeds = entry
+                    else:
+                        counts.bad_lines += 1
+                        self.on_bad_line(BadLine(str(self.path), counts.lines_read, entry.text, entry.reason))
+                        continue
+                    if domain in seen:
+                        counts.duplicates_in_file += 1
+                        continue
+                    seen.add(domain)
+                    yield domain, seeds
+                self.on_progress(len(block))
 
-    def _bad(self, line: str, reason: str) -> None:
-        self.counts.bad_lines += 1
-        self.on_bad_line(BadLine(str(self.path), self.counts.lines_read, line, reason))
+    def _parsed(self, blocks: Iterator[tuple[bytes, bool]]) -> Iterator[tuple[bytes, list[_Entry]]]:
+        if self.workers <= 0:
+            for block, first in blocks:
+                yield block, parse_block(block, first)
+            return
+        # fork where there is fork: spawn would re-run a calling script that lacks a __main__ guard. The
+        # workers only parse; they never touch the database connections they inherit.
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with multiprocessing.get_context(method).Pool(self.workers) as pool:
+            pending: deque[tuple[bytes, AsyncResult[list[_Entry]]]] = deque()
+            for block, first in blocks:
+                pending.append((block, pool.apply_async(_parse_job, ((block, first),))))
+                if len(pending) >= self.prefetch:
+                    done, result = pending.popleft()
+                    yield done, result.get()
+            while pending:
+                done, result = pending.popleft()
+                yield done, result.get()
 
 
 def _ignore(_: Any) -> None:
@@ -191,13 +276,17 @@ class DomainImporter:
                  batch_size: int | None = None, bulk_threshold: int = 100_000,
                  rebuild_indexes: bool | None = None,
                  on_bad_line: Callable[[BadLine], None] = _ignore, on_progress: Callable[[int], None] = _ignore,
-                 stop_after_batches: int | None = None) -> None:
+                 stop_after_batches: int | None = None, parse_workers: int | None = None,
+                 parallel_from_bytes: int = 16 << 20, copy_size: int | None = None) -> None:
         """``batch_size``: names per transaction (default 2,000,000 on PostgreSQL, 200,000 on SQLite).
 
         ``rebuild_indexes``: drop and restore indexes and constraints during a batch (PostgreSQL only);
         None decides per batch: when it adds at least ``bulk_threshold`` domains and a quarter of those
         present. ``stop_after_batches`` ends the run after that many committed batches, as an interruption
-        would (the audit row then says complete = false).
+        would (the audit row then says complete = false). ``parse_workers`` processes parse files of at
+        least ``parallel_from_bytes`` (default: one per core but one, at least one); they parse while the
+        names are copied into the database. ``copy_size`` splits a PostgreSQL batch into parts written
+        one after the other (default: one part; on two cores, parts measured slower than one statement).
         """
         self.engine = engine
         self.defaults = defaults
@@ -209,6 +298,9 @@ class DomainImporter:
         self.on_bad_line = on_bad_line
         self.on_progress = on_progress
         self.stop_after_batches = stop_after_batches
+        self.parse_workers = max(1, (os.cpu_count() or 2) - 1) if parse_workers is None else parse_workers
+        self.parallel_from_bytes = parallel_from_bytes
+        self.copy_size = copy_size or self.batch_size
 
     @classmethod
     def from_settings(cls, engine: Engine, settings: DomainSettings, **options: Any) -> DomainImporter:
@@ -219,8 +311,8 @@ class DomainImporter:
         path = Path(path)
         started = time.monotonic()
         counts = ImportCounts()
-        reader = _Reader(path, counts, self.on_bad_line, self.on_progress)
-        names = reader.names()
+        workers = self.parse_workers if path.stat().st_size >= self.parallel_from_bytes else 0
+        names = _Reader(path, counts, self.on_bad_line, self.on_progress, workers=workers).names()
         audit_id: int | None = None
         try:
             with self.engine.connect() as conn:
@@ -229,11 +321,10 @@ class DomainImporter:
                 while True:
                     with conn.begin():
                         if self.postgresql:
-                            staged, exhausted = self._stage_postgresql(conn, names)
+                            staged, created, repaired, exhausted = self._batch_postgresql(conn, names, template_id)
                         else:
-                            staged, exhausted = self._stage_sqlite(conn, names)
+                            staged, created, repaired, exhausted = self._batch_sqlite(conn, names, template_id)
                         if staged:
-                            created, repaired = self._write_batch(conn, template_id, staged)
                             counts.domains_created += created
                             counts.already_present += staged - created
                             counts.repaired += repaired
@@ -261,30 +352,15 @@ class DomainImporter:
                                 self.defaults.template_name)
         return template_id
 
-    def _stage_postgresql(self, conn: Connection, names: Iterator[tuple[str, str]]) -> tuple[int, bool]:
-        """COPY up to batch_size names into import_names; returns (staged, end of file reached)."""
-        conn.execute(text("CREATE TEMP TABLE import_names (name text NOT NULL, seeds text NOT NULL) "
-                          "ON COMMIT DROP"))
-        staged = 0
-        exhausted = True
-        raw = conn.connection.driver_connection
-        with raw.cursor() as cursor, cursor.copy("COPY import_names (name, seeds) FROM STDIN") as copy:
-            for row in names:
-                copy.write_row(row)
-                staged += 1
-                if staged >= self.batch_size:
-                    exhausted = False
-                    break
-        conn.execute(text("ANALYZE import_names"))
-        return staged, exhausted
-
-    def _stage_sqlite(self, conn: Connection, names: Iterator[tuple[str, str]]) -> tuple[int, bool]:
+    def _batch_sqlite(self, conn: Connection, names: Iterator[tuple[str, str | None]], template_id: int
+                      ) -> tuple[int, int, int, bool]:
+        """One batch on SQLite: stage with executemany, add the domains, then complete them all."""
         conn.execute(text("DROP TABLE IF EXISTS temp.import_names"))
-        conn.execute(text("CREATE TEMP TABLE import_names (name TEXT NOT NULL PRIMARY KEY, seeds TEXT NOT NULL)"))
+        conn.execute(text("CREATE TEMP TABLE import_names (name TEXT NOT NULL PRIMARY KEY, seeds TEXT)"))
         statement = text("INSERT INTO import_names (name, seeds) VALUES (:name, :seeds)")
         staged = 0
         exhausted = True
-        chunk: list[dict[str, str]] = []
+        chunk: list[dict[str, str | None]] = []
         for name, seeds in names:
             chunk.append({"name": name, "seeds": seeds})
             staged += 1
@@ -296,56 +372,105 @@ class DomainImporter:
                 break
         if chunk:
             conn.execute(statement, chunk)
-        return staged, exhausted
-
-    def _write_batch(self, conn: Connection, template_id: int, staged: int) -> tuple[int, int]:
-        """Create the staged names' missing domains and repair incomplete ones; returns (created, repaired)."""
-        if self.postgresql:
-            # Domains present without a default configuration, found before any new one is added.
-            repaired = self._collect_incomplete(conn)
-            created = self._insert_new_postgresql(conn, template_id)
-        else:
-            created = conn.execute(text(
-                "INSERT INTO domains (name, edition) SELECT n.name, 1 FROM import_names n "
-                "WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.name = n.name)")).rowcount
-            repaired = self._collect_incomplete(conn) - created
-        if repaired or not self.postgresql and created:
-            self._complete_incomplete(conn, template_id)
-        return created, repaired
-
-    def _collect_incomplete(self, conn: Connection) -> int:
-        conn.execute(text("DROP TABLE IF EXISTS import_incomplete"))
-        conn.execute(text(
-            "CREATE TEMP TABLE import_incomplete AS SELECT d.domain_id, n.seeds FROM domains d "
-            "JOIN import_names n ON d.name = n.name WHERE d.defaultconfig IS NULL"))
-        incomplete = conn.scalar(text("SELECT count(*) FROM import_incomplete")) or 0
+        if not staged:
+            return 0, 0, 0, exhausted
+        created = conn.execute(text(
+            "INSERT INTO domains (name, edition) SELECT n.name, 1 FROM import_names n "
+            "WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.name = n.name)")).rowcount
+        incomplete = self._collect_incomplete(conn, None)
         if incomplete:
-            conn.execute(text("ANALYZE import_incomplete"))
-        return incomplete
+            self._complete_incomplete(conn, template_id)
+        return staged, created, incomplete - created, exhausted
 
-    def _insert_new_postgresql(self, conn: Connection, template_id: int) -> int:
-        """New domains with their configuration, seed list and link in one statement (ids drawn first).
-
-        The foreign keys between domains and configurations run both ways; PostgreSQL checks them at the
-        end of the statement, so one statement can insert both sides.
-        """
+    def _batch_postgresql(self, conn: Connection, names: Iterator[tuple[str, str | None]], template_id: int
+                          ) -> tuple[int, int, int, bool]:
+        """One batch on PostgreSQL, written copy_size names at a time: COPY, then set-based inserts."""
         conn.execute(text("SET LOCAL work_mem = '256MB'"))
-        # the sequences are looked up once: pg_get_serial_sequence in the SELECT would run for every row
+        conn.execute(text("CREATE TEMP TABLE import_names (name text NOT NULL, seeds text) ON COMMIT DROP"))
+        # Names are unique within the file, so a staged name can only clash with a domain that existed
+        # before this batch: the checks look at those alone (a cheap range on the primary key).
+        existing_until = conn.scalar(text("SELECT coalesce(max(domain_id), 0) FROM domains"))
         sequences = conn.execute(text(
             "SELECT pg_get_serial_sequence('domains', 'domain_id'), "
             "pg_get_serial_sequence('configurations', 'config_id'), "
             "pg_get_serial_sequence('seedlists', 'seedlist_id')")).one()
-        new = conn.execute(text(
+        staged = created = repaired = 0
+        exhausted = False
+        restore: list[str] | None = None  # None until the first part has decided
+        raw = conn.connection.driver_connection
+        while staged < self.batch_size and not exhausted:
+            conn.execute(text("TRUNCATE import_names"))
+            part = 0
+            limit = min(self.copy_size, self.batch_size - staged)
+            exhausted = True
+            with raw.cursor() as cursor, cursor.copy("COPY import_names (name, seeds) FROM STDIN") as copy:
+                for row in names:
+                    copy.write_row(row)
+                    part += 1
+                    if part >= limit:
+                        exhausted = False
+                        break
+            if not part:
+                break
+            staged += part
+            incomplete = self._collect_incomplete(conn, existing_until)
+            new = self._plan_new(conn, existing_until, sequences)
+            if restore is None:
+                restore = self._prepare_bulk(conn, template_id) if new and self._is_bulk(conn, new) else []
+            if new:
+                self._insert_new(conn, template_id)
+            if incomplete:
+                self._complete_incomplete(conn, template_id)
+            created += new
+            repaired += incomplete
+        for statement in restore or []:
+            conn.execute(text(statement))
+        return staged, created, repaired, exhausted
+
+    def _plan_new(self, conn: Connection, existing_until: int, sequences: Any) -> int:
+        """import_new: the staged names that are not domains yet, with their ids drawn from the sequences."""
+        conn.execute(text("DROP TABLE IF EXISTS import_new"))
+        return conn.execute(text(
             "CREATE TEMP TABLE import_new ON COMMIT DROP AS "
-            "SELECT n.name, n.seeds, nextval(CAST(:domain_sequence AS regclass)) AS domain_id, "
+            f"SELECT n.name, coalesce(n.seeds, {_PLAIN_SEEDS_SQL}) AS seeds, "
+            "nextval(CAST(:domain_sequence AS regclass)) AS domain_id, "
             "nextval(CAST(:config_sequence AS regclass)) AS config_id, "
             "nextval(CAST(:seedlist_sequence AS regclass)) AS seedlist_id "
-            "FROM import_names n WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.name = n.name)"),
-            {"domain_sequence": sequences[0], "config_sequence": sequences[1],
-             "seedlist_sequence": sequences[2]}).rowcount
-        if not new:
-            return 0
-        restore = self._drop_constraints(conn) if self._is_bulk(conn, new) else []
+            "FROM import_names n WHERE NOT EXISTS "
+            "(SELECT 1 FROM domains d WHERE d.name = n.name AND d.domain_id <= :existing_until)"),
+            {"domain_sequence": sequences[0], "config_sequence": sequences[1], "seedlist_sequence": sequences[2],
+             "existing_until": existing_until, "newline": "\n"}).rowcount
+
+    def _collect_incomplete(self, conn: Connection, existing_until: int | None) -> int:
+        """import_incomplete: staged names whose domain exists without a default configuration."""
+        conn.execute(text("DROP TABLE IF EXISTS import_incomplete"))
+        limit = "" if existing_until is None else "AND d.domain_id <= :existing_until "
+        conn.execute(text(
+            f"CREATE TEMP TABLE import_incomplete AS SELECT d.domain_id, coalesce(n.seeds, {_PLAIN_SEEDS_SQL}) "
+            f"AS seeds FROM domains d JOIN import_names n ON d.name = n.name "
+            f"WHERE d.defaultconfig IS NULL {limit}"), {"existing_until": existing_until, "newline": "\n"})
+        return conn.scalar(text("SELECT count(*) FROM import_incomplete")) or 0
+
+    def _prepare_bulk(self, conn: Connection, template_id: int) -> list[str]:
+        """Make a large batch fast: foreign-key checks off (or the keys dropped), indexes dropped.
+
+        Returns the statements that restore what was dropped.
+        """
+        # the template must stay while rows that are not checked point at it
+        if conn.scalar(text("SELECT template_id FROM ordertemplates WHERE template_id = :template FOR KEY SHARE"),
+                       {"template": template_id}) is None:
+            raise NotFoundError("crawl template", template_id)
+        # Checking foreign keys row by row costs more than the inserts; the new rows reference only
+        # each other and the template locked above, so they are consistent by construction.
+        triggers_off = self._skip_foreign_key_checks(conn)
+        return self._drop_constraints(conn, foreign_keys=not triggers_off)
+
+    def _insert_new(self, conn: Connection, template_id: int) -> None:
+        """import_new's domains with their configuration, seed list and link, in one statement.
+
+        The foreign keys between domains and configurations run both ways; PostgreSQL checks them at the
+        end of the statement, so one statement can insert both sides.
+        """
         d = self.defaults
         conn.execute(text(
             "WITH new_domains AS (INSERT INTO domains (domain_id, name, defaultconfig, edition) "
@@ -358,9 +483,6 @@ class DomainImporter:
             "INSERT INTO config_seedlists (config_id, seedlist_id) SELECT config_id, seedlist_id FROM import_new"),
             {"config": d.config_name, "template": template_id, "maxobjects": d.maxobjects, "maxrate": d.maxrate,
              "maxbytes": d.maxbytes, "seedlist": d.seedlist_name})
-        for statement in restore:
-            conn.execute(text(statement))
-        return new
 
     def _is_bulk(self, conn: Connection, new: int) -> bool:
         if self.rebuild_indexes is not None:
@@ -370,8 +492,21 @@ class DomainImporter:
         present = conn.scalar(text("SELECT count(*) FROM domains")) or 0
         return new * 4 >= present
 
-    def _drop_constraints(self, conn: Connection) -> list[str]:
-        """Drop the secondary indexes and the unique and foreign-key constraints of the domain tables.
+    def _skip_foreign_key_checks(self, conn: Connection) -> bool:
+        """Turn off the foreign-key triggers for this transaction, as pg_restore --disable-triggers does.
+
+        Needs a role allowed to set session_replication_role (a superuser); False, and nothing changed,
+        for any other role, which then drops and restores (validates) the foreign keys instead.
+        """
+        try:
+            with conn.begin_nested():
+                conn.execute(text("SET LOCAL session_replication_role = replica"))
+        except DBAPIError:
+            return False
+        return True
+
+    def _drop_constraints(self, conn: Connection, foreign_keys: bool = True) -> list[str]:
+        """Drop the secondary indexes and unique constraints (and foreign keys, if asked) of the domain tables.
 
         Returns the statements that restore them: indexes first, then unique constraints, then foreign
         keys (which need the unique keys they reference). Primary keys stay: other tables' foreign keys
@@ -381,8 +516,8 @@ class DomainImporter:
         tables = ", ".join(f"'{table}'::regclass" for table in _DOMAIN_TABLES)
         constraints = conn.execute(text(
             f"SELECT conrelid::regclass::text, quote_ident(conname), pg_get_constraintdef(oid), contype "
-            f"FROM pg_constraint WHERE conrelid IN ({tables}) AND contype IN ('u', 'f') "
-            f"ORDER BY contype DESC, conname")).all()
+            f"FROM pg_constraint WHERE conrelid IN ({tables}) AND contype IN ('u', :foreign_key) "
+            f"ORDER BY contype DESC, conname"), {"foreign_key": "f" if foreign_keys else "u"}).all()
         indexes = conn.execute(text(
             f"SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index i "
             f"WHERE indrelid IN ({tables}) AND NOT indisprimary "

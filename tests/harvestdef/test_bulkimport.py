@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, func, insert, select, text
+from sqlalchemy import Engine, create_engine, func, insert, select, text
+from sqlalchemy.engine import make_url
 
 from harvestdef.bulkimport import BadLine, DomainImporter, NewDomainDefaults, domain_of_line, seeds_of
 from harvestdef.db import schema as s
@@ -190,19 +194,13 @@ def test_bulk_path_restores_indexes_and_constraints(postgresql_url: str, tmp_pat
     try:
         init_database(engine)
         ensure_template(engine)
-        catalog = text(
-            "SELECT conname || ' ' || pg_get_constraintdef(oid) FROM pg_constraint "
-            "WHERE conrelid IN ('domains'::regclass, 'configurations'::regclass, 'seedlists'::regclass, "
-            "'config_seedlists'::regclass) UNION ALL SELECT indexdef FROM pg_indexes "
-            "WHERE schemaname = current_schema() AND tablename IN ('domains', 'configurations', 'seedlists', "
-            "'config_seedlists') ORDER BY 1")
         with engine.connect() as conn:
-            before = list(conn.scalars(catalog))
+            before = list(conn.scalars(CATALOG))
         path = write_lines(tmp_path / "domains.txt", [f"bulk{number}.dk" for number in range(300)])
         counts = DomainImporter(engine, DEFAULTS, batch_size=100, rebuild_indexes=True).run(path)
         assert counts.domains_created == 300 and counts.batches == 3
         with engine.connect() as conn:
-            assert list(conn.scalars(catalog)) == before
+            assert list(conn.scalars(CATALOG)) == before
         assert len(complete_domains(engine)) == 300
     finally:
         engine.dispose()
@@ -231,3 +229,94 @@ def test_cli_exit_status_and_output(engine: Engine, database_url: str, tmp_path:
         actors = list(conn.scalars(select(s.audit_log.c.actor).where(s.audit_log.c.action == "import")
                                    .order_by(s.audit_log.c.audit_id)))
     assert actors == ["alice", "system"]
+
+
+def test_parallel_parsing_and_parts_give_the_same_result(engine: Engine, tmp_path: Path) -> None:
+    """Worker processes and a batch written in parts: same line numbers, same rows as the plain path."""
+    ensure_template(engine)
+    lines = []
+    for number in range(120):
+        lines.append(f"https://www.site{number}.dk/" if number % 3 else f"site{number}.dk")
+        if number % 25 == 0:
+            lines += ["co.uk", f"site{number}.dk", f"ærø{number}.dk"]
+    path = write_lines(tmp_path / "domains.txt", lines)
+    reported: list[BadLine] = []
+    counts = DomainImporter(engine, DEFAULTS, parse_workers=1, parallel_from_bytes=0, copy_size=7,
+                            batch_size=40, on_bad_line=reported.append).run(path)
+    assert [bad.line_number for bad in reported] == [number for number, line in enumerate(lines, 1)
+                                                     if line == "co.uk"]
+    assert (counts.lines_read, counts.domains_created, counts.duplicates_in_file, counts.bad_lines) == (
+        len(lines), 125, 5, 5)
+    domains = complete_domains(engine)
+    assert len(domains) == 125 and domains["ærø0.dk"]["seeds"].split("\n") == default_seeds("ærø0.dk")
+
+
+def test_sigint_then_rerun_leaves_exactly_one_complete_domain_per_name(
+        engine: Engine, database_url: str, tmp_path: Path) -> None:
+    """Ctrl-C a real import process after its first batch, then run it again."""
+    ensure_template(engine)
+    names = [f"signal{number}.dk" for number in range(60_000)]
+    path = write_lines(tmp_path / "domains.txt", names)
+    script = shutil.which("harvestsuite") or str(Path(sys.executable).with_name("harvestsuite"))
+    process = subprocess.Popen([script, "--set", f"harvestsuite.database.url={database_url}", "domains", "import",
+                                str(path), "--batch-size", "2000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while count(engine, "domains") == 0 and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr
+    assert "run the same import again" in stderr
+    interrupted = count(engine, "domains")
+    assert 0 < interrupted < len(names)
+    assert len(complete_domains(engine)) == interrupted  # every committed domain is complete
+    result = harvestsuite(database_url, "domains", "import", str(path))
+    assert result.returncode == 0, result.stderr
+    assert f"domains created: {len(names) - interrupted}, already present: {interrupted}" in result.stdout
+    assert sorted(complete_domains(engine)) == sorted(names)
+    assert count(engine, "configurations") == count(engine, "seedlists") == len(names)
+
+
+CATALOG = text(
+    "SELECT conname || ' ' || pg_get_constraintdef(oid) || ' ' || convalidated FROM pg_constraint "
+    "WHERE conrelid IN ('domains'::regclass, 'configurations'::regclass, 'seedlists'::regclass, "
+    "'config_seedlists'::regclass) UNION ALL SELECT indexdef FROM pg_indexes "
+    "WHERE schemaname = current_schema() AND tablename IN ('domains', 'configurations', 'seedlists', "
+    "'config_seedlists') ORDER BY 1")
+
+
+@pytest.mark.postgres
+def test_bulk_path_without_superuser_drops_and_restores_foreign_keys(postgresql_database: str,
+                                                                     tmp_path: Path) -> None:
+    """A role that may not turn triggers off: the foreign keys are dropped, restored and validated."""
+    suffix = uuid.uuid4().hex[:8]
+    role, schema = f"hs_importer_{suffix}", f"importer_{suffix}"
+    owner = create_engine(postgresql_database, isolation_level="AUTOCOMMIT")
+    with owner.connect() as conn:
+        conn.execute(text(f'CREATE ROLE "{role}" LOGIN NOSUPERUSER'))
+        conn.execute(text(f'CREATE SCHEMA "{schema}" AUTHORIZATION "{role}"'))
+    url = make_url(postgresql_database).set(username=role).update_query_dict(
+        {"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+    engine = open_engine(url)
+    try:
+        init_database(engine)
+        ensure_template(engine)
+        with engine.connect() as conn:
+            before = list(conn.scalars(CATALOG))
+        path = write_lines(tmp_path / "domains.txt", [f"plain{number}.dk" for number in range(200)])
+        counts = DomainImporter(engine, DEFAULTS, batch_size=150, rebuild_indexes=True).run(path)
+        assert (counts.domains_created, counts.batches) == (200, 2)
+        with engine.connect() as conn:
+            assert list(conn.scalars(CATALOG)) == before
+        assert len(complete_domains(engine)) == 200
+    finally:
+        engine.dispose()
+        with owner.connect() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+            conn.execute(text(f'DROP ROLE "{role}"'))
+        owner.dispose()
