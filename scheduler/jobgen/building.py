@@ -325,8 +325,9 @@ class JobWriter:
     """Writes the jobs of one run into the caller's transaction."""
 
     def __init__(self, conn: Connection, context: RunContext, templates: dict[str, TemplateInfo],
-                 first_job_id: int) -> None:
+                 first_job_id: int, bulk_check_threshold: int = BULK_CHECK_THRESHOLD) -> None:
         self.conn = conn
+        self.bulk_check_threshold = bulk_check_threshold
         self.context = context
         self.templates = templates
         self.first_job_id = first_job_id
@@ -342,7 +343,7 @@ class JobWriter:
         rows = ((job_id, candidates.config_id[i]) for job_id, job in zip(job_ids, jobs, strict=True)
                 for i in job.members)
         count = sum(len(job) for job in jobs)
-        if is_postgresql(self.conn.engine) and count >= BULK_CHECK_THRESHOLD and _lock_job_tables(self.conn):
+        if is_postgresql(self.conn.engine) and count >= self.bulk_check_threshold and _lock_job_tables(self.conn):
             with _foreign_keys_checked_once(self.conn, "job_configs"):
                 _copy_rows(self.conn, "job_configs", ("job_id", "config_id"), rows)
             # Fresh statistics for the join that reads the run back: without them the planner expects a

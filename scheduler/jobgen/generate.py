@@ -29,7 +29,7 @@ from harvestdef.errors import HarvestSuiteError, JobGenerationError, NotFoundErr
 from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps
-from scheduler.jobgen.building import JobWriter, RunContext, TemplateInfo, next_job_id
+from scheduler.jobgen.building import BULK_CHECK_THRESHOLD, JobWriter, RunContext, TemplateInfo, next_job_id
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackedJob, PackingRules, job_generator
 from scheduler.jobgen.selection import CRAWL_ATTRIBUTE_TREE, HarvestSource, select_candidates
 
@@ -54,6 +54,8 @@ class GenerationOptions:
     operator: str = "HarvestSuite"
     timezone: str = ""
     batch_size: int = 10_000
+    # job_configs rows from which PostgreSQL checks their foreign keys once per load (building.py)
+    bulk_check_threshold: int = BULK_CHECK_THRESHOLD
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GenerationOptions:
@@ -217,6 +219,8 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
               now: datetime) -> GenerationResult:
     if is_postgresql(conn.engine):
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK})
+        # read again under the lock: a run that finished meanwhile has moved numevents on
+        harvest = load_harvest(conn, harvest.harvest_id)
     _tune_transaction(conn)
     harvest_num = harvest.numevents + 1
     started = time.monotonic()
@@ -234,7 +238,7 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
         naming_convention=options.naming_convention, collection_name=options.collection_name,
         operator=options.operator)
     writer = JobWriter(conn, context, _templates(conn, {job.template for job in jobs}),
-                       next_job_id(conn, options.next_job_id))
+                       next_job_id(conn, options.next_job_id), options.bulk_check_threshold)
     job_ids = writer.write(jobs, candidates)
     log.info("harvest %r: %d configurations selected in %.1f s, packed into %d jobs in %.1f s, written in %.1f s",
              harvest.name, len(candidates), selected - started, len(jobs), packed - selected,
