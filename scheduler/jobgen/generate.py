@@ -25,7 +25,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
-from harvestdef.errors import HarvestSuiteError, JobGenerationError, NotFoundError
+from harvestdef.errors import JobGenerationError, NotFoundError
 from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps
@@ -271,7 +271,7 @@ def generate_jobs(engine: Engine, harvest: str | int, options: GenerationOptions
     try:
         with engine.begin() as conn:
             result = _generate(conn, hd, options, now)
-    except (HarvestSuiteError, SQLAlchemyError, ValueError, KeyError, TypeError, ImportError) as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure of a run deactivates its harvest (reference §2.1)
         cause = f"{type(exc).__name__}: {exc}"
         log.error("job generation for harvest definition %r (id %d) failed, deactivating it: %s",
                   hd.name, hd.harvest_id, cause, exc_info=True)
