@@ -425,6 +425,9 @@ class DomainImporter:
             repaired += incomplete
         for statement in restore or []:
             conn.execute(text(statement))
+        if restore:
+            # the planner's picture of tables that just grew many-fold, for the job generator's next run
+            conn.execute(text(f"ANALYZE {', '.join(_DOMAIN_TABLES)}"))
         return staged, created, repaired, exhausted
 
     def _plan_new(self, conn: Connection, existing_until: int, sequences: Any) -> int:
