@@ -109,7 +109,8 @@ def show_settings(app: AppContext) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point; our own errors become one line on stderr and exit status 2."""
     try:
-        cli.main(args=argv, prog_name="harvestsuite", standalone_mode=False)
+        # Without standalone mode click returns the command's value, or the code given to ctx.exit().
+        result = cli.main(args=argv, prog_name="harvestsuite", standalone_mode=False)
     except HarvestSuiteError as exc:
         click.echo(f"harvestsuite: error: {exc}", err=True)
         return 2
@@ -121,4 +122,4 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    return 0
+    return result if isinstance(result, int) else 0

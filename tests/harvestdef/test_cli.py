@@ -59,3 +59,19 @@ def test_ddl_command_prints_postgresql_ddl(tmp_path):
     result = run("db", "ddl", cwd=tmp_path)
     assert result.returncode == 0
     assert "CREATE TABLE historyinfo" in result.stdout
+
+
+def test_exit_code_given_to_ctx_exit_reaches_the_shell():
+    import click
+
+    from harvestdef.cli import cli, main
+
+    @cli.command("exit-with-three", hidden=True)
+    @click.pass_context
+    def exit_with_three(ctx: click.Context) -> None:
+        ctx.exit(3)
+
+    try:
+        assert main(["exit-with-three"]) == 3
+    finally:
+        cli.commands.pop("exit-with-three")
