@@ -47,7 +47,8 @@ from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.domainnames import default_seeds, domain_of_url
 from harvestdef.errors import DatabaseError, DomainNameError, NotFoundError
-from harvestdef.settings import DomainSettings
+from harvestdef.repositories.domains import DomainDefaults
+from harvestdef.settings import Settings
 
 # The common line, "example.dk" or "http://www.example.dk/path", is handled without the general URL
 # parser, IDNA codec and checks of harvestdef.domainnames, which cost ~70 µs a line (two minutes for two
@@ -129,24 +130,6 @@ class ImportCounts:
                 f"already present: {self.already_present} (repaired: {self.repaired}), "
                 f"duplicates in file: {self.duplicates_in_file}, bad lines: {self.bad_lines}, "
                 f"seconds: {self.seconds:.1f}")
-
-
-@dataclass(frozen=True)
-class NewDomainDefaults:
-    """What a new domain gets: configuration and seed list names, crawl template and limits (reference §2.7)."""
-
-    config_name: str = "defaultconfig"
-    seedlist_name: str = "defaultseeds"
-    template_name: str = "default_orderxml"
-    maxbytes: int = 1_000_000_000
-    maxobjects: int = -1
-    maxrate: int = 100
-
-    @classmethod
-    def from_settings(cls, settings: DomainSettings) -> NewDomainDefaults:
-        return cls(config_name=settings.defaultConfig, seedlist_name=settings.defaultSeedlist,
-                   template_name=settings.defaultOrderxml, maxbytes=settings.defaultMaxbytes,
-                   maxobjects=settings.defaultMaxobjects, maxrate=settings.defaultMaxrate)
 
 
 class _Bad(NamedTuple):
@@ -272,7 +255,7 @@ def _ignore(_: Any) -> None:
 class DomainImporter:
     """Imports a file of domains into the harvest database, batch by batch (see the module docstring)."""
 
-    def __init__(self, engine: Engine, defaults: NewDomainDefaults, actor: str = "system",
+    def __init__(self, engine: Engine, defaults: DomainDefaults, actor: str = "system",
                  batch_size: int | None = None, bulk_threshold: int = 100_000,
                  rebuild_indexes: bool | None = None,
                  on_bad_line: Callable[[BadLine], None] = _ignore, on_progress: Callable[[int], None] = _ignore,
@@ -303,8 +286,8 @@ class DomainImporter:
         self.copy_size = copy_size or self.batch_size
 
     @classmethod
-    def from_settings(cls, engine: Engine, settings: DomainSettings, **options: Any) -> DomainImporter:
-        return cls(engine, NewDomainDefaults.from_settings(settings), **options)
+    def from_settings(cls, engine: Engine, settings: Settings, **options: Any) -> DomainImporter:
+        return cls(engine, DomainDefaults.from_settings(settings), **options)
 
     def run(self, path: Path | str) -> ImportCounts:
         """Import ``path``; returns the counts. Raises NotFoundError if the default template is missing."""

@@ -36,7 +36,7 @@ def import_domains(app: AppContext, file: Path, actor: str, batch_size: int | No
     with click.progressbar(length=file.stat().st_size, label=f"importing {file.name}", file=sys.stderr,
                            show_eta=True, show_percent=True) as bar:
         importer = DomainImporter.from_settings(
-            app.engine(), app.settings.domain, actor=actor, batch_size=batch_size,
+            app.engine(), app.settings, actor=actor, batch_size=batch_size,
             on_bad_line=report, on_progress=bar.update)
         try:
             counts = importer.run(file)

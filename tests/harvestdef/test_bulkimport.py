@@ -15,15 +15,16 @@ import pytest
 from sqlalchemy import Engine, create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 
-from harvestdef.bulkimport import BadLine, DomainImporter, NewDomainDefaults, domain_of_line, seeds_of
+from harvestdef.bulkimport import BadLine, DomainImporter, domain_of_line, seeds_of
 from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
 from harvestdef.domainnames import default_seeds, domain_of_url
 from harvestdef.errors import DomainNameError, NotFoundError
-from harvestdef.settings import DomainSettings
+from harvestdef.repositories.domains import DomainDefaults
+from harvestdef.settings import Settings
 
-DEFAULTS = NewDomainDefaults.from_settings(DomainSettings())
+DEFAULTS = DomainDefaults.from_settings(Settings())
 
 GOOD_LINES = {
     "example.dk": "example.dk",
@@ -182,7 +183,7 @@ def test_half_created_domains_are_repaired(engine: Engine, tmp_path: Path) -> No
 
 def test_missing_template_is_a_clear_error(engine: Engine, tmp_path: Path) -> None:
     path = write_lines(tmp_path / "domains.txt", ["example.dk"])
-    defaults = NewDomainDefaults(template_name="no_such_template")
+    defaults = DomainDefaults(template_name="no_such_template")
     with pytest.raises(NotFoundError, match="no_such_template"):
         DomainImporter(engine, defaults).run(path)
     assert count(engine, "domains") == 0
