@@ -14,6 +14,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── ConflictError              the row exists already (names the kind and the key)
     ├── StaleEditionError          optimistic locking: somebody else changed the row since it was read
     ├── IllegalTransitionError     a job status change that the transition table forbids
+    ├── StaleJobError              a job is no longer in the status or attempt a change expected
     ├── DatabaseError              the harvest database failed (translated from SQLAlchemy/psycopg)
     ├── JobGenerationError         a harvest definition could not be split into jobs
     ├── QueueError                 the queue transport failed (translated from pika / sqlite)
@@ -107,6 +108,17 @@ class IllegalTransitionError(HarvestSuiteError):
         self.what = what
         self.from_state = from_state
         self.to_state = to_state
+
+
+class StaleJobError(HarvestSuiteError):
+    """A job status change found the job in another status or attempt than it expected: somebody else
+    changed it first (a compare-and-set that lost), so nothing was written."""
+
+    def __init__(self, job_id: int, expected: str, actual: str) -> None:
+        super().__init__(f"job {job_id} was expected {expected} but is {actual}; nothing was changed")
+        self.job_id = job_id
+        self.expected = expected
+        self.actual = actual
 
 
 class DatabaseError(HarvestSuiteError):

@@ -135,6 +135,22 @@ class SchedulerSettings:
                                              "max jobs waiting per channel when throttled")
     timezone: str = setting("harvestsuite.scheduler.timezone", "",
                             "zone schedules are evaluated in (IANA name); empty = the system's zone")
+    controllerSilenceTimeout: int = setting(
+        "harvestsuite.scheduler.controllerSilenceTimeout", 300,
+        "seconds without a heartbeat after which a controller counts as gone and its STARTED job is "
+        "marked interrupted")
+    readyMaxAge: int = setting("harvestsuite.scheduler.readyMaxAge", 120,
+                               "ready messages older than this many seconds release no job (sent before an "
+                               "outage)")
+    claimGraceTime: int = setting("harvestsuite.scheduler.claimGraceTime", 120,
+                                  "seconds a job granted to a controller may stay unstarted while that "
+                                  "controller reports other work or none, before it is resubmitted")
+    leaderLeaseTime: int = setting("harvestsuite.scheduler.leaderLeaseTime", 60,
+                                   "seconds the SQLite leader lock row stays valid without renewal")
+    historySampleRate: int = setting("harvester.monitor.historySampleRate", 300,
+                                     "seconds between runningjobshistory samples of one job")
+    intakeThreads: int = setting("harvestsuite.scheduler.intakeThreads", 2,
+                                 "threads that take messages from the scheduler's queue")
 
 
 @dataclass(frozen=True)
@@ -159,6 +175,16 @@ class HarvesterSettings:
                                     "REST API password")
     organization: str = setting("common.organization", "netarkivet.dk",
                                 "organisation in metadata:// URLs")
+    controllerId: str = setting("harvestsuite.harvester.controllerId", "",
+                                "stable id of this harvest controller; empty = derived from the host name and "
+                                "serverDir at first start and kept in serverDir/controller-id")
+    sendReadyDelay: int = setting("harvester.harvesting.sendReadyDelay", 30,
+                                  "seconds between ready messages of an idle, unpaused controller")
+    heartbeatInterval: int = setting("harvestsuite.harvester.heartbeatInterval", 30,
+                                     "seconds between HarvesterStatus heartbeats")
+    claimTimeout: int = setting("harvestsuite.harvester.claimTimeout", 30,
+                                "seconds a controller waits for the scheduler's answer to a claim or a "
+                                "registration")
 
 
 @dataclass(frozen=True)
@@ -178,6 +204,27 @@ class QueueSettings:
                        "amqp://guest:guest@127.0.0.1:5672/%2F for RabbitMQ; sqlite:///FILE for the embedded queue")
     environmentName: str = setting("common.environmentName", "DEV", "prefix of every queue name")
     heartbeat: int = setting("harvestsuite.queue.heartbeat", 60, "AMQP heartbeat seconds")
+    publishTimeout: int = setting("harvestsuite.queue.publishTimeout", 60,
+                                  "seconds a publish waits for the broker's confirm, reconnecting meanwhile")
+    reconnectMaxDelay: int = setting("harvestsuite.queue.reconnectMaxDelay", 30,
+                                     "longest pause between reconnection attempts (backoff doubles up to it)")
+    leaseTimeout: int = setting("harvestsuite.queue.leaseTimeout", 1800,
+                                "embedded queue: seconds an unacknowledged message stays with its consumer "
+                                "(RabbitMQ's consumer_timeout)")
+    pollInterval: int = setting("harvestsuite.queue.pollInterval", 100,
+                                "embedded queue: milliseconds between looks at an empty queue")
+    prefetch: int = setting("harvestsuite.queue.prefetch", 50,
+                            "messages a subscription may hold unacknowledged (job queues always take one)")
+
+
+@dataclass(frozen=True)
+class NotificationSettings:
+    """Notifications of failed jobs, deactivated harvests and refused harvesters: always logged, and
+    e-mailed when a mail server and a receiver are set."""
+
+    mailServer: str = setting("common.mail.server", "", "SMTP host for notifications; empty = log only")
+    receiver: str = setting("common.notifications.receiver", "", "e-mail address notifications go to")
+    sender: str = setting("common.notifications.sender", "harvestsuite@localhost", "From: of notifications")
 
 
 @dataclass(frozen=True)
@@ -197,6 +244,7 @@ class Settings:
     crawler: CrawlerSettings = field(default_factory=CrawlerSettings)
     queue: QueueSettings = field(default_factory=QueueSettings)
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
+    notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
     def effective(self) -> dict[str, Any]:
         """Every key with its effective value, for logging at start."""

@@ -5,6 +5,8 @@
 
 BEGIN;
 
+CREATE SEQUENCE jobs_job_id_seq START WITH 1;
+
 CREATE TABLE schemaversions (
 	tablename VARCHAR(100) NOT NULL, 
 	version INTEGER NOT NULL, 
@@ -50,6 +52,10 @@ CREATE TABLE historyinfo (
 	harvest_id BIGINT NOT NULL, 
 	job_id BIGINT, 
 	harvest_time TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	novel_objects BIGINT, 
+	novel_bytes BIGINT, 
+	duplicate_objects BIGINT, 
+	duplicate_bytes BIGINT, 
 	PRIMARY KEY (historyinfo_id)
 );
 
@@ -243,6 +249,87 @@ CREATE INDEX audit_log_changed_at ON audit_log (changed_at);
 
 CREATE INDEX audit_log_row ON audit_log (tablename, row_key);
 
+CREATE TABLE scheduler_lock (
+	name VARCHAR(100) NOT NULL, 
+	holder VARCHAR(300) NOT NULL, 
+	acquired_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	expires_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
+CREATE TABLE harvesters (
+	controller_id VARCHAR(100) NOT NULL, 
+	host VARCHAR(300) NOT NULL, 
+	channels VARCHAR(2000) NOT NULL, 
+	accepted BOOLEAN NOT NULL, 
+	refusal_reason VARCHAR(2000), 
+	registered_at TIMESTAMP WITHOUT TIME ZONE, 
+	pid INTEGER, 
+	version VARCHAR(100), 
+	free_disk_bytes BIGINT, 
+	load_average FLOAT, 
+	memory_rss_bytes BIGINT, 
+	paused BOOLEAN DEFAULT false NOT NULL, 
+	pause_reason VARCHAR(2000), 
+	current_job_id BIGINT, 
+	current_attempt_id VARCHAR(64), 
+	current_job_state VARCHAR(100), 
+	last_heartbeat TIMESTAMP WITHOUT TIME ZONE, 
+	last_ready TIMESTAMP WITHOUT TIME ZONE, 
+	released_job_id BIGINT, 
+	released_at TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (controller_id)
+);
+
+CREATE TABLE dead_letters (
+	dead_letter_id BIGSERIAL NOT NULL, 
+	received_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	queue VARCHAR(300) NOT NULL, 
+	reason VARCHAR(2000) NOT NULL, 
+	job_id BIGINT, 
+	body TEXT NOT NULL, 
+	PRIMARY KEY (dead_letter_id)
+);
+
+CREATE TABLE harvest_run_summary (
+	harvest_id BIGINT NOT NULL, 
+	harvest_num INTEGER NOT NULL, 
+	jobs_done INTEGER DEFAULT 0 NOT NULL, 
+	jobs_failed INTEGER DEFAULT 0 NOT NULL, 
+	configurations BIGINT DEFAULT 0 NOT NULL, 
+	objects BIGINT DEFAULT 0 NOT NULL, 
+	bytes BIGINT DEFAULT 0 NOT NULL, 
+	novel_objects BIGINT DEFAULT 0 NOT NULL, 
+	novel_bytes BIGINT DEFAULT 0 NOT NULL, 
+	duplicate_objects BIGINT DEFAULT 0 NOT NULL, 
+	duplicate_bytes BIGINT DEFAULT 0 NOT NULL, 
+	stop_download_complete BIGINT DEFAULT 0 NOT NULL, 
+	stop_object_limit BIGINT DEFAULT 0 NOT NULL, 
+	stop_size_limit BIGINT DEFAULT 0 NOT NULL, 
+	stop_config_size_limit BIGINT DEFAULT 0 NOT NULL, 
+	stop_download_unfinished BIGINT DEFAULT 0 NOT NULL, 
+	stop_config_object_limit BIGINT DEFAULT 0 NOT NULL, 
+	stop_time_limit BIGINT DEFAULT 0 NOT NULL, 
+	updated_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (harvest_id, harvest_num)
+);
+
+CREATE TABLE config_history_summary (
+	config_id BIGSERIAL NOT NULL, 
+	latest_historyinfo_id BIGINT NOT NULL, 
+	latest_harvest_id BIGINT NOT NULL, 
+	latest_job_id BIGINT, 
+	latest_harvest_time TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	latest_stopreason INTEGER NOT NULL, 
+	latest_objectcount BIGINT NOT NULL, 
+	latest_bytecount BIGINT NOT NULL, 
+	best_historyinfo_id BIGINT NOT NULL, 
+	best_stopreason INTEGER NOT NULL, 
+	best_objectcount BIGINT NOT NULL, 
+	best_bytecount BIGINT NOT NULL, 
+	PRIMARY KEY (config_id)
+);
+
 CREATE TABLE configurations (
 	config_id BIGSERIAL NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
@@ -422,6 +509,7 @@ CREATE TABLE jobs (
 	controller VARCHAR(300), 
 	interrupted BOOLEAN DEFAULT false NOT NULL, 
 	expected_objects BIGINT, 
+	claimed_at TIMESTAMP WITHOUT TIME ZONE, 
 	PRIMARY KEY (job_id), 
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
 );
@@ -437,6 +525,15 @@ CREATE TABLE extendedfieldvalue (
 	content VARCHAR(30000) NOT NULL, 
 	PRIMARY KEY (extendedfieldvalue_id), 
 	FOREIGN KEY(extendedfield_id) REFERENCES extendedfield (extendedfield_id)
+);
+
+CREATE TABLE harvest_state (
+	harvest_id BIGINT NOT NULL, 
+	state VARCHAR(30) NOT NULL, 
+	reason VARCHAR(2000) NOT NULL, 
+	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (harvest_id), 
+	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
 );
 
 CREATE TABLE job_configs (
@@ -537,6 +634,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0001_baseline');
+INSERT INTO alembic_version (version_num) VALUES ('0002_scheduler');
 
 COMMIT;

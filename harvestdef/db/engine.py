@@ -6,9 +6,11 @@ SQLite runs in WAL mode with foreign keys on and a busy timeout, so the embedded
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 from harvestdef.settings import DatabaseSettings
@@ -40,3 +42,23 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:
         cursor.close()
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that writes, committed when the block ends and rolled back if it raises.
+
+    On SQLite it takes the write lock at its start (BEGIN IMMEDIATE): a transaction that first reads and
+    then writes would otherwise fail at its first write whenever another writer committed after its read
+    (WAL's stale snapshot), which is how two job generations used to collide on job ids. Other writers
+    wait for the lock (the busy timeout). On PostgreSQL it is an ordinary transaction.
+    """
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()

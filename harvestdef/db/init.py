@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BASELINE_REVISION = "0001_baseline"
+# A table the newest revision creates: present means the tables are sql/createfullhddb.sql's, at head.
+NEWEST_MARKER_TABLE = "scheduler_lock"
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -83,9 +85,10 @@ def _upgrade(conn: Connection) -> str:
     before = current_revision(conn)
     config = alembic_config(conn)
     if before is None:
-        # Tables without a revision: loaded from sql/createfullhddb.sql, which is the baseline schema.
-        command.stamp(config, BASELINE_REVISION)
-        before = BASELINE_REVISION
+        # Tables without a revision: loaded from sql/createfullhddb.sql (the newest schema), or a
+        # NetarchiveSuite database at the baseline. The newest revision's tables tell which.
+        before = head_revision() if inspect(conn).has_table(NEWEST_MARKER_TABLE) else BASELINE_REVISION
+        command.stamp(config, before)
     command.upgrade(config, "head")
     after = current_revision(conn)
     return "up to date" if after == before else f"upgraded {before} -> {after}"

@@ -3,11 +3,12 @@
 Tables and columns are NetarchiveSuite's (reference §1; exact names §1.10), so that a site can move its
 data over and an archivist's SQL keeps working: lower-case unquoted identifiers, -1 = unlimited for
 bytes and objects, 0 = unlimited for running time, JobStatus and StopReason ordinals as integers.
-HarvestSuite's additions are new tables (audit_log, users, scheduler_lock) and new columns, each marked
-"ours" below.
+HarvestSuite's additions are new tables (audit_log, users, the scheduler's tables at the end) and new
+columns, each marked "ours" below.
 
-Ids that NetarchiveSuite assigns in code (harvestdefinitions.harvest_id, jobs.job_id) have no
-autoincrement here either: the repositories assign them (jobs: max(job_id)+1, or nextJobId if larger).
+NetarchiveSuite assigns harvestdefinitions.harvest_id and jobs.job_id in code, so the columns have no
+autoincrement here either. Job ids come from the database all the same: the sequence jobs_job_id_seq on
+PostgreSQL, max(job_id)+1 inside a write-locked transaction on SQLite (harvestdef/repositories/jobs.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     PrimaryKeyConstraint,
+    Sequence,
     String,
     Table,
     Text,
@@ -156,6 +158,12 @@ historyinfo = Table(
     Column("harvest_id", BigInteger, nullable=False),
     Column("job_id", BigInteger),
     Column("harvest_time", UTCDateTime, nullable=False),
+    # ours: what deduplication made of objectcount/bytecount (new payloads, and revisits of earlier ones);
+    # NULL where the figures came from elsewhere (NetarchiveSuite's own rows)
+    Column("novel_objects", BigInteger),
+    Column("novel_bytes", BigInteger),
+    Column("duplicate_objects", BigInteger),
+    Column("duplicate_bytes", BigInteger),
 )
 Index("historyinfoharvest", historyinfo.c.harvest_id)
 Index("historyinfoconfigharvest", historyinfo.c.config_id, historyinfo.c.harvest_id)
@@ -272,8 +280,12 @@ jobs = Table(
     Column("interrupted", Boolean, nullable=False, server_default=text("false")),
     # ours: the sum of expected objects the job generator packed into the job
     Column("expected_objects", BigInteger),
+    # ours: when the attempt was granted to `controller`
+    Column("claimed_at", UTCDateTime),
 )
 Index("jobstatus", jobs.c.status)
+# ours: job ids on PostgreSQL (a standalone sequence, so the column stays as NetarchiveSuite defines it)
+jobs_job_id_seq = Sequence("jobs_job_id_seq", metadata=metadata, start=1)
 Index("jobharvestid", jobs.c.harvest_id)
 
 job_configs = Table(
@@ -441,3 +453,100 @@ audit_log = Table(
 )
 Index("audit_log_row", audit_log.c.tablename, audit_log.c.row_key)
 Index("audit_log_changed_at", audit_log.c.changed_at)
+
+# ---------------------------------------------------------------- ours: the running system
+# The single scheduler allowed to act on this database (SQLite; PostgreSQL uses an advisory lock).
+scheduler_lock = Table(
+    "scheduler_lock", metadata,
+    Column("name", String(100), primary_key=True),
+    Column("holder", String(300), nullable=False),
+    Column("acquired_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)
+
+# Why a harvest definition is waiting, was deactivated or failed to generate, for the UI and API.
+harvest_state = Table(
+    "harvest_state", metadata,
+    Column("harvest_id", BigInteger, ForeignKey("harvestdefinitions.harvest_id"), primary_key=True),
+    # waiting, generating, generated, deactivated
+    Column("state", String(30), nullable=False),
+    Column("reason", String(2000), nullable=False),
+    Column("changed_at", UTCDateTime, nullable=False),
+)
+
+# Harvest controllers: their registration and their latest heartbeat.
+harvesters = Table(
+    "harvesters", metadata,
+    Column("controller_id", String(100), primary_key=True),
+    Column("host", String(300), nullable=False),
+    Column("channels", String(2000), nullable=False),  # comma-separated, in order of preference
+    Column("accepted", Boolean, nullable=False),
+    Column("refusal_reason", String(2000)),
+    Column("registered_at", UTCDateTime),
+    Column("pid", Integer),
+    Column("version", String(100)),
+    Column("free_disk_bytes", BigInteger),
+    Column("load_average", Float),
+    Column("memory_rss_bytes", BigInteger),
+    Column("paused", Boolean, nullable=False, server_default=text("false")),
+    Column("pause_reason", String(2000)),
+    Column("current_job_id", BigInteger),
+    Column("current_attempt_id", String(64)),
+    Column("current_job_state", String(100)),
+    Column("last_heartbeat", UTCDateTime),
+    Column("last_ready", UTCDateTime),
+    # the job released for this controller's latest ready message, so one idle controller releases one job
+    Column("released_job_id", BigInteger),
+    Column("released_at", UTCDateTime),
+)
+
+# Messages that failed validation or could not be handled, with the reason (from the dead-letter queue).
+dead_letters = Table(
+    "dead_letters", metadata,
+    Column("dead_letter_id", Id, primary_key=True, autoincrement=True),
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("queue", String(300), nullable=False),
+    Column("reason", String(2000), nullable=False),
+    Column("job_id", BigInteger),
+    Column("body", Text, nullable=False),
+)
+
+# Per harvest run (harvest_num): totals of the final reports, kept up to date at status intake.
+harvest_run_summary = Table(
+    "harvest_run_summary", metadata,
+    Column("harvest_id", BigInteger, nullable=False),
+    Column("harvest_num", Integer, nullable=False),
+    Column("jobs_done", Integer, nullable=False, server_default=text("0")),
+    Column("jobs_failed", Integer, nullable=False, server_default=text("0")),
+    Column("configurations", BigInteger, nullable=False, server_default=text("0")),
+    Column("objects", BigInteger, nullable=False, server_default=text("0")),
+    Column("bytes", BigInteger, nullable=False, server_default=text("0")),
+    Column("novel_objects", BigInteger, nullable=False, server_default=text("0")),
+    Column("novel_bytes", BigInteger, nullable=False, server_default=text("0")),
+    Column("duplicate_objects", BigInteger, nullable=False, server_default=text("0")),
+    Column("duplicate_bytes", BigInteger, nullable=False, server_default=text("0")),
+    # configurations per StopReason, by name in lower case
+    *(Column(f"stop_{name}", BigInteger, nullable=False, server_default=text("0"))
+      for name in ("download_complete", "object_limit", "size_limit", "config_size_limit",
+                   "download_unfinished", "config_object_limit", "time_limit")),
+    Column("updated_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("harvest_id", "harvest_num"),
+)
+
+# Per domain configuration: its newest historyinfo row and its best one by the rule of the expected-size
+# estimate (most objects, older on ties, nothing older than the newest complete harvest).
+config_history_summary = Table(
+    "config_history_summary", metadata,
+    Column("config_id", BigInteger, primary_key=True),
+    Column("latest_historyinfo_id", BigInteger, nullable=False),
+    Column("latest_harvest_id", BigInteger, nullable=False),
+    Column("latest_job_id", BigInteger),
+    Column("latest_harvest_time", UTCDateTime, nullable=False),
+    Column("latest_stopreason", Integer, nullable=False),
+    Column("latest_objectcount", BigInteger, nullable=False),
+    Column("latest_bytecount", BigInteger, nullable=False),
+    Column("best_historyinfo_id", BigInteger, nullable=False),
+    Column("best_stopreason", Integer, nullable=False),
+    Column("best_objectcount", BigInteger, nullable=False),
+    Column("best_bytecount", BigInteger, nullable=False),
+)

@@ -6,7 +6,9 @@ for a selective or event harvest it also moves nextdate to the schedule's next e
 events are skipped, with a warning; None means no more runs). Everything is written in one transaction, so
 a failed run leaves nothing behind: the harvest definition is then deactivated in a transaction of its own
 (NetarchiveSuite does the same), the cause is logged, and JobGenerationError names the harvest and the
-cause. Runs are serialised on PostgreSQL by an advisory lock, so two runs never race for job ids.
+cause. Runs are serialised: by an advisory lock on PostgreSQL, by the write lock the run's transaction
+takes at its start on SQLite. Job ids come from the database (harvestdef.repositories.jobs), so nothing
+else that makes jobs meanwhile collides with a run either.
 
 ``preview`` does the selection and packing only, in a transaction that is rolled back.
 """
@@ -23,13 +25,14 @@ from sqlalchemy import Connection, Engine, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import is_postgresql
+from harvestdef.db.engine import is_postgresql, write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import JobGenerationError, NotFoundError
 from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit
+from harvestdef.repositories.jobs import allocate_job_ids
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps
-from scheduler.jobgen.building import BULK_CHECK_THRESHOLD, JobWriter, RunContext, TemplateInfo, next_job_id
+from scheduler.jobgen.building import BULK_CHECK_THRESHOLD, JobWriter, RunContext, TemplateInfo
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackedJob, PackingRules, job_generator
 from scheduler.jobgen.selection import CRAWL_ATTRIBUTE_TREE, HarvestSource, select_candidates
 
@@ -238,7 +241,7 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
         naming_convention=options.naming_convention, collection_name=options.collection_name,
         operator=options.operator)
     writer = JobWriter(conn, context, _templates(conn, {job.template for job in jobs}),
-                       next_job_id(conn, options.next_job_id), options.bulk_check_threshold)
+                       allocate_job_ids(conn, len(jobs), options.next_job_id), options.bulk_check_threshold)
     job_ids = writer.write(jobs, candidates)
     log.info("harvest %r: %d configurations selected in %.1f s, packed into %d jobs in %.1f s, written in %.1f s",
              harvest.name, len(candidates), selected - started, len(jobs), packed - selected,
@@ -269,7 +272,7 @@ def generate_jobs(engine: Engine, harvest: str | int, options: GenerationOptions
     with engine.connect() as conn:
         hd = load_harvest(conn, harvest)
     try:
-        with engine.begin() as conn:
+        with write_transaction(engine) as conn:
             result = _generate(conn, hd, options, now)
     except Exception as exc:  # noqa: BLE001 - any failure of a run deactivates its harvest (reference §2.1)
         cause = f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,255 @@
+"""Harvest history: historyinfo rows from a job's domain report, and the two summaries kept beside them.
+
+``HistoryWriter.record_job`` turns a final report into one historyinfo row per domain configuration of
+the job (reference §6.5, LegacyHarvestReport): a configuration whose domain is missing from the report
+gets a row with nothing harvested and the report's default stop reason, so a domain that produced
+nothing still carries on into the next snapshot step (NetarchiveSuite drops it, §11). In the same
+transaction it updates
+
+* harvest_run_summary: per harvest run (harvest_id, harvest_num) the jobs done and failed, objects,
+  bytes, novel and duplicate figures and configurations per stop reason;
+* config_history_summary: per configuration its newest row and its best row by the rule of the
+  expected-size estimate (reference §2.5 step 1: newest first, most objects, the older row on ties,
+  nothing older than the newest DOWNLOAD_COMPLETE row).
+
+Both are kept incrementally, which is exact for rows written in time order (as status intake does).
+``rebuild_summaries`` computes them again from historyinfo and jobs, for history written by other
+means (imports, NetarchiveSuite data, benchmarks), streaming historyinfo in one ordered pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, case, delete, func, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql
+from harvestdef.db.types import utcnow
+from harvestdef.model.jobs import Job
+from harvestdef.model.status import JobStatus, StopReason
+
+log = logging.getLogger(__name__)
+
+UNLIMITED = -1
+_STOP_COLUMNS = {reason: f"stop_{reason.name.lower()}" for reason in StopReason}
+_STOP_BY_ORDINAL = {int(reason): column for reason, column in _STOP_COLUMNS.items()}
+
+
+def _at_most(limit: int, bound: int | None) -> bool:
+    """limit <= bound where -1 (or None) is infinite: NetarchiveSuite's compareInf(limit, bound) <= 0."""
+    if bound is None or bound == UNLIMITED:
+        return True
+    if limit == UNLIMITED:
+        return False
+    return limit <= bound
+
+
+def legacy_stop_reason(reason: StopReason, bytes_received: int, config_maxbytes: int, config_maxobjects: int,
+                       job_maxbytes: int | None, job_maxobjects: int | None) -> StopReason:
+    """The stop reason stored for a configuration (reference §6.5, LegacyHarvestReport): a quota hit is
+    the configuration's own when its limit is the one that bound, i.e. it is not above the job's."""
+    if reason == StopReason.SIZE_LIMIT and config_maxbytes != UNLIMITED and (
+            _at_most(config_maxbytes, job_maxbytes) or config_maxbytes <= bytes_received):
+        return StopReason.CONFIG_SIZE_LIMIT
+    if reason == StopReason.OBJECT_LIMIT and config_maxobjects != UNLIMITED and _at_most(
+            config_maxobjects, job_maxobjects):
+        return StopReason.CONFIG_OBJECT_LIMIT
+    return reason
+
+
+@dataclass(frozen=True)
+class DomainFigures:
+    """What a job harvested for one domain (the scheduler's view of a DomainStats line)."""
+
+    objects: int
+    bytes: int
+    stop_reason: StopReason
+    novel_objects: int | None = None
+    novel_bytes: int | None = None
+    duplicate_objects: int | None = None
+    duplicate_bytes: int | None = None
+
+
+def _upsert(conn: Connection, table: Any, key: list[str], rows: list[dict[str, Any]],
+            set_: Callable[[Any], Mapping[str, Any]]) -> None:
+    """INSERT … ON CONFLICT DO UPDATE (the same statement on PostgreSQL and SQLite)."""
+    if not rows:
+        return
+    dialect = postgresql if is_postgresql(conn.engine) else sqlite
+    statement = dialect.insert(table)
+    statement = statement.on_conflict_do_update(index_elements=key, set_=set_(statement.excluded))
+    conn.execute(statement, rows)
+
+
+class HistoryWriter:
+    """Writes a job's history and its summaries into the caller's transaction."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def record_job(self, job: Job, final_status: JobStatus, default_stop_reason: StopReason | None,
+                   domains: Mapping[str, DomainFigures] | None, harvest_time: datetime | None = None) -> int:
+        """Write the job's historyinfo rows (none when ``domains`` is None: a failed job without a
+        report) and update both summaries; returns the number of rows written."""
+        harvest_time = harvest_time or utcnow()
+        rows: list[dict[str, Any]] = []
+        if domains is not None:
+            default = default_stop_reason if default_stop_reason is not None else StopReason.DOWNLOAD_UNFINISHED
+            jc, c, d = s.job_configs, s.configurations, s.domains
+            configs = self.conn.execute(
+                select(c.c.config_id, d.c.name, c.c.maxbytes, c.c.maxobjects)
+                .select_from(jc.join(c, c.c.config_id == jc.c.config_id).join(d, d.c.domain_id == c.c.domain_id))
+                .where(jc.c.job_id == job.job_id).order_by(c.c.config_id))
+            for config_id, domain, maxbytes, maxobjects in configs:
+                figures = domains.get(domain) or DomainFigures(0, 0, default, 0, 0, 0, 0)
+                reason = legacy_stop_reason(figures.stop_reason, figures.bytes, maxbytes, maxobjects,
+                                            job.forcemaxbytes, job.forcemaxcount)
+                rows.append({
+                    "stopreason": int(reason), "objectcount": figures.objects, "bytecount": figures.bytes,
+                    "config_id": config_id, "harvest_id": job.harvest_id, "job_id": job.job_id,
+                    "harvest_time": harvest_time, "novel_objects": figures.novel_objects,
+                    "novel_bytes": figures.novel_bytes, "duplicate_objects": figures.duplicate_objects,
+                    "duplicate_bytes": figures.duplicate_bytes})
+        ids: list[int] = []
+        if rows:
+            h = s.historyinfo
+            if is_postgresql(self.conn.engine) or len(rows) == 1:
+                ids = list(self.conn.scalars(insert(h).returning(h.c.historyinfo_id, sort_by_parameter_order=True),
+                                             rows))
+            else:
+                for row in rows:
+                    ids.append(self.conn.execute(insert(h).values(row)).inserted_primary_key[0])
+        self._add_to_run_summary(job, final_status, rows)
+        self._add_to_config_summary(rows, ids)
+        return len(rows)
+
+    def _add_to_run_summary(self, job: Job, final_status: JobStatus, rows: list[dict[str, Any]]) -> None:
+        totals: dict[str, Any] = {
+            "harvest_id": job.harvest_id, "harvest_num": job.harvest_num,
+            "jobs_done": int(final_status == JobStatus.DONE), "jobs_failed": int(final_status == JobStatus.FAILED),
+            "configurations": len(rows), "objects": 0, "bytes": 0, "novel_objects": 0, "novel_bytes": 0,
+            "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0),
+            "updated_at": utcnow()}
+        for row in rows:
+            totals["objects"] += row["objectcount"]
+            totals["bytes"] += row["bytecount"]
+            for name in ("novel_objects", "novel_bytes", "duplicate_objects", "duplicate_bytes"):
+                totals[name] += row[name] or 0
+            totals[_STOP_COLUMNS[StopReason(row["stopreason"])]] += 1
+        table = s.harvest_run_summary
+        added = [name for name in totals if name not in ("harvest_id", "harvest_num", "updated_at")]
+        _upsert(self.conn, table, ["harvest_id", "harvest_num"], [totals],
+                lambda excluded: {**{name: table.c[name] + excluded[name] for name in added},
+                                  "updated_at": excluded.updated_at})
+
+    def _add_to_config_summary(self, rows: list[dict[str, Any]], ids: list[int]) -> None:
+        summary_rows = [{
+            "config_id": row["config_id"], "latest_historyinfo_id": historyinfo_id,
+            "latest_harvest_id": row["harvest_id"], "latest_job_id": row["job_id"],
+            "latest_harvest_time": row["harvest_time"], "latest_stopreason": row["stopreason"],
+            "latest_objectcount": row["objectcount"], "latest_bytecount": row["bytecount"],
+            "best_historyinfo_id": historyinfo_id, "best_stopreason": row["stopreason"],
+            "best_objectcount": row["objectcount"], "best_bytecount": row["bytecount"],
+        } for row, historyinfo_id in zip(rows, ids, strict=True)]
+        table = s.config_history_summary
+        complete = int(StopReason.DOWNLOAD_COMPLETE)
+
+        def merged(excluded: Any) -> dict[str, Any]:
+            # The newest row becomes the best unless an older one (already folded into best_*) has at least
+            # as many objects; a complete newest row ends the fold there (reference §2.5 step 1).
+            newest_wins = (excluded.latest_stopreason == complete) | (
+                table.c.best_objectcount < excluded.latest_objectcount)
+            values = {f"latest_{name}": excluded[f"latest_{name}"]
+                      for name in ("historyinfo_id", "harvest_id", "job_id", "harvest_time", "stopreason",
+                                   "objectcount", "bytecount")}
+            for name in ("historyinfo_id", "stopreason", "objectcount", "bytecount"):
+                values[f"best_{name}"] = case((newest_wins, excluded[f"best_{name}"]), else_=table.c[f"best_{name}"])
+            return values
+
+        for start in range(0, len(summary_rows), 1000):
+            _upsert(self.conn, table, ["config_id"], summary_rows[start:start + 1000], merged)
+
+
+def rebuild_summaries(conn: Connection, batch_size: int = 10_000,
+                      progress: Callable[[int], None] | None = None) -> tuple[int, int]:
+    """Compute harvest_run_summary and config_history_summary again from historyinfo and jobs, in the
+    caller's transaction; returns (runs, configurations). historyinfo is streamed once, in order."""
+    h, j = s.historyinfo, s.jobs
+    conn.execute(delete(s.harvest_run_summary))
+    conn.execute(delete(s.config_history_summary))
+    now = utcnow()
+    runs: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def run(harvest_id: int, harvest_num: int) -> dict[str, Any]:
+        key = (harvest_id, harvest_num)
+        if key not in runs:
+            runs[key] = {"harvest_id": harvest_id, "harvest_num": harvest_num, "jobs_done": 0, "jobs_failed": 0,
+                         "configurations": 0, "objects": 0, "bytes": 0, "novel_objects": 0, "novel_bytes": 0,
+                         "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0),
+                         "updated_at": now}
+        return runs[key]
+
+    for harvest_id, harvest_num, status, count in conn.execute(
+            select(j.c.harvest_id, j.c.harvest_num, j.c.status, func.count())
+            .where(j.c.status.in_([int(JobStatus.DONE), int(JobStatus.FAILED)]))
+            .group_by(j.c.harvest_id, j.c.harvest_num, j.c.status)):
+        run(harvest_id, harvest_num)["jobs_done" if status == JobStatus.DONE else "jobs_failed"] += count
+
+    query = (select(h.c.config_id, h.c.historyinfo_id, h.c.harvest_id, h.c.job_id, h.c.harvest_time,
+                    h.c.stopreason, h.c.objectcount, h.c.bytecount, h.c.novel_objects, h.c.novel_bytes,
+                    h.c.duplicate_objects, h.c.duplicate_bytes, j.c.harvest_num)
+             .select_from(h.outerjoin(j, j.c.job_id == h.c.job_id))
+             .order_by(h.c.config_id, h.c.harvest_time.desc(), h.c.harvest_id.desc(), h.c.historyinfo_id.desc()))
+    summaries: list[dict[str, Any]] = []
+    current: int | None = None
+    settled = False
+    configurations = 0
+    result = conn.execution_options(stream_results=True, yield_per=batch_size).execute(query)
+    for row in result:
+        if row.harvest_num is not None:
+            totals = run(row.harvest_id, row.harvest_num)
+            totals["configurations"] += 1
+            totals["objects"] += row.objectcount
+            totals["bytes"] += row.bytecount
+            for name in ("novel_objects", "novel_bytes", "duplicate_objects", "duplicate_bytes"):
+                totals[name] += getattr(row, name) or 0
+            if row.stopreason in _STOP_BY_ORDINAL:
+                totals[_STOP_BY_ORDINAL[row.stopreason]] += 1
+        if row.config_id != current:
+            if len(summaries) >= batch_size:
+                conn.execute(insert(s.config_history_summary), summaries)
+                summaries.clear()
+            current, settled = row.config_id, False
+            configurations += 1
+            if progress is not None and configurations % 100_000 == 0:
+                progress(configurations)
+            summaries.append({
+                "config_id": row.config_id, "latest_historyinfo_id": row.historyinfo_id,
+                "latest_harvest_id": row.harvest_id, "latest_job_id": row.job_id,
+                "latest_harvest_time": row.harvest_time, "latest_stopreason": row.stopreason,
+                "latest_objectcount": row.objectcount, "latest_bytecount": row.bytecount,
+                "best_historyinfo_id": row.historyinfo_id, "best_stopreason": row.stopreason,
+                "best_objectcount": row.objectcount, "best_bytecount": row.bytecount})
+        elif not settled and row.objectcount >= summaries[-1]["best_objectcount"]:
+            summaries[-1].update(best_historyinfo_id=row.historyinfo_id, best_stopreason=row.stopreason,
+                                 best_objectcount=row.objectcount, best_bytecount=row.bytecount)
+        settled = settled or row.stopreason == StopReason.DOWNLOAD_COMPLETE
+    result.close()
+    if summaries:
+        conn.execute(insert(s.config_history_summary), summaries)
+    run_rows = list(runs.values())
+    for start in range(0, len(run_rows), 1000):
+        conn.execute(insert(s.harvest_run_summary), run_rows[start:start + 1000])
+    return len(runs), configurations
+
+
+def history_rows(conn: Connection, job_id: int) -> Iterable[Any]:
+    """The historyinfo rows of one job, by configuration."""
+    h = s.historyinfo
+    return conn.execute(select(h).where(h.c.job_id == job_id).order_by(h.c.config_id)).mappings().all()

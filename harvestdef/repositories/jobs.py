@@ -1,0 +1,230 @@
+"""Jobs: the one place that writes job rows and changes their status (design.md §Jobs, reference §1.5, §4.4).
+
+``new_job_row`` is the one definition of a job row; job generation's bulk path and a resubmission both
+use it. Job ids come from the database (``allocate_job_ids``): the sequence jobs_job_id_seq on PostgreSQL,
+max(job_id)+1 on SQLite, where the caller's transaction holds the write lock (``write_transaction``), so
+two generations at once never collide.
+
+``JobRepository.change_status`` is the only way a status changes. It asks the transition table of
+harvestdef.model.status, then updates with ``WHERE job_id = :id AND status = :from AND attempt_id IS NOT
+DISTINCT FROM :attempt``: a compare-and-set, so of two parties acting on one job only the first changes
+it, and a message of a stale attempt changes nothing (StaleJobError says what the job is now).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, text, update
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql
+from harvestdef.db.types import utcnow
+from harvestdef.errors import NotFoundError, StaleJobError, ValidationError
+from harvestdef.model.jobs import Job
+from harvestdef.model.status import JobStatus, check_job_transition
+from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
+
+_DOCUMENT_COLUMNS = ("orderxmldoc", "seedlist")
+_LIST_COLUMNS = [c for c in s.jobs.c if c.name not in _DOCUMENT_COLUMNS]
+
+
+def new_job_row(*, job_id: int, harvest_id: int, channel: str, snapshot: bool, orderxml: str, harvest_num: int,
+                creationdate: datetime, forcemaxbytes: int = -1, forcemaxcount: int | None = None,
+                forcemaxrunningtime: int | None = None, orderxmldoc: str = "", seedlist: str = "",
+                num_configs: int = 0, harvestname_prefix: str | None = None, expected_objects: int | None = None,
+                continuationof: int | None = None) -> dict[str, Any]:
+    """A NEW job's row, every NOT NULL column filled; the one definition of what a new job holds."""
+    return {
+        "job_id": job_id, "harvest_id": harvest_id, "status": int(JobStatus.NEW), "channel": channel,
+        "snapshot": snapshot, "forcemaxbytes": forcemaxbytes, "forcemaxcount": forcemaxcount,
+        "forcemaxrunningtime": forcemaxrunningtime, "orderxml": orderxml, "orderxmldoc": orderxmldoc,
+        "seedlist": seedlist, "harvest_num": harvest_num, "creationdate": creationdate,
+        "num_configs": num_configs, "edition": 1, "harvestname_prefix": harvestname_prefix,
+        "expected_objects": expected_objects, "continuationof": continuationof, "interrupted": False,
+    }
+
+
+def allocate_job_ids(conn: Connection, count: int, next_job_id_setting: int = 0) -> list[int]:
+    """``count`` new job ids, ascending, never given out before.
+
+    PostgreSQL: from the sequence, first moved past max(job_id) and the nextJobId setting if rows came in
+    by other means (a restore, a NetarchiveSuite import). SQLite: max(job_id)+1 onwards; the caller's
+    transaction must hold the write lock (``harvestdef.db.engine.write_transaction``).
+    """
+    if count <= 0:
+        return []
+    highest = conn.scalar(select(func.max(s.jobs.c.job_id))) or 0
+    floor = max(highest, next_job_id_setting - 1)
+    if not is_postgresql(conn.engine):
+        return list(range(floor + 1, floor + 1 + count))
+    last, called = conn.execute(text("SELECT last_value, is_called FROM jobs_job_id_seq")).one()
+    if (last if called else last - 1) < floor:
+        conn.execute(text("SELECT setval('jobs_job_id_seq', :floor, true)"), {"floor": floor})
+    return list(conn.scalars(text("SELECT nextval('jobs_job_id_seq') FROM generate_series(1, :n) ORDER BY 1"),
+                             {"n": count}))
+
+
+def _to_job(row: Mapping[str, Any]) -> Job:
+    values = dict(row)
+    values["status"] = JobStatus(values["status"])
+    values["interrupted"] = bool(values.get("interrupted"))
+    for name in _DOCUMENT_COLUMNS:
+        values[name] = values.get(name) or ""
+    return Job(**values)
+
+
+def _audit_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: (int(value) if isinstance(value, JobStatus) else value) for key, value in values.items()}
+
+
+class JobRepository:
+    """Reads jobs, writes new ones, changes their status; every change is audited."""
+
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR) -> None:
+        self.conn = conn
+        self.actor = actor
+
+    # ------------------------------------------------------------------ reading
+    def get(self, job_id: int, with_documents: bool = True) -> Job:
+        columns = list(s.jobs.c) if with_documents else _LIST_COLUMNS
+        row = self.conn.execute(select(*columns).where(s.jobs.c.job_id == job_id)).mappings().first()
+        if row is None:
+            raise NotFoundError("job", job_id)
+        return _to_job(row)
+
+    def find(self, job_id: int, with_documents: bool = True) -> Job | None:
+        try:
+            return self.get(job_id, with_documents)
+        except NotFoundError:
+            return None
+
+    def list_jobs(self, status: JobStatus | Iterable[JobStatus] | None = None, harvest_id: int | None = None,
+                  channel: str | None = None, harvest_num: int | None = None, limit: int | None = None,
+                  offset: int = 0, newest_first: bool = False) -> list[Job]:
+        """Jobs without their template and seeds, by job id, filtered by whatever is given."""
+        query = select(*_LIST_COLUMNS)
+        if status is not None:
+            statuses = [status] if isinstance(status, JobStatus) else list(status)
+            query = query.where(s.jobs.c.status.in_([int(x) for x in statuses]))
+        if harvest_id is not None:
+            query = query.where(s.jobs.c.harvest_id == harvest_id)
+        if harvest_num is not None:
+            query = query.where(s.jobs.c.harvest_num == harvest_num)
+        if channel is not None:
+            query = query.where(s.jobs.c.channel == channel.upper())
+        query = query.order_by(s.jobs.c.job_id.desc() if newest_first else s.jobs.c.job_id)
+        if limit is not None:
+            query = query.limit(limit)
+        if offset:
+            query = query.offset(offset)
+        return [_to_job(row) for row in self.conn.execute(query).mappings()]
+
+    def count_by_status(self, harvest_id: int | None = None) -> dict[JobStatus, int]:
+        query = select(s.jobs.c.status, func.count()).group_by(s.jobs.c.status)
+        if harvest_id is not None:
+            query = query.where(s.jobs.c.harvest_id == harvest_id)
+        return {JobStatus(status): count for status, count in self.conn.execute(query)}
+
+    def configurations(self, job_id: int) -> list[dict[str, Any]]:
+        """The job's domain configurations: config_id, domain, name, maxobjects, maxbytes."""
+        jc, c, d = s.job_configs, s.configurations, s.domains
+        rows = self.conn.execute(
+            select(c.c.config_id, d.c.name.label("domain"), c.c.name, c.c.maxobjects, c.c.maxbytes)
+            .select_from(jc.join(c, c.c.config_id == jc.c.config_id).join(d, d.c.domain_id == c.c.domain_id))
+            .where(jc.c.job_id == job_id).order_by(d.c.name)).mappings()
+        return [dict(row) for row in rows]
+
+    # ------------------------------------------------------------------ writing
+    def insert(self, rows: Sequence[Mapping[str, Any]], config_ids: Mapping[int, Sequence[int]] | None = None,
+               audit: bool = True) -> None:
+        """Insert rows made by ``new_job_row``, and their job_configs rows if given (job id -> config ids)."""
+        for start in range(0, len(rows), 1000):
+            self.conn.execute(insert(s.jobs), list(rows[start:start + 1000]))
+        if config_ids:
+            links = [{"job_id": job_id, "config_id": config_id}
+                     for job_id, ids in config_ids.items() for config_id in ids]
+            for start in range(0, len(links), 5000):
+                self.conn.execute(insert(s.job_configs), links[start:start + 5000])
+        if audit:
+            for row in rows:
+                record_audit(self.conn, self.actor, "jobs", row["job_id"], "insert", None,
+                             {k: v for k, v in row.items() if k not in _DOCUMENT_COLUMNS})
+
+    def change_status(self, job_id: int, from_status: JobStatus, to_status: JobStatus, *,
+                      attempt_id: str | None, values: Mapping[str, Any] | None = None) -> None:
+        """Move the job from ``from_status`` to ``to_status`` if it is still there with ``attempt_id``.
+
+        :raise IllegalTransitionError: the transition table forbids the change (nothing is read or written).
+        :raise StaleJobError: the job is in another status or attempt now; nothing was written.
+        :raise NotFoundError: no such job.
+        """
+        check_job_transition(job_id, from_status, to_status)
+        changes = {"status": int(to_status), **(values or {}), "edition": s.jobs.c.edition + 1}
+        j = s.jobs
+        result = self.conn.execute(
+            update(j).where(j.c.job_id == job_id, j.c.status == int(from_status),
+                            j.c.attempt_id.is_not_distinct_from(attempt_id)).values(changes))
+        if result.rowcount != 1:
+            current = self.conn.execute(select(j.c.status, j.c.attempt_id).where(j.c.job_id == job_id)).first()
+            if current is None:
+                raise NotFoundError("job", job_id)
+            raise StaleJobError(job_id, f"{from_status} with attempt {attempt_id}",
+                                f"{JobStatus(current.status)} with attempt {current.attempt_id}")
+        after = _audit_values({k: v for k, v in changes.items() if k != "edition"})
+        record_audit(self.conn, self.actor, "jobs", job_id, "update",
+                     {"status": int(from_status), "attempt_id": attempt_id}, after)
+
+    def set_interrupted(self, job_id: int, attempt_id: str | None, interrupted: bool) -> bool:
+        """Mark (or clear) a STARTED job whose controller went silent; False if the job moved on."""
+        j = s.jobs
+        changed = self.conn.execute(
+            update(j).where(j.c.job_id == job_id, j.c.status == int(JobStatus.STARTED),
+                            j.c.attempt_id.is_not_distinct_from(attempt_id), j.c.interrupted.is_(not interrupted))
+            .values(interrupted=interrupted, edition=j.c.edition + 1)).rowcount == 1
+        if changed:
+            record_audit(self.conn, self.actor, "jobs", job_id, "update", {"interrupted": not interrupted},
+                         {"interrupted": interrupted})
+        return changed
+
+    def resubmit(self, job_id: int, next_job_id_setting: int = 0, now: datetime | None = None) -> Job:
+        """NetarchiveSuite's resubmission (reference §3.4): a copy of the job with a new id goes NEW, the old
+        one becomes RESUBMITTED and names the copy. From FAILED (an operator's restart) the copy is a
+        continuation of the old job. The caller makes sure no attempt of the job may still run.
+
+        :raise ValidationError: the job is not FAILED or SUBMITTED.
+        """
+        old = self.get(job_id)
+        if old.status not in (JobStatus.FAILED, JobStatus.SUBMITTED):
+            raise ValidationError(f"job {job_id} is {old.status}: only FAILED and SUBMITTED jobs can be resubmitted")
+        now = now or utcnow()
+        (new_id,) = allocate_job_ids(self.conn, 1, next_job_id_setting)
+        prefix = old.harvestname_prefix
+        if prefix:
+            # the prefix names the job: <job>-<harvest> or <collection>-<job>-<harvest>
+            parts = prefix.split("-")
+            parts[-2] = str(new_id)
+            prefix = "-".join(parts)
+        row = new_job_row(
+            job_id=new_id, harvest_id=old.harvest_id, channel=old.channel, snapshot=old.snapshot,
+            orderxml=old.orderxml, harvest_num=old.harvest_num, creationdate=now, forcemaxbytes=old.forcemaxbytes,
+            forcemaxcount=old.forcemaxcount, orderxmldoc=old.orderxmldoc, seedlist=old.seedlist,
+            num_configs=old.num_configs, harvestname_prefix=prefix, expected_objects=old.expected_objects,
+            continuationof=job_id if old.status == JobStatus.FAILED else None)
+        config_ids = list(self.conn.scalars(select(s.job_configs.c.config_id)
+                                            .where(s.job_configs.c.job_id == job_id)))
+        self.insert([row], {new_id: config_ids})
+        self.change_status(job_id, old.status, JobStatus.RESUBMITTED, attempt_id=old.attempt_id,
+                           values={"resubmitted_as_job": new_id})
+        return self.get(new_id)
+
+    def reject(self, job_id: int) -> None:
+        """FAILED -> FAILED_REJECTED: an archivist's "not to be harvested again"."""
+        job = self.get(job_id, with_documents=False)
+        self.change_status(job_id, JobStatus.FAILED, JobStatus.FAILED_REJECTED, attempt_id=job.attempt_id)
+
+    def unreject(self, job_id: int) -> None:
+        job = self.get(job_id, with_documents=False)
+        self.change_status(job_id, JobStatus.FAILED_REJECTED, JobStatus.FAILED, attempt_id=job.attempt_id)
