@@ -1,0 +1,76 @@
+"""The message contracts between the scheduler, the harvest controllers and the monitor (reference §4.2).
+
+Wire form: UTF-8 JSON, one object per message::
+
+    {"type": "CrawlStatus", "version": "1.0", "sent": "2025-03-01T12:00:00.000000Z", "body": {...}}
+
+``type`` is the class name (``MESSAGE_TYPES``), ``version`` is ``SCHEMA_VERSION`` as "MAJOR.MINOR",
+``sent`` the sending time in UTC and ``body`` the dataclass fields. Enums (JobStatus, StopReason) travel
+by member name, never by ordinal.
+
+Rules of the receiving side (``decode``):
+* Every message is checked on receipt against the annotations of its class; a bad one raises MessageError
+  naming the JSON path (``body.domain_report.domains[3].bytes: expected an integer, got "x"``), which the
+  transport puts on the dead-letter queue. Decoding never raises anything else for bad bytes.
+* Another major version raises MessageVersionError. A newer minor version and unknown fields, at any level,
+  are accepted and ignored, so a sender may add fields before its readers know them.
+* A field typed ``T | None`` or having a default may be absent.
+
+The time a message was sent belongs to the envelope, not to the message: ``encode(message, sent_at)``
+writes it (default now) and ``decode_with_time`` returns ``(message, sent_at)``; ``decode`` drops it.
+
+This package does no I/O and knows no queue names: the queue transports carry the bytes.
+"""
+
+from harvestdef.messages._base import SCHEMA_VERSION, Message, MessageError, MessageVersionError
+from harvestdef.messages._codec import decode, decode_with_time, encode
+from harvestdef.messages._types import (
+    CRAWL_PROGRESS_STATUSES,
+    CRAWL_STATUS_REPORTED,
+    MESSAGE_TYPES,
+    AliasInfo,
+    ChannelInfo,
+    ClaimAnswer,
+    ClaimRequest,
+    CrawlProgress,
+    CrawlStatus,
+    DomainReport,
+    DomainStats,
+    DoOneCrawl,
+    FrontierLine,
+    FrontierReport,
+    HarvesterReady,
+    HarvesterStatus,
+    PreHarvestMetadata,
+    RegistrationAnswer,
+    RegistrationRequest,
+)
+
+__all__ = [
+    "CRAWL_PROGRESS_STATUSES",
+    "CRAWL_STATUS_REPORTED",
+    "MESSAGE_TYPES",
+    "SCHEMA_VERSION",
+    "AliasInfo",
+    "ChannelInfo",
+    "ClaimAnswer",
+    "ClaimRequest",
+    "CrawlProgress",
+    "CrawlStatus",
+    "DoOneCrawl",
+    "DomainReport",
+    "DomainStats",
+    "FrontierLine",
+    "FrontierReport",
+    "HarvesterReady",
+    "HarvesterStatus",
+    "Message",
+    "MessageError",
+    "MessageVersionError",
+    "PreHarvestMetadata",
+    "RegistrationAnswer",
+    "RegistrationRequest",
+    "decode",
+    "decode_with_time",
+    "encode",
+]

@@ -1,0 +1,297 @@
+"""The message types and the records they carry (reference §4.2, mapped onto HarvestSuite's queues).
+
+Each class is a frozen dataclass; its field annotations are the schema that the codec checks on both
+encode and decode, so a field added here is validated without more code. Checks that a field's type cannot
+express (which statuses a CrawlStatus may carry, for example) live in ``__post_init__`` and raise
+MessageError with the field's path. Inside bodies, times are ISO-8601 strings only where a field says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harvestdef.messages._base import Message, MessageError, shown
+from harvestdef.model.status import JobStatus, StopReason
+
+# --- DoOneCrawl --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AliasInfo:
+    """A domain of the job that is an alias of another one (written as an alias record in the metadata WARC)."""
+
+    domain: str
+    alias_of: str
+    last_change: str  # ISO-8601 time the alias was last confirmed
+
+
+@dataclass(frozen=True, slots=True)
+class PreHarvestMetadata:
+    """What the controller writes into the metadata WARC besides its own files (reference §6.1)."""
+
+    aliases: list[AliasInfo]
+    deduplication_job_ids: list[int] | None  # None = deduplication is off for this job
+    deduplication_index: str | None = None  # archive-store relative path of the index file, once built
+
+
+@dataclass(frozen=True, slots=True)
+class DoOneCrawl(Message):
+    """Scheduler -> the job queue of the job's harvest channel, when the dispatcher submits a NEW job.
+
+    A controller serving that channel takes it, claims ``attempt_id`` (ClaimRequest) and acknowledges it
+    only after the job is persisted in its job directory. Limits use NetarchiveSuite's -1 = unlimited.
+    """
+
+    job_id: int
+    attempt_id: str
+    harvest_id: int
+    harvest_name: str
+    harvest_comments: str
+    audience: str
+    schedule_name: str
+    channel: str
+    snapshot: bool
+    max_objects_per_domain: int  # -1 = unlimited
+    max_bytes_per_domain: int  # -1 = unlimited
+    max_running_time: int  # seconds; 0 = no time limit
+    template_name: str
+    template: str  # the fully edited crawler-beans.cxml
+    seeds: list[str]
+    domain_configurations: dict[str, str]  # domain name -> configuration name
+    harvest_num: int
+    archive_file_prefix: str
+    metadata: PreHarvestMetadata
+
+
+# --- CrawlStatus -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DomainStats:
+    """One domain's figures in a job (reference §6.5); becomes a historyinfo row at the scheduler."""
+
+    domain: str
+    configuration: str
+    objects: int
+    bytes: int
+    novel_objects: int
+    novel_bytes: int
+    duplicate_objects: int
+    duplicate_bytes: int
+    stop_reason: StopReason
+
+
+@dataclass(frozen=True, slots=True)
+class DomainReport:
+    """The per-domain report of a finished job; ``default_stop_reason`` comes from progress-statistics.log."""
+
+    default_stop_reason: StopReason
+    domains: list[DomainStats]
+
+
+#: The only statuses a controller reports (reference §4.2): the rest are the scheduler's to set.
+CRAWL_STATUS_REPORTED: tuple[JobStatus, ...] = (JobStatus.STARTED, JobStatus.DONE, JobStatus.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlStatus(Message):
+    """Harvest controller -> scheduler's status queue: STARTED once the granted job is persisted, then DONE
+    or FAILED after post-processing (also for a leftover job found at start-up).
+
+    DONE carries the domain report; FAILED carries it when anything was harvested; on STARTED it is ignored.
+    The error fields list every failed step, one per line, with details in the ``*_details`` fields.
+    """
+
+    job_id: int
+    attempt_id: str
+    controller_id: str
+    status: JobStatus
+    domain_report: DomainReport | None = None
+    harvest_errors: str = ""
+    harvest_error_details: str = ""
+    upload_errors: str = ""
+    upload_error_details: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in CRAWL_STATUS_REPORTED:
+            shown = getattr(self.status, "name", repr(self.status))
+            raise MessageError("status", f"a CrawlStatus reports STARTED, DONE or FAILED, not {shown}")
+        if self.status == JobStatus.DONE and self.domain_report is None:
+            raise MessageError("domain_report", "required when status is DONE")
+
+
+# --- Monitoring --------------------------------------------------------------------------------------------
+
+#: CrawlProgress.status values in NetarchiveSuite's order (CrawlProgressMessage.CrawlStatus): the index is
+#: what runningjobsmonitor.status stores.
+CRAWL_PROGRESS_STATUSES: tuple[str, ...] = (
+    "PRE_CRAWL", "CRAWLER_ACTIVE", "CRAWLER_EMPTY", "CRAWLER_PAUSING", "CRAWLER_PAUSED", "CRAWLING_FINISHED",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlProgress(Message):
+    """Harvest controller -> monitor queue, every crawl-loop turn (NetarchiveSuite's CrawlProgressMessage);
+    the fields are the runningjobsmonitor columns. The scheduler sends a PRE_CRAWL one when a job starts.
+    """
+
+    job_id: int
+    attempt_id: str
+    harvest_id: int
+    controller_id: str
+    host_url: str  # the crawler's job console URL
+    status: str  # one of CRAWL_PROGRESS_STATUSES
+    crawler_state: str  # Heritrix's crawlControllerState, free text (RUNNING, EMPTY, ...)
+    progress: float  # percent of discovered URIs downloaded
+    queued_files: int
+    total_queues: int
+    active_queues: int
+    retired_queues: int
+    exhausted_queues: int
+    elapsed_seconds: int
+    alert_count: int
+    downloaded_files: int
+    discovered_files: int
+    current_processed_kb_per_sec: int
+    processed_kb_per_sec: int
+    current_processed_docs_per_sec: float
+    processed_docs_per_sec: float
+    active_toe_count: int
+    total_bytes_written: int
+    frontier_short_report: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in CRAWL_PROGRESS_STATUSES:
+            raise MessageError(
+                "status", f"expected one of {', '.join(CRAWL_PROGRESS_STATUSES)}, got {shown(self.status)}")
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierLine:
+    """One queue of the crawler's frontier report (a frontierreportmonitor row)."""
+
+    domain_name: str
+    current_size: int
+    total_enqueues: int
+    session_balance: int
+    last_cost: int
+    average_cost: int
+    last_dequeue_time: str
+    wake_time: str
+    total_spend: int
+    total_budget: int
+    error_count: int
+    last_peek_uri: str
+    last_queued_uri: str
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierReport(Message):
+    """Harvest controller -> monitor queue, now and then while crawling (NetarchiveSuite's
+    FrontierReportMessage): the top queues as chosen by ``filter_id`` (e.g. TopTotalEnqueuesFilter)."""
+
+    job_id: int
+    attempt_id: str
+    controller_id: str
+    filter_id: str
+    lines: list[FrontierLine]
+
+
+# --- Controllers and the scheduler -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HarvesterReady(Message):
+    """Idle, unpaused harvest controller -> scheduler, every sendReadyDelay seconds: it can take a job from
+    ``channels`` (in its order of preference)."""
+
+    controller_id: str
+    host: str
+    channels: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class HarvesterStatus(Message):
+    """Harvest controller -> harvester status fanout, every heartbeatInterval seconds, busy or not: what
+    operators see of the controller and what the scheduler's supervision uses to tell it is alive."""
+
+    controller_id: str
+    host: str
+    pid: int
+    version: str
+    channels: list[str]
+    free_disk_bytes: int
+    load_average: float
+    memory_rss_bytes: int
+    paused: bool
+    pause_reason: str = ""
+    current_job_id: int | None = None
+    current_attempt_id: str | None = None
+    current_job_state: str = ""  # e.g. "crawling", "post-processing", "idle"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRequest(Message):
+    """Harvest controller -> scheduler, after taking a DoOneCrawl and before persisting it (and again with
+    ``resume`` when a checkpointed crawl wants to go on after a restart). The attempt is granted to one
+    controller only; the answer goes to ``reply_queue``."""
+
+    job_id: int
+    attempt_id: str
+    controller_id: str
+    reply_queue: str
+    resume: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimAnswer(Message):
+    """Scheduler -> the claiming controller's ``reply_queue``: whether it may run the attempt. A refusal
+    says why in ``reason``; a grant names in ``control_queue`` the controller's durable queue for live
+    changes."""
+
+    job_id: int
+    attempt_id: str
+    controller_id: str
+    granted: bool
+    reason: str = ""
+    control_queue: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelInfo:
+    """A harvest channel as the scheduler knows it."""
+
+    name: str
+    snapshot: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationRequest(Message):
+    """Harvest controller -> scheduler, at start-up before it listens to any job queue: the channels it is
+    configured to serve (NetarchiveSuite's HarvesterRegistrationRequest)."""
+
+    controller_id: str
+    host: str
+    channels: list[str]
+    reply_queue: str
+
+
+@dataclass(frozen=True, slots=True)
+class RegistrationAnswer(Message):
+    """Scheduler -> the registering controller's reply queue. Accepted: ``channels`` describes each of them.
+    Refused: ``reason`` names every unknown channel, and the controller stops."""
+
+    controller_id: str
+    accepted: bool
+    channels: list[ChannelInfo]
+    reason: str = ""
+
+
+#: Wire name (the ``type`` of the envelope) -> message class.
+MESSAGE_TYPES: dict[str, type[Message]] = {
+    cls.__name__: cls
+    for cls in (
+        DoOneCrawl, CrawlStatus, CrawlProgress, FrontierReport, HarvesterReady, HarvesterStatus,
+        ClaimRequest, ClaimAnswer, RegistrationRequest, RegistrationAnswer,
+    )
+}
