@@ -67,3 +67,59 @@ def plan(app: AppContext, plan_file: click.utils.LazyFile) -> None:
         raise failure from exc
     json.dump(answer, sys.stdout, ensure_ascii=False, indent=1)
     sys.stdout.write("\n")
+
+
+@click.group()
+def scheduler() -> None:
+    """The scheduler: ticks every minute, dispatches jobs, takes the controllers' reports."""
+
+
+def _service(app: AppContext):  # noqa: ANN202 - the service type is imported lazily
+    from harvestdef.queues import open_transport
+
+    from scheduler.service import SchedulerService
+
+    transport = open_transport(app.settings.queue)
+    return transport, SchedulerService.from_settings(app.settings, app.engine(), transport)
+
+
+@scheduler.command()
+@pass_app
+def run(app: AppContext) -> None:
+    """Run the scheduler until SIGTERM or Ctrl-C: wait to be the only one on this database, then tick every
+    jobgenerationperiod seconds (first at once) and handle the controllers' messages."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    transport, service = _service(app)
+    try:
+        service.run(stop, on_leader=lambda: click.echo("scheduler: running as the leader", err=True))
+    finally:
+        transport.close()
+
+
+@scheduler.command()
+@click.option("--once", is_flag=True, required=True, help="One tick, then exit (for tests and cron).")
+@pass_app
+def tick(app: AppContext, once: bool) -> None:
+    """Handle the messages waiting now, then one tick: supervision, readiness, job generation."""
+    transport, service = _service(app)
+    try:
+        report = service.tick_once()
+    finally:
+        transport.close()
+    for name, job_ids in sorted(report.generated.items()):
+        click.echo(f"generated {name}: {len(job_ids)} jobs")
+    for name, reason in sorted(report.waiting.items()):
+        click.echo(f"waiting {name}: {reason}")
+    for name, reason in sorted(report.deactivated.items()):
+        click.echo(f"deactivated {name}: {reason}")
+    for job_id in report.timed_out:
+        click.echo(f"timed out job {job_id}")
+    for old, new in sorted(report.resubmitted.items()):
+        click.echo(f"resubmitted job {old} as {new}")
+    for job_id in report.interrupted:
+        click.echo(f"interrupted job {job_id}")

@@ -38,3 +38,19 @@ def ddl() -> None:
     from harvestdef.db.ddl import postgresql_ddl
 
     click.echo(postgresql_ddl(), nl=False)
+
+
+@db.command("rebuild-summaries")
+@pass_app
+def rebuild_summaries(app: AppContext) -> None:
+    """Compute the per-run and per-configuration history summaries again from historyinfo and jobs.
+
+    Status intake keeps them up to date; this is for history written by other means (imports,
+    NetarchiveSuite data, benchmarks). One transaction: readers see the old summaries until it commits.
+    """
+    from harvestdef.db.engine import write_transaction
+    from harvestdef.repositories.history import rebuild_summaries as rebuild
+
+    with write_transaction(app.engine()) as conn:
+        runs, configurations = rebuild(conn, progress=lambda n: click.echo(f"  {n:,} configurations", err=True))
+    click.echo(f"summaries rebuilt: {runs} harvest runs, {configurations} domain configurations")

@@ -210,7 +210,7 @@ def rebuild_summaries(conn: Connection, batch_size: int = 10_000,
     current: int | None = None
     settled = False
     configurations = 0
-    result = conn.execution_options(stream_results=True, yield_per=batch_size).execute(query)
+    result = conn.execute(query, execution_options={"stream_results": True, "yield_per": batch_size})
     for row in result:
         if row.harvest_num is not None:
             totals = run(row.harvest_id, row.harvest_num)

@@ -1,0 +1,151 @@
+"""A harvest controller's side of the messaging protocol with the scheduler (design.md §Queues).
+
+``SchedulerLink`` sends what a controller tells the scheduler (registration, ready messages, heartbeats,
+claims, job statuses, progress and frontier reports) and takes what it receives (DoOneCrawl messages from
+its channels' job queues, registration and claim answers on its own durable queue). It never opens the
+harvest database.
+
+Taking a job is two steps: ``take_job`` gets one DoOneCrawl message (channels in order of preference;
+one that fails validation is dead-lettered with the reason, and the next one is tried), then ``claim``
+asks the scheduler for its attempt. Only a granted claim may be crawled; the caller acknowledges the
+message once it has persisted the job (or at once when the claim is refused).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from harvestdef.errors import HarvestSuiteError
+from harvestdef.messages import (
+    ClaimAnswer,
+    ClaimRequest,
+    CrawlProgress,
+    CrawlStatus,
+    DomainReport,
+    DoOneCrawl,
+    FrontierReport,
+    HarvesterReady,
+    HarvesterStatus,
+    MessageError,
+    RegistrationAnswer,
+    RegistrationRequest,
+    decode,
+    encode,
+)
+from harvestdef.model.status import JobStatus
+from harvestdef.queues import Delivery, QueueNames, Transport
+
+log = logging.getLogger(__name__)
+
+
+class RegistrationRefusedError(HarvestSuiteError):
+    """The scheduler refused this controller's channels; the message names the reason."""
+
+
+class SchedulerSilentError(HarvestSuiteError):
+    """No answer from the scheduler within the claim timeout."""
+
+
+@dataclass(frozen=True)
+class TakenJob:
+    """A DoOneCrawl message taken from a job queue, not yet acknowledged."""
+
+    delivery: Delivery
+    job: DoOneCrawl
+
+
+class SchedulerLink:
+    def __init__(self, transport: Transport, names: QueueNames, controller_id: str, host: str,
+                 channels: list[str], answer_timeout: float = 30.0) -> None:
+        self.transport = transport
+        self.names = names
+        self.controller_id = controller_id
+        self.host = host
+        self.channels = [name.strip().upper() for name in channels if name.strip()]
+        self.answer_timeout = answer_timeout
+        self.reply_queue = names.controller(controller_id)
+
+    # ------------------------------------------------------------------ answers on our own queue
+    def _await_answer(self, kind: type, matches: object) -> object:
+        deadline = time.monotonic() + self.answer_timeout
+        while (left := deadline - time.monotonic()) > 0:
+            delivery = self.transport.receive(self.reply_queue, timeout=min(left, 1.0))
+            if delivery is None:
+                continue
+            try:
+                message = decode(delivery.body)
+            except MessageError as exc:
+                self.transport.dead_letter(delivery, str(exc))
+                continue
+            self.transport.ack(delivery)
+            if isinstance(message, kind) and matches(message):  # type: ignore[operator]
+                return message
+            log.info("%s on %s ignored while waiting for a %s", type(message).__name__, self.reply_queue,
+                     kind.__name__)
+        raise SchedulerSilentError(f"no {kind.__name__} from the scheduler on {self.reply_queue} within "
+                                   f"{self.answer_timeout:.0f} s")
+
+    def register(self) -> RegistrationAnswer:
+        """Register for our channels and wait for the answer.
+
+        :raise RegistrationRefusedError: a channel is unknown (the reason names it).
+        :raise SchedulerSilentError: no answer within the timeout.
+        """
+        self.transport.declare(self.reply_queue)
+        self.transport.publish(self.names.scheduler, encode(RegistrationRequest(
+            controller_id=self.controller_id, host=self.host, channels=self.channels, reply_queue=self.reply_queue)))
+        answer = self._await_answer(RegistrationAnswer, lambda m: m.controller_id == self.controller_id)
+        assert isinstance(answer, RegistrationAnswer)
+        if not answer.accepted:
+            raise RegistrationRefusedError(f"the scheduler refused harvest controller {self.controller_id}: "
+                                           f"{answer.reason}")
+        return answer
+
+    def claim(self, job: DoOneCrawl, resume: bool = False) -> ClaimAnswer:
+        """Ask for the job's attempt; only a granted one may be crawled."""
+        self.transport.publish(self.names.scheduler, encode(ClaimRequest(
+            job_id=job.job_id, attempt_id=job.attempt_id, controller_id=self.controller_id,
+            reply_queue=self.reply_queue, resume=resume)))
+        answer = self._await_answer(ClaimAnswer, lambda m: (m.job_id, m.attempt_id) == (job.job_id, job.attempt_id))
+        assert isinstance(answer, ClaimAnswer)
+        return answer
+
+    # ------------------------------------------------------------------ jobs
+    def take_job(self) -> TakenJob | None:
+        """One DoOneCrawl message from our channels' queues, selective first as listed; None if none waits."""
+        for channel in self.channels:
+            queue = self.names.jobs(channel)
+            while (delivery := self.transport.get(queue)) is not None:
+                try:
+                    job = decode(delivery.body, DoOneCrawl)
+                except MessageError as exc:
+                    log.error("DoOneCrawl message on %s dead-lettered: %s", queue, exc)
+                    self.transport.dead_letter(delivery, str(exc))
+                    continue
+                assert isinstance(job, DoOneCrawl)
+                return TakenJob(delivery, job)
+        return None
+
+    # ------------------------------------------------------------------ telling the scheduler
+    def send_ready(self) -> None:
+        self.transport.publish(self.names.scheduler, encode(HarvesterReady(
+            controller_id=self.controller_id, host=self.host, channels=self.channels)))
+
+    def send_heartbeat(self, status: HarvesterStatus) -> None:
+        self.transport.publish(self.names.scheduler, encode(status))
+
+    def report(self, job: DoOneCrawl, status: JobStatus, domain_report: DomainReport | None = None,
+               harvest_errors: str = "", harvest_error_details: str = "", upload_errors: str = "",
+               upload_error_details: str = "") -> None:
+        self.transport.publish(self.names.scheduler, encode(CrawlStatus(
+            job_id=job.job_id, attempt_id=job.attempt_id, controller_id=self.controller_id, status=status,
+            domain_report=domain_report, harvest_errors=harvest_errors, harvest_error_details=harvest_error_details,
+            upload_errors=upload_errors, upload_error_details=upload_error_details)))
+
+    def send_progress(self, progress: CrawlProgress) -> None:
+        self.transport.publish(self.names.monitor, encode(progress))
+
+    def send_frontier_report(self, report: FrontierReport) -> None:
+        self.transport.publish(self.names.monitor, encode(report))

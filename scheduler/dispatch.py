@@ -1,0 +1,246 @@
+"""Dispatch and claims: how a NEW job reaches exactly one harvest controller (design.md §Queues).
+
+Releasing a job (``Dispatcher.on_ready``), for a ready message of an idle, registered controller:
+
+1. in one write transaction: the oldest NEW job of the first of the controller's channels that has one
+   (selective channels first, as the controller lists them) gets a fresh attempt id and moves NEW ->
+   SUBMITTED (a compare-and-set);
+2. its DoOneCrawl message is published to the channel's job queue and the broker's confirm awaited;
+3. only then is the transaction committed. A failed publish rolls the job back to NEW. A scheduler that
+   dies after the confirm and before the commit leaves a message whose attempt the database never
+   recorded: its claim is refused, and the job, still NEW, is released again.
+
+Claiming (``Dispatcher.on_claim``): the controller that took the message asks for its attempt before it
+crawls. The grant is a compare-and-set on jobs.controller (NULL -> the controller), so of two controllers
+holding copies of one message (a redelivery after a broker restart) exactly one gets it. The same
+controller asking again (it restarted, or it resumes a checkpointed crawl) gets it again while the job is
+SUBMITTED or STARTED with that attempt; a resubmitted, finished or re-dispatched job is never granted.
+
+So an attempt is crawled by at most one controller, a SUBMITTED job always has a confirmed message or a
+controller that claimed it, and at-least-once delivery of every message below is harmless.
+
+One idle controller releases one job: a ready message releases nothing while the job released for that
+controller's previous ready message still waits in the queue unclaimed, and ready messages older than
+readyMaxAge (sent before an outage) release nothing. A paused controller sends none (harvester issue),
+so queues never fill with jobs nobody takes.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from harvestdef.queues import QueueNames, Transport
+from sqlalchemy import Connection, Engine, and_, func, select, update
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql, write_transaction
+from harvestdef.db.types import utcnow
+from harvestdef.errors import StaleJobError
+from harvestdef.messages import (
+    AliasInfo,
+    ClaimAnswer,
+    ClaimRequest,
+    DoOneCrawl,
+    HarvesterReady,
+    PreHarvestMetadata,
+    encode,
+)
+from harvestdef.model.jobs import Job
+from harvestdef.model.status import JobStatus
+from harvestdef.repositories.jobs import JobRepository, _to_job
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DispatchOptions:
+    ready_max_age: int = 120
+    deduplication_enabled: bool = True
+    limit_submitted_jobs_in_queue: bool = False
+    submitted_jobs_in_queue_limit: int = 1
+    release_timeout: int = 600  # seconds after which a released, unclaimed job no longer holds back its controller
+
+
+def _oldest_new_job(conn: Connection, channel: str) -> Job | None:
+    j = s.jobs
+    query = (select(j).where(j.c.status == int(JobStatus.NEW), j.c.channel == channel)
+             .order_by(j.c.job_id).limit(1))
+    if is_postgresql(conn.engine):
+        query = query.with_for_update(skip_locked=True)
+    row = conn.execute(query).mappings().first()
+    return _to_job(row) if row is not None else None
+
+
+def deduplication_job_ids(conn: Connection, job: Job) -> list[int]:
+    """The jobs whose captures this job deduplicates against (reference §6.4).
+
+    Selective and event harvests: every job of the previous run (harvest_num − 1) of the same harvest.
+    Snapshot steps: every job of every step in the chain of previoushd links up to this step, and of the
+    chain of the most recent other snapshot harvest submitted before it.
+    """
+    j, full, hd = s.jobs, s.fullharvests, s.harvestdefinitions
+    if not job.snapshot:
+        return list(conn.scalars(select(j.c.job_id).where(
+            j.c.harvest_id == job.harvest_id, j.c.harvest_num == job.harvest_num - 1).order_by(j.c.job_id)))
+
+    def chain(harvest_id: int | None) -> list[int]:
+        steps: list[int] = []
+        while harvest_id is not None and harvest_id not in steps:
+            steps.append(harvest_id)
+            harvest_id = conn.scalar(select(full.c.previoushd).where(full.c.harvest_id == harvest_id))
+        return steps
+
+    steps = chain(job.harvest_id)
+    previous_links = select(full.c.previoushd).where(full.c.previoushd.is_not(None))
+    submitted = conn.scalar(select(hd.c.submitted).where(hd.c.harvest_id == job.harvest_id))
+    older = conn.scalar(
+        select(hd.c.harvest_id).join(full, full.c.harvest_id == hd.c.harvest_id)
+        .where(hd.c.harvest_id.not_in(steps), hd.c.harvest_id.not_in(previous_links), hd.c.submitted < submitted)
+        .order_by(hd.c.submitted.desc()).limit(1))
+    if older is not None:
+        steps.extend(chain(older))
+    return list(conn.scalars(select(j.c.job_id).where(j.c.harvest_id.in_(steps), j.c.job_id != job.job_id)
+                             .order_by(j.c.job_id)))
+
+
+def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplication_enabled: bool) -> DoOneCrawl:
+    """The job as its DoOneCrawl message: template, seeds, limits and pre-harvest metadata."""
+    hd, partial, sched = s.harvestdefinitions, s.partialharvests, s.schedules
+    harvest = conn.execute(
+        select(hd.c.name, hd.c.comments, hd.c.audience, sched.c.name.label("schedule_name"))
+        .select_from(hd.outerjoin(partial, partial.c.harvest_id == hd.c.harvest_id)
+                     .outerjoin(sched, sched.c.schedule_id == partial.c.schedule_id))
+        .where(hd.c.harvest_id == job.harvest_id)).one()
+    jc, c, d = s.job_configs, s.configurations, s.domains
+    alias_target = d.alias("alias_target")
+    members = conn.execute(
+        select(d.c.name, c.c.name.label("config"), alias_target.c.name.label("alias_of"), d.c.lastaliasupdate)
+        .select_from(jc.join(c, c.c.config_id == jc.c.config_id).join(d, d.c.domain_id == c.c.domain_id)
+                     .outerjoin(alias_target, alias_target.c.domain_id == d.c.alias))
+        .where(jc.c.job_id == job.job_id).order_by(d.c.name)).all()
+    aliases = [AliasInfo(domain=row.name, alias_of=row.alias_of,
+                         last_change=row.lastaliasupdate.isoformat() if row.lastaliasupdate else "")
+               for row in members if row.alias_of is not None]
+    dedup_ids = deduplication_job_ids(conn, job) if deduplication_enabled else None
+    return DoOneCrawl(
+        job_id=job.job_id, attempt_id=attempt_id, harvest_id=job.harvest_id, harvest_name=harvest.name,
+        harvest_comments=harvest.comments or "", audience=harvest.audience or "",
+        schedule_name=harvest.schedule_name or "", channel=job.channel, snapshot=job.snapshot,
+        max_objects_per_domain=job.forcemaxcount if job.forcemaxcount is not None else -1,
+        max_bytes_per_domain=job.forcemaxbytes, max_running_time=job.forcemaxrunningtime or 0,
+        template_name=job.orderxml, template=job.orderxmldoc, seeds=job.seeds,
+        domain_configurations={row.name: row.config for row in members}, harvest_num=job.harvest_num,
+        archive_file_prefix=job.harvestname_prefix or f"{job.job_id}-{job.harvest_id}",
+        metadata=PreHarvestMetadata(aliases=aliases, deduplication_job_ids=dedup_ids))
+
+
+class Dispatcher:
+    """Releases jobs for ready messages and answers claims."""
+
+    def __init__(self, engine: Engine, transport: Transport, names: QueueNames, options: DispatchOptions) -> None:
+        self.engine = engine
+        self.transport = transport
+        self.names = names
+        self.options = options
+
+    def on_ready(self, ready: HarvesterReady, sent_at: datetime, now: datetime | None = None) -> int | None:
+        """Release one job for an idle controller; returns its id, or None when nothing was released."""
+        now = now or utcnow()
+        if now - sent_at > timedelta(seconds=self.options.ready_max_age):
+            log.info("ready message of %s sent at %s is older than %d s; ignored", ready.controller_id, sent_at,
+                     self.options.ready_max_age)
+            return None
+        h = s.harvesters
+        with write_transaction(self.engine) as conn:
+            harvester = conn.execute(select(h).where(h.c.controller_id == ready.controller_id)).first()
+            if harvester is None or not harvester.accepted:
+                log.warning("ready message of unregistered controller %s ignored", ready.controller_id)
+                return None
+            conn.execute(update(h).where(h.c.controller_id == ready.controller_id).values(last_ready=now))
+            if harvester.released_job_id is not None and self._still_waiting(conn, harvester.released_job_id,
+                                                                               harvester.released_at, now):
+                return None
+            registered = [name.upper() for name in harvester.channels.split(",") if name]
+            for channel in [name.upper() for name in ready.channels]:
+                if channel not in registered or self._throttled(conn, channel):
+                    continue
+                job = _oldest_new_job(conn, channel)
+                if job is None:
+                    continue
+                attempt_id = uuid.uuid4().hex
+                JobRepository(conn).change_status(job.job_id, JobStatus.NEW, JobStatus.SUBMITTED, attempt_id=None,
+                                                  values={"attempt_id": attempt_id, "submitteddate": now})
+                message = build_do_one_crawl(conn, job, attempt_id, self.options.deduplication_enabled)
+                # Published and confirmed before the commit: see the module docstring.
+                self.transport.publish(self.names.jobs(channel), encode(message))
+                conn.execute(update(h).where(h.c.controller_id == ready.controller_id)
+                             .values(released_job_id=job.job_id, released_at=now))
+                log.info("job %d (attempt %s) submitted to channel %s for %s", job.job_id, attempt_id, channel,
+                         ready.controller_id)
+                return job.job_id
+        return None
+
+    def _still_waiting(self, conn: Connection, job_id: int, released_at: datetime | None, now: datetime) -> bool:
+        """The job released for the controller's previous ready message is still unclaimed in its queue."""
+        if released_at is None or now - released_at > timedelta(seconds=self.options.release_timeout):
+            return False
+        j = s.jobs
+        return conn.scalar(select(func.count()).where(
+            j.c.job_id == job_id, j.c.status == int(JobStatus.SUBMITTED), j.c.controller.is_(None))) == 1
+
+    def _throttled(self, conn: Connection, channel: str) -> bool:
+        if not self.options.limit_submitted_jobs_in_queue:
+            return False
+        j = s.jobs
+        waiting = conn.scalar(select(func.count()).where(
+            j.c.channel == channel, j.c.status == int(JobStatus.SUBMITTED), j.c.controller.is_(None)))
+        return waiting >= self.options.submitted_jobs_in_queue_limit
+
+    def on_claim(self, claim: ClaimRequest, now: datetime | None = None) -> ClaimAnswer:
+        """Grant the attempt to the asking controller if nobody else holds it; the answer is published to
+        the claim's reply queue after the commit (a lost answer makes the controller ask again, and the
+        same controller is granted again)."""
+        now = now or utcnow()
+        with write_transaction(self.engine) as conn:
+            answer = self._decide_claim(conn, claim, now)
+        self.transport.publish(claim.reply_queue, encode(answer))
+        if answer.granted:
+            log.info("job %d attempt %s granted to %s", claim.job_id, claim.attempt_id, claim.controller_id)
+        else:
+            log.warning("claim of job %d attempt %s by %s refused: %s", claim.job_id, claim.attempt_id,
+                        claim.controller_id, answer.reason)
+        return answer
+
+    def _decide_claim(self, conn: Connection, claim: ClaimRequest, now: datetime) -> ClaimAnswer:
+        def answer(granted: bool, reason: str = "") -> ClaimAnswer:
+            return ClaimAnswer(job_id=claim.job_id, attempt_id=claim.attempt_id, controller_id=claim.controller_id,
+                               granted=granted, reason=reason,
+                               control_queue=self.names.controller(claim.controller_id) if granted else "")
+
+        job = JobRepository(conn).find(claim.job_id, with_documents=False)
+        if job is None:
+            return answer(False, f"there is no job {claim.job_id}")
+        if job.attempt_id != claim.attempt_id:
+            return answer(False, f"attempt {claim.attempt_id} is not the current attempt of job {job.job_id} "
+                                 f"({job.attempt_id}); the job was dispatched again")
+        if job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
+            return answer(False, f"job {job.job_id} is {job.status}")
+        if job.controller is not None:
+            if job.controller != claim.controller_id:
+                return answer(False, f"job {job.job_id} attempt {job.attempt_id} is granted to {job.controller}")
+            if job.interrupted:
+                JobRepository(conn).set_interrupted(job.job_id, job.attempt_id, False)
+            return answer(True, "granted again to the same controller")
+        if job.status != JobStatus.SUBMITTED:
+            return answer(False, f"job {job.job_id} is {job.status} without a controller")
+        j = s.jobs
+        won = conn.execute(update(j).where(
+            and_(j.c.job_id == job.job_id, j.c.attempt_id == claim.attempt_id, j.c.controller.is_(None),
+                 j.c.status == int(JobStatus.SUBMITTED)))
+            .values(controller=claim.controller_id, claimed_at=now, edition=j.c.edition + 1)).rowcount == 1
+        if not won:
+            raise StaleJobError(job.job_id, "SUBMITTED without a controller", "claimed meanwhile")
+        return answer(True)

@@ -1,0 +1,294 @@
+"""Status intake: what controllers report, recorded in the harvest database (reference §4.4, §6.5).
+
+Every handler is idempotent, because messages arrive at least once: a STARTED or final status for a job
+already there with that attempt is a repeat and changes nothing; a status of another attempt (the job was
+dispatched again or resubmitted) is stale and changes nothing either. A final status writes, in one
+transaction, the job's status, errors and end date, its historyinfo rows and both summaries
+(harvestdef/repositories/history.py), and clears the job's running-job monitor rows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import OrderedDict
+from datetime import datetime, timedelta
+from typing import Any
+
+from harvestdef.queues import Transport
+from sqlalchemy import Connection, Engine, delete, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql, write_transaction
+from harvestdef.db.types import utcnow
+from harvestdef.errors import StaleJobError
+from harvestdef.messages import (
+    CRAWL_PROGRESS_STATUSES,
+    ChannelInfo,
+    CrawlProgress,
+    CrawlStatus,
+    FrontierReport,
+    HarvesterStatus,
+    RegistrationAnswer,
+    RegistrationRequest,
+    encode,
+)
+from harvestdef.model.status import JobStatus
+from harvestdef.repositories.history import DomainFigures, HistoryWriter
+from harvestdef.repositories.jobs import JobRepository
+from scheduler.notify import Notifier
+
+log = logging.getLogger(__name__)
+
+_FINAL = (JobStatus.DONE, JobStatus.FAILED)
+
+
+def _clip(text: str, length: int) -> str:
+    return text if len(text) <= length else text[:length - 1] + "…"
+
+
+def _upsert(conn: Connection, table: Any, key: list[str], values: dict[str, Any]) -> None:
+    dialect = postgresql if is_postgresql(conn.engine) else sqlite
+    statement = dialect.insert(table).values(values)
+    conn.execute(statement.on_conflict_do_update(
+        index_elements=key, set_={name: statement.excluded[name] for name in values if name not in key}))
+
+
+def remove_monitor_rows(conn: Connection, job_id: int) -> None:
+    """A job that ended leaves the running-jobs monitor (NetarchiveSuite's JobEndedMessage)."""
+    conn.execute(delete(s.runningjobsmonitor).where(s.runningjobsmonitor.c.jobid == job_id))
+    conn.execute(delete(s.frontierreportmonitor).where(s.frontierreportmonitor.c.jobid == job_id))
+
+
+class StatusIntake:
+    """Handlers for the messages of the scheduler's and the monitor's queues."""
+
+    def __init__(self, engine: Engine, transport: Transport, notifier: Notifier, history_sample_rate: int = 300
+                 ) -> None:
+        self.engine = engine
+        self.transport = transport
+        self.notifier = notifier
+        self.history_sample_rate = timedelta(seconds=history_sample_rate)
+        self._harvest_names: OrderedDict[int, str] = OrderedDict()
+        self._last_sample: dict[int, datetime] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ job status
+    def on_crawl_status(self, message: CrawlStatus, now: datetime | None = None) -> bool:
+        """Record a STARTED, DONE or FAILED status; True if it changed the job."""
+        now = now or utcnow()
+        with write_transaction(self.engine) as conn:
+            jobs = JobRepository(conn, actor=message.controller_id)
+            job = jobs.find(message.job_id, with_documents=False)
+            if job is None:
+                log.warning("status %s for unknown job %d ignored", message.status, message.job_id)
+                return False
+            if job.attempt_id != message.attempt_id:
+                log.warning("status %s of job %d from attempt %s ignored: the job's attempt is %s (%s)",
+                            message.status, job.job_id, message.attempt_id, job.attempt_id, job.status)
+                return False
+            if job.controller != message.controller_id:
+                log.warning("status %s of job %d from %s ignored: the attempt is granted to %s",
+                            message.status, job.job_id, message.controller_id, job.controller or "nobody")
+                return False
+            if message.status == JobStatus.STARTED:
+                if job.status != JobStatus.SUBMITTED:
+                    log.info("STARTED of job %d ignored: it is %s", job.job_id, job.status)
+                    return False
+                jobs.change_status(job.job_id, JobStatus.SUBMITTED, JobStatus.STARTED, attempt_id=job.attempt_id,
+                                   values={"startdate": now})
+                return True
+            if job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
+                # A repeat of a final status, or the supervisor failed the job first: NetarchiveSuite keeps
+                # the status it has and ignores the report (reference §4.4).
+                log.warning("final status %s of job %d ignored: it is %s already", message.status, job.job_id,
+                            job.status)
+                return False
+            values = {
+                "enddate": now, "interrupted": False,
+                "harvest_errors": _clip(message.harvest_errors, 300) or None,
+                "harvest_error_details": _clip(message.harvest_error_details, 10000) or None,
+                "upload_errors": _clip(message.upload_errors, 300) or None,
+                "upload_error_details": _clip(message.upload_error_details, 10000) or None,
+            }
+            if job.startdate is None:
+                values["startdate"] = now
+            jobs.change_status(job.job_id, job.status, message.status, attempt_id=job.attempt_id, values=values)
+            report = message.domain_report
+            domains = None
+            if report is not None:
+                domains = {stats.domain: DomainFigures(
+                    stats.objects, stats.bytes, stats.stop_reason, stats.novel_objects, stats.novel_bytes,
+                    stats.duplicate_objects, stats.duplicate_bytes) for stats in report.domains}
+            rows = HistoryWriter(conn).record_job(job, message.status, report.default_stop_reason if report else None,
+                                                  domains, harvest_time=now)
+            remove_monitor_rows(conn, job.job_id)
+        self._last_sample.pop(job.job_id, None)
+        log.info("job %d %s: %d historyinfo rows", job.job_id, message.status, rows)
+        if message.status == JobStatus.FAILED:
+            self.notifier.notify(f"Job {job.job_id} failed",
+                                 f"Job {job.job_id} of harvest {job.harvest_id} (run {job.harvest_num}) failed on "
+                                 f"{message.controller_id}.\n\nHarvest errors: {message.harvest_errors}\n"
+                                 f"{message.harvest_error_details}\n\nUpload errors: {message.upload_errors}\n"
+                                 f"{message.upload_error_details}")
+        return True
+
+    # ------------------------------------------------------------------ harvesters
+    def on_registration(self, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAnswer:
+        """Accept a controller for its channels, or refuse it naming every unknown channel."""
+        now = now or utcnow()
+        wanted = [name.strip().upper() for name in request.channels if name.strip()]
+        with write_transaction(self.engine) as conn:
+            known = {row.name: row.issnapshot for row in conn.execute(
+                select(s.harvestchannel.c.name, s.harvestchannel.c.issnapshot))}
+            unknown = [name for name in wanted if name not in known]
+            reason = ""
+            if not wanted:
+                reason = "no harvest channel given"
+            elif unknown:
+                reason = (f"unknown harvest channel{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(known))})")
+            _upsert(conn, s.harvesters, ["controller_id"], {
+                "controller_id": request.controller_id, "host": request.host, "channels": ",".join(wanted),
+                "accepted": not reason, "refusal_reason": reason or None, "registered_at": now})
+        answer = RegistrationAnswer(controller_id=request.controller_id, accepted=not reason, reason=reason,
+                                    channels=[ChannelInfo(name=name, snapshot=known[name])
+                                              for name in wanted if name in known])
+        self.transport.publish(request.reply_queue, encode(answer))
+        if reason:
+            log.error("registration of harvest controller %s on %s refused: %s", request.controller_id,
+                      request.host, reason)
+            self.notifier.notify(f"Harvest controller {request.controller_id} refused",
+                                 f"The harvest controller {request.controller_id} on {request.host} asked to serve "
+                                 f"{', '.join(request.channels)} and was refused: {reason}")
+        else:
+            log.info("harvest controller %s on %s registered for %s", request.controller_id, request.host,
+                     ", ".join(wanted))
+        return answer
+
+    def on_heartbeat(self, status: HarvesterStatus, sent_at: datetime, now: datetime | None = None) -> None:
+        """Keep the controller's latest heartbeat; a job it reports running again loses its interrupted mark."""
+        h = s.harvesters
+        values = {
+            "host": status.host, "pid": status.pid, "version": status.version,
+            "free_disk_bytes": status.free_disk_bytes,
+            "load_average": status.load_average, "memory_rss_bytes": status.memory_rss_bytes, "paused": status.paused,
+            "pause_reason": status.pause_reason or None, "current_job_id": status.current_job_id,
+            "current_attempt_id": status.current_attempt_id, "current_job_state": status.current_job_state or None,
+            "last_heartbeat": sent_at}
+        with write_transaction(self.engine) as conn:
+            changed = conn.execute(update(h).where(h.c.controller_id == status.controller_id)
+                                   .where((h.c.last_heartbeat.is_(None)) | (h.c.last_heartbeat <= sent_at))
+                                   .values(values)).rowcount
+            if not changed and conn.scalar(select(h.c.controller_id).where(
+                    h.c.controller_id == status.controller_id)) is None:
+                conn.execute(insert(h).values(controller_id=status.controller_id, channels=",".join(status.channels),
+                                              accepted=False, refusal_reason="not registered", **values))
+            if status.current_job_id is not None:
+                JobRepository(conn, actor=status.controller_id).set_interrupted(
+                    status.current_job_id, status.current_attempt_id, False)
+
+    # ------------------------------------------------------------------ monitor
+    def _harvest_name(self, conn: Connection, job_id: int) -> str | None:
+        with self._lock:
+            if job_id in self._harvest_names:
+                return self._harvest_names[job_id]
+        hd, j = s.harvestdefinitions, s.jobs
+        name = conn.scalar(select(hd.c.name).join(j, j.c.harvest_id == hd.c.harvest_id).where(j.c.job_id == job_id))
+        if name is not None:
+            with self._lock:
+                self._harvest_names[job_id] = name
+                while len(self._harvest_names) > 10_000:
+                    self._harvest_names.popitem(last=False)
+        return name
+
+    def on_progress(self, progress: CrawlProgress, sent_at: datetime) -> None:
+        """runningjobsmonitor holds the newest figures of a running job; runningjobshistory a sample every
+        historySampleRate seconds."""
+        with write_transaction(self.engine) as conn:
+            j = s.jobs
+            status = conn.execute(select(j.c.status, j.c.attempt_id).where(j.c.job_id == progress.job_id)).first()
+            if status is None or status.attempt_id != progress.attempt_id or status.status != JobStatus.STARTED:
+                return  # a finished or stale attempt's late progress
+            name = self._harvest_name(conn, progress.job_id)
+            if name is None:
+                return
+            row = {
+                "jobid": progress.job_id, "harvestname": name, "hosturl": _clip(progress.host_url, 300),
+                "progress": progress.progress, "queuedfilescount": progress.queued_files,
+                "totalqueuescount": progress.total_queues, "activequeuescount": progress.active_queues,
+                "retiredqueuescount": progress.retired_queues, "exhaustedqueuescount": progress.exhausted_queues,
+                "elapsedseconds": progress.elapsed_seconds, "alertscount": progress.alert_count,
+                "downloadedfilescount": progress.downloaded_files,
+                "currentprocessedkbpersec": progress.current_processed_kb_per_sec,
+                "processedkbpersec": progress.processed_kb_per_sec,
+                "currentprocesseddocspersec": int(progress.current_processed_docs_per_sec),
+                "processeddocspersec": int(progress.processed_docs_per_sec),
+                "activetoecount": progress.active_toe_count,
+                "status": CRAWL_PROGRESS_STATUSES.index(progress.status), "tstamp": sent_at}
+            _upsert(conn, s.runningjobsmonitor, ["jobid", "harvestname"],
+                    {**row, "totalbyteswritten": progress.total_bytes_written})
+            last = self._last_sample.get(progress.job_id)
+            if last is None or sent_at - last >= self.history_sample_rate:
+                _upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], row)
+                self._last_sample[progress.job_id] = sent_at
+
+    def on_frontier_report(self, report: FrontierReport, sent_at: datetime) -> None:
+        """The newest frontier report of a running job and filter replaces the previous one."""
+        f = s.frontierreportmonitor
+        with write_transaction(self.engine) as conn:
+            attempt = conn.scalar(select(s.jobs.c.attempt_id).where(s.jobs.c.job_id == report.job_id))
+            if attempt != report.attempt_id:
+                return
+            conn.execute(delete(f).where(f.c.jobid == report.job_id, f.c.filterid == report.filter_id))
+            rows = [{
+                "jobid": report.job_id, "filterid": report.filter_id, "tstamp": sent_at,
+                "domainname": _clip(line.domain_name, 300), "currentsize": line.current_size,
+                "totalenqueues": line.total_enqueues, "sessionbalance": line.session_balance,
+                "lastcost": line.last_cost, "averagecost": line.average_cost,
+                "lastdequeuetime": _clip(line.last_dequeue_time, 100), "waketime": _clip(line.wake_time, 100),
+                "totalspend": line.total_spend, "totalbudget": line.total_budget, "errorcount": line.error_count,
+                "lastpeekuri": _clip(line.last_peek_uri, 1000), "lastqueueduri": _clip(line.last_queued_uri, 1000),
+            } for line in {line.domain_name: line for line in report.lines}.values()]
+            if rows:
+                conn.execute(insert(f), rows)
+
+    # ------------------------------------------------------------------ dead letters
+    def on_dead_letter(self, queue: str, reason: str, body: bytes, now: datetime | None = None) -> int | None:
+        """Keep a dead letter for the UI; a dead-lettered DoOneCrawl fails its job, which no controller
+        will crawl. Returns the job id it failed, if any."""
+        now = now or utcnow()
+        text = body.decode("utf-8", errors="replace")
+        job_id = attempt_id = None
+        kind = ""
+        try:
+            document = json.loads(text)
+            if isinstance(document, dict) and isinstance(document.get("body"), dict):
+                kind = str(document.get("type", ""))
+                job_id = document["body"].get("job_id")
+                attempt_id = document["body"].get("attempt_id")
+        except (ValueError, TypeError):
+            pass
+        if not isinstance(job_id, int) or isinstance(job_id, bool):
+            job_id = None
+        failed = None
+        with write_transaction(self.engine) as conn:
+            conn.execute(insert(s.dead_letters).values(received_at=now, queue=_clip(queue, 300),
+                                                       reason=_clip(reason, 2000), job_id=job_id, body=text))
+            if kind == "DoOneCrawl" and job_id is not None and isinstance(attempt_id, str):
+                try:
+                    JobRepository(conn).change_status(
+                        job_id, JobStatus.SUBMITTED, JobStatus.FAILED, attempt_id=attempt_id,
+                        values={"enddate": now, "harvest_errors": "DoOneCrawl message dead-lettered",
+                                "harvest_error_details": _clip(f"the message was dead-lettered from {queue}: "
+                                                               f"{reason}", 10000)})
+                    failed = job_id
+                except StaleJobError as exc:
+                    log.info("dead-lettered DoOneCrawl of job %s changes nothing: %s", job_id, exc)
+        log.error("dead letter from %s: %s", queue, reason)
+        if failed is not None:
+            self.notifier.notify(f"Job {failed} failed", f"The DoOneCrawl message of job {failed} was "
+                                                         f"dead-lettered from {queue}: {reason}")
+        return failed

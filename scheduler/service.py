@@ -1,0 +1,227 @@
+"""The scheduler process: leadership, the minute tick and the intake of messages.
+
+``harvestsuite scheduler run`` builds a ``SchedulerService`` and calls ``run``: it waits to become the
+leader (scheduler.leader), then ticks every jobgenerationperiod seconds on APScheduler's thread (first
+tick at once; one at a time, late ticks coalesced) while its own threads take messages:
+
+* the scheduler queue: ready messages, claims, registrations, heartbeats and job statuses;
+* the monitor queue: progress and frontier reports;
+* the dead-letter queue: every message anybody dead-lettered, kept in dead_letters.
+
+A message is acknowledged only after the transaction that recorded it has committed, so a scheduler that
+dies in between sees it again (every handler is idempotent). One that cannot be decoded, or whose major
+schema version is not ours, is dead-lettered with the reason and the intake goes on.
+
+``tick_once`` is one tick after draining what waits in the queues: ``harvestsuite scheduler tick --once``
+for tests and for cron.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from harvestdef.queues import Delivery, QueueNames, Transport
+from sqlalchemy import Engine
+
+from harvestdef.errors import HarvestSuiteError, QueueError
+from harvestdef.messages import (
+    ClaimRequest,
+    CrawlProgress,
+    CrawlStatus,
+    FrontierReport,
+    HarvesterReady,
+    HarvesterStatus,
+    MessageError,
+    RegistrationRequest,
+    decode_with_time,
+)
+from harvestdef.settings import Settings
+from scheduler.dispatch import Dispatcher, DispatchOptions
+from scheduler.intake import StatusIntake
+from scheduler.jobgen.generate import GenerationOptions
+from scheduler.leader import LeaderLock
+from scheduler.notify import Notifier
+from scheduler.tick import Ticker, TickOptions, TickReport
+
+log = logging.getLogger(__name__)
+
+_SCHEDULER_MESSAGES = (HarvesterReady, ClaimRequest, RegistrationRequest, HarvesterStatus, CrawlStatus)
+_MONITOR_MESSAGES = (CrawlProgress, FrontierReport)
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    tick_period: int = 60
+    leader_lease: int = 60
+    history_sample_rate: int = 300
+    intake_threads: int = 2
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ServiceOptions:
+        return cls(tick_period=settings.scheduler.jobgenerationperiod,
+                   leader_lease=settings.scheduler.leaderLeaseTime,
+                   history_sample_rate=settings.scheduler.historySampleRate,
+                   intake_threads=settings.scheduler.intakeThreads)
+
+
+class SchedulerService:
+    def __init__(self, engine: Engine, transport: Transport, names: QueueNames, ticker: Ticker,
+                 dispatcher: Dispatcher, intake: StatusIntake, options: ServiceOptions) -> None:
+        self.engine = engine
+        self.transport = transport
+        self.names = names
+        self.ticker = ticker
+        self.dispatcher = dispatcher
+        self.intake = intake
+        self.options = options
+        self.leader = LeaderLock(engine, options.leader_lease)
+        self.handled = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, engine: Engine, transport: Transport) -> SchedulerService:
+        names = QueueNames(settings.queue.environmentName)
+        notifier = Notifier.from_settings(settings.notifications)
+        generation = GenerationOptions.from_settings(settings)
+        sched = settings.scheduler
+        ticker = Ticker(engine, generation, TickOptions(
+            job_timeout=sched.jobtimeouttime, controller_silence_timeout=sched.controllerSilenceTimeout,
+            claim_grace_time=sched.claimGraceTime,
+            postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel), notifier)
+        dispatcher = Dispatcher(engine, transport, names, DispatchOptions(
+            ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,
+            limit_submitted_jobs_in_queue=sched.limitSubmittedJobsInQueue,
+            submitted_jobs_in_queue_limit=sched.submittedJobsInQueueLimit))
+        intake = StatusIntake(engine, transport, notifier, sched.historySampleRate)
+        return cls(engine, transport, names, ticker, dispatcher, intake, ServiceOptions.from_settings(settings))
+
+    # ------------------------------------------------------------------ one message
+    def handle(self, delivery: Delivery) -> None:
+        """Decode, carry out and acknowledge one message; a bad one is dead-lettered, never raised."""
+        if delivery.queue == self.names.dead_letter:
+            self.intake.on_dead_letter(delivery.headers.get("x-original-queue", "?"),
+                                       delivery.headers.get("x-reason", "no reason given"), delivery.body)
+            self.transport.ack(delivery)
+            return
+        expected = _MONITOR_MESSAGES if delivery.queue == self.names.monitor else _SCHEDULER_MESSAGES
+        try:
+            message, sent_at = decode_with_time(delivery.body, expected)
+        except MessageError as exc:
+            log.error("message on %s dead-lettered: %s", delivery.queue, exc)
+            self.transport.dead_letter(delivery, str(exc))
+            return
+        self._carry_out(message, sent_at)
+        self.transport.ack(delivery)
+        self.handled += 1
+
+    def _carry_out(self, message: object, sent_at: datetime) -> None:
+        if isinstance(message, HarvesterReady):
+            self.dispatcher.on_ready(message, sent_at)
+        elif isinstance(message, ClaimRequest):
+            self.dispatcher.on_claim(message)
+        elif isinstance(message, CrawlStatus):
+            self.intake.on_crawl_status(message)
+        elif isinstance(message, HarvesterStatus):
+            self.intake.on_heartbeat(message, sent_at)
+        elif isinstance(message, RegistrationRequest):
+            self.intake.on_registration(message)
+        elif isinstance(message, CrawlProgress):
+            self.intake.on_progress(message, sent_at)
+        elif isinstance(message, FrontierReport):
+            self.intake.on_frontier_report(message, sent_at)
+
+    def _handle_guarded(self, delivery: Delivery) -> None:
+        """``handle``, where a failure to carry a message out leaves it unacknowledged for a later try."""
+        try:
+            self.handle(delivery)
+        except (HarvestSuiteError, OSError) as exc:
+            log.error("message on %s could not be handled now, returned to its queue: %s", delivery.queue, exc)
+            with contextlib.suppress(QueueError):
+                self.transport.nack(delivery, requeue=True)
+            time.sleep(0.5)  # the database or broker is failing: do not spin on the same message
+
+    # ------------------------------------------------------------------ draining and ticking
+    def drain(self, max_messages: int | None = None) -> int:
+        """Handle every message waiting now in the scheduler's three queues; returns how many."""
+        count = 0
+        for queue in (self.names.scheduler, self.names.monitor, self.names.dead_letter):
+            while max_messages is None or count < max_messages:
+                delivery = self.transport.get(queue)
+                if delivery is None:
+                    break
+                self._handle_guarded(delivery)
+                count += 1
+        return count
+
+    def tick_once(self, now: datetime | None = None) -> TickReport:
+        """One tick (after draining the queues), if this scheduler can be the leader."""
+        if not self.leader.try_acquire():
+            raise HarvestSuiteError("another scheduler is running on this database; this tick did nothing")
+        try:
+            self.drain()
+            return self.ticker.tick(now)
+        finally:
+            self.leader.release()
+
+    # ------------------------------------------------------------------ the long-running process
+    def _intake_loop(self, queue: str, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                delivery = self.transport.receive(queue, timeout=1.0)
+            except QueueError as exc:
+                log.warning("receiving from %s: %s", queue, exc)
+                stop.wait(1.0)
+                continue
+            if delivery is not None:
+                self._handle_guarded(delivery)
+
+    def run(self, stop: threading.Event, on_leader: Callable[[], None] | None = None) -> None:
+        """Wait for leadership, then tick and take messages until ``stop`` is set or leadership is lost."""
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        for queue in (self.names.scheduler, self.names.monitor, self.names.dead_letter):
+            self.transport.declare(queue)
+        waiting_logged = False
+        while not stop.is_set() and not self.leader.try_acquire():
+            if not waiting_logged:
+                log.warning("another scheduler is the leader on this database; waiting to take over")
+                waiting_logged = True
+            stop.wait(min(5.0, self.options.leader_lease / 4))
+        if stop.is_set():
+            return
+        if on_leader is not None:
+            on_leader()
+        ticker = BackgroundScheduler(timezone="UTC")
+        ticker.add_job(self._tick_safely, "interval", seconds=self.options.tick_period, id="tick",
+                       next_run_time=datetime.now().astimezone(), max_instances=1, coalesce=True,
+                       misfire_grace_time=self.options.tick_period)
+        threads = [threading.Thread(target=self._intake_loop, args=(queue, stop), name=f"intake-{queue}-{n}",
+                                    daemon=True)
+                   for queue, count in ((self.names.scheduler, self.options.intake_threads),
+                                        (self.names.monitor, 1), (self.names.dead_letter, 1))
+                   for n in range(count)]
+        ticker.start()
+        for thread in threads:
+            thread.start()
+        try:
+            while not stop.wait(max(1.0, self.options.leader_lease / 4)):
+                if not self.leader.renew():
+                    log.error("leadership lost; this scheduler stops acting")
+                    break
+        finally:
+            stop.set()
+            ticker.shutdown(wait=True)
+            for thread in threads:
+                thread.join(timeout=10)
+            self.leader.release()
+
+    def _tick_safely(self) -> None:
+        try:
+            self.ticker.tick()
+        except Exception:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
+            log.exception("tick failed")

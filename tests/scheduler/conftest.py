@@ -1,0 +1,122 @@
+"""Fixtures for the running scheduler: a queue transport on the embedded SQLite file and on the real
+RabbitMQ (each test with its own environment name, so its queues are its own), and services built on
+them with test intervals."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from harvestdef.queues import QueueNames, Transport, open_transport
+from harvestdef.settings import QueueSettings, Settings, load_settings
+from scheduler.service import SchedulerService
+from tests.servers import AMQP_URL, require_rabbitmq
+
+TEST_SETTINGS = {
+    "harvester.scheduler.jobgenerationperiod": 1,
+    "harvestsuite.scheduler.leaderLeaseTime": 2,
+    "harvestsuite.scheduler.controllerSilenceTimeout": 2,
+    "harvestsuite.scheduler.claimGraceTime": 1,
+    "harvestsuite.queue.heartbeat": 5,
+    "harvestsuite.queue.publishTimeout": 30,
+    "harvestsuite.queue.reconnectMaxDelay": 1,
+    "harvestsuite.queue.pollInterval": 20,
+}
+
+
+@pytest.fixture(params=["sqlite", "amqp"])
+def queue_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "amqp":
+        request.applymarker(pytest.mark.rabbitmq)
+        require_rabbitmq()
+        return AMQP_URL
+    return f"sqlite:///{tmp_path / 'queue.db'}"
+
+
+@pytest.fixture
+def environment_name() -> str:
+    return f"T{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def make_settings(database_url: str, queue_url: str, environment_name: str) -> Callable[..., Settings]:
+    def make(**overrides: object) -> Settings:
+        values = {**TEST_SETTINGS, "harvestsuite.database.url": database_url, "harvestsuite.queue.url": queue_url,
+                  "common.environmentName": environment_name}
+        values.update({key.replace("__", "."): value for key, value in overrides.items()})
+        return load_settings(environ={}, overrides=values)
+    return make
+
+
+@pytest.fixture
+def open_queue(make_settings: Callable[..., Settings]) -> Iterator[Callable[[], Transport]]:
+    """Opens transports (one per simulated process); all are closed, and the test's queues purged, at the end."""
+    opened: list[Transport] = []
+    queues: set[str] = set()
+
+    def make() -> Transport:
+        transport = open_transport(make_settings().queue)
+        opened.append(transport)
+        return transport
+
+    yield make
+    settings = make_settings()
+    names = QueueNames(settings.queue.environmentName)
+    queues.update({names.scheduler, names.monitor, names.dead_letter, names.jobs("FOCUSED"), names.jobs("SNAPSHOT")})
+    for transport in opened:
+        transport.close()
+    if settings.queue.url.startswith("amqp"):
+        _delete_queues(settings.queue, names)
+
+
+def _delete_queues(queue: QueueSettings, names: QueueNames) -> None:
+    """Remove the test's queues from the shared broker (every queue of its environment name)."""
+    import json
+    import subprocess
+
+    try:
+        listing = subprocess.run(["rabbitmqctl", "list_queues", "name", "--formatter", "json", "-q"],
+                                 capture_output=True, text=True, timeout=30, check=True).stdout
+        for entry in json.loads(listing or "[]"):
+            if entry["name"].startswith(names.scheduler.split(".")[0] + "."):
+                subprocess.run(["rabbitmqctl", "delete_queue", entry["name"]], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        pass
+
+
+class RunningScheduler:
+    """A SchedulerService running in a thread of the test, as `harvestsuite scheduler run` runs it."""
+
+    def __init__(self, service: SchedulerService) -> None:
+        self.service = service
+        self.stop = threading.Event()
+        self.leading = threading.Event()
+        self.thread = threading.Thread(target=service.run, args=(self.stop, self.leading.set), daemon=True)
+
+    def start(self) -> RunningScheduler:
+        self.thread.start()
+        return self
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=30)
+        assert not self.thread.is_alive(), "the scheduler did not stop"
+
+
+@pytest.fixture
+def run_scheduler(make_settings, engine, open_queue) -> Iterator[Callable[..., RunningScheduler]]:
+    running: list[RunningScheduler] = []
+
+    def start(**overrides: object) -> RunningScheduler:
+        settings = make_settings(**overrides)
+        scheduler = RunningScheduler(SchedulerService.from_settings(settings, engine, open_queue())).start()
+        running.append(scheduler)
+        return scheduler
+
+    yield start
+    for scheduler in running:
+        scheduler.close()

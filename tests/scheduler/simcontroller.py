@@ -1,0 +1,90 @@
+"""A harvest controller without a crawler, for tests and bench/dispatch.py: it speaks the whole protocol
+(harvester/protocol.py) over a real transport, and reports a made-up domain report instead of crawling."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from harvestdef.messages import DomainReport, DomainStats, HarvesterStatus
+from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.queues import QueueNames, Transport
+from harvester.protocol import SchedulerLink
+
+log = logging.getLogger(__name__)
+
+
+def made_up_report(domains: dict[str, str], objects: int = 10, size: int = 1000) -> DomainReport:
+    """Every domain of the job harvested completely: ``objects`` objects of ``size`` bytes, half new."""
+    return DomainReport(default_stop_reason=StopReason.DOWNLOAD_COMPLETE, domains=[
+        DomainStats(domain=domain, configuration=config, objects=objects, bytes=objects * size,
+                    novel_objects=objects // 2, novel_bytes=objects // 2 * size,
+                    duplicate_objects=objects - objects // 2, duplicate_bytes=(objects - objects // 2) * size,
+                    stop_reason=StopReason.DOWNLOAD_COMPLETE)
+        for domain, config in sorted(domains.items())])
+
+
+@dataclass
+class SimController:
+    transport: Transport
+    names: QueueNames
+    controller_id: str
+    channels: list[str]
+    ready_delay: float = 0.5
+    crawl_seconds: float = 0.0
+    answer_timeout: float = 20.0
+    crawled: list[tuple[int, str]] = field(default_factory=list)  # (job id, attempt id)
+    refused: list[tuple[int, str, str]] = field(default_factory=list)  # (job id, attempt id, reason)
+    current: int | None = None
+
+    def __post_init__(self) -> None:
+        self.link = SchedulerLink(self.transport, self.names, self.controller_id, socket.gethostname(),
+                                  self.channels, self.answer_timeout)
+
+    def heartbeat(self, current_job: int | None = None, attempt: str | None = None) -> None:
+        self.link.send_heartbeat(HarvesterStatus(
+            controller_id=self.controller_id, host=socket.gethostname(), pid=os.getpid(), version="test",
+            channels=self.link.channels, free_disk_bytes=10**12, load_average=0.0, memory_rss_bytes=0,
+            paused=False, current_job_id=current_job, current_attempt_id=attempt,
+            current_job_state="crawling" if current_job else "idle"))
+
+    def step(self) -> bool:
+        """Take, claim and crawl one job if one waits; True if a job was crawled."""
+        taken = self.link.take_job()
+        if taken is None:
+            return False
+        job = taken.job
+        answer = self.link.claim(job)
+        if not answer.granted:
+            self.refused.append((job.job_id, job.attempt_id, answer.reason))
+            self.transport.ack(taken.delivery)
+            return False
+        # Persisted (nothing to persist here), then acknowledged early: the crawl may outlive consumer_timeout.
+        self.transport.ack(taken.delivery)
+        self.current = job.job_id
+        self.heartbeat(job.job_id, job.attempt_id)
+        self.link.report(job, JobStatus.STARTED)
+        if self.crawl_seconds:
+            time.sleep(self.crawl_seconds)
+        self.link.report(job, JobStatus.DONE, made_up_report(job.domain_configurations))
+        self.crawled.append((job.job_id, job.attempt_id))
+        self.current = None
+        return True
+
+    def run(self, stop: threading.Event, max_jobs: int | None = None) -> None:
+        """Register, then while idle send ready messages and take jobs until ``stop`` or ``max_jobs``."""
+        self.link.register()
+        self.heartbeat()
+        last_ready = 0.0
+        while not stop.is_set() and (max_jobs is None or len(self.crawled) < max_jobs):
+            if self.step():
+                last_ready = 0.0
+                continue
+            if time.monotonic() - last_ready >= self.ready_delay:
+                self.link.send_ready()
+                last_ready = time.monotonic()
+            stop.wait(0.02)
