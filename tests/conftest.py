@@ -99,3 +99,9 @@ def engine(database_url: str) -> Iterator[Engine]:
         yield engine
     finally:
         engine.dispose()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the tests marked ``broker_restart`` last: they stop the broker or change its settings, which
+    would disturb every other test that uses it meanwhile (design.md §Tests)."""
+    items.sort(key=lambda item: item.get_closest_marker("broker_restart") is not None)

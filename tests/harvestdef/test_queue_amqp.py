@@ -1,0 +1,277 @@
+"""The RabbitMQ transport against the real broker: the transport contract, and what only AMQP has
+(heartbeats, channel generations, reconnection, refused logins, threads that must not leak).
+
+Every test uses queues of its own (uuid names) and deletes them afterwards, since other test runs share
+the broker. Tests that stop the broker or change its settings are in test_queue_broker_restart.py.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pika
+import pytest
+
+from harvestdef.queues import AmqpTransport, Delivery, QueueError, QueueNames, Transport
+from harvestdef.queues import open_transport as open_configured_transport
+from harvestdef.settings import QueueSettings
+from tests.harvestdef.test_queue_sqlite import NewQueue, OpenTransport, TransportContract, wait_until
+from tests.servers import AMQP_URL, in_ci, require_rabbitmq
+
+pytestmark = pytest.mark.rabbitmq
+
+
+def rabbitmqctl(*arguments: str, timeout: float = 60) -> str:
+    """Run rabbitmqctl; skip the test (fail it under CI) when it is missing or fails."""
+    executable = shutil.which("rabbitmqctl")
+    if executable is None:
+        message = "rabbitmqctl is not installed here"
+        if in_ci():
+            pytest.fail(message + "; CI=true, so this is a failure, not a skip")
+        pytest.skip(message)
+    result = subprocess.run([executable, *arguments], capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        message = f"rabbitmqctl {' '.join(arguments)} failed ({result.returncode}): {result.stderr.strip()}"
+        if in_ci():
+            pytest.fail(message)
+        pytest.skip(message)
+    return result.stdout
+
+
+def delete_queues(names: list[str]) -> None:
+    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    try:
+        channel = connection.channel()
+        for name in names:
+            channel.queue_delete(name)
+    finally:
+        connection.close()
+
+
+@pytest.fixture
+def new_queue() -> Iterator[NewQueue]:
+    """A factory of queue names unique to this test; the queues are deleted afterwards."""
+    require_rabbitmq()
+    names: list[str] = []
+
+    def new() -> str:
+        names.append(f"test.{uuid.uuid4().hex}")
+        return names[-1]
+
+    yield new
+    delete_queues(names)
+
+
+@pytest.fixture
+def open_transport(new_queue: NewQueue) -> Iterator[OpenTransport]:
+    """A factory of AmqpTransports on the test broker, closed after the test; short timeouts."""
+    opened: list[AmqpTransport] = []
+
+    def open_(**options: Any) -> AmqpTransport:
+        options.setdefault("dead_letter_queue", new_queue())
+        options.setdefault("publish_timeout", 10)
+        options.setdefault("reconnect_max_delay", 2)
+        transport = AmqpTransport(options.pop("url", AMQP_URL), **options)
+        opened.append(transport)
+        return transport
+
+    yield open_
+    for transport in opened:
+        transport.close()
+
+
+class TestAmqpContract(TransportContract):
+    """The transport contract (test_queue_sqlite.py) on RabbitMQ, through the module's fixtures."""
+
+
+def test_unacked_messages_go_back_when_the_transport_closes(open_transport: OpenTransport,
+                                                            new_queue: NewQueue) -> None:
+    queue = new_queue()
+    holder = open_transport()
+    holder.publish(queue, b"held")
+    received = holder.receive(queue, timeout=5)
+    taken = holder.get(queue)
+    assert received is not None and taken is None
+    holder.close()
+    holder.ack(received)  # after close: logged and ignored, not raised
+
+    delivery = open_transport().get(queue)
+    assert delivery is not None and (delivery.body, delivery.redelivered) == (b"held", True)
+
+
+def test_heartbeats_flow_while_a_caller_holds_a_delivery(open_transport: OpenTransport, new_queue: NewQueue) -> None:
+    queue = new_queue()
+    transport = open_transport(heartbeat=2)
+    transport.publish(queue, b"long job")
+    delivery = transport.receive(queue, timeout=5)
+    assert delivery is not None
+    time.sleep(8)  # four heartbeat intervals of "work" in this thread; the I/O thread keeps answering
+
+    transport.ack(delivery)
+    assert transport.connections_opened == 1  # never lost the connection
+    transport.close()
+    assert open_transport().get(queue) is None  # the ack counted: not redelivered
+
+
+def test_close_stops_the_io_thread(new_queue: NewQueue) -> None:
+    before = threading.active_count()
+    queue = new_queue()
+    for _ in range(3):
+        with AmqpTransport(AMQP_URL, dead_letter_queue=queue) as transport:
+            transport.publish(queue, b"x")
+            assert transport.receive(queue, timeout=5) is not None
+            assert threading.active_count() > before
+    wait_until(lambda: threading.active_count() == before, what="all I/O threads gone")
+
+
+def test_a_refused_login_raises_naming_the_url_but_not_the_password() -> None:
+    require_rabbitmq()
+    url = AMQP_URL.replace("guest:guest@", "guest:not-the-password@")
+    started = time.monotonic()
+    with pytest.raises(QueueError, match="refused the login") as raised:
+        AmqpTransport(url, dead_letter_queue="TEST.deadletter")
+    assert time.monotonic() - started < 5
+    assert "127.0.0.1:5672" in str(raised.value)
+    assert "not-the-password" not in str(raised.value)
+
+
+def test_an_unreachable_broker_fails_calls_after_the_publish_timeout() -> None:
+    before = threading.active_count()
+    started = time.monotonic()
+    transport = AmqpTransport("amqp://guest:guest@127.0.0.1:1/%2F", dead_letter_queue="TEST.deadletter",
+                              publish_timeout=1, reconnect_max_delay=1)
+    assert time.monotonic() - started < 2  # opening does not wait for the broker
+    try:
+        with pytest.raises(QueueError, match="publish to queue 'TEST.nowhere'.*not connected"):
+            transport.publish("TEST.nowhere", b"x")
+        with pytest.raises(QueueError, match="get from queue 'TEST.nowhere'"):
+            transport.get("TEST.nowhere")
+        assert transport.receive("TEST.nowhere", timeout=0.2) is None
+    finally:
+        transport.close()
+    wait_until(lambda: threading.active_count() == before, what="the I/O thread gone")
+
+
+def test_a_foreign_delivery_is_refused(open_transport: OpenTransport, new_queue: NewQueue) -> None:
+    queue = new_queue()
+    one, other = open_transport(), open_transport()
+    one.publish(queue, b"x")
+    delivery = one.get(queue)
+    assert delivery is not None
+    with pytest.raises(QueueError, match="did not hand it out"):
+        other.ack(delivery)
+    with pytest.raises(QueueError):
+        other.ack(Delivery(queue=queue, body=b"", headers={}, redelivered=False))
+    one.ack(delivery)
+
+
+def test_a_refused_declaration_fails_that_call_only(open_transport: OpenTransport, new_queue: NewQueue) -> None:
+    transient, other = new_queue(), new_queue()
+    connection = pika.BlockingConnection(pika.URLParameters(AMQP_URL))
+    connection.channel().queue_declare(transient, durable=False)
+    connection.close()
+    transport = open_transport()
+    with pytest.raises(QueueError, match="PRECONDITION_FAILED"):
+        transport.declare(transient)
+    with pytest.raises(QueueError, match="PRECONDITION_FAILED"):
+        transport.publish(transient, b"x")
+    transport.publish(other, b"still works")
+    delivery = transport.get(other)
+    assert delivery is not None and delivery.body == b"still works"
+    transport.ack(delivery)
+
+
+def test_a_queue_deleted_behind_our_back_is_declared_again(open_transport: OpenTransport,
+                                                           new_queue: NewQueue) -> None:
+    queue = new_queue()
+    transport = open_transport()
+    transport.publish(queue, b"first")
+    delete_queues([queue])
+    transport.publish(queue, b"second")  # returned as unroutable, declared again, published again
+    delivery = transport.get(queue)
+    assert delivery is not None and delivery.body == b"second"
+    transport.ack(delivery)
+
+
+def connection_pid(name: str) -> str:
+    for line in rabbitmqctl("list_connections", "pid", "client_properties", "--no-table-headers",
+                            "--silent").splitlines():
+        if f'{{"connection_name","{name}"}}' in line:
+            return line.split("\t", 1)[0]
+    raise AssertionError(f"no connection named {name} on the broker")
+
+
+def test_reconnects_after_the_broker_closes_the_connection(open_transport: OpenTransport, new_queue: NewQueue,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    queue = new_queue()
+    name = f"test-{uuid.uuid4().hex}"
+    transport = open_transport(connection_name=name)
+    transport.publish(queue, b"before")
+    held = transport.receive(queue, timeout=5)
+    assert held is not None
+
+    with caplog.at_level(logging.INFO, logger="harvestdef.queues.amqp"):
+        rabbitmqctl("close_connection", connection_pid(name), "closed by test_queue_amqp")
+        again = transport.receive(queue, timeout=15)  # the subscription is set up again by itself
+        assert again is not None and (again.body, again.redelivered) == (b"before", True)
+        transport.ack(held)  # from the lost connection: ignored
+    assert "lost the connection" in caplog.text and "closed by test_queue_amqp" in caplog.text
+    assert "reconnected" in caplog.text
+    assert "channel that delivered it was closed" in caplog.text
+    transport.ack(again)
+    transport.publish(queue, b"after")
+    after = transport.receive(queue, timeout=5)
+    assert after is not None and after.body == b"after"
+    transport.ack(after)
+    assert transport.message_count(queue) == 0
+
+
+def test_open_transport_opens_rabbitmq(new_queue: NewQueue) -> None:
+    settings = QueueSettings(url=AMQP_URL, environmentName="TEST", publishTimeout=5, prefetch=7)
+    with open_configured_transport(settings) as transport:
+        assert isinstance(transport, AmqpTransport)
+        assert transport.dead_letter_queue == QueueNames("TEST").dead_letter
+        assert transport.prefetch == 7
+        queue = new_queue()
+        transport.publish(queue, b"x")
+        assert transport.message_count(queue) == 1
+
+
+def test_receivers_of_several_transports_share_a_queue(open_transport: OpenTransport, new_queue: NewQueue) -> None:
+    queue = new_queue()
+    publisher = open_transport()
+    consumers = [open_transport(prefetch=1) for _ in range(3)]
+    for number in range(30):
+        publisher.publish(queue, b"%d" % number)
+    seen: list[bytes] = []
+    lock = threading.Lock()
+
+    def consume(transport: Transport) -> None:
+        while (delivery := transport.receive(queue, timeout=1)) is not None:
+            with lock:
+                seen.append(delivery.body)
+            transport.ack(delivery)
+
+    threads = [threading.Thread(target=consume, args=(transport,)) for transport in consumers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(seen, key=int) == [b"%d" % number for number in range(30)]
+
+
+def test_url_without_password() -> None:
+    from harvestdef.queues.amqp import url_without_password
+
+    assert url_without_password("amqp://guest:secret@host:5672/%2F") == "amqp://guest:***@host:5672/%2F"
+    assert url_without_password("amqp://host/%2F") == "amqp://host/%2F"
+    assert re.search("secret", url_without_password("amqps://u:secret@h/v")) is None
+
