@@ -37,6 +37,7 @@ class SimController:
     ready_delay: float = 0.5
     crawl_seconds: float = 0.0
     answer_timeout: float = 20.0
+    poll: float = 0.02  # seconds between looks at the job queues while idle
     crawled: list[tuple[int, str]] = field(default_factory=list)  # (job id, attempt id)
     refused: list[tuple[int, str, str]] = field(default_factory=list)  # (job id, attempt id, reason)
     current: int | None = None
@@ -87,4 +88,4 @@ class SimController:
             if time.monotonic() - last_ready >= self.ready_delay:
                 self.link.send_ready()
                 last_ready = time.monotonic()
-            stop.wait(0.02)
+            stop.wait(self.poll)

@@ -1,0 +1,222 @@
+"""Dispatch benchmark: the production path from NEW job to DONE with its historyinfo rows.
+
+A fresh PostgreSQL database gets N NEW jobs (one domain configuration each, the real default crawl
+template, in one selective harvest). Then, for each transport (RabbitMQ and the embedded SQLite queue):
+
+* the scheduler runs as `harvestsuite scheduler run` in its own process;
+* C simulated harvest controllers (tests/scheduler/simcontroller.py) run in P child processes: each
+  registers, sends ready messages while idle, takes a DoOneCrawl message, claims its attempt, reports
+  STARTED and then DONE with a domain report. Every publish waits for its confirm.
+
+The figure is full cycles per second: jobs DONE (read back from the database) over the wall time from
+the first ready message to the last DONE. Every run is checked complete: every job DONE, one
+historyinfo row per job, every job crawled by exactly one controller, and no job crawled twice.
+
+Usage::
+
+    python bench/dispatch.py                          # 10,000 jobs, 50 controllers, both transports
+    python bench/dispatch.py --jobs 2000 --transport amqp
+
+Target (2 cores): >= 100 full cycles/s on RabbitMQ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from sqlalchemy import create_engine, func, insert, select, text, update
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harvestdef.db import schema as s  # noqa: E402
+from harvestdef.db.engine import open_engine  # noqa: E402
+from harvestdef.db.init import init_database  # noqa: E402
+from harvestdef.db.types import utcnow  # noqa: E402
+from harvestdef.model.status import JobStatus  # noqa: E402
+from harvestdef.repositories.jobs import JobRepository, allocate_job_ids, new_job_row  # noqa: E402
+
+ADMIN_URL = os.environ.get("HARVESTSUITE_TEST_PG", "postgresql+psycopg://root@127.0.0.1:5432/postgres")
+AMQP_URL = os.environ.get("HARVESTSUITE_TEST_AMQP", "amqp://guest:guest@127.0.0.1:5672/%2F")
+
+
+def build(url: str, jobs: int) -> None:
+    """N domains with one configuration each, one selective harvest, and one NEW job per configuration."""
+    engine = open_engine(url)
+    init_database(engine)
+    now = utcnow()
+    with engine.begin() as conn:
+        template = conn.execute(select(s.ordertemplates.c.template_id, s.ordertemplates.c.orderxml)
+                                .where(s.ordertemplates.c.name == "default_orderxml")).one()
+        schedule_id = conn.scalar(select(s.schedules.c.schedule_id).order_by(s.schedules.c.schedule_id))
+        conn.execute(insert(s.harvestdefinitions).values(harvest_id=1, name="bench", comments="", numevents=1,
+                                                         submitted=now, isactive=False, edition=1))
+        conn.execute(insert(s.partialharvests).values(harvest_id=1, schedule_id=schedule_id, nextdate=None))
+        conn.execute(insert(s.domains), [{"name": f"site{n}.bench.dk", "edition": 1} for n in range(jobs)])
+        domain_ids = list(conn.scalars(select(s.domains.c.domain_id).order_by(s.domains.c.domain_id)))
+        conn.execute(insert(s.configurations), [
+            {"name": "defaultconfig", "domain_id": d, "template_id": template.template_id, "maxobjects": -1,
+             "maxbytes": 1_000_000_000, "maxrate": 100} for d in domain_ids])
+        config_ids = list(conn.scalars(select(s.configurations.c.config_id).order_by(s.configurations.c.config_id)))
+        conn.execute(update(s.domains).where(s.domains.c.domain_id == s.configurations.c.domain_id)
+                     .values(defaultconfig=s.configurations.c.config_id))
+        job_ids = allocate_job_ids(conn, jobs)
+        rows = [new_job_row(job_id=job_id, harvest_id=1, channel="FOCUSED", snapshot=False,
+                            orderxml="default_orderxml", harvest_num=1, creationdate=now,
+                            orderxmldoc=template.orderxml, seedlist=f"http://www.site{n}.bench.dk/",
+                            num_configs=1, harvestname_prefix=f"{job_id}-1")
+                for n, job_id in enumerate(job_ids)]
+        JobRepository(conn).insert(rows, dict(zip(job_ids, ([c] for c in config_ids), strict=True)), audit=False)
+    engine.dispose()
+
+
+def controllers_process(queue_url: str, env: str, first: int, count: int, stop_path: str, result_path: str) -> None:
+    """``count`` simulated controllers in threads of one process, until the stop file appears."""
+    sys.path.insert(0, str(ROOT))
+    from harvestdef.queues import QueueNames, open_transport
+    from harvestdef.settings import load_settings
+    from tests.scheduler.simcontroller import SimController
+
+    settings = load_settings(environ={}, overrides={
+        "harvestsuite.queue.url": queue_url, "common.environmentName": env, "harvestsuite.queue.pollInterval": 20})
+    names = QueueNames(env)
+    stop = threading.Event()
+    controllers = []
+    for number in range(first, first + count):
+        controllers.append(SimController(open_transport(settings.queue), names, f"bench-{number}", ["FOCUSED"],
+                                         ready_delay=0.5, answer_timeout=60, poll=0.1))
+    threads = [threading.Thread(target=c.run, args=(stop,), daemon=True) for c in controllers]
+    for thread in threads:
+        thread.start()
+    while not os.path.exists(stop_path):
+        time.sleep(0.2)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    with open(result_path, "w") as handle:
+        for c in controllers:
+            for job_id, attempt in c.crawled:
+                handle.write(f"{job_id} {attempt} {c.controller_id}\n")
+    for c in controllers:
+        c.transport.close()
+
+
+def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, work: Path) -> float:
+    env = f"B{uuid.uuid4().hex[:8]}"
+    engine = create_engine(url)
+    with engine.begin() as conn:  # every job NEW again, for this transport's run
+        conn.execute(update(s.jobs).values(status=int(JobStatus.NEW), attempt_id=None, controller=None,
+                                           claimed_at=None, submitteddate=None, startdate=None, enddate=None))
+        for table in (s.historyinfo, s.harvesters, s.harvest_run_summary, s.config_history_summary):
+            conn.execute(table.delete())
+    environment = {**os.environ, "HARVESTSUITE__HARVESTSUITE__DATABASE__URL": url,
+                   "HARVESTSUITE__HARVESTSUITE__QUEUE__URL": queue_url,
+                   "HARVESTSUITE__COMMON__ENVIRONMENTNAME": env,
+                   "HARVESTSUITE__HARVESTER__SCHEDULER__JOBGENERATIONPERIOD": "3600",
+                   "HARVESTSUITE__HARVESTSUITE__QUEUE__POLLINTERVAL": "20"}
+    scheduler = subprocess.Popen([sys.executable, "-m", "harvestdef", "scheduler", "run"], env=environment,
+                                 cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    assert scheduler.stderr is not None
+    seen = []
+    while not seen or "running as the leader" not in seen[-1]:
+        line = scheduler.stderr.readline()
+        if not line:
+            raise SystemExit("the scheduler did not start:\n" + "".join(seen))
+        seen.append(line)
+    threading.Thread(target=lambda: [None for _ in scheduler.stderr], daemon=True).start()
+    stop_path = str(work / f"stop-{env}")
+    per_process = -(-controllers // processes)
+    context = multiprocessing.get_context("spawn")
+    children = []
+    started = time.monotonic()
+    for index, first in enumerate(range(0, controllers, per_process)):
+        child = context.Process(target=controllers_process, args=(
+            queue_url, env, first, min(per_process, controllers - first), stop_path, str(work / f"{env}-{index}")))
+        child.start()
+        children.append(child)
+    done = 0
+    last_report = started
+    with engine.connect() as conn:
+        while done < jobs:
+            time.sleep(0.5)
+            done = conn.scalar(select(func.count()).where(s.jobs.c.status == int(JobStatus.DONE)))
+            conn.rollback()
+            if time.monotonic() - last_report > 10:
+                print(f"  {done:,} of {jobs:,} jobs DONE after {time.monotonic() - started:.0f} s", flush=True)
+                last_report = time.monotonic()
+            if time.monotonic() - started > 3600:
+                raise SystemExit(f"only {done} of {jobs} jobs DONE after an hour")
+    wall = time.monotonic() - started
+    Path(stop_path).touch()
+    for child in children:
+        child.join(timeout=120)
+    scheduler.terminate()
+    scheduler.wait(timeout=60)
+    crawled = [line.split() for index in range(len(children))
+               for line in (work / f"{env}-{index}").read_text().splitlines()]
+    with engine.connect() as conn:
+        history = conn.scalar(select(func.count()).select_from(s.historyinfo))
+        statuses = dict(conn.execute(select(s.jobs.c.status, func.count()).group_by(s.jobs.c.status)).all())
+        attempts = {job_id: attempt for job_id, attempt in conn.execute(select(s.jobs.c.job_id, s.jobs.c.attempt_id))}
+    engine.dispose()
+    ids = [int(job_id) for job_id, _, _ in crawled]
+    problems = []
+    if statuses != {int(JobStatus.DONE): jobs}:
+        problems.append(f"job statuses {statuses}")
+    if history != jobs:
+        problems.append(f"{history} historyinfo rows for {jobs} jobs")
+    if len(ids) != len(set(ids)) or len(ids) != jobs:
+        problems.append(f"{len(ids)} crawls of {len(set(ids))} distinct jobs")
+    if any(attempts[int(job_id)] != attempt for job_id, attempt, _ in crawled):
+        problems.append("a crawl of an attempt that is not the job's")
+    if problems:
+        raise SystemExit("incomplete run: " + "; ".join(problems))
+    return wall
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--controllers", type=int, default=50)
+    parser.add_argument("--processes", type=int, default=5, help="child processes the controllers run in")
+    parser.add_argument("--transport", choices=("amqp", "sqlite", "both"), default="both")
+    parser.add_argument("--keep", action="store_true", help="keep the database")
+    args = parser.parse_args()
+    admin = create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"hs_bench_dispatch_{uuid.uuid4().hex[:8]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    try:
+        started = time.monotonic()
+        build(url, args.jobs)
+        print(f"database {name}: {args.jobs:,} NEW jobs in {time.monotonic() - started:.1f} s; "
+              f"{args.controllers} controllers in {args.processes} processes; {os.cpu_count()} cores", flush=True)
+        with tempfile.TemporaryDirectory() as work:
+            transports = ["amqp", "sqlite"] if args.transport == "both" else [args.transport]
+            for transport in transports:
+                queue_url = AMQP_URL if transport == "amqp" else f"sqlite:///{Path(work) / 'queue.db'}"
+                wall = run(url, queue_url, args.jobs, args.controllers, args.processes, Path(work))
+                print(f"{transport:6s}: {args.jobs:,} full cycles (ready, dispatch, claim, STARTED, DONE with "
+                      f"report) in {wall:.1f} s = {args.jobs / wall:.0f} cycles/s; every job DONE once, "
+                      f"{args.jobs:,} historyinfo rows", flush=True)
+    finally:
+        if not args.keep:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
