@@ -32,13 +32,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from harvestdef.queues import QueueNames, Transport
 from sqlalchemy import Connection, Engine, and_, func, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql, write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import StaleJobError
 from harvestdef.messages import (
     AliasInfo,
     ClaimAnswer,
@@ -50,6 +48,8 @@ from harvestdef.messages import (
 )
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus
+from harvestdef.queues import QueueNames, Transport
+from harvestdef.repositories.base import record_audit
 from harvestdef.repositories.jobs import JobRepository, _to_job
 
 log = logging.getLogger(__name__)
@@ -242,5 +242,11 @@ class Dispatcher:
                  j.c.status == int(JobStatus.SUBMITTED)))
             .values(controller=claim.controller_id, claimed_at=now, edition=j.c.edition + 1)).rowcount == 1
         if not won:
-            raise StaleJobError(job.job_id, "SUBMITTED without a controller", "claimed meanwhile")
+            # another claim committed between our read and our update (PostgreSQL's row lock made us wait)
+            holder = conn.scalar(select(j.c.controller).where(j.c.job_id == job.job_id))
+            if holder == claim.controller_id:
+                return answer(True, "granted again to the same controller")
+            return answer(False, f"job {job.job_id} attempt {job.attempt_id} is granted to {holder}")
+        record_audit(conn, claim.controller_id, "jobs", job.job_id, "update", {"controller": None},
+                     {"controller": claim.controller_id, "claimed_at": now.isoformat()})
         return answer(True)
