@@ -166,14 +166,17 @@ def describe(error: BaseException | None) -> str:
     seen = set()
     while id(error) not in seen:
         seen.add(id(error))
-        inner = getattr(error, "exceptions", None)  # AMQPConnectionWorkflowFailed: one per attempt
-        if inner:
-            error = inner[-1]
+        attempts = getattr(error, "exceptions", None)  # AMQPConnectionWorkflowFailed: one per attempt
+        phase_error = getattr(error, "exception", None)  # AMQPConnectorPhaseErrorBase: the phase's error
+        if attempts:
+            error = attempts[-1]
+        elif isinstance(phase_error, BaseException):
+            error = phase_error
         elif error.args and isinstance(error.args[0], BaseException):
             error = error.args[0]
     if isinstance(error, pika.exceptions.ChannelClosedByBroker | pika.exceptions.ConnectionClosedByBroker):
         return f"{error.reply_code} {error.reply_text}"
-    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return f"{type(error).__name__}: {error}" if str(error) else repr(error)
 
 
 _LOGIN_ERRORS = (pika.exceptions.ProbableAuthenticationError, pika.exceptions.AuthenticationError,

@@ -275,3 +275,15 @@ def test_url_without_password() -> None:
     assert url_without_password("amqp://host/%2F") == "amqp://host/%2F"
     assert re.search("secret", url_without_password("amqps://u:secret@h/v")) is None
 
+
+
+def test_describe_digs_the_reason_out_of_pikas_wrappers() -> None:
+    from pika.adapters.utils.connection_workflow import AMQPConnectionWorkflowFailed, AMQPConnectorSocketConnectError
+
+    from harvestdef.queues._amqp_state import describe
+
+    refused = pika.exceptions.AMQPConnectionError(AMQPConnectionWorkflowFailed(
+        [AMQPConnectorSocketConnectError(ConnectionRefusedError(111, "Connection refused"))]))
+    assert describe(refused) == "ConnectionRefusedError: [Errno 111] Connection refused"
+    closed = pika.exceptions.ChannelClosedByBroker(406, "PRECONDITION_FAILED - x")
+    assert describe(closed) == "406 PRECONDITION_FAILED - x"
