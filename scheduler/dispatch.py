@@ -220,7 +220,7 @@ class Dispatcher:
                                granted=granted, reason=reason,
                                control_queue=self.names.controller(claim.controller_id) if granted else "")
 
-        job = JobRepository(conn).find(claim.job_id, with_documents=False)
+        job = JobRepository(conn).find(claim.job_id, with_documents=False, for_update=True)
         if job is None:
             return answer(False, f"there is no job {claim.job_id}")
         if job.attempt_id != claim.attempt_id:

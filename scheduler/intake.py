@@ -16,7 +16,6 @@ from collections import OrderedDict
 from datetime import datetime, timedelta
 from typing import Any
 
-from harvestdef.queues import Transport
 from sqlalchemy import Connection, Engine, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
@@ -36,6 +35,7 @@ from harvestdef.messages import (
     encode,
 )
 from harvestdef.model.status import JobStatus
+from harvestdef.queues import Transport
 from harvestdef.repositories.history import DomainFigures, HistoryWriter
 from harvestdef.repositories.jobs import JobRepository
 from scheduler.notify import Notifier
@@ -81,7 +81,7 @@ class StatusIntake:
         now = now or utcnow()
         with write_transaction(self.engine) as conn:
             jobs = JobRepository(conn, actor=message.controller_id)
-            job = jobs.find(message.job_id, with_documents=False)
+            job = jobs.find(message.job_id, with_documents=False, for_update=True)
             if job is None:
                 log.warning("status %s for unknown job %d ignored", message.status, message.job_id)
                 return False
@@ -116,6 +116,7 @@ class StatusIntake:
             if job.startdate is None:
                 values["startdate"] = now
             jobs.change_status(job.job_id, job.status, message.status, attempt_id=job.attempt_id, values=values)
+            remove_monitor_rows(conn, job.job_id)
             report = message.domain_report
             domains = None
             if report is not None:
@@ -124,7 +125,6 @@ class StatusIntake:
                     stats.duplicate_objects, stats.duplicate_bytes) for stats in report.domains}
             rows = HistoryWriter(conn).record_job(job, message.status, report.default_stop_reason if report else None,
                                                   domains, harvest_time=now)
-            remove_monitor_rows(conn, job.job_id)
         self._last_sample.pop(job.job_id, None)
         log.info("job %d %s: %d historyinfo rows", job.job_id, message.status, rows)
         if message.status == JobStatus.FAILED:

@@ -88,16 +88,22 @@ class JobRepository:
         self.actor = actor
 
     # ------------------------------------------------------------------ reading
-    def get(self, job_id: int, with_documents: bool = True) -> Job:
+    def get(self, job_id: int, with_documents: bool = True, for_update: bool = False) -> Job:
+        """The job; ``for_update`` locks its row until the transaction ends (PostgreSQL; SQLite's write
+        transaction holds the whole database), so a status change decided on what was read cannot lose
+        a race with another handler of the same job."""
         columns = list(s.jobs.c) if with_documents else _LIST_COLUMNS
-        row = self.conn.execute(select(*columns).where(s.jobs.c.job_id == job_id)).mappings().first()
+        query = select(*columns).where(s.jobs.c.job_id == job_id)
+        if for_update and is_postgresql(self.conn.engine):
+            query = query.with_for_update()
+        row = self.conn.execute(query).mappings().first()
         if row is None:
             raise NotFoundError("job", job_id)
         return _to_job(row)
 
-    def find(self, job_id: int, with_documents: bool = True) -> Job | None:
+    def find(self, job_id: int, with_documents: bool = True, for_update: bool = False) -> Job | None:
         try:
-            return self.get(job_id, with_documents)
+            return self.get(job_id, with_documents, for_update)
         except NotFoundError:
             return None
 
