@@ -27,7 +27,10 @@ def open_engine(url: str, echo: bool = False) -> Engine:
         engine = create_engine(url, echo=echo, connect_args={"timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, echo=echo, pool_pre_ping=True)
+    # No ping before every checkout: it costs a round trip per transaction, as much as the commit. A
+    # connection the server dropped fails its statement once; SQLAlchemy then discards the whole pool, and
+    # the callers retry (the scheduler returns the message to its queue).
+    return create_engine(url, echo=echo, pool_recycle=3600)
 
 
 def engine_from_settings(settings: DatabaseSettings) -> Engine:

@@ -96,7 +96,8 @@ class HistoryWriter:
     def record_job(self, job: Job, final_status: JobStatus, default_stop_reason: StopReason | None,
                    domains: Mapping[str, DomainFigures] | None, harvest_time: datetime | None = None) -> int:
         """Write the job's historyinfo rows (none when ``domains`` is None: a failed job without a
-        report) and update both summaries; returns the number of rows written."""
+        report) and update both summaries; returns the number of rows written. Call it last in the
+        transaction: it ends by updating the run's summary row, which concurrent jobs of the run wait for."""
         harvest_time = harvest_time or utcnow()
         rows: list[dict[str, Any]] = []
         if domains is not None:
@@ -125,8 +126,9 @@ class HistoryWriter:
             else:
                 for row in rows:
                     ids.append(self.conn.execute(insert(h).values(row)).inserted_primary_key[0])
-        self._add_to_run_summary(job, final_status, rows)
         self._add_to_config_summary(rows, ids)
+        # Last: the run's summary row is shared by every job of the run, and its lock is held until commit.
+        self._add_to_run_summary(job, final_status, rows)
         return len(rows)
 
     def _add_to_run_summary(self, job: Job, final_status: JobStatus, rows: list[dict[str, Any]]) -> None:
