@@ -149,8 +149,11 @@ class SchedulerSettings:
                                    "seconds the SQLite leader lock row stays valid without renewal")
     historySampleRate: int = setting("harvester.monitor.historySampleRate", 300,
                                      "seconds between runningjobshistory samples of one job")
-    intakeThreads: int = setting("harvestsuite.scheduler.intakeThreads", 2,
-                                 "threads that take messages from the scheduler's queue")
+    intakeThreads: int = setting("harvestsuite.scheduler.intakeThreads", 4,
+                                 "threads per process that take messages from the scheduler's queue")
+    intakeProcesses: int = setting("harvestsuite.scheduler.intakeProcesses", 2,
+                                   "processes that take messages from the scheduler's queue, the scheduler's "
+                                   "own included (more use more cores)")
 
 
 @dataclass(frozen=True)

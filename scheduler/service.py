@@ -20,16 +20,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
+import multiprocessing.process
+import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from harvestdef.queues import Delivery, QueueNames, Transport
 from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
-from harvestdef.errors import HarvestSuiteError, QueueError
+from harvestdef.errors import HarvestSuiteError, QueueError, StaleJobError
 from harvestdef.messages import (
     ClaimRequest,
     CrawlProgress,
@@ -41,6 +45,7 @@ from harvestdef.messages import (
     RegistrationRequest,
     decode_with_time,
 )
+from harvestdef.queues import Delivery, QueueNames, Transport
 from harvestdef.settings import Settings
 from scheduler.dispatch import Dispatcher, DispatchOptions
 from scheduler.intake import StatusIntake
@@ -60,14 +65,16 @@ class ServiceOptions:
     tick_period: int = 60
     leader_lease: int = 60
     history_sample_rate: int = 300
-    intake_threads: int = 2
+    intake_threads: int = 4
+    intake_processes: int = 1
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServiceOptions:
         return cls(tick_period=settings.scheduler.jobgenerationperiod,
                    leader_lease=settings.scheduler.leaderLeaseTime,
                    history_sample_rate=settings.scheduler.historySampleRate,
-                   intake_threads=settings.scheduler.intakeThreads)
+                   intake_threads=settings.scheduler.intakeThreads,
+                   intake_processes=settings.scheduler.intakeProcesses)
 
 
 class SchedulerService:
@@ -82,6 +89,7 @@ class SchedulerService:
         self.options = options
         self.leader = LeaderLock(engine, options.leader_lease)
         self.handled = 0
+        self.settings: Settings | None = None  # set by from_settings; worker processes are built from it
 
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine, transport: Transport) -> SchedulerService:
@@ -98,7 +106,9 @@ class SchedulerService:
             limit_submitted_jobs_in_queue=sched.limitSubmittedJobsInQueue,
             submitted_jobs_in_queue_limit=sched.submittedJobsInQueueLimit))
         intake = StatusIntake(engine, transport, notifier, sched.historySampleRate)
-        return cls(engine, transport, names, ticker, dispatcher, intake, ServiceOptions.from_settings(settings))
+        service = cls(engine, transport, names, ticker, dispatcher, intake, ServiceOptions.from_settings(settings))
+        service.settings = settings
+        return service
 
     # ------------------------------------------------------------------ one message
     def handle(self, delivery: Delivery) -> None:
@@ -139,7 +149,12 @@ class SchedulerService:
         """``handle``, where a failure to carry a message out leaves it unacknowledged for a later try."""
         try:
             self.handle(delivery)
-        except (HarvestSuiteError, OSError) as exc:
+        except StaleJobError as exc:
+            # another handler changed the job meanwhile: a second look sees its new state
+            log.info("message on %s raced another change of its job, returned to its queue: %s", delivery.queue, exc)
+            with contextlib.suppress(QueueError):
+                self.transport.nack(delivery, requeue=True)
+        except (HarvestSuiteError, SQLAlchemyError, OSError) as exc:
             log.error("message on %s could not be handled now, returned to its queue: %s", delivery.queue, exc)
             with contextlib.suppress(QueueError):
                 self.transport.nack(delivery, requeue=True)
@@ -208,6 +223,7 @@ class SchedulerService:
         ticker.start()
         for thread in threads:
             thread.start()
+        workers, workers_stop = self._start_intake_processes()
         try:
             while not stop.wait(max(1.0, self.options.leader_lease / 4)):
                 if not self.leader.renew():
@@ -215,13 +231,60 @@ class SchedulerService:
                     break
         finally:
             stop.set()
+            workers_stop.set()
+            for worker in workers:
+                worker.join(timeout=30)
+                if worker.is_alive():
+                    worker.kill()
             ticker.shutdown(wait=True)
             for thread in threads:
                 thread.join(timeout=10)
             self.leader.release()
+
+    def _start_intake_processes(self) -> tuple[list[multiprocessing.process.BaseProcess], Any]:
+        """Child processes that take messages from the scheduler's queue beside this one's threads: the
+        handlers are safe to run side by side (compare-and-set, row locks), and a Python process gets
+        one core's worth of work done, whatever its number of threads."""
+        context = multiprocessing.get_context("spawn")
+        workers_stop = context.Event()
+        workers: list[multiprocessing.process.BaseProcess] = []
+        if self.settings is None:
+            return workers, workers_stop
+        for number in range(1, self.options.intake_processes):
+            worker = context.Process(target=_intake_worker, args=(self.settings, workers_stop, os.getpid()),
+                                     name=f"scheduler-intake-{number}", daemon=True)
+            worker.start()
+            workers.append(worker)
+        return workers, workers_stop
 
     def _tick_safely(self) -> None:
         try:
             self.ticker.tick()
         except Exception:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
             log.exception("tick failed")
+
+
+def _intake_worker(settings: Settings, stop: Any, parent_pid: int) -> None:
+    """A child process of the leading scheduler: takes messages from the scheduler's queue until the leader
+    says stop or is gone."""
+    from harvestdef.db.engine import engine_from_settings
+    from harvestdef.queues import open_transport
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    engine = engine_from_settings(settings.database)
+    transport = open_transport(settings.queue)
+    service = SchedulerService.from_settings(settings, engine, transport)
+    local_stop = threading.Event()
+    threads = [threading.Thread(target=service._intake_loop, args=(service.names.scheduler, local_stop),
+                                daemon=True) for _ in range(service.options.intake_threads)]
+    for thread in threads:
+        thread.start()
+    try:
+        while not stop.wait(1.0) and os.getppid() == parent_pid:
+            pass
+    finally:
+        local_stop.set()
+        for thread in threads:
+            thread.join(timeout=10)
+        transport.close()
+        engine.dispose()
