@@ -87,14 +87,16 @@ def controllers_process(queue_url: str, env: str, first: int, count: int, stop_p
     from harvestdef.settings import load_settings
     from tests.scheduler.simcontroller import SimController
 
+    # prefetch 1: an idle controller waits on a subscription to its job queue and holds at most one job
     settings = load_settings(environ={}, overrides={
-        "harvestsuite.queue.url": queue_url, "common.environmentName": env, "harvestsuite.queue.pollInterval": 20})
+        "harvestsuite.queue.url": queue_url, "common.environmentName": env, "harvestsuite.queue.pollInterval": 20,
+        "harvestsuite.queue.prefetch": 1})
     names = QueueNames(env)
     stop = threading.Event()
     controllers = []
     for number in range(first, first + count):
         controllers.append(SimController(open_transport(settings.queue), names, f"bench-{number}", ["FOCUSED"],
-                                         ready_delay=0.5, answer_timeout=60, poll=0.1))
+                                         ready_delay=0.5, answer_timeout=60, poll=0.5, subscribe=True))
     threads = [threading.Thread(target=c.run, args=(stop,), daemon=True) for c in controllers]
     for thread in threads:
         thread.start()
@@ -133,7 +135,14 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
         if not line:
             raise SystemExit("the scheduler did not start:\n" + "".join(seen))
         seen.append(line)
-    threading.Thread(target=lambda: [None for _ in scheduler.stderr], daemon=True).start()
+    log_path = work / f"scheduler-{env}.log"
+
+    def keep_log() -> None:
+        with open(log_path, "w") as log_file:
+            for text_line in scheduler.stderr:
+                log_file.write(text_line)
+
+    threading.Thread(target=keep_log, daemon=True).start()
     stop_path = str(work / f"stop-{env}")
     per_process = -(-controllers // processes)
     context = multiprocessing.get_context("spawn")
@@ -179,6 +188,10 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
         problems.append(f"{len(ids)} crawls of {len(set(ids))} distinct jobs")
     if any(attempts[int(job_id)] != attempt for job_id, attempt, _ in crawled):
         problems.append("a crawl of an attempt that is not the job's")
+    retried = sum("could not be handled now" in line for line in log_path.read_text().splitlines())
+    if retried:
+        print(f"  the scheduler put {retried} messages back for a later try; first one:", flush=True)
+        print("  " + next(line for line in log_path.read_text().splitlines() if "could not be handled" in line))
     if problems:
         raise SystemExit("incomplete run: " + "; ".join(problems))
     return wall

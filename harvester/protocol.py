@@ -113,20 +113,42 @@ class SchedulerLink:
         return answer
 
     # ------------------------------------------------------------------ jobs
-    def take_job(self) -> TakenJob | None:
-        """One DoOneCrawl message from our channels' queues, selective first as listed; None if none waits."""
+    def take_job(self, wait: float = 0.0) -> TakenJob | None:
+        """One DoOneCrawl message from our channels' queues, selective first as listed; None if none came.
+
+        With one channel and ``wait`` > 0 it waits on a subscription (the transport's prefetch should be 1)
+        and cancels it as soon as a message came, before the caller acknowledges it: a controller that is
+        busy crawling must hold no second job. With several channels it looks at each queue in order.
+        """
+        if wait > 0 and len(self.channels) == 1:
+            queue = self.names.jobs(self.channels[0])
+            deadline = time.monotonic() + wait
+            while (left := deadline - time.monotonic()) > 0:
+                delivery = self.transport.receive(queue, timeout=left)
+                if delivery is None:
+                    return None
+                taken = self._decoded(queue, delivery)
+                if taken is not None:
+                    self.transport.unsubscribe(queue)
+                    return taken
+            return None
         for channel in self.channels:
             queue = self.names.jobs(channel)
             while (delivery := self.transport.get(queue)) is not None:
-                try:
-                    job = decode(delivery.body, DoOneCrawl)
-                except MessageError as exc:
-                    log.error("DoOneCrawl message on %s dead-lettered: %s", queue, exc)
-                    self.transport.dead_letter(delivery, str(exc))
-                    continue
-                assert isinstance(job, DoOneCrawl)
-                return TakenJob(delivery, job)
+                taken = self._decoded(queue, delivery)
+                if taken is not None:
+                    return taken
         return None
+
+    def _decoded(self, queue: str, delivery: Delivery) -> TakenJob | None:
+        try:
+            job = decode(delivery.body, DoOneCrawl)
+        except MessageError as exc:
+            log.error("DoOneCrawl message on %s dead-lettered: %s", queue, exc)
+            self.transport.dead_letter(delivery, str(exc))
+            return None
+        assert isinstance(job, DoOneCrawl)
+        return TakenJob(delivery, job)
 
     # ------------------------------------------------------------------ telling the scheduler
     def send_ready(self) -> None:

@@ -38,6 +38,8 @@ class SimController:
     crawl_seconds: float = 0.0
     answer_timeout: float = 20.0
     poll: float = 0.02  # seconds between looks at the job queues while idle
+    subscribe: bool = False  # wait on a subscription instead of looking every ``poll`` seconds
+    heartbeat_interval: float = 30.0
     crawled: list[tuple[int, str]] = field(default_factory=list)  # (job id, attempt id)
     refused: list[tuple[int, str, str]] = field(default_factory=list)  # (job id, attempt id, reason)
     current: int | None = None
@@ -53,9 +55,10 @@ class SimController:
             paused=False, current_job_id=current_job, current_attempt_id=attempt,
             current_job_state="crawling" if current_job else "idle"))
 
-    def step(self) -> bool:
-        """Take, claim and crawl one job if one waits; True if a job was crawled."""
-        taken = self.link.take_job()
+    def step(self, wait: float = 0.0) -> bool:
+        """Take, claim and crawl one job if one waits (or comes within ``wait`` seconds); True if a job was
+        crawled."""
+        taken = self.link.take_job(wait)
         if taken is None:
             return False
         job = taken.job
@@ -67,7 +70,6 @@ class SimController:
         # Persisted (nothing to persist here), then acknowledged early: the crawl may outlive consumer_timeout.
         self.transport.ack(taken.delivery)
         self.current = job.job_id
-        self.heartbeat(job.job_id, job.attempt_id)
         self.link.report(job, JobStatus.STARTED)
         if self.crawl_seconds:
             time.sleep(self.crawl_seconds)
@@ -80,12 +82,15 @@ class SimController:
         """Register, then while idle send ready messages and take jobs until ``stop`` or ``max_jobs``."""
         self.link.register()
         self.heartbeat()
-        last_ready = 0.0
+        last_ready = last_heartbeat = time.monotonic() - self.ready_delay
         while not stop.is_set() and (max_jobs is None or len(self.crawled) < max_jobs):
-            if self.step():
-                last_ready = 0.0
-                continue
+            if time.monotonic() - last_heartbeat >= self.heartbeat_interval:
+                self.heartbeat()
+                last_heartbeat = time.monotonic()
             if time.monotonic() - last_ready >= self.ready_delay:
                 self.link.send_ready()
                 last_ready = time.monotonic()
-            stop.wait(self.poll)
+            if self.step(self.poll if self.subscribe else 0.0):
+                last_ready = 0.0
+            elif not self.subscribe:
+                stop.wait(self.poll)
