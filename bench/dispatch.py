@@ -113,6 +113,25 @@ def controllers_process(queue_url: str, env: str, first: int, count: int, stop_p
         c.transport.close()
 
 
+def delete_queues(queue_url: str, env: str, controllers: int) -> None:
+    """The run's queues: RabbitMQ keeps durable queues for good, and thousands of them slow its start."""
+    if not queue_url.startswith("amqp"):
+        return
+    import pika
+
+    from harvestdef.queues import QueueNames
+
+    names = QueueNames(env)
+    connection = pika.BlockingConnection(pika.URLParameters(queue_url))
+    try:
+        channel = connection.channel()
+        for queue in [names.scheduler, names.monitor, names.dead_letter, names.jobs("FOCUSED"),
+                      *(names.controller(f"bench-{n}") for n in range(controllers))]:
+            channel.queue_delete(queue)
+    finally:
+        connection.close()
+
+
 def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, work: Path) -> float:
     env = f"B{uuid.uuid4().hex[:8]}"
     engine = create_engine(url)
@@ -171,6 +190,7 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
         child.join(timeout=120)
     scheduler.terminate()
     scheduler.wait(timeout=60)
+    delete_queues(queue_url, env, controllers)
     crawled = [line.split() for index in range(len(children))
                for line in (work / f"{env}-{index}").read_text().splitlines()]
     with engine.connect() as conn:

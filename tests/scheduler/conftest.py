@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harvestdef.queues import QueueNames, Transport, open_transport
-from harvestdef.settings import QueueSettings, Settings, load_settings
+from harvestdef.settings import Settings, load_settings
 from scheduler.service import SchedulerService
 from tests.servers import AMQP_URL, require_rabbitmq
 
@@ -54,9 +54,8 @@ def make_settings(database_url: str, queue_url: str, environment_name: str) -> C
 
 @pytest.fixture
 def open_queue(make_settings: Callable[..., Settings]) -> Iterator[Callable[[], Transport]]:
-    """Opens transports (one per simulated process); all are closed, and the test's queues purged, at the end."""
+    """Opens transports (one per simulated process); all are closed, and the test's queues deleted, at the end."""
     opened: list[Transport] = []
-    queues: set[str] = set()
 
     def make() -> Transport:
         transport = open_transport(make_settings().queue)
@@ -65,27 +64,15 @@ def open_queue(make_settings: Callable[..., Settings]) -> Iterator[Callable[[], 
 
     yield make
     settings = make_settings()
-    names = QueueNames(settings.queue.environmentName)
-    queues.update({names.scheduler, names.monitor, names.dead_letter, names.jobs("FOCUSED"), names.jobs("SNAPSHOT")})
     for transport in opened:
         transport.close()
     if settings.queue.url.startswith("amqp"):
-        _delete_queues(settings.queue, names)
+        # the broker is shared and keeps durable queues for good: remove every queue this test can have made
+        from tests.harvestdef.test_queue_amqp import delete_queues
 
-
-def _delete_queues(queue: QueueSettings, names: QueueNames) -> None:
-    """Remove the test's queues from the shared broker (every queue of its environment name)."""
-    import json
-    import subprocess
-
-    try:
-        listing = subprocess.run(["rabbitmqctl", "list_queues", "name", "--formatter", "json", "-q"],
-                                 capture_output=True, text=True, timeout=30, check=True).stdout
-        for entry in json.loads(listing or "[]"):
-            if entry["name"].startswith(names.scheduler.split(".")[0] + "."):
-                subprocess.run(["rabbitmqctl", "delete_queue", entry["name"]], capture_output=True, timeout=30)
-    except (OSError, subprocess.SubprocessError, ValueError):
-        pass
+        names = QueueNames(settings.queue.environmentName)
+        delete_queues([names.scheduler, names.monitor, names.dead_letter, names.jobs("FOCUSED"),
+                       names.jobs("SNAPSHOT"), *(names.controller(f"ctl-{n}") for n in [*range(10), "x"])])
 
 
 class RunningScheduler:

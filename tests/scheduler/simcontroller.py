@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from harvestdef.messages import DomainReport, DomainStats, HarvesterStatus
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.queues import QueueNames, Transport
-from harvester.protocol import SchedulerLink
+from harvester.protocol import SchedulerLink, SchedulerSilentError
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ class SimController:
     crawled: list[tuple[int, str]] = field(default_factory=list)  # (job id, attempt id)
     refused: list[tuple[int, str, str]] = field(default_factory=list)  # (job id, attempt id, reason)
     current: int | None = None
+    taken: set[tuple[int, str]] = field(default_factory=set)  # what a real controller keeps in its job directories
 
     def __post_init__(self) -> None:
         self.link = SchedulerLink(self.transport, self.names, self.controller_id, socket.gethostname(),
@@ -62,12 +63,21 @@ class SimController:
         if taken is None:
             return False
         job = taken.job
-        answer = self.link.claim(job)
+        if (job.job_id, job.attempt_id) in self.taken:
+            # a redelivery of a job this controller has already taken (its ack was lost): never twice
+            self.transport.ack(taken.delivery)
+            return False
+        try:
+            answer = self.link.claim(job)
+        except SchedulerSilentError:
+            self.transport.nack(taken.delivery)  # the answer was lost; the job waits for another claim
+            return False
         if not answer.granted:
             self.refused.append((job.job_id, job.attempt_id, answer.reason))
             self.transport.ack(taken.delivery)
             return False
         # Persisted (nothing to persist here), then acknowledged early: the crawl may outlive consumer_timeout.
+        self.taken.add((job.job_id, job.attempt_id))
         self.transport.ack(taken.delivery)
         self.current = job.job_id
         self.link.report(job, JobStatus.STARTED)

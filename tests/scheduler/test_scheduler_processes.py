@@ -1,0 +1,84 @@
+"""Two `harvestsuite scheduler run` processes on one database: one leads, the other waits; killed with
+SIGKILL, the leader is replaced within seconds (leaderLeaseTime 2 s here), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import func, select
+
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from tests.scheduler.factories import make_domain, make_selective
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+class SchedulerProcess:
+    def __init__(self, database_url: str, queue_path: Path) -> None:
+        settings = {
+            "harvestsuite.database.url": database_url, "harvestsuite.queue.url": f"sqlite:///{queue_path}",
+            "harvester.scheduler.jobgenerationperiod": "1", "harvestsuite.scheduler.leaderLeaseTime": "2",
+            "harvester.scheduler.jobGen.config.postponeUnregisteredChannel": "false",
+        }
+        arguments = [item for key, value in settings.items() for item in ("--set", f"{key}={value}")]
+        self.process = subprocess.Popen([sys.executable, "-m", "harvestdef", *arguments, "scheduler", "run"],
+                                        cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ})
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.put(line)
+
+    def leads_within(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                if "running as the leader" in self.lines.get(timeout=left):
+                    return True
+            except queue.Empty:
+                return False
+        return False
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def test_the_second_scheduler_takes_over_when_the_leader_is_killed(engine, database_url, tmp_path):
+    with engine.begin() as conn:
+        make_selective(conn, 1, "daily", [make_domain(conn, "a.dk")[1]], nextdate=utcnow() - timedelta(minutes=1))
+    first = SchedulerProcess(database_url, tmp_path / "queue.db")
+    second = None
+    try:
+        assert first.leads_within(60), "the first scheduler never led"
+        second = SchedulerProcess(database_url, tmp_path / "queue.db")
+        assert not second.leads_within(4), "two schedulers led at once"
+        deadline = time.monotonic() + 30
+        with engine.connect() as conn:
+            while conn.scalar(select(func.count()).select_from(s.jobs)) == 0:
+                conn.rollback()
+                assert time.monotonic() < deadline, "the leader's tick made no jobs"
+                time.sleep(0.2)
+        first.process.kill()  # SIGKILL: no release of its lock
+        killed = time.monotonic()
+        assert second.leads_within(30), "the second scheduler did not take over"
+        assert time.monotonic() - killed < 30
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
