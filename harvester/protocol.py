@@ -8,7 +8,10 @@ harvest database.
 Taking a job is two steps: ``take_job`` gets one DoOneCrawl message (channels in order of preference;
 one that fails validation is dead-lettered with the reason, and the next one is tried), then ``claim``
 asks the scheduler for its attempt. Only a granted claim may be crawled; the caller acknowledges the
-message once it has persisted the job (or at once when the claim is refused).
+message once it has persisted the job (or at once when the claim is refused). The scheduler grants an
+attempt again to the controller that holds it (a controller that restarted asks again for the job in its
+job directory), so a controller must look at its own jobs before it starts a crawl: a redelivered
+message of a job it already holds (its acknowledgement was lost) is acknowledged and dropped.
 """
 
 from __future__ import annotations
