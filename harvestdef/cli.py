@@ -90,6 +90,10 @@ def cli(ctx: click.Context, config_file: str | None, sets: tuple[str, ...], verb
     """HarvestSuite: plan and run large web harvests."""
     level = {0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if verbose < 2:
+        # pika logs every failed connection attempt and closed channel as an error; the queue transport says
+        # what happened and what it does about it in one line of its own
+        logging.getLogger("pika").setLevel(logging.CRITICAL)
     settings = load_settings(config_file, overrides=_parse_sets(sets))
     log_effective(settings)
     app = AppContext(settings)
