@@ -76,7 +76,6 @@ def scheduler() -> None:
 
 def _service(app: AppContext):  # noqa: ANN202 - the service type is imported lazily
     from harvestdef.queues import open_transport
-
     from scheduler.service import SchedulerService
 
     transport = open_transport(app.settings.queue)
@@ -123,3 +122,68 @@ def tick(app: AppContext, once: bool) -> None:
         click.echo(f"resubmitted job {old} as {new}")
     for job_id in report.interrupted:
         click.echo(f"interrupted job {job_id}")
+
+
+@click.group()
+def jobs() -> None:
+    """Jobs: list them, restart a failed one, reject or unreject it."""
+
+
+@jobs.command("list")
+@click.option("--status", "statuses", multiple=True, help="NEW, SUBMITTED, STARTED, DONE, FAILED, ... (repeatable)")
+@click.option("--harvest", "harvest_id", type=int, default=None, help="Only the jobs of this harvest definition id.")
+@click.option("--limit", type=int, default=50, show_default=True)
+@pass_app
+def list_jobs(app: AppContext, statuses: tuple[str, ...], harvest_id: int | None, limit: int) -> None:
+    """The newest jobs, one line each: id, status, harvest and run, channel, controller, dates, errors."""
+    from harvestdef.model.status import JobStatus
+    from harvestdef.repositories.jobs import JobRepository
+
+    try:
+        wanted = [JobStatus[name.strip().upper()] for name in statuses] or None
+    except KeyError as exc:
+        raise click.BadParameter(f"unknown job status {exc.args[0]!r}; one of "
+                                 f"{', '.join(status.name for status in JobStatus)}", param_hint="--status") from None
+    with app.engine().connect() as conn:
+        rows = JobRepository(conn).list_jobs(wanted, harvest_id=harvest_id, limit=limit, newest_first=True)
+    for job in rows:
+        flags = " interrupted" if job.interrupted else ""
+        click.echo(f"{job.job_id}\t{job.status}{flags}\tharvest {job.harvest_id} run {job.harvest_num}\t"
+                   f"{job.channel}\t{job.controller or '-'}\t{job.startdate or '-'}\t{job.enddate or '-'}\t"
+                   f"{job.harvest_errors or ''}")
+
+
+@jobs.command()
+@click.argument("job_id", type=int)
+@pass_app
+def restart(app: AppContext, job_id: int) -> None:
+    """Restart a FAILED job: a copy goes NEW, the old one becomes RESUBMITTED (refused while it may still run)."""
+    import getpass
+
+    from harvestdef.db.engine import write_transaction
+    from harvestdef.repositories.jobs import JobRepository
+
+    with write_transaction(app.engine()) as conn:
+        new = JobRepository(conn, actor=getpass.getuser()).restart(
+            job_id, app.settings.scheduler.controllerSilenceTimeout, app.settings.database.nextJobId)
+    click.echo(f"job {job_id} restarted as job {new.job_id}")
+
+
+@jobs.command()
+@click.argument("job_id", type=int)
+@click.option("--undo", is_flag=True, help="Unreject: FAILED_REJECTED back to FAILED.")
+@pass_app
+def reject(app: AppContext, job_id: int, undo: bool) -> None:
+    """Mark a FAILED job as not to be harvested again (FAILED_REJECTED), or undo that."""
+    import getpass
+
+    from harvestdef.db.engine import write_transaction
+    from harvestdef.repositories.jobs import JobRepository
+
+    with write_transaction(app.engine()) as conn:
+        repository = JobRepository(conn, actor=getpass.getuser())
+        if undo:
+            repository.unreject(job_id)
+        else:
+            repository.reject(job_id)
+    click.echo(f"job {job_id} {'unrejected' if undo else 'rejected'}")

@@ -28,12 +28,12 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Engine, and_, func, or_, select, update
+from sqlalchemy import Connection, Engine, func, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import JobGenerationError, StaleJobError
+from harvestdef.errors import JobGenerationError
 from harvestdef.model.status import JobStatus
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 from harvestdef.repositories.jobs import JobRepository
@@ -247,17 +247,4 @@ class Ticker:
             set_harvest_state(conn, harvest_id, GENERATED, summary, utcnow())
 
 
-def resubmit_job(engine: Engine, job_id: int, actor: str, next_job_id: int = 0) -> int:
-    """An operator's restart of a FAILED job: a new NEW job, the old one RESUBMITTED (reference §3.4).
-
-    :raise ValidationError: the job is not FAILED.
-    """
-    with write_transaction(engine) as conn:
-        jobs = JobRepository(conn, actor=actor)
-        job = jobs.get(job_id, with_documents=False)
-        if job.status != JobStatus.FAILED:
-            raise StaleJobError(job_id, "FAILED", str(job.status))
-        return jobs.resubmit(job_id, next_job_id).job_id
-
-
-__all__ = ["Ticker", "TickOptions", "TickReport", "resubmit_job", "set_harvest_state", "and_"]
+__all__ = ["Ticker", "TickOptions", "TickReport", "set_harvest_state"]

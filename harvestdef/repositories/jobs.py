@@ -14,7 +14,7 @@ it, and a message of a stale attempt changes nothing (StaleJobError says what th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, text, update
@@ -225,6 +225,28 @@ class JobRepository:
         self.change_status(job_id, old.status, JobStatus.RESUBMITTED, attempt_id=old.attempt_id,
                            values={"resubmitted_as_job": new_id})
         return self.get(new_id)
+
+    def restart(self, job_id: int, silence_timeout: int, next_job_id_setting: int = 0,
+                now: datetime | None = None) -> Job:
+        """An operator's restart of a FAILED job (reference §3.4): ``resubmit``, refused while the job's
+        attempt may still run, i.e. while its controller reports that attempt in a heartbeat younger than
+        ``silence_timeout`` seconds (a job the timeout supervisor failed may still be crawling).
+
+        :raise ValidationError: the job is not FAILED, or its attempt still runs; the message says which.
+        """
+        now = now or utcnow()
+        job = self.get(job_id, with_documents=False, for_update=True)
+        if job.status != JobStatus.FAILED:
+            raise ValidationError(f"job {job_id} is {job.status}: only a FAILED job can be restarted")
+        h = s.harvesters
+        running = self.conn.execute(select(h.c.controller_id, h.c.last_heartbeat).where(
+            h.c.current_job_id == job_id, h.c.current_attempt_id == job.attempt_id,
+            h.c.last_heartbeat > now - timedelta(seconds=silence_timeout))).first()
+        if running is not None:
+            raise ValidationError(
+                f"job {job_id} cannot be restarted yet: its controller {running.controller_id} still reported "
+                f"crawling it at {running.last_heartbeat.isoformat()}; stop that crawl first")
+        return self.resubmit(job_id, next_job_id_setting, now)
 
     def reject(self, job_id: int) -> None:
         """FAILED -> FAILED_REJECTED: an archivist's "not to be harvested again"."""

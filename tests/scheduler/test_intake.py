@@ -3,6 +3,7 @@ through the handlers directly (the embedded queue carries the answers)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from datetime import timedelta
 from pathlib import Path
@@ -359,3 +360,29 @@ def test_rebuilt_summaries_equal_the_ones_kept_at_intake(engine, parts):
     assert rebuilt_configs[0] == kept_configs[0], "a.dk: the same from intake and from a rebuild"
     assert best_b == 50, "b.dk: the older complete harvest with more objects is the best one"
     assert runs[0][2:5] == (1, 0, 3)
+
+
+def test_an_operator_restarts_a_failed_job_only_once_its_attempt_cannot_run(engine, parts, database_url, capsys):
+    from harvestdef.cli import main
+    from harvestdef.errors import ValidationError
+
+    dispatcher, intake = parts
+    job_id, attempt, _ = started_job(engine, parts)
+    heartbeat = HarvesterStatus(controller_id="ctl-1", host="h", pid=1, version="t", channels=["FOCUSED"],
+                                free_disk_bytes=1, load_average=0.0, memory_rss_bytes=1, paused=False,
+                                current_job_id=job_id, current_attempt_id=attempt)
+    intake.on_heartbeat(heartbeat, utcnow())
+    Ticker(engine, GenerationOptions(), TickOptions(job_timeout=0), Notifier()).supervise(utcnow(), TickReport())
+    assert job(engine, job_id).status == JobStatus.FAILED, "timed out while its controller still crawls"
+    with write_transaction(engine) as conn, pytest.raises(ValidationError, match="still reported crawling it"):
+        JobRepository(conn).restart(job_id, silence_timeout=300)
+    overrides = ["--set", f"harvestsuite.database.url={database_url}"]
+    assert main([*overrides, "jobs", "restart", str(job_id)]) == 2, "refused on the command line too"
+    intake.on_heartbeat(dataclasses.replace(heartbeat, current_job_id=None, current_attempt_id=None), utcnow())
+    capsys.readouterr()
+    assert main([*overrides, "jobs", "restart", str(job_id)]) == 0
+    new_id = int(capsys.readouterr().out.split()[-1])
+    assert job(engine, job_id).status == JobStatus.RESUBMITTED and job(engine, new_id).continuationof == job_id
+    assert main([*overrides, "jobs", "list", "--status", "NEW"]) == 0
+    assert capsys.readouterr().out.startswith(f"{new_id}\tNEW")
+    assert main([*overrides, "jobs", "reject", str(new_id)]) == 2, "only FAILED jobs are rejected"
