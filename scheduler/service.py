@@ -100,7 +100,8 @@ class SchedulerService:
         ticker = Ticker(engine, generation, TickOptions(
             job_timeout=sched.jobtimeouttime, controller_silence_timeout=sched.controllerSilenceTimeout,
             claim_grace_time=sched.claimGraceTime,
-            postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel), notifier)
+            postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel), notifier,
+            transport=transport, names=names)
         dispatcher = Dispatcher(engine, transport, names, DispatchOptions(
             ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,
             limit_submitted_jobs_in_queue=sched.limitSubmittedJobsInQueue,

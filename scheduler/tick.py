@@ -33,8 +33,9 @@ from sqlalchemy import Connection, Engine, func, or_, select, update
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import JobGenerationError
+from harvestdef.errors import JobGenerationError, QueueError, StaleJobError, ValidationError
 from harvestdef.model.status import JobStatus
+from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 from harvestdef.repositories.jobs import JobRepository
 from scheduler.intake import remove_monitor_rows
@@ -86,8 +87,11 @@ class Ticker:
     """Carries out ticks; one at a time per process (the leader lock makes it one per database)."""
 
     def __init__(self, engine: Engine, generation: GenerationOptions, options: TickOptions, notifier: Notifier,
-                 deduplication_enabled: bool = True) -> None:
+                 deduplication_enabled: bool = True, transport: Transport | None = None,
+                 names: QueueNames | None = None) -> None:
         self.engine = engine
+        self.transport = transport  # with names: lets supervision see job queues that are empty
+        self.names = names
         self.generation = generation
         self.options = options
         self.notifier = notifier
@@ -157,9 +161,44 @@ class Ticker:
                 log.warning("job %d was granted to %s, which reports %s since; resubmitted as job %d", job_id,
                             controller, f"job {current}" if current else "no job", new_job.job_id)
                 report.resubmitted[job_id] = new_job.job_id
+        self._resubmit_lost_messages(now, report)
         for job_id in report.timed_out:
             self.notifier.notify(f"Job {job_id} failed", f"Job {job_id} was STARTED longer than jobtimeouttime "
                                                          f"({timeout} s) and was marked FAILED.")
+
+    def _resubmit_lost_messages(self, now: datetime, report: TickReport) -> None:
+        """A SUBMITTED job nobody claimed whose channel queue is empty has lost its message (an operator
+        purged the queue, or the broker lost it): it is resubmitted. Safe even when wrong: a message that
+        turns up later names a RESUBMITTED job, and its claim is refused."""
+        if self.transport is None or self.names is None:
+            return
+        j = s.jobs
+        settled = now - timedelta(seconds=self.options.claim_grace_time)
+        with self.engine.connect() as conn:
+            waiting = conn.execute(select(j.c.channel, j.c.job_id).where(
+                j.c.status == int(JobStatus.SUBMITTED), j.c.controller.is_(None),
+                j.c.submitteddate < settled).order_by(j.c.job_id)).all()
+        by_channel: dict[str, list[int]] = {}
+        for channel, job_id in waiting:
+            by_channel.setdefault(channel, []).append(job_id)
+        for channel, job_ids in by_channel.items():
+            queue = self.names.jobs(channel)
+            try:
+                if self.transport.message_count(queue) > 0:
+                    continue
+            except QueueError as exc:
+                log.warning("cannot count the messages of %s: %s", queue, exc)
+                continue
+            with write_transaction(self.engine) as conn:
+                jobs = JobRepository(conn)
+                for job_id in job_ids:
+                    try:
+                        new_job = jobs.resubmit(job_id, self.generation.next_job_id, now)
+                    except (StaleJobError, ValidationError):
+                        continue  # claimed or changed meanwhile
+                    log.warning("job %d was SUBMITTED to %s, unclaimed, and the queue is empty: its message is "
+                                "lost; resubmitted as job %d", job_id, queue, new_job.job_id)
+                    report.resubmitted[job_id] = new_job.job_id
 
     # ------------------------------------------------------------------ readiness
     def _served_channels(self, conn: Connection, now: datetime) -> set[str]:

@@ -20,7 +20,7 @@ TEST_SETTINGS = {
     "harvester.scheduler.jobgenerationperiod": 1,
     "harvestsuite.scheduler.leaderLeaseTime": 2,
     "harvestsuite.scheduler.controllerSilenceTimeout": 2,
-    "harvestsuite.scheduler.claimGraceTime": 1,
+    "harvestsuite.scheduler.claimGraceTime": 5,
     "harvestsuite.queue.heartbeat": 5,
     "harvestsuite.queue.publishTimeout": 30,
     "harvestsuite.queue.reconnectMaxDelay": 1,

@@ -386,3 +386,21 @@ def test_an_operator_restarts_a_failed_job_only_once_its_attempt_cannot_run(engi
     assert main([*overrides, "jobs", "list", "--status", "NEW"]) == 0
     assert capsys.readouterr().out.startswith(f"{new_id}\tNEW")
     assert main([*overrides, "jobs", "reject", str(new_id)]) == 2, "only FAILED jobs are rejected"
+
+
+def test_an_unclaimed_job_whose_message_is_lost_is_resubmitted(engine, parts, transport, notifier):
+    dispatcher, intake = parts
+    job_id, _ = one_job(engine)
+    register(intake, "ctl-1")
+    ready(dispatcher, "ctl-1")
+    ticker = Ticker(engine, GenerationOptions(), TickOptions(claim_grace_time=60), notifier, transport=transport,
+                    names=NAMES)
+    report_ = TickReport()
+    ticker.supervise(utcnow() + timedelta(minutes=5), report_)
+    assert report_.resubmitted == {}, "its message still waits in the queue"
+    transport.purge(NAMES.jobs("FOCUSED"))
+    ticker.supervise(utcnow(), report_)
+    assert report_.resubmitted == {}, "not before claimGraceTime"
+    ticker.supervise(utcnow() + timedelta(minutes=5), report_)
+    new_id = report_.resubmitted[job_id]
+    assert job(engine, job_id).status == JobStatus.RESUBMITTED and job(engine, new_id).status == JobStatus.NEW
