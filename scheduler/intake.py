@@ -16,7 +16,7 @@ from collections import OrderedDict
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from harvestdef.db import schema as s
@@ -100,7 +100,14 @@ class StatusIntake:
                 jobs.change_status(job.job_id, JobStatus.SUBMITTED, JobStatus.STARTED, attempt_id=job.attempt_id,
                                    values={"startdate": now})
                 return True
-            if job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
+            final_status = message.status
+            if job.status == JobStatus.FAILED_REJECTED and not conn.scalar(
+                    select(func.count()).where(s.historyinfo.c.job_id == job.job_id)):
+                # The supervisor failed the job, an archivist rejected it, and its report arrives now:
+                # NetarchiveSuite sets it back to FAILED and takes the report (reference §4.4). A repeat of
+                # a report already taken (the job has history) changes nothing.
+                final_status = JobStatus.FAILED
+            elif job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
                 # A repeat of a final status, or the supervisor failed the job first: NetarchiveSuite keeps
                 # the status it has and ignores the report (reference §4.4).
                 log.warning("final status %s of job %d ignored: it is %s already", message.status, job.job_id,
@@ -115,7 +122,7 @@ class StatusIntake:
             }
             if job.startdate is None:
                 values["startdate"] = now
-            jobs.change_status(job.job_id, job.status, message.status, attempt_id=job.attempt_id, values=values)
+            jobs.change_status(job.job_id, job.status, final_status, attempt_id=job.attempt_id, values=values)
             remove_monitor_rows(conn, job.job_id)
             report = message.domain_report
             domains = None
@@ -123,7 +130,7 @@ class StatusIntake:
                 domains = {stats.domain: DomainFigures(
                     stats.objects, stats.bytes, stats.stop_reason, stats.novel_objects, stats.novel_bytes,
                     stats.duplicate_objects, stats.duplicate_bytes) for stats in report.domains}
-            rows = HistoryWriter(conn).record_job(job, message.status, report.default_stop_reason if report else None,
+            rows = HistoryWriter(conn).record_job(job, final_status, report.default_stop_reason if report else None,
                                                   domains, harvest_time=now)
         self._last_sample.pop(job.job_id, None)
         log.info("job %d %s: %d historyinfo rows", job.job_id, message.status, rows)

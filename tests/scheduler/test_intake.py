@@ -404,3 +404,21 @@ def test_an_unclaimed_job_whose_message_is_lost_is_resubmitted(engine, parts, tr
     ticker.supervise(utcnow() + timedelta(minutes=5), report_)
     new_id = report_.resubmitted[job_id]
     assert job(engine, job_id).status == JobStatus.RESUBMITTED and job(engine, new_id).status == JobStatus.NEW
+
+
+def test_a_late_report_of_a_rejected_job_sets_it_back_to_failed_once(engine, parts, notifier):
+    dispatcher, intake = parts
+    job_id, attempt, configs = started_job(engine, parts)
+    Ticker(engine, GenerationOptions(), TickOptions(job_timeout=0), notifier).supervise(utcnow(), TickReport())
+    with write_transaction(engine) as conn:
+        JobRepository(conn).reject(job_id)
+    late = CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1", status=JobStatus.DONE,
+                       domain_report=report(("a.dk", 5, 500, StopReason.DOWNLOAD_COMPLETE)))
+    assert intake.on_crawl_status(late)
+    assert job(engine, job_id).status == JobStatus.FAILED
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(s.historyinfo)) == len(configs)
+    with write_transaction(engine) as conn:
+        JobRepository(conn).reject(job_id)
+    assert not intake.on_crawl_status(late), "a repeat of a report already taken changes nothing"
+    assert job(engine, job_id).status == JobStatus.FAILED_REJECTED
