@@ -181,13 +181,6 @@ class HarvesterSettings:
     controllerId: str = setting("harvestsuite.harvester.controllerId", "",
                                 "stable id of this harvest controller; empty = derived from the host name and "
                                 "serverDir at first start and kept in serverDir/controller-id")
-    sendReadyDelay: int = setting("harvester.harvesting.sendReadyDelay", 30,
-                                  "seconds between ready messages of an idle, unpaused controller")
-    heartbeatInterval: int = setting("harvestsuite.harvester.heartbeatInterval", 30,
-                                     "seconds between HarvesterStatus heartbeats")
-    claimTimeout: int = setting("harvestsuite.harvester.claimTimeout", 30,
-                                "seconds a controller waits for the scheduler's answer to a claim or a "
-                                "registration")
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, Engine, and_, func, select, update
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import is_postgresql, write_transaction
+from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.messages import (
     AliasInfo,
@@ -50,7 +50,7 @@ from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.base import record_audit
-from harvestdef.repositories.jobs import JobRepository, _to_job
+from harvestdef.repositories.jobs import JobRepository
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +62,6 @@ class DispatchOptions:
     limit_submitted_jobs_in_queue: bool = False
     submitted_jobs_in_queue_limit: int = 1
     release_timeout: int = 600  # seconds after which a released, unclaimed job no longer holds back its controller
-
-
-def _oldest_new_job(conn: Connection, channel: str) -> Job | None:
-    j = s.jobs
-    query = (select(j).where(j.c.status == int(JobStatus.NEW), j.c.channel == channel)
-             .order_by(j.c.job_id).limit(1))
-    if is_postgresql(conn.engine):
-        query = query.with_for_update(skip_locked=True)
-    row = conn.execute(query).mappings().first()
-    return _to_job(row) if row is not None else None
 
 
 def deduplication_job_ids(conn: Connection, job: Job) -> list[int]:
@@ -167,7 +157,7 @@ class Dispatcher:
             for channel in [name.upper() for name in ready.channels]:
                 if channel not in registered or self._throttled(conn, channel):
                     continue
-                job = _oldest_new_job(conn, channel)
+                job = JobRepository(conn).oldest_new(channel)
                 if job is None:
                     continue
                 attempt_id = uuid.uuid4().hex

@@ -14,13 +14,11 @@ import logging
 import threading
 from collections import OrderedDict
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import is_postgresql, write_transaction
+from harvestdef.db.engine import upsert, write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import StaleJobError
 from harvestdef.messages import (
@@ -47,13 +45,6 @@ _FINAL = (JobStatus.DONE, JobStatus.FAILED)
 
 def _clip(text: str, length: int) -> str:
     return text if len(text) <= length else text[:length - 1] + "…"
-
-
-def _upsert(conn: Connection, table: Any, key: list[str], values: dict[str, Any]) -> None:
-    dialect = postgresql if is_postgresql(conn.engine) else sqlite
-    statement = dialect.insert(table).values(values)
-    conn.execute(statement.on_conflict_do_update(
-        index_elements=key, set_={name: statement.excluded[name] for name in values if name not in key}))
 
 
 def remove_monitor_rows(conn: Connection, job_id: int) -> None:
@@ -157,9 +148,9 @@ class StatusIntake:
             elif unknown:
                 reason = (f"unknown harvest channel{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
                           f"(known: {', '.join(sorted(known))})")
-            _upsert(conn, s.harvesters, ["controller_id"], {
+            upsert(conn, s.harvesters, ["controller_id"], [{
                 "controller_id": request.controller_id, "host": request.host, "channels": ",".join(wanted),
-                "accepted": not reason, "refusal_reason": reason or None, "registered_at": now})
+                "accepted": not reason, "refusal_reason": reason or None, "registered_at": now}])
         answer = RegistrationAnswer(controller_id=request.controller_id, accepted=not reason, reason=reason,
                                     channels=[ChannelInfo(name=name, snapshot=known[name])
                                               for name in wanted if name in known])
@@ -235,11 +226,11 @@ class StatusIntake:
                 "processeddocspersec": int(progress.processed_docs_per_sec),
                 "activetoecount": progress.active_toe_count,
                 "status": CRAWL_PROGRESS_STATUSES.index(progress.status), "tstamp": sent_at}
-            _upsert(conn, s.runningjobsmonitor, ["jobid", "harvestname"],
-                    {**row, "totalbyteswritten": progress.total_bytes_written})
+            upsert(conn, s.runningjobsmonitor, ["jobid", "harvestname"],
+                   [{**row, "totalbyteswritten": progress.total_bytes_written}])
             last = self._last_sample.get(progress.job_id)
             if last is None or sent_at - last >= self.history_sample_rate:
-                _upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], row)
+                upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], [row])
                 self._last_sample[progress.job_id] = sent_at
 
     def on_frontier_report(self, report: FrontierReport, sent_at: datetime) -> None:

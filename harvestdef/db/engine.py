@@ -6,11 +6,12 @@ SQLite runs in WAL mode with foreign keys on and a busy timeout, so the embedded
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, Table, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 
 from harvestdef.settings import DatabaseSettings
@@ -65,3 +66,21 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
             conn.rollback()
             raise
         conn.commit()
+
+
+def upsert(conn: Connection, table: Table, key: Sequence[str], rows: Sequence[Mapping[str, Any]],
+           set_: Callable[[Any], Mapping[str, Any]] | None = None) -> None:
+    """INSERT … ON CONFLICT (key) DO UPDATE, the same statement on PostgreSQL and SQLite.
+
+    ``set_`` receives the ``excluded`` row and returns the columns to update; by default every column of
+    the rows that is not part of the key takes the new value.
+    """
+    if not rows:
+        return
+    dialect = postgresql if is_postgresql(conn.engine) else sqlite
+    statement = dialect.insert(table)
+    if set_ is None:
+        values = {name: statement.excluded[name] for name in rows[0] if name not in key}
+    else:
+        values = dict(set_(statement.excluded))
+    conn.execute(statement.on_conflict_do_update(index_elements=list(key), set_=values), list(rows))

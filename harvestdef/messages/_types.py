@@ -202,8 +202,8 @@ class FrontierReport(Message):
 
 @dataclass(frozen=True, slots=True)
 class HarvesterReady(Message):
-    """Idle, unpaused harvest controller -> scheduler, every sendReadyDelay seconds: it can take a job from
-    ``channels`` (in its order of preference)."""
+    """Idle, unpaused harvest controller -> scheduler, when it becomes idle and then now and then while it
+    stays so: it can take a job from ``channels`` (in its order of preference)."""
 
     controller_id: str
     host: str
@@ -212,8 +212,8 @@ class HarvesterReady(Message):
 
 @dataclass(frozen=True, slots=True)
 class HarvesterStatus(Message):
-    """Harvest controller -> harvester status fanout, every heartbeatInterval seconds, busy or not: what
-    operators see of the controller and what the scheduler's supervision uses to tell it is alive."""
+    """Harvest controller -> scheduler, at a steady interval, busy or not: what operators see of the
+    controller and what the scheduler's supervision uses to tell it is alive."""
 
     controller_id: str
     host: str

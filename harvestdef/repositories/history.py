@@ -20,16 +20,15 @@ means (imports, NetarchiveSuite data, benchmarks), streaming historyinfo in one 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, case, delete, func, insert, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import is_postgresql
+from harvestdef.db.engine import is_postgresql, upsert
 from harvestdef.db.types import utcnow
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
@@ -74,17 +73,6 @@ class DomainFigures:
     novel_bytes: int | None = None
     duplicate_objects: int | None = None
     duplicate_bytes: int | None = None
-
-
-def _upsert(conn: Connection, table: Any, key: list[str], rows: list[dict[str, Any]],
-            set_: Callable[[Any], Mapping[str, Any]]) -> None:
-    """INSERT … ON CONFLICT DO UPDATE (the same statement on PostgreSQL and SQLite)."""
-    if not rows:
-        return
-    dialect = postgresql if is_postgresql(conn.engine) else sqlite
-    statement = dialect.insert(table)
-    statement = statement.on_conflict_do_update(index_elements=key, set_=set_(statement.excluded))
-    conn.execute(statement, rows)
 
 
 class HistoryWriter:
@@ -146,7 +134,7 @@ class HistoryWriter:
             totals[_STOP_COLUMNS[StopReason(row["stopreason"])]] += 1
         table = s.harvest_run_summary
         added = [name for name in totals if name not in ("harvest_id", "harvest_num", "updated_at")]
-        _upsert(self.conn, table, ["harvest_id", "harvest_num"], [totals],
+        upsert(self.conn, table, ["harvest_id", "harvest_num"], [totals],
                 lambda excluded: {**{name: table.c[name] + excluded[name] for name in added},
                                   "updated_at": excluded.updated_at})
 
@@ -175,7 +163,7 @@ class HistoryWriter:
             return values
 
         for start in range(0, len(summary_rows), 1000):
-            _upsert(self.conn, table, ["config_id"], summary_rows[start:start + 1000], merged)
+            upsert(self.conn, table, ["config_id"], summary_rows[start:start + 1000], merged)
 
 
 def rebuild_summaries(conn: Connection, batch_size: int = 10_000,
@@ -250,8 +238,3 @@ def rebuild_summaries(conn: Connection, batch_size: int = 10_000,
         conn.execute(insert(s.harvest_run_summary), run_rows[start:start + 1000])
     return len(runs), configurations
 
-
-def history_rows(conn: Connection, job_id: int) -> Iterable[Any]:
-    """The historyinfo rows of one job, by configuration."""
-    h = s.historyinfo
-    return conn.execute(select(h).where(h.c.job_id == job_id).order_by(h.c.config_id)).mappings().all()

@@ -128,6 +128,17 @@ class JobRepository:
             query = query.offset(offset)
         return [_to_job(row) for row in self.conn.execute(query).mappings()]
 
+    def oldest_new(self, channel: str) -> Job | None:
+        """The NEW job of ``channel`` with the lowest id, locked for the caller's transaction; on PostgreSQL
+        rows another transaction holds are skipped, so two dispatchers never take the same job."""
+        j = s.jobs
+        query = (select(j).where(j.c.status == int(JobStatus.NEW), j.c.channel == channel)
+                 .order_by(j.c.job_id).limit(1))
+        if is_postgresql(self.conn.engine):
+            query = query.with_for_update(skip_locked=True)
+        row = self.conn.execute(query).mappings().first()
+        return _to_job(row) if row is not None else None
+
     def count_by_status(self, harvest_id: int | None = None) -> dict[JobStatus, int]:
         query = select(s.jobs.c.status, func.count()).group_by(s.jobs.c.status)
         if harvest_id is not None:
