@@ -69,10 +69,13 @@ class StatusIntake:
     # ------------------------------------------------------------------ job status
     def on_crawl_status(self, message: CrawlStatus, now: datetime | None = None) -> bool:
         """Record a STARTED, DONE or FAILED status; True if it changed the job."""
-        now = now or utcnow()
+        given = now
         with write_transaction(self.engine) as conn:
             jobs = JobRepository(conn, actor=message.controller_id)
             job = jobs.find(message.job_id, with_documents=False, for_update=True)
+            # read under the job's lock, and never before what is recorded already: the dates of a job are
+            # in order whatever the clocks of the processes that took its messages
+            now = max(filter(None, (given or utcnow(), job and job.submitteddate, job and job.startdate)))
             if job is None:
                 log.warning("status %s for unknown job %d ignored", message.status, message.job_id)
                 return False
