@@ -21,6 +21,8 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip >/dev/null
+# setuptools as pyproject.toml's build-system asks: tests/harvestdef/test_wheel_install.py builds the wheel with
+# this environment's setuptools (no build isolation, so no download).
+.venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip "setuptools>=77" >/dev/null
 .venv/bin/python -m pip install --disable-pip-version-check -q -e ".[test]"
 echo "setup: done; the command is .venv/bin/harvestsuite (or: source .venv/bin/activate)"

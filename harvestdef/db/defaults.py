@@ -6,7 +6,8 @@ a database a site has already changed.
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 from sqlalchemy import Connection, func, insert, select
 
@@ -14,7 +15,10 @@ from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.settings import PROJECT_ROOT
 
-TEMPLATES_DIR = PROJECT_ROOT / "templates"
+# templates/*.cxml is where the default crawl templates are kept. A wheel carries them as the package data of
+# this package (pyproject.toml maps templates/ onto it); a source checkout, an editable install included,
+# has no such package and reads templates/ itself.
+TEMPLATES_PACKAGE = "harvestdef.crawl_templates"
 
 # name, timeunit (1 HOURLY 2 DAILY 3 WEEKLY 4 MONTHLY 5 MINUTE), numtimeunits, maxrepeats, comment
 DEFAULT_SCHEDULES: list[tuple[str, int, int, int | None, str]] = [
@@ -83,15 +87,26 @@ def insert_eav_attributes(conn: Connection) -> None:
                 class_name="ContentAttrType_Generic_Integer", datatype=1, viewtype=1, def_int=default))
 
 
-def default_template_files(directory: Path = TEMPLATES_DIR) -> list[Path]:
-    return sorted(directory.glob("*.cxml"))
+def default_templates_dir() -> Traversable:
+    """The installed package's crawl templates, or templates/ of the source checkout."""
+    try:
+        return files(TEMPLATES_PACKAGE)
+    except ModuleNotFoundError:
+        return PROJECT_ROOT / "templates"
 
 
-def insert_default_templates(conn: Connection, directory: Path = TEMPLATES_DIR) -> None:
+def default_template_files(directory: Traversable | None = None) -> list[Traversable]:
+    """The *.cxml files of ``directory`` (default: :func:`default_templates_dir`), sorted by name."""
+    directory = default_templates_dir() if directory is None else directory
+    templates = [entry for entry in directory.iterdir() if entry.name.endswith(".cxml") and entry.is_file()]
+    return sorted(templates, key=lambda entry: entry.name)
+
+
+def insert_default_templates(conn: Connection, directory: Traversable | None = None) -> None:
     """Load every templates/*.cxml whose name (file name without .cxml) is not in ordertemplates yet."""
     present = set(conn.scalars(select(s.ordertemplates.c.name)))
     for path in default_template_files(directory):
-        name = path.stem
+        name = path.name.removesuffix(".cxml")
         if name in present:
             continue
         conn.execute(insert(s.ordertemplates).values(
