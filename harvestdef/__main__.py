@@ -4,4 +4,6 @@ import sys
 
 from harvestdef.cli import main
 
-sys.exit(main())
+# Guarded: worker processes started with "spawn" (deduplication index builds) import this module again.
+if __name__ == "__main__":
+    sys.exit(main())

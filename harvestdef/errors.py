@@ -9,7 +9,8 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     │   ├── DomainNameError        not a valid domain name (with the reason)
     │   ├── TemplateError          a crawl template that is not well-formed (line and column)
     │   ├── CrawlerTrapError       a crawler trap that is not a valid regular expression (line)
-    │   └── PlanInputError         the offline planner's JSON is wrong (every error with its JSON path)
+    │   ├── PlanInputError         the offline planner's JSON is wrong (every error with its JSON path)
+    │   └── DedupFormatError       a deduplication entries or index file that is not in its format (line)
     ├── NotFoundError              no such row (names the kind and the key)
     ├── ConflictError              the row exists already (names the kind and the key)
     ├── StaleEditionError          optimistic locking: somebody else changed the row since it was read
@@ -19,6 +20,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── JobGenerationError         a harvest definition could not be split into jobs
     ├── QueueError                 the queue transport failed (translated from pika / sqlite)
     ├── ArchiveStoreError          the archive store failed (upload, checksum, missing file)
+    │   └── ArchiveConflictError   a different file is stored under the same name already
     └── HeritrixError              the crawler's REST API failed or answered unexpectedly
 """
 
@@ -139,3 +141,34 @@ class ArchiveStoreError(HarvestSuiteError):
 
 class HeritrixError(HarvestSuiteError):
     """The crawler's REST API failed or answered something we cannot use."""
+
+
+class ArchiveConflictError(ArchiveStoreError):
+    """A different file is stored under that name already; the stored file is kept as it was."""
+
+    def __init__(self, path: object, stored_sha256: str, new_sha256: str) -> None:
+        super().__init__(f"{path} is stored already with sha256 {stored_sha256}; refusing to replace it with "
+                         f"different content (sha256 {new_sha256})")
+        self.path = path
+        self.stored_sha256 = stored_sha256
+        self.new_sha256 = new_sha256
+
+    def __reduce__(self) -> tuple[type, tuple[object, str, str]]:
+        # Rebuilt from its fields, not its message, when it crosses a process boundary.
+        return type(self), (self.path, self.stored_sha256, self.new_sha256)
+
+
+class DedupFormatError(ValidationError):
+    """A deduplication entries file or index file that is not in the agreed format; ``line`` is 1-based, or
+    None when the file as a whole is wrong (a broken gzip stream, an index of another format)."""
+
+    def __init__(self, path: object, line: int | None, problem: str) -> None:
+        where = f"{path}, line {line}" if line is not None else f"{path}"
+        super().__init__(f"{where}: {problem}")
+        self.path = path
+        self.line = line
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[type, tuple[object, int | None, str]]:
+        # Raised in the processes that read entries files, and re-raised from their pickled copy.
+        return type(self), (self.path, self.line, self.problem)

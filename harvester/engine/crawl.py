@@ -524,12 +524,12 @@ class CrawlController:
                          and self._dedup_mime_applies(mime))
         original = None
         if dedup_applies:
-            original = self.within_job.get(digest)
-            if original is not None and config.dedup_by_url and original[0] != uri.url:
-                original = None
+            # By URL (NetarchiveSuite's templates) a capture repeats only the same URL's with this payload.
+            seen_key = f"{digest} {uri.url}" if config.dedup_by_url else digest
+            original = self.within_job.get(seen_key)
             if original is None and self.dedup is not None:
-                entry = self.dedup.lookup(digest)
-                if entry is not None and (not config.dedup_by_url or entry.url == uri.url):
+                entry = self.dedup.lookup(digest, uri.url if config.dedup_by_url else None)
+                if entry is not None:
                     original = (entry.url, entry.date, entry.record_id or "")
         truncated = None
         if "lenTrunc" in annotations:
@@ -547,7 +547,7 @@ class CrawlController:
             written = self.warc.write_exchange(uri.url, result.started, result.address, result.raw_request,
                                                result.raw_response, digest, truncated)
             if dedup_applies:
-                self.within_job[digest] = (uri.url, iso_to_14(warc_date(result.started)), written.record_id)
+                self.within_job[seen_key] = (uri.url, iso_to_14(warc_date(result.started)), written.record_id)
         if config.content_size_annotation:
             annotations.append(f"content-size:{size}")
         host = urlsplit(uri.url).hostname or ""
