@@ -1,0 +1,46 @@
+"""Post-processing of a finished crawl (design.md, "The flow of one harvest", step 8).
+
+Each step is a function that stands alone, so the harvest controller can guard each one by itself and
+report every failure: close the WARC files a crawler left open (``warcfiles``), write the metadata WARC
+with the job's files and CDX (``metadata``, ``cdx``), index each WARC as CDXJ (``cdxj``), extract the
+deduplication entries (``dedupentries``) and build the per-domain report from crawl.log and
+progress-statistics.log (``domainreport``, ``crawllog``). Nothing here uploads, sends messages or knows
+the job directory's layout: the caller passes the files.
+"""
+
+from harvester.postprocess.cdx import cdx_lines
+from harvester.postprocess.cdxj import write_cdxj
+from harvester.postprocess.crawllog import CrawlLogLine, CrawlLogReader, InvalidLine, iter_crawl_log
+from harvester.postprocess.dedupentries import extract_dedup_entries
+from harvester.postprocess.domainreport import (
+    DomainReportResult,
+    build_domain_report,
+    stop_reason_from_progress_log,
+)
+from harvester.postprocess.metadata import (
+    MetadataInfo,
+    heritrix_file_category,
+    metadata_file_name,
+    write_metadata_warc,
+)
+from harvester.postprocess.warcfiles import archive_files, close_open_warc, open_archive_files
+
+__all__ = [
+    "CrawlLogLine",
+    "CrawlLogReader",
+    "DomainReportResult",
+    "InvalidLine",
+    "MetadataInfo",
+    "archive_files",
+    "build_domain_report",
+    "cdx_lines",
+    "close_open_warc",
+    "extract_dedup_entries",
+    "heritrix_file_category",
+    "iter_crawl_log",
+    "metadata_file_name",
+    "open_archive_files",
+    "stop_reason_from_progress_log",
+    "write_cdxj",
+    "write_metadata_warc",
+]
