@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import os
 import tomllib
+import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +150,8 @@ class SchedulerSettings:
                                    "seconds the SQLite leader lock row stays valid without renewal")
     historySampleRate: int = setting("harvester.monitor.historySampleRate", 300,
                                      "seconds between runningjobshistory samples of one job")
+    dedupIndexBuilders: int = setting("harvestsuite.scheduler.dedupIndexBuilders", 2,
+                                      "threads of the leading scheduler that build deduplication indexes")
     intakeThreads: int = setting("harvestsuite.scheduler.intakeThreads", 4,
                                  "threads per process that take messages from the scheduler's queue")
     intakeProcesses: int = setting("harvestsuite.scheduler.intakeProcesses", 2,
@@ -160,17 +163,48 @@ class SchedulerSettings:
 class HarvesterSettings:
     """Harvest controller and its Heritrix polling (reference §5.3, §5.4)."""
 
-    channel: str = setting("harvester.harvesting.channel", "FOCUSED", "harvest channel(s), comma-separated")
-    serverDir: str = setting("harvester.harvesting.serverdir", "server", "job directories live here")
-    oldjobsDir: str = setting("harvester.harvesting.oldjobsDir", "oldjobs", "finished job directories")
+    channels: tuple[str, ...] = setting(
+        "harvester.harvesting.channel", ("FOCUSED",),
+        "harvest channels this controller serves, selective first (TOML array; comma-separated in the "
+        "environment or --set)")
+    serverDir: str = setting("harvester.harvesting.serverdir", "server",
+                             "job directories live here; one per controller, never shared")
+    oldjobsDir: str = setting("harvester.harvesting.oldjobsDir", "oldjobs",
+                              "finished job directories (relative paths are inside serverDir)")
     minSpaceLeft: int = setting("harvester.harvesting.minSpaceLeft", 400_000_000,
-                                "bytes that must be free in serverDir to take a job")
+                                "bytes that must be free in serverDir to take a job; below it the controller "
+                                "pauses until space is back")
     crawlLoopWaitTime: int = setting("harvester.harvesting.heritrix.crawlLoopWaitTime", 20,
-                                     "seconds between status polls")
+                                     "seconds between status polls (each sends a CrawlProgress message)")
     inactivityTimeout: int = setting("harvester.harvesting.heritrix.inactivityTimeout", 1800,
                                      "stop a crawl with no active queues for this many seconds")
     noresponseTimeout: int = setting("harvester.harvesting.heritrix.noresponseTimeout", 1800,
                                      "stop a crawl that received no new bytes for this many seconds")
+    frontierReportWaitTime: int = setting("harvester.harvesting.frontier.frontierReportWaitTime", 600,
+                                          "seconds between frontier reports, when the crawler serves one")
+    sendReadyDelay: int = setting("harvester.harvesting.sendReadyDelay", 30,
+                                  "seconds between ready messages of an idle controller that is not paused")
+    heartbeatInterval: int = setting("harvestsuite.harvester.heartbeatInterval", 30,
+                                     "seconds between heartbeats (keep well below the scheduler's "
+                                     "controllerSilenceTimeout)")
+    statusPollRetries: int = setting("harvestsuite.harvester.statusPollRetries", 5,
+                                     "failed status polls in a row, each retried after crawlLoopWaitTime, before "
+                                     "the crawler counts as gone")
+    statusPollTimeout: int = setting("harvestsuite.harvester.statusPollTimeout", 30,
+                                     "seconds one request to the crawler may take before it counts as failed")
+    engineStartTimeout: int = setting("harvestsuite.harvester.engineStartTimeout", 60,
+                                      "seconds to wait for the crawler to answer, to build and to launch a job")
+    shutdownAction: str = setting("harvestsuite.harvester.shutdownAction", "checkpoint",
+                                  "what SIGTERM does to a running crawl: checkpoint (resumed at the next start "
+                                  "if the scheduler grants the job again) or finish (stopped, post-processed "
+                                  "and reported)")
+    uploadRetries: int = setting("harvestsuite.harvester.uploadRetries", 5,
+                                 "attempts to store each file in the archive store")
+    uploadRetryDelay: int = setting("harvestsuite.harvester.uploadRetryDelay", 2,
+                                    "seconds before the first upload retry; doubles each time")
+    metadataFileNameFormat: str = setting(
+        "harvester.harvesting.metadata.metadataFileNameFormat", "default",
+        "default: <job>-metadata-1.warc.gz; prefix: <collectionName>-<job>-<harvest>-metadata-1.warc.gz")
     heritrixUrl: str = setting("harvestsuite.harvester.heritrixUrl", "",
                                "REST URL of an external Heritrix 3 engine; empty = run the bundled engine")
     heritrixUser: str = setting("harvester.harvesting.heritrix.adminName", "admin", "REST API user")
@@ -192,6 +226,10 @@ class CrawlerSettings:
                              "user agent when a template names none")
     hostsFile: str = setting("harvestsuite.crawler.hostsFile", "",
                              "name-to-address file that overrides DNS for the engine (tests, demo)")
+    port: int = setting("harvester.harvesting.heritrix.guiPort", 0,
+                        "HTTPS port of the bundled engine's REST API; 0 = any free port (the controller reads the "
+                        "URL the engine prints), so several controllers share a host without clashing")
+    bind: str = setting("harvestsuite.crawler.bind", "127.0.0.1", "address the bundled engine listens on")
 
 
 @dataclass(frozen=True)
@@ -277,8 +315,15 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, 
             yield path, value
 
 
+def _is_list(spec: _Spec) -> bool:
+    return typing.get_origin(spec.type) is tuple
+
+
 def _coerce_text(spec: _Spec, text: str, source: str) -> Any:
     """Turn an environment or command-line string into the key's type, or fail naming both."""
+    if _is_list(spec):
+        # Lists (harvest channels) are comma-separated outside TOML.
+        return tuple(item.strip() for item in text.split(",") if item.strip())
     if spec.type is bool:
         lowered = text.strip().lower()
         if lowered in ("true", "1", "yes", "on"):
@@ -295,6 +340,11 @@ def _coerce_text(spec: _Spec, text: str, source: str) -> Any:
 
 
 def _check_type(spec: _Spec, value: Any, source: str) -> Any:
+    if _is_list(spec):
+        if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):
+            return tuple(value)
+        raise SettingsError(f"{spec.key} in {source}: expected an array of strings, got "
+                            f"{type(value).__name__} {value!r}")
     # bool is a subclass of int: an int setting must not accept true/false silently.
     ok = isinstance(value, spec.type) and not (spec.type is int and isinstance(value, bool))
     if not ok:

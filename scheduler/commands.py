@@ -104,7 +104,9 @@ def run(app: AppContext) -> None:
 @click.option("--once", is_flag=True, required=True, help="One tick, then exit (for tests and cron).")
 @pass_app
 def tick(app: AppContext, once: bool) -> None:
-    """Handle the messages waiting now, then one tick: supervision, readiness, job generation."""
+    """Handle the messages waiting now, then one tick: supervision, deduplication indexes, readiness, job
+    generation. Returns once the deduplication indexes the tick asked for are built or have failed; the
+    next tick acts on the outcome."""
     transport, service = _service(app)
     try:
         report = service.tick_once()
@@ -116,6 +118,8 @@ def tick(app: AppContext, once: bool) -> None:
         click.echo(f"waiting {name}: {reason}")
     for name, reason in sorted(report.deactivated.items()):
         click.echo(f"deactivated {name}: {reason}")
+    for name, reason in sorted(report.indexing.items()):
+        click.echo(f"indexing {name}: {reason}")
     for job_id in report.timed_out:
         click.echo(f"timed out job {job_id}")
     for old, new in sorted(report.resubmitted.items()):

@@ -4,7 +4,10 @@ Releasing a job (``Dispatcher.on_ready``), for a ready message of an idle, regis
 
 1. in one write transaction: the oldest NEW job of the first of the controller's channels that has one
    (selective channels first, as the controller lists them) gets a fresh attempt id and moves NEW ->
-   SUBMITTED (a compare-and-set);
+   SUBMITTED (a compare-and-set). With deduplication on, only jobs whose run has its deduplication index
+   ready count (scheduler.dedupindex.has_index_ready: a first selective run needs none; any other run
+   needs its harvest_run_dedup_index row, which every intake process reads alike), so a run whose index
+   is still being built holds back none of the other jobs of its channel;
 2. its DoOneCrawl message is published to the channel's job queue and the broker's confirm awaited;
 3. only then is the transaction committed. A failed publish rolls the job back to NEW. A scheduler that
    dies after the confirm and before the commit leaves a message whose attempt the database never
@@ -51,6 +54,7 @@ from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.base import record_audit
 from harvestdef.repositories.jobs import JobRepository
+from scheduler.dedupindex import HarvestRun, find_run_index, has_index_ready
 
 log = logging.getLogger(__name__)
 
@@ -64,40 +68,13 @@ class DispatchOptions:
     release_timeout: int = 600  # seconds after which a released, unclaimed job no longer holds back its controller
 
 
-def deduplication_job_ids(conn: Connection, job: Job) -> list[int]:
-    """The jobs whose captures this job deduplicates against (reference §6.4).
-
-    Selective and event harvests: every job of the previous run (harvest_num − 1) of the same harvest.
-    Snapshot steps: every job of every step in the chain of previoushd links up to this step, and of the
-    chain of the most recent other snapshot harvest submitted before it.
-    """
-    j, full, hd = s.jobs, s.fullharvests, s.harvestdefinitions
-    if not job.snapshot:
-        return list(conn.scalars(select(j.c.job_id).where(
-            j.c.harvest_id == job.harvest_id, j.c.harvest_num == job.harvest_num - 1).order_by(j.c.job_id)))
-
-    def chain(harvest_id: int | None) -> list[int]:
-        steps: list[int] = []
-        while harvest_id is not None and harvest_id not in steps:
-            steps.append(harvest_id)
-            harvest_id = conn.scalar(select(full.c.previoushd).where(full.c.harvest_id == harvest_id))
-        return steps
-
-    steps = chain(job.harvest_id)
-    previous_links = select(full.c.previoushd).where(full.c.previoushd.is_not(None))
-    submitted = conn.scalar(select(hd.c.submitted).where(hd.c.harvest_id == job.harvest_id))
-    older = conn.scalar(
-        select(hd.c.harvest_id).join(full, full.c.harvest_id == hd.c.harvest_id)
-        .where(hd.c.harvest_id.not_in(steps), hd.c.harvest_id.not_in(previous_links), hd.c.submitted < submitted)
-        .order_by(hd.c.submitted.desc()).limit(1))
-    if older is not None:
-        steps.extend(chain(older))
-    return list(conn.scalars(select(j.c.job_id).where(j.c.harvest_id.in_(steps), j.c.job_id != job.job_id)
-                             .order_by(j.c.job_id)))
-
-
 def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplication_enabled: bool) -> DoOneCrawl:
-    """The job as its DoOneCrawl message: template, seeds, limits and pre-harvest metadata."""
+    """The job as its DoOneCrawl message: template, seeds, limits and pre-harvest metadata.
+
+    With deduplication on, the metadata carries the jobs of the run's deduplication index (reference
+    §6.4) and the index's path in the archive store, from harvest_run_dedup_index; a run without a row
+    (a first selective run) deduplicates against no job. Off, the job list is None.
+    """
     hd, partial, sched = s.harvestdefinitions, s.partialharvests, s.schedules
     harvest = conn.execute(
         select(hd.c.name, hd.c.comments, hd.c.audience, sched.c.name.label("schedule_name"))
@@ -114,7 +91,12 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
     aliases = [AliasInfo(domain=row.name, alias_of=row.alias_of,
                          last_change=row.lastaliasupdate.isoformat() if row.lastaliasupdate else "")
                for row in members if row.alias_of is not None]
-    dedup_ids = deduplication_job_ids(conn, job) if deduplication_enabled else None
+    dedup_ids: list[int] | None = None
+    dedup_index: str | None = None
+    if deduplication_enabled:
+        index = find_run_index(conn, HarvestRun(job.harvest_id, job.harvest_num))
+        dedup_ids = list(index.job_ids) if index is not None else []
+        dedup_index = index.index_path if index is not None else None
     return DoOneCrawl(
         job_id=job.job_id, attempt_id=attempt_id, harvest_id=job.harvest_id, harvest_name=harvest.name,
         harvest_comments=harvest.comments or "", audience=harvest.audience or "",
@@ -124,7 +106,8 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
         template_name=job.orderxml, template=job.orderxmldoc, seeds=job.seeds,
         domain_configurations={row.name: row.config for row in members}, harvest_num=job.harvest_num,
         archive_file_prefix=job.harvestname_prefix or f"{job.job_id}-{job.harvest_id}",
-        metadata=PreHarvestMetadata(aliases=aliases, deduplication_job_ids=dedup_ids))
+        metadata=PreHarvestMetadata(aliases=aliases, deduplication_job_ids=dedup_ids,
+                                    deduplication_index=dedup_index))
 
 
 class Dispatcher:
@@ -157,7 +140,7 @@ class Dispatcher:
             for channel in [name.upper() for name in ready.channels]:
                 if channel not in registered or self._throttled(conn, channel):
                     continue
-                job = JobRepository(conn).oldest_new(channel)
+                job = self._next_job(conn, channel)
                 if job is None:
                     continue
                 attempt_id = uuid.uuid4().hex
@@ -172,6 +155,11 @@ class Dispatcher:
                          ready.controller_id)
                 return job.job_id
         return None
+
+    def _next_job(self, conn: Connection, channel: str) -> Job | None:
+        """The oldest NEW job of ``channel`` that may go now: with deduplication on, its run's index is ready."""
+        may_go = has_index_ready(s.jobs) if self.options.deduplication_enabled else None
+        return JobRepository(conn).oldest_new(channel, may_go)
 
     def _still_waiting(self, conn: Connection, job_id: int, released_at: datetime | None, now: datetime) -> bool:
         """The job released for the controller's previous ready message is still unclaimed in its queue."""

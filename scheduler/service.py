@@ -12,8 +12,13 @@ A message is acknowledged only after the transaction that recorded it has commit
 dies in between sees it again (every handler is idempotent). One that cannot be decoded, or whose major
 schema version is not ours, is dead-lettered with the reason and the intake goes on.
 
+The tick's deduplication indexes are built on threads of the ticker's index builder
+(scheduler.dedupindex), beside the tick and never in it; only the leading scheduler builds, so only its
+host needs the archive store (harvestsuite.archive.root) mounted.
+
 ``tick_once`` is one tick after draining what waits in the queues: ``harvestsuite scheduler tick --once``
-for tests and for cron.
+for tests and for cron. It then waits, still the leader, until every deduplication index the tick asked
+for is built or has failed, so what the next ``tick --once`` sees does not depend on timing.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from harvestdef.messages import (
 )
 from harvestdef.queues import Delivery, QueueNames, Transport
 from harvestdef.settings import Settings
+from scheduler.dedupindex import DedupIndexBuilder
 from scheduler.dispatch import Dispatcher, DispatchOptions
 from scheduler.intake import StatusIntake
 from scheduler.jobgen.generate import GenerationOptions
@@ -97,11 +103,14 @@ class SchedulerService:
         notifier = Notifier.from_settings(settings.notifications)
         generation = GenerationOptions.from_settings(settings)
         sched = settings.scheduler
+        # no threads are made until a tick asks for an index, so intake processes carry it at no cost
+        indexer = (DedupIndexBuilder.from_settings(settings, engine, notifier)
+                   if settings.jobgen.deduplicationEnabled else None)
         ticker = Ticker(engine, generation, TickOptions(
             job_timeout=sched.jobtimeouttime, controller_silence_timeout=sched.controllerSilenceTimeout,
             claim_grace_time=sched.claimGraceTime,
             postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel), notifier,
-            transport=transport, names=names)
+            indexer=indexer, transport=transport, names=names)
         dispatcher = Dispatcher(engine, transport, names, DispatchOptions(
             ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,
             limit_submitted_jobs_in_queue=sched.limitSubmittedJobsInQueue,
@@ -175,12 +184,15 @@ class SchedulerService:
         return count
 
     def tick_once(self, now: datetime | None = None) -> TickReport:
-        """One tick (after draining the queues), if this scheduler can be the leader."""
+        """One tick (after draining the queues), if this scheduler can be the leader; returns once the
+        deduplication indexes the tick asked for are built or have failed."""
         if not self.leader.try_acquire():
             raise HarvestSuiteError("another scheduler is running on this database; this tick did nothing")
         try:
             self.drain()
-            return self.ticker.tick(now)
+            report = self.ticker.tick(now)
+            self.ticker.wait_for_indexes()
+            return report
         finally:
             self.leader.release()
 
@@ -238,6 +250,7 @@ class SchedulerService:
                 if worker.is_alive():
                     worker.kill()
             ticker.shutdown(wait=True)
+            self.ticker.close()
             for thread in threads:
                 thread.join(timeout=10)
             self.leader.release()

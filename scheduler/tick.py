@@ -9,13 +9,23 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    job granted to a controller that, in a heartbeat sent after the grant and claimGraceTime later, reports
    other work or none is resubmitted: its attempt cannot run any more, because a resubmitted job is never
    granted again.
-2. Readiness. A selective or event harvest is ready when it is active and its nextdate has come, and,
+2. Deduplication indexes of runs with NEW jobs (scheduler.dedupindex). A run whose index is not ready
+   gets it asked for, if nobody builds it now; its jobs wait, which the tick report and, for a selective
+   harvest that waits for its next run, the harvest's state tell. A run whose jobs deduplicate against
+   none is made ready at once.
+3. Readiness. A selective or event harvest is ready when it is active and its nextdate has come, and,
    with postponeUnregisteredChannel, a registered controller serves its channel. A snapshot step is ready
    when it is active, has not run (numevents < 1), its previous step (if any) has jobs and none of them is
-   NEW, SUBMITTED or STARTED, and isindexready is set (set here directly until the deduplication index is
-   built by the harvester side).
-3. Generation, harvest by harvest, each run in one transaction (scheduler.jobgen.generate); a failed
-   run deactivates its harvest, and the reason is stored and notified.
+   NEW, SUBMITTED or STARTED, and isindexready is set. The tick sets isindexready once the step's
+   deduplication index is built; until then the step waits, "building deduplication index (N of M
+   jobs)", naming the last error if a build failed (a failed build is asked for again). With
+   deduplication off (no index builder) isindexready is set at once.
+4. Generation, harvest by harvest, each run in one transaction (scheduler.jobgen.generate); a failed
+   run deactivates its harvest, and the reason is stored and notified. The index of each run just made
+   is asked for at once (step 2 for those runs), not a tick later.
+
+Indexes are built on the builder's threads (scheduler.dedupindex.DedupIndexBuilder): a tick never waits
+for one, it only asks for builds and reads their outcomes from harvest_run_dedup_index.
 
 Why each harvest waits, was generated or was deactivated is kept in harvest_state for the UI and API,
 written only when it changes.
@@ -38,6 +48,14 @@ from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 from harvestdef.repositories.jobs import JobRepository
+from scheduler.dedupindex import (
+    DedupIndexBuilder,
+    HarvestRun,
+    deduplication_jobs,
+    find_run_index,
+    has_index_ready,
+    record_ready,
+)
 from scheduler.intake import remove_monitor_rows
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from scheduler.notify import Notifier
@@ -66,6 +84,7 @@ class TickReport:
     timed_out: list[int] = field(default_factory=list)
     interrupted: list[int] = field(default_factory=list)
     resubmitted: dict[int, int] = field(default_factory=dict)
+    indexing: dict[str, str] = field(default_factory=dict)  # harvest name -> why its runs' jobs wait for an index
 
 
 def set_harvest_state(conn: Connection, harvest_id: int, state: str, reason: str, now: datetime) -> bool:
@@ -84,10 +103,14 @@ def set_harvest_state(conn: Connection, harvest_id: int, state: str, reason: str
 
 
 class Ticker:
-    """Carries out ticks; one at a time per process (the leader lock makes it one per database)."""
+    """Carries out ticks; one at a time per process (the leader lock makes it one per database).
+
+    ``indexer`` builds the deduplication indexes; None means deduplication is off (harvester.deduplication.
+    enabled): no index is built and isindexready is set directly.
+    """
 
     def __init__(self, engine: Engine, generation: GenerationOptions, options: TickOptions, notifier: Notifier,
-                 deduplication_enabled: bool = True, transport: Transport | None = None,
+                 indexer: DedupIndexBuilder | None = None, transport: Transport | None = None,
                  names: QueueNames | None = None) -> None:
         self.engine = engine
         self.transport = transport  # with names: lets supervision see job queues that are empty
@@ -95,7 +118,7 @@ class Ticker:
         self.generation = generation
         self.options = options
         self.notifier = notifier
-        self.deduplication_enabled = deduplication_enabled
+        self.indexer = indexer
         self._running = threading.Lock()
 
     def tick(self, now: datetime | None = None) -> TickReport:
@@ -106,8 +129,12 @@ class Ticker:
         try:
             now = now or utcnow()
             self.supervise(now, report)
-            for harvest_id, name in self._ready_harvests(now, report):
+            waiting_for_index = self._index_runs(report)
+            ready = self._ready_harvests(now, report, waiting_for_index)
+            for harvest_id, name in ready:
                 self._generate(harvest_id, name, now, report)
+            if ready:
+                self._index_runs(report, {harvest_id for harvest_id, _ in ready})
         finally:
             self._running.release()
         if report.generated or report.deactivated or report.timed_out or report.interrupted or report.resubmitted:
@@ -115,6 +142,16 @@ class Ticker:
                      {name: len(ids) for name, ids in report.generated.items()}, list(report.deactivated),
                      report.timed_out, report.interrupted, report.resubmitted)
         return report
+
+    def wait_for_indexes(self, timeout: float | None = None) -> bool:
+        """Wait until every deduplication index asked for so far is built or has failed (recorded either
+        way); False if ``timeout`` ran out first."""
+        return self.indexer.wait(timeout) if self.indexer is not None else True
+
+    def close(self) -> None:
+        """Stop building deduplication indexes (a later tick asks again for what was not finished)."""
+        if self.indexer is not None:
+            self.indexer.close()
 
     # ------------------------------------------------------------------ supervision
     def supervise(self, now: datetime, report: TickReport) -> None:
@@ -210,7 +247,12 @@ class Ticker:
             served.update(name for name in channels.split(",") if name)
         return served
 
-    def _ready_harvests(self, now: datetime, report: TickReport) -> list[tuple[int, str]]:
+    def _ready_harvests(self, now: datetime, report: TickReport,
+                        waiting_for_index: dict[int, tuple[str, str]]) -> list[tuple[int, str]]:
+        """The harvests to generate now; the others get the reason they wait, to which
+        ``waiting_for_index`` (harvest id -> name, note) adds why the jobs of their runs wait. A harvest
+        that readiness does not look at (an ended schedule, a snapshot step that ran) keeps its state: the
+        next tick would have nothing to replace a note with once the index is built."""
         hd, full, partial, ch, j = (s.harvestdefinitions, s.fullharvests, s.partialharvests, s.harvestchannel,
                                     s.jobs)
         ready: list[tuple[int, str]] = []
@@ -225,19 +267,21 @@ class Ticker:
                 .where(hd.c.isactive.is_(True), partial.c.nextdate.is_not(None))).all()
             for harvest_id, name, nextdate, channel in selective:
                 channel = channel or default_selective
+                index_note = waiting_for_index.get(harvest_id)
+                also = f"; {index_note[1]}" if index_note else ""
                 if nextdate > now:
-                    self._wait(conn, harvest_id, name, f"next run at {nextdate.isoformat()}", now, report)
+                    self._wait(conn, harvest_id, name, f"next run at {nextdate.isoformat()}{also}", now, report)
                 elif self.options.postpone_unregistered_channel and channel not in served:
                     self._wait(conn, harvest_id, name, f"postponed: no registered harvest controller serves "
-                                                       f"channel {channel}", now, report)
+                                                       f"channel {channel}{also}", now, report)
                 else:
                     ready.append((harvest_id, name))
 
             snapshots = conn.execute(
-                select(hd.c.harvest_id, hd.c.name, full.c.previoushd, full.c.isindexready)
+                select(hd.c.harvest_id, hd.c.name, hd.c.numevents, full.c.previoushd, full.c.isindexready)
                 .join(full, full.c.harvest_id == hd.c.harvest_id)
                 .where(hd.c.isactive.is_(True), hd.c.numevents < 1)).all()
-            for harvest_id, name, previous, index_ready in snapshots:
+            for harvest_id, name, numevents, previous, index_ready in snapshots:
                 if previous is not None:
                     total, unfinished = conn.execute(select(
                         func.count(), func.count().filter(j.c.status.in_(_UNFINISHED)))
@@ -252,7 +296,13 @@ class Ticker:
                                    now, report)
                         continue
                 if not index_ready:
-                    # The deduplication index is not built on this side yet: the step is ready for it at once.
+                    if self.indexer is not None:
+                        # the run that generation will make: numevents + 1 (scheduler.jobgen.generate)
+                        note = self._index_note(conn, self.indexer, HarvestRun(harvest_id, numevents + 1),
+                                                snapshot=True)
+                        if note is not None:
+                            self._wait(conn, harvest_id, name, note, now, report)
+                            continue
                     conn.execute(update(full).where(full.c.harvest_id == harvest_id).values(isindexready=True))
                     record_audit(conn, SYSTEM_ACTOR, "fullharvests", harvest_id, "update",
                                  {"isindexready": False}, {"isindexready": True})
@@ -264,6 +314,66 @@ class Ticker:
         report.waiting[name] = reason
         if set_harvest_state(conn, harvest_id, WAITING, reason, now):
             log.info("harvest definition %r is waiting: %s", name, reason)
+
+    # ------------------------------------------------------------------ deduplication indexes
+    def _index_runs(self, report: TickReport, harvest_ids: set[int] | None = None) -> dict[int, tuple[str, str]]:
+        """Ask for the index of every run with NEW jobs that has none ready (of ``harvest_ids`` if given);
+        returns harvest id -> (name, why its runs' jobs wait)."""
+        waiting: dict[int, tuple[str, str]] = {}
+        indexer = self.indexer
+        if indexer is None:
+            return waiting
+        j, hd = s.jobs, s.harvestdefinitions
+        query = (select(j.c.harvest_id, j.c.harvest_num, j.c.snapshot, hd.c.name).distinct()
+                 .select_from(j.join(hd, hd.c.harvest_id == j.c.harvest_id))
+                 .where(j.c.status == int(JobStatus.NEW), ~has_index_ready(j))
+                 .order_by(j.c.harvest_id, j.c.harvest_num))
+        if harvest_ids is not None:
+            query = query.where(j.c.harvest_id.in_(harvest_ids))
+        with write_transaction(self.engine) as conn:
+            for harvest_id, harvest_num, snapshot, name in conn.execute(query).all():
+                note = self._index_note(conn, indexer, HarvestRun(harvest_id, harvest_num), snapshot)
+                if note is None:
+                    continue
+                note = f"the jobs of run {harvest_num} wait: {note}"
+                if harvest_id in waiting:
+                    note = f"{waiting[harvest_id][1]}; {note}"
+                waiting[harvest_id] = (name, note)
+                report.indexing[name] = note
+        return waiting
+
+    @staticmethod
+    def _index_note(conn: Connection, indexer: DedupIndexBuilder, run: HarvestRun, snapshot: bool) -> str | None:
+        """None when the run's jobs may go (its index is ready, or it needs none, which is recorded now);
+        otherwise why they wait, after asking ``indexer`` for the index if nobody is building it."""
+        row = find_run_index(conn, run)
+        if row is not None and row.ready:
+            return None
+        jobs = deduplication_jobs(conn, run, snapshot)
+        if not jobs:
+            record_ready(conn, run, [], None)
+            return None
+        job_ids = [job_id for _, job_id in jobs]
+        unfinished = conn.scalar(select(func.count()).select_from(s.jobs).where(
+            s.jobs.c.job_id.in_(job_ids), s.jobs.c.status.in_(_UNFINISHED)))
+        if unfinished:
+            # Their entries exist only once they end; an index built now would lack them for good, because
+            # it is cached under the name of the whole job set.
+            return (f"waiting for {unfinished} of the {len(job_ids)} jobs it deduplicates against to finish "
+                    f"before building its deduplication index")
+        progress = indexer.progress(job_ids)
+        if progress is None:
+            if row is not None and row.failures:
+                log.warning("%s: building its deduplication index again after %d failed attempts, the last: %s",
+                            run, row.failures, row.error)
+            indexer.request(run, jobs)
+            progress = indexer.progress(job_ids) or (0, len(job_ids))
+        done, total = progress
+        note = f"building deduplication index ({done} of {total} jobs)"
+        if row is not None and row.failures:
+            attempts = "attempt" if row.failures == 1 else "attempts"
+            note += f"; {row.failures} earlier {attempts} failed, the last: {row.error}"
+        return note
 
     # ------------------------------------------------------------------ generation
     def _generate(self, harvest_id: int, name: str, now: datetime, report: TickReport) -> None:

@@ -330,6 +330,20 @@ CREATE TABLE config_history_summary (
 	PRIMARY KEY (config_id)
 );
 
+CREATE TABLE harvest_run_dedup_index (
+	harvest_id BIGINT NOT NULL, 
+	harvest_num INTEGER NOT NULL, 
+	job_ids TEXT NOT NULL, 
+	ready BOOLEAN DEFAULT false NOT NULL, 
+	index_path VARCHAR(300), 
+	missing_job_ids TEXT, 
+	entries BIGINT, 
+	failures INTEGER DEFAULT 0 NOT NULL, 
+	error VARCHAR(2000), 
+	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (harvest_id, harvest_num)
+);
+
 CREATE TABLE configurations (
 	config_id BIGSERIAL NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
@@ -634,6 +648,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0002_scheduler');
+INSERT INTO alembic_version (version_num) VALUES ('0003_dedup_index');
 
 COMMIT;

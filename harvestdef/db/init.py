@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BASELINE_REVISION = "0001_baseline"
-# A table the newest revision creates: present means the tables are sql/createfullhddb.sql's, at head.
-NEWEST_MARKER_TABLE = "scheduler_lock"
+# A table each revision creates, newest first: the newest present tells the revision of tables loaded from
+# a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
+MARKER_TABLES = (("0003_dedup_index", "harvest_run_dedup_index"), ("0002_scheduler", "scheduler_lock"))
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -87,7 +88,9 @@ def _upgrade(conn: Connection) -> str:
     if before is None:
         # Tables without a revision: loaded from sql/createfullhddb.sql (the newest schema), or a
         # NetarchiveSuite database at the baseline. The newest revision's tables tell which.
-        before = head_revision() if inspect(conn).has_table(NEWEST_MARKER_TABLE) else BASELINE_REVISION
+        inspector = inspect(conn)
+        before = next((revision for revision, table in MARKER_TABLES if inspector.has_table(table)),
+                      BASELINE_REVISION)
         command.stamp(config, before)
     command.upgrade(config, "head")
     after = current_revision(conn)

@@ -550,3 +550,21 @@ config_history_summary = Table(
     Column("best_objectcount", BigInteger, nullable=False),
     Column("best_bytecount", BigInteger, nullable=False),
 )
+
+# The deduplication index of each harvest run (reference §6.4), written by the scheduler (scheduler/dedupindex.py).
+# A run's NEW jobs are dispatched once its row is ready; a selective or event harvest's first run needs none.
+harvest_run_dedup_index = Table(
+    "harvest_run_dedup_index", metadata,
+    Column("harvest_id", BigInteger, nullable=False),
+    Column("harvest_num", Integer, nullable=False),
+    # the jobs the run deduplicates against, ascending, comma-separated; empty: none (no index)
+    Column("job_ids", Text, nullable=False),
+    Column("ready", Boolean, nullable=False, server_default=text("false")),
+    Column("index_path", String(300)),  # relative to the archive store's root; NULL while not built or not needed
+    Column("missing_job_ids", Text),  # requested jobs without stored dedup entries, left out of the index
+    Column("entries", BigInteger),
+    Column("failures", Integer, nullable=False, server_default=text("0")),  # failed builds since the last success
+    Column("error", String(2000)),  # why the last build failed
+    Column("changed_at", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("harvest_id", "harvest_num"),
+)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, text, update
+from sqlalchemy import ColumnElement, Connection, func, insert, select, text, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
@@ -128,14 +128,17 @@ class JobRepository:
             query = query.offset(offset)
         return [_to_job(row) for row in self.conn.execute(query).mappings()]
 
-    def oldest_new(self, channel: str) -> Job | None:
+    def oldest_new(self, channel: str, may_go: ColumnElement[bool] | None = None) -> Job | None:
         """The NEW job of ``channel`` with the lowest id, locked for the caller's transaction; on PostgreSQL
-        rows another transaction holds are skipped, so two dispatchers never take the same job."""
+        rows another transaction holds are skipped, so two dispatchers never take the same job.
+        ``may_go`` is a further condition on the jobs table (the dispatcher's: its run's index is ready)."""
         j = s.jobs
         query = (select(j).where(j.c.status == int(JobStatus.NEW), j.c.channel == channel)
                  .order_by(j.c.job_id).limit(1))
+        if may_go is not None:
+            query = query.where(may_go)
         if is_postgresql(self.conn.engine):
-            query = query.with_for_update(skip_locked=True)
+            query = query.with_for_update(of=j, skip_locked=True)
         row = self.conn.execute(query).mappings().first()
         return _to_job(row) if row is not None else None
 

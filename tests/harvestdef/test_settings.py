@@ -104,3 +104,20 @@ def test_every_setting_is_documented():
     rows = describe()
     assert len(rows) == len(load_settings(environ={}).effective())
     assert all(doc for _key, _type, _default, doc in rows)
+
+
+def test_a_list_setting_is_a_toml_array_or_comma_separated(tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text('[harvester.harvesting]\nchannel = ["FOCUSED", "SNAPSHOT"]\n')
+    assert load_settings(path, environ={}).harvester.channels == ("FOCUSED", "SNAPSHOT")
+    from_environment = load_settings(path, environ={"HARVESTSUITE__HARVESTER__HARVESTING__CHANNEL": "SNAPSHOT, X"})
+    assert from_environment.harvester.channels == ("SNAPSHOT", "X")
+    assert load_settings(environ={}, overrides={"harvester.harvesting.channel": "A,B"}).harvester.channels == \
+        ("A", "B")
+    assert load_settings(environ={}).harvester.channels == ("FOCUSED",)
+    path.write_text('[harvester.harvesting]\nchannel = "FOCUSED"\n')
+    with pytest.raises(SettingsError, match=r"harvester\.harvesting\.channel in .*expected an array of strings"):
+        load_settings(path, environ={})
+    path.write_text('[harvester.harvesting]\nchannel = ["FOCUSED", 3]\n')
+    with pytest.raises(SettingsError, match="expected an array of strings"):
+        load_settings(path, environ={})
