@@ -1,7 +1,11 @@
 """``harvestsuite engine``: start the bundled crawl engine, a Heritrix-3-compatible REST server.
 
-    harvestsuite engine --jobs-dir DIR --port 8443 --auth USER:PASS [--bind ADDR] [--hosts FILE]
+    harvestsuite engine --jobs-dir DIR [--port 8090] [--auth USER:PASS] [--bind ADDR] [--hosts FILE]
                         [--cert PEM --key PEM]
+
+Port, credentials, address and hosts file come from the same settings the harvest controller reads
+(``harvester.harvesting.heritrix.guiPort``, ``…adminName``/``…adminPassword``, ``harvestsuite.crawler.bind``,
+``harvestsuite.crawler.hostsFile``); the options override them.
 
 It prints the URL it listens on (``--port 0`` picks a free port) and the certificate's fingerprint, then
 serves until SIGTERM or SIGINT, when it stops answering, checkpoints every running crawl it can, terminates
@@ -18,6 +22,8 @@ from pathlib import Path
 
 import click
 
+from harvestdef.errors import SettingsError
+from harvestdef.settings import Settings, load_settings
 from harvester.engine.digest import DigestAuthenticator
 from harvester.engine.hostsfile import HostsFileError, load_hosts_file
 from harvester.engine.jobs import JobRegistry
@@ -39,27 +45,50 @@ def parse_auth(value: str) -> tuple[str, str]:
     return user, password
 
 
+def _settings(ctx: click.Context) -> Settings:
+    """The settings of ``harvestsuite`` when run as its subcommand, else loaded here (``python -m``)."""
+    obj = ctx.find_root().obj
+    found = getattr(obj, "settings", None)
+    if isinstance(found, Settings):
+        return found
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
 @click.command("engine")
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Directory of job directories (made if missing).")
-@click.option("--port", type=click.IntRange(0, 65535), default=8443, show_default=True,
-              help="HTTPS port; 0 picks a free one.")
-@click.option("--auth", "auth", required=True, metavar="USER:PASS", help="Digest credentials (or PASS, or @FILE).")
-@click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help="HTTPS port; 0 picks a free one (default: the guiPort setting).")
+@click.option("--auth", "auth", default=None, metavar="USER:PASS",
+              help="Digest credentials (or PASS, or @FILE); default: the adminName/adminPassword settings.")
+@click.option("--bind", default=None, help="Address to listen on (default: the crawler.bind setting).")
 @click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
-              help="File of 'name address' lines that overrides DNS for the crawls.")
+              help="File of 'name address' lines that overrides DNS for the crawls (default: the crawler.hostsFile "
+                   "setting).")
 @click.option("--cert", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="PEM certificate to serve (default: self-signed, made in the jobs dir at first start).")
 @click.option("--key", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="PEM private key of --cert.")
 @click.option("--auth-failure-delay", type=click.FloatRange(0), default=6.0, show_default=True,
               help="Seconds a failed login delays the next one (Heritrix: 6).")
-def engine(jobs_dir: Path, port: int, auth: str, bind: str, hosts_file: Path | None, cert: Path | None,
-           key: Path | None, auth_failure_delay: float) -> None:
+@click.pass_context
+def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | None, bind: str | None,
+           hosts_file: Path | None, cert: Path | None, key: Path | None, auth_failure_delay: float) -> None:
     """Run the crawl engine until SIGTERM/SIGINT."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    user, password = parse_auth(auth)
+    settings = _settings(ctx)
+    port = settings.crawler.port if port is None else port
+    bind = bind or settings.crawler.bind
+    if auth is None:
+        user, password = settings.harvester.heritrixUser, settings.harvester.heritrixPassword
+    else:
+        user, password = parse_auth(auth)
+    if hosts_file is None and settings.crawler.hostsFile:
+        hosts_file = Path(settings.crawler.hostsFile)
     try:
         hosts = load_hosts_file(hosts_file) if hosts_file else {}
     except (HostsFileError, OSError) as exc:

@@ -1,0 +1,116 @@
+"""``harvestsuite harvester``: run a harvest controller, or store the files a controller could not store."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from harvestdef.cli import AppContext, pass_app
+from harvestdef.errors import HarvestSuiteError
+
+LOCK_FILE = "controller.lock"
+log = logging.getLogger(__name__)
+
+
+@contextmanager
+def server_dir_lock(server_dir: Path) -> Iterator[None]:
+    """Hold serverDir for this process alone: two controllers must never share one."""
+    server_dir.mkdir(parents=True, exist_ok=True)
+    with open(server_dir / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise HarvestSuiteError(f"serverDir {server_dir} is in use by {holder}; every harvest controller "
+                                    f"needs its own serverDir (harvester.harvesting.serverdir)") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@click.group()
+def harvester() -> None:
+    """Harvest controllers: take jobs from harvest channels, crawl, post-process, store and report."""
+
+
+@harvester.command()
+@click.option("--channel", "channels", multiple=True, metavar="NAME",
+              help="Harvest channel to serve (repeatable; selective first). Default: the "
+                   "harvester.harvesting.channel setting.")
+@pass_app
+def run(app: AppContext, channels: tuple[str, ...]) -> None:
+    """Run a harvest controller until SIGTERM (or shutdown.txt in its serverDir).
+
+    At start it stops a crawl engine a killed predecessor left running, post-processes and reports every
+    job directory left behind, registers for its channels, and resumes a crawl checkpointed at the last
+    shutdown if the scheduler grants it again. It never opens the harvest database.
+    """
+    from harvestdef.queues import open_transport
+    from harvester.controller import HarvestController
+
+    channel_list = tuple(part.strip() for value in channels for part in value.split(",") if part.strip()) or None
+    server_dir = Path(app.settings.harvester.serverDir).resolve()
+    with server_dir_lock(server_dir), open_transport(app.settings.queue) as transport:
+        controller = HarvestController.from_settings(app.settings, transport, channel_list)
+
+        def request_stop(signum: int, _frame: object) -> None:
+            log.warning("%s: the harvest controller stops after the current step (a running crawl is %s)",
+                        signal.Signals(signum).name,
+                        "checkpointed" if app.settings.harvester.shutdownAction == "checkpoint" else "finished")
+            controller.request_stop()
+
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGINT, request_stop)
+        click.echo(f"harvest controller {controller.controller_id}: channels {', '.join(controller.options.channels)}, "
+                   f"serverDir {server_dir}")
+        controller.run()
+        click.echo(f"harvest controller {controller.controller_id} stopped")
+
+
+@harvester.command("upload-leftovers")
+@pass_app
+def upload_leftovers(app: AppContext) -> None:
+    """Store in the archive store the files of reported jobs that could not be stored earlier.
+
+    Only for a serverDir whose controller is not running (the controller does the same at its start).
+    """
+    from harvestdef.archive import ArchiveStore
+    from harvester.finish import PostProcessor
+    from harvester.jobdir import JobDirectory, JobDirectoryError, unfinished_job_directories
+
+    server_dir = Path(app.settings.harvester.serverDir).resolve()
+    store = ArchiveStore.from_settings(app.settings)
+    postprocessor = PostProcessor.from_settings(app.settings, store)
+    left = stored = 0
+    with server_dir_lock(server_dir):
+        for directory in unfinished_job_directories(server_dir):
+            try:
+                jobdir = JobDirectory.load(directory)
+            except JobDirectoryError as exc:
+                click.echo(f"skipped: {exc}", err=True)
+                continue
+            if not postprocessor.pending_uploads(jobdir):
+                click.echo(f"{directory.name}: not reported yet; the controller post-processes it at its next start")
+                continue
+            if postprocessor.store_leftover(jobdir):
+                stored += 1
+                click.echo(f"{directory.name}: stored, moved to {jobdir.path}")
+            else:
+                left += 1
+                click.echo(f"{directory.name}: still not stored (see the log)", err=True)
+    click.echo(f"{stored} jobs stored, {left} left")
+    if left:
+        raise SystemExit(1)

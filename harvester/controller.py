@@ -1,0 +1,437 @@
+"""The harvest controller: takes one job at a time from its harvest channels, crawls it, post-processes it,
+stores its files in the archive store and reports to the scheduler (design.md §The flow, steps 5-10).
+
+It never opens the harvest database: jobs come as DoOneCrawl messages, answers go back as messages, files
+go to the archive store. Its durable state is its serverDir: one directory per job (harvester/jobdir.py).
+
+Its states and the moves between them are one table, ``CONTROLLER_TRANSITIONS``::
+
+    STARTING -> IDLE <-> PAUSED (too little disk)
+    IDLE -> CRAWLING -> POSTPROCESSING -> IDLE
+    any -> STOPPING (SIGTERM, or shutdown.txt in serverDir)
+
+While IDLE it sends a ready message every sendReadyDelay seconds and waits for a job; while PAUSED it
+sends none and takes none, says why in its log and heartbeat, and resumes by itself once space is back.
+Heartbeats go out from their own thread every heartbeatInterval seconds in every state.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvestdef import __version__
+from harvestdef.archive import ArchiveStore
+from harvestdef.errors import HarvestSuiteError, HeritrixError
+from harvestdef.messages import DoOneCrawl, HarvesterStatus
+from harvestdef.model.status import JobStatus
+from harvestdef.queues import QueueNames, Transport
+from harvestdef.settings import Settings
+from harvester.crawldriver import CrawlDriver, DriverOptions
+from harvester.engineprocess import BundledEngine
+from harvester.finish import PostProcessor
+from harvester.heritrix import HeritrixClient
+from harvester.heritrix import JobStatus as CrawlerStatus
+from harvester.identity import controller_id_from_settings
+from harvester.jobdir import CrawlOutcome, JobDirectory, JobDirectoryError, unfinished_job_directories
+from harvester.progress import crawl_progress
+from harvester.protocol import RegistrationRefusedError, SchedulerLink, SchedulerSilentError, TakenJob
+
+log = logging.getLogger(__name__)
+
+STARTING, IDLE, PAUSED, CRAWLING, POSTPROCESSING, STOPPING = (
+    "STARTING", "IDLE", "PAUSED", "CRAWLING", "POSTPROCESSING", "STOPPING")
+CONTROLLER_TRANSITIONS: dict[str, frozenset[str]] = {
+    STARTING: frozenset({IDLE, PAUSED, CRAWLING, POSTPROCESSING, STOPPING}),
+    IDLE: frozenset({PAUSED, CRAWLING, POSTPROCESSING, STOPPING}),
+    PAUSED: frozenset({IDLE, POSTPROCESSING, STOPPING}),
+    CRAWLING: frozenset({POSTPROCESSING, STOPPING}),
+    POSTPROCESSING: frozenset({IDLE, PAUSED, STOPPING}),
+    STOPPING: frozenset(),
+}
+SHUTDOWN_FILE = "shutdown.txt"
+INTERRUPTED = "crawl interrupted: the harvest controller stopped before the crawl ended"
+
+
+class ControllerStateError(HarvestSuiteError):
+    """A move the controller's state table does not allow."""
+
+
+@dataclass(frozen=True)
+class ControllerOptions:
+    server_dir: Path
+    oldjobs_dir: Path
+    channels: tuple[str, ...]
+    min_space_left: int
+    send_ready_delay: float
+    heartbeat_interval: float
+    driver: DriverOptions
+    heritrix_url: str          # empty: the bundled engine
+    heritrix_user: str
+    heritrix_password: str
+    engine_port: int
+    engine_bind: str
+    hosts_file: str
+    engine_start_timeout: float
+    request_timeout: float = 30.0
+    answer_timeout: float = 30.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings, channels: tuple[str, ...] | None = None) -> ControllerOptions:
+        h = settings.harvester
+        server_dir = Path(h.serverDir).resolve()
+        oldjobs = Path(h.oldjobsDir)
+        return cls(
+            server_dir=server_dir, oldjobs_dir=oldjobs if oldjobs.is_absolute() else server_dir / oldjobs,
+            channels=tuple(c.strip().upper() for c in (channels or h.channels) if c.strip()),
+            min_space_left=h.minSpaceLeft, send_ready_delay=h.sendReadyDelay,
+            heartbeat_interval=h.heartbeatInterval,
+            driver=DriverOptions(poll_interval=h.crawlLoopWaitTime, inactivity_timeout=h.inactivityTimeout,
+                                 noresponse_timeout=h.noresponseTimeout, poll_retries=h.statusPollRetries,
+                                 start_timeout=h.engineStartTimeout, shutdown_action=h.shutdownAction),
+            heritrix_url=h.heritrixUrl, heritrix_user=h.heritrixUser, heritrix_password=h.heritrixPassword,
+            engine_port=settings.crawler.port, engine_bind=settings.crawler.bind,
+            hosts_file=settings.crawler.hostsFile, engine_start_timeout=h.engineStartTimeout,
+            request_timeout=h.statusPollTimeout)
+
+
+class HarvestController:
+    def __init__(self, options: ControllerOptions, transport: Transport, names: QueueNames, store: ArchiveStore,
+                 postprocessor: PostProcessor, controller_id: str, host: str | None = None) -> None:
+        if options.driver.shutdown_action not in ("checkpoint", "finish"):
+            raise HarvestSuiteError(f"harvestsuite.harvester.shutdownAction must be checkpoint or finish, not "
+                                    f"{options.driver.shutdown_action!r}")
+        if options.min_space_left <= 0:
+            raise HarvestSuiteError(f"harvester.harvesting.minSpaceLeft must be > 0, not {options.min_space_left}")
+        self.options = options
+        self.transport = transport
+        self.store = store
+        self.postprocessor = postprocessor
+        self.controller_id = controller_id
+        self.host = host or socket.gethostname()
+        self.link = SchedulerLink(transport, names, controller_id, self.host, list(options.channels),
+                                  options.answer_timeout)
+        self.state = STARTING
+        self.pause_reason = ""
+        self.current: DoOneCrawl | None = None
+        self.stop_event = threading.Event()
+        self._state_lock = threading.Lock()
+        self.jobs_done: list[tuple[int, JobStatus]] = []
+
+    @classmethod
+    def from_settings(cls, settings: Settings, transport: Transport,
+                      channels: tuple[str, ...] | None = None) -> HarvestController:
+        options = ControllerOptions.from_settings(settings, channels)
+        options.server_dir.mkdir(parents=True, exist_ok=True)
+        store = ArchiveStore.from_settings(settings)
+        return cls(options, transport, QueueNames(settings.queue.environmentName), store,
+                   PostProcessor.from_settings(settings, store), controller_id_from_settings(settings.harvester))
+
+    # ------------------------------------------------------------------ state
+    def _move(self, new: str) -> None:
+        with self._state_lock:
+            if new == self.state:
+                return
+            if new not in CONTROLLER_TRANSITIONS[self.state]:
+                raise ControllerStateError(f"harvest controller {self.controller_id}: {self.state} -> {new} is not "
+                                           f"allowed")
+            log.info("harvest controller %s: %s -> %s", self.controller_id, self.state, new)
+            self.state = new
+
+    def request_stop(self) -> None:
+        self.stop_event.set()
+
+    def _should_stop(self) -> bool:
+        if (self.options.server_dir / SHUTDOWN_FILE).exists() and not self.stop_event.is_set():
+            log.warning("%s found in %s: stopping", SHUTDOWN_FILE, self.options.server_dir)
+            self.stop_event.set()
+        return self.stop_event.is_set()
+
+    # ------------------------------------------------------------------ heartbeats
+    def free_disk(self) -> int:
+        return shutil.disk_usage(self.options.server_dir).free
+
+    def heartbeat(self) -> None:
+        job = self.current
+        try:
+            load = os.getloadavg()[0]
+        except OSError:
+            load = 0.0
+        self.link.send_heartbeat(HarvesterStatus(
+            controller_id=self.controller_id, host=self.host, pid=os.getpid(), version=__version__,
+            channels=list(self.options.channels), free_disk_bytes=self.free_disk(), load_average=load,
+            memory_rss_bytes=_rss_bytes(), paused=self.state == PAUSED, pause_reason=self.pause_reason,
+            current_job_id=job.job_id if job else None, current_attempt_id=job.attempt_id if job else None,
+            current_job_state={CRAWLING: "crawling", POSTPROCESSING: "post-processing"}.get(self.state, "idle")))
+
+    def _heartbeats(self) -> None:
+        while not self.stop_event.wait(self.options.heartbeat_interval):
+            try:
+                self.heartbeat()
+            except Exception as exc:  # noqa: BLE001 - a lost heartbeat must not end the thread
+                log.warning("heartbeat not sent: %s", exc)
+
+    # ------------------------------------------------------------------ the main loop
+    def run(self) -> None:
+        """Process leftovers, register, then take and crawl jobs until asked to stop."""
+        options = self.options
+        options.server_dir.mkdir(parents=True, exist_ok=True)
+        log.info("harvest controller %s on %s: channels %s, serverDir %s", self.controller_id, self.host,
+                 ",".join(options.channels), options.server_dir)
+        if not options.heritrix_url:
+            self._engine().stop_stale()
+        resumable = self.process_leftovers()
+        self._register()
+        heartbeats = threading.Thread(target=self._heartbeats, name="heartbeats", daemon=True)
+        heartbeats.start()
+        try:
+            self.heartbeat()
+            for directory in resumable:
+                if self._should_stop():
+                    break
+                self._resume(directory)
+            self._move(IDLE)
+            last_ready = 0.0
+            while not self._should_stop():
+                if not self._has_space():
+                    self.stop_event.wait(min(options.send_ready_delay, 5.0))
+                    continue
+                if time.monotonic() - last_ready >= options.send_ready_delay:
+                    self.link.send_ready()
+                    last_ready = time.monotonic()
+                taken = self.link.take_job(wait=1.0)
+                if taken is None:
+                    if len(options.channels) > 1:
+                        self.stop_event.wait(1.0)
+                    continue
+                if self._take(taken) and not self.stop_event.is_set():
+                    last_ready = 0.0
+                    self.process_leftovers()
+        finally:
+            if self.state != STOPPING:
+                self._move(STOPPING)
+            self.stop_event.set()
+            heartbeats.join(timeout=5)
+            try:
+                self.heartbeat()
+            except Exception as exc:  # noqa: BLE001 - the last heartbeat is a courtesy
+                log.info("last heartbeat not sent: %s", exc)
+
+    def _register(self) -> None:
+        delay = 1.0
+        while not self._should_stop():
+            try:
+                answer = self.link.register()
+                log.info("registered for channels %s", ", ".join(c.name for c in answer.channels))
+                return
+            except SchedulerSilentError as exc:
+                log.warning("%s; asking again in %.0f s", exc, delay)
+                self.stop_event.wait(delay)
+                delay = min(delay * 2, 60.0)
+            except RegistrationRefusedError:
+                raise
+
+    def _has_space(self) -> bool:
+        free = self.free_disk()
+        if free < self.options.min_space_left:
+            if self.state != PAUSED:
+                self.pause_reason = (f"paused: {free:,} bytes free in {self.options.server_dir}, below minSpaceLeft "
+                                     f"{self.options.min_space_left:,}")
+                log.error("harvest controller %s %s; no job is taken until space is back", self.controller_id,
+                          self.pause_reason)
+                self._move(PAUSED)
+                self.heartbeat()
+            return False
+        if self.state == PAUSED:
+            log.warning("harvest controller %s: %d bytes free again in %s: taking jobs", self.controller_id, free,
+                        self.options.server_dir)
+            self.pause_reason = ""
+            self._move(IDLE)
+            self.heartbeat()
+        return True
+
+    def _holds(self, job: DoOneCrawl) -> bool:
+        for directory in unfinished_job_directories(self.options.server_dir):
+            if directory.name.startswith(f"{job.job_id}_"):
+                try:
+                    held = JobDirectory.load(directory).job
+                except JobDirectoryError:
+                    continue
+                if held.attempt_id == job.attempt_id:
+                    return True
+        return False
+
+    def _take(self, taken: TakenJob) -> bool:
+        """Claim, persist, acknowledge, crawl, post-process and report one job; True if it was crawled."""
+        job = taken.job
+        if self._holds(job):
+            log.info("job %d attempt %s is already in a job directory here: redelivery dropped", job.job_id,
+                     job.attempt_id)
+            self.transport.ack(taken.delivery)
+            return False
+        try:
+            answer = self.link.claim(job)
+        except SchedulerSilentError as exc:
+            log.warning("job %d: %s; the message goes back to its queue", job.job_id, exc)
+            self.transport.nack(taken.delivery)
+            return False
+        if not answer.granted:
+            log.warning("job %d attempt %s not granted: %s", job.job_id, job.attempt_id, answer.reason)
+            self.transport.ack(taken.delivery)
+            return False
+        try:
+            directory = self._persist(job)
+        except Exception as exc:
+            log.error("job %d could not be persisted: %s", job.job_id, exc)
+            self.transport.ack(taken.delivery)
+            self.link.report(job, JobStatus.FAILED, harvest_errors=f"the harvest controller could not set up the "
+                                                                  f"job: {exc}")
+            return False
+        # Acknowledged once persisted: the crawl outlives the broker's consumer_timeout (design.md §Queues).
+        self.transport.ack(taken.delivery)
+        self.link.report(job, JobStatus.STARTED)
+        self._crawl_and_finish(directory.path, checkpoint=None)
+        return True
+
+    def _persist(self, job: DoOneCrawl) -> JobDirectory:
+        index = None
+        relative = job.metadata.deduplication_index
+        external = bool(self.options.heritrix_url)
+        if relative and not external:
+            fd, name = tempfile.mkstemp(prefix=".dedup-", suffix=".sqlite", dir=self.options.server_dir)
+            os.close(fd)
+            index = self.store.fetch(relative, Path(name))
+        return JobDirectory.create(self.options.server_dir, job, index, deduplication=not external)
+
+    def _resume(self, directory: Path) -> None:
+        """A crawl checkpointed at the last shutdown: resumed if the scheduler grants its claim again."""
+        jobdir = JobDirectory.load(directory)
+        checkpoint = jobdir.resume_checkpoint
+        try:
+            answer = self.link.claim(jobdir.job, resume=True)
+        except SchedulerSilentError as exc:
+            answer = None
+            log.warning("job %d: no answer to the resume claim: %s", jobdir.job.job_id, exc)
+        if answer is not None and answer.granted:
+            log.info("job %d resumes from checkpoint %s", jobdir.job.job_id, checkpoint)
+            jobdir.clear_resumable()
+            self._crawl_and_finish(directory, checkpoint=checkpoint)
+            return
+        reason = answer.reason if answer is not None else "the scheduler did not answer"
+        jobdir.clear_resumable()
+        self.finish_leftover(directory, f"{INTERRUPTED}; not resumed: {reason}")
+
+    # ------------------------------------------------------------------ crawling
+    def _engine(self) -> BundledEngine:
+        o = self.options
+        return BundledEngine(o.server_dir, o.heritrix_user, o.heritrix_password, o.engine_port, o.engine_bind,
+                             o.hosts_file, o.engine_start_timeout)
+
+    def _crawl_and_finish(self, directory: Path, checkpoint: str | None) -> None:
+        jobdir = JobDirectory.load(directory)
+        job = jobdir.job
+        self.current = job
+        self._move(CRAWLING)
+        engine: BundledEngine | None = None
+        try:
+            if self.options.heritrix_url:
+                url, client = self.options.heritrix_url, HeritrixClient(
+                    self.options.heritrix_url, self.options.heritrix_user, self.options.heritrix_password,
+                    verify=False, timeout=self.options.request_timeout)
+            else:
+                engine = self._engine()
+                url = engine.start()
+                client = HeritrixClient(url, self.options.heritrix_user, self.options.heritrix_password,
+                                        ca_file=engine.ca_file, timeout=self.options.request_timeout)
+        except HeritrixError as exc:
+            result_outcome = CrawlOutcome(failed=True, errors=[f"the crawler could not be started: {exc}"])
+            jobdir.record_outcome(result_outcome)
+            self._postprocess(jobdir)
+            return
+        console = f"{url}/engine/job/{jobdir.name}"
+
+        def on_status(status: CrawlerStatus) -> None:
+            try:
+                self.link.send_progress(crawl_progress(job, status, self.controller_id, console))
+            except HarvestSuiteError as exc:
+                log.warning("job %d: progress not sent: %s", job.job_id, exc)
+
+        options = self.options.driver
+        if job.max_running_time:
+            options = DriverOptions(**{**options.__dict__, "max_running_time": float(job.max_running_time)})
+        driver = CrawlDriver(client, jobdir.name, jobdir.path, options, on_status, self.stop_event,
+                             engine_alive=engine.is_alive if engine else None,
+                             engine_gone=engine.exit_description if engine else None)
+        try:
+            result = driver.run(checkpoint)
+        finally:
+            if engine is not None:
+                engine.stop()
+        if result.checkpoint is not None:
+            jobdir.mark_resumable(result.checkpoint)
+            log.warning("job %d checkpointed as %s at shutdown; it resumes at the next start if the scheduler "
+                        "grants it again", job.job_id, result.checkpoint)
+            self.current = None
+            return
+        jobdir.record_outcome(result.outcome)
+        self._postprocess(jobdir)
+
+    def _postprocess(self, jobdir: JobDirectory) -> None:
+        if self.state != POSTPROCESSING:
+            self._move(POSTPROCESSING)
+        self.current = jobdir.job
+        try:
+            status = self.postprocessor.finish(jobdir, self.link)
+            self.jobs_done.append((jobdir.job.job_id, status))
+        finally:
+            self.current = None
+            if not self.stop_event.is_set():
+                self._move(IDLE)
+
+    # ------------------------------------------------------------------ leftovers
+    def process_leftovers(self) -> list[Path]:
+        """Post-process and report FAILED every job directory a dead controller left; returns those that
+        carry a resume marker instead (checkpointed at a shutdown, they are claimed again)."""
+        resumable = []
+        for directory in unfinished_job_directories(self.options.server_dir):
+            if self.current is not None and directory.name.startswith(f"{self.current.job_id}_"):
+                continue
+            try:
+                jobdir = JobDirectory.load(directory)
+            except JobDirectoryError as exc:
+                log.error("%s; moved aside to %s", exc, self.options.oldjobs_dir)
+                self.options.oldjobs_dir.mkdir(parents=True, exist_ok=True)
+                shutil.move(os.fspath(directory), self.options.oldjobs_dir / f"unreadable-{directory.name}")
+                continue
+            if jobdir.resume_checkpoint is not None:
+                resumable.append(directory)
+                continue
+            self.finish_leftover(directory, INTERRUPTED)
+        return resumable
+
+    def finish_leftover(self, directory: Path, reason: str) -> None:
+        jobdir = JobDirectory.load(directory)
+        outcome = jobdir.outcome
+        if outcome is None:
+            log.warning("job %d: leftover job directory %s is post-processed and reported FAILED: %s",
+                        jobdir.job.job_id, directory, reason)
+            jobdir.record_outcome(CrawlOutcome(failed=True, errors=[reason]))
+        self._postprocess(jobdir)
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+__all__ = ["CONTROLLER_TRANSITIONS", "ControllerOptions", "HarvestController"]

@@ -1,0 +1,217 @@
+"""Driving one crawl through the Heritrix 3 REST API, from adding the job to its teardown.
+
+One code path serves a real Heritrix 3 and the bundled engine. Actions are judged by the job's resulting
+state, not by their status code: a real Heritrix answers 303 to everything, the bundled engine refuses an
+action with nothing to do (409), and either may have done the work before a connection dropped.
+
+The watch loop polls the job's status every ``poll_interval`` seconds and hands it to ``on_status`` (the
+controller turns it into a CrawlProgress message). Unlike NetarchiveSuite (reference §11), a failed poll
+is never read as the end of the crawl: it is retried, and only ``poll_retries`` failures in a row, or an
+engine process that has died, end the crawl as failed. The stall watchdog stops a crawl that received no
+new bytes for ``noresponse_timeout`` or had no active queue for ``inactivity_timeout``, and a crawl over
+the job's time limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvestdef.errors import HeritrixError
+from harvester.heritrix import HeritrixClient, JobStatus
+from harvester.jobdir import CrawlOutcome
+
+# Controller states in which a launched crawl is under way (peers.md §1.2).
+UNDER_WAY = {"PREPARING", "RUNNING", "PAUSING", "PAUSED", "EMPTY", "STOPPING", "NASCENT"}
+STOP_WAIT_SECONDS = 120.0
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DriverOptions:
+    poll_interval: float = 20.0
+    inactivity_timeout: float = 1800.0
+    noresponse_timeout: float = 1800.0
+    max_running_time: float = 0.0  # 0 = no limit of ours (the template's maxTimeSeconds still applies)
+    poll_retries: int = 5
+    start_timeout: float = 60.0
+    shutdown_action: str = "checkpoint"  # or "finish"
+
+
+@dataclass
+class DriveResult:
+    outcome: CrawlOutcome
+    checkpoint: str | None = None  # set when the crawl was checkpointed at shutdown, to be resumed
+
+
+class CrawlDriver:
+    """Runs one job on one engine; ``run`` returns when the crawl has ended, been stopped or checkpointed."""
+
+    def __init__(self, client: HeritrixClient, name: str, directory: Path, options: DriverOptions,
+                 on_status: Callable[[JobStatus], None], shutdown: threading.Event,
+                 engine_alive: Callable[[], bool] | None = None,
+                 engine_gone: Callable[[], str] | None = None) -> None:
+        self.client = client
+        self.name = name
+        self.directory = Path(directory)
+        self.options = options
+        self.on_status = on_status
+        self.shutdown = shutdown
+        self.engine_alive = engine_alive
+        self.engine_gone = engine_gone or (lambda: "the crawl engine is gone")
+
+    # ------------------------------------------------------------------ actions judged by their result
+    def _act(self, action: Callable[[], object], what: str, done: Callable[[JobStatus], bool]) -> JobStatus:
+        try:
+            action()
+        except HeritrixError as exc:
+            # Refused (nothing to do) or cut off: what counts is the state it leaves.
+            log.info("job %s: %s answered %s; judging by the job's state", self.name, what, exc)
+        return self.client.wait_for(self.name, done, self.options.start_timeout)
+
+    def _launch(self, checkpoint: str | None) -> None:
+        engine = self.client.engine_status()
+        if self.name not in engine.job_names():
+            self.client.add_job(self.directory)
+        status = self.client.job_status(self.name)
+        if status.crawl_controller_state in UNDER_WAY:
+            log.info("job %s is already under way (%s)", self.name, status.crawl_controller_state)
+            return
+        if not (status.is_ready or status.is_launchable):
+            status = self._act(lambda: self.client.build(self.name), "build",
+                               lambda s: s.is_ready or s.is_launchable or (s.is_unbuilt and s.job_log_tail != ()))
+            if not (status.is_ready or status.is_launchable):
+                raise HeritrixError(f"job {self.name} could not be built: " + " | ".join(status.job_log_tail[-5:]))
+        launches = status.launch_count
+        status = self._act(lambda: self.client.launch(self.name, checkpoint), "launch",
+                           lambda s: s.launch_count > launches or s.crawl_controller_state in UNDER_WAY)
+        if status.crawl_controller_state in ("PAUSED", "PAUSING", "NASCENT", "PREPARING"):
+            status = self.client.wait_for(self.name, lambda s: s.crawl_controller_state not in ("NASCENT", "PREPARING",
+                                                                                               "PAUSING"),
+                                          self.options.start_timeout)
+        if status.crawl_controller_state == "PAUSED":
+            # pauseAtStart: NetarchiveSuite's controller unpauses too (reference §5.2 step 5).
+            self._act(lambda: self.client.unpause(self.name), "unpause",
+                      lambda s: s.crawl_controller_state != "PAUSED")
+
+    def _stop(self, reason: str) -> None:
+        """Terminate the crawl and wait until it has ended (its files closed)."""
+        log.warning("job %s: stopping the crawl: %s", self.name, reason)
+        try:
+            self._act(lambda: self.client.terminate(self.name), "terminate",
+                      lambda s: s.is_finished or s.crawl_controller_state is None)
+        except HeritrixError as exc:
+            log.error("job %s: terminate: %s", self.name, exc)
+        try:
+            self.client.wait_for(self.name, lambda s: s.is_finished or s.crawl_controller_state is None,
+                                 STOP_WAIT_SECONDS, poll_interval=1.0)
+        except HeritrixError as exc:
+            log.error("job %s: the crawl did not end after terminate: %s", self.name, exc)
+
+    def _checkpoint(self) -> str | None:
+        """Checkpoint the crawl, then end it; the checkpoint's name, or None if none was written."""
+        before = set(self.client.job_status(self.name).checkpoint_files)
+        try:
+            status = self._act(lambda: self.client.checkpoint(self.name), "checkpoint",
+                               lambda s: set(s.checkpoint_files) - before != set())
+        except HeritrixError as exc:
+            log.error("job %s: no checkpoint at shutdown: %s", self.name, exc)
+            return None
+        names = sorted(set(status.checkpoint_files) - before)
+        self._stop("controller shutdown (checkpointed)")
+        return names[-1]
+
+    def teardown(self) -> None:
+        try:
+            self._act(lambda: self.client.teardown(self.name), "teardown",
+                      lambda s: s.crawl_controller_state is None)
+        except HeritrixError as exc:
+            log.warning("job %s: teardown: %s", self.name, exc)
+
+    # ------------------------------------------------------------------ the watch loop
+    def run(self, checkpoint: str | None = None) -> DriveResult:
+        outcome = CrawlOutcome()
+        try:
+            self._launch(checkpoint)
+        except HeritrixError as exc:
+            outcome.failed = True
+            outcome.errors.append(f"the crawl could not be started: {exc}")
+            if self.engine_alive is not None and not self.engine_alive():
+                outcome.errors.append(self.engine_gone())
+            return DriveResult(outcome)
+        options = self.options
+        started = last_change = time.monotonic()
+        active_seen = time.monotonic()
+        last_progress: tuple[int, int] | None = None
+        failures = 0
+        while True:
+            if self.shutdown.is_set():
+                if options.shutdown_action == "checkpoint":
+                    name = self._checkpoint()
+                    if name is not None:
+                        return DriveResult(outcome, checkpoint=name)
+                self._stop("controller shutdown")
+                outcome.errors.append("the crawl was stopped at the harvest controller's shutdown")
+                break
+            try:
+                status = self.client.job_status(self.name)
+            except HeritrixError as exc:
+                failures += 1
+                if self.engine_alive is not None and not self.engine_alive():
+                    outcome.failed = True
+                    outcome.errors.append(f"the crawl engine died during the crawl: {self.engine_gone()}")
+                    return DriveResult(outcome)
+                log.warning("job %s: status poll %d of %d failed: %s", self.name, failures, options.poll_retries, exc)
+                if failures >= options.poll_retries:
+                    outcome.failed = True
+                    outcome.errors.append(f"the crawler did not answer {failures} status polls in a row over "
+                                          f"{failures * options.poll_interval:.0f} s: {exc}")
+                    log.error("job %s: %s; the crawl counts as failed", self.name, outcome.errors[-1])
+                    return DriveResult(outcome)
+                self.shutdown.wait(options.poll_interval)
+                continue
+            failures = 0
+            self.on_status(status)
+            if status.is_finished:
+                break
+            if status.crawl_controller_state not in UNDER_WAY:
+                outcome.failed = True
+                outcome.errors.append(f"the crawl disappeared from the crawler (status {status.status_description!r})")
+                return DriveResult(outcome)
+            now = time.monotonic()
+            sizes, uris = status.size_totals_report, status.uri_totals_report
+            progress = (sizes.total if sizes else 0, uris.downloaded_uri_count if uris else 0)
+            if progress != last_progress:
+                last_progress, last_change = progress, now
+            frontier = status.frontier_report
+            if frontier is None or frontier.active_queues or frontier.in_process_queues:
+                active_seen = now
+            paused = status.crawl_controller_state in ("PAUSED", "PAUSING")
+            reason = None
+            if not paused and now - last_change >= options.noresponse_timeout:
+                reason = (f"no new bytes for {now - last_change:.0f} s "
+                          f"(noresponseTimeout {options.noresponse_timeout:g})")
+            elif not paused and now - active_seen >= options.inactivity_timeout:
+                reason = (f"no active queues for {now - active_seen:.0f} s "
+                          f"(inactivityTimeout {options.inactivity_timeout:g})")
+            if reason is not None:
+                self._stop(reason)
+                outcome.stalled = True
+                outcome.errors.append(f"the crawl stalled and was stopped: {reason}")
+                break
+            if options.max_running_time and now - started >= options.max_running_time:
+                self._stop("the job's time limit")
+                outcome.errors.append(f"the crawl was stopped at the job's time limit of "
+                                      f"{options.max_running_time:g} s")
+                break
+            self.shutdown.wait(options.poll_interval)
+        with contextlib.suppress(HeritrixError):  # the final figures are a courtesy; the files are what count
+            self.on_status(self.client.job_status(self.name))
+        self.teardown()
+        return DriveResult(outcome)

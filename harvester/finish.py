@@ -1,0 +1,281 @@
+"""After the crawl: post-process a job directory, store its files in the archive store, report to the scheduler.
+
+The steps of reference §6 (design.md §The flow, step 8), each guarded on its own so that one failing step
+skips none of the others, and every failure is listed in the report:
+
+1. close WARC files a killed crawler left open (``*.open``), keeping every complete record;
+2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``);
+3. the job's deduplication entries (``dedup/<job_id>.gz``);
+4. the metadata WARC (``metadata/<name>``);
+5. the domain report from crawl.log and progress-statistics.log;
+6. every file stored in the archive store (temporary name, fsync, checksum verified, rename), retried with
+   backoff, then SHA256SUMS;
+7. DONE, or FAILED when the crawl failed or a file could not be stored, sent with the report and errors.
+
+A job whose files could not all be stored stays in serverDir, marked as reported (``reported.json``): the
+next start of the controller, or ``harvestsuite harvester upload-leftovers``, stores what is missing and
+only then moves the directory to oldjobs. Stored WARCs are deleted from the job directory once verified in
+the store; logs, reports and indexes move to oldjobs with the directory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvestdef import __version__
+from harvestdef.archive import ArchiveStore
+from harvestdef.dedup import DedupIndex, entries_name, write_entries
+from harvestdef.errors import ArchiveConflictError, HarvestSuiteError
+from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.settings import Settings
+from harvester.jobdir import CRAWLER_BEANS, HARVEST_INFO, METADATA_DIR, SEEDS, CrawlOutcome, JobDirectory
+from harvester.postprocess.cdxj import write_cdxj
+from harvester.postprocess.dedupentries import extract_dedup_entries
+from harvester.postprocess.domainreport import build_domain_report
+from harvester.postprocess.metadata import MetadataInfo, metadata_file_name, write_metadata_warc
+from harvester.postprocess.warcfiles import close_open_warc
+from harvester.protocol import SchedulerLink
+
+REPORTED = "reported.json"
+CDXJ_DIR = "cdxj"
+WARC_SUFFIXES = (".warc.gz", ".warc")
+# Reference §6.1: Heritrix files that go into the metadata WARC.
+SETUP_FILES = (CRAWLER_BEANS, SEEDS, HARVEST_INFO)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FinishOptions:
+    oldjobs_dir: Path
+    organization: str
+    collection: str | None        # the metadata file's prefix (metadataFileNameFormat = prefix), else None
+    upload_retries: int = 5
+    upload_retry_delay: float = 2.0
+    crawler_version: str = f"HarvestSuite engine {__version__}"
+
+
+class PostProcessor:
+    def __init__(self, options: FinishOptions, store: ArchiveStore) -> None:
+        self.options = options
+        self.store = store
+
+    @classmethod
+    def from_settings(cls, settings: Settings, store: ArchiveStore) -> PostProcessor:
+        h = settings.harvester
+        server_dir = Path(h.serverDir).resolve()
+        oldjobs = Path(h.oldjobsDir)
+        collection = settings.jobgen.collectionName if h.metadataFileNameFormat == "prefix" else None
+        if h.metadataFileNameFormat not in ("default", "prefix"):
+            raise HarvestSuiteError(f"harvester.harvesting.metadata.metadataFileNameFormat must be default or prefix, "
+                                    f"not {h.metadataFileNameFormat!r}")
+        crawler = f"HarvestSuite engine {__version__}" if not h.heritrixUrl else "Heritrix 3"
+        return cls(FinishOptions(oldjobs_dir=oldjobs if oldjobs.is_absolute() else server_dir / oldjobs,
+                                 organization=h.organization, collection=collection,
+                                 upload_retries=h.uploadRetries, upload_retry_delay=h.uploadRetryDelay,
+                                 crawler_version=crawler), store)
+
+    # ------------------------------------------------------------------ the files of a job
+    @staticmethod
+    def warc_files(jobdir: JobDirectory) -> list[Path]:
+        """Closed WARC files of every launch, oldest launch first."""
+        found = []
+        for launch in jobdir.launch_directories():
+            warcs = launch / "warcs"
+            if warcs.is_dir():
+                found += sorted(p for p in warcs.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES))
+        return found
+
+    @staticmethod
+    def _launch_files(jobdir: JobDirectory, subdirectory: str, suffixes: tuple[str, ...]) -> Iterator[Path]:
+        for launch in jobdir.launch_directories():
+            directory = launch / subdirectory
+            if directory.is_dir():
+                yield from sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(suffixes))
+
+    # ------------------------------------------------------------------ the steps
+    def finish(self, jobdir: JobDirectory, link: SchedulerLink) -> JobStatus:
+        """Post-process, store and report the job; returns the status reported."""
+        reported = self._reported(jobdir)
+        if reported is not None:
+            log.info("job %d was reported %s earlier; storing what is left", jobdir.job.job_id, reported.name)
+            self.store_leftover(jobdir)
+            return reported
+        job = jobdir.job
+        outcome = jobdir.outcome or CrawlOutcome(failed=True, errors=["the crawl's outcome was not recorded"])
+        errors: list[str] = list(outcome.errors)
+
+        def step(name: str, work) -> object:
+            try:
+                return work()
+            except Exception as exc:  # noqa: BLE001 - every step is guarded on its own (design.md step 8)
+                log.exception("job %d: post-processing step %r failed", job.job_id, name)
+                errors.append(f"{name} failed: {exc}")
+                return None
+
+        step("closing open WARC files", lambda: self._close_open_warcs(jobdir))
+        warcs = self.warc_files(jobdir)
+        if not warcs:
+            errors.append("no WARC files were written")
+        step("CDXJ indexing", lambda: self._write_cdxj(jobdir, warcs))
+        step("extracting deduplication entries", lambda: self._write_dedup_entries(jobdir, warcs))
+        step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs))
+        result = step("the domain report", lambda: self._domain_report(jobdir, outcome))
+        report = result.report if result is not None else None
+        upload_errors = self._store_all(jobdir)
+        status = JobStatus.FAILED if outcome.failed or upload_errors else JobStatus.DONE
+        harvest_errors = "; ".join(errors)
+        link.report(job, status, report, harvest_errors=harvest_errors[:4000], harvest_error_details=harvest_errors,
+                    upload_errors="; ".join(upload_errors)[:4000], upload_error_details="\n".join(upload_errors))
+        log.info("job %d reported %s%s", job.job_id, status.name, f": {harvest_errors}" if harvest_errors else "")
+        self._mark_reported(jobdir, status, upload_errors)
+        if not upload_errors:
+            self._move(jobdir)
+        return status
+
+    def _close_open_warcs(self, jobdir: JobDirectory) -> None:
+        for launch in jobdir.launch_directories():
+            warcs = launch / "warcs"
+            if not warcs.is_dir():
+                continue
+            for path in sorted(warcs.glob("*.open")):
+                closed = close_open_warc(path)
+                log.warning("job %d: WARC file %s was left open by the crawler: %s", jobdir.job.job_id, path.name,
+                            f"closed as {closed.name}" if closed else "nothing complete in it")
+
+    def _write_cdxj(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
+        out = jobdir.path / CDXJ_DIR
+        out.mkdir(exist_ok=True)
+        for warc in warcs:
+            write_cdxj(warc, out / f"{warc.name}.cdxj")
+
+    def _write_dedup_entries(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
+        path = jobdir.path / entries_name(jobdir.job.job_id)
+        path.parent.mkdir(exist_ok=True)
+        count = write_entries(path, extract_dedup_entries(warcs))
+        log.info("job %d: %d deduplication entries", jobdir.job.job_id, count)
+
+    def _write_metadata(self, jobdir: JobDirectory, warcs: list[Path]) -> Path:
+        job = jobdir.job
+        index_jobs: tuple[int, ...] | None = None
+        missing: tuple[int, ...] | None = None
+        if job.metadata.deduplication_job_ids is not None:
+            requested = tuple(job.metadata.deduplication_job_ids)
+            index_jobs, missing = requested, ()
+            index_file = jobdir.path / "dedup-index.sqlite"
+            if index_file.is_file():
+                with DedupIndex(index_file) as index:
+                    index_jobs, missing = tuple(index.job_ids), tuple(index.missing_job_ids)
+            elif requested:
+                index_jobs, missing = (), requested
+        info = MetadataInfo(job_id=job.job_id, harvest_id=job.harvest_id, harvest_num=job.harvest_num,
+                            organization=self.options.organization, heritrix_version=self.options.crawler_version,
+                            software_version=__version__, aliases=list(job.metadata.aliases),
+                            deduplication_job_ids=index_jobs, deduplication_job_ids_left_out=missing or ())
+        setup = [jobdir.path / name for name in SETUP_FILES if (jobdir.path / name).is_file()]
+        reports = list(self._launch_files(jobdir, "reports", ("-report.txt",)))
+        logs = list(self._launch_files(jobdir, "logs", (".log", ".out")))
+        if (jobdir.path / "job.log").is_file():
+            logs.append(jobdir.path / "job.log")
+        out = jobdir.path / METADATA_DIR / metadata_file_name(job.job_id, job.harvest_id, self.options.collection)
+        out.parent.mkdir(exist_ok=True)
+        return write_metadata_warc(out, info, setup, reports, logs, warcs)
+
+    def _domain_report(self, jobdir: JobDirectory, outcome: CrawlOutcome):
+        launches = jobdir.launch_directories()
+        crawl_logs = [launch / "logs" / "crawl.log" for launch in launches]
+        progress = launches[-1] / "logs" / "progress-statistics.log" if launches else None
+        forced = StopReason.DOWNLOAD_UNFINISHED if (outcome.stalled or outcome.failed) else None
+        result = build_domain_report(crawl_logs, progress, jobdir.job.domain_configurations,
+                                     forced_stop_reason=forced)
+        if result.domains_outside_job:
+            log.info("job %d: crawl.log holds %d domains outside the job (e.g. %s); left out of its report",
+                     jobdir.job.job_id, result.domains_outside_job, ", ".join(result.outside_examples))
+        if result.invalid_lines:
+            log.warning("job %d: %d invalid crawl.log lines skipped", jobdir.job.job_id, result.invalid_lines)
+        return result
+
+    # ------------------------------------------------------------------ storing
+    def _files_to_store(self, jobdir: JobDirectory) -> list[tuple[Path, str]]:
+        """(local file, name in the store) of everything the job leaves in the archive."""
+        files = [(path, path.name) for path in self.warc_files(jobdir)]
+        metadata = jobdir.path / METADATA_DIR
+        if metadata.is_dir():
+            files += [(p, p.name) for p in sorted(metadata.iterdir()) if p.is_file() and p.name.endswith(WARC_SUFFIXES)]
+        cdxj = jobdir.path / CDXJ_DIR
+        if cdxj.is_dir():
+            files += [(p, f"{CDXJ_DIR}/{p.name}") for p in sorted(cdxj.iterdir()) if p.name.endswith(".cdxj")]
+        dedup = jobdir.path / entries_name(jobdir.job.job_id)
+        if dedup.is_file():
+            files.append((dedup, entries_name(jobdir.job.job_id)))
+        return files
+
+    def _store_all(self, jobdir: JobDirectory) -> list[str]:
+        """Store every file; the errors of those that could not be stored, one line each."""
+        job = jobdir.job
+        errors = []
+        for path, name in self._files_to_store(jobdir):
+            delay = self.options.upload_retry_delay
+            for attempt in range(1, self.options.upload_retries + 1):
+                try:
+                    self.store.store(path, job.harvest_id, job.job_id, name)
+                    break
+                except (OSError, HarvestSuiteError) as exc:
+                    if attempt == self.options.upload_retries or not _is_transient(exc):
+                        errors.append(f"{name} could not be stored after {attempt} attempts: {exc}")
+                        log.error("job %d: %s could not be stored: %s", job.job_id, name, exc)
+                        break
+                    log.warning("job %d: storing %s failed (attempt %d of %d), retrying in %.0f s: %s",
+                                job.job_id, name, attempt, self.options.upload_retries, delay, exc)
+                    time.sleep(delay)
+                    delay *= 2
+        try:
+            self.store.write_checksums(job.harvest_id, job.job_id)
+        except (OSError, HarvestSuiteError) as exc:
+            errors.append(f"SHA256SUMS could not be written: {exc}")
+        if not errors:
+            # Stored and verified: the WARCs leave the harvester.
+            for path in self.warc_files(jobdir):
+                path.unlink()
+        return errors
+
+    def store_leftover(self, jobdir: JobDirectory) -> bool:
+        """Store what a reported job could not store before; True (and moved to oldjobs) once all is stored."""
+        errors = self._store_all(jobdir)
+        if errors:
+            log.error("job %d: %d files are still not stored; they stay in %s", jobdir.job.job_id, len(errors),
+                      jobdir.path)
+            return False
+        self._move(jobdir)
+        return True
+
+    def _move(self, jobdir: JobDirectory) -> None:
+        target = jobdir.move_to(self.options.oldjobs_dir)
+        log.info("job %d: job directory moved to %s", jobdir.job.job_id, target)
+
+    @staticmethod
+    def _reported(jobdir: JobDirectory) -> JobStatus | None:
+        try:
+            return JobStatus[json.loads((jobdir.path / REPORTED).read_text(encoding="utf-8"))["status"]]
+        except (FileNotFoundError, KeyError, ValueError):
+            return None
+
+    @staticmethod
+    def _mark_reported(jobdir: JobDirectory, status: JobStatus, upload_errors: list[str]) -> None:
+        temporary = jobdir.path / f".{REPORTED}.tmp"
+        temporary.write_text(json.dumps({"status": status.name, "upload_errors": upload_errors}), encoding="utf-8")
+        os.replace(temporary, jobdir.path / REPORTED)
+
+    def pending_uploads(self, jobdir: JobDirectory) -> bool:
+        return self._reported(jobdir) is not None
+
+
+def _is_transient(exc: Exception) -> bool:
+    """A conflict (different data under the same name) will not go away by waiting."""
+    return not isinstance(exc, ArchiveConflictError)

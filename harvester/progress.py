@@ -1,0 +1,41 @@
+"""Turning the crawler's job status into the CrawlProgress message operators follow (reference §5.2)."""
+
+from __future__ import annotations
+
+from harvestdef.messages import CrawlProgress, DoOneCrawl
+from harvester.heritrix import JobStatus
+
+# NetarchiveSuite's mapping of crawlControllerState to its crawl status (reference §5.2).
+_STATUS_OF_STATE = {"PAUSING": "CRAWLER_PAUSING", "PAUSED": "CRAWLER_PAUSED", "EMPTY": "CRAWLER_EMPTY",
+                    "FINISHED": "CRAWLING_FINISHED", None: "PRE_CRAWL"}
+
+
+def crawl_progress(job: DoOneCrawl, status: JobStatus, controller_id: str, console_url: str) -> CrawlProgress:
+    uris = status.uri_totals_report
+    sizes = status.size_totals_report
+    rates = status.rate_report
+    frontier = status.frontier_report
+    downloaded = uris.downloaded_uri_count if uris else 0
+    discovered = uris.total_uri_count if uris else 0
+    return CrawlProgress(
+        job_id=job.job_id, attempt_id=job.attempt_id, harvest_id=job.harvest_id, controller_id=controller_id,
+        host_url=console_url,
+        status=_STATUS_OF_STATE.get(status.crawl_controller_state, "CRAWLER_ACTIVE"),
+        crawler_state=status.crawl_controller_state or status.status_description,
+        progress=round(100.0 * downloaded / discovered, 2) if discovered else 0.0,
+        queued_files=uris.queued_uri_count if uris else 0,
+        total_queues=frontier.total_queues if frontier else 0,
+        active_queues=frontier.active_queues if frontier else 0,
+        retired_queues=frontier.retired_queues if frontier else 0,
+        exhausted_queues=frontier.exhausted_queues if frontier else 0,
+        elapsed_seconds=(status.elapsed_report.elapsed_milliseconds // 1000) if status.elapsed_report else 0,
+        alert_count=status.alert_count,
+        downloaded_files=downloaded,
+        discovered_files=discovered,
+        current_processed_kb_per_sec=int(rates.current_kib_per_sec) if rates else 0,
+        processed_kb_per_sec=int(rates.average_kib_per_sec) if rates else 0,
+        current_processed_docs_per_sec=rates.current_docs_per_second if rates else 0.0,
+        processed_docs_per_sec=rates.average_docs_per_second if rates else 0.0,
+        active_toe_count=status.thread_report.toe_count if status.thread_report else 0,
+        total_bytes_written=sizes.total if sizes else 0,
+    )
