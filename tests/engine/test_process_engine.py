@@ -10,7 +10,11 @@ import hashlib
 import http.client
 import json
 import os
+import re
+import signal
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +24,7 @@ from lxml import etree
 
 from harvestdef.errors import HeritrixError
 from harvester.engine.digest import digest_response, parse_auth_params
-from harvester.heritrix import JSON, parse_job_status
+from harvester.heritrix import JSON, HeritrixClient, parse_job_status
 from tests.engine.engine_process import USER, EngineProcess, crawler_beans, write_job
 
 
@@ -195,3 +199,31 @@ def test_xml_representation_looks_like_heritrix_and_json_has_the_same_structure(
     engine_xml = etree.fromstring(raw_request(engine_process, "GET", "/engine").body)
     assert engine_xml.tag == "engine"
     assert "shapes" in [job.findtext("shortName") for job in engine_xml.find("jobs")]
+
+
+def test_the_engine_takes_port_credentials_and_hosts_from_the_settings(tmp_path):
+    """``harvestsuite engine`` reads the settings the harvest controller reads; its options override them."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("www.kulturarv.dk 127.0.0.1\n")
+    settings = tmp_path / "settings.toml"
+    settings.write_text('[harvester.harvesting.heritrix]\nadminName = "operator"\nadminPassword = "from-settings"\n'
+                        'guiPort = 0\n[harvestsuite.crawler]\nbind = "127.0.0.1"\n'
+                        f'hostsFile = "{hosts}"\n')
+    process = subprocess.Popen([sys.executable, "-m", "harvestdef", "--config", str(settings), "engine",
+                                "--jobs-dir", str(tmp_path / "jobs")], stdout=subprocess.PIPE, text=True)
+    try:
+        url = None
+        assert process.stdout is not None
+        for line in process.stdout:
+            match = re.search(r"Engine listening at (https://\S+)/engine", line)
+            if match:
+                url = match.group(1)
+                break
+        assert url is not None and url.startswith("https://127.0.0.1:")
+        status = HeritrixClient(url, "operator", "from-settings", verify=False).engine_status()
+        assert status.jobs_dir == str((tmp_path / "jobs").resolve())
+        with pytest.raises(HeritrixError, match="401"):
+            HeritrixClient(url, "admin", "admin", verify=False).engine_status()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)

@@ -258,3 +258,19 @@ def test_two_controllers_never_share_a_server_dir(harvesting, tmp_path):
     other = h.start_controller("other", **{"harvester.harvesting.serverdir": str(tmp_path / "server2")})
     other.wait_for_log(r"harvest controller \S+: channels FOCUSED", 30)
     assert other.process.poll() is None
+
+
+def test_sigterm_with_shutdown_action_finish_reports_the_stopped_crawl(harvesting):
+    h = harvesting(slow_template())
+    harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
+    h.start_scheduler()
+    controller = h.start_controller(**{"harvestsuite.harvester.shutdownAction": "finish"})
+    wait_for(lambda: crawled_lines(h.server_dir) >= 5, 60, "five crawl.log lines")
+    assert controller.stop() == 0
+    (job,) = h.wait_for_jobs(harvest_id, timeout=30)
+    assert JobStatus(job.status) == JobStatus.DONE
+    assert "stopped at the harvest controller's shutdown" in job.harvest_errors
+    (row,) = h.history(job.job_id)
+    assert row.objectcount >= 3
+    assert StopReason(row.stopreason) == StopReason.DOWNLOAD_UNFINISHED  # "Ended by operator"
+    assert not [p for p in h.server_dir.iterdir() if (p / "harvestInfo.xml").exists()]

@@ -11,13 +11,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from warcio.archiveiterator import ArchiveIterator
 
+from harvestdef.db import schema as s
 from harvestdef.domainnames import registered_domain
 from harvestdef.model.status import JobStatus, StopReason
 from harvester.postprocess.crawllog import iter_crawl_log
 from tests.engine.engine_process import PASSWORD, USER, EngineProcess
-from tests.harvester.conftest import NAS_WITHDEDUP, fast_politeness
+from tests.harvester.conftest import NAS_WITHDEDUP, OUR_TEMPLATE, fast_politeness
 from tests.pywb import pywb_server, replay
 from tests.servers import in_ci
 
@@ -187,3 +189,21 @@ def test_the_second_run_deduplicates_against_the_first_with_netarchivesuites_wit
     history = [row for job in seconds for row in h.history(job.job_id)]
     assert sum(row.duplicate_objects for row in history) == len(revisits)
     assert all(row.novel_objects + row.duplicate_objects == row.objectcount for row in history)
+
+
+def test_a_crawl_that_starts_paused_is_unpaused_and_its_progress_reaches_the_scheduler(harvesting):
+    template = fast_politeness(OUR_TEMPLATE.read_text(encoding="utf-8"))
+    template = template.replace("crawlController.pauseAtStart=false", "crawlController.pauseAtStart=true")
+    assert "crawlController.pauseAtStart=true" in template
+    h = harvesting(template)
+    harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
+    h.start_scheduler()
+    h.start_controller()
+    (job,) = h.wait_for_jobs(harvest_id, timeout=120)
+    assert JobStatus(job.status) == JobStatus.DONE, job
+    with h.engine.connect() as conn:
+        samples = conn.execute(select(s.runningjobshistory.c.status, s.runningjobshistory.c.downloadedfilescount)
+                               .where(s.runningjobshistory.c.jobid == job.job_id)).all()
+    assert samples, "no CrawlProgress message was recorded"
+    (row,) = h.history(job.job_id)
+    assert row.objectcount > 5
