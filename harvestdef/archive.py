@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
 
 from harvestdef.errors import ArchiveConflictError, ArchiveStoreError
+from harvestdef.files import fsync_directory
 
 if TYPE_CHECKING:
     from harvestdef.settings import Settings
@@ -98,7 +99,7 @@ class ArchiveStore:
             raise ArchiveStoreError(f"cannot store {source} as {target}: {exc}") from exc
         finally:
             temporary.unlink(missing_ok=True)
-        _fsync_directory(target.parent)
+        fsync_directory(target.parent)
         return StoredFile(name, size, sha256)
 
     def write_checksums(self, harvest_id: int, job_id: int) -> Path:
@@ -125,7 +126,7 @@ class ArchiveStore:
             os.replace(temporary, sums_path)
         finally:
             temporary.unlink(missing_ok=True)
-        _fsync_directory(job)
+        fsync_directory(job)
         return sums_path
 
     def fetch(self, relative: str, destination: Path) -> Path:
@@ -239,15 +240,6 @@ def _sha256_of_file(path: Path) -> str:
         while chunk := reader.read(CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename or link in ``directory`` durable."""
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
 
 
 def _job_files(job: Path) -> list[str]:

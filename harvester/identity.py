@@ -16,10 +16,10 @@ import hashlib
 import os
 import re
 import socket
-import tempfile
 from pathlib import Path
 
 from harvestdef.errors import ValidationError
+from harvestdef.files import write_atomically
 from harvestdef.settings import HarvesterSettings
 
 ID_FILE_NAME = "controller-id"
@@ -48,7 +48,7 @@ def controller_id(server_dir: str | Path, configured: str = "", host: str | None
         return _read_id_file(id_file)
     directory.mkdir(parents=True, exist_ok=True)
     derived = derive_controller_id(directory, host)
-    _write_atomically(id_file, derived + "\n")
+    write_atomically(id_file, (derived + "\n").encode("utf-8"))
     return derived
 
 
@@ -82,20 +82,3 @@ def _read_id_file(id_file: Path) -> str:
     return value
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write a temporary file beside ``path``, fsync it, rename it over ``path``, fsync the directory."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    directory_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory_fd)
-    finally:
-        os.close(directory_fd)

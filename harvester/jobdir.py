@@ -29,6 +29,7 @@ from pathlib import Path
 
 from lxml import etree
 
+from harvestdef.files import fsync_directory, write_atomically
 from harvestdef.messages import DoOneCrawl, MessageError, decode, encode
 
 HARVEST_INFO = "harvestInfo.xml"
@@ -61,15 +62,6 @@ class CrawlOutcome:
     failed: bool = False
     stalled: bool = False
     errors: list[str] = field(default_factory=list)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
 
 
 def harvest_info_xml(job: DoOneCrawl, submitted: str) -> bytes:
@@ -121,19 +113,19 @@ class JobDirectory:
             if dedup_index is not None:
                 shutil.move(os.fspath(dedup_index), building / DEDUP_INDEX)
                 index_location = os.fspath(final / DEDUP_INDEX)
-            _write_atomically(building / JOB_MESSAGE, encode(job))
-            _write_atomically(building / SEEDS, ("\n".join(job.seeds) + "\n").encode("utf-8"))
+            write_atomically(building / JOB_MESSAGE, encode(job))
+            write_atomically(building / SEEDS, ("\n".join(job.seeds) + "\n").encode("utf-8"))
             template = job.template.replace(INDEX_PLACEHOLDER, index_location)
             if not deduplication:
                 template = without_deduplication(template)
-            _write_atomically(building / CRAWLER_BEANS, template.encode("utf-8"))
+            write_atomically(building / CRAWLER_BEANS, template.encode("utf-8"))
             submitted = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            _write_atomically(building / HARVEST_INFO, harvest_info_xml(job, submitted))
+            write_atomically(building / HARVEST_INFO, harvest_info_xml(job, submitted))
             os.replace(building, final)
         except BaseException:
             shutil.rmtree(building, ignore_errors=True)
             raise
-        _fsync_directory(Path(server_dir))
+        fsync_directory(Path(server_dir))
         return cls(final, job)
 
     @classmethod
@@ -160,7 +152,7 @@ class JobDirectory:
             return None
 
     def mark_resumable(self, checkpoint: str) -> None:
-        _write_atomically(self.path / RESUME, json.dumps({"checkpoint": checkpoint}).encode())
+        write_atomically(self.path / RESUME, json.dumps({"checkpoint": checkpoint}).encode())
 
     def clear_resumable(self) -> None:
         (self.path / RESUME).unlink(missing_ok=True)
@@ -173,7 +165,7 @@ class JobDirectory:
             return None
 
     def record_outcome(self, outcome: CrawlOutcome) -> None:
-        _write_atomically(self.path / OUTCOME, json.dumps(asdict(outcome)).encode())
+        write_atomically(self.path / OUTCOME, json.dumps(asdict(outcome)).encode())
 
     # ------------------------------------------------------------------ the crawler's files
     def launch_directories(self) -> list[Path]:
@@ -215,11 +207,3 @@ def unfinished_job_directories(server_dir: Path) -> list[Path]:
     found = [p for p in server_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
              and (p / HARVEST_INFO).is_file()]
     return sorted(found, key=lambda p: p.name)
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

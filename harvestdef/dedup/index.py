@@ -37,6 +37,7 @@ from types import TracebackType
 
 from harvestdef.dedup.entries import DedupEntry, EntryFields
 from harvestdef.errors import DedupFormatError
+from harvestdef.files import fsync_directory
 
 # Stored in meta; the reader refuses any other (the first format, one row per digest, had no meta table).
 FORMAT = "2"
@@ -215,7 +216,7 @@ class DedupIndexWriter:
                 self._finish()
                 _fsync_file(self._temporary)
                 os.replace(self._temporary, self.path)
-                _fsync_directory(self.path.parent)
+                fsync_directory(self.path.parent)
         finally:
             self._discard()
 
@@ -369,11 +370,3 @@ def _check_date(date: str, digest: str, url: str) -> None:
 def _fsync_file(path: Path) -> None:
     with open(path, "rb") as file:
         os.fsync(file.fileno())
-
-
-def _fsync_directory(directory: Path) -> None:
-    descriptor = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

@@ -9,11 +9,12 @@ a reader never sees half an index.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TextIO
 
 from cdxj_indexer.main import CDXJIndexer
+
+from harvestdef.files import replacing
 
 
 class _CountingWriter:
@@ -37,16 +38,8 @@ def write_cdxj(warc_path: Path, out_path: Path) -> int:
     if not warc_path.is_file():
         raise FileNotFoundError(f"WARC file {warc_path} does not exist; no CDXJ index made")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    partial = out_path.with_name(out_path.name + ".partial")
-    try:
-        with open(warc_path, "rb") as warc, open(partial, "w", encoding="utf-8", newline="\n") as out:
-            counter = _CountingWriter(out)
-            CDXJIndexer(output=counter, inputs=[warc], sort=True, post_append=True,
-                        filename=warc_path.name).process_all()
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, out_path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    with open(warc_path, "rb") as warc, replacing(out_path, "w", encoding="utf-8", newline="\n") as out:
+        counter = _CountingWriter(out)
+        CDXJIndexer(output=counter, inputs=[warc], sort=True, post_append=True,
+                    filename=warc_path.name).process_all()
     return counter.lines

@@ -28,7 +28,6 @@ complete; this module never decides which files belong to a job, the caller pass
 from __future__ import annotations
 
 import hashlib
-import os
 import socket
 import tempfile
 from base64 import b32encode
@@ -42,6 +41,7 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.warcwriter import WARCWriter
 
 from harvestdef.errors import ValidationError
+from harvestdef.files import replacing
 from harvestdef.messages import AliasInfo
 from harvester.postprocess.cdx import cdx_lines
 
@@ -217,27 +217,19 @@ def write_metadata_warc(out_path: Path, info: MetadataInfo, setup_files: Sequenc
         if not path.is_file():
             raise FileNotFoundError(f"metadata WARC {out_path.name}: input file {path} does not exist")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    partial = out_path.with_name(out_path.name + ".partial")
-    try:
-        with open(partial, "wb") as out:
-            writer = _MetadataWriter(out, out_path.name, info)
-            if info.aliases:
-                writer.write_text(aliases_url(info), "".join(f"{alias.domain} is an alias for {alias.alias_of}\n"
-                                                             for alias in info.aliases))
-            if info.deduplication_job_ids is not None:
-                writer.write_text(duplicate_reduction_url(info), ",".join(map(str, info.deduplication_job_ids)))
-                if info.deduplication_job_ids_left_out:
-                    writer.write_text(duplicate_reduction_left_out_url(info),
-                                      ",".join(map(str, info.deduplication_job_ids_left_out)))
-            for category, files in groups:
-                for url, path in _sorted_by_url(info, category, files):
-                    writer.write_file(url, path)
-            for archive_file in sorted((Path(p) for p in archive_files), key=lambda p: (p.name, str(p))):
-                writer.write_cdx(archive_file)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, out_path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    with replacing(out_path) as out:
+        writer = _MetadataWriter(out, out_path.name, info)
+        if info.aliases:
+            writer.write_text(aliases_url(info), "".join(f"{alias.domain} is an alias for {alias.alias_of}\n"
+                                                         for alias in info.aliases))
+        if info.deduplication_job_ids is not None:
+            writer.write_text(duplicate_reduction_url(info), ",".join(map(str, info.deduplication_job_ids)))
+            if info.deduplication_job_ids_left_out:
+                writer.write_text(duplicate_reduction_left_out_url(info),
+                                  ",".join(map(str, info.deduplication_job_ids_left_out)))
+        for category, files in groups:
+            for url, path in _sorted_by_url(info, category, files):
+                writer.write_file(url, path)
+        for archive_file in sorted((Path(p) for p in archive_files), key=lambda p: (p.name, str(p))):
+            writer.write_cdx(archive_file)
     return out_path

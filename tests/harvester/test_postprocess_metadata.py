@@ -92,7 +92,7 @@ def test_metadata_warc_passes_warcio_and_holds_everything_in_order(job_dir, tmp_
     out = tmp_path / metadata_file_name(7, 3)
     result = write_metadata_warc(out, info(aliases=aliases, deduplication_job_ids=[4, 5],
                                            deduplication_job_ids_left_out=[6]), setup, reports, logs, archives)
-    assert result == out and not list(tmp_path.glob("*.partial"))
+    assert result == out and not list(tmp_path.glob(".*.tmp"))
 
     check = subprocess.run([str(WARCIO), "check", "-v", str(out)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr

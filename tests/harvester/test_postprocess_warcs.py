@@ -121,7 +121,7 @@ def test_cdxj_is_sorted_and_points_at_the_records(warc, tmp_path):
     lines = out.read_text(encoding="utf-8").splitlines()
     assert count == len(lines)
     assert lines == sorted(lines)
-    assert not list(out.parent.glob("*.partial"))
+    assert not list(out.parent.glob(".*.tmp"))
     records = {record["offset"]: record for record in parsed_records(warc)}
     indexed = [record for record in records.values() if record["type"] in ("response", "revisit")]
     assert len(lines) == len(indexed)

@@ -1,0 +1,48 @@
+"""Writing files so that a crash leaves the old file or the new one, never half of one.
+
+A file is written under a temporary name beside its final name, flushed and fsynced, renamed over the final
+name, and the directory is fsynced so that the rename itself survives a power cut. Everything HarvestSuite
+keeps on disk as state (job directories, indexes, the archive store's files) is written this way.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
+    """Make a rename, link or new file in ``directory`` durable."""
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+@contextmanager
+def replacing(path: str | os.PathLike[str], mode: str = "wb", **open_arguments: Any) -> Iterator[IO[Any]]:
+    """A file to write that takes ``path``'s place only when the block ends without an error; on an error
+    the temporary file is removed and ``path`` is left as it was."""
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, mode, **open_arguments) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    fsync_directory(path.parent)
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """``data`` becomes the whole content of ``path``, or ``path`` stays as it was."""
+    with replacing(path) as handle:
+        handle.write(data)
