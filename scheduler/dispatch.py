@@ -110,6 +110,14 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
                                     deduplication_index=dedup_index))
 
 
+def _may_go(conn: Connection, job: Job) -> bool:
+    """The job's run has its deduplication index, or needs none (a first selective run)."""
+    if not job.snapshot and job.harvest_num <= 1:
+        return True
+    index = find_run_index(conn, HarvestRun(job.harvest_id, job.harvest_num))
+    return index is not None and index.ready
+
+
 class Dispatcher:
     """Releases jobs for ready messages and answers claims."""
 
@@ -157,9 +165,15 @@ class Dispatcher:
         return None
 
     def _next_job(self, conn: Connection, channel: str) -> Job | None:
-        """The oldest NEW job of ``channel`` that may go now: with deduplication on, its run's index is ready."""
-        may_go = has_index_ready(s.jobs) if self.options.deduplication_enabled else None
-        return JobRepository(conn).oldest_new(channel, may_go)
+        """The oldest NEW job of ``channel`` that may go now: with deduplication on, its run's index is ready.
+
+        The oldest NEW job almost always may go, and asking for it alone is the cheap query; only when it
+        may not is the readiness condition put into the query."""
+        repository = JobRepository(conn)
+        job = repository.oldest_new(channel)
+        if job is None or not self.options.deduplication_enabled or _may_go(conn, job):
+            return job
+        return repository.oldest_new(channel, has_index_ready(s.jobs))
 
     def _still_waiting(self, conn: Connection, job_id: int, released_at: datetime | None, now: datetime) -> bool:
         """The job released for the controller's previous ready message is still unclaimed in its queue."""
