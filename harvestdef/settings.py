@@ -262,6 +262,18 @@ class NotificationSettings:
 
 
 @dataclass(frozen=True)
+class WebuiSettings:
+    secretKey: str = setting("harvestsuite.webui.secretKey", "",
+                             "key that signs session cookies; empty = a random key per start (everybody logs in "
+                             "again after a restart)")
+    sessionLifetime: int = setting("harvestsuite.webui.sessionLifetime", 28_800,
+                                   "seconds a login lasts without activity")
+    secureCookies: bool = setting("harvestsuite.webui.secureCookies", False,
+                                  "send the session cookie over HTTPS only (true behind a TLS reverse proxy)")
+    pageSize: int = setting("harvestsuite.webui.pageSize", 50, "rows per page of a list")
+
+
+@dataclass(frozen=True)
 class ArchiveSettings:
     root: str = setting("harvestsuite.archive.root", "archive", "root directory of the archive store")
 
@@ -278,6 +290,7 @@ class Settings:
     crawler: CrawlerSettings = field(default_factory=CrawlerSettings)
     queue: QueueSettings = field(default_factory=QueueSettings)
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
+    webui: WebuiSettings = field(default_factory=WebuiSettings)
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
     def effective(self) -> dict[str, Any]:

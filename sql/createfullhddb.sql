@@ -445,6 +445,18 @@ CREATE TABLE extendedfield (
 	FOREIGN KEY(extendedfieldtype_id) REFERENCES extendedfieldtype (extendedfieldtype_id)
 );
 
+CREATE TABLE api_tokens (
+	token_id BIGSERIAL NOT NULL, 
+	user_id BIGINT NOT NULL, 
+	token_sha256 VARCHAR(64) NOT NULL, 
+	created TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	last_used TIMESTAMP WITHOUT TIME ZONE, 
+	revoked BOOLEAN DEFAULT false NOT NULL, 
+	PRIMARY KEY (token_id), 
+	FOREIGN KEY(user_id) REFERENCES users (user_id), 
+	UNIQUE (token_sha256)
+);
+
 CREATE TABLE config_seedlists (
 	config_id BIGINT NOT NULL, 
 	seedlist_id BIGINT NOT NULL, 
@@ -648,6 +660,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0003_dedup_index');
+INSERT INTO alembic_version (version_num) VALUES ('0004_api_tokens');
 
 COMMIT;

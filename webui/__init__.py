@@ -1,1 +1,51 @@
-"""The web UI for curators, operators and archivists (Flask app factory, one blueprint per section)."""
+"""The web UI for curators, operators and archivists, and its JSON API (design.md §Packages).
+
+``create_app`` is all this module holds (style.md §1): it reads the settings once, opens the harvest
+database, and registers one blueprint per section: ``auth`` (login), ``definitions``, ``status`` (harvest
+status), ``history``, ``system``, and ``api`` (``/api/v1``, the same data and actions as JSON).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import secrets
+from typing import Any
+
+from flask import Flask
+from sqlalchemy import Engine
+
+from harvestdef.settings import Settings, load_settings
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings | None = None, engine: Engine | None = None,
+               test_config: dict[str, Any] | None = None) -> Flask:
+    """The web UI on the harvest database of ``settings`` (or ``engine``, which the caller keeps owning)."""
+    from webui import api, auth, definitions, history, status, system
+    from webui.context import WebuiContext
+
+    settings = settings or load_settings()
+    app = Flask(__name__)
+    secret = settings.webui.secretKey
+    if not secret:
+        log.warning("harvestsuite.webui.secretKey is not set: sessions end when the web UI restarts")
+        secret = secrets.token_urlsafe(32)
+    app.config.update(
+        SECRET_KEY=secret,
+        PERMANENT_SESSION_LIFETIME=datetime.timedelta(seconds=settings.webui.sessionLifetime),
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=settings.webui.secureCookies,
+        MAX_CONTENT_LENGTH=256 * 1024 * 1024,
+        JSON_SORT_KEYS=False,
+    )
+    if test_config:
+        app.config.update(test_config)
+    WebuiContext.attach(app, settings, engine)
+    auth.init_app(app)
+    for section in (auth, definitions, status, history, system):
+        app.register_blueprint(section.blueprint)
+    api.init_app(app)
+    return app

@@ -28,7 +28,8 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BASELINE_REVISION = "0001_baseline"
 # A table each revision creates, newest first: the newest present tells the revision of tables loaded from
 # a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
-MARKER_TABLES = (("0003_dedup_index", "harvest_run_dedup_index"), ("0002_scheduler", "scheduler_lock"))
+MARKER_TABLES = (("0004_api_tokens", "api_tokens"), ("0003_dedup_index", "harvest_run_dedup_index"),
+                 ("0002_scheduler", "scheduler_lock"))
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

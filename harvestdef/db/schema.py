@@ -568,3 +568,14 @@ harvest_run_dedup_index = Table(
     Column("changed_at", UTCDateTime, nullable=False),
     PrimaryKeyConstraint("harvest_id", "harvest_num"),
 )
+
+# API tokens of web UI users (Authorization: Bearer ...); only a SHA-256 of each token is kept.
+api_tokens = Table(
+    "api_tokens", metadata,
+    Column("token_id", Id, primary_key=True, autoincrement=True),
+    Column("user_id", Id, ForeignKey("users.user_id"), nullable=False),
+    Column("token_sha256", String(64), nullable=False, unique=True),
+    Column("created", UTCDateTime, nullable=False),
+    Column("last_used", UTCDateTime),
+    Column("revoked", Boolean, nullable=False, server_default=text("false")),
+)

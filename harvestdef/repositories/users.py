@@ -12,11 +12,12 @@ import base64
 import hashlib
 import hmac
 import os
+import secrets
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, insert, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
@@ -33,6 +34,11 @@ from harvestdef.repositories.base import (
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 MIN_PASSWORD_LENGTH = 8
 REDACTED = "(hash changed)"
+TOKEN_PREFIX = "hs_"
+
+
+def _token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def hash_password(password: str) -> str:
@@ -91,6 +97,10 @@ class UserRepository:
             raise NotFoundError("user", name)
         return _to_user(row)
 
+    def find(self, name: str) -> User | None:
+        row = self.conn.execute(select(s.users).where(s.users.c.name == name.strip())).first()
+        return _to_user(row) if row is not None else None
+
     def all_users(self) -> list[User]:
         return [_to_user(row) for row in self.conn.execute(select(s.users).order_by(s.users.c.name))]
 
@@ -109,6 +119,26 @@ class UserRepository:
         record_audit(self.conn, self.actor, "users", user_id, "insert", None,
                      _redacted(fetch_row(self.conn, s.users, "user_id", user_id)))
         return self.get(name)
+
+    def create_token(self, name: str) -> str:
+        """A new API token of the user: returned once, kept only as its SHA-256."""
+        user = self.get(name)
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        self.conn.execute(insert(s.api_tokens).values(user_id=user.user_id, token_sha256=_token_digest(token),
+                                                      created=self.clock()))
+        record_audit(self.conn, self.actor, "api_tokens", user.user_id, "insert", None,
+                     {"user": user.name, "token": "(new token)"})
+        return token
+
+    def user_for_token(self, token: str) -> User | None:
+        """The active user an unrevoked API token belongs to; None for any other token."""
+        t, u = s.api_tokens, s.users
+        row = self.conn.execute(select(u, t.c.token_id).join(t, t.c.user_id == u.c.user_id).where(
+            t.c.token_sha256 == _token_digest(token), t.c.revoked.is_(False), u.c.isactive.is_(True))).first()
+        if row is None:
+            return None
+        self.conn.execute(update(t).where(t.c.token_id == row.token_id).values(last_used=self.clock()))
+        return _to_user(row)
 
     def authenticate(self, name: str, password: str) -> User | None:
         """The user if the name and password match and the user is active; else None."""

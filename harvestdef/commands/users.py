@@ -1,0 +1,45 @@
+"""``harvestsuite users``: the web UI's users and their API tokens."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from harvestdef.cli import AppContext, pass_app
+from harvestdef.model.definitions import Role
+
+
+@click.group()
+def users() -> None:
+    """Users of the web UI and the JSON API."""
+
+
+@users.command()
+@click.argument("name")
+@click.option("--role", type=click.Choice([role.value for role in Role]), required=True,
+              help="curator, operator, archivist or admin.")
+@click.option("--fullname", default="", help="The person's name, shown in the UI.")
+@pass_app
+def add(app: AppContext, name: str, role: str, fullname: str) -> None:
+    """Create user NAME; the password is read from stdin (one line), never from the command line."""
+    from harvestdef.repositories.users import UserRepository
+
+    if sys.stdin.isatty():
+        password = click.prompt("password", hide_input=True, confirmation_prompt=True)
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    with app.engine().begin() as conn:
+        user = UserRepository(conn).create(name, role, password=password, fullname=fullname)
+    click.echo(f"user {user.name} ({user.role.value}) created")
+
+
+@users.command()
+@click.argument("name")
+@pass_app
+def token(app: AppContext, name: str) -> None:
+    """Print a new API token of user NAME (for Authorization: Bearer TOKEN); it is shown only now."""
+    from harvestdef.repositories.users import UserRepository
+
+    with app.engine().begin() as conn:
+        click.echo(UserRepository(conn).create_token(name))

@@ -1,0 +1,81 @@
+"""The web UI through Flask's test client, on a fresh harvest database (SQLite, and PostgreSQL where the test
+asks for ``database_url``'s postgresql parameter): a user of every role, with an API token each, and
+clients logged in through the login form as a browser is."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import Engine
+
+from harvestdef.db.engine import open_engine
+from harvestdef.db.init import init_database
+from harvestdef.repositories.users import UserRepository
+from harvestdef.settings import load_settings
+from webui import create_app
+
+ROLES = ("curator", "operator", "archivist", "admin")
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture
+def webui_engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = open_engine(f"sqlite:///{tmp_path / 'harvest.db'}")
+    init_database(engine)
+    with engine.begin() as conn:
+        users = UserRepository(conn)
+        for role in ROLES:
+            users.create(role, role, password=PASSWORD)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def app(webui_engine: Engine, tmp_path: Path) -> Flask:
+    settings = load_settings(environ={}, overrides={"harvestsuite.webui.secretKey": "test-secret",
+                                                    "harvestsuite.archive.root": str(tmp_path / "archive")})
+    return create_app(settings, webui_engine, {"TESTING": True})
+
+
+@pytest.fixture
+def tokens(webui_engine: Engine) -> dict[str, str]:
+    """An API token per role: ``tokens["curator"]``."""
+    with webui_engine.begin() as conn:
+        return {role: UserRepository(conn).create_token(role) for role in ROLES}
+
+
+@pytest.fixture
+def api(app: Flask, tokens: dict[str, str]) -> Callable[..., object]:
+    """``api("curator", "post", "/api/v1/domains", json={...})``: a call with that role's bearer token."""
+    client = app.test_client()
+
+    def call(role: str, method: str, path: str, **kwargs: object):
+        headers = {"Authorization": f"Bearer {tokens[role]}", **kwargs.pop("headers", {})}  # type: ignore[dict-item]
+        return getattr(client, method)(path, headers=headers, **kwargs)
+    return call
+
+
+def csrf_of(client: FlaskClient, path: str = "/login") -> str:
+    page = client.get(path).get_data(as_text=True)
+    match = re.search(r'name="csrf_token" value="([^"]+)"', page) or re.search(
+        r'name="csrf-token" content="([^"]+)"', page)
+    assert match, f"no CSRF token on {path}"
+    return match.group(1)
+
+
+@pytest.fixture
+def login(app: Flask) -> Callable[[str], FlaskClient]:
+    """A client logged in as the user of ``role`` through the login form; ``client.csrf`` is its token."""
+    def log_in(role: str) -> FlaskClient:
+        client = app.test_client()
+        token = csrf_of(client)
+        response = client.post("/login", data={"name": role, "password": PASSWORD, "csrf_token": token})
+        assert response.status_code == 302, response.get_data(as_text=True)
+        client.csrf = csrf_of(client, "/")  # type: ignore[attr-defined]
+        return client
+    return log_in

@@ -1,0 +1,74 @@
+"""Login, roles, API tokens and CSRF protection, for pages and the API alike."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.webui.conftest import PASSWORD, csrf_of
+
+
+def test_every_page_needs_a_login(app):
+    client = app.test_client()
+    response = client.get("/")
+    assert response.status_code == 302 and "/login" in response.headers["Location"]
+    response = client.get("/api/v1/openapi.json")
+    assert response.status_code == 401
+    assert response.get_json()["error"]["code"] == "unauthorized"
+
+
+def test_a_wrong_password_and_a_forged_login_are_refused(app):
+    client = app.test_client()
+    token = csrf_of(client)
+    response = client.post("/login", data={"name": "curator", "password": "wrong", "csrf_token": token})
+    assert response.status_code == 401 and "Unknown user or wrong password" in response.get_data(as_text=True)
+    response = client.post("/login", data={"name": "curator", "password": PASSWORD, "csrf_token": "forged"})
+    assert response.status_code == 400
+    assert client.get("/").status_code == 302
+
+
+def test_login_keeps_the_next_page_on_this_site_only(app):
+    client = app.test_client()
+    token = csrf_of(client)
+    response = client.post("/login?next=https://evil.example/", data={"name": "curator", "password": PASSWORD,
+                                                                       "csrf_token": token})
+    assert response.headers["Location"] == "/"
+
+
+def test_a_logged_in_user_sees_the_home_page_and_logs_out(login):
+    client = login("archivist")
+    page = client.get("/").get_data(as_text=True)
+    assert "archivist" in page
+    assert client.post("/logout", data={"csrf_token": "forged"}).status_code == 403
+    assert client.post("/logout", data={"csrf_token": client.csrf}).status_code == 302
+    assert client.get("/").status_code == 302
+
+
+def test_api_tokens_authenticate_and_unknown_ones_do_not(app, tokens):
+    client = app.test_client()
+    ok = client.get("/api/v1/openapi.json", headers={"Authorization": f"Bearer {tokens['archivist']}"})
+    assert ok.status_code == 200
+    assert "/openapi.json" in ok.get_json()["paths"]
+    bad = client.get("/api/v1/openapi.json", headers={"Authorization": "Bearer hs_not-a-token"})
+    assert bad.status_code == 401 and "unknown or revoked" in bad.get_json()["error"]["message"]
+
+
+def test_cookie_authenticated_api_writes_need_the_csrf_header(login):
+    client = login("admin")
+    response = client.post("/api/v1/openapi.json", json={})
+    assert response.status_code == 403
+    assert "CSRF" in response.get_json()["error"]["message"]
+
+
+def test_users_and_tokens_from_the_command_line(tmp_path):
+    database = f"sqlite:///{tmp_path / 'cli.db'}"
+    base = [sys.executable, "-m", "harvestdef", "--set", f"harvestsuite.database.url={database}"]
+    subprocess.run([*base, "db", "init"], check=True, capture_output=True)
+    added = subprocess.run([*base, "users", "add", "karen", "--role", "curator"], input="a long password\n",
+                           capture_output=True, text=True)
+    assert added.returncode == 0 and "user karen (curator) created" in added.stdout, added.stderr
+    token = subprocess.run([*base, "users", "token", "karen"], capture_output=True, text=True, check=True)
+    assert token.stdout.strip().startswith("hs_") and len(token.stdout.strip()) > 30
+    refused = subprocess.run([*base, "users", "add", "x", "--role", "emperor"], input="pw\n", capture_output=True,
+                             text=True)
+    assert refused.returncode != 0 and "emperor" in refused.stderr

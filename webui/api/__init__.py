@@ -1,0 +1,64 @@
+"""The JSON API under ``/api/v1``: the data and actions of every page, described at ``/api/v1/openapi.json``.
+
+Each area's routes live in a module of its own on the one blueprint of ``webui.api.core``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import Flask, current_app, jsonify, render_template
+from werkzeug.exceptions import HTTPException
+
+from webui.api import errors
+from webui.api.core import blueprint
+from webui.auth import is_api_request
+
+_PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+
+
+@blueprint.route("/openapi.json")
+def openapi() -> Any:
+    """This description: every route of the API with its methods and summary."""
+    paths: dict[str, dict[str, Any]] = {}
+    prefix = blueprint.url_prefix or ""
+    for rule in current_app.url_map.iter_rules():
+        if not rule.rule.startswith(prefix):
+            continue
+        view = current_app.view_functions[rule.endpoint]
+        path = _PARAMETER.sub(r"{\1}", rule.rule[len(prefix):])
+        summary = (view.__doc__ or "").strip().split("\n")[0]
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            paths.setdefault(path, {})[method.lower()] = {
+                "summary": summary, "operationId": f"{rule.endpoint}.{method.lower()}",
+                "parameters": [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                               for name in rule.arguments],
+                "security": [{"bearer": []}, {"session": []}]}
+    return jsonify({
+        "openapi": "3.1.0",
+        "info": {"title": "HarvestSuite API", "version": "1"},
+        "servers": [{"url": prefix}],
+        "components": {"securitySchemes": {
+            "bearer": {"type": "http", "scheme": "bearer"},
+            "session": {"type": "apiKey", "in": "cookie", "name": "session"}}},
+        "paths": paths,
+    })
+
+
+def _api_error(error: Exception) -> Any:
+    if not is_api_request() and isinstance(error, HTTPException):
+        return error
+    translated = errors.translate(error)
+    if not is_api_request():
+        status = errors.STATUS_OF_CODE[translated.code]
+        return render_template("error.html", status=status, message=translated.message), status
+    return errors.error_response(translated.code, translated.message, translated.field)
+
+
+def init_app(app: Flask) -> None:
+    from harvestdef.errors import HarvestSuiteError
+    app.register_blueprint(blueprint)
+    app.register_error_handler(errors.ApiError, _api_error)
+    app.register_error_handler(HarvestSuiteError, _api_error)
+    app.register_error_handler(HTTPException, _api_error)

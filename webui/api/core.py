@@ -1,0 +1,103 @@
+"""The ``/api/v1`` blueprint and what its views share: JSON bodies, keyset paging, editions.
+
+Lists are ``{"items": [...], "next": CURSOR|null}``: the cursor is the last item's sort key, opaque to
+clients (``?after=CURSOR``), so a page is one index range scan, never OFFSET or a count over millions of
+rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from enum import Enum
+from typing import Any, TypeVar
+
+from flask import Blueprint, request
+
+from webui.api.errors import ApiError
+from webui.context import settings
+
+blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
+
+_T = TypeVar("_T")
+MAX_LIMIT = 1000
+
+
+def body() -> dict[str, Any]:
+    """The request's JSON object, or an invalid error saying what is wrong with it."""
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        raise ApiError("invalid", "the request body must be a JSON object (Content-Type: application/json)")
+    return data
+
+
+def field(data: dict[str, Any], name: str, kind: type | tuple[type, ...], required: bool = True,
+          default: Any = None) -> Any:
+    """``data[name]`` checked against ``kind``; an invalid error naming the field otherwise."""
+    if name not in data or data[name] is None:
+        if required:
+            raise ApiError("invalid", f"{name} is required", name)
+        return default
+    value = data[name]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        raise ApiError("invalid", f"{name} must be {' or '.join(k.__name__ for k in kinds)}, not a boolean", name)
+    if not isinstance(value, kinds):
+        raise ApiError("invalid", f"{name} must be {' or '.join(k.__name__ for k in kinds)}, "
+                                  f"not {type(value).__name__}", name)
+    return value
+
+
+def edition(data: dict[str, Any]) -> int:
+    """The edition a PATCH was based on (required: a stale one is refused with 409)."""
+    return field(data, "edition", int)
+
+
+def encode_cursor(key: Sequence[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key), default=str).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> list[Any] | None:
+    if not cursor:
+        return None
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        key = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, UnicodeDecodeError):
+        raise ApiError("invalid", "after is not a cursor this API gave out", "after") from None
+    if not isinstance(key, list):
+        raise ApiError("invalid", "after is not a cursor this API gave out", "after")
+    return key
+
+
+def limit() -> int:
+    """``?limit=`` (default: the pageSize setting), 1 to MAX_LIMIT."""
+    text = request.args.get("limit")
+    if text is None:
+        return settings().webui.pageSize
+    try:
+        value = int(text)
+    except ValueError:
+        raise ApiError("invalid", f"limit must be a whole number, not {text!r}", "limit") from None
+    if not 1 <= value <= MAX_LIMIT:
+        raise ApiError("invalid", f"limit must be between 1 and {MAX_LIMIT}", "limit")
+    return value
+
+
+def page(rows: Sequence[_T], size: int, key: Callable[[_T], Sequence[Any]],
+         render: Callable[[_T], dict[str, Any]]) -> dict[str, Any]:
+    """A page from ``rows``, which the caller fetched with ``size + 1`` as its LIMIT."""
+    items = [render(row) for row in rows[:size]]
+    following = encode_cursor(key(rows[size - 1])) if len(rows) > size else None
+    return {"items": items, "next": following}
+
+
+def jsonable(value: Any) -> Any:
+    """Times as ISO 8601 UTC, enums (statuses, stop reasons) by name."""
+    if isinstance(value, datetime):
+        return value.isoformat().replace("+00:00", "Z")
+    if isinstance(value, Enum):
+        return value.name
+    return value

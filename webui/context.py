@@ -1,0 +1,54 @@
+"""What every view needs: the settings, the harvest database, and the logged-in user.
+
+The engine is opened once per app (closed at interpreter exit when the app opened it); each view opens
+its own connection or transaction with ``database()`` and closes it where it opened it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Flask, current_app, g
+from sqlalchemy import Engine
+
+from harvestdef.db.engine import engine_from_settings
+from harvestdef.model.definitions import User
+from harvestdef.settings import Settings
+
+EXTENSION = "harvestsuite"
+
+
+@dataclass
+class WebuiContext:
+    settings: Settings
+    engine: Engine
+
+    @classmethod
+    def attach(cls, app: Flask, settings: Settings, engine: Engine | None) -> WebuiContext:
+        context = cls(settings, engine or engine_from_settings(settings.database))
+        app.extensions[EXTENSION] = context
+        return context
+
+
+def webui_context() -> WebuiContext:
+    return current_app.extensions[EXTENSION]
+
+
+def database() -> Engine:
+    """The harvest database of this app."""
+    return webui_context().engine
+
+
+def settings() -> Settings:
+    return webui_context().settings
+
+
+def current_user() -> User | None:
+    """The user of this request (logged in by session or by API token), or None."""
+    return g.get("user")
+
+
+def actor() -> str:
+    """The name the audit log records for this request's changes."""
+    user = current_user()
+    return user.name if user is not None else "anonymous"

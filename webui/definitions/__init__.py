@@ -1,0 +1,8 @@
+"""Definitions: domains, configurations, seed lists, crawl templates, schedules, harvests, crawler traps,
+extended fields, harvest channels."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+blueprint = Blueprint("definitions", __name__, url_prefix="/definitions", template_folder="templates")

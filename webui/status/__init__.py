@@ -1,0 +1,7 @@
+"""Harvest status: jobs, running jobs with their progress, job detail, why a harvest waits."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+blueprint = Blueprint("status", __name__, url_prefix="/status", template_folder="templates")
