@@ -58,6 +58,7 @@ def _api_error(error: Exception) -> Any:
 
 def init_app(app: Flask) -> None:
     from harvestdef.errors import HarvestSuiteError
+    from webui.api import domains, harvests, history, jobs, system  # noqa: F401 - their routes join the blueprint
     app.register_blueprint(blueprint)
     app.register_error_handler(errors.ApiError, _api_error)
     app.register_error_handler(HarvestSuiteError, _api_error)

@@ -6,3 +6,6 @@ from __future__ import annotations
 from flask import Blueprint
 
 blueprint = Blueprint("definitions", __name__, url_prefix="/definitions", template_folder="templates")
+
+# The pages join the blueprint when their modules are imported.
+from webui.definitions import domains, harvests  # noqa: E402, F401

@@ -13,3 +13,7 @@ blueprint = Blueprint("system", __name__, template_folder="templates")
 def home() -> Any:
     """The start page: the sections and what needs attention."""
     return render_template("system/home.html")
+
+
+# The other pages join the blueprint when their module is imported.
+from webui.system import views  # noqa: E402, F401

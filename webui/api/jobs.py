@@ -1,0 +1,5 @@
+"""API routes: jobs."""
+
+from __future__ import annotations
+
+from webui.api.core import blueprint  # noqa: F401 - routes are added to the one API blueprint
