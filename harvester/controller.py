@@ -116,12 +116,12 @@ class HarvestController:
         self.postprocessor = postprocessor
         self.controller_id = controller_id
         self.host = host or socket.gethostname()
+        self.stop_event = threading.Event()
         self.link = SchedulerLink(transport, names, controller_id, self.host, list(options.channels),
-                                  options.answer_timeout)
+                                  options.answer_timeout, stop=self.stop_event)
         self.state = STARTING
         self.pause_reason = ""
         self.current: DoOneCrawl | None = None
-        self.stop_event = threading.Event()
         self._state_lock = threading.Lock()
         self.jobs_done: list[tuple[int, JobStatus]] = []
 
@@ -317,6 +317,8 @@ class HarvestController:
         try:
             answer = self.link.claim(jobdir.job, resume=True)
         except SchedulerSilentError as exc:
+            if self.stop_event.is_set():
+                return  # stopping: the resume marker stays for the next start
             answer = None
             log.warning("job %d: no answer to the resume claim: %s", jobdir.job.job_id, exc)
         if answer is not None and answer.granted:

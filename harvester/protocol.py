@@ -17,6 +17,7 @@ message of a job it already holds (its acknowledgement was lost) is acknowledged
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 
@@ -61,7 +62,7 @@ class TakenJob:
 
 class SchedulerLink:
     def __init__(self, transport: Transport, names: QueueNames, controller_id: str, host: str,
-                 channels: list[str], answer_timeout: float = 30.0) -> None:
+                 channels: list[str], answer_timeout: float = 30.0, stop: threading.Event | None = None) -> None:
         self.transport = transport
         self.names = names
         self.controller_id = controller_id
@@ -69,11 +70,13 @@ class SchedulerLink:
         self.channels = [name.strip().upper() for name in channels if name.strip()]
         self.answer_timeout = answer_timeout
         self.reply_queue = names.controller(controller_id)
+        # Set when the controller is stopping: waiting for an answer ends at once (as if none came).
+        self.stop = stop or threading.Event()
 
     # ------------------------------------------------------------------ answers on our own queue
     def _await_answer(self, kind: type, matches: object) -> object:
         deadline = time.monotonic() + self.answer_timeout
-        while (left := deadline - time.monotonic()) > 0:
+        while (left := deadline - time.monotonic()) > 0 and not self.stop.is_set():
             delivery = self.transport.receive(self.reply_queue, timeout=min(left, 1.0))
             if delivery is None:
                 continue
@@ -87,6 +90,8 @@ class SchedulerLink:
                 return message
             log.info("%s on %s ignored while waiting for a %s", type(message).__name__, self.reply_queue,
                      kind.__name__)
+        if self.stop.is_set():
+            raise SchedulerSilentError(f"stopped while waiting for a {kind.__name__} on {self.reply_queue}")
         raise SchedulerSilentError(f"no {kind.__name__} from the scheduler on {self.reply_queue} within "
                                    f"{self.answer_timeout:.0f} s")
 
