@@ -1,0 +1,39 @@
+"""Who may import whom (design.md §Packages): read from the source with ast, so a new module is checked too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# package -> module prefixes it must never import
+FORBIDDEN = {
+    "harvestdef": ("scheduler", "harvester", "webui"),
+    "scheduler": ("harvester", "webui"),
+    # harvester nodes never connect to the harvest database: nothing of it, not even its schema
+    "harvester": ("scheduler", "webui", "harvestdef.db", "harvestdef.repositories", "sqlalchemy", "psycopg"),
+    "webui": ("scheduler", "harvester"),
+}
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+    return found
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_a_package_imports_only_what_the_design_allows(package):
+    offences = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        for line, module in imported_modules(path):
+            if any(module == banned or module.startswith(banned + ".") for banned in FORBIDDEN[package]):
+                offences.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not offences, "\n".join(offences)
