@@ -34,6 +34,7 @@ CREATE TABLE domains (
 	edition BIGINT DEFAULT 1 NOT NULL, 
 	alias BIGINT, 
 	lastaliasupdate TIMESTAMP WITHOUT TIME ZONE, 
+	isactive BOOLEAN DEFAULT true NOT NULL, 
 	PRIMARY KEY (domain_id), 
 	UNIQUE (name), 
 	FOREIGN KEY(alias) REFERENCES domains (domain_id)
@@ -660,6 +661,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0004_api_tokens');
+INSERT INTO alembic_version (version_num) VALUES ('0005_domain_active');
 
 COMMIT;

@@ -15,7 +15,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy import Connection, Engine, Inspector, inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from harvestdef.db.defaults import insert_defaults
@@ -26,10 +26,10 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BASELINE_REVISION = "0001_baseline"
-# A table each revision creates, newest first: the newest present tells the revision of tables loaded from
-# a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
-MARKER_TABLES = (("0004_api_tokens", "api_tokens"), ("0003_dedup_index", "harvest_run_dedup_index"),
-                 ("0002_scheduler", "scheduler_lock"))
+# A table (or "table.column") each revision creates, newest first: the newest present tells the revision of
+# tables loaded from a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
+MARKER_TABLES = (("0005_domain_active", "domains.isactive"), ("0004_api_tokens", "api_tokens"),
+                 ("0003_dedup_index", "harvest_run_dedup_index"), ("0002_scheduler", "scheduler_lock"))
 
 
 def alembic_config(connection: Connection | None = None) -> Config:
@@ -83,6 +83,14 @@ def upgrade_database(engine: Engine) -> str:
         raise DatabaseError(f"upgrading the harvest database {engine.url!r} failed: {exc}") from exc
 
 
+def _has_marker(inspector: Inspector, marker: str) -> bool:
+    """Whether the table ``marker`` (or, for ``table.column``, that column) exists."""
+    table, _, column = marker.partition(".")
+    if not inspector.has_table(table):
+        return False
+    return not column or any(c["name"] == column for c in inspector.get_columns(table))
+
+
 def _upgrade(conn: Connection) -> str:
     before = current_revision(conn)
     config = alembic_config(conn)
@@ -90,7 +98,7 @@ def _upgrade(conn: Connection) -> str:
         # Tables without a revision: loaded from sql/createfullhddb.sql (the newest schema), or a
         # NetarchiveSuite database at the baseline. The newest revision's tables tell which.
         inspector = inspect(conn)
-        before = next((revision for revision, table in MARKER_TABLES if inspector.has_table(table)),
+        before = next((revision for revision, marker in MARKER_TABLES if _has_marker(inspector, marker)),
                       BASELINE_REVISION)
         command.stamp(config, before)
     command.upgrade(config, "head")

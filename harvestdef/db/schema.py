@@ -78,6 +78,8 @@ domains = Table(
     Column("edition", BigInteger, nullable=False, server_default=text("1")),
     Column("alias", BigInteger, ForeignKey("domains.domain_id")),
     Column("lastaliasupdate", UTCDateTime),
+    # HarvestSuite addition: an inactive domain is left out of snapshot harvests and keeps its history.
+    Column("isactive", Boolean, nullable=False, server_default=text("true")),
 )
 Index("domainnameid", domains.c.domain_id, domains.c.name)
 Index("aliasindex", domains.c.alias)

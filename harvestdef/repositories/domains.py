@@ -7,7 +7,9 @@ So every change to a domain's configurations or seed lists takes the domain edit
 moves it on (``bump_domain_edition``); two curators editing the same domain cannot overwrite each other.
 
 Names are stored in Unicode, lower case (``københavn.dk``); lookups accept the Unicode or the punycode
-form. Domains are never deleted (NetarchiveSuite has no deletion either: history refers to them).
+form. A domain is deleted only while nothing refers to it: no harvest history, no job, no harvest
+definition, no alias (``delete``); otherwise it can be deactivated (``domains.isactive``, a HarvestSuite
+addition): snapshot harvests then leave it out, and it keeps its history.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Select, func, insert, select, update
+from sqlalchemy import Connection, Select, delete, exists, func, insert, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
@@ -29,8 +31,14 @@ from harvestdef.domainnames import (
     to_punycode,
     to_unicode,
 )
-from harvestdef.errors import DomainNameError, NotFoundError, ValidationError
-from harvestdef.model.definitions import AliasInfo, Domain
+from harvestdef.errors import (
+    ConflictError,
+    DomainNameError,
+    NotFoundError,
+    StaleEditionError,
+    ValidationError,
+)
+from harvestdef.model.definitions import AliasInfo, Domain, ExtendedFieldType
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -98,6 +106,35 @@ def wildcard_to_like(pattern: str) -> str:
     return escaped.replace("*", "%")
 
 
+def like_prefix(like: str) -> str:
+    """The literal text a LIKE pattern (escape ``\\``) starts with, up to its first wildcard."""
+    prefix: list[str] = []
+    escaped = False
+    for char in like:
+        if escaped:
+            prefix.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in "%_":
+            break
+        else:
+            prefix.append(char)
+    return "".join(prefix)
+
+
+# What a domain search looks in: the name (with * wildcards), the crawler traps or the comments (text).
+SEARCH_FIELDS = ("name", "crawlertraps", "comments")
+
+
+@dataclass(frozen=True)
+class ListedDomain:
+    """A domain of a search result, with whether it is active (domains.isactive)."""
+
+    domain: Domain
+    is_active: bool
+
+
 def bump_domain_edition(conn: Connection, actor: str, domain_id: int, expected_edition: int) -> int:
     """Move a domain to its next edition because one of its configurations or seed lists changed.
 
@@ -159,6 +196,51 @@ class DomainRepository:
     def count(self) -> int:
         return self.conn.scalar(select(func.count()).select_from(s.domains)) or 0
 
+    def search_page(self, pattern: str, after: str | None, size: int, field: str = "name") -> list[ListedDomain]:
+        """Up to ``size`` domains after the name ``after``, by name, matching ``pattern`` in ``field``.
+
+        A keyset page: one range scan of the unique name index, never OFFSET. A name pattern with a
+        literal start (``abc*``) is also an indexed prefix range; one without wildcards is an exact lookup
+        (Unicode or punycode). Crawler traps and comments are searched for the text anywhere in them.
+        """
+        d = s.domains
+        stmt = _domain_select().add_columns(d.c.isactive)
+        if field == "name":
+            stmt = stmt.where(*self._name_clauses(pattern))
+        elif field in SEARCH_FIELDS:
+            text = pattern.strip().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            # ilike: case-insensitive on both databases (SQLite's LIKE is, PostgreSQL's is not)
+            stmt = stmt.where(d.c[field].ilike(f"%{text.replace('*', '%')}%", escape="\\"))
+        else:
+            raise ValidationError(f"a domain search looks in one of {', '.join(SEARCH_FIELDS)}, not {field!r}")
+        if after is not None:
+            stmt = stmt.where(d.c.name > after)
+        rows = self.conn.execute(stmt.order_by(d.c.name).limit(size)).all()
+        return [ListedDomain(_to_domain(row), bool(row.isactive)) for row in rows]
+
+    def _name_clauses(self, pattern: str) -> list[Any]:
+        d = s.domains
+        if not pattern.strip() or pattern.strip() == "*":
+            return []
+        if "*" not in pattern:
+            with suppress(DomainNameError):
+                return [d.c.name == lookup_name(pattern)]
+        like = wildcard_to_like(pattern)
+        clauses: list[Any] = [d.c.name.like(like, escape="\\")]
+        prefix = like_prefix(like)
+        if prefix:
+            # an index range: LIKE alone is no index search on SQLite (case-insensitive) nor on PostgreSQL
+            following = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+            clauses += [d.c.name >= prefix, d.c.name < following]
+        return clauses
+
+    def is_active(self, name: str) -> bool:
+        """Whether the domain takes part in snapshot harvests (NotFoundError if there is none)."""
+        active = self.conn.scalar(select(s.domains.c.isactive).where(s.domains.c.name == lookup_name(name)))
+        if active is None:
+            raise NotFoundError("domain", lookup_name(name))
+        return bool(active)
+
     # ------------------------------------------------------------ creating
     def create(self, name: str, comments: str = "") -> Domain:
         """A new domain with its default configuration and seed list (reference §2.8).
@@ -199,6 +281,26 @@ class DomainRepository:
             return _to_domain(row), False
         return self.create(stored), True
 
+    def create_many(self, names: list[str]) -> tuple[list[str], list[str], list[tuple[str, str]]]:
+        """Create the valid names; returns (created, existing, [(name, reason)] of the invalid ones).
+
+        Each name is created on its own savepoint, so one that fails leaves the others in place.
+        """
+        created: list[str] = []
+        existing: list[str] = []
+        errors: list[tuple[str, str]] = []
+        for name in names:
+            try:
+                with self.conn.begin_nested():
+                    domain, is_new = self.get_or_create(name)
+            except (ValidationError, ConflictError) as exc:
+                errors.append((name, str(exc)))
+                continue
+            if domain.name in created or domain.name in existing:
+                continue
+            (created if is_new else existing).append(domain.name)
+        return created, existing, errors
+
     # ------------------------------------------------------------ editing
     def _update(self, domain: str, expected_edition: int, values: dict[str, Any]) -> Domain:
         current = self.get(domain)
@@ -214,14 +316,100 @@ class DomainRepository:
         expressions = validate_trap_expressions(traps)
         return self._update(domain, expected_edition, {"crawlertraps": traps_text(expressions)})
 
+    def edit(self, domain: str, expected_edition: int, *, comments: str | None = None,
+             crawlertraps: str | None = None, alias_of: str | None = None, clear_alias: bool = False,
+             active: bool | None = None, now: datetime | None = None) -> Domain:
+        """Change what is given (None = keep) as one update: one edition, one audit row, all or nothing.
+
+        ``alias_of`` naming the present alias target confirms (renews) the alias.
+        """
+        current = self.get(domain)
+        values: dict[str, Any] = {}
+        if comments is not None:
+            values["comments"] = comments
+        if crawlertraps is not None:
+            values["crawlertraps"] = traps_text(validate_trap_expressions(crawlertraps))
+        if clear_alias:
+            values.update(alias=None, lastaliasupdate=None)
+        elif alias_of is not None:
+            values.update(self._alias_values(current, alias_of, now))
+        if active is not None:
+            values["isactive"] = active
+        return self._update(current.name, expected_edition, values)
+
+    def set_active(self, domain: str, active: bool, expected_edition: int) -> Domain:
+        """Activate or deactivate a domain: an inactive one is left out of snapshot harvests."""
+        return self._update(domain, expected_edition, {"isactive": active})
+
+    def has_history(self, domain: str) -> bool:
+        """Whether harvest history refers to one of the domain's configurations (an indexed lookup)."""
+        configs = select(s.configurations.c.config_id).where(
+            s.configurations.c.domain_id == self.get(domain).domain_id)
+        return bool(self.conn.scalar(select(exists().where(s.historyinfo.c.config_id.in_(configs)))))
+
+    def references(self, domain: str) -> list[str]:
+        """What refers to the domain and so keeps it from being deleted (empty: it can be deleted).
+
+        job_configs and harvest_configs have no index on config_id alone, so this reads them through:
+        for deletion, not for every page view (``has_history`` is the cheap check).
+        """
+        current = self.get(domain)
+        configs = select(s.configurations.c.config_id).where(s.configurations.c.domain_id == current.domain_id)
+        found = []
+        for table, what in ((s.historyinfo, "harvest history"), (s.job_configs, "jobs"),
+                            (s.harvest_configs, "harvest definitions")):
+            if self.conn.scalar(select(exists().where(table.c.config_id.in_(configs)))):
+                found.append(what)
+        if self.aliases_of(current.name):
+            found.append("aliases of it")
+        return found
+
+    def delete(self, domain: str, expected_edition: int) -> None:
+        """Delete a domain with its configurations and seed lists, if nothing refers to it.
+
+        ValidationError names what refers to it (harvest history above all: that domain stays, and can be
+        deactivated instead); StaleEditionError if it changed since ``expected_edition`` was read.
+        """
+        current = self.get(domain)
+        found = self.references(current.name)
+        if found:
+            raise ValidationError(f"domain {current.name!r} cannot be deleted: {', '.join(found)} refer to it; "
+                                  f"deactivate it instead")
+        key = current.domain_id
+        d, c, sl = s.domains, s.configurations, s.seedlists
+        before = fetch_row(self.conn, d, "domain_id", key)
+        if before is None or before["edition"] != expected_edition:
+            raise StaleEditionError("domain", key, expected_edition, None if before is None else before["edition"])
+        self.conn.execute(update(d).where(d.c.domain_id == key).values(defaultconfig=None))
+        configs = select(c.c.config_id).where(c.c.domain_id == key)
+        for table, column in ((s.config_seedlists, s.config_seedlists.c.config_id),
+                              (s.config_passwords, s.config_passwords.c.config_id)):
+            self.conn.execute(delete(table).where(column.in_(configs)))
+        for table, key_column in ((c, "config_id"), (sl, "seedlist_id")):
+            for row in self.conn.execute(select(table).where(table.c.domain_id == key)).mappings().all():
+                record_audit(self.conn, self.actor, table.name, row[key_column], "delete", dict(row), None)
+            self.conn.execute(delete(table).where(table.c.domain_id == key))
+        for table in (s.passwords, s.ownerinfo):
+            self.conn.execute(delete(table).where(table.c.domain_id == key))
+        domain_fields = select(s.extendedfield.c.extendedfield_id).where(
+            s.extendedfield.c.extendedfieldtype_id == int(ExtendedFieldType.DOMAINS))
+        self.conn.execute(delete(s.extendedfieldvalue).where(
+            s.extendedfieldvalue.c.instance_id == key, s.extendedfieldvalue.c.extendedfield_id.in_(domain_fields)))
+        self.conn.execute(delete(d).where(d.c.domain_id == key))
+        record_audit(self.conn, self.actor, d.name, key, "delete", before, None)
+
     # ------------------------------------------------------------ aliases (reference §2.8)
     def set_alias(self, domain: str, alias_of: str, expected_edition: int, now: datetime | None = None) -> Domain:
-        """Mark ``domain`` as an alias of ``alias_of``, confirmed ``now``.
+        """Mark ``domain`` as an alias of ``alias_of``, confirmed ``now``."""
+        current = self.get(domain)
+        return self._update(current.name, expected_edition, self._alias_values(current, alias_of, now))
+
+    def _alias_values(self, current: Domain, alias_of: str, now: datetime | None) -> dict[str, Any]:
+        """The columns that make ``current`` an alias of ``alias_of``.
 
         Refused: an alias of itself, of a domain that is itself an alias, and making a domain an alias
         while other domains are aliases of it (aliases never chain, so one lookup resolves them).
         """
-        current = self.get(domain)
         target = self.get(alias_of)
         if target.domain_id == current.domain_id:
             raise ValidationError(f"domain {current.name!r} cannot be an alias of itself")
@@ -234,8 +422,7 @@ class DomainRepository:
             raise ValidationError(
                 f"domain {current.name!r} cannot become an alias: {', '.join(aliased_by[:5])} "
                 f"{'is an alias' if len(aliased_by) == 1 else 'are aliases'} of it")
-        return self._update(current.name, expected_edition,
-                            {"alias": target.domain_id, "lastaliasupdate": now or utcnow()})
+        return {"alias": target.domain_id, "lastaliasupdate": now or utcnow()}
 
     def clear_alias(self, domain: str, expected_edition: int) -> Domain:
         return self._update(domain, expected_edition, {"alias": None, "lastaliasupdate": None})

@@ -7,11 +7,12 @@ again, job by job, when the jobs are built.
 
 Rules (each a WHERE clause below):
 * selective and event harvests: the rows of harvest_configs;
-* first snapshot: every domain's default configuration, minus domains that are non-expired aliases;
+* first snapshot: every active domain's default configuration, minus domains that are non-expired aliases;
 * continuation snapshot: the configuration of each historyinfo row of the previous step (its newest row per
   configuration), unless it stopped DOWNLOAD_COMPLETE or DOWNLOAD_UNFINISHED, or stopped on
   CONFIG_SIZE_LIMIT / CONFIG_OBJECT_LIMIT while the configuration's limit is still no higher than what was
-  harvested then (-1 counts as infinite), or its domain is now a non-expired alias. A historyinfo row
+  harvested then (-1 counts as infinite), or its domain is now a non-expired alias or inactive (a curator
+  deactivated it: HarvestSuite's domains.isactive; selective harvests still take it). A historyinfo row
   whose configuration row is gone cannot be followed (historyinfo names no domain); the repositories refuse
   to delete a configuration that history refers to, so this only happens with data imported from elsewhere;
 * always: a configuration needs an active seed (a seed-list line non-empty after trimming and not starting
@@ -98,7 +99,7 @@ def _from_clause(conn: Connection, source: HarvestSource, now: datetime, alias_t
                 .where(hc.c.harvest_id == source.harvest_id))
     if source.previous_harvest_id is None:
         return (select(*columns).select_from(d.join(c, c.c.config_id == d.c.defaultconfig))
-                .where(_not_current_alias(now, alias_timeout)))
+                .where(d.c.isactive, _not_current_alias(now, alias_timeout)))
     h = s.historyinfo
     newest = (select(func.max(h.c.historyinfo_id).label("historyinfo_id"))
               .where(h.c.harvest_id == source.previous_harvest_id).group_by(h.c.config_id).subquery("newest"))
@@ -111,7 +112,7 @@ def _from_clause(conn: Connection, source: HarvestSource, now: datetime, alias_t
             .where(stop.not_in([StopReason.DOWNLOAD_COMPLETE, StopReason.DOWNLOAD_UNFINISHED]),
                    or_(stop != StopReason.CONFIG_SIZE_LIMIT, _above(c.c.maxbytes, previous.c.bytecount)),
                    or_(stop != StopReason.CONFIG_OBJECT_LIMIT, _above(c.c.maxobjects, previous.c.objectcount)),
-                   _not_current_alias(now, alias_timeout)))
+                   d.c.isactive, _not_current_alias(now, alias_timeout)))
 
 
 def candidate_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,

@@ -1,5 +1,169 @@
-"""API routes: domains."""
+"""API routes: domains, their seed lists and their configurations (``/api/v1/domains...``).
+
+Domains are named in the path in Unicode or punycode. ``POST /domains`` creates every valid name of its
+list and reports the invalid ones; every other write is all or nothing: one transaction, and a PATCH
+names the ``edition`` it was based on (409 if the domain has moved on). A change to a seed list or a
+configuration is a change to its domain, so those writes take the domain's edition too.
+"""
 
 from __future__ import annotations
 
-from webui.api.core import blueprint  # noqa: F401 - routes are added to the one API blueprint
+from typing import Any
+
+from flask import request
+
+from harvestdef.domainnames import is_ip_address, to_punycode
+from harvestdef.model.definitions import Domain, DomainConfiguration, SeedList
+from harvestdef.repositories.configurations import ConfigurationRepository
+from harvestdef.repositories.domains import DomainRepository, ListedDomain
+from harvestdef.repositories.seedlists import SeedListRepository
+from webui.api.core import blueprint, body, decode_cursor, edition, field, jsonable, limit, page
+from webui.api.errors import ApiError
+from webui.auth import CURATE, READ, require
+from webui.context import actor, database, settings
+
+# Names one POST /domains may carry; longer lists go through the file upload of the create page.
+MAX_NAMES = 10_000
+
+
+def domain_json(domain: Domain, is_active: bool) -> dict[str, Any]:
+    return {"name": domain.name,
+            "punycode": domain.name if is_ip_address(domain.name) else to_punycode(domain.name),
+            "comments": domain.comments, "crawler_traps": list(domain.crawlertraps), "alias": domain.alias_of,
+            "alias_confirmed": jsonable(domain.lastaliasupdate), "active": is_active, "edition": domain.edition}
+
+
+def seedlist_json(seedlist: SeedList) -> dict[str, Any]:
+    return {"name": seedlist.name, "comments": seedlist.comments, "seeds": list(seedlist.seeds)}
+
+
+def configuration_json(configuration: DomainConfiguration, seedlist_names: dict[int, str]) -> dict[str, Any]:
+    return {"name": configuration.name, "comments": configuration.comments,
+            "template": configuration.template_name,
+            "seedlists": [seedlist_names[i] for i in configuration.seedlist_ids if i in seedlist_names],
+            "max_objects": configuration.maxobjects, "max_bytes": configuration.maxbytes,
+            "max_rate": configuration.maxrate, "default": configuration.is_default}
+
+
+def _repository(conn: Any) -> DomainRepository:
+    return DomainRepository.from_settings(conn, settings(), actor())
+
+
+def _listed(item: ListedDomain) -> dict[str, Any]:
+    return domain_json(item.domain, item.is_active)
+
+
+@blueprint.route("/domains", methods=["GET"])
+@require(READ)
+def list_domains() -> Any:
+    """Domains by name: ``?q=`` a name with * wildcards, ``?field=`` name, crawlertraps or comments."""
+    cursor = decode_cursor(request.args.get("after"))
+    after = str(cursor[0]) if cursor else None
+    size = limit()
+    with database().connect() as conn:
+        rows = _repository(conn).search_page(request.args.get("q", ""), after, size + 1,
+                                             request.args.get("field", "name"))
+    return page(rows, size, lambda item: [item.domain.name], _listed)
+
+
+@blueprint.route("/domains", methods=["POST"])
+@require(CURATE)
+def create_domains() -> Any:
+    """Create domains: ``{"names": [...]}``; valid names are created, invalid ones reported."""
+    names = field(body(), "names", list)
+    if len(names) > MAX_NAMES:
+        raise ApiError("invalid", f"at most {MAX_NAMES} names at a time; upload a file for more", "names")
+    errors = [{"name": name, "reason": "not a string"} for name in names if not isinstance(name, str)]
+    with database().begin() as conn:
+        created, existing, bad = _repository(conn).create_many([n for n in names if isinstance(n, str)])
+    errors += [{"name": name, "reason": reason} for name, reason in bad]
+    return {"created": created, "existing": existing, "errors": errors}, 201 if created else 200
+
+
+@blueprint.route("/domains/<name>", methods=["GET"])
+@require(READ)
+def get_domain(name: str) -> Any:
+    """One domain."""
+    with database().connect() as conn:
+        repository = _repository(conn)
+        return domain_json(repository.get(name), repository.is_active(name))
+
+
+@blueprint.route("/domains/<name>", methods=["PATCH"])
+@require(CURATE)
+def patch_domain(name: str) -> Any:
+    """Change comments, crawler_traps (a list), alias (a name, null to clear; the same name renews) or active."""
+    data = body()
+    expected = edition(data)
+    traps = field(data, "crawler_traps", list, required=False)
+    if traps is not None and not all(isinstance(trap, str) for trap in traps):
+        raise ApiError("invalid", "crawler_traps must be a list of strings", "crawler_traps")
+    alias = field(data, "alias", str, required=False)
+    with database().begin() as conn:
+        repository = _repository(conn)
+        domain = repository.edit(
+            name, expected, comments=field(data, "comments", str, required=False),
+            crawlertraps=None if traps is None else "\n".join(traps), alias_of=alias,
+            clear_alias="alias" in data and data["alias"] is None, active=field(data, "active", bool, required=False))
+        return domain_json(domain, repository.is_active(domain.name))
+
+
+@blueprint.route("/domains/<name>/seedlists", methods=["GET"])
+@require(READ)
+def list_seedlists(name: str) -> Any:
+    """The seed lists of a domain (a domain has few: one page)."""
+    with database().connect() as conn:
+        seedlists = SeedListRepository(conn).list_for_domain(name)
+    return {"items": [seedlist_json(seedlist) for seedlist in seedlists], "next": None}
+
+
+@blueprint.route("/domains/<name>/seedlists", methods=["POST"])
+@require(CURATE)
+def create_seedlist(name: str) -> Any:
+    """A new seed list: ``{"name", "seeds": [...], "comments", "edition"}`` (edition: the domain's)."""
+    data = body()
+    seeds = field(data, "seeds", list)
+    if not all(isinstance(seed, str) for seed in seeds):
+        raise ApiError("invalid", "seeds must be a list of strings", "seeds")
+    with database().begin() as conn:
+        repository = SeedListRepository.from_settings(conn, settings(), actor())
+        domain_edition = _domain_edition(conn, name, data)
+        seedlist = repository.create(name, field(data, "name", str), seeds, domain_edition,
+                                     field(data, "comments", str, required=False, default=""))
+    return seedlist_json(seedlist), 201
+
+
+@blueprint.route("/domains/<name>/configurations", methods=["GET"])
+@require(READ)
+def list_configurations(name: str) -> Any:
+    """The configurations of a domain (a domain has few: one page)."""
+    with database().connect() as conn:
+        configurations = ConfigurationRepository(conn).list_for_domain(name)
+        names = {seedlist.seedlist_id: seedlist.name for seedlist in SeedListRepository(conn).list_for_domain(name)}
+    return {"items": [configuration_json(c, names) for c in configurations], "next": None}
+
+
+@blueprint.route("/domains/<name>/configurations", methods=["POST"])
+@require(CURATE)
+def create_configuration(name: str) -> Any:
+    """A new configuration: ``{"name", "template", "seedlists": [...], "max_objects", "max_bytes"}``."""
+    data = body()
+    seedlists = field(data, "seedlists", list)
+    if not all(isinstance(seedlist, str) for seedlist in seedlists):
+        raise ApiError("invalid", "seedlists must be a list of seed list names", "seedlists")
+    with database().begin() as conn:
+        domain_edition = _domain_edition(conn, name, data)
+        configuration = ConfigurationRepository(conn, actor()).create(
+            name, field(data, "name", str), field(data, "template", str), seedlists, domain_edition,
+            maxobjects=field(data, "max_objects", int, required=False, default=-1),
+            maxbytes=field(data, "max_bytes", int, required=False, default=-1),
+            maxrate=field(data, "max_rate", int, required=False),
+            comments=field(data, "comments", str, required=False, default=""))
+        names = {seedlist.seedlist_id: seedlist.name for seedlist in SeedListRepository(conn).list_for_domain(name)}
+    return configuration_json(configuration, names), 201
+
+
+def _domain_edition(conn: Any, name: str, data: dict[str, Any]) -> int:
+    """The domain edition a creation was based on: ``edition`` if sent, else the domain's current one."""
+    sent = field(data, "edition", int, required=False)
+    return sent if sent is not None else _repository(conn).get(name).edition

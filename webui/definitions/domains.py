@@ -1,5 +1,285 @@
-"""Pages of the definitions section: domains."""
+"""Pages of the definitions section: the section's landing page, and domains with their configurations and
+seed lists (reference §7: Find domains, Create domain, the domain, configuration and seed-list pages).
+
+Every write is one transaction; an error (a bad name, a stale edition, a refused deletion) rolls it back
+and is flashed on the page it came from. Only curators and admins see the forms, and the views refuse the
+others (``require(CURATE)``).
+"""
 
 from __future__ import annotations
 
-from webui.definitions import blueprint  # noqa: F401 - routes are added to the section's blueprint
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from flask import flash, redirect, render_template, request, url_for
+from sqlalchemy import Connection, select
+
+from harvestdef.bulkimport import BadLine, DomainImporter
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from harvestdef.errors import HarvestSuiteError
+from harvestdef.model.definitions import ExtendedFieldType
+from harvestdef.repositories.audit import AuditRepository
+from harvestdef.repositories.configurations import ConfigurationRepository
+from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
+from harvestdef.repositories.extendedfields import ExtendedFieldRepository
+from harvestdef.repositories.seedlists import SeedListRepository
+from webui.api.core import decode_cursor, encode_cursor, limit
+from webui.auth import CURATE, READ, require
+from webui.context import actor, database, settings
+from webui.definitions import blueprint
+
+# Bad lines of an uploaded file shown on the page; the rest are counted.
+MAX_SHOWN_ERRORS = 500
+
+
+def _domains(conn: Connection) -> DomainRepository:
+    return DomainRepository.from_settings(conn, settings(), actor())
+
+
+def _write(change: Callable[[Connection], Any], done: str, back: str) -> Any:
+    """Run ``change`` in one transaction; flash ``done`` or the error (nothing stored), then go to ``back``."""
+    try:
+        with database().begin() as conn:
+            change(conn)
+    except HarvestSuiteError as exc:
+        flash(str(exc), "error")
+    else:
+        flash(done)
+    return redirect(back)
+
+
+def _edition() -> int:
+    try:
+        return int(request.form.get("edition", ""))
+    except ValueError:
+        return -1  # no edition sent: the update is refused as stale, never applied blindly
+
+
+def _limit(name: str) -> int:
+    text = request.form.get(name, "").strip()
+    try:
+        return int(text) if text else -1
+    except ValueError:
+        return -2  # refused by the repository with a message naming the limit
+
+
+@blueprint.route("/")
+@require(READ)
+def index() -> Any:
+    # no domain count here: counting millions of rows on every visit is what the lists avoid too
+    return render_template("definitions/index.html")
+
+
+@blueprint.route("/domains")
+@require(READ)
+def domains() -> Any:
+    query, where = request.args.get("q", "").strip(), request.args.get("field", "name")
+    cursor = decode_cursor(request.args.get("after"))
+    size = limit()
+    rows = []
+    if query or request.args.get("after") or "q" in request.args:
+        with database().connect() as conn:
+            rows = _domains(conn).search_page(query, str(cursor[0]) if cursor else None, size + 1, where)
+    following = encode_cursor([rows[size - 1].domain.name]) if len(rows) > size else None
+    return render_template("definitions/domains.html", rows=rows[:size], query=query, where=where, size=size,
+                           fields=SEARCH_FIELDS, following=following, searched="q" in request.args)
+
+
+@blueprint.route("/domains/new", methods=["GET"])
+@require(READ)
+def domains_new() -> Any:
+    return render_template("definitions/domains_new.html", result=None)
+
+
+@blueprint.route("/domains/new", methods=["POST"])
+@require(CURATE)
+def domains_create() -> Any:
+    upload = request.files.get("file")
+    if upload is not None and upload.filename:
+        return render_template("definitions/domains_new.html", result=None, imported=_import_file(upload))
+    names = [line.strip() for line in (request.form.get("name", "") + "\n" + request.form.get("names", ""))
+             .splitlines() if line.strip() and not line.strip().startswith("#")]
+    if not names:
+        flash("Give a domain name, a list of names or a file.", "error")
+        return render_template("definitions/domains_new.html", result=None), 400
+    try:
+        with database().begin() as conn:
+            created, existing, errors = _domains(conn).create_many(names)
+    except HarvestSuiteError as exc:
+        flash(str(exc), "error")
+        return render_template("definitions/domains_new.html", result=None), 400
+    result = {"created": created, "existing": existing, "errors": errors}
+    return render_template("definitions/domains_new.html", result=result), 400 if errors and not created else 200
+
+
+def _import_file(upload: Any) -> dict[str, Any]:
+    """An uploaded file of names, imported as ``harvestsuite domains import`` does (reference §7: millions)."""
+    bad: list[BadLine] = []
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "domains.txt"
+        upload.save(path)
+        importer = DomainImporter.from_settings(database(), settings(), actor=actor(), parse_workers=0,
+                                                on_bad_line=lambda line: bad.append(line)
+                                                if len(bad) < MAX_SHOWN_ERRORS else None)
+        counts = importer.run(path)
+    return {"counts": counts, "bad": bad, "more": counts.bad_lines - len(bad)}
+
+
+@blueprint.route("/domains/<name>")
+@require(READ)
+def domain(name: str) -> Any:
+    with database().connect() as conn:
+        repository = _domains(conn)
+        current = repository.get(name)
+        page = {"domain": current, "is_active": repository.is_active(name),
+                "is_alias_expired": repository.is_alias_expired(current, utcnow()),
+                "configurations": ConfigurationRepository(conn).list_for_domain(name),
+                "seedlists": SeedListRepository(conn).list_for_domain(name),
+                "has_history": repository.has_history(name),
+                "extended_fields": ExtendedFieldRepository(conn).values_of(ExtendedFieldType.DOMAINS,
+                                                                           current.domain_id),
+                "changes": AuditRepository(conn).changes_of("domains", current.domain_id)}
+    page["seedlist_names"] = {seedlist.seedlist_id: seedlist.name for seedlist in page["seedlists"]}
+    return render_template("definitions/domains_view.html", **page)
+
+
+@blueprint.route("/domains/<name>", methods=["POST"])
+@require(CURATE)
+def domain_update(name: str) -> Any:
+    form = request.form
+    alias = form.get("alias", "").strip()
+
+    def change(conn: Connection) -> None:
+        repository = _domains(conn)
+        # saving the form keeps the alias as it was confirmed; only the renew button confirms it again
+        unchanged = alias == (repository.get(name).alias_of or "") and form.get("renew") != "1"
+        repository.edit(name, _edition(), comments=form.get("comments"), crawlertraps=form.get("crawlertraps"),
+                        alias_of=None if unchanged else alias or None,
+                        clear_alias="alias" in form and not alias and not unchanged)
+    return _write(change, "Domain saved.", url_for("definitions.domain", name=name))
+
+
+@blueprint.route("/domains/<name>/active", methods=["POST"])
+@require(CURATE)
+def domain_active(name: str) -> Any:
+    active = request.form.get("active") == "1"
+    return _write(lambda conn: _domains(conn).set_active(name, active, _edition()),
+                  "Domain activated." if active else "Domain deactivated: snapshot harvests leave it out.",
+                  url_for("definitions.domain", name=name))
+
+
+@blueprint.route("/domains/<name>/delete", methods=["POST"])
+@require(CURATE)
+def domain_delete(name: str) -> Any:
+    try:
+        with database().begin() as conn:
+            _domains(conn).delete(name, _edition())
+    except HarvestSuiteError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("definitions.domain", name=name))
+    flash(f"Domain {name} deleted.")
+    return redirect(url_for("definitions.domains"))
+
+
+def _templates(conn: Connection) -> list[str]:
+    return list(conn.scalars(select(s.ordertemplates.c.name).where(s.ordertemplates.c.isactive)
+                             .order_by(s.ordertemplates.c.name)))
+
+
+def _configuration_page(name: str, config: str | None) -> Any:
+    with database().connect() as conn:
+        current = _domains(conn).get(name)
+        page = {"domain": current, "templates": _templates(conn),
+                "seedlists": SeedListRepository(conn).list_for_domain(name),
+                "configuration": ConfigurationRepository(conn).get(name, config) if config else None}
+        if config:
+            page["changes"] = AuditRepository(conn).changes_of("configurations", page["configuration"].config_id)
+    return render_template("definitions/domains_configuration.html", **page)
+
+
+@blueprint.route("/domains/<name>/configurations/<config>")
+@require(READ)
+def configuration(name: str, config: str) -> Any:
+    return _configuration_page(name, config)
+
+
+@blueprint.route("/domains/<name>/new-configuration")
+@require(READ)
+def configuration_new(name: str) -> Any:
+    return _configuration_page(name, None)
+
+
+@blueprint.route("/domains/<name>/new-configuration", methods=["POST"])
+@require(CURATE)
+def configuration_create(name: str) -> Any:
+    form = request.form
+    new = form.get("name", "").strip()
+
+    def change(conn: Connection) -> None:
+        ConfigurationRepository(conn, actor()).create(
+            name, new, form.get("template", ""), form.getlist("seedlists"), _edition(),
+            maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments", ""))
+    return _write(change, f"Configuration {new} created.", url_for("definitions.domain", name=name))
+
+
+@blueprint.route("/domains/<name>/configurations/<config>", methods=["POST"])
+@require(CURATE)
+def configuration_update(name: str, config: str) -> Any:
+    form = request.form
+
+    def change(conn: Connection) -> None:
+        ConfigurationRepository(conn, actor()).update(
+            name, config, _edition(), template=form.get("template"), seedlists=form.getlist("seedlists"),
+            maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments"))
+        if form.get("default") == "1":
+            ConfigurationRepository(conn, actor()).set_default(name, config, _edition() + 1)
+    return _write(change, f"Configuration {config} saved.",
+                  url_for("definitions.configuration", name=name, config=config))
+
+
+def _seedlist_page(name: str, listname: str | None) -> Any:
+    with database().connect() as conn:
+        current = _domains(conn).get(name)
+        seedlist = SeedListRepository(conn).get(name, listname) if listname else None
+        changes = AuditRepository(conn).changes_of("seedlists", seedlist.seedlist_id) if seedlist else []
+    return render_template("definitions/domains_seedlist.html", domain=current, seedlist=seedlist,
+                           changes=changes)
+
+
+@blueprint.route("/domains/<name>/seedlists/<listname>")
+@require(READ)
+def seedlist(name: str, listname: str) -> Any:
+    return _seedlist_page(name, listname)
+
+
+@blueprint.route("/domains/<name>/new-seedlist")
+@require(READ)
+def seedlist_new(name: str) -> Any:
+    return _seedlist_page(name, None)
+
+
+@blueprint.route("/domains/<name>/new-seedlist", methods=["POST"])
+@require(CURATE)
+def seedlist_create(name: str) -> Any:
+    form = request.form
+    new = form.get("name", "").strip()
+
+    def change(conn: Connection) -> None:
+        SeedListRepository.from_settings(conn, settings(), actor()).create(
+            name, new, form.get("seeds", ""), _edition(), form.get("comments", ""))
+    return _write(change, f"Seed list {new} created.", url_for("definitions.domain", name=name))
+
+
+@blueprint.route("/domains/<name>/seedlists/<listname>", methods=["POST"])
+@require(CURATE)
+def seedlist_update(name: str, listname: str) -> Any:
+    form = request.form
+
+    def change(conn: Connection) -> None:
+        SeedListRepository.from_settings(conn, settings(), actor()).update(
+            name, listname, _edition(), seeds=form.get("seeds"), comments=form.get("comments"))
+    return _write(change, f"Seed list {listname} saved.",
+                  url_for("definitions.seedlist", name=name, listname=listname))
