@@ -138,6 +138,25 @@ class HarvestRepository:
         for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
             yield _to_harvest(row)
 
+    def page(self, after: str | None, size: int, kind: HarvestKind | None = None) -> list[HarvestDefinition]:
+        """Up to ``size`` harvest definitions by name (of one kind, if given), after the name ``after``."""
+        stmt = _harvest_select().order_by(s.harvestdefinitions.c.name).limit(size)
+        if after is not None:
+            stmt = stmt.where(s.harvestdefinitions.c.name > after)
+        if kind is HarvestKind.SNAPSHOT:
+            stmt = stmt.where(s.fullharvests.c.harvest_id.is_not(None))
+        elif kind is HarvestKind.SELECTIVE:
+            stmt = stmt.where(s.partialharvests.c.harvest_id.is_not(None))
+        return [_to_harvest(row) for row in self.conn.execute(stmt)]
+
+    def states(self, harvest_ids: Iterable[int]) -> dict[int, Any]:
+        """The scheduler's harvest_state rows (state, reason, changed_at) of these harvests, by harvest id."""
+        ids = list(harvest_ids)
+        if not ids:
+            return {}
+        rows = self.conn.execute(select(s.harvest_state).where(s.harvest_state.c.harvest_id.in_(ids)))
+        return {row.harvest_id: row for row in rows}
+
     def configurations(self, name: str) -> Iterator[HarvestConfigEntry]:
         """The configurations of a selective harvest, by domain and configuration name, streamed."""
         harvest = self.get_selective(name)

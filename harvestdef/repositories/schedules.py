@@ -63,6 +63,15 @@ class ScheduleRepository:
         for row in rows:
             yield Schedule.from_row(row)
 
+    def page(self, after: str | None, size: int) -> list[Schedule]:
+        """Up to ``size`` schedules by name, those after the name ``after`` (keyset paging)."""
+        query = select(s.schedules).order_by(s.schedules.c.name).limit(size)
+        if after is not None:
+            query = query.where(s.schedules.c.name > after)
+        with translate_errors(KIND, "*"):
+            rows = self.conn.execute(query).mappings().all()
+        return [Schedule.from_row(row) for row in rows]
+
     def update(self, schedule: Schedule) -> Schedule:
         """Write ``schedule`` over its row if nobody changed the row since ``schedule.edition`` was read.
 

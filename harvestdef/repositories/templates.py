@@ -64,6 +64,13 @@ class TemplateRepository:
         for row in self.conn.execute(stmt.execution_options(yield_per=10)):
             yield _to_template(row)
 
+    def page(self, after: str | None, size: int) -> list[CrawlTemplate]:
+        """Up to ``size`` templates by name, those after the name ``after`` (keyset paging)."""
+        stmt = select(s.ordertemplates).order_by(s.ordertemplates.c.name).limit(size)
+        if after is not None:
+            stmt = stmt.where(s.ordertemplates.c.name > after)
+        return [_to_template(row) for row in self.conn.execute(stmt)]
+
     def create(self, name: str, orderxml: str, description: str = "", active: bool = True) -> CrawlTemplate:
         """A new template; TemplateError (line, column) if not well-formed, ConflictError if the name exists."""
         name = name.strip()

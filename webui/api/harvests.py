@@ -1,5 +1,434 @@
-"""API routes: harvests."""
+"""API routes: schedules, crawl templates and harvest definitions (selective, event and snapshot).
+
+Records are addressed by name and listed by name with keyset paging. Every write runs in one transaction,
+so a request that fails half-way (an unknown configuration in the third entry, a seed without a domain)
+stores nothing. A name the request refers to that does not exist (a schedule, a configuration, a template,
+a channel, a previous snapshot) is bad input, so it is answered 400 naming the field, not 404.
+"""
 
 from __future__ import annotations
 
-from webui.api.core import blueprint  # noqa: F401 - routes are added to the one API blueprint
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import Response, request
+
+from harvestdef.errors import NotFoundError, TemplateError
+from harvestdef.model.definitions import CrawlTemplate, HarvestDefinition, HarvestKind, SnapshotHarvest
+from harvestdef.repositories.channels import ChannelRepository
+from harvestdef.repositories.harvests import HarvestRepository
+from harvestdef.repositories.schedules import ScheduleRepository
+from harvestdef.repositories.templates import TemplateRepository
+from harvestdef.schedules import Schedule, TimeUnit
+from webui.api.core import blueprint, body, decode_cursor, edition, field, jsonable, limit, page
+from webui.api.errors import ApiError
+from webui.auth import ADMIN, CURATE, READ, require
+from webui.context import actor, database, settings
+
+SCHEDULE_FIELDS = ("name", "timeunit", "numtimeunits", "anytime", "onminute", "onhour", "ondayofweek",
+                   "ondayofmonth", "startdate", "enddate", "maxrepeats", "comments")
+
+
+@contextmanager
+def input_named(name: str) -> Iterator[None]:
+    """A NotFoundError inside is the request's fault: 400 naming the field that referred to it."""
+    try:
+        yield
+    except NotFoundError as exc:
+        raise ApiError("invalid", str(exc), name) from exc
+
+
+def _after() -> str | None:
+    key = decode_cursor(request.args.get("after"))
+    if key is None:
+        return None
+    if len(key) != 1 or not isinstance(key[0], str):
+        raise ApiError("invalid", "after is not a cursor this API gave out", "after")
+    return key[0]
+
+
+# ------------------------------------------------------------------ schedules
+def parse_time(data: dict[str, Any], name: str) -> datetime | None:
+    """An ISO 8601 time of ``data`` as an aware UTC datetime (a time without zone is taken as UTC)."""
+    text = field(data, name, str, required=False)
+    if text is None or not text.strip():
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ApiError("invalid", f"{name} must be an ISO 8601 time, not {text!r}", name) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def parse_timeunit(value: Any) -> TimeUnit:
+    """A time unit by name (DAILY) or by NetarchiveSuite's number (2)."""
+    try:
+        if isinstance(value, str) and not value.strip().isdigit():
+            return TimeUnit[value.strip().upper()]
+        if isinstance(value, bool):
+            raise ValueError(value)
+        return TimeUnit(int(value))
+    except (KeyError, ValueError, TypeError):
+        names = ", ".join(unit.name for unit in TimeUnit)
+        raise ApiError("invalid", f"timeunit must be one of {names}, not {value!r}", "timeunit") from None
+
+
+def schedule_from(data: dict[str, Any], base: Schedule | None = None) -> Schedule:
+    """A Schedule of the schedules table's columns in ``data``; missing ones are taken from ``base``."""
+    def given(name: str) -> bool:
+        return base is None or name in data
+
+    values: dict[str, Any] = {}
+    if given("name"):
+        values["name"] = field(data, "name", str)
+    if given("timeunit"):
+        values["timeunit"] = parse_timeunit(field(data, "timeunit", (str, int)))
+    if given("numtimeunits"):
+        values["numtimeunits"] = field(data, "numtimeunits", int, required=False, default=1)
+    if given("anytime"):
+        values["anytime"] = field(data, "anytime", bool, required=False, default=True)
+    for name in ("onminute", "onhour", "ondayofweek", "ondayofmonth", "maxrepeats"):
+        if given(name):
+            values[name] = field(data, name, int, required=False)
+    for name in ("startdate", "enddate"):
+        if given(name):
+            values[name] = parse_time(data, name)
+    if given("comments"):
+        values["comments"] = field(data, "comments", str, required=False, default="")
+    if base is None:
+        return Schedule(**values)
+    current = {name: getattr(base, name) for name in SCHEDULE_FIELDS}
+    return Schedule(**{**current, **values}, schedule_id=base.schedule_id, edition=base.edition)
+
+
+def schedule_json(schedule: Schedule) -> dict[str, Any]:
+    record = {name: jsonable(getattr(schedule, name)) for name in SCHEDULE_FIELDS}
+    record["edition"] = schedule.edition
+    return record
+
+
+@blueprint.get("/schedules")
+@require(READ)
+def list_schedules() -> Any:
+    """Schedules by name."""
+    size = limit()
+    with database().connect() as conn:
+        rows = ScheduleRepository(conn).page(_after(), size + 1)
+    return page(rows, size, lambda row: [row.name], schedule_json)
+
+
+@blueprint.post("/schedules")
+@require(CURATE)
+def create_schedule() -> Any:
+    """Create a schedule from the columns of the schedules table (reference §1.3, §3.2)."""
+    schedule = schedule_from(body())
+    with database().begin() as conn:
+        created = ScheduleRepository(conn, actor()).create(schedule)
+    return schedule_json(created), 201
+
+
+@blueprint.get("/schedules/<name>")
+@require(READ)
+def get_schedule(name: str) -> Any:
+    """One schedule, with the harvests that use it."""
+    with database().connect() as conn:
+        schedules = ScheduleRepository(conn)
+        schedule = schedules.get_by_name(name)
+        users = schedules.harvests_using(schedule.schedule_id or 0)
+    return {**schedule_json(schedule), "harvests": users}
+
+
+@blueprint.patch("/schedules/<name>")
+@require(CURATE)
+def update_schedule(name: str) -> Any:
+    """Change a schedule's columns; 409 if ``edition`` is stale."""
+    data = body()
+    expected = edition(data)
+    with database().begin() as conn:
+        schedules = ScheduleRepository(conn, actor())
+        current = schedules.get_by_name(name)
+        changed = schedule_from(data, current)
+        updated = schedules.update(Schedule(**{n: getattr(changed, n) for n in SCHEDULE_FIELDS},
+                                            schedule_id=current.schedule_id, edition=expected))
+    return schedule_json(updated)
+
+
+# ------------------------------------------------------------------ crawl templates
+def template_json(template: CrawlTemplate, with_cxml: bool = False) -> dict[str, Any]:
+    record: dict[str, Any] = {"name": template.name, "description": template.description,
+                              "active": template.isactive, "lastupdated": jsonable(template.lastupdated),
+                              "edition": template.edition}
+    if with_cxml:
+        record["cxml"] = template.orderxml
+    return record
+
+
+@contextmanager
+def template_input() -> Iterator[None]:
+    """A template that is not well-formed: 400 on the cxml field, its line and column in the message."""
+    try:
+        yield
+    except TemplateError as exc:
+        raise ApiError("invalid", str(exc), "cxml") from exc
+
+
+@blueprint.get("/templates")
+@require(READ)
+def list_templates() -> Any:
+    """Crawl templates by name (without their XML)."""
+    size = limit()
+    with database().connect() as conn:
+        rows = TemplateRepository(conn).page(_after(), size + 1)
+    return page(rows, size, lambda row: [row.name], template_json)
+
+
+@blueprint.post("/templates")
+@require(ADMIN)
+def create_template() -> Any:
+    """Upload a crawl template ``{"name", "cxml"}``; refused with line and column unless well-formed XML."""
+    data = body()
+    name, cxml = field(data, "name", str), field(data, "cxml", str)
+    description = field(data, "description", str, required=False, default="")
+    active = field(data, "active", bool, required=False, default=True)
+    with template_input(), database().begin() as conn:
+        created = TemplateRepository(conn, actor()).create(name, cxml, description, active)
+    return template_json(created, with_cxml=True), 201
+
+
+@blueprint.get("/templates/<name>")
+@require(READ)
+def get_template(name: str) -> Any:
+    """One crawl template with its XML (``?format=cxml``: the XML alone, as a download)."""
+    with database().connect() as conn:
+        template = TemplateRepository(conn).get(name)
+    if request.args.get("format") == "cxml":
+        return Response(template.orderxml, mimetype="application/xml", headers={
+            "Content-Disposition": f'attachment; filename="{template.name}.cxml"'})
+    return template_json(template, with_cxml=True)
+
+
+@blueprint.patch("/templates/<name>")
+@require(ADMIN)
+def update_template(name: str) -> Any:
+    """Replace a template's XML or description, or (de)activate it; 409 if ``edition`` is stale."""
+    data = body()
+    expected = edition(data)
+    cxml = field(data, "cxml", str, required=False)
+    description = field(data, "description", str, required=False)
+    active = field(data, "active", bool, required=False)
+    with template_input(), database().begin() as conn:
+        templates = TemplateRepository(conn, actor())
+        template = templates.get(name)
+        if cxml is not None or description is not None:
+            template = templates.replace(name, template.orderxml if cxml is None else cxml, expected, description)
+            expected = template.edition
+        if active is not None and active != template.isactive:
+            template = (templates.activate if active else templates.deactivate)(name, expected)
+        elif template.edition != expected:
+            template = templates.replace(name, template.orderxml, expected)  # checks the edition
+    return template_json(template, with_cxml=True)
+
+
+# ------------------------------------------------------------------ harvest definitions
+def harvest_json(repository: HarvestRepository, harvest: HarvestDefinition, state: Any = None,
+                 detail: bool = False) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "name": harvest.name, "type": harvest.kind.value, "active": harvest.isactive,
+        "comments": harvest.comments, "audience": harvest.audience, "numevents": harvest.numevents,
+        "submitted": jsonable(harvest.submitted), "edition": harvest.edition,
+        "state": None if state is None else {"state": state.state, "reason": state.reason,
+                                             "changed_at": jsonable(state.changed_at)},
+    }
+    if isinstance(harvest, SnapshotHarvest):
+        previous = repository.get_by_id(harvest.previoushd).name if harvest.previoushd is not None else None
+        record.update(max_bytes=harvest.maxbytes, max_objects=harvest.maxobjects,
+                      max_running_time=harvest.maxjobrunningtime, previous=previous,
+                      index_ready=harvest.isindexready)
+    else:
+        record.update(schedule=harvest.schedule_name, nextdate=jsonable(harvest.nextdate),
+                      crawlertraps=list(harvest.crawlertraps))
+        if detail:
+            record["configurations"] = [{"domain": entry.domain_name, "configuration": entry.config_name}
+                                        for entry in repository.configurations(harvest.name)]
+    if detail:
+        record["channel"] = ChannelRepository(repository.conn).channel_of(harvest.harvest_id).name
+    return record
+
+
+def harvest_repository(conn: Any) -> HarvestRepository:
+    return HarvestRepository.from_settings(conn, settings(), actor())
+
+
+def _configuration_pairs(data: dict[str, Any]) -> list[tuple[str, str | None]]:
+    entries = field(data, "configurations", list, required=False, default=[])
+    pairs = []
+    for number, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("domain"), str):
+            raise ApiError("invalid", f"configurations[{number}] must be {{\"domain\", \"configuration\"}}",
+                           "configurations")
+        configuration = entry.get("configuration")
+        if configuration is not None and not isinstance(configuration, str):
+            raise ApiError("invalid", f"configurations[{number}].configuration must be a string",
+                           "configurations")
+        pairs.append((entry["domain"], configuration))
+    return pairs
+
+
+def create_harvest_from(conn: Any, data: dict[str, Any]) -> HarvestDefinition:
+    """Create the harvest ``data`` describes (its ``type``: selective, event or snapshot) on ``conn``."""
+    kind = field(data, "type", str)
+    name = field(data, "name", str)
+    harvests = harvest_repository(conn)
+    active = field(data, "active", bool, required=False, default=False)
+    comments = field(data, "comments", str, required=False, default="")
+    audience = field(data, "audience", str, required=False)
+    channel = field(data, "channel", str, required=False)
+    if channel is not None:
+        with input_named("channel"):
+            target = ChannelRepository(conn).get(channel)
+        if target.issnapshot != (kind == "snapshot"):
+            raise ApiError("invalid", f"channel {target.name} is for "
+                                      f"{'snapshot' if target.issnapshot else 'selective'} harvests", "channel")
+    if kind == "snapshot":
+        previous = field(data, "previous", str, required=False)
+        if previous is not None:
+            with input_named("previous"):
+                harvests.get_snapshot(previous)
+        return harvests.create_snapshot(
+            name, maxobjects=field(data, "max_objects", int, required=False, default=-1),
+            maxbytes=field(data, "max_bytes", int, required=False, default=-1),
+            maxjobrunningtime=field(data, "max_running_time", int, required=False, default=0),
+            previous=previous, comments=comments, audience=audience, channel=channel, active=active)
+    if kind not in ("selective", "event"):
+        raise ApiError("invalid", f"type must be selective, event or snapshot, not {kind!r}", "type")
+    schedule = field(data, "schedule", str)
+    pairs = _configuration_pairs(data) if kind == "selective" else []
+    with input_named("schedule"):
+        ScheduleRepository(conn).get_by_name(schedule)
+    created = harvests.create_selective(name, schedule, comments=comments, audience=audience, channel=channel,
+                                        active=active)
+    if kind == "selective":
+        if pairs:
+            with input_named("configurations"):
+                return harvests.add_configurations(created.name, pairs, created.edition)
+        return created
+    seeds = field(data, "seeds", (list, str))
+    if isinstance(seeds, list) and not all(isinstance(seed, str) for seed in seeds):
+        raise ApiError("invalid", "seeds must be a list of URLs", "seeds")
+    with input_named("template"):
+        harvests.add_seeds(created.name, seeds, field(data, "template", str), created.edition,
+                           maxbytes=field(data, "max_bytes", int, required=False, default=-1),
+                           maxobjects=field(data, "max_objects", int, required=False, default=-1))
+    return harvests.get(created.name)
+
+
+@blueprint.get("/harvests")
+@require(READ)
+def list_harvests() -> Any:
+    """Harvest definitions by name (``?type=selective|snapshot``), each with why it waits or was deactivated."""
+    size = limit()
+    kind_text = request.args.get("type")
+    try:
+        kind = HarvestKind(kind_text) if kind_text else None
+    except ValueError:
+        raise ApiError("invalid", f"type must be selective or snapshot, not {kind_text!r}", "type") from None
+    with database().connect() as conn:
+        harvests = HarvestRepository(conn)
+        rows = harvests.page(_after(), size + 1, kind)
+        states = harvests.states(row.harvest_id for row in rows)
+        return page(rows, size, lambda row: [row.name],
+                    lambda row: harvest_json(harvests, row, states.get(row.harvest_id)))
+
+
+@blueprint.post("/harvests")
+@require(CURATE)
+def create_harvest() -> Any:
+    """Create a selective, event or snapshot harvest (``type``); nothing is stored if any part is wrong."""
+    data = body()
+    with database().begin() as conn:
+        created = create_harvest_from(conn, data)
+        return harvest_json(HarvestRepository(conn), created, detail=True), 201
+
+
+def _harvest_detail(name: str) -> dict[str, Any]:
+    with database().connect() as conn:
+        harvests = HarvestRepository(conn)
+        harvest = harvests.get(name)
+        state = harvests.states([harvest.harvest_id]).get(harvest.harvest_id)
+        return harvest_json(harvests, harvest, state, detail=True)
+
+
+@blueprint.get("/harvests/<name>")
+@require(READ)
+def get_harvest(name: str) -> Any:
+    """One harvest definition: its settings, configurations, channel and why it waits or was deactivated."""
+    return _harvest_detail(name)
+
+
+def update_harvest_from(conn: Any, name: str, data: dict[str, Any]) -> None:
+    """Apply the changes ``data`` names (comments, audience, schedule, limits...) at edition ``data["edition"]``."""
+    expected = edition(data)
+    harvests = harvest_repository(conn)
+    harvest = harvests.get(name)
+    if harvest.edition != expected:
+        harvests.set_comments(name, harvest.comments, expected)  # raises StaleEditionError
+    if "comments" in data:
+        harvest = harvests.set_comments(name, field(data, "comments", str, required=False, default=""),
+                                        harvest.edition)
+    if "audience" in data:
+        harvest = harvests.set_audience(name, field(data, "audience", str, required=False) or None,
+                                        harvest.edition)
+    if isinstance(harvest, SnapshotHarvest):
+        harvests.update_snapshot(
+            name, harvest.edition, maxobjects=field(data, "max_objects", int, required=False),
+            maxbytes=field(data, "max_bytes", int, required=False),
+            maxjobrunningtime=field(data, "max_running_time", int, required=False))
+        return
+    schedule = field(data, "schedule", str, required=False)
+    with input_named("schedule"):
+        harvests.update_selective(name, harvest.edition, schedule=schedule,
+                                  crawlertraps=field(data, "crawlertraps", str, required=False))
+    if "configurations" in data:
+        with input_named("configurations"):
+            harvests.add_configurations(name, _configuration_pairs(data), harvests.get(name).edition)
+
+
+def set_harvest_active(conn: Any, name: str, active: bool, expected: int | None) -> None:
+    """(De)activate at edition ``expected`` (None: whatever edition it has now)."""
+    harvests = harvest_repository(conn)
+    expected = harvests.get(name).edition if expected is None else expected
+    (harvests.activate if active else harvests.deactivate)(name, expected)
+
+
+@blueprint.patch("/harvests/<name>")
+@require(CURATE)
+def update_harvest(name: str) -> Any:
+    """Change comments, audience, schedule (selective) or limits (snapshot); 409 if ``edition`` is stale."""
+    data = body()
+    with database().begin() as conn:
+        update_harvest_from(conn, name, data)
+    return _harvest_detail(name)
+
+
+def _set_active(name: str, active: bool) -> Any:
+    data = request.get_json(silent=True)
+    expected = field(data, "edition", int, required=False) if isinstance(data, dict) else None
+    with database().begin() as conn:
+        set_harvest_active(conn, name, active, expected)
+    return _harvest_detail(name)
+
+
+@blueprint.post("/harvests/<name>/activate")
+@require(CURATE)
+def activate_harvest(name: str) -> Any:
+    """Activate a harvest definition (``{"edition"}`` optional; 409 if given and stale)."""
+    return _set_active(name, True)
+
+
+@blueprint.post("/harvests/<name>/deactivate")
+@require(CURATE)
+def deactivate_harvest(name: str) -> Any:
+    """Deactivate a harvest definition (``{"edition"}`` optional; 409 if given and stale)."""
+    return _set_active(name, False)
