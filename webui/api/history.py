@@ -1,5 +1,124 @@
-"""API routes: history."""
+"""API routes: harvest history of a domain, and statistics of a harvest definition's runs.
+
+A domain's history reads historyinfo by configuration (an index range per configuration). A harvest's
+statistics come from the summary tables kept at status intake (harvest_run_summary per run,
+config_history_summary per configuration), never from a scan of historyinfo, which holds billions of rows
+in a national archive. The queries are shared with the history pages (webui/history/views.py).
+"""
 
 from __future__ import annotations
 
-from webui.api.core import blueprint  # noqa: F401 - routes are added to the one API blueprint
+from typing import Any
+
+from flask import request
+from sqlalchemy import Connection, Row, select
+
+from harvestdef.db import schema as s
+from harvestdef.model.status import StopReason
+from webui.api.core import blueprint, decode_cursor, jsonable, limit, page
+from webui.api.errors import ApiError
+from webui.auth import READ, require
+from webui.context import database
+
+STOP_REASONS = list(StopReason)
+STOP_COLUMNS = {reason: f"stop_{reason.name.lower()}" for reason in StopReason}
+LARGEST_DOMAINS = 10
+
+
+def _int_cursor(field: str = "after") -> int | None:
+    cursor = decode_cursor(request.args.get(field))
+    if cursor is None:
+        return None
+    if len(cursor) != 1 or not isinstance(cursor[0], int):
+        raise ApiError("invalid", "after is not a cursor this API gave out", field)
+    return cursor[0]
+
+
+# ---------------------------------------------------------------- domain history
+def domain_history(conn: Connection, name: str, size: int, after: int | None = None) -> list[Row[Any]]:
+    """Up to ``size + 1`` historyinfo rows of the domain's configurations, newest (highest id) first."""
+    d, c, h, hd, j = s.domains, s.configurations, s.historyinfo, s.harvestdefinitions, s.jobs
+    domain_id = conn.scalar(select(d.c.domain_id).where(d.c.name == name))
+    if domain_id is None:
+        raise ApiError("not_found", f"no domain named {name!r}")
+    query = (select(h.c.historyinfo_id, h.c.harvest_time, hd.c.name.label("harvest"), j.c.harvest_num,
+                    h.c.job_id, c.c.name.label("configuration"), h.c.stopreason, h.c.objectcount, h.c.bytecount,
+                    h.c.novel_objects, h.c.novel_bytes, h.c.duplicate_objects, h.c.duplicate_bytes)
+             .select_from(h.join(c, c.c.config_id == h.c.config_id)
+                          .join(hd, hd.c.harvest_id == h.c.harvest_id, isouter=True)
+                          .join(j, j.c.job_id == h.c.job_id, isouter=True))
+             .where(c.c.domain_id == domain_id))
+    if after is not None:
+        query = query.where(h.c.historyinfo_id < after)
+    return list(conn.execute(query.order_by(h.c.historyinfo_id.desc()).limit(size + 1)))
+
+
+def render_history_row(row: Row[Any]) -> dict[str, Any]:
+    values = dict(row._mapping)
+    values["stopreason"] = StopReason(values["stopreason"])
+    return {key: jsonable(value) for key, value in values.items()}
+
+
+# ---------------------------------------------------------------- harvest statistics
+def harvest_id_of(conn: Connection, name: str) -> int:
+    harvest_id = conn.scalar(select(s.harvestdefinitions.c.harvest_id).where(s.harvestdefinitions.c.name == name))
+    if harvest_id is None:
+        raise ApiError("not_found", f"no harvest definition named {name!r}")
+    return harvest_id
+
+
+def harvest_runs(conn: Connection, harvest_id: int, size: int, after: int | None = None) -> list[Row[Any]]:
+    """Up to ``size + 1`` runs of the harvest from harvest_run_summary, newest (highest harvest_num) first."""
+    r = s.harvest_run_summary
+    query = select(r).where(r.c.harvest_id == harvest_id)
+    if after is not None:
+        query = query.where(r.c.harvest_num < after)
+    return list(conn.execute(query.order_by(r.c.harvest_num.desc()).limit(size + 1)))
+
+
+def render_run(row: Row[Any]) -> dict[str, Any]:
+    values = dict(row._mapping)
+    run = {key: jsonable(values[key]) for key in (
+        "harvest_num", "jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects",
+        "novel_bytes", "duplicate_objects", "duplicate_bytes", "updated_at")}
+    run["stop_reasons"] = {reason.name: values[column] for reason, column in STOP_COLUMNS.items()}
+    return run
+
+
+def largest_domains(conn: Connection, harvest_id: int, count: int = LARGEST_DOMAINS) -> list[dict[str, Any]]:
+    """The configurations whose newest harvest was in this harvest definition, most bytes first."""
+    summary, c, d = s.config_history_summary, s.configurations, s.domains
+    rows = conn.execute(
+        select(d.c.name.label("domain"), c.c.name.label("configuration"), summary.c.latest_bytecount,
+               summary.c.latest_objectcount, summary.c.latest_stopreason, summary.c.latest_job_id)
+        .select_from(summary.join(c, c.c.config_id == summary.c.config_id)
+                     .join(d, d.c.domain_id == c.c.domain_id))
+        .where(summary.c.latest_harvest_id == harvest_id)
+        .order_by(summary.c.latest_bytecount.desc(), d.c.name).limit(count))
+    return [{"domain": row.domain, "configuration": row.configuration, "bytes": row.latest_bytecount,
+             "objects": row.latest_objectcount, "stop_reason": StopReason(row.latest_stopreason).name,
+             "job_id": row.latest_job_id} for row in rows]
+
+
+# ---------------------------------------------------------------- routes
+@blueprint.get("/domains/<name>/history")
+@require(READ)
+def get_domain_history(name: str) -> Any:
+    """The domain's harvest history (historyinfo), newest first, with novel and duplicate figures."""
+    size = limit()
+    with database().connect() as conn:
+        rows = domain_history(conn, name, size, _int_cursor())
+    return page(rows, size, lambda row: [row.historyinfo_id], render_history_row)
+
+
+@blueprint.get("/harvests/<name>/statistics")
+@require(READ)
+def get_harvest_statistics(name: str) -> Any:
+    """A harvest's runs (newest first, paged) with bytes, objects, novel/duplicate and stop reasons,
+    and its largest domains."""
+    size = limit()
+    with database().connect() as conn:
+        harvest_id = harvest_id_of(conn, name)
+        runs = page(harvest_runs(conn, harvest_id, size, _int_cursor()), size, lambda row: [row.harvest_num],
+                    render_run)
+        return {"harvest": name, **runs, "largest_domains": largest_domains(conn, harvest_id)}

@@ -1,5 +1,236 @@
-"""API routes: jobs."""
+"""API routes: jobs (the list with filters, one job in full, and an operator's restart, reject, unreject).
+
+The queries here are shared with the harvest status pages (webui/status/jobs.py), so a page and its API
+call always show the same jobs. Status changes go through JobRepository, which owns the transition table.
+"""
 
 from __future__ import annotations
 
-from webui.api.core import blueprint  # noqa: F401 - routes are added to the one API blueprint
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from flask import request
+from sqlalchemy import Connection, Row, select
+
+from harvestdef.archive import ArchiveStore
+from harvestdef.db import schema as s
+from harvestdef.db.engine import write_transaction
+from harvestdef.errors import NotFoundError
+from harvestdef.model.status import JobStatus
+from harvestdef.repositories.jobs import JobRepository
+from webui.api.core import blueprint, decode_cursor, jsonable, limit, page
+from webui.api.errors import ApiError
+from webui.auth import OPERATE, READ, require
+from webui.context import actor, database, settings
+
+_j, _hd = s.jobs, s.harvestdefinitions
+JOB_LIST_COLUMNS = [_j.c.job_id, _j.c.harvest_id, _hd.c.name.label("harvest"), _j.c.harvest_num, _j.c.status,
+                    _j.c.channel, _j.c.snapshot, _j.c.creationdate, _j.c.submitteddate, _j.c.startdate,
+                    _j.c.enddate, _j.c.num_configs, _j.c.controller, _j.c.interrupted, _j.c.resubmitted_as_job,
+                    _j.c.continuationof, _j.c.harvest_errors, _j.c.upload_errors]
+
+
+# ---------------------------------------------------------------- filters, shared with the pages
+def parse_statuses(text: str | None, field: str = "status") -> list[JobStatus]:
+    """``DONE`` or ``FAILED,FAILED_REJECTED``; an invalid error naming the unknown status otherwise."""
+    statuses = []
+    for name in (text or "").split(","):
+        name = name.strip().upper()
+        if not name:
+            continue
+        if name not in JobStatus.__members__:
+            raise ApiError("invalid", f"unknown job status {name!r}; one of {', '.join(JobStatus.__members__)}",
+                           field)
+        statuses.append(JobStatus[name])
+    return statuses
+
+
+def parse_int(text: str | None, field: str) -> int | None:
+    if text is None or not text.strip():
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ApiError("invalid", f"{field} must be a whole number, not {text!r}", field) from None
+
+
+def parse_time(text: str | None, field: str, end_of_day: bool = False) -> datetime | None:
+    """An ISO 8601 date or time (UTC when no zone is given); a bare date means its first moment, or with
+    ``end_of_day`` its last, so ``until=2026-03-06`` includes that day."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        if end_of_day and len(text.strip()) == len("2026-03-06"):
+            value += timedelta(days=1, microseconds=-1)
+    except ValueError:
+        raise ApiError("invalid", f"{field} must be an ISO 8601 date or time, not {text!r}", field) from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value
+
+
+def job_filters(args: Any) -> dict[str, Any]:
+    """The job list's filters from query arguments: harvest, status, from_id, to_id, since, until, after."""
+    cursor = decode_cursor(args.get("after"))
+    after = cursor[0] if cursor else None
+    if after is not None and not isinstance(after, int):
+        raise ApiError("invalid", "after is not a cursor this API gave out", "after")
+    return {"harvest": (args.get("harvest") or "").strip() or None, "statuses": parse_statuses(args.get("status")),
+            "from_id": parse_int(args.get("from_id"), "from_id"), "to_id": parse_int(args.get("to_id"), "to_id"),
+            "since": parse_time(args.get("since"), "since"),
+            "until": parse_time(args.get("until"), "until", end_of_day=True), "after": after}
+
+
+def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, statuses: list[JobStatus] | None = None,
+              from_id: int | None = None, to_id: int | None = None, since: datetime | None = None,
+              until: datetime | None = None, after: int | None = None) -> list[Row[Any]]:
+    """Up to ``size + 1`` jobs, newest (highest id) first, below the cursor ``after``; ``since``/``until``
+    bound the creation date. One index range scan on the primary key (keyset paging, never OFFSET)."""
+    query = select(*JOB_LIST_COLUMNS).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
+    if harvest is not None:
+        harvest_id = conn.scalar(select(_hd.c.harvest_id).where(_hd.c.name == harvest))
+        if harvest_id is None:
+            raise ApiError("not_found", f"no harvest definition named {harvest!r}", "harvest")
+        query = query.where(_j.c.harvest_id == harvest_id)
+    if statuses:
+        query = query.where(_j.c.status.in_([int(x) for x in statuses]))
+    if from_id is not None:
+        query = query.where(_j.c.job_id >= from_id)
+    if to_id is not None:
+        query = query.where(_j.c.job_id <= to_id)
+    if since is not None:
+        query = query.where(_j.c.creationdate >= since)
+    if until is not None:
+        query = query.where(_j.c.creationdate <= until)
+    if after is not None:
+        query = query.where(_j.c.job_id < after)
+    return list(conn.execute(query.order_by(_j.c.job_id.desc()).limit(size + 1)))
+
+
+def render_job_row(row: Row[Any]) -> dict[str, Any]:
+    values = dict(row._mapping)
+    values["status"] = JobStatus(values["status"])
+    return {key: jsonable(value) for key, value in values.items()}
+
+
+def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
+    """Everything about one job: limits, configurations, seeds, template, errors and its stored files."""
+    job = JobRepository(conn).get(job_id)
+    harvest = conn.scalar(select(_hd.c.name).where(_hd.c.harvest_id == job.harvest_id))
+    return {
+        "job_id": job.job_id, "harvest": harvest, "harvest_id": job.harvest_id, "harvest_num": job.harvest_num,
+        "status": job.status.name, "channel": job.channel, "snapshot": job.snapshot,
+        "limits": {"max_bytes": job.forcemaxbytes,
+                   "max_objects": -1 if job.forcemaxcount is None else job.forcemaxcount,
+                   "max_running_time": -1 if job.forcemaxrunningtime is None else job.forcemaxrunningtime},
+        "configurations": job_configurations(conn, job_id),
+        "seeds": [line for line in job.seedlist.splitlines() if line.strip()],
+        "template": {"name": job.orderxml, "document": job.orderxmldoc},
+        "errors": {"harvest": job.harvest_errors, "harvest_details": job.harvest_error_details,
+                   "upload": job.upload_errors, "upload_details": job.upload_error_details},
+        "times": {name: jsonable(getattr(job, name))
+                  for name in ("creationdate", "submitteddate", "startdate", "enddate")},
+        "controller": job.controller, "interrupted": job.interrupted, "attempt_id": job.attempt_id,
+        "resubmitted_as_job": job.resubmitted_as_job, "continuationof": job.continuationof,
+        "files": job_files(job.harvest_id, job.job_id),
+    }
+
+
+def job_configurations(conn: Connection, job_id: int) -> list[dict[str, Any]]:
+    return [{"domain": c["domain"], "configuration": c["name"], "max_objects": c["maxobjects"],
+             "max_bytes": c["maxbytes"]} for c in JobRepository(conn).configurations(job_id)]
+
+
+def job_files(harvest_id: int, job_id: int) -> list[dict[str, Any]]:
+    """The job's files in the archive store (name relative to the job's directory, and size), by name."""
+    directory = ArchiveStore.from_settings(settings()).job_path(harvest_id, job_id)
+    found = []
+    for folder, subfolders, names in os.walk(directory):
+        subfolders.sort()
+        for name in names:
+            if name.startswith("."):  # the store's temporary files
+                continue
+            path = os.path.join(folder, name)
+            found.append({"name": os.path.relpath(path, directory).replace(os.sep, "/"),
+                          "size": os.path.getsize(path)})
+    return sorted(found, key=lambda f: f["name"])
+
+
+# ---------------------------------------------------------------- actions, shared with the pages
+def restart_job(job_id: int) -> dict[str, Any]:
+    """NetarchiveSuite's resubmit of a FAILED job in one transaction: the new NEW job, as a list row."""
+    with write_transaction(database()) as conn:
+        new = JobRepository(conn, actor()).restart(job_id, settings().scheduler.controllerSilenceTimeout,
+                                                   settings().database.nextJobId)
+        row = conn.execute(select(*JOB_LIST_COLUMNS).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
+                           .where(_j.c.job_id == new.job_id)).one()
+        return render_job_row(row)
+
+
+def reject_job(job_id: int) -> None:
+    with write_transaction(database()) as conn:
+        JobRepository(conn, actor()).reject(job_id)
+
+
+def unreject_job(job_id: int) -> None:
+    with write_transaction(database()) as conn:
+        JobRepository(conn, actor()).unreject(job_id)
+
+
+JOB_ACTIONS: dict[str, Callable[[int], Any]] = {"restart": restart_job, "reject": reject_job,
+                                                "unreject": unreject_job}
+
+
+def _job_status(job_id: int) -> dict[str, Any]:
+    with database().connect() as conn:
+        row = conn.execute(select(*JOB_LIST_COLUMNS).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
+                           .where(_j.c.job_id == job_id)).first()
+    if row is None:
+        raise NotFoundError("job", job_id)
+    return render_job_row(row)
+
+
+# ---------------------------------------------------------------- routes
+@blueprint.get("/jobs")
+@require(READ)
+def list_jobs() -> Any:
+    """Jobs, newest first: ?harvest=NAME&status=FAILED,DONE&from_id=&to_id=&since=&until=&after=CURSOR."""
+    size = limit()
+    filters = job_filters(request.args)
+    with database().connect() as conn:
+        rows = find_jobs(conn, size, **filters)
+    return page(rows, size, lambda row: [row.job_id], render_job_row)
+
+
+@blueprint.get("/jobs/<int:job_id>")
+@require(READ)
+def get_job(job_id: int) -> Any:
+    """One job: limits, configurations, seeds, template, errors and its files in the archive store."""
+    with database().connect() as conn:
+        return job_detail(conn, job_id)
+
+
+@blueprint.post("/jobs/<int:job_id>/restart")
+@require(OPERATE)
+def restart(job_id: int) -> Any:
+    """Restart a FAILED job: a NEW copy (returned, 201), the old job RESUBMITTED."""
+    return restart_job(job_id), 201
+
+
+@blueprint.post("/jobs/<int:job_id>/reject")
+@require(OPERATE)
+def reject(job_id: int) -> Any:
+    """Reject a FAILED job: FAILED_REJECTED, not to be harvested again."""
+    reject_job(job_id)
+    return _job_status(job_id)
+
+
+@blueprint.post("/jobs/<int:job_id>/unreject")
+@require(OPERATE)
+def unreject(job_id: int) -> Any:
+    """Take back a rejection: FAILED_REJECTED becomes FAILED again."""
+    unreject_job(job_id)
+    return _job_status(job_id)

@@ -1,5 +1,129 @@
-"""Pages of the history section: views."""
+"""Pages of the history section: harvests and a domain search, a domain's harvest history, a harvest's
+statistics with charts, and the CSV export of those statistics.
+
+Charts are inline SVG drawn on the server from the summary tables (no JavaScript library): ``bar_chart``
+turns labelled values into bar geometry, and the template macro in history/_charts.html draws it.
+"""
 
 from __future__ import annotations
 
-from webui.history import blueprint  # noqa: F401 - routes are added to the section's blueprint
+import csv
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from flask import Response, redirect, render_template, request, url_for
+from sqlalchemy import select
+
+from harvestdef.db import schema as s
+from harvestdef.model.status import StopReason
+from webui.api.history import (
+    STOP_COLUMNS,
+    domain_history,
+    harvest_id_of,
+    harvest_runs,
+    largest_domains,
+    render_run,
+)
+from webui.auth import EXPORT, READ, require
+from webui.context import database, settings
+from webui.history import blueprint
+
+CHART_RUNS = 30
+CSV_RUNS = 100_000
+
+
+def bar_chart(labels: Sequence[str], series: Sequence[Sequence[int]], names: Sequence[str],
+              width: int = 640, height: int = 200) -> dict[str, Any]:
+    """Stacked bars: one bar per label, one segment per series; geometry in SVG user units."""
+    totals = [sum(values[i] for values in series) for i in range(len(labels))]
+    top = max(totals, default=0) or 1
+    slot = width / max(len(labels), 1)
+    bars = []
+    for i, label in enumerate(labels):
+        y = float(height)
+        segments = []
+        for index, values in enumerate(series):
+            h = values[i] / top * height
+            y -= h
+            segments.append({"y": round(y, 1), "height": round(h, 1), "value": values[i], "series": index,
+                             "name": names[index]})
+        bars.append({"x": round(i * slot + slot * 0.1, 1), "width": round(slot * 0.8, 1), "label": label,
+                     "total": totals[i], "segments": segments})
+    return {"width": width, "height": height, "bars": bars, "names": list(names), "max": max(totals, default=0)}
+
+
+@blueprint.get("/")
+@require(READ)
+def index() -> Any:
+    """Harvest definitions (with links to their statistics) and a domain search."""
+    domain = (request.args.get("domain") or "").strip()
+    if domain:
+        return redirect(url_for("history.domain", name=domain.lower()))
+    hd = s.harvestdefinitions
+    with database().connect() as conn:
+        harvests = list(conn.execute(select(hd.c.name, hd.c.isactive, hd.c.comments).order_by(hd.c.name)))
+    return render_template("history/index.html", harvests=harvests)
+
+
+@blueprint.get("/domains/<name>")
+@require(READ)
+def domain(name: str) -> Any:
+    """A domain's harvest history, newest first, paged."""
+    size = settings().webui.pageSize
+    cursor = request.args.get("after", type=int)
+    with database().connect() as conn:
+        rows = domain_history(conn, name, size, cursor)
+    following = rows[size - 1].historyinfo_id if len(rows) > size else None
+    return render_template("history/domain.html", name=name, rows=rows[:size], StopReason=StopReason,
+                           next_url=url_for("history.domain", name=name, after=following) if following else None)
+
+
+@blueprint.get("/harvests/<name>")
+@require(READ)
+def harvest(name: str) -> Any:
+    """A harvest's statistics: its newest runs as charts and a table, and its largest domains."""
+    cursor = request.args.get("after", type=int)
+    with database().connect() as conn:
+        harvest_id = harvest_id_of(conn, name)
+        rows = harvest_runs(conn, harvest_id, CHART_RUNS, cursor)
+        largest = largest_domains(conn, harvest_id)
+    runs = [render_run(row) for row in rows[:CHART_RUNS]]
+    following = runs[-1]["harvest_num"] if len(rows) > CHART_RUNS else None
+    oldest_first = list(reversed(runs))
+    labels = [str(run["harvest_num"]) for run in oldest_first]
+    stops = {reason.name: sum(run["stop_reasons"][reason.name] for run in runs) for reason in StopReason}
+    charts = {
+        "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], ["bytes"]),
+        "objects": bar_chart(labels, [[run["objects"] for run in oldest_first]], ["objects"]),
+        "novelty": bar_chart(labels, [[run["novel_bytes"] for run in oldest_first],
+                                      [run["duplicate_bytes"] for run in oldest_first]],
+                             ["novel bytes", "duplicate bytes"]),
+        "stops": bar_chart(list(stops), [list(stops.values())], ["configurations"]),
+        "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], ["bytes"]),
+    }
+    return render_template("history/harvest.html", name=name, runs=runs, charts=charts, largest=largest,
+                           stop_names=[reason.name for reason in StopReason],
+                           next_url=url_for("history.harvest", name=name, after=following)
+                           if following is not None else None)
+
+
+@blueprint.get("/harvests/<name>/statistics.csv")
+@require(EXPORT)
+def harvest_csv(name: str) -> Any:
+    """Every run of the harvest as CSV: one row per harvest_num, oldest first."""
+    with database().connect() as conn:
+        harvest_id = harvest_id_of(conn, name)
+        rows = harvest_runs(conn, harvest_id, CSV_RUNS)
+    out = io.StringIO()
+    writer = csv.writer(out)
+    numbers = ["jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects", "novel_bytes",
+               "duplicate_objects", "duplicate_bytes"]
+    writer.writerow(["harvest", "harvest_num", *numbers, *STOP_COLUMNS.values(), "updated_at"])
+    for row in reversed(rows):
+        run = render_run(row)
+        writer.writerow([name, run["harvest_num"], *(run[n] for n in numbers),
+                         *(run["stop_reasons"][reason.name] for reason in StopReason), run["updated_at"]])
+    filename = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+    return Response(out.getvalue(), mimetype="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}-statistics.csv"'})

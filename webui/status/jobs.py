@@ -1,5 +1,212 @@
-"""Pages of the status section: jobs."""
+"""Pages of the harvest status section: all jobs (filters, keyset paging, bulk restart/reject/unreject),
+running jobs with their latest progress, why harvests wait, and one job in full with its archive files
+and a search of its crawl.log.
+
+The job queries and actions are the API's (webui/api/jobs.py), so a page shows what the API returns.
+The crawl.log is read from the job's metadata WARC in the archive store as a stream, line by line, and at
+most MAX_CRAWL_LOG_MATCHES matching lines are shown: a crawl.log has millions of lines.
+"""
 
 from __future__ import annotations
 
-from webui.status import blueprint  # noqa: F401 - routes are added to the section's blueprint
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import abort, flash, redirect, render_template, request, send_file, url_for
+from sqlalchemy import select
+from warcio.archiveiterator import ArchiveIterator
+
+from harvestdef.archive import ArchiveStore
+from harvestdef.db import schema as s
+from harvestdef.errors import HarvestSuiteError
+from harvestdef.model.status import JobStatus
+from webui.api.core import encode_cursor
+from webui.api.errors import ApiError, translate
+from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters
+from webui.auth import OPERATE, READ, require
+from webui.context import database, settings
+from webui.status import blueprint
+
+MAX_CRAWL_LOG_MATCHES = 500
+# A search gives up after this many seconds and says so: a crawl.log of a snapshot job has millions of lines.
+CRAWL_LOG_SECONDS = 20.0
+MAX_PATTERN_LENGTH = 200
+MAX_BULK_JOBS = 1000
+CRAWL_LOG_MARK = "/crawl/logs/crawl.log"
+
+
+@blueprint.get("/")
+@require(READ)
+def index() -> Any:
+    """All jobs, newest first, filtered by status, harvest, id range and creation date."""
+    size = settings().webui.pageSize
+    try:
+        filters = job_filters(request.args)
+        with database().connect() as conn:
+            rows = find_jobs(conn, size, **filters)
+        error = None
+    except ApiError as exc:
+        rows, error = [], exc.message
+    following = encode_cursor([rows[size - 1].job_id]) if len(rows) > size else None
+    arguments = {k: v for k, v in request.args.items() if k != "after" and v}
+    return render_template("status/index.html", jobs=rows[:size], statuses=list(JobStatus), error=error,
+                           args=request.args, next_url=url_for("status.index", **arguments, after=following)
+                           if following else None, JobStatus=JobStatus)
+
+
+@blueprint.post("/jobs/actions")
+@require(OPERATE)
+def job_actions() -> Any:
+    """Restart, reject or unreject the checked jobs; each job in its own transaction, each outcome flashed."""
+    action = request.form.get("action", "")
+    if action not in JOB_ACTIONS:
+        abort(400, f"unknown action {action!r}")
+    job_ids = []
+    for text in request.form.getlist("job_id")[:MAX_BULK_JOBS]:
+        if text.isdigit():
+            job_ids.append(int(text))
+    if not job_ids:
+        flash("No jobs were checked.", "error")
+    done = []
+    for job_id in job_ids:
+        try:
+            JOB_ACTIONS[action](job_id)
+            done.append(job_id)
+        except HarvestSuiteError as exc:
+            flash(f"Job {job_id}: {translate(exc).message}", "error")
+    if done:
+        flash(f"{action.capitalize()}: done for job{'s' if len(done) > 1 else ''} "
+              f"{', '.join(map(str, done))}.", "info")
+    return redirect(_back_to_list())
+
+
+def _back_to_list() -> str:
+    target = request.form.get("next", "")
+    parts = urlsplit(target)
+    if target.startswith("/") and not parts.scheme and not parts.netloc and not target.startswith("//"):
+        return target
+    return url_for("status.index")
+
+
+@blueprint.get("/running")
+@require(READ)
+def running() -> Any:
+    """STARTED jobs with their latest progress report (runningjobsmonitor)."""
+    j, m = s.jobs, s.runningjobsmonitor
+    with database().connect() as conn:
+        rows = list(conn.execute(
+            select(j.c.job_id, j.c.channel, j.c.controller, j.c.startdate, j.c.interrupted, m.c.harvestname,
+                   m.c.hosturl, m.c.progress, m.c.downloadedfilescount, m.c.queuedfilescount,
+                   m.c.totalbyteswritten, m.c.currentprocessedkbpersec, m.c.elapsedseconds, m.c.alertscount,
+                   m.c.activequeuescount, m.c.tstamp)
+            .select_from(j.join(m, m.c.jobid == j.c.job_id, isouter=True))
+            .where(j.c.status == int(JobStatus.STARTED)).order_by(j.c.job_id)))
+    return render_template("status/running.html", jobs=rows)
+
+
+@blueprint.get("/waiting")
+@require(READ)
+def waiting() -> Any:
+    """Why each harvest definition waits, was deactivated or failed to generate (harvest_state)."""
+    st, hd = s.harvest_state, s.harvestdefinitions
+    with database().connect() as conn:
+        rows = list(conn.execute(
+            select(hd.c.name, hd.c.isactive, st.c.state, st.c.reason, st.c.changed_at)
+            .select_from(st.join(hd, hd.c.harvest_id == st.c.harvest_id))
+            .order_by(st.c.state, hd.c.name)))
+    return render_template("status/waiting.html", harvests=rows)
+
+
+@blueprint.get("/jobs/<int:job_id>")
+@require(READ)
+def job(job_id: int) -> Any:
+    """One job: limits, configurations, seeds, template, errors, archive files, crawl-log search."""
+    m = s.runningjobsmonitor
+    with database().connect() as conn:
+        detail = job_detail(conn, job_id)
+        progress = conn.execute(select(m).where(m.c.jobid == job_id).order_by(m.c.tstamp.desc()).limit(1)).first()
+    domain = (request.args.get("domain") or "").strip().lower()
+    pattern = request.args.get("regex") or ""
+    search = None
+    if domain or pattern:
+        search = search_crawl_log(detail, domain, pattern)
+    return render_template("status/job.html", job=detail, progress=progress, search=search, domain=domain,
+                           pattern=pattern, limit=MAX_CRAWL_LOG_MATCHES)
+
+
+@blueprint.get("/jobs/<int:job_id>/files/<path:name>")
+@require(READ)
+def job_file(job_id: int, name: str) -> Any:
+    """Download one of the job's files from the archive store."""
+    with database().connect() as conn:
+        harvest_id = conn.scalar(select(s.jobs.c.harvest_id).where(s.jobs.c.job_id == job_id))
+    if harvest_id is None:
+        abort(404, f"no job {job_id}")
+    try:
+        path = ArchiveStore.from_settings(settings()).path_of(f"{harvest_id}/{job_id}/{name}")
+    except (ValueError, HarvestSuiteError):
+        abort(404, f"no file {name!r} of job {job_id}")
+    if not path.is_file() or path.name.startswith("."):
+        abort(404, f"no file {name!r} of job {job_id}")
+    return send_file(path, as_attachment=True, download_name=path.name)
+
+
+# ---------------------------------------------------------------- crawl.log search
+def search_crawl_log(detail: dict[str, Any], domain: str, pattern: str) -> dict[str, Any]:
+    """Lines of the job's crawl.log whose URL is on ``domain`` (or a subdomain) and match ``pattern``."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        return {"error": f"the regular expression is longer than {MAX_PATTERN_LENGTH} characters", "lines": []}
+    try:
+        regex = re.compile(pattern) if pattern else None
+    except re.error as exc:
+        return {"error": f"not a regular expression: {exc}", "lines": []}
+    warcs = [f["name"] for f in detail["files"] if re.search(r"metadata-\d+\.warc(\.gz)?$", f["name"])]
+    if not warcs:
+        return {"error": "the job has no metadata WARC in the archive store", "lines": []}
+    store = ArchiveStore.from_settings(settings())
+    lines: list[str] = []
+    truncated = timed_out = False
+    deadline = time.monotonic() + CRAWL_LOG_SECONDS
+    scanned = 0
+    for name in warcs:
+        path = store.path_of(f"{detail['harvest_id']}/{detail['job_id']}/{name}")
+        for line in _crawl_log_lines(path):
+            scanned += 1
+            if scanned % 10_000 == 0 and time.monotonic() > deadline:
+                truncated = timed_out = True
+                break
+            if domain and not _on_domain(line, domain):
+                continue
+            if regex is not None and not regex.search(line):
+                continue
+            if len(lines) == MAX_CRAWL_LOG_MATCHES:
+                truncated = True
+                break
+            lines.append(line)
+        if truncated:
+            break
+    return {"error": None, "lines": lines, "truncated": truncated, "timed_out": timed_out, "scanned": scanned}
+
+
+def _crawl_log_lines(path: Path) -> Iterator[str]:
+    """The crawl.log lines of a metadata WARC, streamed record by record (style.md §6)."""
+    with open(path, "rb") as stream:
+        for record in ArchiveIterator(stream):
+            uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+            if record.rec_type not in ("metadata", "resource") or CRAWL_LOG_MARK not in uri:
+                continue
+            content = record.content_stream()
+            while raw := content.readline(64 * 1024):
+                yield raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _on_domain(line: str, domain: str) -> bool:
+    fields = line.split()
+    if len(fields) < 4:
+        return False
+    host = (urlsplit(fields[3]).hostname or "").lower()
+    return host == domain or host.endswith("." + domain)

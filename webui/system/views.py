@@ -1,5 +1,64 @@
-"""Pages of the system section: views."""
+"""Pages of the system section: harvest controllers, queue depths per channel, scheduler liveness; and the
+figures of the overview (home) page: running jobs, failed jobs needing attention, waiting harvests,
+harvesters. The data come from the API module webui/api/system.py, so page and API agree.
+"""
 
 from __future__ import annotations
 
-from webui.system import blueprint  # noqa: F401 - routes are added to the section's blueprint
+from typing import Any
+
+from flask import render_template
+from sqlalchemy import func, select
+
+from harvestdef.db import schema as s
+from harvestdef.model.status import JobStatus
+from webui.api.system import find_harvesters, queue_depths, render_harvester, scheduler_liveness
+from webui.auth import READ, require
+from webui.context import database
+from webui.system import blueprint
+
+MAX_HARVESTERS = 1000
+OVERVIEW_ROWS = 10
+
+
+@blueprint.get("/system")
+@require(READ)
+def index() -> Any:
+    """Harvest controllers, queue depths per channel and the scheduler's liveness."""
+    with database().connect() as conn:
+        harvesters = [render_harvester(row) for row in find_harvesters(conn, MAX_HARVESTERS)]
+        queues = queue_depths(conn)
+        scheduler = scheduler_liveness(conn)
+    return render_template("system/index.html", harvesters=harvesters, queues=queues, scheduler=scheduler)
+
+
+def overview() -> dict[str, Any]:
+    """What the home page shows: what runs, what failed and needs an operator, what waits, who harvests."""
+    j, hd, st = s.jobs, s.harvestdefinitions, s.harvest_state
+    with database().connect() as conn:
+        def jobs_in(status: JobStatus) -> list[Any]:
+            return list(conn.execute(
+                select(j.c.job_id, hd.c.name.label("harvest"), j.c.controller, j.c.startdate, j.c.enddate,
+                       j.c.harvest_errors, j.c.interrupted)
+                .select_from(j.join(hd, hd.c.harvest_id == j.c.harvest_id))
+                .where(j.c.status == int(status)).order_by(j.c.job_id.desc()).limit(OVERVIEW_ROWS)))
+        counts = {JobStatus(status).name: count for status, count in conn.execute(
+            select(j.c.status, func.count()).where(j.c.status.in_(
+                [int(JobStatus.NEW), int(JobStatus.SUBMITTED), int(JobStatus.STARTED), int(JobStatus.FAILED)]))
+            .group_by(j.c.status))}
+        return {
+            "counts": counts,
+            "running": jobs_in(JobStatus.STARTED),
+            "failed": jobs_in(JobStatus.FAILED),
+            "waiting": list(conn.execute(
+                select(hd.c.name, st.c.state, st.c.reason, st.c.changed_at)
+                .select_from(st.join(hd, hd.c.harvest_id == st.c.harvest_id))
+                .where(st.c.state != "generated").order_by(st.c.changed_at.desc()).limit(OVERVIEW_ROWS))),
+            "harvesters": [render_harvester(row) for row in find_harvesters(conn, MAX_HARVESTERS)],
+        }
+
+
+@blueprint.context_processor
+def _overview_for_templates() -> dict[str, Any]:
+    # A function, not its result: only the page that calls it (home.html) queries the database.
+    return {"overview": overview}
