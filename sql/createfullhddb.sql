@@ -331,6 +331,8 @@ CREATE TABLE config_history_summary (
 	PRIMARY KEY (config_id)
 );
 
+CREATE INDEX config_history_summary_harvest_bytes ON config_history_summary (latest_harvest_id, latest_bytecount DESC);
+
 CREATE TABLE harvest_run_dedup_index (
 	harvest_id BIGINT NOT NULL, 
 	harvest_num INTEGER NOT NULL, 
@@ -661,6 +663,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0005_domain_active');
+INSERT INTO alembic_version (version_num) VALUES ('0006_summary_index');
 
 COMMIT;

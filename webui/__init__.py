@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 def create_app(settings: Settings | None = None, engine: Engine | None = None,
                test_config: dict[str, Any] | None = None) -> Flask:
     """The web UI on the harvest database of ``settings`` (or ``engine``, which the caller keeps owning)."""
-    from webui import api, auth, definitions, history, status, system
+    from webui import api, auth, definitions, formatting, history, status, system
     from webui.context import WebuiContext
 
     settings = settings or load_settings()
@@ -45,6 +45,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
         app.config.update(test_config)
     WebuiContext.attach(app, settings, engine)
     auth.init_app(app)
+    formatting.init_app(app)
     for section in (auth, definitions, status, history, system):
         app.register_blueprint(section.blueprint)
     api.init_app(app)

@@ -28,7 +28,8 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BASELINE_REVISION = "0001_baseline"
 # A table (or "table.column") each revision creates, newest first: the newest present tells the revision of
 # tables loaded from a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
-MARKER_TABLES = (("0005_domain_active", "domains.isactive"), ("0004_api_tokens", "api_tokens"),
+MARKER_TABLES = (("0006_summary_index", "config_history_summary#config_history_summary_harvest_bytes"),
+                 ("0005_domain_active", "domains.isactive"), ("0004_api_tokens", "api_tokens"),
                  ("0003_dedup_index", "harvest_run_dedup_index"), ("0002_scheduler", "scheduler_lock"))
 
 
@@ -84,10 +85,13 @@ def upgrade_database(engine: Engine) -> str:
 
 
 def _has_marker(inspector: Inspector, marker: str) -> bool:
-    """Whether the table ``marker`` (or, for ``table.column``, that column) exists."""
-    table, _, column = marker.partition(".")
+    """Whether the table ``marker`` exists, or for ``table.column`` that column, for ``table#index`` that index."""
+    table, _, index = marker.partition("#")
+    table, _, column = table.partition(".")
     if not inspector.has_table(table):
         return False
+    if index:
+        return any(i["name"] == index for i in inspector.get_indexes(table))
     return not column or any(c["name"] == column for c in inspector.get_columns(table))
 
 

@@ -552,6 +552,9 @@ config_history_summary = Table(
     Column("best_objectcount", BigInteger, nullable=False),
     Column("best_bytecount", BigInteger, nullable=False),
 )
+# The largest domains of a harvest (web UI statistics): one range scan instead of the whole table.
+Index("config_history_summary_harvest_bytes", config_history_summary.c.latest_harvest_id,
+      config_history_summary.c.latest_bytecount.desc())
 
 # The deduplication index of each harvest run (reference §6.4), written by the scheduler (scheduler/dedupindex.py).
 # A run's NEW jobs are dispatched once its row is ready; a selective or event harvest's first run needs none.

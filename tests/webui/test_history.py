@@ -70,7 +70,7 @@ def test_history_pages_show_the_figures_and_charts(login, webui_engine):
     assert 'href="/history/harvests/daily"' in index
     assert client.get("/history/?domain=Alpha.dk").headers["Location"].endswith("/history/domains/alpha.dk")
     domain = client.get("/history/domains/alpha.dk").get_data(as_text=True)
-    assert "30000" in domain and "26000" in domain and "DOWNLOAD_COMPLETE" in domain
+    assert "30.0 KB" in domain and "26.0 KB" in domain and "DOWNLOAD_COMPLETE" in domain
     page = client.get("/history/harvests/daily").get_data(as_text=True)
     assert page.count("<svg") == 5
     assert "2: bytes 30000" not in page  # run 2's bytes are 33000 in all

@@ -253,7 +253,7 @@ def test_running_and_waiting_pages(login, webui_engine):
                                                     reason="next run at 2026-04-01 <soon>", changed_at=T0))
     client = login("curator")
     running = client.get("/status/running").get_data(as_text=True)
-    assert "42.5 %" in running and "1234" in running and "5555" in running
+    assert "42.5 %" in running and "1,234" in running and "5.6 KB" in running
     detail = client.get("/status/jobs/1").get_data(as_text=True)
     assert "42.5 % at" in detail and "1234 downloaded" in detail
     waiting = client.get("/status/waiting").get_data(as_text=True)

@@ -1,0 +1,40 @@
+"""Jinja filters that make figures readable: thousands separators, -1 as "unlimited", sizes in bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+
+_UNITS = ("bytes", "KB", "MB", "GB", "TB", "PB")
+
+
+def count(value: Any) -> str:
+    """1234567 -> "1,234,567"; -1 (NetarchiveSuite's unlimited) -> "unlimited"; None -> ""."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, int | float) and value == -1:
+        return "unlimited"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.1f}"
+    return str(value)
+
+
+def size(value: Any) -> str:
+    """A byte count in the largest unit that keeps it ≥ 1 (decimal units, as disks are sold): 1.5 GB."""
+    if value is None or value == "":
+        return ""
+    if value == -1:
+        return "unlimited"
+    amount = float(value)
+    for unit in _UNITS:
+        if abs(amount) < 1000 or unit == _UNITS[-1]:
+            return f"{int(amount):,} {unit}" if unit == "bytes" else f"{amount:,.1f} {unit}"
+        amount /= 1000
+    raise AssertionError("unreachable")
+
+
+def init_app(app: Flask) -> None:
+    app.jinja_env.filters.update(count=count, size=size)
