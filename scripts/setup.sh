@@ -12,6 +12,9 @@ command -v psql >/dev/null 2>&1 || need_apt+=(postgresql-client)
 command -v wget >/dev/null 2>&1 || need_apt+=(wget)
 # nginx serves the generated site of the crawl benchmark (bench/crawl.py).
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
+# Debian's chromium is the browser of the web UI's browser tests (tests/webui/test_browser.py), driven by the
+# Python package playwright from the test extra; never `playwright install`, which downloads a browser of its own.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -1,0 +1,386 @@
+"""Web UI API benchmark on PostgreSQL: latency of the read endpoints under 16 concurrent clients.
+
+Builds a fresh database ``hs_bench_webui_<random>`` (``init_database``), COPY-loads N domains (one
+configuration and seed list each; one in eight named ``kultur…``), J jobs in H harvest definitions and
+R rows of historyinfo (R / N runs of every configuration, each run's configurations split over its
+harvests' jobs), then fills harvest_run_summary and config_history_summary with ``harvestsuite db
+rebuild-summaries``. Then it serves the web UI as an operator would (``harvestsuite webui run``, waitress,
+16 threads) and, in the same run, 16 client threads with keep-alive connections (http.client) and an API
+token from ``harvestsuite users token`` call, one endpoint at a time:
+
+* domain search        GET /api/v1/domains?q=kultur*
+* job list             GET /api/v1/jobs?status=DONE
+* domain history       GET /api/v1/domains/{name}/history     (random domains)
+* harvest statistics   GET /api/v1/harvests/{name}/statistics (random harvests)
+
+Every response is checked: status 200 and a JSON object with a list ``items``; an endpoint whose first
+answer is 404 is reported as missing and skipped. Printed: p50/p95/p99 and requests/s per endpoint, with
+the target p95 <= 200 ms beside it. The database is dropped at the end (``--keep`` leaves it).
+
+Usage::
+
+    python bench/webui.py                                                  # 2,000,000 / 100,000 / 10,000,000
+    python bench/webui.py --domains 20000 --jobs 1000 --history 100000     # 1/100: a quick check
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import quote
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.jobgen import ADMIN_URL, STOP_REASONS  # noqa: E402
+from bench.jobgen import _copy as copy_lines  # noqa: E402
+from harvestdef.db.engine import open_engine  # noqa: E402
+from harvestdef.db.init import init_database  # noqa: E402
+from harvestdef.model.status import JobStatus  # noqa: E402
+
+TARGET_P95_MS = 200.0
+CLIENTS = 16
+STEMS = ("kultur", "nyheder", "sport", "musik", "kommune", "butik", "forening", "rejse")
+HARVESTS = 200
+FIRST_RUN = datetime(2021, 3, 1, tzinfo=UTC)
+PASSWORD = "bench password, not secret"
+
+
+def domain_name(i: int) -> str:
+    return f"{STEMS[i % len(STEMS)]}-{i:07d}.dk"
+
+
+def harvest_name(h: int) -> str:
+    return f"selective-{h:03d}"
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def build(url: str, domains: int, jobs: int, history: int) -> None:
+    """Load the database with COPY; historyinfo row k is run k // domains of configuration k % domains + 1."""
+    engine = open_engine(url)
+    init_database(engine)
+    runs = max(1, history // domains)
+    jobs_per_run = max(HARVESTS, jobs // runs)
+    started = time.monotonic()
+    with engine.begin() as conn:
+        raw = conn.connection.driver_connection
+        template = conn.scalar(text("SELECT template_id FROM ordertemplates WHERE name = 'default_orderxml'"))
+        schedule = conn.scalar(text("SELECT min(schedule_id) FROM schedules"))
+        # domains.defaultconfig and configurations.domain_id refer to each other: load without FK triggers
+        conn.execute(text("SET LOCAL session_replication_role = replica"))
+        copy_lines(raw, "domains", "domain_id, name, defaultconfig, edition",
+                   (f"{i}\t{domain_name(i)}\t{i}\t1\n" for i in range(1, domains + 1)))
+        copy_lines(raw, "configurations", "config_id, name, domain_id, template_id, maxobjects, maxrate, maxbytes",
+                   (f"{i}\tdefaultconfig\t{i}\t{template}\t-1\t100\t{1_000_000_000 if i % 3 else -1}\n"
+                    for i in range(1, domains + 1)))
+        copy_lines(raw, "seedlists", "seedlist_id, name, domain_id, seeds",
+                   (f"{i}\tdefaultseeds\t{i}\thttps://www.{domain_name(i)}/\n" for i in range(1, domains + 1)))
+        copy_lines(raw, "config_seedlists", "config_id, seedlist_id", (f"{i}\t{i}\n" for i in range(1, domains + 1)))
+        submitted = _timestamp(FIRST_RUN - timedelta(days=30))
+        copy_lines(raw, "harvestdefinitions", "harvest_id, name, comments, numevents, submitted, isactive, edition",
+                   (f"{h}\t{harvest_name(h)}\t\t{runs}\t{submitted}\ttrue\t1\n" for h in range(1, HARVESTS + 1)))
+        copy_lines(raw, "partialharvests", "harvest_id, schedule_id",
+                   (f"{h}\t{schedule}\n" for h in range(1, HARVESTS + 1)))
+
+        def job_of(run: int, config_id: int) -> int:
+            return run * jobs_per_run + (config_id - 1) * jobs_per_run // domains + 1
+
+        def harvest_of(job_id: int) -> int:
+            return ((job_id - 1) % jobs_per_run) * HARVESTS // jobs_per_run + 1
+
+        def job_lines() -> Iterator[str]:
+            for job_id in range(1, runs * jobs_per_run + 1):
+                run = (job_id - 1) // jobs_per_run
+                status = JobStatus.FAILED if job_id % 23 == 0 else JobStatus.DONE
+                begun = FIRST_RUN + timedelta(days=90 * run, minutes=job_id % 10_000)
+                yield (f"{job_id}\t{harvest_of(job_id)}\t{int(status)}\tFOCUSED\tfalse\tdefault_orderxml\t"
+                       f"<crawl-order/>\thttps://www.{domain_name(job_id % domains + 1)}/\t{run + 1}\t"
+                       f"{_timestamp(begun)}\t{_timestamp(begun + timedelta(hours=3))}\t{_timestamp(begun)}\t"
+                       f"{_timestamp(begun)}\t{domains // jobs_per_run}\n")
+
+        copy_lines(raw, "jobs", "job_id, harvest_id, status, channel, snapshot, orderxml, orderxmldoc, seedlist, "
+                                "harvest_num, startdate, enddate, submitteddate, creationdate, num_configs",
+                   job_lines())
+        copy_lines(raw, "job_configs", "job_id, config_id",
+                   (f"{job_of(k // domains, k % domains + 1)}\t{k % domains + 1}\n" for k in range(runs * domains)))
+
+        def history_lines() -> Iterator[str]:
+            for k in range(history):
+                run, config_id = divmod(k, domains)
+                job_id = job_of(min(run, runs - 1), config_id)
+                stop = STOP_REASONS[(k * 7) % len(STOP_REASONS)]
+                objects = (k * 37) % 3000 + 1
+                size = objects * ((k * 13) % 60_000 + 1_000)
+                novel = size // (2 + run % 3)
+                when = FIRST_RUN + timedelta(days=90 * run, minutes=job_id % 10_000 + 180)
+                yield (f"{int(stop)}\t{objects}\t{size}\t{config_id}\t{harvest_of(job_id)}\t{job_id}\t"
+                       f"{_timestamp(when)}\t{objects // 2}\t{novel}\t{objects - objects // 2}\t{size - novel}\n")
+
+        copy_lines(raw, "historyinfo", "stopreason, objectcount, bytecount, config_id, harvest_id, job_id, "
+                                       "harvest_time, novel_objects, novel_bytes, duplicate_objects, duplicate_bytes",
+                   history_lines())
+        for table, column in (("domains", "domain_id"), ("configurations", "config_id"),
+                              ("seedlists", "seedlist_id"), ("historyinfo", "historyinfo_id")):
+            conn.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                              f"(SELECT max({column}) FROM {table}))"))
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE"))
+    engine.dispose()
+    print(f"loaded {domains:,} domains, {runs * jobs_per_run:,} jobs in {HARVESTS} harvests, {history:,} "
+          f"historyinfo rows in {time.monotonic() - started:.1f} s", flush=True)
+
+
+@dataclass
+class Figures:
+    latencies_ms: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Client:
+    """One keep-alive connection with the bearer token; ``get`` returns (status, seconds, body)."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+
+    def get(self, path: str) -> tuple[int, float, bytes]:
+        started = time.perf_counter()
+        try:
+            self.connection.request("GET", path, headers=self.headers)
+            response = self.connection.getresponse()
+            body = response.read()
+        except (OSError, http.client.HTTPException):
+            self.connection.close()  # reconnects on the next request
+            raise
+        return response.status, time.perf_counter() - started, body
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def problem_with(status: int, body: bytes) -> str | None:
+    """None when the answer is 200 with a JSON object holding a list ``items``; else what is wrong."""
+    if status != 200:
+        return f"status {status}: {body[:200]!r}"
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return f"not JSON: {body[:200]!r}"
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        return f"no items list: {body[:200]!r}"
+    return None
+
+
+def alone_ms(port: int, token: str, paths: list[str], count: int = 30) -> float:
+    """The median latency of one client alone (after a warm-up): the floor the concurrent figures queue on."""
+    client = Client(port, token)
+    try:
+        for path in paths[:3]:
+            client.get(path)
+        return statistics.median(client.get(paths[n % len(paths)])[1] * 1000 for n in range(count))
+    finally:
+        client.close()
+
+
+def measure(port: int, token: str, paths: list[str], requests: int, max_seconds: float,
+            clients: int) -> Figures:
+    """``requests`` GETs (cycling through ``paths``) from ``clients`` threads at once, each on its own
+    keep-alive connection."""
+    figures = Figures()
+    counter = iter(range(requests))
+    lock = threading.Lock()
+    deadline = time.monotonic() + max_seconds
+
+    def work() -> None:
+        client = Client(port, token)
+        try:
+            while time.monotonic() < deadline:
+                with lock:
+                    number = next(counter, None)
+                if number is None:
+                    return
+                path = paths[number % len(paths)]
+                try:
+                    status, seconds, body = client.get(path)
+                except (OSError, http.client.HTTPException) as exc:
+                    with lock:
+                        figures.failures.append(f"{path}: {exc!r}")
+                    continue
+                problem = problem_with(status, body)
+                with lock:
+                    figures.latencies_ms.append(seconds * 1000)
+                    if problem:
+                        figures.failures.append(f"{path}: {problem}")
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=work, name=f"client-{n}") for n in range(clients)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    figures.seconds = time.monotonic() - started
+    return figures
+
+
+def api_routes(port: int, token: str) -> set[str]:
+    """The GET routes the API describes at /api/v1/openapi.json, e.g. ``/domains/{name}/history``."""
+    client = Client(port, token)
+    try:
+        status, _, body = client.get("/api/v1/openapi.json")
+    finally:
+        client.close()
+    if status != 200:
+        raise RuntimeError(f"GET /api/v1/openapi.json answered {status}: {body[:200]!r}")
+    return {path for path, methods in json.loads(body)["paths"].items() if "get" in methods}
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def harvestsuite(url: str, *args: str, stdin: str | None = None) -> str:
+    done = subprocess.run([sys.executable, "-m", "harvestdef", "--set", f"harvestsuite.database.url={url}", *args],
+                          input=stdin, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"harvestsuite {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def wait_for(port: int, process: subprocess.Popen[bytes], seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"harvestsuite webui run exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the web UI did not listen on port {port} within {seconds} s")
+
+
+def serve_and_measure(url: str, domains: int, requests: int, max_seconds: float, clients: int) -> bool:
+    harvestsuite(url, "users", "add", "bench", "--role", "admin", stdin=PASSWORD + "\n")
+    token = harvestsuite(url, "users", "token", "bench").strip()
+    port = free_port()
+    log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"hs-bench-webui-{port}.log"
+    rng = random.Random(20261123)
+    endpoints = {
+        ("domain search       ", "/domains"): ["/api/v1/domains?q=kultur*"],
+        ("job list            ", "/jobs"): ["/api/v1/jobs?status=DONE"],
+        ("domain history      ", "/domains/{name}/history"): [
+            f"/api/v1/domains/{quote(domain_name(rng.randint(1, domains)))}/history" for _ in range(500)],
+        ("harvest statistics  ", "/harvests/{name}/statistics"): [
+            f"/api/v1/harvests/{harvest_name(rng.randint(1, HARVESTS))}/statistics" for _ in range(200)],
+    }
+    all_good = True
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "harvestdef", "--set", f"harvestsuite.database.url={url}",
+             "--set", f"harvestsuite.webui.secretKey={secrets.token_urlsafe(24)}",
+             "webui", "run", "--host", "127.0.0.1", "--port", str(port), "--threads", "16"],
+            stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for(port, server)
+            print(f"web UI: harvestsuite webui run (waitress, 16 threads) on port {port}; {clients} clients, "
+                  f"{requests} requests per endpoint; log {log_path}", flush=True)
+            print(f"{'endpoint':20}  {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>7}  target p95 <= "
+                  f"{TARGET_P95_MS:.0f} ms")
+            routes = api_routes(port, token)
+            for (label, route), paths in endpoints.items():
+                if route not in routes:
+                    print(f"{label}  404: GET /api/v1{route} is not in /api/v1/openapi.json (yet)", flush=True)
+                    all_good = False
+                    continue
+                floor = alone_ms(port, token, paths)
+                figures = measure(port, token, paths, requests, max_seconds, clients)
+                values = figures.latencies_ms
+                if not values:
+                    print(f"{label}  no answers: {figures.failures[:1]}", flush=True)
+                    all_good = False
+                    continue
+                p95 = percentile(values, 0.95)
+                verdict = "met" if p95 <= TARGET_P95_MS else "MISSED"
+                print(f"{label}  {percentile(values, 0.50):8.1f} {p95:8.1f} {percentile(values, 0.99):8.1f} "
+                      f"{len(values) / figures.seconds:7.1f}  {verdict} ({len(values)} answers, "
+                      f"mean {statistics.fmean(values):.1f} ms; one client alone: p50 {floor:.1f} ms)", flush=True)
+                if figures.failures:
+                    all_good = False
+                    print(f"    {len(figures.failures)} bad answers, e.g. {figures.failures[0]}", flush=True)
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    return all_good
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domains", type=int, default=2_000_000)
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--history", type=int, default=10_000_000)
+    parser.add_argument("--requests", type=int, default=2_000, help="requests per endpoint")
+    parser.add_argument("--max-seconds", type=float, default=120.0, help="at most this long per endpoint")
+    parser.add_argument("--clients", type=int, default=CLIENTS, help="concurrent clients (threads)")
+    parser.add_argument("--admin-url", default=ADMIN_URL)
+    parser.add_argument("--keep", action="store_true", help="do not drop the benchmark database")
+    args = parser.parse_args()
+
+    print(f"machine: {os.cpu_count()} cores; PostgreSQL at {make_url(args.admin_url).host}", flush=True)
+    name = f"hs_bench_webui_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(args.admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(args.admin_url).set(database=name).render_as_string(hide_password=False)
+    try:
+        build(url, args.domains, args.jobs, args.history)
+        started = time.monotonic()
+        print(harvestsuite(url, "db", "rebuild-summaries").strip(),
+              f"in {time.monotonic() - started:.1f} s", flush=True)
+        all_good = serve_and_measure(url, args.domains, args.requests, args.max_seconds, args.clients)
+    finally:
+        if args.keep:
+            print(f"database kept: {url}")
+        else:
+            with admin.connect() as conn:
+                conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+    return 0 if all_good else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
