@@ -1,7 +1,9 @@
-"""Jinja filters that make figures readable: thousands separators, -1 as "unlimited", sizes in bytes."""
+"""Jinja filters that make figures readable: thousands separators, -1 as "unlimited", sizes in bytes,
+times in one format."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from flask import Flask
@@ -36,5 +38,21 @@ def size(value: Any) -> str:
     raise AssertionError("unreachable")
 
 
+def when(value: Any) -> str:
+    """A time as "2026-11-23 04:01:55 UTC" (stored in UTC, shown in UTC, one format everywhere); None -> ""."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return str(value)
+
+
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(count=count, size=size)
+    app.jinja_env.filters.update(count=count, size=size, when=when)

@@ -16,3 +16,14 @@ def test_sizes_take_the_largest_unit_that_keeps_them_at_least_one():
     assert size(1_500_000_000) == "1.5 GB"
     assert size(-1) == "unlimited"
     assert size(None) == ""
+
+
+def test_times_read_alike_whether_stored_or_sent_as_iso_text():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from webui.formatting import when
+    stored = datetime(2026, 11, 23, 4, 1, 55, 390191, tzinfo=UTC)
+    assert when(stored) == "2026-11-23 04:01:55 UTC"
+    assert when("2026-11-23T04:01:55.390191Z") == "2026-11-23 04:01:55 UTC"
+    assert when(stored.astimezone(timezone(timedelta(hours=1)))) == "2026-11-23 04:01:55 UTC"
+    assert when(None) == ""
