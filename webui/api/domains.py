@@ -133,6 +133,21 @@ def create_seedlist(name: str) -> Any:
     return seedlist_json(seedlist), 201
 
 
+@blueprint.route("/domains/<name>/seedlists/<listname>", methods=["PATCH"])
+@require(CURATE)
+def update_seedlist(name: str, listname: str) -> Any:
+    """Replace a seed list's ``seeds`` (a list) and/or ``comments``; ``edition`` (the domain's) is required."""
+    data = body()
+    expected = edition(data)
+    seeds = field(data, "seeds", list, required=False)
+    if seeds is not None and not all(isinstance(seed, str) for seed in seeds):
+        raise ApiError("invalid", "seeds must be a list of strings", "seeds")
+    with database().begin() as conn:
+        seedlist = SeedListRepository.from_settings(conn, settings(), actor()).update(
+            name, listname, expected, seeds=seeds, comments=field(data, "comments", str, required=False))
+    return seedlist_json(seedlist)
+
+
 @blueprint.route("/domains/<name>/configurations", methods=["GET"])
 @require(READ)
 def list_configurations(name: str) -> Any:
@@ -161,6 +176,32 @@ def create_configuration(name: str) -> Any:
             comments=field(data, "comments", str, required=False, default=""))
         names = {seedlist.seedlist_id: seedlist.name for seedlist in SeedListRepository(conn).list_for_domain(name)}
     return configuration_json(configuration, names), 201
+
+
+@blueprint.route("/domains/<name>/configurations/<config>", methods=["PATCH"])
+@require(CURATE)
+def update_configuration(name: str, config: str) -> Any:
+    """Change a configuration's template, seedlists, max_objects, max_bytes, max_rate or comments, and with
+    ``"default": true`` make it the one snapshot harvests use; ``edition`` (the domain's) is required."""
+    data = body()
+    expected = edition(data)
+    seedlists = field(data, "seedlists", list, required=False)
+    if seedlists is not None and not all(isinstance(seedlist, str) for seedlist in seedlists):
+        raise ApiError("invalid", "seedlists must be a list of seed list names", "seedlists")
+    make_default = field(data, "default", bool, required=False, default=False)
+    with database().begin() as conn:
+        configurations = ConfigurationRepository(conn, actor())
+        configuration = configurations.update(
+            name, config, expected, template=field(data, "template", str, required=False), seedlists=seedlists,
+            maxobjects=field(data, "max_objects", int, required=False),
+            maxbytes=field(data, "max_bytes", int, required=False),
+            maxrate=field(data, "max_rate", int, required=False),
+            comments=field(data, "comments", str, required=False))
+        if make_default and not configuration.is_default:
+            # the update above moved the domain on by one edition
+            configuration = configurations.set_default(name, config, expected + 1)
+        names = {seedlist.seedlist_id: seedlist.name for seedlist in SeedListRepository(conn).list_for_domain(name)}
+    return configuration_json(configuration, names)
 
 
 def _domain_edition(conn: Any, name: str, data: dict[str, Any]) -> int:
