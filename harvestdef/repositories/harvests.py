@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, Select, delete, exists, func, insert, select, update
 
@@ -45,7 +46,9 @@ from harvestdef.repositories.base import (
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.configurations import ConfigurationRepository, check_limit
 from harvestdef.repositories.domains import DomainDefaults, DomainRepository
+from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.repositories.seedlists import MAX_REPORTED_SEEDS, SeedListRepository, normalize_seeds
+from harvestdef.schedules import scheduler_zone
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
 
@@ -90,8 +93,10 @@ def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobject
 
 class HarvestRepository:
     def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, domain_defaults: DomainDefaults | None = None,
-                 valid_seed_regex: str = r"^.*$", clock: Callable[[], datetime] = utcnow) -> None:
+                 valid_seed_regex: str = r"^.*$", clock: Callable[[], datetime] = utcnow,
+                 zone: ZoneInfo | None = None) -> None:
         self.conn = conn
+        self.zone = zone
         self.actor = actor
         self.clock = clock
         self.valid_seed_regex = valid_seed_regex
@@ -101,7 +106,8 @@ class HarvestRepository:
 
     @classmethod
     def from_settings(cls, conn: Connection, settings: Settings, actor: str = SYSTEM_ACTOR) -> HarvestRepository:
-        return cls(conn, actor, DomainDefaults.from_settings(settings), settings.domain.validSeedRegex)
+        return cls(conn, actor, DomainDefaults.from_settings(settings), settings.domain.validSeedRegex,
+                   zone=scheduler_zone(settings.scheduler.timezone))
 
     # ------------------------------------------------------------ reading
     def get(self, name: str) -> HarvestDefinition:
@@ -211,8 +217,15 @@ class HarvestRepository:
     def create_selective(self, name: str, schedule: int | str, *, comments: str = "", audience: str | None = None,
                          nextdate: datetime | None = None, crawlertraps: str = "", channel: str | None = None,
                          active: bool = False) -> SelectiveHarvest:
-        """A new selective (or event) harvest on ``schedule`` (id or name); ConflictError if the name exists."""
+        """A new selective (or event) harvest on ``schedule`` (id or name); ConflictError if the name exists.
+
+        Without ``nextdate`` it runs at the schedule's first event from now, as NetarchiveSuite's
+        PartialHarvest does; the scheduler never runs a harvest whose nextdate is empty.
+        """
         schedule_id = self._schedule(schedule)
+        if nextdate is None:
+            zone = self.zone if self.zone is not None else scheduler_zone("")
+            nextdate = ScheduleRepository(self.conn).get(schedule_id).first_event(self.clock(), zone)
         traps = validate_trap_expressions(crawlertraps)
         harvest_id = self._insert_definition(name, comments, audience, active, self._channel_id(channel, False))
         self.conn.execute(insert(s.partialharvests).values(
