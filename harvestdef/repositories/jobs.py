@@ -252,15 +252,24 @@ class JobRepository:
         job = self.get(job_id, with_documents=False, for_update=True)
         if job.status != JobStatus.FAILED:
             raise ValidationError(f"job {job_id} is {job.status}: only a FAILED job can be restarted")
-        h = s.harvesters
-        running = self.conn.execute(select(h.c.controller_id, h.c.last_heartbeat).where(
-            h.c.current_job_id == job_id, h.c.current_attempt_id == job.attempt_id,
-            h.c.last_heartbeat > now - timedelta(seconds=silence_timeout))).first()
+        running = self.crawling_controller(job, silence_timeout, now)
         if running is not None:
             raise ValidationError(
                 f"job {job_id} cannot be restarted yet: its controller {running.controller_id} still reported "
                 f"crawling it at {running.last_heartbeat.isoformat()}; stop that crawl first")
         return self.resubmit(job_id, next_job_id_setting, now)
+
+    def crawling_controller(self, job: Job, silence_timeout: int, now: datetime | None = None) -> Any:
+        """The controller (``controller_id``, ``last_heartbeat``) that still reports crawling the job's
+        current attempt in a heartbeat younger than ``silence_timeout`` seconds, or None.
+
+        A job can be FAILED while its crawl goes on (the timeout supervisor failed a silent controller), so
+        a restart asks this first: a second crawl of the same seeds would run beside the first.
+        """
+        h = s.harvesters
+        return self.conn.execute(select(h.c.controller_id, h.c.last_heartbeat).where(
+            h.c.current_job_id == job.job_id, h.c.current_attempt_id == job.attempt_id,
+            h.c.last_heartbeat > (now or utcnow()) - timedelta(seconds=silence_timeout))).first()
 
     def reject(self, job_id: int) -> None:
         """FAILED -> FAILED_REJECTED: an archivist's "not to be harvested again"."""

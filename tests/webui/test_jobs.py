@@ -180,15 +180,25 @@ def test_restart_makes_a_new_job_and_resubmits_the_old(api, webui_engine):
     assert again.status_code == 400 and "only a FAILED job" in again.json["error"]["message"]
 
 
-def test_restart_is_refused_while_the_controller_still_crawls_the_job(api, webui_engine):
+def test_restart_is_refused_while_the_controller_still_crawls_the_job(api, login, webui_engine):
     seed(webui_engine, [JobStatus.FAILED])
     with webui_engine.begin() as conn:
         conn.execute(insert(s.harvesters).values(
             controller_id="c1", host="h1", channels="FOCUSED", accepted=True, current_job_id=1,
             current_attempt_id=None, last_heartbeat=datetime.now(UTC)))
-    answer = api("admin", "post", "/api/v1/jobs/1/restart")
-    assert answer.status_code == 400 and "still reported" in answer.json["error"]["message"]
+    answer = api("operator", "post", "/api/v1/jobs/1/restart")
+    assert answer.status_code == 409 and answer.json["error"]["code"] == "conflict"
+    assert "its controller c1 still reported crawling it" in answer.json["error"]["message"]
     assert status_of(webui_engine, 1) == JobStatus.FAILED and job_count(webui_engine) == 1
+    client = login("operator")
+    page = client.post("/status/jobs/actions", data={"action": "restart", "job_id": "1", "csrf_token": client.csrf,
+                                                     "next": "/status/jobs/1"}, follow_redirects=True)
+    text = page.get_data(as_text=True)
+    assert "Job 1: job 1 cannot be restarted yet: its controller c1 still reported crawling it" in text
+    assert status_of(webui_engine, 1) == JobStatus.FAILED and job_count(webui_engine) == 1
+    with webui_engine.begin() as conn:  # the controller has moved on: now the restart goes through
+        conn.execute(s.harvesters.update().values(current_job_id=None))
+    assert api("operator", "post", "/api/v1/jobs/1/restart").status_code == 201
 
 
 @pytest.mark.parametrize("action", ["restart", "reject", "unreject"])

@@ -76,7 +76,7 @@ def job_actions() -> Any:
         try:
             JOB_ACTIONS[action](job_id)
             done.append(job_id)
-        except HarvestSuiteError as exc:
+        except (ApiError, HarvestSuiteError) as exc:
             flash(f"Job {job_id}: {translate(exc).message}", "error")
     if done:
         flash(f"{action.capitalize()}: done for job{'s' if len(done) > 1 else ''} "
