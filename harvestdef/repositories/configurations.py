@@ -10,9 +10,10 @@ the editor read (see harvestdef.repositories.domains).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, exists, insert, select, update
+from sqlalchemy import ColumnElement, Connection, delete, exists, func, insert, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.errors import NotFoundError, ValidationError
@@ -32,6 +33,24 @@ _config_select = (
     .join(s.domains, s.configurations.c.domain_id == s.domains.c.domain_id)
     .join(s.ordertemplates, s.configurations.c.template_id == s.ordertemplates.c.template_id)
 )
+
+
+@dataclass(frozen=True)
+class UnusedConfiguration:
+    """A configuration no harvest definition uses and that is not its domain's default."""
+
+    config_id: int
+    domain: str
+    name: str
+    template: str
+
+
+def _is_unused() -> ColumnElement[bool]:
+    """No harvest definition names the configuration, and it is not the default, which snapshot harvests
+    use: deleting it or cleaning it up changes no harvest."""
+    c, d = s.configurations, s.domains
+    return (~exists().where(s.harvest_configs.c.config_id == c.c.config_id)) & or_(
+        d.c.defaultconfig.is_(None), d.c.defaultconfig != c.c.config_id)
 
 
 def check_limit(what: str, value: int | None) -> None:
@@ -75,6 +94,23 @@ class ConfigurationRepository:
         rows = self.conn.execute(_config_select.where(s.configurations.c.domain_id == domain_id)
                                  .order_by(s.configurations.c.name)).all()
         return [self._to_configuration(row) for row in rows]
+
+    def unused(self, after: int | None, size: int) -> list[UnusedConfiguration]:
+        """Up to ``size`` unused configurations after the id ``after``, oldest first (a keyset page on the
+        primary key: a walk over millions of configurations never repeats or skips one)."""
+        c, d, t = s.configurations, s.domains, s.ordertemplates
+        stmt = (select(c.c.config_id, d.c.name.label("domain"), c.c.name, t.c.name.label("template"))
+                .join(d, d.c.domain_id == c.c.domain_id).join(t, t.c.template_id == c.c.template_id)
+                .where(_is_unused()).order_by(c.c.config_id).limit(size))
+        if after is not None:
+            stmt = stmt.where(c.c.config_id > after)
+        return [UnusedConfiguration(row.config_id, row.domain, row.name, row.template)
+                for row in self.conn.execute(stmt)]
+
+    def count_unused(self) -> int:
+        c, d = s.configurations, s.domains
+        return self.conn.scalar(select(func.count()).select_from(c.join(d, d.c.domain_id == c.c.domain_id))
+                                .where(_is_unused())) or 0
 
     def default_of(self, domain: str) -> DomainConfiguration:
         owner = self.domains.get(domain)

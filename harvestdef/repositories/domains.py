@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Select, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, Select, and_, case, delete, exists, func, insert, or_, select, update
 
 from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.domainnames import (
     default_seeds,
@@ -49,6 +50,8 @@ from harvestdef.repositories.base import (
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
 
+# The TLD that domains named by an IPv4 or IPv6 address are counted under.
+IP_ADDRESS_TLD = "(IP address)"
 # Rows fetched per round trip when streaming domains (server-side cursor on PostgreSQL).
 STREAM_BATCH = 1000
 
@@ -445,14 +448,47 @@ class DomainRepository:
             select(s.domains.c.name).join(_alias_target, s.domains.c.alias == _alias_target.c.domain_id)
             .where(_alias_target.c.name == target).order_by(s.domains.c.name)))
 
-    def alias_summary(self, now: datetime) -> Iterator[tuple[AliasInfo, bool]]:
-        """Every alias with whether it has expired at ``now`` (the GUI's "Alias summary"), streamed."""
+    def alias_summary(self, now: datetime, after: tuple[str, str] | None = None,
+                      limit: int | None = None) -> Iterator[tuple[AliasInfo, bool]]:
+        """Every alias with whether it has expired at ``now`` (the GUI's "Alias summary"), streamed, by the
+        domain it is an alias of, then by its own name; ``after`` (that pair) and ``limit`` make a page."""
         stmt = (select(s.domains.c.name, _alias_target.c.name.label("alias_name"), s.domains.c.lastaliasupdate)
                 .join(_alias_target, s.domains.c.alias == _alias_target.c.domain_id)
                 .order_by(_alias_target.c.name, s.domains.c.name))
+        if after is not None:
+            stmt = stmt.where(or_(_alias_target.c.name > after[0],
+                                  and_(_alias_target.c.name == after[0], s.domains.c.name > after[1])))
+        if limit is not None:
+            stmt = stmt.limit(limit)
         for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
             info = AliasInfo(row.name, row.alias_name, row.lastaliasupdate)
             yield info, info.is_expired(now, self.defaults.alias_timeout)
+
+    def alias_timeout(self) -> timedelta:
+        """How long an alias holds after its last confirmation (harvester.aliases.timeout)."""
+        return self.defaults.alias_timeout
+
+    # ------------------------------------------------------------ statistics
+    def tld_counts(self, after: str | None = None, limit: int | None = None) -> list[tuple[str, int]]:
+        """Domains per top-level domain, by TLD (the GUI's "Domains per TLD"); ``after``/``limit`` page it.
+
+        Domains named by an IP address count under IP_ADDRESS_TLD, not under their last octet. The
+        database groups and counts (one pass over the names, nothing held here but the result: a few
+        thousand TLDs at most).
+        """
+        name = s.domains.c.name
+        if is_postgresql(self.conn.engine):
+            last_label: Any = func.substring(name, r"[^.]*$")
+        else:  # SQLite has no regular-expression substring: cut what rtrim leaves up to the last dot
+            last_label = func.substr(name, func.length(func.rtrim(name, func.replace(name, ".", ""))) + 1)
+        tld = case((name.regexp_match(r"^[0-9.]+$|:"), IP_ADDRESS_TLD), else_=last_label).label("tld")
+        grouped = select(tld, func.count().label("domains")).group_by(tld).subquery()
+        stmt = select(grouped.c.tld, grouped.c.domains).order_by(grouped.c.tld)
+        if after is not None:
+            stmt = stmt.where(grouped.c.tld > after)
+        if limit is not None:
+            stmt = stmt.limit(limit)
+        return [(row.tld, int(row.domains)) for row in self.conn.execute(stmt)]
 
 
 def punycode_name(domain: Domain) -> str:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, exists, func, insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.domainnames import host_of_url
@@ -30,6 +31,15 @@ from harvestdef.settings import Settings
 MAX_SEEDLIST_BYTES = 8 * 1024 * 1024
 # How many bad seeds one error message lists; the rest are counted.
 MAX_REPORTED_SEEDS = 10
+
+
+@dataclass(frozen=True)
+class UnusedSeedList:
+    """A seed list that no configuration uses, so no harvest reads it."""
+
+    seedlist_id: int
+    domain: str
+    name: str
 
 
 def normalize_seeds(seeds: str | Iterable[str], valid_seed_regex: str = r"^.*$") -> tuple[str, ...]:
@@ -61,6 +71,10 @@ def normalize_seeds(seeds: str | Iterable[str], valid_seed_regex: str = r"^.*$")
     return tuple(kept)
 
 
+def _is_unused() -> Any:
+    return ~exists().where(s.config_seedlists.c.seedlist_id == s.seedlists.c.seedlist_id)
+
+
 def _to_seedlist(row: Any) -> SeedList:
     return SeedList(seedlist_id=row.seedlist_id, name=row.name, comments=row.comments or "",
                     domain_id=row.domain_id, seeds=tuple(line for line in row.seeds.splitlines() if line))
@@ -90,6 +104,20 @@ class SeedListRepository:
         if row is None:
             raise NotFoundError("seed list", seedlist_id)
         return _to_seedlist(row)
+
+    def unused(self, after: int | None, size: int) -> list[UnusedSeedList]:
+        """Up to ``size`` seed lists no configuration uses, after the id ``after``, oldest first (a keyset
+        page on the primary key)."""
+        sl, d = s.seedlists, s.domains
+        stmt = (select(sl.c.seedlist_id, d.c.name.label("domain"), sl.c.name)
+                .join(d, d.c.domain_id == sl.c.domain_id).where(_is_unused())
+                .order_by(sl.c.seedlist_id).limit(size))
+        if after is not None:
+            stmt = stmt.where(sl.c.seedlist_id > after)
+        return [UnusedSeedList(row.seedlist_id, row.domain, row.name) for row in self.conn.execute(stmt)]
+
+    def count_unused(self) -> int:
+        return self.conn.scalar(select(func.count()).select_from(s.seedlists).where(_is_unused())) or 0
 
     def list_for_domain(self, domain: str) -> list[SeedList]:
         domain_id = self.domains.get(domain).domain_id

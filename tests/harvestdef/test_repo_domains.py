@@ -13,10 +13,16 @@ from harvestdef.db import schema as s
 from harvestdef.errors import ConflictError, DomainNameError, NotFoundError, StaleEditionError, ValidationError
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
-from harvestdef.repositories.domains import DomainDefaults, DomainRepository
+from harvestdef.repositories.domains import IP_ADDRESS_TLD, DomainDefaults, DomainRepository
+from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.seedlists import SeedListRepository
 from harvestdef.traps import CrawlerTrapError
-from tests.harvestdef.factories import ensure_default_template, make_domain
+from tests.harvestdef.factories import (
+    ensure_default_template,
+    make_configuration,
+    make_domain,
+    make_selective_harvest,
+)
 
 
 def test_create_makes_default_configuration_and_seedlist_from_settings(engine, settings):
@@ -210,3 +216,46 @@ def test_creation_is_audited_with_the_actor(engine):
     assert [(c.actor, c.action) for c in changes] == [("curator7", "insert")]
     assert changes[0].after["name"] == "kb.dk" and changes[0].after["defaultconfig"] == domain.defaultconfig_id
     assert config_changes[0].after["name"] == "defaultconfig"
+
+
+def test_alias_summary_pages_by_target_then_alias(engine, settings):
+    defaults = DomainDefaults.from_settings(settings)
+    confirmed = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    with engine.begin() as conn:
+        for name in ("a.dk", "b.dk", "x1.dk", "x2.dk", "x3.dk"):
+            make_domain(conn, name)
+        repository = DomainRepository(conn, "curator", defaults)
+        for alias, target in (("x3.dk", "a.dk"), ("x1.dk", "b.dk"), ("x2.dk", "a.dk")):
+            repository.set_alias(alias, target, repository.get(alias).edition, now=confirmed)
+        first = list(repository.alias_summary(confirmed, limit=2))
+        rest = list(repository.alias_summary(confirmed, after=("a.dk", "x3.dk"), limit=2))
+    assert [(info.alias_of, info.domain) for info, _ in first] == [("a.dk", "x2.dk"), ("a.dk", "x3.dk")]
+    assert [(info.alias_of, info.domain) for info, _ in rest] == [("b.dk", "x1.dk")]
+    assert repository.alias_timeout() == timedelta(seconds=settings.domain.aliasTimeout)
+
+
+def test_tld_counts_group_domains_by_their_last_label_and_ip_addresses_apart(engine):
+    with engine.begin() as conn:
+        for name in ("kb.dk", "sb.dk", "københavn.dk", "example.com", "b.co.uk", "10.0.0.1", "192.168.1.1"):
+            make_domain(conn, name)
+        repository = DomainRepository(conn)
+        counts = repository.tld_counts()
+        assert counts == [(IP_ADDRESS_TLD, 2), ("com", 1), ("dk", 3), ("uk", 1)]
+        assert repository.tld_counts(after="com", limit=1) == [("dk", 3)]
+
+
+def test_unused_configurations_and_seed_lists_page_by_id_and_count(engine):
+    with engine.begin() as conn:
+        domain = make_domain(conn, "unused.dk")
+        spare_list = SeedListRepository(conn).create("unused.dk", "spare", ["http://unused.dk/x"], domain.edition)
+        spare = make_configuration(conn, "unused.dk", "spare-config")
+        used = make_configuration(conn, "unused.dk", "used-config")
+        harvest = make_selective_harvest(conn)
+        HarvestRepository(conn).add_configurations(harvest.name, [("unused.dk", "used-config")], harvest.edition)
+        configurations, seedlists = ConfigurationRepository(conn), SeedListRepository(conn)
+        assert [(c.domain, c.name) for c in configurations.unused(None, 10)] == [("unused.dk", "spare-config")]
+        assert configurations.count_unused() == 1
+        assert configurations.unused(spare.config_id, 10) == []
+        assert [(u.domain, u.name) for u in seedlists.unused(None, 10)] == [("unused.dk", "spare")]
+        assert seedlists.count_unused() == 1 and seedlists.unused(spare_list.seedlist_id, 10) == []
+        assert used.config_id not in [c.config_id for c in configurations.unused(None, 10)]
