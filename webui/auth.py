@@ -70,6 +70,7 @@ def require(permission: str) -> Callable[[_F], _F]:
                 raise AuthError(403, f"the {user.role.value} role may not {permission}: "
                                      f"{_WHAT[permission]}")
             return view(*args, **kwargs)
+        checked.permission = permission  # type: ignore[attr-defined]  # openapi.json names it
         return checked  # type: ignore[return-value]
     return decorate
 

@@ -13,7 +13,7 @@ from werkzeug.exceptions import HTTPException
 
 from webui.api import errors
 from webui.api.core import blueprint
-from webui.auth import is_api_request
+from webui.auth import PERMISSIONS, is_api_request
 
 _PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
@@ -34,7 +34,8 @@ def openapi() -> Any:
                 "summary": summary, "operationId": f"{rule.endpoint}.{method.lower()}",
                 "parameters": [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
                                for name in rule.arguments],
-                "security": [{"bearer": []}, {"session": []}]}
+                "security": [{"bearer": []}, {"session": []}],
+                **_permission_of(view)}
     return jsonify({
         "openapi": "3.1.0",
         "info": {"title": "HarvestSuite API", "version": "1"},
@@ -44,6 +45,15 @@ def openapi() -> Any:
             "session": {"type": "apiKey", "in": "cookie", "name": "session"}}},
         "paths": paths,
     })
+
+
+def _permission_of(view: Any) -> dict[str, Any]:
+    """The route's permission of webui.auth.PERMISSIONS and the roles that have it (every logged-in user
+    may read this description itself)."""
+    permission = getattr(view, "permission", None)
+    if permission is None:
+        return {}
+    return {"x-permission": permission, "x-roles": sorted(role.value for role in PERMISSIONS[permission])}
 
 
 def _api_error(error: Exception) -> Any:
@@ -58,7 +68,14 @@ def _api_error(error: Exception) -> Any:
 
 def init_app(app: Flask) -> None:
     from harvestdef.errors import HarvestSuiteError
-    from webui.api import domains, harvests, history, jobs, system  # noqa: F401 - their routes join the blueprint
+    from webui.api import (  # noqa: F401 - their routes join the blueprint
+        domains,
+        harvests,
+        history,
+        jobs,
+        summaries,
+        system,
+    )
     app.register_blueprint(blueprint)
     app.register_error_handler(errors.ApiError, _api_error)
     app.register_error_handler(HarvestSuiteError, _api_error)
