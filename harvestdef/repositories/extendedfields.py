@@ -9,6 +9,7 @@ unique within its type.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -141,6 +142,33 @@ class ExtendedFieldRepository:
         record_audit(self.conn, self.actor, _values.name, value_id, "insert" if before is None else "update",
                      before, fetch_row(self.conn, _values, "extendedfieldvalue_id", value_id))
         return ExtendedFieldValue(value_id, field_id, instance_id, text)
+
+    def set_values(self, field_type: ExtendedFieldType, instance_id: int, values: Mapping[str, str]) -> list[str]:
+        """Set fields of the type by name for one domain or harvest definition; returns the names whose value
+        changed. Every value is checked before any is written, and an unchanged one is not written (nor
+        audited), so saving a whole form records only what the curator changed.
+
+        :raise ValidationError: a name that is no field of the type, or a value its field refuses.
+        """
+        fields = {field.name: field for field in self.fields_of(field_type)}
+        unknown = [name for name in values if name not in fields]
+        if unknown:
+            raise ValidationError(f"no {field_type.name.lower()} extended field named {unknown[0]!r}; "
+                                  f"the fields are {', '.join(fields) or 'none'}")
+        checked = {name: check_content(fields[name], content) for name, content in values.items()}
+        current = self.values_of(field_type, instance_id)
+        changed = [name for name, text in checked.items() if text != current[name]]
+        for name in changed:
+            self.set_value(fields[name].field_id, instance_id, checked[name])
+        return changed
+
+    def value_ids_of(self, field_type: ExtendedFieldType, instance_id: int) -> list[int]:
+        """The ids of the values stored for one domain or harvest definition (their audit trail's keys)."""
+        return list(self.conn.scalars(
+            select(_values.c.extendedfieldvalue_id)
+            .join(_fields, _fields.c.extendedfield_id == _values.c.extendedfield_id)
+            .where(_values.c.instance_id == instance_id, _fields.c.extendedfieldtype_id == int(field_type))
+            .order_by(_values.c.extendedfieldvalue_id)))
 
     def values_of(self, field_type: ExtendedFieldType, instance_id: int) -> dict[str, str]:
         """Every field of the type by name, with the instance's value or else the field's default."""

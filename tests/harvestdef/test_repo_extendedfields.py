@@ -63,3 +63,25 @@ def test_mandatory_duplicate_unknown_instance_and_delete(engine):
         assert repository.values_of(T.DOMAINS, domain.domain_id) == {}
         with pytest.raises(NotFoundError):
             repository.get(field.field_id)
+
+
+def test_set_values_checks_every_value_first_and_writes_only_changes(engine):
+    from harvestdef.repositories.audit import AuditRepository
+    with engine.begin() as conn:
+        domain = make_domain(conn, "kb.dk")
+        repository = ExtendedFieldRepository(conn, "alice")
+        repository.define(T.DOMAINS, "Owner", D.STRING, maxlen=20)
+        repository.define(T.DOMAINS, "Public", D.BOOLEAN, defaultvalue="false")
+        repository.define(T.HARVESTDEFINITIONS, "Topic", D.STRING)
+        with pytest.raises(ValidationError, match="'Public' is true or false"):
+            repository.set_values(T.DOMAINS, domain.domain_id, {"Owner": "KB", "Public": "maybe"})
+        assert repository.value_ids_of(T.DOMAINS, domain.domain_id) == [], "nothing written"
+        with pytest.raises(ValidationError, match="no domains extended field named 'Topic'"):
+            repository.set_values(T.DOMAINS, domain.domain_id, {"Topic": "x"})
+        assert repository.set_values(T.DOMAINS, domain.domain_id, {"Owner": "KB", "Public": "false"}) == ["Owner"]
+        assert repository.set_values(T.DOMAINS, domain.domain_id, {"Owner": " KB ", "Public": "true"}) == ["Public"]
+        value_ids = repository.value_ids_of(T.DOMAINS, domain.domain_id)
+        assert repository.values_of(T.DOMAINS, domain.domain_id) == {"Owner": "KB", "Public": "true"}
+        changes = [AuditRepository(conn).changes_of("extendedfieldvalue", value_id) for value_id in value_ids]
+    assert [[(c.actor, c.action, c.after["content"]) for c in trail] for trail in changes] == [
+        [("alice", "insert", "KB")], [("alice", "insert", "true")]]
