@@ -8,6 +8,7 @@ others (``require(CURATE)``).
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -20,13 +21,15 @@ from harvestdef.bulkimport import BadLine, DomainImporter
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import HarvestSuiteError
-from harvestdef.model.definitions import ExtendedFieldType
+from harvestdef.model.definitions import AuditEntry, ExtendedFieldType
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
 from harvestdef.repositories.seedlists import SeedListRepository
 from webui.api.core import decode_cursor, encode_cursor, limit
+from webui.api.errors import ApiError, translate
+from webui.api.extendedfields import domain_fields, set_domain_fields
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
@@ -44,8 +47,8 @@ def _write(change: Callable[[Connection], Any], done: str, back: str) -> Any:
     try:
         with database().begin() as conn:
             change(conn)
-    except HarvestSuiteError as exc:
-        flash(str(exc), "error")
+    except (ApiError, HarvestSuiteError) as exc:
+        flash(translate(exc).message, "error")
     else:
         flash(done)
     return redirect(back)
@@ -139,11 +142,35 @@ def domain(name: str) -> Any:
                 "configurations": ConfigurationRepository(conn).list_for_domain(name),
                 "seedlists": SeedListRepository(conn).list_for_domain(name),
                 "has_history": repository.has_history(name),
-                "extended_fields": ExtendedFieldRepository(conn).values_of(ExtendedFieldType.DOMAINS,
-                                                                           current.domain_id),
-                "changes": AuditRepository(conn).changes_of("domains", current.domain_id)}
+                "extended_fields": domain_fields(conn, name)["fields"],
+                "changes": _domain_changes(conn, current.domain_id)}
     page["seedlist_names"] = {seedlist.seedlist_id: seedlist.name for seedlist in page["seedlists"]}
     return render_template("definitions/domains_view.html", **page)
+
+
+def _domain_changes(conn: Connection, domain_id: int) -> list[AuditEntry]:
+    """The domain's changes and those of its extended-field values, newest first, each value change
+    named by its field (the audit trail keys values by their own id)."""
+    changes = AuditRepository(conn).changes_of("domains", domain_id)
+    repository = ExtendedFieldRepository(conn)
+    names = {f.field_id: f.name for f in repository.fields_of(ExtendedFieldType.DOMAINS)}
+    for value_id in repository.value_ids_of(ExtendedFieldType.DOMAINS, domain_id):
+        for entry in AuditRepository(conn).changes_of("extendedfieldvalue", value_id):
+            row = entry.after or entry.before or {}
+            label = f"{entry.action} extended field {names.get(row.get('extendedfield_id'), '?')}"
+            changes.append(dataclasses.replace(
+                entry, action=label, before={"value": entry.before["content"]} if entry.before else None,
+                after={"value": entry.after["content"]} if entry.after else None))
+    return sorted(changes, key=lambda c: (c.changed_at, c.audit_id), reverse=True)
+
+
+@blueprint.route("/domains/<name>/extendedfields", methods=["POST"])
+@require(CURATE)
+def domain_extended_fields(name: str) -> Any:
+    """Save the domain's extended-field values from the form's ``field:NAME`` inputs."""
+    values = {key[len("field:"):]: value for key, value in request.form.items() if key.startswith("field:")}
+    return _write(lambda conn: set_domain_fields(conn, name, _edition(), values), "Extended fields saved.",
+                  url_for("definitions.domain", name=name))
 
 
 @blueprint.route("/domains/<name>", methods=["POST"])
