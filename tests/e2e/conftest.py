@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -108,7 +107,9 @@ class RoleProcess(ControllerProcess):
         return self.process.poll() is not None and not self.expected_exit
 
     def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.text().splitlines()[-lines:])
+        """The last ``lines`` lines, without the effective settings every process logs at start."""
+        kept = [line for line in self.text().splitlines() if "harvestdef.settings: setting " not in line]
+        return "\n".join(kept[-lines:])
 
 
 class ApiError(AssertionError):
@@ -274,8 +275,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     system = getattr(item, "funcargs", {}).get("deployment")
     if isinstance(system, Deployment):
         item.add_report_section("call", "harvestsuite processes", system.log_tails(200))
-
-
-def send_sigterm(process: RoleProcess) -> None:
-    process.expected_exit = True
-    process.process.send_signal(signal.SIGTERM)
