@@ -70,6 +70,7 @@ def init_app(app: Flask) -> None:
     from harvestdef.errors import HarvestSuiteError
     from webui.api import (  # noqa: F401 - their routes join the blueprint
         domains,
+        exports,
         extendedfields,
         harvests,
         history,

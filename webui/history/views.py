@@ -7,18 +7,16 @@ turns labelled values into bar geometry, and the template macro in history/_char
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from typing import Any
 
-from flask import Response, redirect, render_template, request, url_for
+from flask import redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import StopReason
+from webui.api.exports import harvest_statistics_csv
 from webui.api.history import (
-    STOP_COLUMNS,
     domain_history,
     harvest_id_of,
     harvest_runs,
@@ -30,7 +28,6 @@ from webui.context import database, settings
 from webui.history import blueprint
 
 CHART_RUNS = 30
-CSV_RUNS = 100_000
 
 
 def bar_chart(labels: Sequence[str], series: Sequence[Sequence[int]], names: Sequence[str],
@@ -111,19 +108,5 @@ def harvest(name: str) -> Any:
 @blueprint.get("/harvests/<name>/statistics.csv")
 @require(EXPORT)
 def harvest_csv(name: str) -> Any:
-    """Every run of the harvest as CSV: one row per harvest_num, oldest first."""
-    with database().connect() as conn:
-        harvest_id = harvest_id_of(conn, name)
-        rows = harvest_runs(conn, harvest_id, CSV_RUNS)
-    out = io.StringIO()
-    writer = csv.writer(out)
-    numbers = ["jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects", "novel_bytes",
-               "duplicate_objects", "duplicate_bytes"]
-    writer.writerow(["harvest", "harvest_num", *numbers, *STOP_COLUMNS.values(), "updated_at"])
-    for row in reversed(rows):
-        run = render_run(row)
-        writer.writerow([name, run["harvest_num"], *(run[n] for n in numbers),
-                         *(run["stop_reasons"][reason.name] for reason in StopReason), run["updated_at"]])
-    filename = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
-    return Response(out.getvalue(), mimetype="text/csv",
-                    headers={"Content-Disposition": f'attachment; filename="{filename}-statistics.csv"'})
+    """Every run of the harvest as CSV: one row per harvest_num, oldest first, streamed."""
+    return harvest_statistics_csv(name)

@@ -54,8 +54,9 @@ def index() -> Any:
     following = encode_cursor([rows[size - 1].job_id]) if len(rows) > size else None
     arguments = {k: v for k, v in request.args.items() if k != "after" and v}
     return render_template("status/index.html", jobs=rows[:size], statuses=list(JobStatus), error=error,
-                           args=request.args, next_url=url_for("status.index", **arguments, after=following)
-                           if following else None, JobStatus=JobStatus)
+                           args=request.args, export_args=arguments,
+                           next_url=url_for("status.index", **arguments, after=following) if following else None,
+                           JobStatus=JobStatus)
 
 
 @blueprint.post("/jobs/actions")
