@@ -6,6 +6,7 @@ import fcntl
 import logging
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ import click
 
 from harvestdef.cli import AppContext, pass_app
 from harvestdef.errors import HarvestSuiteError
+from harvestdef.settings import Settings
 
 LOCK_FILE = "controller.lock"
 log = logging.getLogger(__name__)
@@ -46,6 +48,42 @@ def harvester() -> None:
     """Harvest controllers: take jobs from harvest channels, crawl, post-process, store and report."""
 
 
+def run_controller(settings: Settings, stop: threading.Event, channels: tuple[str, ...] | None = None) -> None:
+    """A harvest controller until ``stop`` is set (or shutdown.txt appears in its serverDir).
+
+    A crawl running when ``stop`` is set is checkpointed or finished as ``shutdownAction`` says. This is
+    also the ``harvester`` role of the ``harvestsuite.roles`` entry points, which ``harvestsuite demo`` runs
+    in a thread beside the other roles.
+    """
+    from harvestdef.queues import open_transport
+    from harvester.controller import HarvestController
+
+    server_dir = Path(settings.harvester.serverDir).resolve()
+    with server_dir_lock(server_dir), open_transport(settings.queue) as transport:
+        controller = HarvestController.from_settings(settings, transport, channels)
+        finished = threading.Event()
+
+        def stop_when_asked() -> None:
+            # wakes at most every second so it ends with the controller when that stops by itself
+            while not finished.is_set():
+                if stop.wait(1.0):
+                    log.warning("the harvest controller stops after the current step (a running crawl is %s)",
+                                "checkpointed" if settings.harvester.shutdownAction == "checkpoint" else "finished")
+                    controller.request_stop()
+                    return
+
+        watcher = threading.Thread(target=stop_when_asked, name="controller-stop", daemon=True)
+        watcher.start()
+        click.echo(f"harvest controller {controller.controller_id}: channels {', '.join(controller.options.channels)}, "
+                   f"serverDir {server_dir}", err=True)
+        try:
+            controller.run()
+        finally:
+            finished.set()
+            watcher.join()
+        click.echo(f"harvest controller {controller.controller_id} stopped", err=True)
+
+
 @harvester.command()
 @click.option("--channel", "channels", multiple=True, metavar="NAME",
               help="Harvest channel to serve (repeatable; selective first). Default: the "
@@ -58,26 +96,16 @@ def run(app: AppContext, channels: tuple[str, ...]) -> None:
     job directory left behind, registers for its channels, and resumes a crawl checkpointed at the last
     shutdown if the scheduler grants it again. It never opens the harvest database.
     """
-    from harvestdef.queues import open_transport
-    from harvester.controller import HarvestController
-
     channel_list = tuple(part.strip() for value in channels for part in value.split(",") if part.strip()) or None
-    server_dir = Path(app.settings.harvester.serverDir).resolve()
-    with server_dir_lock(server_dir), open_transport(app.settings.queue) as transport:
-        controller = HarvestController.from_settings(app.settings, transport, channel_list)
+    stop = threading.Event()
 
-        def request_stop(signum: int, _frame: object) -> None:
-            log.warning("%s: the harvest controller stops after the current step (a running crawl is %s)",
-                        signal.Signals(signum).name,
-                        "checkpointed" if app.settings.harvester.shutdownAction == "checkpoint" else "finished")
-            controller.request_stop()
+    def request_stop(signum: int, _frame: object) -> None:
+        log.warning("%s received", signal.Signals(signum).name)
+        stop.set()
 
-        signal.signal(signal.SIGTERM, request_stop)
-        signal.signal(signal.SIGINT, request_stop)
-        click.echo(f"harvest controller {controller.controller_id}: channels {', '.join(controller.options.channels)}, "
-                   f"serverDir {server_dir}")
-        controller.run()
-        click.echo(f"harvest controller {controller.controller_id} stopped")
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    run_controller(app.settings, stop, channel_list)
 
 
 @harvester.command("upload-leftovers")

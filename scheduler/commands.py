@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 
 import click
 
 from harvestdef.cli import AppContext, pass_app
 from harvestdef.errors import PlanInputError
+from harvestdef.settings import Settings
 
 
 @click.group()
@@ -82,22 +84,36 @@ def _service(app: AppContext):  # noqa: ANN202 - the service type is imported la
     return transport, SchedulerService.from_settings(app.settings, app.engine(), transport)
 
 
+def run_scheduler(settings: Settings, stop: threading.Event) -> None:
+    """The scheduler until ``stop`` is set, on a database connection and a queue transport of its own.
+
+    It is also the ``scheduler`` role of the ``harvestsuite.roles`` entry points, which ``harvestsuite demo``
+    runs in a thread beside the other roles.
+    """
+    from harvestdef.db.engine import engine_from_settings
+    from harvestdef.queues import open_transport
+    from scheduler.service import SchedulerService
+
+    engine = engine_from_settings(settings.database)
+    try:
+        with open_transport(settings.queue) as transport:
+            service = SchedulerService.from_settings(settings, engine, transport)
+            service.run(stop, on_leader=lambda: click.echo("scheduler: running as the leader", err=True))
+    finally:
+        engine.dispose()
+
+
 @scheduler.command()
 @pass_app
 def run(app: AppContext) -> None:
     """Run the scheduler until SIGTERM or Ctrl-C: wait to be the only one on this database, then tick every
     jobgenerationperiod seconds (first at once) and handle the controllers' messages."""
     import signal
-    import threading
 
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    transport, service = _service(app)
-    try:
-        service.run(stop, on_leader=lambda: click.echo("scheduler: running as the leader", err=True))
-    finally:
-        transport.close()
+    run_scheduler(app.settings, stop)
 
 
 @scheduler.command()

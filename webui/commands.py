@@ -2,9 +2,50 @@
 
 from __future__ import annotations
 
+import threading
+
 import click
 
 from harvestdef.cli import AppContext, pass_app
+from harvestdef.settings import Settings
+
+# how often the server's loop looks at the stop event; also the longest a stop waits for the loop
+STOP_CHECK_SECONDS = 0.5
+
+
+def serve(settings: Settings, stop: threading.Event, url_prefix: str = "") -> None:
+    """Serve the web UI with waitress on ``harvestsuite.webui.host``/``port`` until ``stop`` is set.
+
+    The server's loop runs here, a slice at a time, so the server is closed by the thread that runs it.
+    This is also the ``webui`` role of the ``harvestsuite.roles`` entry points, which ``harvestsuite demo``
+    runs in a thread beside the other roles.
+    """
+    import waitress
+    from waitress import wasyncore
+
+    from harvestdef.db.engine import engine_from_settings
+    from webui import create_app
+
+    web = settings.webui
+    engine = engine_from_settings(settings.database)
+    try:
+        # Behind a reverse proxy, X-Forwarded-Proto/-Host/-For are trusted from 127.0.0.1 only.
+        sockets: dict = {}  # the server's dispatchers: ours, so this thread can run and close them
+        server = waitress.create_server(
+            create_app(settings, engine), map=sockets, host=web.host, port=web.port, threads=web.threads,
+            url_prefix=url_prefix,
+            trusted_proxy="127.0.0.1", trusted_proxy_headers={"x-forwarded-proto", "x-forwarded-host",
+                                                              "x-forwarded-for"},
+            clear_untrusted_proxy_headers=True, ident="HarvestSuite")
+        click.echo(f"web UI at http://{web.host}:{web.port}{url_prefix or '/'}", err=True)
+        try:
+            while not stop.is_set():
+                wasyncore.loop(timeout=STOP_CHECK_SECONDS, map=sockets, count=1)
+        finally:
+            server.task_dispatcher.shutdown()
+            wasyncore.close_all(sockets)
+    finally:
+        engine.dispose()
 
 
 @click.group()
@@ -13,24 +54,25 @@ def webui() -> None:
 
 
 @webui.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="Port to listen on.")
-@click.option("--threads", type=click.IntRange(1, 256), default=16, show_default=True,
-              help="Requests served at once.")
+@click.option("--host", default=None, help="Address to listen on (default: harvestsuite.webui.host, 127.0.0.1).")
+@click.option("--port", type=click.IntRange(1, 65535), default=None,
+              help="Port to listen on (default: harvestsuite.webui.port, 8080).")
+@click.option("--threads", type=click.IntRange(1, 256), default=None,
+              help="Requests served at once (default: harvestsuite.webui.threads, 16).")
 @click.option("--url-prefix", default="", help="Path the reverse proxy serves the web UI under, e.g. /harvest.")
 @pass_app
-def run(app: AppContext, host: str, port: int, threads: int, url_prefix: str) -> None:
+def run(app: AppContext, host: str | None, port: int | None, threads: int | None, url_prefix: str) -> None:
     """Serve the web UI with waitress, a production WSGI server, until SIGTERM or Ctrl-C.
 
     Behind a reverse proxy, forward X-Forwarded-Proto/-Host/-For; waitress trusts them from 127.0.0.1.
     """
-    import waitress
+    import dataclasses
+    import signal
 
-    from webui import create_app
-
-    application = create_app(app.settings, app.engine())
-    click.echo(f"web UI at http://{host}:{port}{url_prefix or '/'}")
-    waitress.serve(application, host=host, port=port, threads=threads, url_prefix=url_prefix,
-                   trusted_proxy="127.0.0.1", trusted_proxy_headers={"x-forwarded-proto", "x-forwarded-host",
-                                                                     "x-forwarded-for"},
-                   clear_untrusted_proxy_headers=True, ident="HarvestSuite")
+    chosen = {key: value for key, value in (("host", host), ("port", port), ("threads", threads))
+              if value is not None}
+    settings = dataclasses.replace(app.settings, webui=dataclasses.replace(app.settings.webui, **chosen))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    serve(settings, stop, url_prefix)
