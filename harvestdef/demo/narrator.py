@@ -1,0 +1,140 @@
+"""Tells the person watching the demo what happens and where to look, from the harvest database.
+
+It reads what the scheduler and the harvest controller wrote (jobs, their statuses, historyinfo) every
+few seconds and logs one line per event: a job made, queued, crawling, done with its figures and the
+page that shows it, or failed with the reason. It also plays the curator's part for the snapshot
+harvest: once step 1 has finished it activates step 2, naming the domains step 2 continues.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from pathlib import Path
+
+from sqlalchemy import Engine, func, or_, select
+
+from harvestdef.db import schema as s
+from harvestdef.demo import definitions
+from harvestdef.model.status import JobStatus, StopReason
+
+log = logging.getLogger("harvestsuite.demo")
+
+UNFINISHED = (JobStatus.NEW, JobStatus.SUBMITTED, JobStatus.STARTED)
+LIMIT_REASONS = (StopReason.OBJECT_LIMIT, StopReason.SIZE_LIMIT, StopReason.CONFIG_OBJECT_LIMIT,
+                 StopReason.CONFIG_SIZE_LIMIT)
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+class Narrator:
+    """Polls the harvest database every ``interval`` seconds until ``stop`` is set."""
+
+    def __init__(self, engine: Engine, web_url: str, archive_root: Path, interval: float = 2.0) -> None:
+        self.engine = engine
+        self.web_url = web_url.rstrip("/")
+        self.archive_root = archive_root
+        self.interval = interval
+        self._seen: dict[int, JobStatus] = {}
+        self._highest = 0
+        self._first_done = True
+
+    def run(self, stop: threading.Event) -> None:
+        with self.engine.connect() as conn:
+            # jobs of earlier runs of the demo are history: only what happens from now on is told
+            self._highest = conn.scalar(select(func.coalesce(func.max(s.jobs.c.job_id), 0))) or 0
+            unfinished = conn.execute(select(s.jobs.c.job_id, s.jobs.c.status).where(
+                s.jobs.c.status.in_(UNFINISHED)))
+            self._seen = {row.job_id: JobStatus(row.status) for row in unfinished}
+        while not stop.wait(self.interval):
+            try:
+                self.look()
+            except Exception:  # noqa: BLE001 - the story may miss a beat; the demo must go on
+                log.exception("could not read the harvest database this time")
+
+    def look(self) -> None:
+        """One look: log what changed since the last one."""
+        jobs, harvests = s.jobs, s.harvestdefinitions
+        watched = [job_id for job_id, status in self._seen.items() if status in UNFINISHED]
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(jobs.c.job_id, jobs.c.status, jobs.c.harvest_num, jobs.c.channel, jobs.c.num_configs,
+                       jobs.c.controller, jobs.c.harvest_errors, jobs.c.harvest_id, harvests.c.name)
+                .join(harvests, harvests.c.harvest_id == jobs.c.harvest_id)
+                .where(or_(jobs.c.job_id > self._highest, jobs.c.job_id.in_(watched)))
+                .order_by(jobs.c.job_id)).all()
+            for row in rows:
+                status = JobStatus(row.status)
+                before = self._seen.get(row.job_id)
+                if before == status:
+                    continue
+                if before is None and status != JobStatus.NEW:
+                    self._tell(conn, row, JobStatus.NEW)  # made and taken between two looks
+                self._highest = max(self._highest, row.job_id)
+                self._seen[row.job_id] = status
+                self._tell(conn, row, status)
+                if status not in UNFINISHED:
+                    del self._seen[row.job_id]  # a final status is told once; the job is not watched further
+        continued = definitions.activate_continuation(self.engine)
+        if continued:
+            self._tell_continuation(continued)
+
+    def _tell(self, conn, row, status: JobStatus) -> None:  # noqa: ANN001 - a Connection and a result row
+        what = f"job {row.job_id} ({row.name}, run {row.harvest_num})"
+        if status == JobStatus.NEW:
+            log.info("%s made by the scheduler: %d domain configuration%s for harvest channel %s", what,
+                     row.num_configs, "" if row.num_configs == 1 else "s", row.channel)
+        elif status == JobStatus.SUBMITTED:
+            log.info("%s queued on harvest channel %s", what, row.channel)
+        elif status == JobStatus.STARTED:
+            log.info("%s crawling on harvest controller %s: %s/status/jobs/%d", what, row.controller or "?",
+                     self.web_url, row.job_id)
+        elif status == JobStatus.DONE:
+            self._tell_done(conn, row, what)
+        elif status == JobStatus.FAILED:
+            log.warning("%s FAILED: %s (%s/status/jobs/%d says why)", what, row.harvest_errors or "no reason given",
+                        self.web_url, row.job_id)
+        else:
+            log.info("%s is %s", what, status.name)
+
+    def _tell_done(self, conn, row, what: str) -> None:  # noqa: ANN001
+        history = s.historyinfo
+        figures = conn.execute(select(history.c.objectcount, history.c.bytecount, history.c.duplicate_objects,
+                                      history.c.stopreason).where(history.c.job_id == row.job_id)).all()
+        objects = sum(f.objectcount for f in figures)
+        size = sum(f.bytecount for f in figures)
+        duplicates = sum(f.duplicate_objects or 0 for f in figures)
+        reasons = Counter(StopReason(f.stopreason).name for f in figures)
+        stops = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+        revisits = (f", {duplicates} of them payloads archived before (revisit records, not stored again)"
+                    if duplicates else "")
+        log.info("%s DONE: %d objects, %s from %d domains (%s)%s", what, objects, _size(size), len(figures),
+                 stops, revisits)
+        directory = self.archive_root / str(row.harvest_id) / str(row.job_id)
+        warcs = sorted(path.name for path in directory.glob("*.warc.gz")) if directory.is_dir() else []
+        log.info("    its WARCs, metadata WARC, CDXJ and deduplication entries: %s (%d WARC files)", directory,
+                 len(warcs))
+        log.info("    the job: %s/status/jobs/%d   the harvest's statistics: %s/history/harvests/%s",
+                 self.web_url, row.job_id, self.web_url, row.name.replace(" ", "%20"))
+        if self._first_done:
+            self._first_done = False
+            log.info("    (the first harvest is in: log in at %s to look around; this log goes on telling what "
+                     "happens)", self.web_url)
+
+    def _tell_continuation(self, name: str) -> None:
+        history, harvests = s.historyinfo, s.harvestdefinitions
+        with self.engine.connect() as conn:
+            step_1 = select(harvests.c.harvest_id).where(harvests.c.name == definitions.SNAPSHOT_STEP_1)
+            stopped = conn.scalar(select(func.count()).select_from(history).where(
+                history.c.harvest_id == step_1.scalar_subquery(), history.c.stopreason.in_(LIMIT_REASONS)))
+        log.info("%s has finished; %d domains stopped on its limit of %d objects: activated %r, which "
+                 "continues exactly those", definitions.SNAPSHOT_STEP_1, stopped or 0,
+                 definitions.STEP_1_MAX_OBJECTS, name)

@@ -1,0 +1,290 @@
+"""``harvestsuite demo``: the whole system in one process, on files in one working directory.
+
+The scheduler, one harvest controller (with the bundled crawl engine as its child process) and the web
+UI run as threads, each the role its package offers through the ``harvestsuite.roles`` entry points, so
+harvestdef starts them without importing them. They share nothing but what a real installation shares:
+the harvest database (SQLite, ``harvest.db``), the embedded queue (``queue.db``) and the archive store
+(``archive/``). The demo site and the narrator run beside them.
+
+The working directory keeps everything between runs: ``demo.json`` holds what the first run chose (the
+demo site's port, the admin password, the keys), so a second run continues where the first stopped. A
+lock file keeps a second demo out of a directory in use.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from harvestdef.db.engine import open_engine
+from harvestdef.db.init import init_database
+from harvestdef.demo import definitions
+from harvestdef.demo.narrator import Narrator
+from harvestdef.demo.site import HOSTS, DemoSite, write_hosts_file
+from harvestdef.errors import HarvestSuiteError
+from harvestdef.files import write_atomically
+from harvestdef.settings import Settings, load_settings
+
+ROLE_GROUP = "harvestsuite.roles"
+ROLES = ("webui", "scheduler", "harvester")  # the order they start in
+STATE_FILE = "demo.json"
+SETTINGS_FILE = "settings.toml"
+LOCK_FILE = "demo.lock"
+
+Role = Callable[[Settings, threading.Event], None]
+log = logging.getLogger("harvestsuite.demo")
+
+
+class DemoError(HarvestSuiteError):
+    """The demo cannot start; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class DemoState:
+    """What the first run chose and every later run reuses."""
+
+    site_port: int
+    admin_password: str
+    secret_key: str
+    engine_password: str
+
+    @classmethod
+    def load_or_create(cls, path: Path, web_port: int) -> tuple[DemoState, bool]:
+        if path.exists():
+            try:
+                return cls(**json.loads(path.read_text(encoding="utf-8"))), False
+            except (ValueError, TypeError) as exc:
+                raise DemoError(f"{path} cannot be read ({exc}); delete the directory to start the demo afresh")\
+                    from None
+        state = cls(site_port=_free_port(prefer=web_port + 1), admin_password=secrets.token_urlsafe(9),
+                    secret_key=secrets.token_hex(32), engine_password=secrets.token_urlsafe(12))
+        write_atomically(path, json.dumps(asdict(state), indent=1).encode("utf-8"))  # mode 0600: it holds passwords
+        return state, True
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # the same option the servers set, so a port in TIME_WAIT counts as free, as it is for them
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+            raise
+    return False
+
+
+def _free_port(prefer: int) -> int:
+    if prefer <= 65535 and not _port_in_use(prefer):
+        return prefer
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def demo_settings(directory: Path, web_port: int, state: DemoState) -> dict[str, object]:
+    """Every setting the demo changes from the defaults: its files, and intervals of seconds."""
+    return {
+        "harvestsuite.database.url": f"sqlite:///{directory / 'harvest.db'}",
+        "harvestsuite.queue.url": f"sqlite:///{directory / 'queue.db'}",
+        "harvestsuite.archive.root": str(directory / "archive"),
+        "harvester.harvesting.serverdir": str(directory / "harvester"),
+        "harvester.harvesting.oldjobsDir": str(directory / "harvester" / "oldjobs"),
+        "harvester.harvesting.channel": ["FOCUSED", "SNAPSHOT"],
+        "harvester.harvesting.sendReadyDelay": 1,
+        "harvester.harvesting.minSpaceLeft": 100_000_000,
+        "harvester.harvesting.heritrix.crawlLoopWaitTime": 2,
+        "harvester.harvesting.heritrix.inactivityTimeout": 120,
+        "harvester.harvesting.heritrix.noresponseTimeout": 120,
+        "harvester.harvesting.heritrix.adminPassword": state.engine_password,
+        "harvester.harvesting.frontier.frontierReportWaitTime": 30,
+        "harvestsuite.harvester.heartbeatInterval": 5,
+        "harvestsuite.crawler.hostsFile": str(directory / "hosts"),
+        "harvester.scheduler.jobgenerationperiod": 5,
+        "harvestsuite.scheduler.leaderLeaseTime": 10,
+        "harvestsuite.scheduler.intakeProcesses": 0,
+        "harvestsuite.scheduler.intakeThreads": 2,
+        "harvestsuite.webui.host": "127.0.0.1",
+        "harvestsuite.webui.port": web_port,
+        "harvestsuite.webui.secretKey": state.secret_key,
+        "harvester.datamodel.domain.defaultOrderxml": definitions.TEMPLATE,
+    }
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def write_settings(path: Path, values: dict[str, object]) -> None:
+    text = ("# Written by `harvestsuite demo` at every start; `harvestsuite --config THIS_FILE ...` runs any\n"
+            "# other command on the demo's database, queue and archive store.\n"
+            + "".join(f"{key} = {_toml_value(value)}\n" for key, value in values.items()))
+    write_atomically(path, text.encode("utf-8"))  # mode 0600, as the passwords in it want
+
+
+@contextmanager
+def directory_lock(directory: Path) -> Iterator[None]:
+    """Hold the demo directory for this process; a second demo in it is told who has it."""
+    with open(directory / LOCK_FILE, "a+", encoding="utf-8") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise DemoError(f"a demo is already running in {directory} ({holder}); stop it with Ctrl-C, or "
+                            f"start another one with --dir and --port") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def load_roles() -> dict[str, Role]:
+    """The roles of the installed packages; an installation that lacks one cannot run the demo."""
+    found = {entry.name: entry for entry in entry_points(group=ROLE_GROUP)}
+    missing = [name for name in ROLES if name not in found]
+    if missing:
+        raise DemoError(f"this installation has no {', '.join(missing)} role (entry points {ROLE_GROUP}); "
+                        f"install HarvestSuite again with pip")
+    return {name: found[name].load() for name in ROLES}
+
+
+def _narration_logging() -> None:
+    """The demo's story on stderr with a short time stamp, whatever the level of the other loggers."""
+    if log.handlers:
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+class Demo:
+    """One run of the demo in ``directory`` with the web UI on ``web_port``."""
+
+    def __init__(self, directory: Path, web_port: int) -> None:
+        self.directory = directory.resolve()
+        self.web_port = web_port
+        self.web_url = f"http://127.0.0.1:{web_port}"
+        self.stop = threading.Event()
+        self.failures: list[str] = []
+        self._signals = 0
+
+    def run(self) -> int:
+        """Run until Ctrl-C or SIGTERM (0), or until a role fails (1)."""
+        _narration_logging()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with directory_lock(self.directory):
+            if _port_in_use(self.web_port):
+                raise DemoError(f"port {self.web_port} is in use (another demo, or another program); stop it, or "
+                                f"give the web UI another port with --port")
+            roles = load_roles()
+            state, first = DemoState.load_or_create(self.directory / STATE_FILE, self.web_port)
+            if _port_in_use(state.site_port):
+                raise DemoError(f"port {state.site_port}, the demo site's (chosen at the first run, kept in "
+                                f"{self.directory / STATE_FILE}), is in use; stop what uses it, or start afresh "
+                                f"in another --dir")
+            settings_path = self.directory / SETTINGS_FILE
+            write_settings(settings_path, demo_settings(self.directory, self.web_port, state))
+            settings = load_settings(settings_path, environ={})
+            write_hosts_file(self.directory / "hosts")
+            engine = open_engine(settings.database.url)
+            try:
+                self._prepare(engine, settings, state, first)
+                with DemoSite(state.site_port) as site:
+                    self._announce(state, site)
+                    return self._run_roles(roles, settings, engine)
+            finally:
+                engine.dispose()
+
+    def _prepare(self, engine, settings: Settings, state: DemoState, first: bool) -> None:  # noqa: ANN001
+        log.info("%s the harvest database %s", "creating" if first else "opening", settings.database.url)
+        init_database(engine)
+        created = definitions.create_definitions(engine, settings, state.site_port)
+        if created.harvests:
+            log.info("created %d domains of the demo site and the harvest definitions: %s", len(created.domains),
+                     "; ".join(repr(name) for name in created.harvests))
+        else:
+            log.info("continuing: the harvest definitions are there from an earlier run")
+        definitions.ensure_admin(engine, state.admin_password)
+
+    def _announce(self, state: DemoState, site: DemoSite) -> None:
+        log.info("demo site on 127.0.0.1:%d: %s (names resolved for the crawler by %s)", site.port,
+                 ", ".join(host.name for host in HOSTS), self.directory / "hosts")
+        log.info("")
+        log.info("    web UI:  %s   log in as %s, password %s", self.web_url, definitions.ADMIN, state.admin_password)
+        log.info("    files:   %s (settings.toml, harvest.db, queue.db, archive/, harvester/)", self.directory)
+        log.info("    Ctrl-C stops the demo; running it again continues where it stopped")
+        log.info("")
+
+    def _run_roles(self, roles: dict[str, Role], settings: Settings, engine) -> int:  # noqa: ANN001
+        previous = {signum: signal.signal(signum, self._on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
+        narrator = Narrator(engine, self.web_url, Path(settings.archive.root))
+        threads = [threading.Thread(target=self._guard, args=(name, role, settings), name=f"demo-{name}",
+                                    daemon=True) for name, role in roles.items()]
+        threads.append(threading.Thread(target=narrator.run, args=(self.stop,), name="demo-narrator", daemon=True))
+        try:
+            for thread in threads:
+                thread.start()
+            while not self.stop.wait(0.5):
+                pass
+            if not self.failures:
+                log.info("stopping: the harvest controller checkpoints a running crawl, which the next run "
+                         "resumes (Ctrl-C again stops at once)")
+            for thread in threads:
+                thread.join()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        if self.failures:
+            log.error("the demo stopped because %s", "; ".join(self.failures))
+            return 1
+        log.info("stopped; `harvestsuite demo --dir %s --port %d` continues", self.directory, self.web_port)
+        return 0
+
+    def _guard(self, name: str, role: Role, settings: Settings) -> None:
+        """Run one role; if it ends before it was asked to, the demo stops and says why."""
+        try:
+            role(settings, self.stop)
+        except Exception as exc:  # noqa: BLE001 - any failure of a role ends the demo, told in one line
+            self.failures.append(f"the {name} failed: {exc}")
+            logging.getLogger(__name__).debug("the %s failed", name, exc_info=True)
+        else:
+            if not self.stop.is_set():
+                self.failures.append(f"the {name} ended by itself (its log lines above say why)")
+        self.stop.set()
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            self.stop.set()
+            return
+        # The engine is a process of its own; the next run's harvest controller stops what it left.
+        log.warning("stopped at once; the next run cleans up after it")
+        logging.shutdown()
+        os._exit(128 + signum)
