@@ -69,12 +69,14 @@ def _api_error(error: Exception) -> Any:
 def init_app(app: Flask) -> None:
     from harvestdef.errors import HarvestSuiteError
     from webui.api import (  # noqa: F401 - their routes join the blueprint
+        crawltemplates,
         domains,
         exports,
         extendedfields,
         harvests,
         history,
         jobs,
+        schedules,
         summaries,
         system,
     )

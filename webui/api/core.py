@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from enum import Enum
 from typing import Any, TypeVar
 
 from flask import Blueprint, request
 
+from harvestdef.errors import NotFoundError
 from webui.api.errors import ApiError
 from webui.context import settings
 
@@ -101,3 +103,22 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.name
     return value
+
+
+@contextmanager
+def input_named(name: str) -> Iterator[None]:
+    """A NotFoundError inside is the request's fault: 400 naming the field that referred to it."""
+    try:
+        yield
+    except NotFoundError as exc:
+        raise ApiError("invalid", str(exc), name) from exc
+
+
+def name_after() -> str | None:
+    """The name of ``?after=`` in lists keyed by name (schedules, templates, harvests)."""
+    key = decode_cursor(request.args.get("after"))
+    if key is None:
+        return None
+    if len(key) != 1 or not isinstance(key[0], str):
+        raise ApiError("invalid", "after is not a cursor this API gave out", "after")
+    return key[0]

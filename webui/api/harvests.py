@@ -1,4 +1,4 @@
-"""API routes: schedules, crawl templates and harvest definitions (selective, event and snapshot).
+"""API routes: harvest definitions, selective, event and snapshot (``/api/v1/harvests``).
 
 Records are addressed by name and listed by name with keyset paging. Every write runs in one transaction,
 so a request that fails half-way (an unknown configuration in the third entry, a seed without a domain)
@@ -8,230 +8,20 @@ a channel, a previous snapshot) is bad input, so it is answered 400 naming the f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
 from typing import Any
 
-from flask import Response, request
+from flask import request
 
-from harvestdef.errors import NotFoundError, TemplateError
-from harvestdef.model.definitions import CrawlTemplate, HarvestDefinition, HarvestKind, SnapshotHarvest
+from harvestdef.model.definitions import HarvestDefinition, HarvestKind, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.schedules import ScheduleRepository
-from harvestdef.repositories.templates import TemplateRepository
-from harvestdef.schedules import Schedule, TimeUnit
-from webui.api.core import blueprint, body, decode_cursor, edition, field, jsonable, limit, page
+from webui.api.core import blueprint, body, edition, field, input_named, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
-from webui.auth import ADMIN, CURATE, READ, require
+from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 
-SCHEDULE_FIELDS = ("name", "timeunit", "numtimeunits", "anytime", "onminute", "onhour", "ondayofweek",
-                   "ondayofmonth", "startdate", "enddate", "maxrepeats", "comments")
 
-
-@contextmanager
-def input_named(name: str) -> Iterator[None]:
-    """A NotFoundError inside is the request's fault: 400 naming the field that referred to it."""
-    try:
-        yield
-    except NotFoundError as exc:
-        raise ApiError("invalid", str(exc), name) from exc
-
-
-def _after() -> str | None:
-    key = decode_cursor(request.args.get("after"))
-    if key is None:
-        return None
-    if len(key) != 1 or not isinstance(key[0], str):
-        raise ApiError("invalid", "after is not a cursor this API gave out", "after")
-    return key[0]
-
-
-# ------------------------------------------------------------------ schedules
-def parse_time(data: dict[str, Any], name: str) -> datetime | None:
-    """An ISO 8601 time of ``data`` as an aware UTC datetime (a time without zone is taken as UTC)."""
-    text = field(data, name, str, required=False)
-    if text is None or not text.strip():
-        return None
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ApiError("invalid", f"{name} must be an ISO 8601 time, not {text!r}", name) from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def parse_timeunit(value: Any) -> TimeUnit:
-    """A time unit by name (DAILY) or by NetarchiveSuite's number (2)."""
-    try:
-        if isinstance(value, str) and not value.strip().isdigit():
-            return TimeUnit[value.strip().upper()]
-        if isinstance(value, bool):
-            raise ValueError(value)
-        return TimeUnit(int(value))
-    except (KeyError, ValueError, TypeError):
-        names = ", ".join(unit.name for unit in TimeUnit)
-        raise ApiError("invalid", f"timeunit must be one of {names}, not {value!r}", "timeunit") from None
-
-
-def schedule_from(data: dict[str, Any], base: Schedule | None = None) -> Schedule:
-    """A Schedule of the schedules table's columns in ``data``; missing ones are taken from ``base``."""
-    def given(name: str) -> bool:
-        return base is None or name in data
-
-    values: dict[str, Any] = {}
-    if given("name"):
-        values["name"] = field(data, "name", str)
-    if given("timeunit"):
-        values["timeunit"] = parse_timeunit(field(data, "timeunit", (str, int)))
-    if given("numtimeunits"):
-        values["numtimeunits"] = field(data, "numtimeunits", int, required=False, default=1)
-    if given("anytime"):
-        values["anytime"] = field(data, "anytime", bool, required=False, default=True)
-    for name in ("onminute", "onhour", "ondayofweek", "ondayofmonth", "maxrepeats"):
-        if given(name):
-            values[name] = field(data, name, int, required=False)
-    for name in ("startdate", "enddate"):
-        if given(name):
-            values[name] = parse_time(data, name)
-    if given("comments"):
-        values["comments"] = field(data, "comments", str, required=False, default="")
-    if base is None:
-        return Schedule(**values)
-    current = {name: getattr(base, name) for name in SCHEDULE_FIELDS}
-    return Schedule(**{**current, **values}, schedule_id=base.schedule_id, edition=base.edition)
-
-
-def schedule_json(schedule: Schedule) -> dict[str, Any]:
-    record = {name: jsonable(getattr(schedule, name)) for name in SCHEDULE_FIELDS}
-    record["edition"] = schedule.edition
-    return record
-
-
-@blueprint.get("/schedules")
-@require(READ)
-def list_schedules() -> Any:
-    """Schedules by name."""
-    size = limit()
-    with database().connect() as conn:
-        rows = ScheduleRepository(conn).page(_after(), size + 1)
-    return page(rows, size, lambda row: [row.name], schedule_json)
-
-
-@blueprint.post("/schedules")
-@require(CURATE)
-def create_schedule() -> Any:
-    """Create a schedule from the columns of the schedules table (reference §1.3, §3.2)."""
-    schedule = schedule_from(body())
-    with database().begin() as conn:
-        created = ScheduleRepository(conn, actor()).create(schedule)
-    return schedule_json(created), 201
-
-
-@blueprint.get("/schedules/<name>")
-@require(READ)
-def get_schedule(name: str) -> Any:
-    """One schedule, with the harvests that use it."""
-    with database().connect() as conn:
-        schedules = ScheduleRepository(conn)
-        schedule = schedules.get_by_name(name)
-        users = schedules.harvests_using(schedule.schedule_id or 0)
-    return {**schedule_json(schedule), "harvests": users}
-
-
-@blueprint.patch("/schedules/<name>")
-@require(CURATE)
-def update_schedule(name: str) -> Any:
-    """Change a schedule's columns; 409 if ``edition`` is stale."""
-    data = body()
-    expected = edition(data)
-    with database().begin() as conn:
-        schedules = ScheduleRepository(conn, actor())
-        current = schedules.get_by_name(name)
-        changed = schedule_from(data, current)
-        updated = schedules.update(Schedule(**{n: getattr(changed, n) for n in SCHEDULE_FIELDS},
-                                            schedule_id=current.schedule_id, edition=expected))
-    return schedule_json(updated)
-
-
-# ------------------------------------------------------------------ crawl templates
-def template_json(template: CrawlTemplate, with_cxml: bool = False) -> dict[str, Any]:
-    record: dict[str, Any] = {"name": template.name, "description": template.description,
-                              "active": template.isactive, "lastupdated": jsonable(template.lastupdated),
-                              "edition": template.edition}
-    if with_cxml:
-        record["cxml"] = template.orderxml
-    return record
-
-
-@contextmanager
-def template_input() -> Iterator[None]:
-    """A template that is not well-formed: 400 on the cxml field, its line and column in the message."""
-    try:
-        yield
-    except TemplateError as exc:
-        raise ApiError("invalid", str(exc), "cxml") from exc
-
-
-@blueprint.get("/templates")
-@require(READ)
-def list_templates() -> Any:
-    """Crawl templates by name (without their XML)."""
-    size = limit()
-    with database().connect() as conn:
-        rows = TemplateRepository(conn).page(_after(), size + 1)
-    return page(rows, size, lambda row: [row.name], template_json)
-
-
-@blueprint.post("/templates")
-@require(ADMIN)
-def create_template() -> Any:
-    """Upload a crawl template ``{"name", "cxml"}``; refused with line and column unless well-formed XML."""
-    data = body()
-    name, cxml = field(data, "name", str), field(data, "cxml", str)
-    description = field(data, "description", str, required=False, default="")
-    active = field(data, "active", bool, required=False, default=True)
-    with template_input(), database().begin() as conn:
-        created = TemplateRepository(conn, actor()).create(name, cxml, description, active)
-    return template_json(created, with_cxml=True), 201
-
-
-@blueprint.get("/templates/<name>")
-@require(READ)
-def get_template(name: str) -> Any:
-    """One crawl template with its XML (``?format=cxml``: the XML alone, as a download)."""
-    with database().connect() as conn:
-        template = TemplateRepository(conn).get(name)
-    if request.args.get("format") == "cxml":
-        return Response(template.orderxml, mimetype="application/xml", headers={
-            "Content-Disposition": f'attachment; filename="{template.name}.cxml"'})
-    return template_json(template, with_cxml=True)
-
-
-@blueprint.patch("/templates/<name>")
-@require(ADMIN)
-def update_template(name: str) -> Any:
-    """Replace a template's XML or description, or (de)activate it; 409 if ``edition`` is stale."""
-    data = body()
-    expected = edition(data)
-    cxml = field(data, "cxml", str, required=False)
-    description = field(data, "description", str, required=False)
-    active = field(data, "active", bool, required=False)
-    with template_input(), database().begin() as conn:
-        templates = TemplateRepository(conn, actor())
-        template = templates.get(name)
-        if cxml is not None or description is not None:
-            template = templates.replace(name, template.orderxml if cxml is None else cxml, expected, description)
-            expected = template.edition
-        if active is not None and active != template.isactive:
-            template = (templates.activate if active else templates.deactivate)(name, expected)
-        elif template.edition != expected:
-            template = templates.replace(name, template.orderxml, expected)  # checks the edition
-    return template_json(template, with_cxml=True)
-
-
-# ------------------------------------------------------------------ harvest definitions
 def harvest_json(repository: HarvestRepository, harvest: HarvestDefinition, state: Any = None,
                  detail: bool = False) -> dict[str, Any]:
     record: dict[str, Any] = {
@@ -336,7 +126,7 @@ def list_harvests() -> Any:
         raise ApiError("invalid", f"type must be selective or snapshot, not {kind_text!r}", "type") from None
     with database().connect() as conn:
         harvests = HarvestRepository(conn)
-        rows = harvests.page(_after(), size + 1, kind)
+        rows = harvests.page(name_after(), size + 1, kind)
         states = harvests.states(row.harvest_id for row in rows)
         return page(rows, size, lambda row: [row.name],
                     lambda row: harvest_json(harvests, row, states.get(row.harvest_id)))
