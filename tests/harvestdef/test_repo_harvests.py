@@ -4,6 +4,7 @@ Both databases."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import insert, select
@@ -216,3 +217,21 @@ def test_add_seeds_checks_every_seed_before_writing(engine):
             repository.add_seeds("Event", ["http://kb.dk/"], "nosuch", harvest.edition)
         with pytest.raises(StaleEditionError):
             repository.add_seeds("Event", ["http://kb.dk/"], "default_orderxml", harvest.edition + 3)
+
+
+def test_a_selective_harvest_without_a_next_date_runs_at_its_schedules_first_event(engine):
+    """NetarchiveSuite's PartialHarvest takes its first run from the schedule; an empty nextdate would never
+    be ready, so a harvest made in the web UI or the API without a date would never run."""
+    now = datetime(2026, 3, 1, 4, 30, 15, tzinfo=UTC)
+    with engine.begin() as conn:
+        repository = HarvestRepository(conn, clock=lambda: now, zone=ZoneInfo("Europe/Copenhagen"))
+        anytime = repository.create_selective("anytime", "Once_a_day")
+        daily_at_six = conn.execute(insert(s.schedules).values(
+            name="six_am", comments="", timeunit=2, numtimeunits=1, anytime=False, onhour=6, onminute=0,
+            edition=1)).inserted_primary_key[0]
+        at_six = repository.create_selective("at six", daily_at_six)
+        given = repository.create_selective("given", "Once_a_day", nextdate=NEXT.replace(day=9))
+    assert anytime.nextdate == now
+    # six in the morning in Copenhagen (UTC+1 in March) is 05:00 UTC, later the same day
+    assert at_six.nextdate == datetime(2026, 3, 1, 5, 0, tzinfo=UTC)
+    assert given.nextdate == NEXT.replace(day=9)
