@@ -278,10 +278,12 @@ def generate_jobs(engine: Engine, harvest: str | int, options: GenerationOptions
         cause = f"{type(exc).__name__}: {exc}"
         log.error("job generation for harvest definition %r (id %d) failed, deactivating it: %s",
                   hd.name, hd.harvest_id, cause, exc_info=True)
-        _deactivate(engine, hd, cause)
+        deactivation_failure = _deactivate(engine, hd, cause)
+        outcome = ("the harvest was deactivated" if deactivation_failure is None
+                   else f"deactivating the harvest failed too ({deactivation_failure}), so it is still active")
         raise JobGenerationError(
-            f"job generation for harvest definition {hd.name!r} (id {hd.harvest_id}) failed and the harvest "
-            f"was deactivated: {cause}") from exc
+            f"job generation for harvest definition {hd.name!r} (id {hd.harvest_id}) failed and {outcome}: "
+            f"{cause}") from exc
     if not result.jobs:
         log.warning("harvest definition %r made 0 jobs (probable cause: it continues a harvest that is "
                     "already finished, or no configuration has an active seed)", hd.name)
@@ -289,7 +291,12 @@ def generate_jobs(engine: Engine, harvest: str | int, options: GenerationOptions
     return result
 
 
-def _deactivate(engine: Engine, harvest: HarvestToGenerate, cause: str) -> None:
+def _deactivate(engine: Engine, harvest: HarvestToGenerate, cause: str) -> str | None:
+    """Deactivate ``harvest`` after its failed run; returns why that failed too, None when it worked.
+
+    The caller's message must not claim a deactivation that did not happen (the harvest would still be
+    picked by the next tick), so the outcome is returned rather than only logged.
+    """
     hd = s.harvestdefinitions
     try:
         with engine.begin() as conn:
@@ -298,7 +305,9 @@ def _deactivate(engine: Engine, harvest: HarvestToGenerate, cause: str) -> None:
                          .values(isactive=False, edition=hd.c.edition + 1))
             after = fetch_row(conn, hd, "harvest_id", harvest.harvest_id)
             record_audit(conn, SYSTEM_ACTOR, "harvestdefinitions", harvest.harvest_id, "update", before, after)
-    except SQLAlchemyError:
-        # The run's own error is the one to report; this one is logged beside it.
+    except SQLAlchemyError as exc:
+        # The run's own error is the one raised; this one is logged beside it and named in its message.
         log.error("could not deactivate harvest definition %r after failed job generation (%s)",
                   harvest.name, cause, exc_info=True)
+        return f"{type(exc).__name__}: {exc}"
+    return None
