@@ -6,16 +6,12 @@ R rows of historyinfo (R / N runs of every configuration, each run's configurati
 harvests' jobs), then fills harvest_run_summary and config_history_summary with ``harvestsuite db
 rebuild-summaries``. Then it serves the web UI as an operator would (``harvestsuite webui run``, waitress,
 16 threads) and, in the same run, 16 client threads with keep-alive connections (http.client) and an API
-token from ``harvestsuite users token`` call, one endpoint at a time:
-
-* domain search        GET /api/v1/domains?q=kultur*
-* job list             GET /api/v1/jobs?status=DONE
-* domain history       GET /api/v1/domains/{name}/history     (random domains)
-* harvest statistics   GET /api/v1/harvests/{name}/statistics (random harvests)
-
-Every response is checked: status 200 and a JSON object with a list ``items``; an endpoint whose first
-answer is 404 is reported as missing and skipped. Printed: p50/p95/p99 and requests/s per endpoint, with
-the target p95 <= 200 ms beside it. The database is dropped at the end (``--keep`` leaves it).
+token from ``harvestsuite users token`` call, one endpoint at a time: domain search (``/domains?q=kultur*``),
+job list (``/jobs?status=DONE``), domain history (``/domains/{name}/history``, random domains) and harvest
+statistics (``/harvests/{name}/statistics``, random harvests), all under /api/v1; each answer must be 200
+with a list ``items`` (a 404 at first: reported missing, skipped). Printed: p50/p95/p99 and requests/s beside
+the target p95 <= 200 ms; then, once each, overviews that read a whole table and a CSV export with the
+server's peak memory (flat while it streams). The database is dropped at the end (``--keep`` keeps it).
 
 Usage::
 
@@ -290,6 +286,22 @@ def wait_for(port: int, process: subprocess.Popen[bytes], seconds: float = 60.0)
     raise RuntimeError(f"the web UI did not listen on port {port} within {seconds} s")
 
 
+def peak_mb(pid: int) -> float:
+    return int(Path(f"/proc/{pid}/status").read_text().split("VmHWM:")[1].split()[0]) / 1024
+
+
+def once(port: int, token: str, pid: int, path: str) -> None:
+    """One GET read to its end: lines, seconds and the server's peak memory (VmHWM) before and after."""
+    before, started, lines, client = peak_mb(pid), time.perf_counter(), 0, Client(port, token)
+    client.connection.request("GET", path, headers=client.headers)
+    response = client.connection.getresponse()
+    while chunk := response.read(1 << 16):
+        lines += chunk.count(b"\n")
+    print(f"once: GET {path}: {response.status}, {lines} lines in {time.perf_counter() - started:.2f} s; server "
+          f"peak RSS {before:.0f} -> {peak_mb(pid):.0f} MB", flush=True)
+    client.close()
+
+
 def serve_and_measure(url: str, domains: int, requests: int, max_seconds: float, clients: int) -> bool:
     harvestsuite(url, "users", "add", "bench", "--role", "admin", stdin=PASSWORD + "\n")
     token = harvestsuite(url, "users", "token", "bench").strip()
@@ -338,6 +350,8 @@ def serve_and_measure(url: str, domains: int, requests: int, max_seconds: float,
                 if figures.failures:
                     all_good = False
                     print(f"    {len(figures.failures)} bad answers, e.g. {figures.failures[0]}", flush=True)
+            for path in ("/tlds?limit=1000", "/unused/configurations", "/unused", "/export/domains.csv?q=kultur*"):
+                once(port, token, server.pid, f"/api/v1{path}")
         finally:
             server.terminate()
             try:
