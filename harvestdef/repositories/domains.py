@@ -478,11 +478,15 @@ class DomainRepository:
         """
         name = s.domains.c.name
         if is_postgresql(self.conn.engine):
-            last_label: Any = func.substring(name, r"[^.]*$")
-        else:  # SQLite has no regular-expression substring: cut what rtrim leaves up to the last dot
-            last_label = func.substr(name, func.length(func.rtrim(name, func.replace(name, ".", ""))) + 1)
-        tld = case((name.regexp_match(r"^[0-9.]+$|:"), IP_ADDRESS_TLD), else_=last_label).label("tld")
-        grouped = select(tld, func.count().label("domains")).group_by(tld).subquery()
+            label: Any = func.split_part(name, ".", -1)  # PostgreSQL 14 and later; a regex took 8 times longer
+        else:  # SQLite has no split from the end: cut what rtrim leaves up to the last dot
+            label = func.substr(name, func.length(func.rtrim(name, func.replace(name, ".", ""))) + 1)
+        labels = select(label.label("label"), func.count().label("domains")).group_by(label).subquery()
+        # only the grouped labels are tested for IP addresses (an IPv4's is its last octet, an IPv6 has no
+        # dot), not every name: real TLDs are never all digits
+        ip = or_(labels.c.label.regexp_match("^[0-9]+$"), labels.c.label.contains(":"))
+        tld = case((ip, IP_ADDRESS_TLD), else_=labels.c.label).label("tld")
+        grouped = select(tld, func.sum(labels.c.domains).label("domains")).group_by(tld).subquery()
         stmt = select(grouped.c.tld, grouped.c.domains).order_by(grouped.c.tld)
         if after is not None:
             stmt = stmt.where(grouped.c.tld > after)
