@@ -106,6 +106,7 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {bind}:{port}: {exc}") from exc
 
+    registry.api_port = server.httpd.server_address[1]
     stop_requested = threading.Event()
 
     def request_stop(signum: int, _frame: object) -> None:

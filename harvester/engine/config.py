@@ -26,7 +26,9 @@ HONOURED: dict[str, dict[str, object]] = {
     "CrawlController": {"maxToeThreads": 25, "pauseAtStart": False},
     "CrawlLimitEnforcer": {"maxBytesDownload": 0, "maxDocumentsDownload": 0, "maxTimeSeconds": 0},
     "QuotaEnforcer": {"groupMaxFetchSuccesses": -1, "groupMaxAllKb": -1, "forceRetire": False},
-    "FetchHTTP": {"timeoutSeconds": 1200, "soTimeoutMs": 20000, "maxLengthBytes": 0, "sendConnectionClose": False,
+    "FetchHTTP": {"timeoutSeconds": 1200, "soTimeoutMs": 20000, "maxLengthBytes": 0, "sendConnectionClose": True,
+                  "useHTTP11": False, "acceptCompression": False, "sendReferer": True,
+                  "acceptHeaders": ["Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],
                   "userAgentProvider": None},
     "DispositionProcessor": {"delayFactor": 5.0, "minDelayMs": 3000, "maxDelayMs": 30000,
                              "respectCrawlDelayUpToSeconds": 300},
@@ -115,6 +117,7 @@ class CrawlConfig:
     group_max_all_kb: int
     quota_counts_prerequisites: bool         # False for NetarchiveSuite's PrerequisiteIgnoringQuotaEnforcer
     queue_by_domain: bool                    # DomainnameQueueAssignmentPolicy and friends
+    queue_policy: str                        # the queue assignment policy's class short name
     parallel_queues: int
     delay_factor: float
     min_delay_ms: int
@@ -124,6 +127,10 @@ class CrawlConfig:
     so_timeout_ms: int
     max_length_bytes: int                    # 0 = unlimited
     send_connection_close: bool
+    use_http11: bool                         # False: HTTP/1.0 requests, so no chunked responses (Heritrix)
+    accept_compression: bool                 # Accept-Encoding: gzip,deflate
+    send_referer: bool
+    accept_headers: tuple[tuple[str, str], ...]
     max_retries: int
     retry_delay_seconds: float
     warc_enabled: bool
@@ -132,6 +139,7 @@ class CrawlConfig:
     warc_compress: bool
     warc_store_paths: tuple[str, ...]
     warcinfo_items: tuple[tuple[str, str], ...]
+    crawl_metadata: tuple[tuple[str, str], ...]  # warcinfo fields from CrawlMetadata, in Heritrix's order
     dedup_enabled: bool                      # a DeDuplicator bean: revisits from the index and within the job
     dedup_index: Path | None
     dedup_by_url: bool
@@ -178,6 +186,7 @@ class _Reader:
         self.warnings = beans.warnings
         self.content_size_annotation = False
         self.queue_by_domain = False
+        self.queue_policy = "SurtAuthorityQueueAssignmentPolicy"  # Heritrix's profile default
         self.quota_counts_prerequisites = True
 
     def read(self) -> None:
@@ -193,6 +202,8 @@ class _Reader:
         if role is not None:
             if short in ("DomainnameQueueAssignmentPolicy", "SeedUriDomainnameQueueAssignmentPolicy"):
                 self.queue_by_domain = True
+            if role == "QueueAssignmentPolicy":
+                self.queue_policy = short
             if short == "PrerequisiteIgnoringQuotaEnforcer":
                 self.quota_counts_prerequisites = False
             self.roles.setdefault(role, (short, bean))
@@ -305,6 +316,30 @@ def _scope_rule(bean: Bean, warnings: list[str]) -> ScopeRule | None:
     return None
 
 
+def _accept_headers(value: object, warnings: list[str]) -> tuple[tuple[str, str], ...]:
+    """FetchHTTP.acceptHeaders: complete header lines ("Accept-Language: da"), as FetchHTTPRequest splits them."""
+    lines = value if isinstance(value, list) else [value] if value else []
+    headers = []
+    for line in lines:
+        name, separator, header_value = str(line).partition(":")
+        if not separator or not name.strip() or not header_value.strip():
+            warnings.append(f"fetchHttp (FetchHTTP): invalid accept header {line!r}, ignored")
+            continue
+        headers.append((name.strip(), header_value.strip()))
+    return tuple(headers)
+
+
+def _crawl_metadata(get, user_agent: str) -> tuple[tuple[str, str], ...]:
+    """The warcinfo fields Heritrix takes from CrawlMetadata, in its order and only when not blank
+    (heritrix3 modules/src/main/java/org/archive/modules/writer/BaseWARCWriterProcessor.java, getMetadata)."""
+    fields = (("operator", get("CrawlMetadata", "operator")), ("publisher", get("CrawlMetadata", "organization")),
+              ("audience", get("CrawlMetadata", "audience")), ("isPartOf", get("CrawlMetadata", "jobName")),
+              ("description", get("CrawlMetadata", "description")),
+              ("robots", str(get("CrawlMetadata", "robotsPolicyName")).lower()),
+              ("http-header-user-agent", user_agent), ("http-header-from", get("CrawlMetadata", "operatorFrom")))
+    return tuple((label, str(value).strip()) for label, value in fields if value and str(value).strip())
+
+
 def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
     """Read a crawler-beans.cxml; relative paths in it (seeds.txt, dedup index) resolve against job_dir."""
     cxml_path, job_dir = Path(cxml_path), Path(job_dir)
@@ -355,6 +390,7 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         group_max_all_kb=_as_int(get("QuotaEnforcer", "groupMaxAllKb"), "groupMaxAllKb"),
         quota_counts_prerequisites=reader.quota_counts_prerequisites,
         queue_by_domain=reader.queue_by_domain,
+        queue_policy=reader.queue_policy,
         parallel_queues=max(1, _as_int(get("QueueAssignmentPolicy", "parallelQueues"), "parallelQueues")),
         delay_factor=_as_float(get("DispositionProcessor", "delayFactor"), "delayFactor"),
         min_delay_ms=_as_int(get("DispositionProcessor", "minDelayMs"), "minDelayMs"),
@@ -365,6 +401,10 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         so_timeout_ms=_as_int(get("FetchHTTP", "soTimeoutMs"), "soTimeoutMs"),
         max_length_bytes=_as_int(get("FetchHTTP", "maxLengthBytes"), "maxLengthBytes"),
         send_connection_close=_as_bool(get("FetchHTTP", "sendConnectionClose"), "sendConnectionClose"),
+        use_http11=_as_bool(get("FetchHTTP", "useHTTP11"), "useHTTP11"),
+        accept_compression=_as_bool(get("FetchHTTP", "acceptCompression"), "acceptCompression"),
+        send_referer=_as_bool(get("FetchHTTP", "sendReferer"), "sendReferer"),
+        accept_headers=_accept_headers(get("FetchHTTP", "acceptHeaders"), reader.warnings),
         max_retries=_as_int(get("BdbFrontier", "maxRetries"), "maxRetries"),
         retry_delay_seconds=_as_float(get("BdbFrontier", "retryDelaySeconds"), "retryDelaySeconds"),
         warc_enabled=("WARCWriterProcessor" in reader.roles
@@ -374,6 +414,7 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         warc_compress=_as_bool(get("WARCWriterProcessor", "compress"), "compress"),
         warc_store_paths=store_paths,
         warcinfo_items=warcinfo_items,
+        crawl_metadata=_crawl_metadata(get, user_agent),
         dedup_enabled="DeDuplicator" in reader.roles and _as_bool(get("DeDuplicator", "enabled"), "enabled"),
         dedup_index=dedup_index,
         dedup_by_url=str(get("DeDuplicator", "matchingMethod")).strip().upper() == "URL",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import re
 import socket
@@ -92,13 +93,14 @@ class CrawlController:
     thread-safe and returns at once."""
 
     def __init__(self, config: CrawlConfig, job_dir: Path, launch_dir: Path, hosts: Mapping[str, str],
-                 job_log: logging.Logger, checkpoint: Path | None = None):
+                 job_log: logging.Logger, checkpoint: Path | None = None, api_port: int = 0):
         self.config = config
         self.job_dir = Path(job_dir)
         self.launch_dir = Path(launch_dir)
         self.hosts = {to_punycode(k): v for k, v in hosts.items()}
         self.job_log = job_log
         self.resume_from = Path(checkpoint) if checkpoint else None
+        self.api_port = api_port  # the engine's REST port: Heritrix ends WARC names with it (~PORT)
         self._state = "NASCENT"
         self._exit_status: str | None = None
         self._lock = threading.Lock()
@@ -122,7 +124,7 @@ class CrawlController:
         self._paused = False
         self._stop_status: str | None = None
         self._started_monotonic = 0.0
-        self._queue_key_cache: dict[str, str] = {}
+        self._queue_key_cache: dict[tuple[str, str, int], str] = {}
         self._wakeup: asyncio.Event | None = None
 
     # -- public, thread-safe --------------------------------------------------------------------------
@@ -231,7 +233,8 @@ class CrawlController:
             self.logs = logs
             serial = self._restore() if self.resume_from else self._seed()
             with WarcFileWriter(warc_dir, config.warc_prefix, config.warc_max_file_size_bytes, config.warc_compress,
-                                config.warcinfo_items, serial=serial) as warc:
+                                config.warcinfo_items, serial=serial, port=self.api_port,
+                                crawl_metadata=config.crawl_metadata) as warc:
                 self.warc = warc if config.warc_enabled else None
                 if config.dedup_index is not None:
                     self.dedup = DedupIndex(config.dedup_index).__enter__()
@@ -367,16 +370,19 @@ class CrawlController:
         elif config.max_bytes_download > 0 and stats.total_bytes >= config.max_bytes_download:
             self._request_stop("FINISHED_DATA_LIMIT")
 
-    def queue_key(self, host: str) -> str:
-        key = self._queue_key_cache.get(host)
+    def queue_key(self, url: str) -> str:
+        """The URL's queue (and quota group), as the configured queue assignment policy names it."""
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        try:
+            port = parts.port or DEFAULT_PORTS.get(parts.scheme, 80)
+        except ValueError:
+            port = DEFAULT_PORTS.get(parts.scheme, 80)
+        cache_key = (parts.scheme, host, port)
+        key = self._queue_key_cache.get(cache_key)
         if key is None:
-            key = host
-            if self.config.queue_by_domain:
-                try:
-                    key = to_punycode(registered_domain(host))
-                except Exception:
-                    key = host
-            self._queue_key_cache[host] = key
+            key = queue_key_of(self.config.queue_policy, self.config.queue_by_domain, parts.scheme, host, port)
+            self._queue_key_cache[cache_key] = key
         return key
 
     def _source(self, uri: CrawlUri) -> str | None:
@@ -391,7 +397,11 @@ class CrawlController:
         authority = f"{host}:{port}"
         now = time.monotonic()
         if host not in self.dns:
-            self._resolve(host, uri, thread, queue)
+            if _is_ip_address(host):
+                # Heritrix's CrawlHost takes an IP literal as its own address: no dns: lookup, no record.
+                self.dns[host] = host
+            else:
+                self._resolve(host, uri, thread, queue)
         address = self.dns[host]
         if address is None:
             self._log_final(uri, DOMAIN_LOOKUP_FAILED, thread, [])
@@ -472,15 +482,24 @@ class CrawlController:
             connection = self.connections[authority] = HttpConnection(address, port, tls_host)
         target = urlsplit(uri.url)
         path = (target.path or "/") + (f"?{target.query}" if target.query else "")
-        headers = [("User-Agent", config.user_agent), ("Accept", "*/*"), ("Accept-Encoding", "gzip")]
+        # The headers FetchHTTPRequest.configureRequestHeaders sends, under the same settings
+        # (heritrix3 modules/src/main/java/org/archive/modules/fetcher/FetchHTTPRequest.java).
+        headers = [("User-Agent", config.user_agent)]
+        if config.accept_compression:
+            headers.append(("Accept-Encoding", "gzip,deflate"))
         if config.operator_from:
             headers.append(("From", config.operator_from))
         if config.send_connection_close:
             headers.append(("Connection", "close"))
+        # No Referer for a prerequisite, nor from an https page to an http one (RFC 2616 §15.1.3).
+        if (config.send_referer and uri.via and not uri.is_prerequisite
+                and not (uri.via.startswith("https:") and uri.url.startswith("http:"))):
+            headers.append(("Referer", uri.via))
+        headers.extend(config.accept_headers)
         host_header = host if port in (80, 443) else f"{host}:{port}"
         so_timeout = config.so_timeout_ms / 1000
         return await fetch(connection, host_header, path, headers, so_timeout, so_timeout,
-                           config.timeout_seconds, config.max_length_bytes)
+                           config.timeout_seconds, config.max_length_bytes, http11=config.use_http11)
 
     async def _fetch_robots(self, queue, uri: CrawlUri, host: str, port: int, authority: str, address: str,
                             thread: int) -> None:
@@ -617,7 +636,7 @@ class CrawlController:
         if accepted:
             frontier.hop_rejected.pop(url, None)
             uri = CrawlUri(url, hop_path, via, seed)
-            key = self.queue_key(urlsplit(url).hostname or "")
+            key = self.queue_key(url)
             if state == QUEUED:
                 frontier.supersede(key, uri)
             else:
@@ -644,7 +663,7 @@ class CrawlController:
                 continue
             self.stats.seeds.setdefault(url, (0, ""))
             self.stats.discovered += 1
-            self.frontier.schedule(self.queue_key(urlsplit(url).hostname or ""), CrawlUri(url, "", "", url))
+            self.frontier.schedule(self.queue_key(url), CrawlUri(url, "", "", url))
         return 0
 
     # -- checkpoint -----------------------------------------------------------------------------------
@@ -709,6 +728,37 @@ class CrawlController:
         except OSError as exc:
             self.alert_count += 1
             self.logs.write("alerts.log", f"{iso_now()} SEVERE reports not written: {exc}")
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _is_ip_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def queue_key_of(policy: str, by_domain: bool, scheme: str, host: str, port: int) -> str:
+    """A queue's name as Heritrix's policies make it (heritrix3 engine/src/main/java/org/archive/crawler/
+    frontier/HostnameQueueAssignmentPolicy.java and SurtAuthorityQueueAssignmentPolicy.java): host:port or
+    the SURT authority, a non-default port kept so that two servers of one host get two queues, ':' written
+    '#'. The domain policies (NetarchiveSuite's) put a registered domain's hosts and ports in one queue."""
+    if by_domain:
+        try:
+            return to_punycode(registered_domain(host))
+        except Exception:
+            return host
+    default_port = DEFAULT_PORTS.get(scheme, 80)
+    if policy == "HostnameQueueAssignmentPolicy":
+        # Heritrix adds :443 to an https authority without a port, so http and https of a host differ.
+        if port != default_port or scheme == "https":
+            return f"{host}#{port}"
+        return host
+    authority = host if _is_ip_address(host) else ",".join(reversed(host.split("."))) + ","
+    return authority + (f"#{port}" if port != default_port else "")
 
 
 def _date_14_to_warc(date: str) -> str:

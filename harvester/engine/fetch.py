@@ -99,8 +99,12 @@ def _parse_status_line(raw: bytes) -> int:
 
 
 async def fetch(connection: HttpConnection, host_header: str, target: str, headers: list[tuple[str, str]],
-                connect_timeout: float, so_timeout: float, total_timeout: float, max_length: int) -> FetchResult:
-    """GET ``target`` on ``connection`` (reopened if needed). Never raises for network trouble."""
+                connect_timeout: float, so_timeout: float, total_timeout: float, max_length: int,
+                http11: bool = True) -> FetchResult:
+    """GET ``target`` on ``connection`` (reopened if needed). Never raises for network trouble.
+
+    ``http11`` False sends HTTP/1.0, as Heritrix does by default (FetchHTTP.useHTTP11): the server then
+    answers without chunking, and the connection is not reused."""
     started = time.time()
     clock = time.monotonic()
     result = FetchResult(status=0, started=started, address=connection.address)
@@ -114,6 +118,10 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
         return result
     request = h11.Request(method="GET", target=target, headers=[("Host", host_header), *headers])
     result.raw_request = connection.h11.send(request) + connection.h11.send(h11.EndOfMessage())
+    if not http11:
+        # h11 speaks only HTTP/1.1 as a client; its request line is the one thing that differs, and its
+        # response parsing (Content-Length, or read to close) serves an HTTP/1.0 exchange unchanged.
+        result.raw_request = result.raw_request.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
     assert connection.writer is not None and connection.reader is not None
     received = bytearray()
     body = bytearray()
@@ -187,7 +195,7 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
     result.raw_response = bytes(received)
     result.body = bytes(body)
     result.duration_ms = int((time.monotonic() - clock) * 1000)
-    if reusable:
+    if reusable and http11:
         try:
             connection.h11.start_next_cycle()
         except h11.LocalProtocolError:

@@ -173,6 +173,7 @@ class CrawlJob:
         self.name = name
         self.directory = directory
         self.hosts = dict(hosts)
+        self.api_port = 0  # set by the registry once the server listens; WARC names end with it
         self._lock = threading.RLock()
         self._config: CrawlConfig | None = None
         self._controller: CrawlController | None = None
@@ -287,7 +288,7 @@ class CrawlJob:
         (self.directory / "action").mkdir(exist_ok=True)
         try:
             controller = CrawlController(self._config, self.directory, launch_dir, self.hosts, self.job_log,
-                                         checkpoint=checkpoint_dir)
+                                         checkpoint=checkpoint_dir, api_port=self.api_port)
             controller.start()
         except Exception as exc:
             # Anything the crawl raises while starting is the crawl's failure, not the engine's: log it, stay READY.
@@ -389,10 +390,28 @@ class JobRegistry:
     def __init__(self, jobs_dir: Path, hosts: Mapping[str, str]) -> None:
         self.jobs_dir = jobs_dir
         self.hosts = dict(hosts)
+        self._api_port = 0
         self._lock = threading.Lock()
         self._jobs: dict[str, CrawlJob] = {}
         jobs_dir.mkdir(parents=True, exist_ok=True)
         self.rescan()
+
+    @property
+    def api_port(self) -> int:
+        return self._api_port
+
+    @api_port.setter
+    def api_port(self, port: int) -> None:
+        """The port the REST API listens on, known only once the server is bound (``--port 0``)."""
+        with self._lock:
+            self._api_port = port
+            for job in self._jobs.values():
+                job.api_port = port
+
+    def _new_job(self, name: str, directory: Path) -> CrawlJob:
+        job = CrawlJob(name, directory, self.hosts)
+        job.api_port = self._api_port
+        return job
 
     def _candidate_dirs(self) -> Iterable[tuple[str, Path]]:
         for entry in sorted(self.jobs_dir.iterdir()):
@@ -408,7 +427,7 @@ class JobRegistry:
         with self._lock:
             for name, directory in self._candidate_dirs():
                 if name not in self._jobs:
-                    self._jobs[name] = CrawlJob(name, directory, self.hosts)
+                    self._jobs[name] = self._new_job(name, directory)
                     log.info("job %s registered from %s", name, directory)
             return sorted(self._jobs)
 
@@ -425,7 +444,7 @@ class JobRegistry:
             (directory / PRIMARY_CONFIG).write_bytes(profile)
             # The profile reads its seeds from seeds.txt: one URL per line, '#' for comments.
             (directory / SEEDS).write_text("# one seed URL per line\n", encoding="utf-8")
-            job = self._jobs[name] = CrawlJob(name, directory, self.hosts)
+            job = self._jobs[name] = self._new_job(name, directory)
         job.job_log.info(f"Job created from profile {PROFILE_NAME}")
         return job
 
@@ -442,7 +461,7 @@ class JobRegistry:
                 raise JobActionError(f"job {name} exists already (in {self._jobs[name].directory})")
             if directory.parent != self.jobs_dir.resolve():
                 (self.jobs_dir / f"{name}{JOBPATH_SUFFIX}").write_text(f"{directory}\n", encoding="utf-8")
-            job = self._jobs[name] = CrawlJob(name, directory, self.hosts)
+            job = self._jobs[name] = self._new_job(name, directory)
         job.job_log.info(f"Job added from {directory}")
         return job
 

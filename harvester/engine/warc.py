@@ -3,8 +3,10 @@
 Each record is its own gzip member (zlib level 6: level 9 costs CPU for little gain), so offsets stay
 seekable. Response and request blocks are the bytes that went over the wire; WARC-Payload-Digest is taken
 here over the de-chunked, still content-encoded body (the spec's entity body, iipc/warc-specifications#22),
-which warcio would take over the chunked bytes (warcio #74). A warcinfo record opens every file.
-File names follow Heritrix: ``{prefix}-{timestamp17}-{serial:05d}-{pid}~{hostname}~{port}.warc.gz``.
+which warcio would take over the chunked bytes (warcio #74). A request record's payload is the request's
+body, so a GET's payload digest is that of the empty string. A warcinfo record opens every file, with
+Heritrix's fields. File names follow Heritrix:
+``{prefix}-{timestamp17}-{serial:05d}-{pid}~{hostname}~{port}.warc.gz``, port being the engine's API port.
 """
 
 from __future__ import annotations
@@ -27,10 +29,30 @@ from warcio.warcwriter import WARCWriter
 
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 SOFTWARE = "HarvestSuite crawl engine (Heritrix 3 compatible)"
+# We write WARC/1.1 records, so the 1.1 format and specification, where Heritrix names 1.0.
+WARC_FORMAT = "WARC File Format 1.1"
+WARC_CONFORMS_TO = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
 
 
 def sha1_digest(data: bytes) -> str:
     return "sha1:" + b32encode(hashlib.sha1(data).digest()).decode("ascii")
+
+
+def local_address() -> str:
+    """This machine's address towards the network (warcinfo ``ip``), without sending anything: a UDP
+    socket "connected" to a public address picks the outgoing interface. Loopback when there is no route."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: routed like any public address, never answered
+            return probe.getsockname()[0]
+        except OSError:
+            return "127.0.0.1"
+
+
+def http_body(raw_message: bytes) -> bytes:
+    """The bytes after the header block of an HTTP message (empty for a GET)."""
+    end = raw_message.find(b"\r\n\r\n")
+    return raw_message[end + 4:] if end >= 0 else b""
 
 
 def warc_date(epoch: float) -> str:
@@ -58,12 +80,15 @@ class WarcFileWriter:
     """Writes records into rolling WARC files in ``directory``; a context manager."""
 
     def __init__(self, directory: Path, prefix: str, max_file_size: int, compress: bool,
-                 warcinfo_items: tuple[tuple[str, str], ...], serial: int = 0, port: int = 0):
+                 warcinfo_items: tuple[tuple[str, str], ...], serial: int = 0, port: int = 0,
+                 crawl_metadata: tuple[tuple[str, str], ...] = ()):
         self.directory = Path(directory)
         self.prefix = prefix
         self.max_file_size = max_file_size
         self.compress = compress
         self.warcinfo_items = warcinfo_items
+        self.crawl_metadata = crawl_metadata
+        self._ip = local_address()
         self.serial = serial
         self.port = port
         self.builder = RecordBuilder(warc_version="WARC/1.1")
@@ -99,9 +124,10 @@ class WarcFileWriter:
         self._name = (f"{self.prefix}-{stamp}-{self.serial:05d}-{os.getpid()}~{socket.gethostname()}"
                       f"~{self.port}{suffix}")
         self._file = open(self.directory / (self._name + ".open"), "wb")  # noqa: SIM115 - closed in close()
-        info = {"software": SOFTWARE, "format": "WARC File Format 1.1",
-                "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
-                "hostname": socket.gethostname(), "ip": "127.0.0.1", **dict(self.warcinfo_items)}
+        # Heritrix's fields in its order (heritrix3 modules/src/main/java/org/archive/modules/writer/
+        # BaseWARCWriterProcessor.java, getMetadata), then the writer's metadataItems (NetarchiveSuite's).
+        info = {"software": SOFTWARE, "ip": self._ip, "hostname": socket.getfqdn(), "format": WARC_FORMAT,
+                "conformsTo": WARC_CONFORMS_TO, **dict(self.crawl_metadata), **dict(self.warcinfo_items)}
         self._append(self.builder.create_warcinfo_record(self._name, info))
 
     def _append(self, record: ArcWarcRecord) -> int:
@@ -136,6 +162,12 @@ class WarcFileWriter:
         record.payload_length = len(block)
         return record, record_id
 
+    def _request_record(self, uri: str, date: str, raw_request: bytes, concurrent_to: str):
+        # Set here, or warcio would digest the whole block as the payload, which its own checker refuses.
+        return self._record("request", uri, date, raw_request, "application/http; msgtype=request",
+                            {"WARC-Concurrent-To": concurrent_to,
+                             "WARC-Payload-Digest": sha1_digest(http_body(raw_request))})
+
     def write_exchange(self, uri: str, started: float, address: str, raw_request: bytes, raw_response: bytes,
                        payload_digest: str, truncated: str | None = None) -> WrittenRecord:
         """A response record (the bytes received) and its request record (the bytes sent)."""
@@ -147,8 +179,7 @@ class WarcFileWriter:
         response, response_id = self._record("response", uri, date, raw_response,
                                              "application/http; msgtype=response", extra)
         offset = self._append(response)
-        request, _ = self._record("request", uri, date, raw_request, "application/http; msgtype=request",
-                                  {"WARC-Concurrent-To": response_id})
+        request, _ = self._request_record(uri, date, raw_request, response_id)
         self._append(request)
         return WrittenRecord(response_id, self._name, offset)
 
@@ -166,8 +197,7 @@ class WarcFileWriter:
         revisit, revisit_id = self._record("revisit", uri, date, b"", "application/http; msgtype=response", extra,
                                            http_head=response_head)
         offset = self._append(revisit)
-        request, _ = self._record("request", uri, date, raw_request, "application/http; msgtype=request",
-                                  {"WARC-Concurrent-To": revisit_id})
+        request, _ = self._request_record(uri, date, raw_request, revisit_id)
         self._append(request)
         return WrittenRecord(revisit_id, self._name, offset)
 

@@ -17,7 +17,8 @@ Paths (the same on every host):
 - ``/missing/N``                      404
 - ``/private/secret.html``            forbidden by robots.txt
 - ``/trap/N/``                        a calendar-like trap, links to ``/trap/N+1/`` forever
-- ``/chunked.html``                   chunked transfer encoding
+- ``/chunked.html``                   chunked transfer encoding to an HTTP/1.1 request (to HTTP/1.0, as a
+                                      server must, a plain body read to the connection's close)
 - ``/gzip.html``                      gzip content encoding
 - ``/stall.bin``                      announces 100,000 bytes, sends 1,000, then stalls
 - ``/malformed``                      a header line h11 rejects
@@ -60,6 +61,7 @@ class TestSite:
         self.stall_seconds = stall_seconds
         self.sent: dict[tuple[str, str], list[bytes]] = defaultdict(list)
         self.requests: list[tuple[str, str]] = []
+        self.request_heads: list[bytes] = []  # each request's line and headers, as received
         self._flaky_count: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -142,7 +144,9 @@ class TestSite:
                     buffer += data
                 head, _, buffer = buffer.partition(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
-                target = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 1 else "/"
+                request_line = lines[0].split(" ")
+                target = request_line[1] if len(request_line) > 1 else "/"
+                is_http10 = request_line[-1] == "HTTP/1.0"
                 headers = {}
                 for line in lines[1:]:
                     name, _, value = line.partition(":")
@@ -150,8 +154,9 @@ class TestSite:
                 host = headers.get("host", "").rsplit(":", 1)[0].lower()
                 with self._lock:
                     self.requests.append((host, target))
-                keep_open = self._respond(connection, host, target)
-                if not keep_open or headers.get("connection", "").lower() == "close":
+                    self.request_heads.append(head)
+                keep_open = self._respond(connection, host, target, is_http10)
+                if not keep_open or is_http10 or headers.get("connection", "").lower() == "close":
                     return
 
     def _send(self, connection: socket.socket, host: str, target: str, raw: bytes) -> None:
@@ -159,7 +164,7 @@ class TestSite:
             self.sent[(host, target)].append(raw)
         connection.sendall(raw)
 
-    def _respond(self, connection: socket.socket, host: str, target: str) -> bool:
+    def _respond(self, connection: socket.socket, host: str, target: str, is_http10: bool = False) -> bool:
         """Answer one request; False closes the connection afterwards."""
         path = target.split("?", 1)[0]
         if path == "/stall.bin":
@@ -180,6 +185,10 @@ class TestSite:
             return False
         if path == "/chunked.html":
             body = self._page_html(host, 0, extra='<a href="/page/1">one</a>').encode()
+            if is_http10:
+                self._send(connection, host, target, b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                           b"Connection: close\r\n\r\n" + body)
+                return False
             chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:50], body[50:200], body[200:]))
             head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n"
             raw = head + chunks + b"0\r\n\r\n"

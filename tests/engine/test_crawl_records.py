@@ -13,6 +13,9 @@ def _sha1(data: bytes) -> str:
     return "sha1:" + b32encode(hashlib.sha1(data).digest()).decode()
 
 
+HTTP11 = {"fetchHttp.useHTTP11": "true", "fetchHttp.sendConnectionClose": "false"}
+
+
 def test_response_records_are_the_bytes_the_server_sent(crawl, test_site):
     run = crawl([test_site.url("www.kulturarv.dk", "/")])
     status = run.controller.status()
@@ -22,13 +25,31 @@ def test_response_records_are_the_bytes_the_server_sent(crawl, test_site):
     assert responses[page] == test_site.responses_for("www.kulturarv.dk", "/page/1")[0]
     chunked = test_site.url("www.kulturarv.dk", "/chunked.html")
     sent = test_site.responses_for("www.kulturarv.dk", "/chunked.html")[0]
-    assert responses[chunked] == sent and b"Transfer-Encoding: chunked" in sent
+    assert responses[chunked] == sent and b"Transfer-Encoding" not in sent  # HTTP/1.0: never chunked
     requests = {uri: block for kind, uri, _, block in run.warc_records() if kind == "request"}
-    assert requests[page].startswith(b"GET /page/1 HTTP/1.1\r\nHost: www.kulturarv.dk:")
+    # Heritrix's defaults: HTTP/1.0, Connection: close, Referer, its Accept header, no Accept-Encoding.
+    assert requests[page].startswith(b"GET /page/1 HTTP/1.0\r\nHost: www.kulturarv.dk:")
+    assert b"\r\nConnection: close\r\n" in requests[page]
+    assert f"\r\nReferer: {test_site.url('www.kulturarv.dk', '/')}\r\n".encode() in requests[page]
+    assert b"\r\nAccept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\r\n" in requests[page]
+    assert b"Accept-Encoding" not in requests[page]
+    robots = requests[test_site.url("www.kulturarv.dk", "/robots.txt")]
+    assert b"Referer" not in robots  # a prerequisite carries none
+
+
+def test_http11_compression_and_no_referer_when_configured(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/")],
+                overrides={**HTTP11, "fetchHttp.acceptCompression": "true", "fetchHttp.sendReferer": "false"})
+    requests = {uri: block for kind, uri, _, block in run.warc_records() if kind == "request"}
+    page = requests[test_site.url("www.kulturarv.dk", "/page/1")]
+    assert page.startswith(b"GET /page/1 HTTP/1.1\r\n") and b"\r\nAccept-Encoding: gzip,deflate\r\n" in page
+    assert b"Referer" not in page and b"Connection: close" not in page
+    sent = test_site.responses_for("www.kulturarv.dk", "/chunked.html")[0]
+    assert b"Transfer-Encoding: chunked" in sent
 
 
 def test_payload_digest_is_over_the_dechunked_body(crawl, test_site):
-    run = crawl([test_site.url("www.kulturarv.dk", "/chunked.html")])
+    run = crawl([test_site.url("www.kulturarv.dk", "/chunked.html")], overrides=HTTP11)
     record = next(r for r in run.warc_records() if r[0] == "response" and r[1].endswith("/chunked.html"))
     sent = test_site.responses_for("www.kulturarv.dk", "/chunked.html")[0]
     chunked_body = sent.split(b"\r\n\r\n", 1)[1]
