@@ -266,3 +266,59 @@ def test_a_domains_history_and_its_harvests_chart(page, webui, tmp_path):
     objects = page.locator("figure.chart", has=page.get_by_text("Objects per run", exact=True))
     assert chart_points(objects) == [("1", "objects", 240), ("2", "objects", 600)]
     screenshot(page, tmp_path, "history-harvest")
+
+
+@pytest.fixture
+def admin_webui(tmp_path: Path) -> Iterator[ServedWebui]:
+    """A web UI of its own with an admin, for a test that defines extended fields too."""
+    with ServedWebui(tmp_path, users=("admin",)) as served:
+        yield served
+
+
+@pytest.fixture
+def admin_page(browser: Any, admin_webui: ServedWebui) -> Iterator[Any]:
+    yield from _page(browser, admin_webui)
+
+
+def test_extended_fields_on_a_domain_and_the_alias_summary(admin_page, admin_webui, tmp_path):
+    """An admin defines domain fields; the domain page edits their values and lists the change; an alias
+    shows on the alias summary, and the TLD statistics count the domains."""
+    page = admin_page
+    log_in(page, admin_webui.url, "admin")
+    for name, datatype, options in (("Owner", "STRING", ""), ("Kind", "SELECT", "library\nmuseum")):
+        page.goto("/definitions/extendedfields")
+        form = page.locator("form[action$='/definitions/extendedfields']")
+        form.get_by_label("For").select_option("DOMAINS")
+        form.get_by_label("Name").fill(name)
+        form.get_by_label("Type").select_option(datatype)
+        form.get_by_label("Options (select fields), one a line").fill(options)
+        form.get_by_role("button", name="Define field").click()
+        page.wait_for_load_state()
+    page.goto("/definitions/domains/new")
+    page.get_by_label("Or a list, one name a line").fill("kb.dk\nkglbib.dk")
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_load_state()
+    page.goto("/definitions/domains/kb.dk")
+    fields = page.locator("form[action$='/extendedfields']")
+    fields.get_by_label("Owner").fill("Royal Danish Library")
+    fields.get_by_label("Kind").select_option("library")
+    fields.get_by_role("button", name="Save extended fields").click()
+    page.wait_for_load_state()
+    assert page.locator(".flash").first.inner_text() == "Extended fields saved."
+    assert page.locator("form[action$='/extendedfields']").get_by_label("Owner").input_value() == \
+        "Royal Danish Library"
+    history = page.locator("table").last.inner_text()
+    assert "insert extended field Owner" in history and "Royal Danish Library" in history
+    screenshot(page, tmp_path, "domain-extended-fields")
+    page.goto("/definitions/domains/kglbib.dk")
+    page.get_by_label("Alias of (empty: none)").fill("kb.dk")
+    page.get_by_role("button", name="Save", exact=True).click()
+    page.wait_for_load_state()
+    page.goto("/definitions/aliases")
+    row = page.locator("table tbody tr").first.inner_text()
+    assert "kb.dk" in row and "kglbib.dk" in row and "valid" in row
+    screenshot(page, tmp_path, "alias-summary")
+    page.goto("/definitions/tlds")
+    assert page.locator("table tbody tr").first.inner_text().split() == ["dk", "2"]
+    page.goto("/definitions/unused/seedlists")
+    assert "Seed lists (0)" in page.locator("main").inner_text()

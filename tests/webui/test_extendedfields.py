@@ -84,6 +84,7 @@ def test_the_domain_page_edits_values_and_shows_their_changes(api, login, webui_
     assert "<script>alert(1)</script>" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "insert extended field Owner" in text and "insert extended field Public" in text
     assert "extended field Kind" not in text, "an unchanged value is neither written nor audited"
+    assert "<td>update</td>" not in text, "the domain's edition moved on, which the history does not repeat"
     stale = client.post("/definitions/domains/kb.dk/extendedfields", data={**form, "field:Owner": "KB"},
                         follow_redirects=True).get_data(as_text=True)
     assert "was changed by somebody else" in stale

@@ -151,7 +151,10 @@ def domain(name: str) -> Any:
 def _domain_changes(conn: Connection, domain_id: int) -> list[AuditEntry]:
     """The domain's changes and those of its extended-field values, newest first, each value change
     named by its field (the audit trail keys values by their own id)."""
-    changes = AuditRepository(conn).changes_of("domains", domain_id)
+    # a change to a configuration, seed list or extended field moves the domain's edition only: that row
+    # says nothing the change's own row does not
+    changes = [change for change in AuditRepository(conn).changes_of("domains", domain_id)
+               if not _is_edition_only(change)]
     repository = ExtendedFieldRepository(conn)
     names = {f.field_id: f.name for f in repository.fields_of(ExtendedFieldType.DOMAINS)}
     for value_id in repository.value_ids_of(ExtendedFieldType.DOMAINS, domain_id):
@@ -162,6 +165,12 @@ def _domain_changes(conn: Connection, domain_id: int) -> list[AuditEntry]:
                 entry, action=label, before={"value": entry.before["content"]} if entry.before else None,
                 after={"value": entry.after["content"]} if entry.after else None))
     return sorted(changes, key=lambda c: (c.changed_at, c.audit_id), reverse=True)
+
+
+def _is_edition_only(change: AuditEntry) -> bool:
+    if change.action != "update" or not change.before or not change.after:
+        return False
+    return {key for key in change.after if change.before.get(key) != change.after[key]} <= {"edition"}
 
 
 @blueprint.route("/domains/<name>/extendedfields", methods=["POST"])
