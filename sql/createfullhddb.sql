@@ -13,8 +13,10 @@ CREATE TABLE schemaversions (
 	PRIMARY KEY (tablename)
 );
 
+CREATE SEQUENCE ordertemplates_id_seq;
+
 CREATE TABLE ordertemplates (
-	template_id BIGSERIAL NOT NULL, 
+	template_id BIGINT NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
 	orderxml TEXT NOT NULL, 
 	isactive BOOLEAN DEFAULT true NOT NULL, 
@@ -25,8 +27,14 @@ CREATE TABLE ordertemplates (
 	UNIQUE (name)
 );
 
+ALTER TABLE ordertemplates ALTER COLUMN template_id SET DEFAULT nextval('ordertemplates_id_seq'::regclass);
+
+ALTER SEQUENCE ordertemplates_id_seq OWNED BY ordertemplates.template_id;
+
+CREATE SEQUENCE domains_id_seq;
+
 CREATE TABLE domains (
-	domain_id BIGSERIAL NOT NULL, 
+	domain_id BIGINT NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
 	comments VARCHAR(30000), 
 	defaultconfig BIGINT, 
@@ -42,10 +50,16 @@ CREATE TABLE domains (
 
 CREATE INDEX aliasindex ON domains (alias);
 
-CREATE INDEX domainnameid ON domains (domain_id, name);
+CREATE INDEX domainnameid ON domains (name);
+
+ALTER TABLE domains ALTER COLUMN domain_id SET DEFAULT nextval('domains_id_seq'::regclass);
+
+ALTER SEQUENCE domains_id_seq OWNED BY domains.domain_id;
+
+CREATE SEQUENCE historyinfo_id_seq;
 
 CREATE TABLE historyinfo (
-	historyinfo_id BIGSERIAL NOT NULL, 
+	historyinfo_id BIGINT NOT NULL, 
 	stopreason INTEGER NOT NULL, 
 	objectcount BIGINT NOT NULL, 
 	bytecount BIGINT NOT NULL, 
@@ -72,8 +86,14 @@ CREATE INDEX historyinfojob ON historyinfo (job_id);
 
 CREATE INDEX historyinfojobharvest ON historyinfo (job_id, harvest_id);
 
+ALTER TABLE historyinfo ALTER COLUMN historyinfo_id SET DEFAULT nextval('historyinfo_id_seq'::regclass);
+
+ALTER SEQUENCE historyinfo_id_seq OWNED BY historyinfo.historyinfo_id;
+
+CREATE SEQUENCE harvestchannel_id_seq;
+
 CREATE TABLE harvestchannel (
-	id BIGSERIAL NOT NULL, 
+	id BIGINT NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
 	issnapshot BOOLEAN NOT NULL, 
 	isdefault BOOLEAN NOT NULL, 
@@ -82,8 +102,16 @@ CREATE TABLE harvestchannel (
 	UNIQUE (name)
 );
 
+CREATE INDEX harvestchannelnameid ON harvestchannel (name);
+
+ALTER TABLE harvestchannel ALTER COLUMN id SET DEFAULT nextval('harvestchannel_id_seq'::regclass);
+
+ALTER SEQUENCE harvestchannel_id_seq OWNED BY harvestchannel.id;
+
+CREATE SEQUENCE schedules_id_seq;
+
 CREATE TABLE schedules (
-	schedule_id BIGSERIAL NOT NULL, 
+	schedule_id BIGINT NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
 	comments VARCHAR(30000), 
 	startdate TIMESTAMP WITHOUT TIME ZONE, 
@@ -101,8 +129,14 @@ CREATE TABLE schedules (
 	UNIQUE (name)
 );
 
+ALTER TABLE schedules ALTER COLUMN schedule_id SET DEFAULT nextval('schedules_id_seq'::regclass);
+
+ALTER SEQUENCE schedules_id_seq OWNED BY schedules.schedule_id;
+
+CREATE SEQUENCE global_crawler_trap_list_id_seq;
+
 CREATE TABLE global_crawler_trap_lists (
-	global_crawler_trap_list_id BIGSERIAL NOT NULL, 
+	global_crawler_trap_list_id BIGINT NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
 	description VARCHAR(30000), 
 	isactive BOOLEAN NOT NULL, 
@@ -110,11 +144,17 @@ CREATE TABLE global_crawler_trap_lists (
 	UNIQUE (name)
 );
 
+CREATE INDEX gctlistsid ON global_crawler_trap_lists (global_crawler_trap_list_id);
+
+ALTER TABLE global_crawler_trap_lists ALTER COLUMN global_crawler_trap_list_id SET DEFAULT nextval('global_crawler_trap_list_id_seq'::regclass);
+
+ALTER SEQUENCE global_crawler_trap_list_id_seq OWNED BY global_crawler_trap_lists.global_crawler_trap_list_id;
+
 CREATE TABLE runningjobshistory (
 	jobid BIGINT NOT NULL, 
 	harvestname VARCHAR(300) NOT NULL, 
 	hosturl VARCHAR(300), 
-	progress FLOAT, 
+	progress NUMERIC, 
 	queuedfilescount BIGINT, 
 	totalqueuescount BIGINT, 
 	activequeuescount BIGINT, 
@@ -125,23 +165,26 @@ CREATE TABLE runningjobshistory (
 	downloadedfilescount BIGINT, 
 	currentprocessedkbpersec INTEGER, 
 	processedkbpersec INTEGER, 
-	currentprocesseddocspersec INTEGER, 
-	processeddocspersec INTEGER, 
+	currentprocesseddocspersec NUMERIC, 
+	processeddocspersec NUMERIC, 
 	activetoecount INTEGER, 
 	status INTEGER, 
 	tstamp TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	totalbyteswritten BIGINT DEFAULT 0, 
 	PRIMARY KEY (jobid, harvestname, elapsedseconds, tstamp)
 );
 
-CREATE INDEX runningjobshistoryharvestname ON runningjobshistory (harvestname);
+CREATE INDEX runningjobshistorycrawljobid ON runningjobshistory (jobid);
 
-CREATE INDEX runningjobshistoryjobid ON runningjobshistory (jobid);
+CREATE INDEX runningjobshistorycrawltime ON runningjobshistory (elapsedseconds);
+
+CREATE INDEX runningjobshistoryharvestname ON runningjobshistory (harvestname);
 
 CREATE TABLE runningjobsmonitor (
 	jobid BIGINT NOT NULL, 
 	harvestname VARCHAR(300) NOT NULL, 
 	hosturl VARCHAR(300), 
-	progress FLOAT, 
+	progress NUMERIC, 
 	queuedfilescount BIGINT, 
 	totalqueuescount BIGINT, 
 	activequeuescount BIGINT, 
@@ -152,12 +195,12 @@ CREATE TABLE runningjobsmonitor (
 	downloadedfilescount BIGINT, 
 	currentprocessedkbpersec INTEGER, 
 	processedkbpersec INTEGER, 
-	currentprocesseddocspersec INTEGER, 
-	processeddocspersec INTEGER, 
+	currentprocesseddocspersec NUMERIC, 
+	processeddocspersec NUMERIC, 
 	activetoecount INTEGER, 
 	status INTEGER, 
 	tstamp TIMESTAMP WITHOUT TIME ZONE, 
-	totalbyteswritten BIGINT, 
+	totalbyteswritten BIGINT DEFAULT 0, 
 	PRIMARY KEY (jobid, harvestname)
 );
 
@@ -173,8 +216,8 @@ CREATE TABLE frontierreportmonitor (
 	currentsize BIGINT NOT NULL, 
 	totalenqueues BIGINT NOT NULL, 
 	sessionbalance BIGINT NOT NULL, 
-	lastcost INTEGER NOT NULL, 
-	averagecost INTEGER NOT NULL, 
+	lastcost NUMERIC NOT NULL, 
+	averagecost NUMERIC NOT NULL, 
 	lastdequeuetime VARCHAR(100) NOT NULL, 
 	waketime VARCHAR(100) NOT NULL, 
 	totalspend BIGINT NOT NULL, 
@@ -182,14 +225,20 @@ CREATE TABLE frontierreportmonitor (
 	errorcount BIGINT NOT NULL, 
 	lastpeekuri VARCHAR(1000) NOT NULL, 
 	lastqueueduri VARCHAR(1000) NOT NULL, 
-	CONSTRAINT frontierreportmonitor_jobid_filterid_domainname_key UNIQUE (jobid, filterid, domainname)
+	CONSTRAINT pkfrontierreportlines UNIQUE (jobid, filterid, domainname)
 );
 
+CREATE SEQUENCE extendedfieldtype_id_seq;
+
 CREATE TABLE extendedfieldtype (
-	extendedfieldtype_id BIGSERIAL NOT NULL, 
+	extendedfieldtype_id BIGINT NOT NULL, 
 	name VARCHAR(50) NOT NULL, 
 	PRIMARY KEY (extendedfieldtype_id)
 );
+
+ALTER TABLE extendedfieldtype ALTER COLUMN extendedfieldtype_id SET DEFAULT nextval('extendedfieldtype_id_seq'::regclass);
+
+ALTER SEQUENCE extendedfieldtype_id_seq OWNED BY extendedfieldtype.extendedfieldtype_id;
 
 CREATE TABLE eav_type_attribute (
 	tree_id INTEGER NOT NULL, 
@@ -206,9 +255,13 @@ CREATE TABLE eav_type_attribute (
 	PRIMARY KEY (id)
 );
 
+CREATE UNIQUE INDEX eav_type_attribute_idx ON eav_type_attribute (tree_id, id);
+
+CREATE SEQUENCE eav_attribute_seq;
+
 CREATE TABLE eav_attribute (
 	tree_id INTEGER NOT NULL, 
-	id BIGSERIAL NOT NULL, 
+	id BIGINT NOT NULL, 
 	entity_id INTEGER NOT NULL, 
 	type_id INTEGER NOT NULL, 
 	val_int INTEGER, 
@@ -219,6 +272,10 @@ CREATE TABLE eav_attribute (
 );
 
 CREATE INDEX eav_attribute_idx ON eav_attribute (tree_id, entity_id);
+
+ALTER TABLE eav_attribute ALTER COLUMN id SET DEFAULT nextval('eav_attribute_seq'::regclass);
+
+ALTER SEQUENCE eav_attribute_seq OWNED BY eav_attribute.id;
 
 CREATE TABLE users (
 	user_id BIGSERIAL NOT NULL, 
@@ -347,8 +404,10 @@ CREATE TABLE harvest_run_dedup_index (
 	PRIMARY KEY (harvest_id, harvest_num)
 );
 
+CREATE SEQUENCE configurations_id_seq;
+
 CREATE TABLE configurations (
-	config_id BIGSERIAL NOT NULL, 
+	config_id BIGINT NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
 	comments VARCHAR(30000), 
 	domain_id BIGINT NOT NULL, 
@@ -369,8 +428,14 @@ CREATE INDEX configurationmaxbytes ON configurations (maxbytes);
 
 CREATE INDEX configurationname ON configurations (name);
 
+ALTER TABLE configurations ALTER COLUMN config_id SET DEFAULT nextval('configurations_id_seq'::regclass);
+
+ALTER SEQUENCE configurations_id_seq OWNED BY configurations.config_id;
+
+CREATE SEQUENCE seedlists_id_seq;
+
 CREATE TABLE seedlists (
-	seedlist_id BIGSERIAL NOT NULL, 
+	seedlist_id BIGINT NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
 	comments VARCHAR(30000), 
 	domain_id BIGINT NOT NULL, 
@@ -384,8 +449,14 @@ CREATE INDEX seedlistdomain ON seedlists (domain_id);
 
 CREATE INDEX seedlistname ON seedlists (name);
 
+ALTER TABLE seedlists ALTER COLUMN seedlist_id SET DEFAULT nextval('seedlists_id_seq'::regclass);
+
+ALTER SEQUENCE seedlists_id_seq OWNED BY seedlists.seedlist_id;
+
+CREATE SEQUENCE passwords_id_seq;
+
 CREATE TABLE passwords (
-	password_id BIGSERIAL NOT NULL, 
+	password_id BIGINT NOT NULL, 
 	name VARCHAR(300) NOT NULL, 
 	comments VARCHAR(30000), 
 	domain_id BIGINT NOT NULL, 
@@ -398,14 +469,30 @@ CREATE TABLE passwords (
 	FOREIGN KEY(domain_id) REFERENCES domains (domain_id)
 );
 
+CREATE INDEX passworddomain ON passwords (domain_id);
+
+CREATE INDEX passwordname ON passwords (name);
+
+ALTER TABLE passwords ALTER COLUMN password_id SET DEFAULT nextval('passwords_id_seq'::regclass);
+
+ALTER SEQUENCE passwords_id_seq OWNED BY passwords.password_id;
+
+CREATE SEQUENCE ownerinfo_id_seq;
+
 CREATE TABLE ownerinfo (
-	ownerinfo_id BIGSERIAL NOT NULL, 
+	ownerinfo_id BIGINT NOT NULL, 
 	domain_id BIGINT NOT NULL, 
 	created TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	info VARCHAR(1000) NOT NULL, 
 	PRIMARY KEY (ownerinfo_id), 
 	FOREIGN KEY(domain_id) REFERENCES domains (domain_id)
 );
+
+CREATE INDEX ownerinfodomain ON ownerinfo (domain_id);
+
+ALTER TABLE ownerinfo ALTER COLUMN ownerinfo_id SET DEFAULT nextval('ownerinfo_id_seq'::regclass);
+
+ALTER SEQUENCE ownerinfo_id_seq OWNED BY ownerinfo.ownerinfo_id;
 
 CREATE TABLE harvestdefinitions (
 	harvest_id BIGINT NOT NULL, 
@@ -424,29 +511,45 @@ CREATE TABLE harvestdefinitions (
 
 CREATE INDEX harvestdefinitionssubmitdate ON harvestdefinitions (submitted);
 
+CREATE SEQUENCE global_crawler_trap_expressions_id_seq;
+
 CREATE TABLE global_crawler_trap_expressions (
-	id BIGSERIAL NOT NULL, 
+	id BIGINT NOT NULL, 
 	crawler_trap_list_id BIGINT NOT NULL, 
-	trap_expression VARCHAR(1000) NOT NULL, 
+	trap_expression VARCHAR(1000), 
 	PRIMARY KEY (id), 
 	FOREIGN KEY(crawler_trap_list_id) REFERENCES global_crawler_trap_lists (global_crawler_trap_list_id)
 );
 
+CREATE INDEX gctexprid ON global_crawler_trap_expressions (id);
+
+CREATE INDEX gctexprlistid ON global_crawler_trap_expressions (crawler_trap_list_id);
+
+ALTER TABLE global_crawler_trap_expressions ALTER COLUMN id SET DEFAULT nextval('global_crawler_trap_expressions_id_seq'::regclass);
+
+ALTER SEQUENCE global_crawler_trap_expressions_id_seq OWNED BY global_crawler_trap_expressions.id;
+
+CREATE SEQUENCE extendedfield_id_seq;
+
 CREATE TABLE extendedfield (
-	extendedfield_id BIGSERIAL NOT NULL, 
+	extendedfield_id BIGINT NOT NULL, 
 	extendedfieldtype_id BIGINT NOT NULL, 
 	name VARCHAR(50) NOT NULL, 
-	format VARCHAR(50) NOT NULL, 
-	defaultvalue VARCHAR(50) NOT NULL, 
-	options VARCHAR(50) NOT NULL, 
+	format VARCHAR(50), 
+	defaultvalue VARCHAR(50), 
+	options VARCHAR(1000), 
 	datatype INTEGER NOT NULL, 
-	mandatory BOOLEAN NOT NULL, 
+	mandatory INTEGER NOT NULL, 
 	sequencenr INTEGER, 
 	maxlen INTEGER, 
-	historize BOOLEAN DEFAULT false, 
+	historize INTEGER DEFAULT 0, 
 	PRIMARY KEY (extendedfield_id), 
 	FOREIGN KEY(extendedfieldtype_id) REFERENCES extendedfieldtype (extendedfieldtype_id)
 );
+
+ALTER TABLE extendedfield ALTER COLUMN extendedfield_id SET DEFAULT nextval('extendedfield_id_seq'::regclass);
+
+ALTER SEQUENCE extendedfield_id_seq OWNED BY extendedfield.extendedfield_id;
 
 CREATE TABLE api_tokens (
 	token_id BIGSERIAL NOT NULL, 
@@ -547,14 +650,20 @@ CREATE INDEX jobharvestid ON jobs (harvest_id);
 
 CREATE INDEX jobstatus ON jobs (status);
 
+CREATE SEQUENCE extendedfieldvalue_id_seq;
+
 CREATE TABLE extendedfieldvalue (
-	extendedfieldvalue_id BIGSERIAL NOT NULL, 
+	extendedfieldvalue_id BIGINT NOT NULL, 
 	extendedfield_id BIGINT NOT NULL, 
 	instance_id BIGINT NOT NULL, 
 	content VARCHAR(30000) NOT NULL, 
 	PRIMARY KEY (extendedfieldvalue_id), 
 	FOREIGN KEY(extendedfield_id) REFERENCES extendedfield (extendedfield_id)
 );
+
+ALTER TABLE extendedfieldvalue ALTER COLUMN extendedfieldvalue_id SET DEFAULT nextval('extendedfieldvalue_id_seq'::regclass);
+
+ALTER SEQUENCE extendedfieldvalue_id_seq OWNED BY extendedfieldvalue.extendedfieldvalue_id;
 
 CREATE TABLE harvest_state (
 	harvest_id BIGINT NOT NULL, 
@@ -574,7 +683,7 @@ CREATE TABLE job_configs (
 
 CREATE INDEX jobconfigjob ON job_configs (job_id);
 
-ALTER TABLE domains ADD CONSTRAINT domains_defaultconfig_fkey FOREIGN KEY(defaultconfig) REFERENCES configurations (config_id);
+ALTER TABLE domains ADD CONSTRAINT domains_defaultconfig_fkey FOREIGN KEY(defaultconfig) REFERENCES configurations (config_id) DEFERRABLE INITIALLY DEFERRED;
 
 INSERT INTO schemaversions (tablename, version) VALUES ('domains', 3);
 
@@ -630,39 +739,11 @@ INSERT INTO schemaversions (tablename, version) VALUES ('eav_type_attribute', 1)
 
 INSERT INTO schemaversions (tablename, version) VALUES ('eav_attribute', 1);
 
-INSERT INTO schedules (name, comments, maxrepeats, timeunit, numtimeunits, anytime, edition) VALUES ('Once_a_day', 'Runs once a day, at any time', NULL, 2, 1, true, 1);
-
-INSERT INTO schedules (name, comments, maxrepeats, timeunit, numtimeunits, anytime, edition) VALUES ('Once_a_month', 'Runs once a month, at any time', NULL, 4, 1, true, 1);
-
-INSERT INTO schedules (name, comments, maxrepeats, timeunit, numtimeunits, anytime, edition) VALUES ('Once_a_week', 'Runs once a week, at any time', NULL, 3, 1, true, 1);
-
-INSERT INTO schedules (name, comments, maxrepeats, timeunit, numtimeunits, anytime, edition) VALUES ('Once_an_hour', 'Runs once an hour, at any time', NULL, 1, 1, true, 1);
-
-INSERT INTO schedules (name, comments, maxrepeats, timeunit, numtimeunits, anytime, edition) VALUES ('Once', 'Runs once, as soon as possible', 1, 1, 1, true, 1);
-
-INSERT INTO harvestchannel (name, issnapshot, isdefault, comments) VALUES ('SNAPSHOT', true, true, 'Channel for snapshot harvests (NetarchiveSuite''s LOWPRIORITY queue)');
-
-INSERT INTO harvestchannel (name, issnapshot, isdefault, comments) VALUES ('FOCUSED', false, true, 'Channel for selective and event harvests (NetarchiveSuite''s HIGHPRIORITY queue)');
-
-INSERT INTO extendedfieldtype (extendedfieldtype_id, name) VALUES (1, 'domains');
-
-INSERT INTO extendedfieldtype (extendedfieldtype_id, name) VALUES (2, 'harvestdefinitions');
-
-INSERT INTO eav_type_attribute (tree_id, id, name, class_namespace, class_name, datatype, viewtype, def_int) VALUES (2, 1, 'MAX_HOPS', 'dk.netarkivet.harvester.datamodel.eav', 'ContentAttrType_Generic_Integer', 1, 1, 20);
-
-INSERT INTO eav_type_attribute (tree_id, id, name, class_namespace, class_name, datatype, viewtype, def_int) VALUES (2, 2, 'HONOR_ROBOTS_DOT_TXT', 'dk.netarkivet.harvester.datamodel.eav', 'ContentAttrType_Generic_Integer', 1, 1, 0);
-
-INSERT INTO eav_type_attribute (tree_id, id, name, class_namespace, class_name, datatype, viewtype, def_int) VALUES (2, 3, 'EXTRACT_JAVASCRIPT', 'dk.netarkivet.harvester.datamodel.eav', 'ContentAttrType_Generic_Integer', 1, 1, 1);
-
-ALTER SEQUENCE extendedfieldtype_extendedfieldtype_id_seq RESTART WITH 3;
-
-ALTER SEQUENCE eav_type_attribute_id_seq RESTART WITH 4;
-
 CREATE TABLE alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0006_summary_index');
+INSERT INTO alembic_version (version_num) VALUES ('0007_netarchivesuite_compat');
 
 COMMIT;

@@ -23,13 +23,25 @@ def init(app: AppContext) -> None:
 
 
 @db.command()
+@click.option("--sql", "dry_run", is_flag=True,
+              help="Print the statements the upgrade runs on this database, then roll them back.")
 @pass_app
-def upgrade(app: AppContext) -> None:
-    """Apply pending schema migrations (Alembic) to an existing harvest database."""
+def upgrade(app: AppContext, dry_run: bool) -> None:
+    """Apply pending schema migrations (Alembic) to an existing harvest database.
+
+    A NetarchiveSuite harvest database is taken over in place: HarvestSuite's tables and columns are
+    added, its own rows, channels and schedules are kept. Rows that break a foreign key are reported.
+    """
     from harvestdef.db.init import upgrade_database
 
-    done = upgrade_database(app.engine())
-    click.echo(f"harvest database {app.engine().url.render_as_string(hide_password=True)}: {done}")
+    result = upgrade_database(app.engine(), dry_run=dry_run)
+    for statement in result.statements:
+        click.echo(statement.rstrip(";") + ";")
+    for finding in result.findings:
+        click.echo(f"  {finding}", err=True)
+    url = app.engine().url.render_as_string(hide_password=True)
+    suffix = " (dry run: rolled back, nothing changed)" if dry_run else ""
+    click.echo(f"harvest database {url}: {result.done}{suffix}", err=dry_run)
 
 
 @db.command()

@@ -1,9 +1,9 @@
 """The PostgreSQL DDL of the harvest database, as printed by ``harvestsuite db ddl``.
 
-sql/createfullhddb.sql is exactly this output (a test compares them). It creates every table and
-index, the default rows that need no files (schema versions, schedules, channels, EAV crawl
-attributes, extended-field types) and stamps the Alembic baseline, so ``harvestsuite db init`` on a
-database loaded from it only adds the default crawl templates.
+sql/createfullhddb.sql is exactly this output (a test compares them). It creates every table, index
+and sequence, records the schema's version (the schemaversions rows and the Alembic revision) and
+inserts no other row: ``harvestsuite db init`` adds the default rows, or a data-only dump of a
+NetarchiveSuite database brings the site's own.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from sqlalchemy import create_mock_engine, insert
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.sql.ddl import ExecutableDDLElement
 
-from harvestdef.db import defaults
 from harvestdef.db import schema as s
 
 HEADER = """\
@@ -56,28 +55,11 @@ def _literal(stmt: Any) -> str:
     return str(stmt.inline().compile(dialect=postgresql.psycopg.dialect(), compile_kwargs={"literal_binds": True}))
 
 
-def _default_rows() -> list[str]:
-    rows = [_literal(insert(s.schemaversions).values(tablename=t, version=v))
-            for t, v in s.SCHEMA_VERSIONS.items()]
-    for name, unit, count, repeats, comment in defaults.DEFAULT_SCHEDULES:
-        rows.append(_literal(insert(s.schedules).values(
-            name=name, comments=comment, timeunit=unit, numtimeunits=count, anytime=True,
-            maxrepeats=repeats, edition=1)))
-    for name, snapshot, default, comment in defaults.DEFAULT_CHANNELS:
-        rows.append(_literal(insert(s.harvestchannel).values(
-            name=name, issnapshot=snapshot, isdefault=default, comments=comment)))
-    for type_id, name in defaults.EXTENDED_FIELD_TYPES:
-        rows.append(_literal(insert(s.extendedfieldtype).values(extendedfieldtype_id=type_id, name=name)))
-    for attr_id, name, default in defaults.EAV_CRAWL_ATTRIBUTES:
-        rows.append(_literal(insert(s.eav_type_attribute).values(
-            tree_id=2, id=attr_id, name=name, class_namespace="dk.netarkivet.harvester.datamodel.eav",
-            class_name="ContentAttrType_Generic_Integer", datatype=1, viewtype=1, def_int=default)))
-    # Explicit ids were inserted above; move the sequences past them.
-    next_type = max(type_id for type_id, _ in defaults.EXTENDED_FIELD_TYPES) + 1
-    next_attribute = max(attr_id for attr_id, _, _ in defaults.EAV_CRAWL_ATTRIBUTES) + 1
-    rows.append(f"ALTER SEQUENCE extendedfieldtype_extendedfieldtype_id_seq RESTART WITH {next_type}")
-    rows.append(f"ALTER SEQUENCE eav_type_attribute_id_seq RESTART WITH {next_attribute}")
-    return rows
+def _schema_versions() -> list[str]:
+    """The version rows: they say which schema this is, as the Alembic stamp does. No other rows, so a
+    data-only dump of a NetarchiveSuite database (its channels, schedules and extended-field types with
+    their ids) loads without colliding; `harvestsuite db init` adds the default rows it lacks."""
+    return [_literal(insert(s.schemaversions).values(tablename=t, version=v)) for t, v in s.SCHEMA_VERSIONS.items()]
 
 
 def _alembic_stamp() -> list[str]:
@@ -91,5 +73,5 @@ def _alembic_stamp() -> list[str]:
 
 
 def postgresql_ddl() -> str:
-    body = "\n\n".join(stmt + ";" for stmt in _statements() + _default_rows() + _alembic_stamp())
+    body = "\n\n".join(stmt + ";" for stmt in _statements() + _schema_versions() + _alembic_stamp())
     return HEADER + "\nBEGIN;\n\n" + body + "\n\nCOMMIT;\n"

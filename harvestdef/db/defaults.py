@@ -1,7 +1,9 @@
 """The rows a new harvest database starts with (reference §1.3, §1.7, §1.9).
 
 Each function inserts what is missing and leaves existing rows alone, so ``db init`` can run again on
-a database a site has already changed.
+a database a site has already changed. Schedules and channels are the site's once it has any: a database
+taken over from NetarchiveSuite keeps its ``Once a day`` schedules and LOWPRIORITY/HIGHPRIORITY channels
+as the defaults, without HarvestSuite's beside them.
 """
 
 from __future__ import annotations
@@ -54,19 +56,22 @@ def insert_schema_versions(conn: Connection) -> None:
 
 
 def insert_default_schedules(conn: Connection) -> None:
-    present = set(conn.scalars(select(s.schedules.c.name)))
+    """HarvestSuite's schedules, on a database without any schedule."""
+    if conn.scalar(select(func.count()).select_from(s.schedules)):
+        return
     for name, unit, count, repeats, comment in DEFAULT_SCHEDULES:
-        if name in present:
-            continue
         conn.execute(insert(s.schedules).values(
             name=name, comments=comment, timeunit=unit, numtimeunits=count, anytime=True,
             maxrepeats=repeats, edition=1))
 
 
 def insert_default_channels(conn: Connection) -> None:
-    present = set(conn.scalars(select(s.harvestchannel.c.name)))
+    """SNAPSHOT and FOCUSED, each only where no default channel of its kind (snapshot or selective) exists."""
+    ch = s.harvestchannel
+    present = set(conn.scalars(select(ch.c.name)))
+    defaults_present = set(conn.scalars(select(ch.c.issnapshot).where(ch.c.isdefault)))
     for name, snapshot, default, comment in DEFAULT_CHANNELS:
-        if name not in present:
+        if name not in present and snapshot not in defaults_present:
             conn.execute(insert(s.harvestchannel).values(
                 name=name, issnapshot=snapshot, isdefault=default, comments=comment))
 

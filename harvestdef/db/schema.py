@@ -6,6 +6,11 @@ bytes and objects, 0 = unlimited for running time, JobStatus and StopReason ordi
 HarvestSuite's additions are new tables (audit_log, users, the scheduler's tables at the end) and new
 columns, each marked "ours" below.
 
+Column types are NetarchiveSuite's or wider, never narrower, and no column of NetarchiveSuite's is NOT NULL
+here where it is nullable there, so every row NetarchiveSuite writes (and a data-only pg_dump of its
+database) fits. Its surrogate keys draw from sequences with its names (``domains_id_seq``, not
+SQLAlchemy's ``domains_domain_id_seq``; NETARCHIVESUITE_SEQUENCES) and its indexes exist by its names.
+
 NetarchiveSuite assigns harvestdefinitions.harvest_id and jobs.job_id in code, so the columns have no
 autoincrement here either. Job ids come from the database all the same: the sequence jobs_job_id_seq on
 PostgreSQL, max(job_id)+1 inside a write-locked transaction on SQLite (harvestdef/repositories/jobs.py).
@@ -14,6 +19,7 @@ PostgreSQL, max(job_id)+1 inside a write-locked transaction on SQLite (harvestde
 from __future__ import annotations
 
 from sqlalchemy import (
+    DDL,
     BigInteger,
     Boolean,
     Column,
@@ -22,18 +28,46 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    Numeric,
     PrimaryKeyConstraint,
     Sequence,
     String,
     Table,
     Text,
     UniqueConstraint,
+    event,
     text,
 )
 
-from harvestdef.db.types import Id, UTCDateTime
+from harvestdef.db.types import Id, IntBoolean, UTCDateTime
 
 metadata = MetaData()
+
+# NetarchiveSuite's PostgreSQL sequences, by table: (key column, sequence). A data-only dump of its
+# database calls setval() on these names, and its own code inserts through their column defaults.
+NETARCHIVESUITE_SEQUENCES: dict[str, tuple[str, str]] = {
+    "ordertemplates": ("template_id", "ordertemplates_id_seq"),
+    "domains": ("domain_id", "domains_id_seq"),
+    "configurations": ("config_id", "configurations_id_seq"),
+    "seedlists": ("seedlist_id", "seedlists_id_seq"),
+    "passwords": ("password_id", "passwords_id_seq"),
+    "ownerinfo": ("ownerinfo_id", "ownerinfo_id_seq"),
+    "historyinfo": ("historyinfo_id", "historyinfo_id_seq"),
+    "harvestchannel": ("id", "harvestchannel_id_seq"),
+    "schedules": ("schedule_id", "schedules_id_seq"),
+    "global_crawler_trap_lists": ("global_crawler_trap_list_id", "global_crawler_trap_list_id_seq"),
+    "global_crawler_trap_expressions": ("id", "global_crawler_trap_expressions_id_seq"),
+    "extendedfieldtype": ("extendedfieldtype_id", "extendedfieldtype_id_seq"),
+    "extendedfield": ("extendedfield_id", "extendedfield_id_seq"),
+    "extendedfieldvalue": ("extendedfieldvalue_id", "extendedfieldvalue_id_seq"),
+    "eav_attribute": ("id", "eav_attribute_seq"),
+}
+
+
+def _key(table: str) -> Column:
+    """The surrogate key of a NetarchiveSuite table, drawn from its sequence on PostgreSQL (a rowid on SQLite)."""
+    column, sequence = NETARCHIVESUITE_SEQUENCES[table]
+    return Column(column, Id, Sequence(sequence), primary_key=True, autoincrement=True)
 
 # Per-table schema versions of NetarchiveSuite 8.1 (reference §1), written into schemaversions.
 SCHEMA_VERSIONS: dict[str, int] = {
@@ -55,7 +89,7 @@ schemaversions = Table(
 # ---------------------------------------------------------------- templates
 ordertemplates = Table(
     "ordertemplates", metadata,
-    Column("template_id", Id, primary_key=True, autoincrement=True),
+    _key("ordertemplates"),
     Column("name", String(300), nullable=False, unique=True),
     Column("orderxml", Text, nullable=False),
     Column("isactive", Boolean, nullable=False, server_default=text("true")),
@@ -68,12 +102,15 @@ ordertemplates = Table(
 # ---------------------------------------------------------------- domains area
 domains = Table(
     "domains", metadata,
-    Column("domain_id", Id, primary_key=True, autoincrement=True),
+    _key("domains"),
     Column("name", String(300), nullable=False, unique=True),
     Column("comments", String(30000)),
-    # The configuration used in snapshot harvests. Nullable only while a domain is being created.
+    # The configuration used in snapshot harvests. NULL (HarvestSuite) or -1 (NetarchiveSuite's
+    # DomainDBDAO) while a domain is being created, before its first configuration exists; the check is
+    # deferred to commit so NetarchiveSuite's insert-then-update of a new domain passes.
     Column("defaultconfig", BigInteger, ForeignKey("configurations.config_id", use_alter=True,
-                                                   name="domains_defaultconfig_fkey")),
+                                                   name="domains_defaultconfig_fkey", deferrable=True,
+                                                   initially="DEFERRED")),
     Column("crawlertraps", Text),
     Column("edition", BigInteger, nullable=False, server_default=text("1")),
     Column("alias", BigInteger, ForeignKey("domains.domain_id")),
@@ -81,12 +118,12 @@ domains = Table(
     # HarvestSuite addition: an inactive domain is left out of snapshot harvests and keeps its history.
     Column("isactive", Boolean, nullable=False, server_default=text("true")),
 )
-Index("domainnameid", domains.c.domain_id, domains.c.name)
+Index("domainnameid", domains.c.name)
 Index("aliasindex", domains.c.alias)
 
 configurations = Table(
     "configurations", metadata,
-    Column("config_id", Id, primary_key=True, autoincrement=True),
+    _key("configurations"),
     Column("name", String(300), nullable=False),
     Column("comments", String(30000)),
     Column("domain_id", BigInteger, ForeignKey("domains.domain_id"), nullable=False),
@@ -104,7 +141,7 @@ Index("configdomain", configurations.c.domain_id)
 
 seedlists = Table(
     "seedlists", metadata,
-    Column("seedlist_id", Id, primary_key=True, autoincrement=True),
+    _key("seedlists"),
     Column("name", String(300), nullable=False),
     Column("comments", String(30000)),
     Column("domain_id", BigInteger, ForeignKey("domains.domain_id"), nullable=False),
@@ -123,7 +160,7 @@ config_seedlists = Table(
 
 passwords = Table(
     "passwords", metadata,
-    Column("password_id", Id, primary_key=True, autoincrement=True),
+    _key("passwords"),
     Column("name", String(300), nullable=False),
     Column("comments", String(30000)),
     Column("domain_id", BigInteger, ForeignKey("domains.domain_id"), nullable=False),
@@ -133,6 +170,8 @@ passwords = Table(
     Column("password", String(40), nullable=False),
     UniqueConstraint("domain_id", "name", name="passwords_domain_name_key"),
 )
+Index("passwordname", passwords.c.name)
+Index("passworddomain", passwords.c.domain_id)
 
 config_passwords = Table(
     "config_passwords", metadata,
@@ -143,16 +182,17 @@ config_passwords = Table(
 
 ownerinfo = Table(
     "ownerinfo", metadata,
-    Column("ownerinfo_id", Id, primary_key=True, autoincrement=True),
+    _key("ownerinfo"),
     Column("domain_id", BigInteger, ForeignKey("domains.domain_id"), nullable=False),
     Column("created", UTCDateTime, nullable=False),
     Column("info", String(1000), nullable=False),
 )
+Index("ownerinfodomain", ownerinfo.c.domain_id)
 
 # One row per domain configuration per job: the figures the next snapshot step and selective run use.
 historyinfo = Table(
     "historyinfo", metadata,
-    Column("historyinfo_id", Id, primary_key=True, autoincrement=True),
+    _key("historyinfo"),
     Column("stopreason", Integer, nullable=False),
     Column("objectcount", BigInteger, nullable=False),
     Column("bytecount", BigInteger, nullable=False),
@@ -177,17 +217,18 @@ Index("historyinfojob", historyinfo.c.job_id)
 # ---------------------------------------------------------------- harvest channels
 harvestchannel = Table(
     "harvestchannel", metadata,
-    Column("id", Id, primary_key=True, autoincrement=True),
+    _key("harvestchannel"),
     Column("name", String(300), nullable=False, unique=True),
     Column("issnapshot", Boolean, nullable=False),
     Column("isdefault", Boolean, nullable=False),
     Column("comments", String(30000)),
 )
+Index("harvestchannelnameid", harvestchannel.c.name)
 
 # ---------------------------------------------------------------- schedules
 schedules = Table(
     "schedules", metadata,
-    Column("schedule_id", Id, primary_key=True, autoincrement=True),
+    _key("schedules"),
     Column("name", String(300), nullable=False, unique=True),
     Column("comments", String(30000)),
     Column("startdate", UTCDateTime),
@@ -301,28 +342,32 @@ Index("jobconfigjob", job_configs.c.job_id)
 # ---------------------------------------------------------------- global crawler traps
 global_crawler_trap_lists = Table(
     "global_crawler_trap_lists", metadata,
-    Column("global_crawler_trap_list_id", Id, primary_key=True, autoincrement=True),
+    _key("global_crawler_trap_lists"),
     Column("name", String(300), nullable=False, unique=True),
     Column("description", String(30000)),
     Column("isactive", Boolean, nullable=False),
 )
+Index("gctlistsid", global_crawler_trap_lists.c.global_crawler_trap_list_id)
 
 global_crawler_trap_expressions = Table(
     "global_crawler_trap_expressions", metadata,
-    Column("id", Id, primary_key=True, autoincrement=True),
+    _key("global_crawler_trap_expressions"),
     Column("crawler_trap_list_id", BigInteger,
            ForeignKey("global_crawler_trap_lists.global_crawler_trap_list_id"), nullable=False),
-    Column("trap_expression", String(1000), nullable=False),
+    Column("trap_expression", String(1000)),
 )
+Index("gctexprid", global_crawler_trap_expressions.c.id)
+Index("gctexprlistid", global_crawler_trap_expressions.c.crawler_trap_list_id)
 
 # ---------------------------------------------------------------- monitoring
+# NUMERIC where NetarchiveSuite has numeric: a double or an integer would round its values.
 _monitor_columns = (
-    ("hosturl", String(300)), ("progress", Float),
+    ("hosturl", String(300)), ("progress", Numeric(asdecimal=False)),
     ("queuedfilescount", BigInteger), ("totalqueuescount", BigInteger), ("activequeuescount", BigInteger),
     ("retiredqueuescount", BigInteger), ("exhaustedqueuescount", BigInteger),
     ("elapsedseconds", BigInteger), ("alertscount", BigInteger), ("downloadedfilescount", BigInteger),
     ("currentprocessedkbpersec", Integer), ("processedkbpersec", Integer),
-    ("currentprocesseddocspersec", Integer), ("processeddocspersec", Integer),
+    ("currentprocesseddocspersec", Numeric(asdecimal=False)), ("processeddocspersec", Numeric(asdecimal=False)),
     ("activetoecount", Integer), ("status", Integer), ("tstamp", UTCDateTime),
 )
 
@@ -335,12 +380,15 @@ def _monitor_table(name: str, extra: tuple[Column, ...], key: tuple[str, ...]) -
 
 
 runningjobshistory = _monitor_table(
-    "runningjobshistory", (), ("jobid", "harvestname", "elapsedseconds", "tstamp"))
-Index("runningjobshistoryjobid", runningjobshistory.c.jobid)
+    "runningjobshistory", (Column("totalbyteswritten", BigInteger, server_default=text("0")),),
+    ("jobid", "harvestname", "elapsedseconds", "tstamp"))
+Index("runningjobshistorycrawljobid", runningjobshistory.c.jobid)
+Index("runningjobshistorycrawltime", runningjobshistory.c.elapsedseconds)
 Index("runningjobshistoryharvestname", runningjobshistory.c.harvestname)
 
 runningjobsmonitor = _monitor_table(
-    "runningjobsmonitor", (Column("totalbyteswritten", BigInteger),), ("jobid", "harvestname"))
+    "runningjobsmonitor", (Column("totalbyteswritten", BigInteger, server_default=text("0")),),
+    ("jobid", "harvestname"))
 Index("runningjobsmonitorjobid", runningjobsmonitor.c.jobid)
 Index("runningjobsmonitorharvestname", runningjobsmonitor.c.harvestname)
 
@@ -353,8 +401,8 @@ frontierreportmonitor = Table(
     Column("currentsize", BigInteger, nullable=False),
     Column("totalenqueues", BigInteger, nullable=False),
     Column("sessionbalance", BigInteger, nullable=False),
-    Column("lastcost", Integer, nullable=False),
-    Column("averagecost", Integer, nullable=False),
+    Column("lastcost", Numeric(asdecimal=False), nullable=False),
+    Column("averagecost", Numeric(asdecimal=False), nullable=False),
     Column("lastdequeuetime", String(100), nullable=False),
     Column("waketime", String(100), nullable=False),
     Column("totalspend", BigInteger, nullable=False),
@@ -362,36 +410,37 @@ frontierreportmonitor = Table(
     Column("errorcount", BigInteger, nullable=False),
     Column("lastpeekuri", String(1000), nullable=False),
     Column("lastqueueduri", String(1000), nullable=False),
-    UniqueConstraint("jobid", "filterid", "domainname", name="frontierreportmonitor_jobid_filterid_domainname_key"),
+    UniqueConstraint("jobid", "filterid", "domainname", name="pkfrontierreportlines"),
 )
 
 # ---------------------------------------------------------------- extended fields
 extendedfieldtype = Table(
     "extendedfieldtype", metadata,
-    Column("extendedfieldtype_id", Id, primary_key=True, autoincrement=True),
+    _key("extendedfieldtype"),
     Column("name", String(50), nullable=False),
 )
 
 extendedfield = Table(
     "extendedfield", metadata,
-    Column("extendedfield_id", Id, primary_key=True, autoincrement=True),
+    _key("extendedfield"),
     Column("extendedfieldtype_id", BigInteger, ForeignKey("extendedfieldtype.extendedfieldtype_id"),
            nullable=False),
     Column("name", String(50), nullable=False),
-    Column("format", String(50), nullable=False),
-    Column("defaultvalue", String(50), nullable=False),
-    Column("options", String(50), nullable=False),
+    Column("format", String(50)),
+    Column("defaultvalue", String(50)),
+    Column("options", String(1000)),
     Column("datatype", Integer, nullable=False),
-    Column("mandatory", Boolean, nullable=False),
+    # integers in NetarchiveSuite (0 or 1), bool in Python
+    Column("mandatory", IntBoolean, nullable=False),
     Column("sequencenr", Integer),
     # NetarchiveSuite extendedfield v2
     Column("maxlen", Integer),
-    Column("historize", Boolean, server_default=text("false")),
+    Column("historize", IntBoolean, server_default=text("0")),
 )
 
 extendedfieldvalue = Table(
     "extendedfieldvalue", metadata,
-    Column("extendedfieldvalue_id", Id, primary_key=True, autoincrement=True),
+    _key("extendedfieldvalue"),
     Column("extendedfield_id", BigInteger, ForeignKey("extendedfield.extendedfield_id"), nullable=False),
     Column("instance_id", BigInteger, nullable=False),
     Column("content", String(30000), nullable=False),
@@ -412,11 +461,13 @@ eav_type_attribute = Table(
     Column("def_varchar", String(8000)),
     Column("def_text", Text),
 )
+# NetarchiveSuite's unique index; its primary key is (tree_id, id), ours id alone, which implies it
+Index("eav_type_attribute_idx", eav_type_attribute.c.tree_id, eav_type_attribute.c.id, unique=True)
 
 eav_attribute = Table(
     "eav_attribute", metadata,
     Column("tree_id", Integer, nullable=False),
-    Column("id", Id, primary_key=True, autoincrement=True),
+    _key("eav_attribute"),
     Column("entity_id", Integer, nullable=False),
     Column("type_id", Integer, nullable=False),
     Column("val_int", Integer),
@@ -425,6 +476,13 @@ eav_attribute = Table(
     Column("val_text", Text),
 )
 Index("eav_attribute_idx", eav_attribute.c.tree_id, eav_attribute.c.entity_id)
+
+# NetarchiveSuite's inserts leave the key out and rely on the column default, as do COPY and psql loads;
+# SQLAlchemy's own inserts call nextval() on the Sequence itself.
+for _table_name, (_column, _sequence) in NETARCHIVESUITE_SEQUENCES.items():
+    for _statement in (f"ALTER TABLE {_table_name} ALTER COLUMN {_column} SET DEFAULT nextval('{_sequence}'::regclass)",
+                       f"ALTER SEQUENCE {_sequence} OWNED BY {_table_name}.{_column}"):
+        event.listen(metadata.tables[_table_name], "after_create", DDL(_statement).execute_if(dialect="postgresql"))
 
 # ---------------------------------------------------------------- ours
 users = Table(

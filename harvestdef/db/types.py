@@ -36,6 +36,24 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC)
 
 
+class IntBoolean(TypeDecorator[bool]):
+    """A flag stored as an integer, 0 or 1 (NetarchiveSuite's ``extendedfield.mandatory`` and
+    ``historize``), a bool in Python.
+
+    NetarchiveSuite declares these columns ``int``, so its rows (and a dump of them) hold integers; a
+    BOOLEAN column would reject them. Any non-zero integer reads as true, as it does in NetarchiveSuite.
+    """
+
+    impl = Integer
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Any) -> int | None:
+        return None if value is None else int(bool(value))
+
+    def process_result_value(self, value: Any, dialect: Any) -> bool | None:
+        return None if value is None else bool(value)
+
+
 def utcnow() -> datetime:
     """Now, aware, in UTC, truncated to microseconds that every database keeps."""
     return datetime.now(UTC)

@@ -89,8 +89,10 @@ def _domain_select() -> Select[Any]:
 
 
 def _to_domain(row: Any) -> Domain:
+    # NetarchiveSuite's DomainDBDAO writes defaultconfig = -1 until the domain's configurations exist
+    defaultconfig = row.defaultconfig if row.defaultconfig is not None and row.defaultconfig >= 0 else None
     return Domain(
-        domain_id=row.domain_id, name=row.name, comments=row.comments or "", defaultconfig_id=row.defaultconfig,
+        domain_id=row.domain_id, name=row.name, comments=row.comments or "", defaultconfig_id=defaultconfig,
         crawlertraps=parse_stored_traps(row.crawlertraps), edition=row.edition, alias_of_id=row.alias,
         alias_of=row.alias_name, lastaliasupdate=row.lastaliasupdate)
 

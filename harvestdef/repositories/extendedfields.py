@@ -37,8 +37,10 @@ _INSTANCE_TABLES = {
 def _to_field(row: Any) -> ExtendedField:
     return ExtendedField(
         field_id=row.extendedfield_id, field_type=ExtendedFieldType(row.extendedfieldtype_id), name=row.name,
-        datatype=ExtendedFieldDatatype(row.datatype), mandatory=row.mandatory, defaultvalue=row.defaultvalue,
-        options=tuple(o.strip() for o in row.options.split(",") if o.strip()), format=row.format,
+        # NetarchiveSuite leaves format, defaultvalue and options NULL where a field has none
+        datatype=ExtendedFieldDatatype(row.datatype), mandatory=bool(row.mandatory),
+        defaultvalue=row.defaultvalue or "",
+        options=tuple(o.strip() for o in (row.options or "").split(",") if o.strip()), format=row.format or "",
         sequencenr=row.sequencenr, maxlen=row.maxlen)
 
 

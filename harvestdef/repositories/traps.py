@@ -29,8 +29,10 @@ class GlobalCrawlerTrapRepository:
         self.actor = actor
 
     def _expressions_of(self, list_id: int) -> tuple[str, ...]:
+        # NetarchiveSuite's column is nullable; a NULL expression traps nothing
         return tuple(self.conn.scalars(select(_expressions.c.trap_expression).where(
-            _expressions.c.crawler_trap_list_id == list_id).order_by(_expressions.c.id)))
+            _expressions.c.crawler_trap_list_id == list_id, _expressions.c.trap_expression.is_not(None))
+            .order_by(_expressions.c.id)))
 
     def _to_list(self, row: Any) -> GlobalCrawlerTrapList:
         return GlobalCrawlerTrapList(list_id=row.global_crawler_trap_list_id, name=row.name,
@@ -57,7 +59,7 @@ class GlobalCrawlerTrapRepository:
         rows = self.conn.scalars(select(_expressions.c.trap_expression)
                                  .join(_lists, _lists.c.global_crawler_trap_list_id
                                        == _expressions.c.crawler_trap_list_id)
-                                 .where(_lists.c.isactive.is_(True))
+                                 .where(_lists.c.isactive.is_(True), _expressions.c.trap_expression.is_not(None))
                                  .order_by(_lists.c.name, _expressions.c.id))
         return tuple(dict.fromkeys(rows))
 

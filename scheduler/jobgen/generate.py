@@ -176,7 +176,8 @@ def _global_traps(conn: Connection) -> tuple[str, ...]:
     rows = conn.scalars(
         select(expressions.c.trap_expression)
         .join(lists, lists.c.global_crawler_trap_list_id == expressions.c.crawler_trap_list_id)
-        .where(lists.c.isactive).order_by(lists.c.name, expressions.c.id))
+        # NetarchiveSuite's trap_expression is nullable; a NULL traps nothing
+        .where(lists.c.isactive, expressions.c.trap_expression.is_not(None)).order_by(lists.c.name, expressions.c.id))
     return tuple(dict.fromkeys(trap.strip() for trap in rows if trap.strip()))
 
 
