@@ -76,6 +76,7 @@ def test_history_pages_show_the_figures_and_charts(login, webui_engine):
     assert "2: bytes 30000" not in page  # run 2's bytes are 33000 in all
     assert "<title>2: bytes 33000</title>" in page and "<title>1: novel bytes 12000</title>" in page
     assert "<title>OBJECT_LIMIT: configurations 1</title>" in page
+    assert "<title>TIME_LIMIT: configurations" not in page  # a reason no run had is no bar of the chart
     assert "<title>alpha.dk: bytes 30000</title>" in page
     # operators may not export, so the page offers no export
     assert "statistics.csv" not in page

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Engine, func, insert, select
 
 from harvestdef.db import schema as s
-from harvestdef.model.status import JobStatus
+from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.jobs import JobRepository, new_job_row
 from harvester.postprocess.metadata import MetadataInfo, write_metadata_warc
 from tests.scheduler.factories import make_domain, make_selective
@@ -138,6 +138,30 @@ def test_job_detail_shows_limits_configurations_seeds_errors_and_archive_files(a
     assert download.status_code == 200 and download.data == b"cdx"
     assert client.get("/status/jobs/1/files/../../secret").status_code == 404
     assert client.get("/status/jobs/1/files/nothing.txt").status_code == 404
+
+
+def test_job_detail_shows_what_each_configuration_harvested_once_reported(api, login, webui_engine):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.STARTED])
+    with webui_engine.begin() as conn:
+        alpha = conn.scalar(select(s.configurations.c.config_id).join(
+            s.domains, s.domains.c.domain_id == s.configurations.c.domain_id).where(s.domains.c.name == "alpha.dk"))
+        conn.execute(insert(s.historyinfo).values(
+            stopreason=int(StopReason.OBJECT_LIMIT), objectcount=5000, bytecount=12_345_678, config_id=alpha,
+            harvest_id=1, job_id=1, harvest_time=T0, novel_objects=4990, novel_bytes=12_000_000,
+            duplicate_objects=10, duplicate_bytes=345_678))
+    configurations = {c["domain"]: c for c in api("archivist", "get", "/api/v1/jobs/1").json["configurations"]}
+    assert configurations["alpha.dk"]["result"] == {
+        "objects": 5000, "bytes": 12_345_678, "stop_reason": "OBJECT_LIMIT", "novel_objects": 4990,
+        "novel_bytes": 12_000_000, "duplicate_objects": 10, "duplicate_bytes": 345_678}
+    assert configurations["beta.dk"]["result"] is None  # a DONE job that reported nothing of it
+    assert all(c["result"] is None for c in api("archivist", "get", "/api/v1/jobs/2").json["configurations"])
+
+    client = login("archivist")
+    page = re.sub(r"\s+", " ", client.get("/status/jobs/1").get_data(as_text=True))
+    assert "Harvested: 5,000 objects, 12.3 MB, of which 10 objects" in page
+    assert re.search(r"alpha\.dk.*?5,000.*?12\.3 MB.*?>10<.*?OBJECT_LIMIT", page, re.S)
+    running = client.get("/status/jobs/2").get_data(as_text=True)
+    assert running.count("not reported yet") == 2 and "Harvested:" not in running
 
 
 def test_crawl_log_search_reads_the_metadata_warc(login, webui_engine, tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.errors import NotFoundError
-from harvestdef.model.status import JobStatus
+from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.jobs import JobRepository
 from webui.api.core import blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
@@ -140,8 +140,25 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
 
 
 def job_configurations(conn: Connection, job_id: int) -> list[dict[str, Any]]:
+    """The job's configurations with their limits and, once the job has reported, what it harvested of
+    each (historyinfo): objects, bytes, the part of them that was new and the part that deduplicated,
+    and the stop reason. ``result`` is None until then."""
+    h = s.historyinfo
+    results = {row.config_id: row for row in conn.execute(
+        select(h.c.config_id, h.c.objectcount, h.c.bytecount, h.c.stopreason, h.c.novel_objects, h.c.novel_bytes,
+               h.c.duplicate_objects, h.c.duplicate_bytes).where(h.c.job_id == job_id))}
+
+    def result(config_id: int) -> dict[str, Any] | None:
+        row = results.get(config_id)
+        if row is None:
+            return None
+        return {"objects": row.objectcount, "bytes": row.bytecount, "stop_reason": StopReason(row.stopreason).name,
+                "novel_objects": row.novel_objects, "novel_bytes": row.novel_bytes,
+                "duplicate_objects": row.duplicate_objects, "duplicate_bytes": row.duplicate_bytes}
+
     return [{"domain": c["domain"], "configuration": c["name"], "max_objects": c["maxobjects"],
-             "max_bytes": c["maxbytes"]} for c in JobRepository(conn).configurations(job_id)]
+             "max_bytes": c["maxbytes"], "result": result(c["config_id"])}
+            for c in JobRepository(conn).configurations(job_id)]
 
 
 def job_files(harvest_id: int, job_id: int) -> list[dict[str, Any]]:

@@ -90,6 +90,8 @@ def harvest(name: str) -> Any:
     oldest_first = list(reversed(runs))
     labels = [str(run["harvest_num"]) for run in oldest_first]
     stops = {reason.name: sum(run["stop_reasons"][reason.name] for run in runs) for reason in StopReason}
+    # only the reasons that occur: seven long names side by side cannot be read
+    stops = {name: total for name, total in stops.items() if total} or stops
     charts = {
         "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], ["bytes"]),
         "objects": bar_chart(labels, [[run["objects"] for run in oldest_first]], ["objects"]),
