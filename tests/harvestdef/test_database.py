@@ -165,3 +165,37 @@ def test_sql_file_loads_into_empty_postgresql_with_psql_and_init_accepts_it(post
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_upgrade_of_a_harvestsuite_database_from_0006_keeps_its_rows_and_matches_the_schema(database_url):
+    """0007 on a database HarvestSuite made before it: boolean flags become 0/1, integers and doubles
+    NUMERIC, constraints and indexes get NetarchiveSuite's names; rows stay, in SQLite's batch mode too."""
+    engine = open_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0006_summary_index")
+            conn.execute(text("INSERT INTO ordertemplates (name, orderxml) VALUES ('t', '<beans/>')"))
+            conn.execute(text("INSERT INTO domains (name, edition) VALUES ('kb.dk', 1)"))
+            conn.execute(text("INSERT INTO configurations (name, domain_id, template_id) VALUES ('c', 1, 1)"))
+            conn.execute(text("UPDATE domains SET defaultconfig = 1"))
+            conn.execute(text("INSERT INTO extendedfieldtype (extendedfieldtype_id, name) VALUES (1, 'domains')"))
+            conn.execute(text(
+                "INSERT INTO extendedfield (extendedfieldtype_id, name, format, defaultvalue, options, datatype, "
+                "mandatory, historize) VALUES (1, 'f', '', '', 'a,b', 6, true, false)"))
+            conn.execute(text("INSERT INTO extendedfieldvalue (extendedfield_id, instance_id, content) "
+                              "VALUES (1, 1, 'a')"))
+            conn.execute(text(
+                "INSERT INTO runningjobsmonitor (jobid, harvestname, progress, processeddocspersec, tstamp) "
+                "VALUES (7, 'h', 12.5, 3, '2026-01-01 00:00:00')"))
+        assert upgrade_database(engine).done == "upgraded 0006_summary_index -> " + head_revision()
+        with engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), s.metadata) == []
+            assert conn.execute(select(s.extendedfield.c.mandatory, s.extendedfield.c.historize)).one() == (
+                True, False)
+            assert conn.execute(text("SELECT mandatory FROM extendedfield")).scalar() == 1
+            assert conn.execute(select(s.domains.c.defaultconfig)).scalar() == 1
+            assert conn.execute(select(s.runningjobsmonitor.c.progress)).scalar() == 12.5
+            assert {i["name"] for i in inspect(conn).get_indexes("runningjobshistory")} >= {
+                "runningjobshistorycrawljobid", "runningjobshistorycrawltime"}
+    finally:
+        engine.dispose()

@@ -238,6 +238,11 @@ def check_harvestsuite_works_on(engine: Engine, before: dict[str, dict[str, obje
         from harvestdef.repositories.extendedfields import ExtendedFieldRepository
         fields = ExtendedFieldRepository(conn).fields_of(ExtendedFieldType.DOMAINS)
         assert (fields[0].mandatory, fields[0].defaultvalue, len(fields[0].options)) == (True, "", 60)
+        # the monitor rows keep their fractions (NUMERIC there and here)
+        m, f = s.runningjobsmonitor, s.frontierreportmonitor
+        progress = conn.execute(select(m.c.progress, m.c.processeddocspersec, m.c.totalbyteswritten)).one()
+        assert tuple(progress) == (pytest.approx(37.5123456789), 2.125, 4500000)
+        assert tuple(conn.execute(select(f.c.lastcost, f.c.averagecost)).one()) == (1.5, pytest.approx(0.3333))
     # HarvestSuite's own ids continue past NetarchiveSuite's
     with engine.begin() as conn:
         new_id = conn.execute(insert(s.extendedfieldvalue).values(
@@ -260,6 +265,12 @@ def check_harvestsuite_works_on(engine: Engine, before: dict[str, dict[str, obje
         channel = dict(conn.execute(select(s.jobs.c.job_id, s.jobs.c.channel).where(s.jobs.c.job_id > 41)).all())
         assert {channel[i] for i in snapshot.job_ids} == {"LOWPRIORITY"}
         assert {channel[i] for i in selective.job_ids} == {"HIGHPRIORITY"}
+        # kb.dk's configuration has NetarchiveSuite's EAV value MAX_HOPS = 5, the others the default 20
+        seeds_and_order = conn.execute(select(s.jobs.c.seedlist, s.jobs.c.orderxmldoc).where(
+            s.jobs.c.job_id.in_(snapshot.job_ids))).all()
+        hops = {("kb.dk" in seeds): re.search(r'name="maxHops" value="(\d+)"', order).group(1)
+                for seeds, order in seeds_and_order}
+        assert hops == {True: "5", False: "20"}
         names = set(conn.scalars(select(s.domains.c.name)))
         assert {"kb.dk", "dr.dk", "statsbiblioteket.dk", "netarkivet.dk", "bibliotek.dk"} <= names
 
