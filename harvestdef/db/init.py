@@ -116,6 +116,10 @@ def upgrade_database(engine: Engine, dry_run: bool = False) -> UpgradeResult:
     With ``dry_run`` every statement is run, recorded and rolled back: the statements of a migration that
     looks at the database first (0007) depend on what is there, so they are shown as they would run on it.
     """
+    if dry_run and engine.dialect.name != "postgresql":
+        # Python's sqlite3 commits DDL as it runs, so there would be nothing left to roll back
+        raise DatabaseError("`db upgrade --sql` needs PostgreSQL, whose DDL is transactional; "
+                            "on SQLite, upgrade a copy of the file instead")
     statements: list[str] = []
 
     def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:

@@ -199,3 +199,13 @@ def test_upgrade_of_a_harvestsuite_database_from_0006_keeps_its_rows_and_matches
                 "runningjobshistorycrawljobid", "runningjobshistorycrawltime"}
     finally:
         engine.dispose()
+
+
+def test_dry_run_is_refused_on_sqlite_where_ddl_cannot_be_rolled_back(sqlite_url):
+    engine = open_engine(sqlite_url)
+    try:
+        init_database(engine)
+        with pytest.raises(DatabaseError, match="PostgreSQL"):
+            upgrade_database(engine, dry_run=True)
+    finally:
+        engine.dispose()
