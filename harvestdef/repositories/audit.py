@@ -1,20 +1,23 @@
-"""Reading the audit trail: what changed in one row (newest first) and the recent changes everywhere.
+"""Reading the audit trail (what changed in one row, newest first, and the recent changes everywhere), and
+``AuditBatch``, which writes the rows of many changes of one transaction together.
 
 The trail is written by the repositories (harvestdef.repositories.base.record_audit) in the same
-transaction as each change; this module only reads it. ``before`` and ``after`` come back as dicts.
+transaction as each change. ``before`` and ``after`` come back as dicts.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, insert, select
 
 from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
 from harvestdef.model.definitions import AuditEntry
+from harvestdef.repositories.base import row_json
 
 STREAM_BATCH = 500
 _log = s.audit_log
@@ -50,3 +53,29 @@ class AuditRepository:
             stmt = stmt.where(_log.c.tablename == tablename)
         for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
             yield _to_entry(row)
+
+
+class AuditBatch:
+    """The audit rows of one transaction, written by ``flush`` in one multi-row INSERT.
+
+    The scheduler's intake changes a few jobs per message and many messages per transaction; one INSERT
+    per change was a round trip each. The rows are the ones ``record_audit`` writes, stamped when the
+    change is made and kept in the order of the changes; the owner of the transaction must ``flush``
+    before it commits, so the trail still commits with the changes or not at all.
+    """
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def record(self, actor: str, table: str, key: object, action: str, before: Mapping[str, Any] | None,
+               after: Mapping[str, Any] | None) -> None:
+        self.rows.append({"changed_at": utcnow(), "actor": actor, "tablename": table, "row_key": str(key),
+                          "action": action, "before": row_json(before), "after": row_json(after)})
+
+    def flush(self, conn: Connection) -> int:
+        """Insert the rows recorded so far; returns how many."""
+        count = len(self.rows)
+        if count:
+            conn.execute(insert(_log), self.rows)
+            self.rows = []
+        return count

@@ -13,6 +13,10 @@ transaction it updates
   nothing older than the newest DOWNLOAD_COMPLETE row).
 
 Both are kept incrementally, which is exact for rows written in time order (as status intake does).
+A ``HistoryBatch`` gathers the rows and run totals of every job that ends in one transaction and writes
+them together at its end: one INSERT of historyinfo, the configuration summaries (in config_id order),
+and one update per harvest run. Taking each shared run row once, last and in key order, keeps two
+transactions that end jobs of the same runs from waiting on each other in a cycle.
 ``rebuild_summaries`` computes them again from historyinfo and jobs, for history written by other
 means (imports, NetarchiveSuite data, benchmarks), streaming historyinfo in one ordered pass.
 """
@@ -23,14 +27,13 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from sqlalchemy import Connection, case, delete, func, insert, select
+from sqlalchemy import Connection, bindparam, case, delete, func, insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql, upsert
 from harvestdef.db.types import utcnow
-from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
 
 log = logging.getLogger(__name__)
@@ -75,26 +78,84 @@ class DomainFigures:
     duplicate_bytes: int | None = None
 
 
+class JobFigures(Protocol):
+    """What history needs to know of a job: a ``Job``, or a row read back when its status changed."""
+
+    job_id: int
+    harvest_id: int
+    harvest_num: int
+    forcemaxbytes: int
+    forcemaxcount: int | None
+
+
+class HistoryBatch:
+    """The historyinfo rows and run totals of the jobs that end in one transaction, written by ``flush``."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.runs: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def add(self, job: JobFigures, final_status: JobStatus, rows: list[dict[str, Any]]) -> None:
+        self.rows.extend(rows)
+        totals = self.runs.get((job.harvest_id, job.harvest_num))
+        if totals is None:
+            totals = self.runs[(job.harvest_id, job.harvest_num)] = {
+                "harvest_id": job.harvest_id, "harvest_num": job.harvest_num, "jobs_done": 0, "jobs_failed": 0,
+                "configurations": 0, "objects": 0, "bytes": 0, "novel_objects": 0, "novel_bytes": 0,
+                "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0)}
+        totals["jobs_done"] += int(final_status == JobStatus.DONE)
+        totals["jobs_failed"] += int(final_status == JobStatus.FAILED)
+        totals["configurations"] += len(rows)
+        for row in rows:
+            totals["objects"] += row["objectcount"]
+            totals["bytes"] += row["bytecount"]
+            for name in ("novel_objects", "novel_bytes", "duplicate_objects", "duplicate_bytes"):
+                totals[name] += row[name] or 0
+            totals[_STOP_COLUMNS[StopReason(row["stopreason"])]] += 1
+
+    def flush(self, conn: Connection) -> None:
+        """Write what was added, into the caller's transaction; call it last before the commit (it takes
+        the runs' summary rows, which every transaction ending a job of the run waits for)."""
+        rows, self.rows = self.rows, []
+        runs, self.runs = self.runs, {}
+        ids: list[int] = []
+        if rows:
+            h = s.historyinfo
+            if is_postgresql(conn.engine) or len(rows) == 1:
+                ids = list(conn.scalars(insert(h).returning(h.c.historyinfo_id, sort_by_parameter_order=True), rows))
+            else:
+                for row in rows:
+                    ids.append(conn.execute(insert(h).values(row)).inserted_primary_key[0])
+        _add_to_config_summary(conn, rows, ids)
+        table = s.harvest_run_summary
+        now = utcnow()
+        for key in sorted(runs):
+            totals = runs[key]
+            added = [name for name in totals if name not in ("harvest_id", "harvest_num")]
+            upsert(conn, table, ["harvest_id", "harvest_num"], [{**totals, "updated_at": now}],
+                   lambda excluded, added=added: {**{name: table.c[name] + excluded[name] for name in added},
+                                                  "updated_at": excluded.updated_at})
+
+
 class HistoryWriter:
-    """Writes a job's history and its summaries into the caller's transaction."""
+    """Writes a job's history and its summaries into the caller's transaction: at once, or into the
+    transaction's ``HistoryBatch`` when given one."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, batch: HistoryBatch | None = None) -> None:
         self.conn = conn
+        self.batch = batch
 
-    def record_job(self, job: Job, final_status: JobStatus, default_stop_reason: StopReason | None,
+    def record_job(self, job: JobFigures, final_status: JobStatus, default_stop_reason: StopReason | None,
                    domains: Mapping[str, DomainFigures] | None, harvest_time: datetime | None = None) -> int:
         """Write the job's historyinfo rows (none when ``domains`` is None: a failed job without a
-        report) and update both summaries; returns the number of rows written. Call it last in the
-        transaction: it ends by updating the run's summary row, which concurrent jobs of the run wait for."""
+        report) and update both summaries; returns the number of rows written. Without a batch, call it
+        last in the transaction: it ends by updating the run's summary row, which concurrent jobs of the
+        run wait for."""
         harvest_time = harvest_time or utcnow()
         rows: list[dict[str, Any]] = []
         if domains is not None:
             default = default_stop_reason if default_stop_reason is not None else StopReason.DOWNLOAD_UNFINISHED
-            jc, c, d = s.job_configs, s.configurations, s.domains
-            configs = self.conn.execute(
-                select(c.c.config_id, d.c.name, c.c.maxbytes, c.c.maxobjects)
-                .select_from(jc.join(c, c.c.config_id == jc.c.config_id).join(d, d.c.domain_id == c.c.domain_id))
-                .where(jc.c.job_id == job.job_id).order_by(c.c.config_id))
+            configs = self.conn.execute(_JOB_CONFIGS, {"job_id": job.job_id})
             for config_id, domain, maxbytes, maxobjects in configs:
                 figures = domains.get(domain) or DomainFigures(0, 0, default, 0, 0, 0, 0)
                 reason = legacy_stop_reason(figures.stop_reason, figures.bytes, maxbytes, maxobjects,
@@ -105,65 +166,59 @@ class HistoryWriter:
                     "harvest_time": harvest_time, "novel_objects": figures.novel_objects,
                     "novel_bytes": figures.novel_bytes, "duplicate_objects": figures.duplicate_objects,
                     "duplicate_bytes": figures.duplicate_bytes})
-        ids: list[int] = []
-        if rows:
-            h = s.historyinfo
-            if is_postgresql(self.conn.engine) or len(rows) == 1:
-                ids = list(self.conn.scalars(insert(h).returning(h.c.historyinfo_id, sort_by_parameter_order=True),
-                                             rows))
-            else:
-                for row in rows:
-                    ids.append(self.conn.execute(insert(h).values(row)).inserted_primary_key[0])
-        self._add_to_config_summary(rows, ids)
-        # Last: the run's summary row is shared by every job of the run, and its lock is held until commit.
-        self._add_to_run_summary(job, final_status, rows)
+        if self.batch is not None:
+            self.batch.add(job, final_status, rows)
+        else:
+            batch = HistoryBatch()
+            batch.add(job, final_status, rows)
+            batch.flush(self.conn)
         return len(rows)
 
-    def _add_to_run_summary(self, job: Job, final_status: JobStatus, rows: list[dict[str, Any]]) -> None:
-        totals: dict[str, Any] = {
-            "harvest_id": job.harvest_id, "harvest_num": job.harvest_num,
-            "jobs_done": int(final_status == JobStatus.DONE), "jobs_failed": int(final_status == JobStatus.FAILED),
-            "configurations": len(rows), "objects": 0, "bytes": 0, "novel_objects": 0, "novel_bytes": 0,
-            "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0),
-            "updated_at": utcnow()}
-        for row in rows:
-            totals["objects"] += row["objectcount"]
-            totals["bytes"] += row["bytecount"]
-            for name in ("novel_objects", "novel_bytes", "duplicate_objects", "duplicate_bytes"):
-                totals[name] += row[name] or 0
-            totals[_STOP_COLUMNS[StopReason(row["stopreason"])]] += 1
-        table = s.harvest_run_summary
-        added = [name for name in totals if name not in ("harvest_id", "harvest_num", "updated_at")]
-        upsert(self.conn, table, ["harvest_id", "harvest_num"], [totals],
-                lambda excluded: {**{name: table.c[name] + excluded[name] for name in added},
-                                  "updated_at": excluded.updated_at})
 
-    def _add_to_config_summary(self, rows: list[dict[str, Any]], ids: list[int]) -> None:
-        summary_rows = [{
+_JOB_CONFIGS = (
+    select(s.configurations.c.config_id, s.domains.c.name, s.configurations.c.maxbytes, s.configurations.c.maxobjects)
+    .select_from(s.job_configs.join(s.configurations, s.configurations.c.config_id == s.job_configs.c.config_id)
+                 .join(s.domains, s.domains.c.domain_id == s.configurations.c.domain_id))
+    .where(s.job_configs.c.job_id == bindparam("job_id")).order_by(s.configurations.c.config_id))
+
+
+def _add_to_config_summary(conn: Connection, rows: list[dict[str, Any]], ids: list[int]) -> None:
+    """Fold the rows (in the order written) into config_history_summary. One INSERT … ON CONFLICT may
+    touch a row once only, so a configuration that comes twice (two runs' jobs ending together) goes into
+    a second statement after the first."""
+    layers: list[list[dict[str, Any]]] = []
+    seen: dict[int, int] = {}
+    for row, historyinfo_id in zip(rows, ids, strict=True):
+        layer = seen[row["config_id"]] = seen.get(row["config_id"], -1) + 1
+        if layer == len(layers):
+            layers.append([])
+        layers[layer].append({
             "config_id": row["config_id"], "latest_historyinfo_id": historyinfo_id,
             "latest_harvest_id": row["harvest_id"], "latest_job_id": row["job_id"],
             "latest_harvest_time": row["harvest_time"], "latest_stopreason": row["stopreason"],
             "latest_objectcount": row["objectcount"], "latest_bytecount": row["bytecount"],
             "best_historyinfo_id": historyinfo_id, "best_stopreason": row["stopreason"],
             "best_objectcount": row["objectcount"], "best_bytecount": row["bytecount"],
-        } for row, historyinfo_id in zip(rows, ids, strict=True)]
-        table = s.config_history_summary
-        complete = int(StopReason.DOWNLOAD_COMPLETE)
+        })
+    table = s.config_history_summary
+    complete = int(StopReason.DOWNLOAD_COMPLETE)
 
-        def merged(excluded: Any) -> dict[str, Any]:
-            # The newest row becomes the best unless an older one (already folded into best_*) has at least
-            # as many objects; a complete newest row ends the fold there (reference §2.5 step 1).
-            newest_wins = (excluded.latest_stopreason == complete) | (
-                table.c.best_objectcount < excluded.latest_objectcount)
-            values = {f"latest_{name}": excluded[f"latest_{name}"]
-                      for name in ("historyinfo_id", "harvest_id", "job_id", "harvest_time", "stopreason",
-                                   "objectcount", "bytecount")}
-            for name in ("historyinfo_id", "stopreason", "objectcount", "bytecount"):
-                values[f"best_{name}"] = case((newest_wins, excluded[f"best_{name}"]), else_=table.c[f"best_{name}"])
-            return values
+    def merged(excluded: Any) -> dict[str, Any]:
+        # The newest row becomes the best unless an older one (already folded into best_*) has at least
+        # as many objects; a complete newest row ends the fold there (reference §2.5 step 1).
+        newest_wins = (excluded.latest_stopreason == complete) | (
+            table.c.best_objectcount < excluded.latest_objectcount)
+        values = {f"latest_{name}": excluded[f"latest_{name}"]
+                  for name in ("historyinfo_id", "harvest_id", "job_id", "harvest_time", "stopreason",
+                               "objectcount", "bytecount")}
+        for name in ("historyinfo_id", "stopreason", "objectcount", "bytecount"):
+            values[f"best_{name}"] = case((newest_wins, excluded[f"best_{name}"]), else_=table.c[f"best_{name}"])
+        return values
 
+    for summary_rows in layers:
+        summary_rows.sort(key=lambda row: row["config_id"])  # row locks in one order in every transaction
         for start in range(0, len(summary_rows), 1000):
-            upsert(self.conn, table, ["config_id"], summary_rows[start:start + 1000], merged)
+            upsert(conn, table, ["config_id"], summary_rows[start:start + 1000], merged)
 
 
 def rebuild_summaries(conn: Connection, batch_size: int = 10_000,

@@ -8,7 +8,13 @@ two generations at once never collide.
 ``JobRepository.change_status`` is the only way a status changes. It asks the transition table of
 harvestdef.model.status, then updates with ``WHERE job_id = :id AND status = :from AND attempt_id IS NOT
 DISTINCT FROM :attempt``: a compare-and-set, so of two parties acting on one job only the first changes
-it, and a message of a stale attempt changes nothing (StaleJobError says what the job is now).
+it, and a message of a stale attempt changes nothing (StaleJobError says what the job is now). Further
+conditions (``where``) narrow the compare-and-set, and values may be SQL expressions of the row (a date
+never before another one of the job): what they came to is read back with ``RETURNING`` for the audit
+row, so a caller that knows what to expect changes a job in one statement without reading it first.
+
+A repository given an ``AuditBatch`` leaves its audit rows there for the owner of the transaction to
+write in one INSERT before it commits (the scheduler's intake, many changes per transaction).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, func, insert, select, text, update
+from sqlalchemy import ColumnElement, Connection, Row, case, func, insert, literal, select, text, update
+from sqlalchemy.sql import ClauseElement
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
@@ -25,6 +32,7 @@ from harvestdef.db.types import utcnow
 from harvestdef.errors import NotFoundError, StaleJobError, ValidationError
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, check_job_transition
+from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 
 _DOCUMENT_COLUMNS = ("orderxmldoc", "seedlist")
@@ -80,12 +88,30 @@ def _audit_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return {key: (int(value) if isinstance(value, JobStatus) else value) for key, value in values.items()}
 
 
+def not_before(when: datetime, *columns: Any) -> ColumnElement[Any]:
+    """``when``, or the latest of the job's ``columns`` (dates) if one is later; NULL columns are passed
+    over. A date written so is in order with the job's others whatever the clocks of the processes that
+    wrote them."""
+    latest: ColumnElement[Any] = literal(when, s.jobs.c.enddate.type)
+    for column in columns:
+        latest = case((column > latest, column), else_=latest)
+    return latest
+
+
 class JobRepository:
     """Reads jobs, writes new ones, changes their status; every change is audited."""
 
-    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR) -> None:
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, audit: AuditBatch | None = None) -> None:
         self.conn = conn
         self.actor = actor
+        self.audit = audit
+
+    def _record(self, job_id: int, action: str, before: Mapping[str, Any] | None,
+                after: Mapping[str, Any] | None) -> None:
+        if self.audit is not None:
+            self.audit.record(self.actor, "jobs", job_id, action, before, after)
+        else:
+            record_audit(self.conn, self.actor, "jobs", job_id, action, before, after)
 
     # ------------------------------------------------------------------ reading
     def get(self, job_id: int, with_documents: bool = True, for_update: bool = False) -> Job:
@@ -170,32 +196,45 @@ class JobRepository:
                 self.conn.execute(insert(s.job_configs), links[start:start + 5000])
         if audit:
             for row in rows:
-                record_audit(self.conn, self.actor, "jobs", row["job_id"], "insert", None,
+                self._record(row["job_id"], "insert", None,
                              {k: v for k, v in row.items() if k not in _DOCUMENT_COLUMNS})
 
     def change_status(self, job_id: int, from_status: JobStatus, to_status: JobStatus, *,
-                      attempt_id: str | None, values: Mapping[str, Any] | None = None) -> None:
-        """Move the job from ``from_status`` to ``to_status`` if it is still there with ``attempt_id``.
+                      attempt_id: str | None, values: Mapping[str, Any] | None = None,
+                      where: Sequence[ColumnElement[bool]] = (), returning: Sequence[Any] = ()) -> Row[Any] | None:
+        """Move the job from ``from_status`` to ``to_status`` if it is still there with ``attempt_id`` (and
+        meets ``where``). Values that are SQL expressions are read back for the audit row; so are the
+        ``returning`` columns, and the row of them is returned (None when nothing is read back).
 
         :raise IllegalTransitionError: the transition table forbids the change (nothing is read or written).
-        :raise StaleJobError: the job is in another status or attempt now; nothing was written.
+        :raise StaleJobError: the job is in another status or attempt now, or fails ``where``; nothing was
+            written.
         :raise NotFoundError: no such job.
         """
         check_job_transition(job_id, from_status, to_status)
         changes = {"status": int(to_status), **(values or {}), "edition": s.jobs.c.edition + 1}
         j = s.jobs
-        result = self.conn.execute(
-            update(j).where(j.c.job_id == job_id, j.c.status == int(from_status),
-                            j.c.attempt_id.is_not_distinct_from(attempt_id)).values(changes))
-        if result.rowcount != 1:
+        computed = [name for name, value in (values or {}).items() if isinstance(value, ClauseElement)]
+        read_back = [j.c[name] for name in computed] + [c for c in returning if c.name not in computed]
+        statement = update(j).where(j.c.job_id == job_id, j.c.status == int(from_status),
+                                    j.c.attempt_id.is_not_distinct_from(attempt_id), *where).values(changes)
+        row: Row[Any] | None = None
+        if read_back:
+            row = self.conn.execute(statement.returning(*read_back)).first()
+            changed = row is not None
+        else:
+            changed = self.conn.execute(statement).rowcount == 1
+        if not changed:
             current = self.conn.execute(select(j.c.status, j.c.attempt_id).where(j.c.job_id == job_id)).first()
             if current is None:
                 raise NotFoundError("job", job_id)
-            raise StaleJobError(job_id, f"{from_status} with attempt {attempt_id}",
+            condition = " and the further conditions" if where else ""
+            raise StaleJobError(job_id, f"{from_status} with attempt {attempt_id}{condition}",
                                 f"{JobStatus(current.status)} with attempt {current.attempt_id}")
-        after = _audit_values({k: v for k, v in changes.items() if k != "edition"})
-        record_audit(self.conn, self.actor, "jobs", job_id, "update",
-                     {"status": int(from_status), "attempt_id": attempt_id}, after)
+        after = _audit_values({k: (row._mapping[k] if k in computed and row is not None else v)
+                               for k, v in changes.items() if k != "edition"})
+        self._record(job_id, "update", {"status": int(from_status), "attempt_id": attempt_id}, after)
+        return row
 
     def set_interrupted(self, job_id: int, attempt_id: str | None, interrupted: bool) -> bool:
         """Mark (or clear) a STARTED job whose controller went silent; False if the job moved on."""
@@ -205,8 +244,7 @@ class JobRepository:
                             j.c.attempt_id.is_not_distinct_from(attempt_id), j.c.interrupted.is_(not interrupted))
             .values(interrupted=interrupted, edition=j.c.edition + 1)).rowcount == 1
         if changed:
-            record_audit(self.conn, self.actor, "jobs", job_id, "update", {"interrupted": not interrupted},
-                         {"interrupted": interrupted})
+            self._record(job_id, "update", {"interrupted": not interrupted}, {"interrupted": interrupted})
         return changed
 
     def resubmit(self, job_id: int, next_job_id_setting: int = 0, now: datetime | None = None) -> Job:
