@@ -19,6 +19,10 @@ holding copies of one message (a redelivery after a broker restart) exactly one 
 controller asking again (it restarted, or it resumes a checkpointed crawl) gets it again while the job is
 SUBMITTED or STARTED with that attempt; a resubmitted, finished or re-dispatched job is never granted.
 
+Both run in a ``scheduler.batch.Batch``: the transaction of one message, or of several that the intake
+took together. The DoOneCrawl is then published at the end of the batch, after every write of it and
+before its commit, so step 3 holds for each job the batch released.
+
 So an attempt is crawled by at most one controller, a SUBMITTED job always has a confirmed message or a
 controller that claimed it, and at-least-once delivery of every message below is harmless.
 
@@ -30,16 +34,19 @@ so queues never fill with jobs nobody takes.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, func, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, func, select, update
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import write_transaction
+from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
+from harvestdef.errors import StaleJobError
 from harvestdef.messages import (
     AliasInfo,
     ClaimAnswer,
@@ -52,8 +59,8 @@ from harvestdef.messages import (
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
-from harvestdef.repositories.base import record_audit
 from harvestdef.repositories.jobs import JobRepository
+from scheduler.batch import Batch, run_one
 from scheduler.dedupindex import HarvestRun, find_run_index, has_index_ready
 
 log = logging.getLogger(__name__)
@@ -75,19 +82,11 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
     §6.4) and the index's path in the archive store, from harvest_run_dedup_index; a run without a row
     (a first selective run) deduplicates against no job. Off, the job list is None.
     """
-    hd, partial, sched = s.harvestdefinitions, s.partialharvests, s.schedules
-    harvest = conn.execute(
-        select(hd.c.name, hd.c.comments, hd.c.audience, sched.c.name.label("schedule_name"))
-        .select_from(hd.outerjoin(partial, partial.c.harvest_id == hd.c.harvest_id)
-                     .outerjoin(sched, sched.c.schedule_id == partial.c.schedule_id))
-        .where(hd.c.harvest_id == job.harvest_id)).one()
-    jc, c, d = s.job_configs, s.configurations, s.domains
-    alias_target = d.alias("alias_target")
-    members = conn.execute(
-        select(d.c.name, c.c.name.label("config"), alias_target.c.name.label("alias_of"), d.c.lastaliasupdate)
-        .select_from(jc.join(c, c.c.config_id == jc.c.config_id).join(d, d.c.domain_id == c.c.domain_id)
-                     .outerjoin(alias_target, alias_target.c.domain_id == d.c.alias))
-        .where(jc.c.job_id == job.job_id).order_by(d.c.name)).all()
+    rows = conn.execute(_HARVEST_AND_MEMBERS, {"harvest_id": job.harvest_id, "job_id": job.job_id}).all()
+    if not rows:
+        raise StaleJobError(job.job_id, f"a job of harvest {job.harvest_id}", "a job whose harvest is gone")
+    harvest = rows[0]
+    members = [row for row in rows if row.name is not None]
     aliases = [AliasInfo(domain=row.name, alias_of=row.alias_of,
                          last_change=row.lastaliasupdate.isoformat() if row.lastaliasupdate else "")
                for row in members if row.alias_of is not None]
@@ -98,7 +97,7 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
         dedup_ids = list(index.job_ids) if index is not None else []
         dedup_index = index.index_path if index is not None else None
     return DoOneCrawl(
-        job_id=job.job_id, attempt_id=attempt_id, harvest_id=job.harvest_id, harvest_name=harvest.name,
+        job_id=job.job_id, attempt_id=attempt_id, harvest_id=job.harvest_id, harvest_name=harvest.harvest_name,
         harvest_comments=harvest.comments or "", audience=harvest.audience or "",
         schedule_name=harvest.schedule_name or "", channel=job.channel, snapshot=job.snapshot,
         max_objects_per_domain=job.forcemaxcount if job.forcemaxcount is not None else -1,
@@ -108,6 +107,27 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
         archive_file_prefix=job.harvestname_prefix or f"{job.job_id}-{job.harvest_id}",
         metadata=PreHarvestMetadata(aliases=aliases, deduplication_job_ids=dedup_ids,
                                     deduplication_index=dedup_index))
+
+
+def _harvest_and_members() -> Any:
+    """The harvest's fields of a DoOneCrawl and the job's domains, configurations and aliases in one query:
+    one row per domain of the job, the harvest's fields on each (a single row with no domain if the job
+    has none)."""
+    hd, partial, sched = s.harvestdefinitions, s.partialharvests, s.schedules
+    jc, c, d = s.job_configs, s.configurations, s.domains
+    alias_target = d.alias("alias_target")
+    members = (jc.join(c, c.c.config_id == jc.c.config_id).join(d, d.c.domain_id == c.c.domain_id)
+               .outerjoin(alias_target, alias_target.c.domain_id == d.c.alias))
+    return (
+        select(hd.c.name.label("harvest_name"), hd.c.comments, hd.c.audience, sched.c.name.label("schedule_name"),
+               d.c.name, c.c.name.label("config"), alias_target.c.name.label("alias_of"), d.c.lastaliasupdate)
+        .select_from(hd.outerjoin(partial, partial.c.harvest_id == hd.c.harvest_id)
+                     .outerjoin(sched, sched.c.schedule_id == partial.c.schedule_id)
+                     .outerjoin(members, jc.c.job_id == bindparam("job_id")))
+        .where(hd.c.harvest_id == bindparam("harvest_id")).order_by(d.c.name))
+
+
+_HARVEST_AND_MEMBERS = _harvest_and_members()
 
 
 def _may_go(conn: Connection, job: Job) -> bool:
@@ -129,39 +149,43 @@ class Dispatcher:
 
     def on_ready(self, ready: HarvesterReady, sent_at: datetime, now: datetime | None = None) -> int | None:
         """Release one job for an idle controller; returns its id, or None when nothing was released."""
+        return run_one(self.engine, self.transport, lambda batch: self.ready_in(batch, ready, sent_at, now))
+
+    def ready_in(self, batch: Batch, ready: HarvesterReady, sent_at: datetime, now: datetime | None = None
+                 ) -> int | None:
+        """``on_ready`` within ``batch``: the DoOneCrawl is published, confirmed, before the batch commits."""
         now = now or utcnow()
         if now - sent_at > timedelta(seconds=self.options.ready_max_age):
             log.info("ready message of %s sent at %s is older than %d s; ignored", ready.controller_id, sent_at,
                      self.options.ready_max_age)
             return None
-        h = s.harvesters
-        with write_transaction(self.engine) as conn:
-            harvester = conn.execute(select(h).where(h.c.controller_id == ready.controller_id)).first()
-            if harvester is None or not harvester.accepted:
-                log.warning("ready message of unregistered controller %s ignored", ready.controller_id)
-                return None
-            conn.execute(update(h).where(h.c.controller_id == ready.controller_id).values(last_ready=now))
-            if harvester.released_job_id is not None and self._still_waiting(conn, harvester.released_job_id,
-                                                                               harvester.released_at, now):
-                return None
-            registered = [name.upper() for name in harvester.channels.split(",") if name]
-            for channel in [name.upper() for name in ready.channels]:
-                if channel not in registered or self._throttled(conn, channel):
-                    continue
-                job = self._next_job(conn, channel)
-                if job is None:
-                    continue
-                attempt_id = uuid.uuid4().hex
-                JobRepository(conn).change_status(job.job_id, JobStatus.NEW, JobStatus.SUBMITTED, attempt_id=None,
-                                                  values={"attempt_id": attempt_id, "submitteddate": now})
-                message = build_do_one_crawl(conn, job, attempt_id, self.options.deduplication_enabled)
-                # Published and confirmed before the commit: see the module docstring.
-                self.transport.publish(self.names.jobs(channel), encode(message))
-                conn.execute(update(h).where(h.c.controller_id == ready.controller_id)
-                             .values(released_job_id=job.job_id, released_at=now))
-                log.info("job %d (attempt %s) submitted to channel %s for %s", job.job_id, attempt_id, channel,
-                         ready.controller_id)
-                return job.job_id
+        conn = batch.conn
+        harvester = conn.execute(_TOUCH_READY_PG if is_postgresql(conn.engine) else _TOUCH_READY,
+                                 {"b_cid": ready.controller_id, "b_now": now}).first()
+        if harvester is None:
+            log.warning("ready message of unregistered controller %s ignored", ready.controller_id)
+            return None
+        if harvester.released_job_id is not None and self._still_waiting(
+                conn, harvester.released_job_id, harvester.released_at, now,
+                harvester.unclaimed if is_postgresql(conn.engine) else None):
+            return None
+        registered = [name.upper() for name in harvester.channels.split(",") if name]
+        for channel in [name.upper() for name in ready.channels]:
+            if channel not in registered or self._throttled(conn, channel):
+                continue
+            job = self._next_job(conn, channel)
+            if job is None:
+                continue
+            attempt_id = uuid.uuid4().hex
+            batch.jobs().change_status(job.job_id, JobStatus.NEW, JobStatus.SUBMITTED, attempt_id=None,
+                                       values={"attempt_id": attempt_id, "submitteddate": now})
+            message = build_do_one_crawl(conn, job, attempt_id, self.options.deduplication_enabled)
+            conn.execute(_MARK_RELEASED, {"b_cid": ready.controller_id, "b_job_id": job.job_id, "b_now": now})
+            # Published and confirmed before the commit: see the module docstring.
+            batch.publish_before_commit(self.names.jobs(channel), encode(message))
+            batch.after_commit(functools.partial(log.info, "job %d (attempt %s) submitted to channel %s for %s",
+                                                 job.job_id, attempt_id, channel, ready.controller_id))
+            return job.job_id
         return None
 
     def _next_job(self, conn: Connection, channel: str) -> Job | None:
@@ -175,13 +199,15 @@ class Dispatcher:
             return job
         return repository.oldest_new(channel, has_index_ready(s.jobs))
 
-    def _still_waiting(self, conn: Connection, job_id: int, released_at: datetime | None, now: datetime) -> bool:
-        """The job released for the controller's previous ready message is still unclaimed in its queue."""
+    def _still_waiting(self, conn: Connection, job_id: int, released_at: datetime | None, now: datetime,
+                       unclaimed: bool | None = None) -> bool:
+        """The job released for the controller's previous ready message is still unclaimed in its queue
+        (``unclaimed``, when the caller has read it already)."""
         if released_at is None or now - released_at > timedelta(seconds=self.options.release_timeout):
             return False
-        j = s.jobs
-        return conn.scalar(select(func.count()).where(
-            j.c.job_id == job_id, j.c.status == int(JobStatus.SUBMITTED), j.c.controller.is_(None))) == 1
+        if unclaimed is not None:
+            return unclaimed
+        return conn.scalar(_UNCLAIMED, {"b_job_id": job_id}) == 1
 
     def _throttled(self, conn: Connection, channel: str) -> bool:
         if not self.options.limit_submitted_jobs_in_queue:
@@ -195,24 +221,39 @@ class Dispatcher:
         """Grant the attempt to the asking controller if nobody else holds it; the answer is published to
         the claim's reply queue after the commit (a lost answer makes the controller ask again, and the
         same controller is granted again)."""
-        now = now or utcnow()
-        with write_transaction(self.engine) as conn:
-            answer = self._decide_claim(conn, claim, now)
-        self.transport.publish(claim.reply_queue, encode(answer))
-        if answer.granted:
-            log.info("job %d attempt %s granted to %s", claim.job_id, claim.attempt_id, claim.controller_id)
-        else:
-            log.warning("claim of job %d attempt %s by %s refused: %s", claim.job_id, claim.attempt_id,
-                        claim.controller_id, answer.reason)
+        return run_one(self.engine, self.transport, lambda batch: self.claim_in(batch, claim, now))
+
+    def claim_in(self, batch: Batch, claim: ClaimRequest, now: datetime | None = None) -> ClaimAnswer:
+        """``on_claim`` within ``batch``: the answer goes out once the batch has committed."""
+        answer = self._decide_claim(batch, claim, now or utcnow())
+        body = encode(answer)
+
+        def send() -> None:
+            self.transport.publish(claim.reply_queue, body)
+            if answer.granted:
+                log.info("job %d attempt %s granted to %s", claim.job_id, claim.attempt_id, claim.controller_id)
+            else:
+                log.warning("claim of job %d attempt %s by %s refused: %s", claim.job_id, claim.attempt_id,
+                            claim.controller_id, answer.reason)
+
+        batch.after_commit(send)
         return answer
 
-    def _decide_claim(self, conn: Connection, claim: ClaimRequest, now: datetime) -> ClaimAnswer:
+    def _decide_claim(self, batch: Batch, claim: ClaimRequest, now: datetime) -> ClaimAnswer:
         def answer(granted: bool, reason: str = "") -> ClaimAnswer:
             return ClaimAnswer(job_id=claim.job_id, attempt_id=claim.attempt_id, controller_id=claim.controller_id,
                                granted=granted, reason=reason,
                                control_queue=self.names.controller(claim.controller_id) if granted else "")
 
-        job = JobRepository(conn).find(claim.job_id, with_documents=False, for_update=True)
+        conn = batch.conn
+        grant = {"b_job_id": claim.job_id, "b_attempt_id": claim.attempt_id, "b_cid": claim.controller_id,
+                 "b_now": now}
+        # The usual claim, the first of a SUBMITTED job's attempt, is the compare-and-set alone; every
+        # other case is read and decided below.
+        if conn.execute(_GRANT, grant).rowcount == 1:
+            self._audit_grant(batch, claim, now)
+            return answer(True)
+        job = batch.jobs().find(claim.job_id, with_documents=False, for_update=True)
         if job is None:
             return answer(False, f"there is no job {claim.job_id}")
         if job.attempt_id != claim.attempt_id:
@@ -224,21 +265,48 @@ class Dispatcher:
             if job.controller != claim.controller_id:
                 return answer(False, f"job {job.job_id} attempt {job.attempt_id} is granted to {job.controller}")
             if job.interrupted:
-                JobRepository(conn).set_interrupted(job.job_id, job.attempt_id, False)
+                batch.jobs().set_interrupted(job.job_id, job.attempt_id, False)
             return answer(True, "granted again to the same controller")
         if job.status != JobStatus.SUBMITTED:
             return answer(False, f"job {job.job_id} is {job.status} without a controller")
-        j = s.jobs
-        won = conn.execute(update(j).where(
-            and_(j.c.job_id == job.job_id, j.c.attempt_id == claim.attempt_id, j.c.controller.is_(None),
-                 j.c.status == int(JobStatus.SUBMITTED)))
-            .values(controller=claim.controller_id, claimed_at=now, edition=j.c.edition + 1)).rowcount == 1
-        if not won:
+        if conn.execute(_GRANT, grant).rowcount != 1:
             # another claim committed between our read and our update (PostgreSQL's row lock made us wait)
-            holder = conn.scalar(select(j.c.controller).where(j.c.job_id == job.job_id))
+            holder = conn.scalar(select(s.jobs.c.controller).where(s.jobs.c.job_id == job.job_id))
             if holder == claim.controller_id:
                 return answer(True, "granted again to the same controller")
             return answer(False, f"job {job.job_id} attempt {job.attempt_id} is granted to {holder}")
-        record_audit(conn, claim.controller_id, "jobs", job.job_id, "update", {"controller": None},
-                     {"controller": claim.controller_id, "claimed_at": now.isoformat()})
+        self._audit_grant(batch, claim, now)
         return answer(True)
+
+    @staticmethod
+    def _audit_grant(batch: Batch, claim: ClaimRequest, now: datetime) -> None:
+        batch.audit.record(claim.controller_id, "jobs", claim.job_id, "update", {"controller": None},
+                           {"controller": claim.controller_id, "claimed_at": now.isoformat()})
+
+
+def _statements() -> tuple[Any, Any, Any, Any, Any]:
+    """The dispatcher's statements, built once: a ready message or a claim costs their execution only."""
+    h, j = s.harvesters, s.jobs
+    # A ready message is the most frequent of all (every idle controller sends them): its controller's
+    # row, checked and touched in one statement.
+    touch_ready = (update(h).where(h.c.controller_id == bindparam("b_cid"), h.c.accepted.is_(True))
+                   .values(last_ready=bindparam("b_now"))
+                   .returning(h.c.channels, h.c.released_job_id, h.c.released_at))
+    # PostgreSQL also says whether the job released for the previous ready message is still unclaimed
+    # (a subquery in RETURNING): most ready messages, those of controllers whose job is on its way, then
+    # cost one statement.
+    unclaimed_release = (select(j.c.job_id).where(j.c.job_id == h.c.released_job_id,
+                                                  j.c.status == int(JobStatus.SUBMITTED), j.c.controller.is_(None))
+                         .exists().label("unclaimed"))
+    touch_ready_pg = touch_ready.returning(unclaimed_release)
+    mark_released = (update(h).where(h.c.controller_id == bindparam("b_cid"))
+                     .values(released_job_id=bindparam("b_job_id"), released_at=bindparam("b_now")))
+    unclaimed = select(func.count()).where(j.c.job_id == bindparam("b_job_id"), j.c.status == int(JobStatus.SUBMITTED),
+                                           j.c.controller.is_(None))
+    grant = (update(j).where(and_(j.c.job_id == bindparam("b_job_id"), j.c.attempt_id == bindparam("b_attempt_id"),
+                                  j.c.controller.is_(None), j.c.status == int(JobStatus.SUBMITTED)))
+             .values(controller=bindparam("b_cid"), claimed_at=bindparam("b_now"), edition=j.c.edition + 1))
+    return touch_ready, touch_ready_pg, mark_released, unclaimed, grant
+
+
+_TOUCH_READY, _TOUCH_READY_PG, _MARK_RELEASED, _UNCLAIMED, _GRANT = _statements()

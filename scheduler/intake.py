@@ -5,6 +5,11 @@ already there with that attempt is a repeat and changes nothing; a status of ano
 dispatched again or resubmitted) is stale and changes nothing either. A final status writes, in one
 transaction, the job's status, errors and end date, its historyinfo rows and both summaries
 (harvestdef/repositories/history.py), and clears the job's running-job monitor rows.
+
+The handlers of the scheduler queue's messages write into a ``scheduler.batch.Batch``, the transaction
+of one message or of several taken together; what they answer or notify goes out after its commit.
+The usual STARTED and final status are one compare-and-set each (the attempt, its controller, the
+status it moves from); anything else is read under the job's row lock first and decided as below.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import logging
 import threading
 from collections import OrderedDict
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
@@ -34,8 +40,9 @@ from harvestdef.messages import (
 )
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import Transport
-from harvestdef.repositories.history import DomainFigures, HistoryWriter
-from harvestdef.repositories.jobs import JobRepository
+from harvestdef.repositories.history import DomainFigures, JobFigures
+from harvestdef.repositories.jobs import JobRepository, not_before
+from scheduler.batch import Batch, run_one
 from scheduler.notify import Notifier
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,21 @@ def remove_monitor_rows(conn: Connection, job_id: int) -> None:
     """A job that ended leaves the running-jobs monitor (NetarchiveSuite's JobEndedMessage)."""
     conn.execute(delete(s.runningjobsmonitor).where(s.runningjobsmonitor.c.jobid == job_id))
     conn.execute(delete(s.frontierreportmonitor).where(s.frontierreportmonitor.c.jobid == job_id))
+
+
+def _final_values(message: CrawlStatus) -> dict[str, Any]:
+    return {
+        "interrupted": False,
+        "harvest_errors": _clip(message.harvest_errors, 300) or None,
+        "harvest_error_details": _clip(message.harvest_error_details, 10000) or None,
+        "upload_errors": _clip(message.upload_errors, 300) or None,
+        "upload_error_details": _clip(message.upload_error_details, 10000) or None,
+    }
+
+
+# What history needs of a job whose final status was set without reading it first.
+_HISTORY_COLUMNS = tuple(s.jobs.c[name] for name in ("job_id", "harvest_id", "harvest_num", "forcemaxbytes",
+                                                     "forcemaxcount"))
 
 
 class StatusIntake:
@@ -69,108 +91,152 @@ class StatusIntake:
     # ------------------------------------------------------------------ job status
     def on_crawl_status(self, message: CrawlStatus, now: datetime | None = None) -> bool:
         """Record a STARTED, DONE or FAILED status; True if it changed the job."""
-        given = now
-        with write_transaction(self.engine) as conn:
-            jobs = JobRepository(conn, actor=message.controller_id)
-            job = jobs.find(message.job_id, with_documents=False, for_update=True)
-            # read under the job's lock, and never before what is recorded already: the dates of a job are
-            # in order whatever the clocks of the processes that took its messages
-            now = max(filter(None, (given or utcnow(), job and job.submitteddate, job and job.startdate)))
-            if job is None:
-                log.warning("status %s for unknown job %d ignored", message.status, message.job_id)
-                return False
-            if job.attempt_id != message.attempt_id:
-                log.warning("status %s of job %d from attempt %s ignored: the job's attempt is %s (%s)",
-                            message.status, job.job_id, message.attempt_id, job.attempt_id, job.status)
-                return False
-            if job.controller != message.controller_id:
-                log.warning("status %s of job %d from %s ignored: the attempt is granted to %s",
-                            message.status, job.job_id, message.controller_id, job.controller or "nobody")
-                return False
+        return run_one(self.engine, self.transport, lambda batch: self.crawl_status_in(batch, message, now))
+
+    def crawl_status_in(self, batch: Batch, message: CrawlStatus, now: datetime | None = None) -> bool:
+        """``on_crawl_status`` within ``batch``."""
+        now = now or utcnow()
+        jobs = batch.jobs(message.controller_id)
+        # The usual case first, decided by the compare-and-set alone: the status of the attempt granted to
+        # this controller, with the job where that status moves it from. The dates are written never
+        # before the job's others, whatever the clocks of the processes that took its messages.
+        j = s.jobs
+        granted = (j.c.controller == message.controller_id,)
+        try:
             if message.status == JobStatus.STARTED:
-                if job.status != JobStatus.SUBMITTED:
-                    log.info("STARTED of job %d ignored: it is %s", job.job_id, job.status)
-                    return False
-                jobs.change_status(job.job_id, JobStatus.SUBMITTED, JobStatus.STARTED, attempt_id=job.attempt_id,
-                                   values={"startdate": now})
+                jobs.change_status(message.job_id, JobStatus.SUBMITTED, JobStatus.STARTED,
+                                   attempt_id=message.attempt_id, where=granted,
+                                   values={"startdate": not_before(now, j.c.submitteddate)})
                 return True
-            final_status = message.status
-            if job.status == JobStatus.FAILED_REJECTED and not conn.scalar(
-                    select(func.count()).where(s.historyinfo.c.job_id == job.job_id)):
-                # The supervisor failed the job, an archivist rejected it, and its report arrives now:
-                # NetarchiveSuite sets it back to FAILED and takes the report (reference §4.4). A repeat of
-                # a report already taken (the job has history) changes nothing.
-                final_status = JobStatus.FAILED
-            elif job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
-                # A repeat of a final status, or the supervisor failed the job first: NetarchiveSuite keeps
-                # the status it has and ignores the report (reference §4.4).
-                log.warning("final status %s of job %d ignored: it is %s already", message.status, job.job_id,
-                            job.status)
-                return False
-            values = {
-                "enddate": now, "interrupted": False,
-                "harvest_errors": _clip(message.harvest_errors, 300) or None,
-                "harvest_error_details": _clip(message.harvest_error_details, 10000) or None,
-                "upload_errors": _clip(message.upload_errors, 300) or None,
-                "upload_error_details": _clip(message.upload_error_details, 10000) or None,
-            }
-            if job.startdate is None:
-                values["startdate"] = now
-            jobs.change_status(job.job_id, job.status, final_status, attempt_id=job.attempt_id, values=values)
-            remove_monitor_rows(conn, job.job_id)
-            report = message.domain_report
-            domains = None
-            if report is not None:
-                domains = {stats.domain: DomainFigures(
-                    stats.objects, stats.bytes, stats.stop_reason, stats.novel_objects, stats.novel_bytes,
-                    stats.duplicate_objects, stats.duplicate_bytes) for stats in report.domains}
-            rows = HistoryWriter(conn).record_job(job, final_status, report.default_stop_reason if report else None,
-                                                  domains, harvest_time=now)
-        self._last_sample.pop(job.job_id, None)
-        log.info("job %d %s: %d historyinfo rows", job.job_id, message.status, rows)
-        if message.status == JobStatus.FAILED:
-            self.notifier.notify(f"Job {job.job_id} failed",
-                                 f"Job {job.job_id} of harvest {job.harvest_id} (run {job.harvest_num}) failed on "
-                                 f"{message.controller_id}.\n\nHarvest errors: {message.harvest_errors}\n"
-                                 f"{message.harvest_error_details}\n\nUpload errors: {message.upload_errors}\n"
-                                 f"{message.upload_error_details}")
+            row = jobs.change_status(message.job_id, JobStatus.STARTED, message.status, attempt_id=message.attempt_id,
+                                     where=(*granted, j.c.startdate.is_not(None)),
+                                     values={**_final_values(message), "enddate": not_before(
+                                         now, j.c.submitteddate, j.c.startdate)},
+                                     returning=_HISTORY_COLUMNS)
+        except StaleJobError:
+            return self._crawl_status_read_first(batch, message, now)
+        assert row is not None
+        self._record_final(batch, message, row, message.status, row.enddate)
         return True
+
+    def _crawl_status_read_first(self, batch: Batch, message: CrawlStatus, given: datetime) -> bool:
+        """Every other case: the job is read under its lock and the status applied, or ignored, as it says."""
+        jobs = batch.jobs(message.controller_id)
+        job = jobs.find(message.job_id, with_documents=False, for_update=True)
+        if job is None:
+            log.warning("status %s for unknown job %d ignored", message.status, message.job_id)
+            return False
+        now = max(filter(None, (given, job.submitteddate, job.startdate)))
+        if job.attempt_id != message.attempt_id:
+            log.warning("status %s of job %d from attempt %s ignored: the job's attempt is %s (%s)",
+                        message.status, job.job_id, message.attempt_id, job.attempt_id, job.status)
+            return False
+        if job.controller != message.controller_id:
+            log.warning("status %s of job %d from %s ignored: the attempt is granted to %s",
+                        message.status, job.job_id, message.controller_id, job.controller or "nobody")
+            return False
+        if message.status == JobStatus.STARTED:
+            if job.status != JobStatus.SUBMITTED:
+                log.info("STARTED of job %d ignored: it is %s", job.job_id, job.status)
+                return False
+            jobs.change_status(job.job_id, JobStatus.SUBMITTED, JobStatus.STARTED, attempt_id=job.attempt_id,
+                               values={"startdate": now})
+            return True
+        final_status = message.status
+        if job.status == JobStatus.FAILED_REJECTED and not batch.conn.scalar(
+                select(func.count()).where(s.historyinfo.c.job_id == job.job_id)):
+            # The supervisor failed the job, an archivist rejected it, and its report arrives now:
+            # NetarchiveSuite sets it back to FAILED and takes the report (reference §4.4). A repeat of
+            # a report already taken (the job has history) changes nothing.
+            final_status = JobStatus.FAILED
+        elif job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
+            # A repeat of a final status, or the supervisor failed the job first: NetarchiveSuite keeps
+            # the status it has and ignores the report (reference §4.4).
+            log.warning("final status %s of job %d ignored: it is %s already", message.status, job.job_id,
+                        job.status)
+            return False
+        values = {**_final_values(message), "enddate": now}
+        if job.startdate is None:
+            values["startdate"] = now
+        jobs.change_status(job.job_id, job.status, final_status, attempt_id=job.attempt_id, values=values)
+        self._record_final(batch, message, job, final_status, now)
+        return True
+
+    def _record_final(self, batch: Batch, message: CrawlStatus, job: JobFigures, final_status: JobStatus,
+                      now: datetime) -> None:
+        """A final status's history and summaries, the job out of the monitor, and, after the commit, the log
+        line and the notification of a failure."""
+        batch.job_ended(job.job_id)
+        report = message.domain_report
+        domains = None
+        if report is not None:
+            domains = {stats.domain: DomainFigures(
+                stats.objects, stats.bytes, stats.stop_reason, stats.novel_objects, stats.novel_bytes,
+                stats.duplicate_objects, stats.duplicate_bytes) for stats in report.domains}
+        rows = batch.history_writer().record_job(job, final_status, report.default_stop_reason if report else None,
+                                                 domains, harvest_time=now)
+
+        def ended() -> None:
+            self._last_sample.pop(job.job_id, None)
+            log.info("job %d %s: %d historyinfo rows", job.job_id, message.status, rows)
+            if message.status == JobStatus.FAILED:
+                self.notifier.notify(
+                    f"Job {job.job_id} failed",
+                    f"Job {job.job_id} of harvest {job.harvest_id} (run {job.harvest_num}) failed on "
+                    f"{message.controller_id}.\n\nHarvest errors: {message.harvest_errors}\n"
+                    f"{message.harvest_error_details}\n\nUpload errors: {message.upload_errors}\n"
+                    f"{message.upload_error_details}")
+
+        batch.after_commit(ended)
 
     # ------------------------------------------------------------------ harvesters
     def on_registration(self, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAnswer:
         """Accept a controller for its channels, or refuse it naming every unknown channel."""
+        return run_one(self.engine, self.transport, lambda batch: self.registration_in(batch, request, now))
+
+    def registration_in(self, batch: Batch, request: RegistrationRequest, now: datetime | None = None
+                        ) -> RegistrationAnswer:
+        """``on_registration`` within ``batch``: the answer goes out once the batch has committed."""
         now = now or utcnow()
         wanted = [name.strip().upper() for name in request.channels if name.strip()]
-        with write_transaction(self.engine) as conn:
-            known = {row.name: row.issnapshot for row in conn.execute(
-                select(s.harvestchannel.c.name, s.harvestchannel.c.issnapshot))}
-            unknown = [name for name in wanted if name not in known]
-            reason = ""
-            if not wanted:
-                reason = "no harvest channel given"
-            elif unknown:
-                reason = (f"unknown harvest channel{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
-                          f"(known: {', '.join(sorted(known))})")
-            upsert(conn, s.harvesters, ["controller_id"], [{
-                "controller_id": request.controller_id, "host": request.host, "channels": ",".join(wanted),
-                "accepted": not reason, "refusal_reason": reason or None, "registered_at": now}])
+        conn = batch.conn
+        known = {row.name: row.issnapshot for row in conn.execute(
+            select(s.harvestchannel.c.name, s.harvestchannel.c.issnapshot))}
+        unknown = [name for name in wanted if name not in known]
+        reason = ""
+        if not wanted:
+            reason = "no harvest channel given"
+        elif unknown:
+            reason = (f"unknown harvest channel{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                      f"(known: {', '.join(sorted(known))})")
+        upsert(conn, s.harvesters, ["controller_id"], [{
+            "controller_id": request.controller_id, "host": request.host, "channels": ",".join(wanted),
+            "accepted": not reason, "refusal_reason": reason or None, "registered_at": now}])
         answer = RegistrationAnswer(controller_id=request.controller_id, accepted=not reason, reason=reason,
                                     channels=[ChannelInfo(name=name, snapshot=known[name])
                                               for name in wanted if name in known])
-        self.transport.publish(request.reply_queue, encode(answer))
-        if reason:
-            log.error("registration of harvest controller %s on %s refused: %s", request.controller_id,
-                      request.host, reason)
-            self.notifier.notify(f"Harvest controller {request.controller_id} refused",
-                                 f"The harvest controller {request.controller_id} on {request.host} asked to serve "
-                                 f"{', '.join(request.channels)} and was refused: {reason}")
-        else:
-            log.info("harvest controller %s on %s registered for %s", request.controller_id, request.host,
-                     ", ".join(wanted))
+
+        def send() -> None:
+            self.transport.publish(request.reply_queue, encode(answer))
+            if reason:
+                log.error("registration of harvest controller %s on %s refused: %s", request.controller_id,
+                          request.host, reason)
+                self.notifier.notify(f"Harvest controller {request.controller_id} refused",
+                                     f"The harvest controller {request.controller_id} on {request.host} asked to "
+                                     f"serve {', '.join(request.channels)} and was refused: {reason}")
+            else:
+                log.info("harvest controller %s on %s registered for %s", request.controller_id, request.host,
+                         ", ".join(wanted))
+
+        batch.after_commit(send)
         return answer
 
     def on_heartbeat(self, status: HarvesterStatus, sent_at: datetime, now: datetime | None = None) -> None:
         """Keep the controller's latest heartbeat; a job it reports running again loses its interrupted mark."""
+        run_one(self.engine, self.transport, lambda batch: self.heartbeat_in(batch, status, sent_at))
+
+    def heartbeat_in(self, batch: Batch, status: HarvesterStatus, sent_at: datetime) -> None:
+        """``on_heartbeat`` within ``batch``."""
         h = s.harvesters
         values = {
             "host": status.host, "pid": status.pid, "version": status.version,
@@ -179,17 +245,16 @@ class StatusIntake:
             "pause_reason": status.pause_reason or None, "current_job_id": status.current_job_id,
             "current_attempt_id": status.current_attempt_id, "current_job_state": status.current_job_state or None,
             "last_heartbeat": sent_at}
-        with write_transaction(self.engine) as conn:
-            changed = conn.execute(update(h).where(h.c.controller_id == status.controller_id)
-                                   .where((h.c.last_heartbeat.is_(None)) | (h.c.last_heartbeat <= sent_at))
-                                   .values(values)).rowcount
-            if not changed and conn.scalar(select(h.c.controller_id).where(
-                    h.c.controller_id == status.controller_id)) is None:
-                conn.execute(insert(h).values(controller_id=status.controller_id, channels=",".join(status.channels),
-                                              accepted=False, refusal_reason="not registered", **values))
-            if status.current_job_id is not None:
-                JobRepository(conn, actor=status.controller_id).set_interrupted(
-                    status.current_job_id, status.current_attempt_id, False)
+        conn = batch.conn
+        changed = conn.execute(update(h).where(h.c.controller_id == status.controller_id)
+                               .where((h.c.last_heartbeat.is_(None)) | (h.c.last_heartbeat <= sent_at))
+                               .values(values)).rowcount
+        if not changed and conn.scalar(select(h.c.controller_id).where(
+                h.c.controller_id == status.controller_id)) is None:
+            conn.execute(insert(h).values(controller_id=status.controller_id, channels=",".join(status.channels),
+                                          accepted=False, refusal_reason="not registered", **values))
+        if status.current_job_id is not None:
+            batch.jobs(status.controller_id).set_interrupted(status.current_job_id, status.current_attempt_id, False)
 
     # ------------------------------------------------------------------ monitor
     def _harvest_name(self, conn: Connection, job_id: int) -> str | None:

@@ -12,6 +12,15 @@ A message is acknowledged only after the transaction that recorded it has commit
 dies in between sees it again (every handler is idempotent). One that cannot be decoded, or whose major
 schema version is not ours, is dead-lettered with the reason and the intake goes on.
 
+An intake thread of the scheduler queue takes the messages that wait for it (up to ``intake_batch``)
+and records them in one transaction (scheduler.batch): one commit, one INSERT of audit rows and one
+update of each run summary for all of them, and a controller's ready messages taken together count as
+its newest one (one idle controller releases one job whichever it is). The transaction takes its row
+locks in one order: the controllers' rows (ready messages, heartbeats, registrations, by controller)
+before the jobs' (claims and statuses, by job, a job's messages in the order they came), the summaries
+last. If anything in it fails, it is rolled back and each message is handled again on its own, as if it
+had come alone; a message whose answer could not be sent after the commit is returned to its queue.
+
 The tick's deduplication indexes are built on threads of the ticker's index builder
 (scheduler.dedupindex), beside the tick and never in it; only the leading scheduler builds, so only its
 host needs the archive store (harvestsuite.archive.root) mounted.
@@ -52,6 +61,7 @@ from harvestdef.messages import (
 )
 from harvestdef.queues import Delivery, QueueNames, Transport
 from harvestdef.settings import Settings
+from scheduler.batch import Batch, transaction
 from scheduler.dedupindex import DedupIndexBuilder
 from scheduler.dispatch import Dispatcher, DispatchOptions
 from scheduler.intake import StatusIntake
@@ -73,6 +83,7 @@ class ServiceOptions:
     history_sample_rate: int = 300
     intake_threads: int = 4
     intake_processes: int = 1
+    intake_batch: int = 25  # messages of the scheduler queue recorded in one transaction, at most
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServiceOptions:
@@ -155,6 +166,65 @@ class SchedulerService:
         elif isinstance(message, FrontierReport):
             self.intake.on_frontier_report(message, sent_at)
 
+    def _carry_out_in(self, batch: Batch, message: object, sent_at: datetime) -> None:
+        if isinstance(message, HarvesterReady):
+            self.dispatcher.ready_in(batch, message, sent_at)
+        elif isinstance(message, ClaimRequest):
+            self.dispatcher.claim_in(batch, message)
+        elif isinstance(message, CrawlStatus):
+            self.intake.crawl_status_in(batch, message)
+        elif isinstance(message, HarvesterStatus):
+            self.intake.heartbeat_in(batch, message, sent_at)
+        elif isinstance(message, RegistrationRequest):
+            self.intake.registration_in(batch, message)
+
+    # ------------------------------------------------------------------ several messages
+    def handle_batch(self, deliveries: list[Delivery]) -> None:
+        """Decode, carry out and acknowledge messages of the scheduler queue in one transaction; falls back
+        to ``_handle_guarded`` for each of them if the transaction fails. Never raises."""
+        decoded: list[tuple[Delivery, object, datetime]] = []
+        for delivery in deliveries:
+            try:
+                message, sent_at = decode_with_time(delivery.body, _SCHEDULER_MESSAGES)
+            except MessageError:
+                self._handle_guarded(delivery)  # dead-letters it, saying why
+                continue
+            decoded.append((delivery, message, sent_at))
+        if len(decoded) <= 1:
+            for delivery, _, _ in decoded:
+                self._handle_guarded(delivery)
+            return
+        work, spare = _in_lock_order(decoded)
+        try:
+            with transaction(self.engine, self.transport) as batch:
+                for index, (_, message, sent_at) in enumerate(work):
+                    batch.message = index
+                    self._carry_out_in(batch, message, sent_at)
+        except (HarvestSuiteError, SQLAlchemyError, OSError) as exc:
+            log.info("%d messages of %s could not be recorded together (%s); one by one instead", len(decoded),
+                     self.names.scheduler, exc)
+            for delivery, _, _ in decoded:
+                self._handle_guarded(delivery)
+            return
+        failed = batch.run_after_commit()
+        for index, (delivery, _, _) in enumerate(work):
+            if index in failed:
+                log.error("message on %s could not be answered now, returned to its queue: %s", delivery.queue,
+                          failed[index])
+                with contextlib.suppress(QueueError):
+                    self.transport.nack(delivery, requeue=True)
+            else:
+                self._ack(delivery)
+        for delivery in spare:
+            self._ack(delivery)
+        self.handled += len(decoded)
+
+    def _ack(self, delivery: Delivery) -> None:
+        try:
+            self.transport.ack(delivery)
+        except QueueError as exc:  # recorded already: its redelivery is a repeat, which changes nothing
+            log.warning("acknowledging a message of %s: %s", delivery.queue, exc)
+
     def _handle_guarded(self, delivery: Delivery) -> None:
         """``handle``, where a failure to carry a message out leaves it unacknowledged for a later try."""
         try:
@@ -198,15 +268,28 @@ class SchedulerService:
 
     # ------------------------------------------------------------------ the long-running process
     def _intake_loop(self, queue: str, stop: threading.Event) -> None:
+        batched = queue == self.names.scheduler and self.options.intake_batch > 1
         while not stop.is_set():
+            deliveries: list[Delivery] = []
             try:
                 delivery = self.transport.receive(queue, timeout=1.0)
+                if delivery is not None:
+                    deliveries.append(delivery)
+                    # what has arrived meanwhile joins it, without waiting for more
+                    while batched and len(deliveries) < self.options.intake_batch:
+                        delivery = self.transport.receive(queue, timeout=0)
+                        if delivery is None:
+                            break
+                        deliveries.append(delivery)
             except QueueError as exc:
                 log.warning("receiving from %s: %s", queue, exc)
-                stop.wait(1.0)
-                continue
-            if delivery is not None:
-                self._handle_guarded(delivery)
+                if not deliveries:
+                    stop.wait(1.0)
+                    continue
+            if batched:
+                self.handle_batch(deliveries)
+            elif deliveries:
+                self._handle_guarded(deliveries[0])
 
     def run(self, stop: threading.Event, on_leader: Callable[[], None] | None = None) -> None:
         """Wait for leadership, then tick and take messages until ``stop`` is set or leadership is lost."""
@@ -276,6 +359,30 @@ class SchedulerService:
             self.ticker.tick()
         except Exception:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
             log.exception("tick failed")
+
+
+def _in_lock_order(decoded: list[tuple[Delivery, object, datetime]]
+                   ) -> tuple[list[tuple[Delivery, object, datetime]], list[Delivery]]:
+    """The messages of a batch in the order their transaction takes row locks (see the module docstring),
+    and the ready messages that a newer one of the same controller in the batch stands for."""
+    newest_ready: dict[str, int] = {}
+    for index, (_, message, sent_at) in enumerate(decoded):
+        if isinstance(message, HarvesterReady):
+            seen = newest_ready.get(message.controller_id)
+            if seen is None or decoded[seen][2] <= sent_at:
+                newest_ready[message.controller_id] = index
+    work: list[tuple[tuple[int, str, int, int], tuple[Delivery, object, datetime]]] = []
+    spare: list[Delivery] = []
+    for index, item in enumerate(decoded):
+        message = item[1]
+        if isinstance(message, HarvesterReady) and newest_ready[message.controller_id] != index:
+            spare.append(item[0])
+        elif isinstance(message, ClaimRequest | CrawlStatus):
+            work.append(((1, "", message.job_id, index), item))
+        else:
+            work.append(((0, getattr(message, "controller_id", ""), 0, index), item))
+    work.sort(key=lambda keyed: keyed[0])
+    return [item for _, item in work], spare
 
 
 def _intake_worker(settings: Settings, stop: Any, parent_pid: int) -> None:
