@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Connection, Engine, func, or_, select, update
 
@@ -61,6 +61,11 @@ from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from scheduler.notify import Notifier
 
 log = logging.getLogger(__name__)
+
+
+def when(instant: datetime) -> str:
+    """A time in a harvest's state as the web UI shows every time: UTC, to the second."""
+    return f"{instant.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
 
 WAITING, GENERATING, GENERATED, DEACTIVATED = "waiting", "generating", "generated", "deactivated"
 _UNFINISHED = [int(JobStatus.NEW), int(JobStatus.SUBMITTED), int(JobStatus.STARTED)]
@@ -270,7 +275,7 @@ class Ticker:
                 index_note = waiting_for_index.get(harvest_id)
                 also = f"; {index_note[1]}" if index_note else ""
                 if nextdate > now:
-                    self._wait(conn, harvest_id, name, f"next run at {nextdate.isoformat()}{also}", now, report)
+                    self._wait(conn, harvest_id, name, f"next run at {when(nextdate)}{also}", now, report)
                 elif self.options.postpone_unregistered_channel and channel not in served:
                     self._wait(conn, harvest_id, name, f"postponed: no registered harvest controller serves "
                                                        f"channel {channel}{also}", now, report)
@@ -378,7 +383,7 @@ class Ticker:
     # ------------------------------------------------------------------ generation
     def _generate(self, harvest_id: int, name: str, now: datetime, report: TickReport) -> None:
         with write_transaction(self.engine) as conn:
-            set_harvest_state(conn, harvest_id, GENERATING, f"generating jobs since {now.isoformat()}", now)
+            set_harvest_state(conn, harvest_id, GENERATING, f"generating jobs since {when(now)}", now)
         try:
             result = generate_jobs(self.engine, harvest_id, self.generation, now)
         except JobGenerationError as exc:
@@ -389,9 +394,9 @@ class Ticker:
             self.notifier.notify(f"Harvest definition {name} deactivated", reason)
             return
         report.generated[name] = result.job_ids
-        summary = f"run {result.harvest_num}: {len(result.job_ids)} jobs at {now.isoformat()}"
+        summary = f"run {result.harvest_num}: {len(result.job_ids)} jobs at {when(now)}"
         if result.next_date is not None:
-            summary += f"; next run at {result.next_date.isoformat()}"
+            summary += f"; next run at {when(result.next_date)}"
         with write_transaction(self.engine) as conn:
             set_harvest_state(conn, harvest_id, GENERATED, summary, utcnow())
 
