@@ -26,6 +26,7 @@ Memory: only the set of names seen so far (for the duplicate count) grows with t
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import os
@@ -40,8 +41,9 @@ from typing import Any, BinaryIO, NamedTuple
 
 from publicsuffixlist import PublicSuffixList
 from sqlalchemy import Connection, Engine, insert, select, text, update
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 
+from harvestdef.bulkload import copy_rows, restore_constraints, set_aside_constraints, skip_foreign_key_checks
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
@@ -380,19 +382,11 @@ class DomainImporter:
         staged = created = repaired = 0
         exhausted = False
         restore: list[str] | None = None  # None until the first part has decided
-        raw = conn.connection.driver_connection
         while staged < self.batch_size and not exhausted:
             conn.execute(text("TRUNCATE import_names"))
-            part = 0
             limit = min(self.copy_size, self.batch_size - staged)
-            exhausted = True
-            with raw.cursor() as cursor, cursor.copy("COPY import_names (name, seeds) FROM STDIN") as copy:
-                for row in names:
-                    copy.write_row(row)
-                    part += 1
-                    if part >= limit:
-                        exhausted = False
-                        break
+            part = copy_rows(conn, "import_names", ("name", "seeds"), itertools.islice(names, limit))
+            exhausted = part < limit
             if not part:
                 break
             staged += part
@@ -406,8 +400,7 @@ class DomainImporter:
                 self._complete_incomplete(conn, template_id)
             created += new
             repaired += incomplete
-        for statement in restore or []:
-            conn.execute(text(statement))
+        restore_constraints(conn, restore or [])
         if restore:
             # the planner's picture of tables that just grew many-fold, for the job generator's next run
             conn.execute(text(f"ANALYZE {', '.join(_DOMAIN_TABLES)}"))
@@ -448,8 +441,9 @@ class DomainImporter:
             raise NotFoundError("crawl template", template_id)
         # Checking foreign keys row by row costs more than the inserts; the new rows reference only
         # each other and the template locked above, so they are consistent by construction.
-        triggers_off = self._skip_foreign_key_checks(conn)
-        return self._drop_constraints(conn, foreign_keys=not triggers_off)
+        triggers_off = skip_foreign_key_checks(conn)
+        # Primary keys stay (other tables point at them); the rest is rebuilt in one pass each at the end.
+        return set_aside_constraints(conn, _DOMAIN_TABLES, foreign_keys=not triggers_off)
 
     def _insert_new(self, conn: Connection, template_id: int) -> None:
         """import_new's domains with their configuration, seed list and link, in one statement.
@@ -477,48 +471,6 @@ class DomainImporter:
             return False
         present = conn.scalar(text("SELECT count(*) FROM domains")) or 0
         return new * 4 >= present
-
-    def _skip_foreign_key_checks(self, conn: Connection) -> bool:
-        """Turn off the foreign-key triggers for this transaction, as pg_restore --disable-triggers does.
-
-        Needs a role allowed to set session_replication_role (a superuser); False, and nothing changed,
-        for any other role, which then drops and restores (validates) the foreign keys instead.
-        """
-        try:
-            with conn.begin_nested():
-                conn.execute(text("SET LOCAL session_replication_role = replica"))
-        except DBAPIError:
-            return False
-        return True
-
-    def _drop_constraints(self, conn: Connection, foreign_keys: bool = True) -> list[str]:
-        """Drop the secondary indexes and unique constraints (and foreign keys, if asked) of the domain tables.
-
-        Returns the statements that restore them: indexes first, then unique constraints, then foreign
-        keys (which need the unique keys they reference). Primary keys stay: other tables' foreign keys
-        point at them. All of it is in the batch's transaction, so an interruption restores them too.
-        """
-        conn.execute(text("SET LOCAL maintenance_work_mem = '512MB'"))
-        tables = ", ".join(f"'{table}'::regclass" for table in _DOMAIN_TABLES)
-        constraints = conn.execute(text(
-            f"SELECT conrelid::regclass::text, quote_ident(conname), pg_get_constraintdef(oid), contype "
-            f"FROM pg_constraint WHERE conrelid IN ({tables}) AND contype IN ('u', :foreign_key) "
-            f"ORDER BY contype DESC, conname"), {"foreign_key": "f" if foreign_keys else "u"}).all()
-        indexes = conn.execute(text(
-            f"SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index i "
-            f"WHERE indrelid IN ({tables}) AND NOT indisprimary "
-            f"AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)")).all()
-        restore = []
-        # foreign keys first: one may rest on a unique constraint dropped after it
-        for table, name, _definition, _kind in reversed(constraints):
-            conn.execute(text(f"ALTER TABLE {table} DROP CONSTRAINT {name}"))
-        for name, definition in indexes:
-            conn.execute(text(f"DROP INDEX {name}"))
-            restore.append(definition)
-        # 'u' sorts after 'f' in DESC order, so unique constraints come first in the list.
-        restore.extend(f"ALTER TABLE {table} ADD CONSTRAINT {name} {definition}"
-                       for table, name, definition, _kind in constraints)
-        return restore
 
     def _complete_incomplete(self, conn: Connection, template_id: int) -> None:
         """Give every domain in import_incomplete what it lacks: configuration, seed list, link, defaultconfig.

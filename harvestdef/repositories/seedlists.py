@@ -1,7 +1,8 @@
 """Seed lists of a domain: creation and update, with every seed checked before it is stored.
 
-Seeds are normalised to one per line (stripped, blank lines and duplicates dropped). Each must match the
-site's ``validSeedRegex`` as a whole (Java's ``matches()``, which NetarchiveSuite uses) and name a host;
+Seeds are normalised to one per line: what harvestdef.seeds counts as a seed line, stripped; blank and
+comment lines and duplicates are dropped. Each must match the site's ``validSeedRegex`` as a whole
+(Java's ``matches()``, which NetarchiveSuite uses) and name a host;
 IDN hosts are accepted and kept as the curator wrote them. A list holds at most 8 MiB (reference §1.1).
 A change to a seed list is a change to its domain: it takes the domain edition the editor read.
 """
@@ -26,6 +27,7 @@ from harvestdef.repositories.base import (
     translate_errors,
 )
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
+from harvestdef.seeds import seed_of_line
 from harvestdef.settings import Settings
 
 MAX_SEEDLIST_BYTES = 8 * 1024 * 1024
@@ -43,15 +45,15 @@ class UnusedSeedList:
 
 
 def normalize_seeds(seeds: str | Iterable[str], valid_seed_regex: str = r"^.*$") -> tuple[str, ...]:
-    """The seeds one per line, stripped, without blanks and duplicates; ValidationError lists bad ones."""
+    """The seed lines (harvestdef.seeds), stripped, without duplicates; ValidationError lists bad ones."""
     lines = seeds.splitlines() if isinstance(seeds, str) else [line for item in seeds for line in
                                                                str(item).splitlines()]
     pattern = re.compile(valid_seed_regex)
     kept: dict[str, None] = {}
     bad: list[str] = []
     for number, raw in enumerate(lines, start=1):
-        seed = raw.strip()
-        if not seed:
+        seed = seed_of_line(raw)
+        if seed is None:
             continue
         if not pattern.fullmatch(seed):
             bad.append(f"line {number}: {seed!r} does not match {valid_seed_regex!r}")

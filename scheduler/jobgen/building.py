@@ -18,20 +18,20 @@ import logging
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 from xml.sax.saxutils import escape, quoteattr
 
-from sqlalchemy import Connection, bindparam, insert, select, text, update
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Connection, bindparam, select, text, update
 
+from harvestdef.bulkload import constraints_set_aside, copy_rows, lock_tables_nowait
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.domainnames import is_ip_address, to_punycode
 from harvestdef.errors import DomainNameError, JobGenerationError
 from harvestdef.repositories.jobs import JobRepository, new_job_row
+from harvestdef.seeds import seed_lines
 from harvestdef.traps import parse_stored_traps
 from scheduler.jobgen.expectation import UNLIMITED
 from scheduler.jobgen.packing import Candidates, PackedJob
@@ -107,27 +107,23 @@ def domain_scoped_trap(domain: str, trap: str) -> str:
 
 
 def seeds_of(seedlist_texts: Iterable[str | None]) -> Iterator[str]:
-    """The active seeds of seed lists; an IDN seed is followed by its punycode form."""
+    """The seeds of seed lists (harvestdef.seeds' rule); an IDN seed is followed by its punycode form."""
     for seedlist in seedlist_texts:
-        if seedlist:
-            yield from _seeds_of_list(seedlist)
+        yield from _job_seeds(seedlist)
 
 
-def _seeds_of_list(seedlist: str) -> list[str]:
-    if seedlist.isascii() and "#" not in seedlist and " " not in seedlist and "\t" not in seedlist:
-        # the usual list (nothing to decode, no comments, no blanks inside a line): split() is the rule
-        return seedlist.split()
-    seeds = []
-    for line in seedlist.splitlines():
-        seed = line.strip()
-        if not seed or seed.startswith("#"):
-            continue
-        seeds.append(seed)
+def _job_seeds(seedlist: str | None) -> list[str]:
+    seeds = seed_lines(seedlist)
+    if seedlist is None or seedlist.isascii():
+        return seeds
+    with_ascii_forms = []
+    for seed in seeds:
+        with_ascii_forms.append(seed)
         if not seed.isascii():
             ascii_seed = _punycode_seed(seed)
             if ascii_seed is not None and ascii_seed != seed:
-                seeds.append(ascii_seed)
-    return seeds
+                with_ascii_forms.append(ascii_seed)
+    return with_ascii_forms
 
 
 def _punycode_seed(seed: str) -> str | None:
@@ -257,62 +253,6 @@ def filled_template(context: RunContext, template: TemplateInfo, job_id: int, jo
     return fill_placeholders(template.orderxml, values, template.name)
 
 
-def _copy_rows(conn: Connection, table: str, columns: Sequence[str], rows: Iterable[tuple]) -> None:
-    """COPY on PostgreSQL (through psycopg), executemany elsewhere; in the caller's transaction."""
-    if is_postgresql(conn.engine):
-        raw = conn.connection.driver_connection
-        with raw.cursor() as cursor, cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
-        return
-    target = s.metadata.tables[table]
-    batch: list[dict] = []
-    for row in rows:
-        batch.append(dict(zip(columns, row, strict=True)))
-        if len(batch) >= COPY_BATCH:
-            conn.execute(insert(target), batch)
-            batch = []
-    if batch:
-        conn.execute(insert(target), batch)
-
-
-def _lock_job_tables(conn: Connection) -> bool:
-    """Lock jobs and job_configs for the bulk load if both are free now; False (and no lock) if not.
-
-    NOWAIT inside a savepoint: we never wait while holding one of them, so a transaction that reads
-    job_configs and then writes jobs can never deadlock with us, and the scheduler's tick never sleeps
-    here. When they are busy the load checks foreign keys row by row instead: slower, never wrong.
-    """
-    savepoint = conn.begin_nested()
-    try:
-        conn.execute(text("LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE NOWAIT"))
-        conn.execute(text("LOCK TABLE job_configs IN ACCESS EXCLUSIVE MODE NOWAIT"))
-    except OperationalError:
-        savepoint.rollback()
-        log.warning("jobs/job_configs are busy; writing job_configs with row-by-row foreign-key checks")
-        return False
-    savepoint.commit()
-    return True
-
-
-@contextmanager
-def _foreign_keys_checked_once(conn: Connection, table: str) -> Iterator[None]:
-    """Drop ``table``'s foreign keys for a bulk load and add them back, validated, in the same transaction.
-
-    PostgreSQL checks a foreign key row by row (about 10 us each: 20 s for a national snapshot's 2 million
-    job_configs rows); adding the constraint back checks them all in one join. The caller holds the table
-    locks, and the whole run is one transaction, so nobody ever sees the table without its constraints.
-    """
-    definitions = conn.execute(text(
-        "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint "
-        "WHERE conrelid = CAST(:table AS regclass) AND contype = 'f'"), {"table": table}).all()
-    for name, _ in definitions:
-        conn.execute(text(f'ALTER TABLE {table} DROP CONSTRAINT "{name}"'))
-    yield
-    for name, definition in definitions:
-        conn.execute(text(f'ALTER TABLE {table} ADD CONSTRAINT "{name}" {definition}'))
-
-
 class JobWriter:
     """Writes the jobs of one run into the caller's transaction."""
 
@@ -337,19 +277,29 @@ class JobWriter:
         rows = ((job_id, candidates.config_id[i]) for job_id, job in zip(job_ids, jobs, strict=True)
                 for i in job.members)
         count = sum(len(job) for job in jobs)
-        if is_postgresql(self.conn.engine) and count >= self.bulk_check_threshold and _lock_job_tables(self.conn):
-            with _foreign_keys_checked_once(self.conn, "job_configs"):
-                _copy_rows(self.conn, "job_configs", ("job_id", "config_id"), rows)
+        if is_postgresql(self.conn.engine) and count >= self.bulk_check_threshold and self._lock_job_tables():
+            # PostgreSQL checks a foreign key row by row (20 s for a national snapshot's 2 million rows);
+            # added back, they are checked in one join. The locks keep everyone else out meanwhile.
+            with constraints_set_aside(self.conn, ["job_configs"], unique=False, indexes=False):
+                copy_rows(self.conn, "job_configs", ("job_id", "config_id"), rows)
             # Fresh statistics for the join that reads the run back: without them the planner expects a
             # few rows and walks millions of index lookups (20 s instead of 2 for a national snapshot).
             self.conn.execute(text("ANALYZE job_configs"))
         else:
-            _copy_rows(self.conn, "job_configs", ("job_id", "config_id"), rows)
+            copy_rows(self.conn, "job_configs", ("job_id", "config_id"), rows)
         loaded = time.monotonic()
         self._fill_jobs(job_ids, jobs)
         log.info("harvest %s: %d job_configs rows loaded in %.1f s, seed lists and templates written in %.1f s",
                  self.context.harvest_id, count, loaded - started, time.monotonic() - loaded)
         return job_ids
+
+    def _lock_job_tables(self) -> bool:
+        """jobs and job_configs for the bulk load, if both are free now (never waiting: a transaction that
+        reads job_configs and then writes jobs cannot deadlock with us, and the tick never sleeps here)."""
+        if lock_tables_nowait(self.conn, [("jobs", "SHARE ROW EXCLUSIVE"), ("job_configs", "ACCESS EXCLUSIVE")]):
+            return True
+        log.warning("jobs/job_configs are busy; writing job_configs with row-by-row foreign-key checks")
+        return False
 
     def _insert_jobs(self, job_ids: Sequence[int], jobs: Sequence[PackedJob]) -> None:
         context = self.context
@@ -409,7 +359,7 @@ class JobWriter:
                 for trap in parse_stored_traps(domain_traps):
                     traps.setdefault(domain_scoped_trap(domain, trap), None)
             if seedlist:
-                seeds.extend(_seeds_of_list(seedlist))
+                seeds.extend(_job_seeds(seedlist))
         if current is not None:
             finish()
         self._write_updates(updates)
