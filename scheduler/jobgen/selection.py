@@ -25,7 +25,6 @@ databases), which is the packing's tie-break.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -35,6 +34,7 @@ from sqlalchemy.sql import ColumnElement, Select
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.model.status import StopReason
+from harvestdef.seeds import has_seed, has_seed_sql, register_sqlite_functions
 from scheduler.jobgen.expectation import NO_HISTORY
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackingRules
 from scheduler.jobgen.streaming import stream_rows
@@ -42,14 +42,8 @@ from scheduler.jobgen.streaming import stream_rows
 log = logging.getLogger(__name__)
 
 CRAWL_ATTRIBUTE_TREE = 2
-_ACTIVE_SEED = re.compile(r"^[ \t\r\f\v]*[^#\s]", re.MULTILINE)
-# The same rule for PostgreSQL's regular expressions (ARE: '^' only at the start unless told otherwise).
-_ACTIVE_SEED_PG = r"(^|\n)[ \t\r\f\v]*[^#\s]"
-
-
-def has_active_seed(seeds: str | None) -> bool:
-    """True if some line, trimmed, is non-empty and does not start with '#'."""
-    return bool(seeds) and _ACTIVE_SEED.search(seeds) is not None
+# NAS-2506's "active seed" is harvestdef.seeds' seed line; the old name stays for callers of this module.
+has_active_seed = has_seed
 
 
 @dataclass(frozen=True)
@@ -63,13 +57,10 @@ class HarvestSource:
 
 def _active_seed_clause(conn: Connection) -> ColumnElement[bool]:
     sl, cs = s.seedlists, s.config_seedlists
-    if is_postgresql(conn.engine):
-        matches = sl.c.seeds.regexp_match(_ACTIVE_SEED_PG)
-    else:
-        # SQLite has no regular expressions of its own: the rule is registered on this connection.
-        conn.connection.driver_connection.create_function(
-            "hs_has_active_seed", 1, has_active_seed, deterministic=True)
-        matches = func.hs_has_active_seed(sl.c.seeds) == 1
+    postgresql = is_postgresql(conn.engine)
+    if not postgresql:
+        register_sqlite_functions(conn.connection.driver_connection)
+    matches = has_seed_sql(sl.c.seeds, postgresql)
     return exists(select(literal(1)).select_from(cs.join(sl, sl.c.seedlist_id == cs.c.seedlist_id)).where(
         cs.c.config_id == s.configurations.c.config_id, matches))
 
@@ -101,39 +92,80 @@ def _from_clause(conn: Connection, source: HarvestSource, now: datetime, alias_t
         return (select(*columns).select_from(d.join(c, c.c.config_id == d.c.defaultconfig))
                 .where(d.c.isactive, _not_current_alias(now, alias_timeout)))
     h = s.historyinfo
-    newest = (select(func.max(h.c.historyinfo_id).label("historyinfo_id"))
-              .where(h.c.harvest_id == source.previous_harvest_id).group_by(h.c.config_id).subquery("newest"))
-    previous = h.alias("previous")
+    # The newest row of each configuration in one pass over the previous step's rows only (its index
+    # range): joining a max() back to historyinfo by id would scan every row of every earlier harvest.
+    newest_first = func.row_number().over(partition_by=h.c.config_id, order_by=h.c.historyinfo_id.desc())
+    previous = (select(h.c.config_id, h.c.stopreason, h.c.objectcount, h.c.bytecount,
+                       newest_first.label("newest_first"))
+                .where(h.c.harvest_id == source.previous_harvest_id).subquery("previous"))
     stop = previous.c.stopreason
     return (select(*columns)
-            .select_from(newest.join(previous, previous.c.historyinfo_id == newest.c.historyinfo_id)
-                         .join(c, c.c.config_id == previous.c.config_id)
+            .select_from(previous.join(c, c.c.config_id == previous.c.config_id)
                          .join(d, d.c.domain_id == c.c.domain_id))
-            .where(stop.not_in([StopReason.DOWNLOAD_COMPLETE, StopReason.DOWNLOAD_UNFINISHED]),
+            .where(previous.c.newest_first == 1,
+                   stop.not_in([StopReason.DOWNLOAD_COMPLETE, StopReason.DOWNLOAD_UNFINISHED]),
                    or_(stop != StopReason.CONFIG_SIZE_LIMIT, _above(c.c.maxbytes, previous.c.bytecount)),
                    or_(stop != StopReason.CONFIG_OBJECT_LIMIT, _above(c.c.maxobjects, previous.c.objectcount)),
                    d.c.isactive, _not_current_alias(now, alias_timeout)))
 
 
-def candidate_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
-                    alias_timeout: int) -> Select:
-    """The configurations of the run joined with their history, ordered for folding and for tie-breaks."""
-    c, d, t = s.configurations, s.domains, s.ordertemplates
+def summary_is_current(conn: Connection) -> bool:
+    """True if config_history_summary has folded in the newest historyinfo row.
+
+    Status intake writes historyinfo and the summary in one transaction, and ``harvestsuite db
+    rebuild-summaries`` recomputes it for history written by other means; history written by other means
+    and not yet summarised (an import, a test's rows) leaves the newest row out, and the run then reads
+    historyinfo itself. Two index lookups and a scan of the summary's ids: a fraction of a second at
+    national scale.
+    """
+    newest = conn.scalar(select(func.max(s.historyinfo.c.historyinfo_id)))
+    if newest is None:
+        return True
+    chs = s.config_history_summary
+    return conn.scalar(select(exists().where(chs.c.latest_historyinfo_id == newest))) is True
+
+
+def _base_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
+                alias_timeout: int) -> Select:
+    c, t = s.configurations, s.ordertemplates
     query = _from_clause(conn, source, now, alias_timeout)
     query = query.join(t, t.c.template_id == c.c.template_id).where(_active_seed_clause(conn))
     if rules.exclude_domains_with_zero_budget:
         query = query.where(c.c.maxbytes != 0, c.c.maxobjects != 0)
+    return query
+
+
+def _tie_break(conn: Connection) -> tuple[ColumnElement[str], ColumnElement[str]]:
+    domain_name, config_name = s.domains.c.name, s.configurations.c.name
+    if is_postgresql(conn.engine):
+        # code-point order, as SQLite's BINARY collation and Python compare, whatever the database's locale
+        domain_name, config_name = domain_name.collate("C"), config_name.collate("C")
+    return domain_name, config_name
+
+
+def summary_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
+                  alias_timeout: int) -> Select:
+    """The configurations of the run with their best history row from config_history_summary, one row
+    each, in tie-break order; the best-row columns are NULL without history."""
+    chs = s.config_history_summary
+    query = _base_query(conn, source, rules, now, alias_timeout)
+    query = query.outerjoin(chs, chs.c.config_id == s.configurations.c.config_id)
+    query = query.add_columns(chs.c.best_objectcount, chs.c.best_bytecount, chs.c.best_stopreason)
+    return query.order_by(*_tie_break(conn))
+
+
+def candidate_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
+                    alias_timeout: int) -> Select:
+    """The configurations of the run joined with their history, ordered for folding and for tie-breaks."""
+    c = s.configurations
+    query = _base_query(conn, source, rules, now, alias_timeout)
     h, hc = s.historyinfo, c.alias("history_config")
     history = (select(hc.c.domain_id, hc.c.name, h.c.objectcount, h.c.bytecount, h.c.stopreason,
                       h.c.harvest_time, h.c.harvest_id, h.c.historyinfo_id)
                .select_from(h.join(hc, hc.c.config_id == h.c.config_id)).subquery("history"))
     query = query.outerjoin(history, and_(history.c.domain_id == c.c.domain_id, history.c.name == c.c.name))
     query = query.add_columns(history.c.objectcount, history.c.bytecount, history.c.stopreason)
-    domain_name, config_name = d.c.name, c.c.name
-    if is_postgresql(conn.engine):
-        # code-point order, as SQLite's BINARY collation and Python compare, whatever the database's locale
-        domain_name, config_name = domain_name.collate("C"), config_name.collate("C")
-    return query.order_by(domain_name, config_name, history.c.harvest_time.desc(), history.c.harvest_id.desc(),
+    return query.order_by(*_tie_break(conn), history.c.harvest_time.desc(), history.c.harvest_id.desc(),
                           history.c.historyinfo_id.desc())
 
 
@@ -166,6 +198,21 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
     defaults, own_attributes = crawl_attributes(conn)
     candidates = Candidates(limits, rules.expectation)
     add = candidates.add_flat
+    if summary_is_current(conn):
+        for config_id, domain_id, name, template, max_objects, max_bytes, objects, size, stop in stream_rows(
+                conn, summary_query(conn, source, rules, now, alias_timeout), batch_size):
+            if stop is None:
+                add(config_id, domain_id, template, own_attributes.get(config_id, defaults), name, max_objects,
+                    max_bytes, 0, 0, NO_HISTORY)
+            else:
+                add(config_id, domain_id, template, own_attributes.get(config_id, defaults), name, max_objects,
+                    max_bytes, objects, size, stop)
+        log.info("harvest %s: %d configurations selected (history from config_history_summary)",
+                 source.harvest_id, len(candidates))
+        return candidates
+    log.warning("harvest %s: config_history_summary lacks the newest historyinfo rows (history written by "
+                "other means; `harvestsuite db rebuild-summaries` brings it up to date); reading historyinfo",
+                source.harvest_id)
     complete = int(StopReason.DOWNLOAD_COMPLETE)
     current: tuple | None = None
     current_id = None
