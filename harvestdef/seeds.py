@@ -40,7 +40,7 @@ HAS_SEED_PATTERN = f"(?:^|[{_class(LINE_BREAKS)}])[{_class(WHITESPACE)}]*[^{_cla
 _HAS_SEED = re.compile(HAS_SEED_PATTERN)
 # Text that holds none of these splits into its seeds with str.split(): every whitespace character left
 # is a line break, so the tokens are exactly the stripped, non-empty lines, and none is a comment.
-_NOT_PLAIN = set(WHITESPACE) - set(LINE_BREAKS) | {COMMENT}
+_NOT_PLAIN = re.compile(f"[{_class(''.join(sorted(set(WHITESPACE) - set(LINE_BREAKS))))}{COMMENT}]")
 
 
 def seed_of_line(line: str) -> str | None:
@@ -55,7 +55,7 @@ def seed_lines(text: str | None) -> list[str]:
     """The seeds of a seed list's text, in order, duplicates kept."""
     if not text:
         return []
-    if text.isascii() and _NOT_PLAIN.isdisjoint(text):
+    if text.isascii() and _NOT_PLAIN.search(text) is None:
         # the usual stored list (one plain URL a line): the same answer as the loop below, several times faster
         return text.split()
     seeds = []
