@@ -87,7 +87,7 @@ class CrawlDriver:
             status = self._act(lambda: self.client.build(self.name), "build",
                                lambda s: s.is_ready or s.is_launchable or (s.is_unbuilt and s.job_log_tail != ()))
             if not (status.is_ready or status.is_launchable):
-                raise HeritrixError(f"job {self.name} could not be built: " + " | ".join(status.job_log_tail[-5:]))
+                raise HeritrixError(f"job {self.name} could not be built: " + " | ".join(status.job_log_tail[:5]))
         launches = status.launch_count
         status = self._act(lambda: self.client.launch(self.name, checkpoint), "launch",
                            lambda s: s.launch_count > launches or s.crawl_controller_state in UNDER_WAY)

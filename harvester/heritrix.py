@@ -23,7 +23,7 @@ import time
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -298,6 +298,20 @@ class _Response:
     headers: http.client.HTTPMessage
     body: bytes
     url: str
+    refusal: str = ""  # the text of a POST's 303, where our engine says why an action did nothing
+
+
+# The controller states in which each job action has taken effect (or the crawl ended meanwhile). Heritrix
+# answers every action 303 whether or not it did anything, so the resulting state is the only verdict.
+_ENDED = ("STOPPING", "FINISHED")
+ACTION_DONE: dict[str, Callable[[JobStatus], bool]] = {
+    "build": lambda status: not status.is_unbuilt,
+    "pause": lambda status: status.crawl_controller_state in ("PAUSING", "PAUSED", *_ENDED) or status.is_finished,
+    "unpause": lambda status: status.crawl_controller_state in ("RUNNING", "EMPTY", *_ENDED) or status.is_finished,
+    "terminate": lambda status: status.crawl_controller_state in _ENDED or status.is_finished
+    or not status.is_running,
+    "teardown": lambda status: status.is_unbuilt,
+}
 
 
 class HeritrixClient:
@@ -334,13 +348,17 @@ class HeritrixClient:
         return self._parse(response, parse_engine_status, "engine status")
 
     def create_job(self, name: str) -> EngineStatus:
-        return self._engine_action("create", {"action": "create", "createpath": name})
+        """Create a job from the engine's profile; an existing job of that name is left as it is."""
+        return self._engine_action("create", {"action": "create", "createpath": name},
+                                   lambda status: name in status.job_names())
 
     def add_job(self, directory: str | os.PathLike[str]) -> EngineStatus:
-        return self._engine_action("add", {"action": "add", "addpath": os.fspath(directory)})
+        name = os.path.basename(os.path.normpath(os.fspath(directory)))
+        return self._engine_action("add", {"action": "add", "addpath": os.fspath(directory)},
+                                   lambda status: name in status.job_names())
 
     def rescan(self) -> EngineStatus:
-        return self._engine_action("rescan", {"action": "rescan"})
+        return self._engine_action("rescan", {"action": "rescan"}, lambda status: True)
 
     # -- jobs ----------------------------------------------------------------------------------------------
 
@@ -352,11 +370,13 @@ class HeritrixClient:
         return self._job_action(name, {"action": "build"})
 
     def launch(self, name: str, checkpoint: str | None = None) -> JobStatus:
-        """Launch the built job; ``checkpoint`` is a checkpoint name or ``latest`` to resume from one."""
+        """Launch the built job; ``checkpoint`` is a checkpoint name or ``latest`` to resume from one.
+        With pauseAtStart (Heritrix's default) the crawl then waits PAUSED for ``unpause``."""
         form = {"action": "launch"}
         if checkpoint:
             form["checkpoint"] = checkpoint
-        return self._job_action(name, form)
+        launches = self.job_status(name).launch_count
+        return self._job_action(name, form, lambda status: status.launch_count > launches)
 
     def pause(self, name: str) -> JobStatus:
         return self._job_action(name, {"action": "pause"})
@@ -365,7 +385,26 @@ class HeritrixClient:
         return self._job_action(name, {"action": "unpause"})
 
     def checkpoint(self, name: str) -> JobStatus:
-        return self._job_action(name, {"action": "checkpoint"})
+        before = set(self.job_status(name).checkpoint_files)
+        return self._job_action(name, {"action": "checkpoint"},
+                                lambda status: bool(set(status.checkpoint_files) - before))
+
+    def copy_job(self, name: str, new_name: str, as_profile: bool = False) -> JobStatus:
+        """Heritrix's copyTo: a new job (or profile) with this job's configuration; the new job's status."""
+        form = {"copyTo": new_name}
+        if as_profile:
+            form["asProfile"] = "on"
+        action = f"copy of job {name} to {new_name}"
+        response = self._request("POST", self._job_path(name), form=form, action=action, job=name)
+        status = self._parse(response, parse_job_status, action)
+        if status.short_name != new_name:
+            raise HeritrixError(f"{action}: not copied: {response.refusal or 'the engine gave no reason'}")
+        return status
+
+    def put_job_file(self, name: str, relative_path: str, data: bytes) -> None:
+        """Upload a file into the job directory (``PUT jobdir/...``), e.g. a new crawler-beans.cxml."""
+        path = f"{self._job_path(name)}/jobdir/{quote(relative_path)}"
+        self._request("PUT", path, action=f"upload of {relative_path} to job {name}", job=name, body=data)
 
     def terminate(self, name: str) -> JobStatus:
         return self._job_action(name, {"action": "terminate"})
@@ -397,14 +436,28 @@ class HeritrixClient:
     def _job_path(self, name: str) -> str:
         return f"/engine/job/{quote(name, safe='')}"
 
-    def _engine_action(self, action: str, form: dict[str, str]) -> EngineStatus:
+    def _engine_action(self, action: str, form: dict[str, str],
+                       done: Callable[[EngineStatus], bool]) -> EngineStatus:
         response = self._request("POST", "/engine", form=form, action=action)
-        return self._parse(response, parse_engine_status, action)
+        status = self._parse(response, parse_engine_status, action)
+        if not done(status):
+            raise HeritrixError(f"{action}: the engine did not carry it out: "
+                                f"{response.refusal or 'it gave no reason'}")
+        return status
 
-    def _job_action(self, name: str, form: dict[str, str]) -> JobStatus:
+    def _job_action(self, name: str, form: dict[str, str],
+                    done: Callable[[JobStatus], bool] | None = None) -> JobStatus:
+        """POST an action, then judge it by the job's state (an action with nothing to do is no error)."""
         action = f"{form['action']} of job {name}"
         response = self._request("POST", self._job_path(name), form=form, action=action, job=name)
-        return self._parse(response, parse_job_status, action)
+        status = self._parse(response, parse_job_status, action)
+        done = done or ACTION_DONE.get(form["action"])
+        if done is not None and not done(status):
+            # Our engine says why in the 303; a real Heritrix only in job.log, newest line first.
+            reason = response.refusal or (status.job_log_tail[0] if status.job_log_tail else "no reason given")
+            raise HeritrixError(f"{action}: not done, the job is {status.status_description!r} "
+                                f"({status.crawl_controller_state}): {reason}")
+        return status
 
     def _parse(self, response: _Response, parser: Callable[[bytes, str], _T], action: str) -> _T:
         content_type = response.headers.get("Content-Type", "")
@@ -436,7 +489,8 @@ class HeritrixClient:
             header += f', opaque="{challenge.opaque}"'
         return header
 
-    def _send_once(self, method: str, path: str, body: bytes | None, action: str) -> _Response:
+    def _send_once(self, method: str, path: str, body: bytes | None, action: str,
+                   content_type: str = "application/x-www-form-urlencoded") -> _Response:
         url = self.base_url + path
         if self._scheme == "https":
             connection: http.client.HTTPConnection = http.client.HTTPSConnection(
@@ -445,7 +499,7 @@ class HeritrixClient:
             connection = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
         headers = {"Accept": self.representation, "Connection": "close"}
         if body is not None:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            headers["Content-Type"] = content_type
         authorization = self._authorization(method, path)
         if authorization:
             headers["Authorization"] = authorization
@@ -469,18 +523,23 @@ class HeritrixClient:
             connection.close()
 
     def _request(self, method: str, path: str, *, action: str, form: dict[str, str] | None = None,
-                 job: str | None = None) -> _Response:
-        body = urlencode(form).encode("ascii") if form is not None else None
-        response = self._authenticated(method, path, body, action)
+                 job: str | None = None, body: bytes | None = None) -> _Response:
+        content_type = "application/x-www-form-urlencoded" if form is not None else "application/octet-stream"
+        if form is not None:
+            body = urlencode(form).encode("ascii")
+        response = self._authenticated(method, path, body, action, content_type)
         redirects = 0
+        refusal = ""
         # A POST is answered 303 to the resource's GET (Heritrix's rule); / is answered 303 to /engine.
         while response.status in (301, 302, 303, 307) and redirects < MAX_REDIRECTS:
+            if response.status == 303:
+                refusal = response.body.decode("utf-8", errors="replace").strip()
             location = response.headers.get("Location", "")
             target = urlsplit(location)
             path = (target.path or "/") + (f"?{target.query}" if target.query else "")
             if response.status in (301, 302, 303):
                 method, body = "GET", None
-            response = self._authenticated(method, path, body, action)
+            response = self._authenticated(method, path, body, action, content_type)
             redirects += 1
         if response.status == 404:
             what = f"no job {job!r}" if job else "no such resource"
@@ -488,13 +547,14 @@ class HeritrixClient:
         if response.status >= 400:
             detail = response.body[:500].decode("utf-8", errors="replace").strip()
             raise HeritrixError(f"{action}: {response.url} answered {response.status}: {detail}")
-        if response.status != 200:
+        if response.status not in (200, 201, 204):
             raise HeritrixError(f"{action}: {response.url} answered unexpected status {response.status}")
-        return response
+        return replace(response, refusal=refusal)
 
-    def _authenticated(self, method: str, path: str, body: bytes | None, action: str) -> _Response:
+    def _authenticated(self, method: str, path: str, body: bytes | None, action: str,
+                       content_type: str = "application/x-www-form-urlencoded") -> _Response:
         had_credentials = self._challenge is not None
-        response = self._send_once(method, path, body, action)
+        response = self._send_once(method, path, body, action, content_type)
         if response.status != 401:
             return response
         challenge = _parse_challenge(response.headers.get("WWW-Authenticate", ""))
@@ -505,7 +565,7 @@ class HeritrixClient:
             self._challenge = None
             raise HeritrixError(f"{action}: {response.url} refused user {self.user!r}: wrong user or password (401)")
         self._challenge = challenge
-        response = self._send_once(method, path, body, action)
+        response = self._send_once(method, path, body, action, content_type)
         if response.status == 401:
             self._challenge = None
             raise HeritrixError(f"{action}: {response.url} refused user {self.user!r}: wrong user or password (401)")

@@ -23,7 +23,7 @@ HONOURED: dict[str, dict[str, object]] = {
                       "robotsPolicyName": "obey",
                       "userAgentTemplate": "Mozilla/5.0 (compatible; heritrix/3.4.0 +@OPERATOR_CONTACT_URL@)"},
     "TextSeedModule": {"textSource": None, "sourceTagSeeds": False},
-    "CrawlController": {"maxToeThreads": 25, "pauseAtStart": False},
+    "CrawlController": {"maxToeThreads": 25, "pauseAtStart": True},
     "CrawlLimitEnforcer": {"maxBytesDownload": 0, "maxDocumentsDownload": 0, "maxTimeSeconds": 0},
     "QuotaEnforcer": {"groupMaxFetchSuccesses": -1, "groupMaxAllKb": -1, "forceRetire": False},
     "FetchHTTP": {"timeoutSeconds": 1200, "soTimeoutMs": 20000, "maxLengthBytes": 0, "sendConnectionClose": True,

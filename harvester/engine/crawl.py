@@ -17,6 +17,7 @@ thread-safe and return at once (checkpoint waits for in-flight fetches, which is
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import ipaddress
 import logging
@@ -37,7 +38,7 @@ from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.fetch import HttpConnection, fetch
 from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
 from harvester.engine.links import extract_links
-from harvester.engine.reports import write_reports
+from harvester.engine.reports import render_reports, write_reports
 from harvester.engine.robots import RobotsRules
 from harvester.engine.scope import Scope, canonical_url
 from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, progress_line
@@ -59,7 +60,8 @@ CRAWL_ENDED_TEXT = {
 # state -> action -> next state
 CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
     "NASCENT": {"start": "PREPARING"},
-    "PREPARING": {"run": "RUNNING", "pause": "PAUSED", "terminate": "STOPPING", "finish": "STOPPING"},
+    "PREPARING": {"run": "RUNNING", "pause": "PAUSED", "unpause": "PREPARING", "terminate": "STOPPING",
+                  "finish": "STOPPING"},
     "RUNNING": {"pause": "PAUSING", "terminate": "STOPPING", "finish": "STOPPING", "checkpoint": "RUNNING"},
     "PAUSING": {"paused": "PAUSED", "unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSING",
                 "finish": "STOPPING"},
@@ -122,8 +124,14 @@ class CrawlController:
         self.alert_count = 0
         self.busy = 0
         self._paused = False
+        self._start_unpaused = False
         self._stop_status: str | None = None
         self._started_monotonic = 0.0
+        # Heritrix's crawl clock (StatisticsTracker.getCrawlElapsedTime) runs only while the crawl runs:
+        # paused time is left out and the clock stops at crawl end, so the averages agree with crawl-report.txt.
+        self._ended_monotonic = 0.0
+        self._pause_started = 0.0
+        self._paused_total = 0.0
         self._queue_key_cache: dict[tuple[str, str, int], str] = {}
         self._wakeup: asyncio.Event | None = None
 
@@ -146,6 +154,9 @@ class CrawlController:
         self._call(self._set_paused, True)
 
     def unpause(self) -> None:
+        # An unpause that comes while the crawl still prepares (a client acting on launch's answer at once)
+        # cancels pauseAtStart rather than being lost.
+        self._start_unpaused = True
         self._transition("unpause")
         self._call(self._set_paused, False)
 
@@ -159,6 +170,20 @@ class CrawlController:
                 raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot checkpoint while {self._state}")
             loop = self._loop
         return asyncio.run_coroutine_threadsafe(self._checkpoint(), loop).result(timeout=300)
+
+    def report_text(self, file_name: str) -> str | None:
+        """One report as it stands now: rendered on the crawl's loop while it runs (the counters change
+        there), else read from the launch's reports/ directory. None if there is no such report."""
+        loop = self._loop
+        if loop is not None and loop.is_running() and not self._finished.is_set():
+            async def render() -> dict[str, str]:
+                return self._render_reports()
+            try:
+                return asyncio.run_coroutine_threadsafe(render(), loop).result(timeout=30).get(file_name)
+            except (RuntimeError, concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
+                pass  # the loop ended meanwhile: the file written at crawl end is the report
+        path = self.launch_dir / "reports" / file_name
+        return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def join(self, timeout: float | None = None) -> bool:
         return self._finished.wait(timeout)
@@ -209,8 +234,11 @@ class CrawlController:
             loop.call_soon_threadsafe(function, *args)
 
     def _elapsed_ms(self) -> int:
-        running = (time.monotonic() - self._started_monotonic) if self._started_monotonic else 0
-        return self.stats.elapsed_before_ms + int(running * 1000)
+        if not self._started_monotonic:
+            return self.stats.elapsed_before_ms
+        now = self._ended_monotonic or time.monotonic()
+        paused = self._paused_total + ((now - self._pause_started) if self._pause_started else 0.0)
+        return self.stats.elapsed_before_ms + int(max(0.0, now - self._started_monotonic - paused) * 1000)
 
     def _run_thread(self) -> None:
         try:
@@ -259,7 +287,7 @@ class CrawlController:
             state = self._state  # an operator may have paused or terminated before the loop existed
         if state == "STOPPING":
             self._stop_status = self._stop_status or "ABORTED"
-        elif config.pause_at_start or state == "PAUSED":
+        elif (config.pause_at_start and not self._start_unpaused) or state == "PAUSED":
             self._set_paused(True)
         else:
             self._transition("run")
@@ -281,6 +309,7 @@ class CrawlController:
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
         self._exit_status = self._stop_status
+        self._ended_monotonic = time.monotonic()
         self._progress()
         with self._lock:
             self._state = "STOPPING"
@@ -295,6 +324,11 @@ class CrawlController:
             self._wakeup.set()
 
     def _set_paused(self, paused: bool) -> None:
+        if paused and not self._pause_started:
+            self._pause_started = time.monotonic()
+        elif not paused and self._pause_started:
+            self._paused_total += time.monotonic() - self._pause_started
+            self._pause_started = 0.0
         self._paused = paused
         if paused:
             self._check_paused()
@@ -718,13 +752,18 @@ class CrawlController:
                           frontier.queued_count, sum(1 for s in frontier.state.values() if s == DONE))
         return int(state.get("warc_serial", 0))
 
-    def _write_reports(self) -> None:
+    def _report_arguments(self) -> tuple:
         frontier = self.frontier
+        return (self.config.job_name, self._exit_status, self._elapsed_ms(), self.stats,
+                {"queued": frontier.queued_count, "inFlight": frontier.in_flight, "queues": len(frontier.queues)},
+                {key: len(q.heap) for key, q in frontier.queues.items()})
+
+    def _render_reports(self) -> dict[str, str]:
+        return render_reports(*self._report_arguments())
+
+    def _write_reports(self) -> None:
         try:
-            write_reports(self.launch_dir / "reports", self.config.job_name, self._exit_status, self._elapsed_ms(),
-                          self.stats, {"queued": frontier.queued_count, "inFlight": frontier.in_flight,
-                                       "queues": len(frontier.queues)},
-                          {key: len(q.heap) for key, q in frontier.queues.items()})
+            write_reports(self.launch_dir / "reports", *self._report_arguments())
         except OSError as exc:
             self.alert_count += 1
             self.logs.write("alerts.log", f"{iso_now()} SEVERE reports not written: {exc}")

@@ -63,6 +63,7 @@ class CrawlLogs:
         for handle in self._files.values():
             handle.flush()
 
-    def tail_lines(self) -> tuple[str, ...]:
+    def tail_lines(self, count: int = 10) -> tuple[str, ...]:
+        """The newest ``count`` crawl.log lines, newest first (Heritrix's crawlLogTail)."""
         with self._lock:
-            return tuple(self.tail)
+            return tuple(reversed(self.tail))[:count]

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
 from harvester.engine.crawl import CrawlController, CrawlStatus
+from harvester.engine.reports import REPORT_FILES
 
 PRIMARY_CONFIG = "crawler-beans.cxml"
 PROFILE_NAME = "profile-crawler-beans.cxml"
@@ -44,7 +45,7 @@ CHECKPOINTS = "checkpoints"
 JOBPATH_SUFFIX = ".jobpath"
 LAUNCH_ID = re.compile(r"^\d{14}$")
 JOB_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
-JOB_LOG_TAIL_LINES = 10
+JOB_LOG_TAIL_LINES = 5
 # How long a stopping engine waits for each crawl to end after its checkpoint and terminate.
 SHUTDOWN_JOIN_SECONDS = 30.0
 
@@ -85,7 +86,7 @@ JOB_TRANSITIONS: dict[JobState, dict[Action, JobState]] = {
 # running crawl, unpause a paused one, checkpoint while running or paused, terminate unless already stopping).
 CONTROLLER_ACTIONS: dict[str, tuple[Action, ...]] = {
     "NASCENT": (Action.TERMINATE,),
-    "PREPARING": (Action.TERMINATE,),
+    "PREPARING": (Action.UNPAUSE, Action.TERMINATE),
     "RUNNING": (Action.PAUSE, Action.CHECKPOINT, Action.TERMINATE),
     "EMPTY": (Action.PAUSE, Action.CHECKPOINT, Action.TERMINATE),
     "PAUSING": (Action.UNPAUSE, Action.TERMINATE),
@@ -121,6 +122,7 @@ class JobSnapshot:
     resumed_checkpoint: str | None
     job_log_tail: tuple[str, ...]
     crawl_status: CrawlStatus | None
+    is_profile: bool = False
 
     @property
     def status_description(self) -> str:
@@ -172,6 +174,8 @@ class CrawlJob:
     def __init__(self, name: str, directory: Path, hosts: Mapping[str, str]) -> None:
         self.name = name
         self.directory = directory
+        # A profile (Heritrix: copyTo with asProfile) holds profile-crawler-beans.cxml; it builds, never launches.
+        self.is_profile = not (directory / PRIMARY_CONFIG).is_file() and (directory / PROFILE_NAME).is_file()
         self.hosts = dict(hosts)
         self.api_port = 0  # set by the registry once the server listens; WARC names end with it
         self._lock = threading.RLock()
@@ -188,7 +192,7 @@ class CrawlJob:
 
     @property
     def primary_config(self) -> Path:
-        return self.directory / PRIMARY_CONFIG
+        return self.directory / (PROFILE_NAME if self.is_profile else PRIMARY_CONFIG)
 
     def close(self) -> None:
         self.job_log.removeHandler(self._handler)
@@ -205,6 +209,8 @@ class CrawlJob:
 
     def _available_actions(self, state: JobState, controller_state: str | None) -> tuple[Action, ...]:
         allowed = tuple(JOB_TRANSITIONS[state])
+        if self.is_profile:
+            allowed = tuple(action for action in allowed if action is not Action.LAUNCH)
         if state is JobState.ACTIVE:
             narrowed = CONTROLLER_ACTIONS.get(controller_state or "", ())
             allowed = tuple(action for action in allowed if action in narrowed)
@@ -238,6 +244,19 @@ class CrawlJob:
             except JobActionError as exc:
                 self.job_log.warning(str(exc))
                 raise
+
+    def report_text(self, report: str) -> str | None:
+        """A report by Heritrix's class name (``FrontierSummaryReport``): live while the crawl runs, else the
+        file of the latest launch. None when the name is unknown or no launch has written it."""
+        file_name = REPORT_FILES.get(report)
+        if file_name is None:
+            return None
+        with self._lock:
+            controller = self._controller
+        if controller is not None:
+            return controller.report_text(file_name)
+        path = self.directory / LATEST / "reports" / file_name
+        return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def _build(self) -> None:
         try:
@@ -356,11 +375,12 @@ class CrawlJob:
         return sorted(entry.name for entry in directory.iterdir() if entry.is_dir() and entry.name.startswith("cp"))
 
     def job_log_tail(self, lines: int = JOB_LOG_TAIL_LINES) -> tuple[str, ...]:
+        """The newest lines of job.log, newest first (Heritrix's jobLogTail)."""
         path = self.directory / JOB_LOG
         if not path.is_file():
             return ()
         with path.open(encoding="utf-8", errors="replace") as job_log:
-            return tuple(line.rstrip("\n") for line in deque(job_log, maxlen=lines))
+            return tuple(reversed([line.rstrip("\n") for line in deque(job_log, maxlen=lines)]))
 
     def snapshot(self) -> JobSnapshot:
         with self._lock:
@@ -381,7 +401,7 @@ class CrawlJob:
                 available_actions=tuple(str(a) for a in self._available_actions(state, controller_state)),
                 launch_count=len(launches), last_launch=last_launch, launch_dir=self._launch_dir,
                 checkpoints=tuple(self.checkpoint_names()), resumed_checkpoint=self._resumed_checkpoint,
-                job_log_tail=self.job_log_tail(), crawl_status=crawl_status)
+                job_log_tail=self.job_log_tail(), crawl_status=crawl_status, is_profile=self.is_profile)
 
 
 class JobRegistry:
@@ -415,7 +435,7 @@ class JobRegistry:
 
     def _candidate_dirs(self) -> Iterable[tuple[str, Path]]:
         for entry in sorted(self.jobs_dir.iterdir()):
-            if entry.is_dir() and (entry / PRIMARY_CONFIG).is_file():
+            if entry.is_dir() and ((entry / PRIMARY_CONFIG).is_file() or (entry / PROFILE_NAME).is_file()):
                 yield entry.name, entry
             elif entry.is_file() and entry.name.endswith(JOBPATH_SUFFIX):
                 target = Path(entry.read_text(encoding="utf-8").strip())
@@ -438,6 +458,8 @@ class JobRegistry:
         with self._lock:
             directory = self.jobs_dir / name
             if name in self._jobs or directory.exists():
+                if name in self._jobs:
+                    self._jobs[name].job_log.warning(f"Job exists: {name} (create refused)")
                 raise JobActionError(f"job {name} exists already")
             directory.mkdir()
             profile = files("harvester.engine").joinpath(PROFILE_NAME).read_bytes()
@@ -446,6 +468,28 @@ class JobRegistry:
             (directory / SEEDS).write_text("# one seed URL per line\n", encoding="utf-8")
             job = self._jobs[name] = self._new_job(name, directory)
         job.job_log.info(f"Job created from profile {PROFILE_NAME}")
+        return job
+
+    def copy(self, source: CrawlJob, new_name: str, as_profile: bool) -> CrawlJob:
+        """Heritrix's copyTo: a new job directory with the source's configuration files (not its launches,
+        checkpoints or job.log); as a profile, the primary config is named profile-crawler-beans.cxml."""
+        if not JOB_NAME.match(new_name):
+            raise JobActionError(f"{new_name!r} is not a usable job name (letters, digits, '.', '_', '-')")
+        with self._lock:
+            directory = self.jobs_dir / new_name
+            if new_name in self._jobs or directory.exists():
+                raise JobActionError(f"job {new_name} exists already")
+            directory.mkdir()
+            for entry in source.directory.iterdir():
+                if entry.is_file() and not entry.is_symlink() and entry.name != JOB_LOG:
+                    target = entry.name
+                    if entry == source.primary_config:
+                        target = PROFILE_NAME if as_profile else PRIMARY_CONFIG
+                    shutil.copy2(entry, directory / target)
+            job = self._jobs[new_name] = self._new_job(new_name, directory)
+        kind = "profile" if as_profile else "job"
+        source.job_log.info(f"Copied to {kind} {new_name}")
+        job.job_log.info(f"Job copied from {source.name}" + (" as a profile" if as_profile else ""))
         return job
 
     def add(self, path: Path) -> CrawlJob:

@@ -7,11 +7,44 @@ from pathlib import Path
 
 from harvester.engine.stats import CrawlStats
 
+# Heritrix's report class names (the /engine/job/NAME/report/<name> resource) and their files.
+REPORT_FILES = {"CrawlSummaryReport": "crawl-report.txt", "SeedsReport": "seeds-report.txt",
+                "HostsReport": "hosts-report.txt", "SourceTagsReport": "source-report.txt",
+                "MimetypesReport": "mimetype-report.txt", "ResponseCodeReport": "responsecode-report.txt",
+                "FrontierSummaryReport": "frontier-summary-report.txt"}
+
+
+class _ReportDirectory:
+    """Collects the reports' texts by file name, so they can be written or served without a file."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+
+    def __truediv__(self, name: str) -> _ReportText:
+        return _ReportText(self.texts, name)
+
+
+class _ReportText:
+    def __init__(self, texts: dict[str, str], name: str) -> None:
+        self.texts, self.name = texts, name
+
+    def write_text(self, text: str, encoding: str = "utf-8") -> None:
+        self.texts[self.name] = text
+
 
 def write_reports(directory: Path, job_name: str, exit_status: str | None, elapsed_ms: int, stats: CrawlStats,
                   frontier_summary: dict[str, int], queue_sizes: dict[str, int]) -> None:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    for name, text in render_reports(job_name, exit_status, elapsed_ms, stats, frontier_summary,
+                                     queue_sizes).items():
+        (directory / name).write_text(text, encoding="utf-8")
+
+
+def render_reports(job_name: str, exit_status: str | None, elapsed_ms: int, stats: CrawlStats,
+                   frontier_summary: dict[str, int], queue_sizes: dict[str, int]) -> dict[str, str]:
+    """Every report's text by file name."""
+    directory = _ReportDirectory()
     elapsed_s = max(elapsed_ms / 1000, 1e-3)
     (directory / "crawl-report.txt").write_text(
         f"crawl name: {job_name}\n"
@@ -56,3 +89,4 @@ def write_reports(directory: Path, job_name: str, exit_status: str | None, elaps
     lines.append("[queue] [currentSize]")
     lines.extend(f"{key} {size}" for key, size in sorted(queue_sizes.items()))
     (directory / "frontier-summary-report.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return directory.texts

@@ -2,11 +2,17 @@
 
 Resources (peers.md §1.1): ``GET /`` (303 to /engine), ``GET|POST /engine`` (status; create, add, rescan),
 ``GET|POST /engine/job/NAME`` (status; build/validate, launch [checkpoint], pause, unpause, checkpoint,
-terminate, teardown) and ``GET /engine/job/NAME/jobdir/PATH`` (files of the job directory). A successful
-POST is answered with 303 See Other to the GET of the same resource, as Heritrix does; an action the job
-cannot take now is answered 409 with the reason as text (Heritrix answers 303 and ignores it, which leaves
-a client guessing). The representation follows ``Accept``: application/json, application/xml (or
-text/xml), else HTML. Every resource needs HTTP Digest credentials (harvester.engine.digest).
+terminate, teardown; ``copyTo=NEW`` [``asProfile=on``]), ``GET|PUT /engine/job/NAME/jobdir/PATH`` (files of
+the job directory; PUT uploads one), ``GET /engine/job/NAME/report/REPORT`` (a report, live while the crawl
+runs), ``/engine/job/NAME/script`` (refused with an explanation: this engine runs no scripts), and
+``GET /engine/jobsdir/PATH`` and ``GET /engine/anypath/ABSOLUTE-PATH`` (read-only, inside the jobs directory).
+
+Every POST is answered with 303 See Other to the GET of the resource, as Heritrix answers it, also when
+the action had nothing to do or was refused (pause while paused, create of an existing job): the reason
+goes to the job's job.log (jobLogTail) and into the 303's text body, and a client judges the action by the
+job's resulting state, as it must with a real Heritrix. The representation follows ``Accept``:
+application/json, application/xml (or text/xml), else HTML. Every resource needs HTTP Digest credentials
+(harvester.engine.digest), checked before a request body is read.
 
 This module maps HTTP to the job registry and back; it holds no job state itself.
 """
@@ -30,6 +36,12 @@ log = logging.getLogger(__name__)
 
 # Form bodies are a few short fields; anything bigger is not a client of ours.
 MAX_FORM_BYTES = 64 * 1024
+# A PUT carries a configuration file or a seed list; a national seed list stays well below this.
+MAX_PUT_BYTES = 256 * 1024 * 1024
+SCRIPT_REFUSAL = ("This engine is HarvestSuite's bundled crawl engine, not Heritrix: it has no JVM and runs "
+                  "no scripts (beanshell, js, groovy). To change a crawl, edit crawler-beans.cxml or seeds.txt "
+                  "(PUT /engine/job/NAME/jobdir/FILE) and build and launch again, or use pause, unpause, "
+                  "checkpoint and terminate.")
 JOB_ACTIONS = {"build": Action.BUILD, "validate": Action.BUILD, "launch": Action.LAUNCH, "pause": Action.PAUSE,
                "unpause": Action.UNPAUSE, "checkpoint": Action.CHECKPOINT, "terminate": Action.TERMINATE,
                "teardown": Action.TEARDOWN}
@@ -86,17 +98,18 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
     def _send_text(self, code: int, text: str, extra: dict[str, str] | None = None) -> None:
         self._send(code, (text + "\n").encode("utf-8"), "text/plain; charset=UTF-8", extra)
 
-    def _see_other(self, path: str) -> None:
-        self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {"Location": self._base_url() + path})
+    def _see_other(self, path: str, reason: str = "") -> None:
+        body = (reason + "\n").encode("utf-8") if reason else b""
+        self._send(HTTPStatus.SEE_OTHER, body, "text/plain; charset=UTF-8", {"Location": self._base_url() + path})
 
-    def _represent(self, root_name: str, title: str, model: dict[str, Any]) -> None:
+    def _represent(self, root_name: str, title: str, model: dict[str, Any], code: int = HTTPStatus.OK) -> None:
         accept = (self.headers.get("Accept") or "").lower()
         if "application/json" in accept:
-            self._send(HTTPStatus.OK, status.to_json(model), "application/json; charset=UTF-8")
+            self._send(code, status.to_json(model), "application/json; charset=UTF-8")
         elif "application/xml" in accept or "text/xml" in accept:
-            self._send(HTTPStatus.OK, status.to_xml(root_name, model), "application/xml; charset=UTF-8")
+            self._send(code, status.to_xml(root_name, model), "application/xml; charset=UTF-8")
         else:
-            self._send(HTTPStatus.OK, status.to_html(title, model), "text/html; charset=UTF-8")
+            self._send(code, status.to_html(title, model), "text/html; charset=UTF-8")
 
     def _read_form(self) -> dict[str, str] | None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -106,16 +119,33 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
         return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
 
+    def parse_request(self) -> bool:
+        self._expect_refused = False  # per request: a handler serves every request of its connection
+        return super().parse_request()
+
+    def handle_expect_100(self) -> bool:
+        # curl -T sends "Expect: 100-continue": the credentials are checked before the body is asked for,
+        # so an unauthenticated upload is refused without being transferred.
+        if not self.server.authenticator.check(self.command, self.headers.get("Authorization")).is_accepted:
+            self._expect_refused = True
+            return True  # the 401 follows from the method handler, which sees the flag
+        return super().handle_expect_100()
+
     def _is_authorised(self) -> bool:
         outcome = self.server.authenticator.check(self.command, self.headers.get("Authorization"))
         if outcome.is_accepted:
             return True
         if self.headers.get("Authorization"):
             log.warning("refused credentials from %s: %s", self.address_string(), outcome.reason)
-        # Drain a form body so the connection stays usable for the client's authenticated retry.
         length = int(self.headers.get("Content-Length") or 0)
-        if 0 < length <= MAX_FORM_BYTES:
+        if getattr(self, "_expect_refused", False):
+            # The client waits for 100 Continue and sends no body: answer and close, nothing to drain.
+            self.close_connection = True
+        elif 0 < length <= MAX_FORM_BYTES:
+            # Drain a form body so the connection stays usable for the client's authenticated retry.
             self.rfile.read(length)
+        elif length:
+            self.close_connection = True
         self._send_text(HTTPStatus.UNAUTHORIZED, "authentication required",
                         {"WWW-Authenticate": self.server.authenticator.challenge(stale=outcome.is_stale)})
         return False
@@ -136,6 +166,16 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
             self._represent("engine", "Crawl engine", status.engine_model(registry.snapshot(), self._base_url()))
         elif len(parts) >= 3 and parts[:2] == ["engine", "job"]:
             self._get_job(parts[2], parts[3:])
+        elif parts[:2] == ["engine", "jobsdir"]:
+            self._send_file(registry.jobs_dir, parts[2:])
+        elif parts[:2] == ["engine", "anypath"]:
+            # Heritrix serves any path here; this engine only what lies inside its jobs directory.
+            target = Path("/" + "/".join(parts[2:]))
+            root = registry.jobs_dir.resolve()
+            if not target.resolve().is_relative_to(root):
+                self._send_text(HTTPStatus.FORBIDDEN, f"{target} is outside the jobs directory {root}")
+            else:
+                self._send_file(root, list(target.resolve().relative_to(root).parts))
         else:
             self._send_text(HTTPStatus.NOT_FOUND, f"no resource {self.path}")
 
@@ -150,11 +190,25 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
         if not rest:
             self._represent("job", f"Job {name}", status.job_model(job.snapshot(), self._base_url()))
         elif rest[0] == "jobdir":
-            self._send_job_file(job.directory, rest[1:])
+            self._send_file(job.directory, rest[1:])
+        elif rest[0] == "report" and len(rest) == 2:
+            text = job.report_text(rest[1])
+            if text is None:
+                self._send_text(HTTPStatus.NOT_FOUND, f"no report {rest[1]} of job {name} (yet)")
+            else:
+                self._send(HTTPStatus.OK, text.encode("utf-8"), "text/plain; charset=UTF-8")
+        elif rest == ["script"]:
+            self._refuse_script(name)
         else:
             self._send_text(HTTPStatus.NOT_FOUND, f"no resource {self.path}")
 
-    def _send_job_file(self, directory: Path, parts: list[str]) -> None:
+    def _refuse_script(self, name: str) -> None:
+        # Heritrix's ScriptModel fields, so a scripting client reads a failure rather than a parse error.
+        model = {"failure": True, "exception": SCRIPT_REFUSAL, "linesExecuted": 0, "rawOutput": "",
+                 "availableScriptEngines": [], "crawlJobShortName": name}
+        self._represent("script", f"Scripting console of job {name}", model, code=HTTPStatus.NOT_IMPLEMENTED)
+
+    def _send_file(self, directory: Path, parts: list[str]) -> None:
         root = directory.resolve()
         target = root.joinpath(*parts).resolve() if parts else root
         if not target.is_relative_to(root) or not target.exists():
@@ -177,26 +231,67 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
             self._post_engine(form)
         elif len(parts) == 3 and parts[:2] == ["engine", "job"]:
             self._post_job(parts[2], form)
+        elif len(parts) == 4 and parts[:2] == ["engine", "job"] and parts[3] == "script":
+            self._refuse_script(parts[2])
         else:
             self._send_text(HTTPStatus.NOT_FOUND, f"no resource {self.path}")
+
+    def do_PUT(self) -> None:  # noqa: N802 (http.server's naming)
+        if not self._is_authorised():
+            return
+        parts = self._route()
+        length = int(self.headers.get("Content-Length") or -1)
+        if len(parts) < 5 or parts[:2] != ["engine", "job"] or parts[3] != "jobdir":
+            self.close_connection = True
+            self._send_text(HTTPStatus.METHOD_NOT_ALLOWED, "PUT only uploads files under /engine/job/NAME/jobdir/")
+            return
+        if length < 0 or length > MAX_PUT_BYTES:
+            self.close_connection = True
+            self._send_text(HTTPStatus.LENGTH_REQUIRED if length < 0 else HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                            f"a PUT needs a Content-Length of at most {MAX_PUT_BYTES} bytes")
+            return
+        try:
+            job = self.server.registry.get(parts[2])
+        except UnknownJobError:
+            self.close_connection = True
+            self._send_text(HTTPStatus.NOT_FOUND, f"no job {parts[2]}")
+            return
+        root = job.directory.resolve()
+        target = root.joinpath(*parts[4:]).resolve()
+        if not target.is_relative_to(root) or target == root:
+            self.close_connection = True
+            self._send_text(HTTPStatus.FORBIDDEN, f"{'/'.join(parts[4:])} is not a file inside the job directory")
+            return
+        data = self.rfile.read(length)
+        # Written whole, then renamed: a build never reads a half-uploaded configuration.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.upload")
+        temporary.write_bytes(data)
+        temporary.replace(target)
+        job.job_log.info(f"{target.relative_to(root)} uploaded ({len(data)} bytes)")
+        self._send(HTTPStatus.OK, b"", "text/plain")
 
     def _post_engine(self, form: dict[str, str]) -> None:
         registry = self.server.registry
         action = form.get("action", "")
+        reason = ""
         try:
             if action == "create":
                 registry.create(form.get("createpath", "").strip())
             elif action == "add":
-                registry.add(Path(form.get("addpath", "").strip()))
+                path = form.get("addpath", "").strip()
+                if not path:
+                    # Heritrix's words (EngineResource); without this, Path("") would add the working directory.
+                    raise JobActionError("Cannot add null path")
+                registry.add(Path(path))
             elif action == "rescan":
                 registry.rescan()
             else:
-                self._send_text(HTTPStatus.BAD_REQUEST, f"unknown engine action {action!r} (create, add, rescan)")
-                return
+                raise JobActionError(f"unknown engine action {action!r} (create, add, rescan)")
         except JobActionError as exc:
-            self._send_text(HTTPStatus.CONFLICT, str(exc))
-            return
-        self._see_other("/engine")
+            reason = str(exc)
+            log.warning("engine action %s refused: %s", action, reason)
+        self._see_other("/engine", reason)
 
     def _post_job(self, name: str, form: dict[str, str]) -> None:
         try:
@@ -204,18 +299,29 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
         except UnknownJobError:
             self._send_text(HTTPStatus.NOT_FOUND, f"no job {name}")
             return
+        copy_to = form.get("copyTo", "").strip()
+        if copy_to:
+            try:
+                self.server.registry.copy(job, copy_to, as_profile=form.get("asProfile") == "on")
+            except JobActionError as exc:
+                job.job_log.warning(f"copyTo {copy_to} refused: {exc}")
+                self._see_other(f"/engine/job/{quote(name)}", str(exc))
+                return
+            self._see_other(f"/engine/job/{quote(copy_to)}")
+            return
         action = JOB_ACTIONS.get(form.get("action", ""))
         if action is None:
-            self._send_text(HTTPStatus.BAD_REQUEST,
-                            f"unknown job action {form.get('action')!r} ({', '.join(JOB_ACTIONS)})")
+            reason = f"unknown job action {form.get('action')!r} ({', '.join(JOB_ACTIONS)})"
+            job.job_log.warning(reason)
+            self._see_other(f"/engine/job/{quote(name)}", reason)
             return
         checkpoint = form.get("checkpoint") or None if action is Action.LAUNCH else None
+        reason = ""
         try:
             job.perform(action, checkpoint=checkpoint)
         except JobActionError as exc:
-            self._send_text(HTTPStatus.CONFLICT, str(exc))
-            return
-        self._see_other(f"/engine/job/{quote(name)}")
+            reason = str(exc)  # perform wrote it to job.log already
+        self._see_other(f"/engine/job/{quote(name)}", reason)
 
 
 class EngineServer:

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
+from harvester.engine.reports import REPORT_FILES
+
 if TYPE_CHECKING:
     from harvester.engine.jobs import EngineSnapshot, JobSnapshot
 
@@ -34,9 +36,7 @@ RATE_KEYS = ("currentDocsPerSecond", "averageDocsPerSecond", "currentKiBPerSec",
 LOAD_KEYS = ("busyThreads", "totalThreads", "congestionRatio", "averageQueueDepth", "deepestQueueDepth")
 FRONTIER_KEYS = ("totalQueues", "inProcessQueues", "readyQueues", "snoozedQueues", "activeQueues",
                  "inactiveQueues", "ineligibleQueues", "retiredQueues", "exhaustedQueues", "lastReachedState")
-REPORTS = (("CrawlSummaryReport", "CrawlSummary"), ("SeedsReport", "Seeds"), ("HostsReport", "Hosts"),
-           ("MimetypesReport", "Mimetypes"), ("ResponseCodeReport", "ResponseCode"),
-           ("FrontierSummaryReport", "FrontierSummary"))
+REPORTS = tuple((class_name, class_name.removesuffix("Report")) for class_name in REPORT_FILES)
 
 
 def heap_report() -> dict[str, int]:
@@ -84,7 +84,7 @@ def job_model(job: JobSnapshot, base_url: str) -> dict[str, Any]:
         "availableActions": list(job.available_actions),
         "launchCount": job.launch_count,
         "lastLaunch": job.last_launch,
-        "isProfile": False,
+        "isProfile": job.is_profile,
         "isRunning": job.is_running,
         "isLaunchable": job.is_launchable,
         "hasApplicationContext": job.has_application_context,
@@ -113,7 +113,8 @@ def job_model(job: JobSnapshot, base_url: str) -> dict[str, Any]:
             "frontierReport": _pick(FRONTIER_KEYS, crawl.frontier),
             "crawlLogFilePath": str(launch_logs / "crawl.log") if launch_logs else None,
             "alertLogFilePath": str(launch_logs / "alerts.log") if launch_logs else None,
-            "reports": [{"className": class_name, "shortName": short_name} for class_name, short_name in REPORTS],
+            "reports": [{"className": class_name, "shortName": short_name,
+                         "url": f"{url}/report/{class_name}"} for class_name, short_name in REPORTS],
         })
     return model
 
@@ -127,7 +128,7 @@ def engine_model(engine: EngineSnapshot, base_url: str) -> dict[str, Any]:
         "jobsDirUrl": f"{base_url}/engine/jobsdir/",
         "availableActions": ["rescan", "add", "create"],
         "jobs": [
-            {"shortName": job.name, "url": f"{base_url}/engine/job/{job.name}", "isProfile": False,
+            {"shortName": job.name, "url": f"{base_url}/engine/job/{job.name}", "isProfile": job.is_profile,
              "launchCount": job.launch_count, "lastLaunch": job.last_launch,
              "hasApplicationContext": job.has_application_context, "statusDescription": job.status_description,
              "isLaunchInfoPartial": False, "primaryConfig": str(job.primary_config),

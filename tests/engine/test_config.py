@@ -100,6 +100,11 @@ def test_real_templates_build_and_run(tmp_path, shared_dir, test_site: TestSite,
     launch = tmp_path / "20260101000000"
     controller = CrawlController(config, tmp_path, launch, test_site.hosts, logging.getLogger("test.templates"))
     controller.start()
+    # Heritrix's own profile leaves pauseAtStart at its default, true: the crawl waits for unpause.
+    assert config.pause_at_start is not nas
+    if config.pause_at_start:
+        assert not controller.join(1) and controller.status().controller_state == "PAUSED"
+        controller.unpause()
     assert controller.join(30)
     assert controller.status().exit_status == "FINISHED"
     crawl_log = (launch / "logs" / "crawl.log").read_text()

@@ -64,7 +64,11 @@ def test_crawl_of_the_test_site_runs_to_finished(engine_process: EngineProcess, 
     seed = test_site.url(HOST, "/")
     prepare(client, engine_process, "basic", [seed], crawler_beans(max_hops=3))
     launched = client.launch("basic")
-    assert launched.launch_count == 1 and launched.is_running or launched.is_finished
+    # pauseAtStart defaults to true, as in Heritrix's CrawlController: the crawl waits for unpause.
+    assert launched.launch_count == 1 and launched.is_running
+    paused = client.wait_for("basic", controller_in("PAUSED"), timeout=30, poll_interval=0.1)
+    assert "unpause" in paused.available_actions and paused.uri_totals_report.downloaded_uri_count == 0
+    client.unpause("basic")
     finished = client.wait_for("basic", lambda status: status.is_finished, timeout=CRAWL_TIMEOUT)
     assert finished.crawl_exit_status == "FINISHED"
     assert finished.status_description == "Finished: FINISHED"
@@ -92,6 +96,7 @@ def test_crawl_of_the_test_site_runs_to_finished(engine_process: EngineProcess, 
     assert client.teardown("basic").status_description == "Unbuilt"
     client.build("basic")
     client.launch("basic")
+    client.unpause("basic")
     again = client.wait_for("basic", lambda status: status.is_finished, timeout=CRAWL_TIMEOUT)
     assert again.launch_count == 2
     launches = sorted(entry.name for entry in job_dir.iterdir() if re.fullmatch(r"\d{14}", entry.name))
@@ -102,6 +107,7 @@ def test_pause_unpause_checkpoint_and_terminate(engine_process: EngineProcess, t
     client = engine_process.client()
     prepare(client, engine_process, "steered", [test_site.url(HOST, "/")], SLOW_CRAWL)
     client.launch("steered")
+    client.unpause("steered")
     running = client.wait_for("steered", controller_in("RUNNING"), timeout=30, poll_interval=0.1)
     assert set(running.available_actions) == {"pause", "checkpoint", "terminate"}
     assert running.status_description == "Active: RUNNING" and running.is_running
@@ -135,6 +141,7 @@ def test_engine_restart_resumes_from_the_checkpoint_without_refetching(
         client = first.client()
         prepare(client, first, "resumed", [test_site.url(HOST, "/")], SLOW_CRAWL)
         client.launch("resumed")
+        client.unpause("resumed")
         client.wait_for("resumed", lambda status: status.uri_totals_report is not None
                         and status.uri_totals_report.downloaded_uri_count >= 8, timeout=60, poll_interval=0.1)
         client.pause("resumed")
@@ -158,6 +165,7 @@ def test_engine_restart_resumes_from_the_checkpoint_without_refetching(
         assert client.job_status("resumed").status_description == "Ready"
         # "latest" is the checkpoint the engine wrote at shutdown, taken while paused: the same crawl state.
         client.launch("resumed", checkpoint="latest")
+        client.unpause("resumed")
         finished = client.wait_for("resumed", lambda status: status.is_finished, timeout=CRAWL_TIMEOUT)
         assert finished.crawl_exit_status == "FINISHED" and finished.launch_count == 2
         second_launch = Path(os.path.realpath(jobs_dir / "resumed" / "latest"))
