@@ -285,10 +285,14 @@ def test_db_init_on_a_netarchivesuite_database_says_to_upgrade_and_changes_nothi
 
 
 def test_dry_run_prints_the_statements_and_changes_nothing(nas_ddl):
-    with netarchivesuite_database(nas_ddl) as (_name, engine, before):
+    with netarchivesuite_database(nas_ddl) as (name, engine, before):
         result = upgrade_database(engine, dry_run=True)
         assert any(st.startswith("CREATE TABLE audit_log") for st in result.statements)
         assert any("NOT VALID" in st for st in result.statements)
+        printed = CliRunner().invoke(cli, ["--set", f"harvestsuite.database.url={url_of(name)}", "db", "upgrade",
+                                           "--sql"])
+        assert printed.exit_code == 0, printed.output
+        assert "CREATE TABLE audit_log" in printed.output and "rolled back, nothing changed" in printed.output
         with engine.connect() as conn:
             assert not conn.scalar(text("SELECT to_regclass('audit_log') IS NOT NULL"))
             assert nas_rows(conn) == before
