@@ -36,7 +36,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, exists, or_, select
+from sqlalchemy import ColumnElement, Connection, Engine, Table, and_, bindparam, exists, or_, select
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
@@ -121,9 +121,13 @@ def has_index_ready(jobs: Table) -> ColumnElement[bool]:
                               r.c.ready.is_(True)))
 
 
+_RUN_INDEX = select(s.harvest_run_dedup_index).where(
+    s.harvest_run_dedup_index.c.harvest_id == bindparam("harvest_id"),
+    s.harvest_run_dedup_index.c.harvest_num == bindparam("harvest_num"))  # built once: every release reads it
+
+
 def find_run_index(conn: Connection, run: HarvestRun) -> RunIndex | None:
-    r = s.harvest_run_dedup_index
-    row = conn.execute(select(r).where(r.c.harvest_id == run.harvest_id, r.c.harvest_num == run.harvest_num)).first()
+    row = conn.execute(_RUN_INDEX, {"harvest_id": run.harvest_id, "harvest_num": run.harvest_num}).first()
     if row is None:
         return None
     return RunIndex(run=run, job_ids=parse_job_ids(row.job_ids), ready=row.ready, index_path=row.index_path,

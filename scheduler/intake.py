@@ -41,7 +41,7 @@ from harvestdef.messages import (
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import Transport
 from harvestdef.repositories.history import DomainFigures, JobFigures
-from harvestdef.repositories.jobs import JobRepository, not_before
+from harvestdef.repositories.jobs import NOT_NULL, JobRepository, not_before
 from scheduler.batch import Batch, run_one
 from scheduler.notify import Notifier
 
@@ -71,8 +71,7 @@ def _final_values(message: CrawlStatus) -> dict[str, Any]:
 
 
 # What history needs of a job whose final status was set without reading it first.
-_HISTORY_COLUMNS = tuple(s.jobs.c[name] for name in ("job_id", "harvest_id", "harvest_num", "forcemaxbytes",
-                                                     "forcemaxcount"))
+_HISTORY_COLUMNS = ("job_id", "harvest_id", "harvest_num", "forcemaxbytes", "forcemaxcount")
 
 
 class StatusIntake:
@@ -100,18 +99,16 @@ class StatusIntake:
         # The usual case first, decided by the compare-and-set alone: the status of the attempt granted to
         # this controller, with the job where that status moves it from. The dates are written never
         # before the job's others, whatever the clocks of the processes that took its messages.
-        j = s.jobs
-        granted = (j.c.controller == message.controller_id,)
         try:
             if message.status == JobStatus.STARTED:
                 jobs.change_status(message.job_id, JobStatus.SUBMITTED, JobStatus.STARTED,
-                                   attempt_id=message.attempt_id, where=granted,
-                                   values={"startdate": not_before(now, j.c.submitteddate)})
+                                   attempt_id=message.attempt_id, where={"controller": message.controller_id},
+                                   values={"startdate": not_before(now, "submitteddate")})
                 return True
             row = jobs.change_status(message.job_id, JobStatus.STARTED, message.status, attempt_id=message.attempt_id,
-                                     where=(*granted, j.c.startdate.is_not(None)),
+                                     where={"controller": message.controller_id, "startdate": NOT_NULL},
                                      values={**_final_values(message), "enddate": not_before(
-                                         now, j.c.submitteddate, j.c.startdate)},
+                                         now, "submitteddate", "startdate")},
                                      returning=_HISTORY_COLUMNS)
         except StaleJobError:
             return self._crawl_status_read_first(batch, message, now)

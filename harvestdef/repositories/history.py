@@ -30,9 +30,10 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, bindparam, case, delete, func, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import is_postgresql, upsert
+from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.model.status import JobStatus, StopReason
 
@@ -127,14 +128,9 @@ class HistoryBatch:
                 for row in rows:
                     ids.append(conn.execute(insert(h).values(row)).inserted_primary_key[0])
         _add_to_config_summary(conn, rows, ids)
-        table = s.harvest_run_summary
         now = utcnow()
         for key in sorted(runs):
-            totals = runs[key]
-            added = [name for name in totals if name not in ("harvest_id", "harvest_num")]
-            upsert(conn, table, ["harvest_id", "harvest_num"], [{**totals, "updated_at": now}],
-                   lambda excluded, added=added: {**{name: table.c[name] + excluded[name] for name in added},
-                                                  "updated_at": excluded.updated_at})
+            conn.execute(_summary_upsert(conn, "run"), [{**runs[key], "updated_at": now}])
 
 
 class HistoryWriter:
@@ -200,10 +196,37 @@ def _add_to_config_summary(conn: Connection, rows: list[dict[str, Any]], ids: li
             "best_historyinfo_id": historyinfo_id, "best_stopreason": row["stopreason"],
             "best_objectcount": row["objectcount"], "best_bytecount": row["bytecount"],
         })
-    table = s.config_history_summary
-    complete = int(StopReason.DOWNLOAD_COMPLETE)
+    for summary_rows in layers:
+        summary_rows.sort(key=lambda row: row["config_id"])  # row locks in one order in every transaction
+        for start in range(0, len(summary_rows), 1000):
+            conn.execute(_summary_upsert(conn, "config"), summary_rows[start:start + 1000])
 
-    def merged(excluded: Any) -> dict[str, Any]:
+
+_summary_upserts: dict[tuple[str, str], Any] = {}
+
+
+def _summary_upsert(conn: Connection, which: str) -> Any:
+    """The INSERT … ON CONFLICT that adds to a run's summary (``run``) or folds a row into a configuration's
+    (``config``), built once per dialect: building it cost more than running it."""
+    key = (conn.engine.dialect.name, which)
+    statement = _summary_upserts.get(key)
+    if statement is not None:
+        return statement
+    dialect_insert = postgresql.insert if is_postgresql(conn.engine) else sqlite.insert
+    if which == "run":
+        table = s.harvest_run_summary
+        statement = dialect_insert(table)
+        added = ["jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects", "novel_bytes",
+                 "duplicate_objects", "duplicate_bytes", *_STOP_COLUMNS.values()]
+        statement = statement.on_conflict_do_update(
+            index_elements=["harvest_id", "harvest_num"],
+            set_={**{name: table.c[name] + statement.excluded[name] for name in added},
+                  "updated_at": statement.excluded.updated_at})
+    else:
+        table = s.config_history_summary
+        statement = dialect_insert(table)
+        excluded = statement.excluded
+        complete = int(StopReason.DOWNLOAD_COMPLETE)
         # The newest row becomes the best unless an older one (already folded into best_*) has at least
         # as many objects; a complete newest row ends the fold there (reference §2.5 step 1).
         newest_wins = (excluded.latest_stopreason == complete) | (
@@ -213,12 +236,9 @@ def _add_to_config_summary(conn: Connection, rows: list[dict[str, Any]], ids: li
                                "objectcount", "bytecount")}
         for name in ("historyinfo_id", "stopreason", "objectcount", "bytecount"):
             values[f"best_{name}"] = case((newest_wins, excluded[f"best_{name}"]), else_=table.c[f"best_{name}"])
-        return values
-
-    for summary_rows in layers:
-        summary_rows.sort(key=lambda row: row["config_id"])  # row locks in one order in every transaction
-        for start in range(0, len(summary_rows), 1000):
-            upsert(conn, table, ["config_id"], summary_rows[start:start + 1000], merged)
+        statement = statement.on_conflict_do_update(index_elements=["config_id"], set_=values)
+    _summary_upserts[key] = statement
+    return statement
 
 
 def rebuild_summaries(conn: Connection, batch_size: int = 10_000,

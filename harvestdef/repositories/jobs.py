@@ -9,9 +9,9 @@ two generations at once never collide.
 harvestdef.model.status, then updates with ``WHERE job_id = :id AND status = :from AND attempt_id IS NOT
 DISTINCT FROM :attempt``: a compare-and-set, so of two parties acting on one job only the first changes
 it, and a message of a stale attempt changes nothing (StaleJobError says what the job is now). Further
-conditions (``where``) narrow the compare-and-set, and values may be SQL expressions of the row (a date
-never before another one of the job): what they came to is read back with ``RETURNING`` for the audit
-row, so a caller that knows what to expect changes a job in one statement without reading it first.
+conditions (``where``) narrow the compare-and-set, and a date may be written as never before the job's
+other dates (``NotBefore``): what it came to is read back with ``RETURNING`` for the audit row, so a
+caller that knows what to expect changes a job in one statement without reading it first.
 
 A repository given an ``AuditBatch`` leaves its audit rows there for the owner of the transaction to
 write in one INSERT before it commits (the scheduler's intake, many changes per transaction).
@@ -20,11 +20,11 @@ write in one INSERT before it commits (the scheduler's intake, many changes per 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, case, func, insert, literal, select, text, update
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, func, insert, select, text, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
@@ -88,14 +88,56 @@ def _audit_values(values: Mapping[str, Any]) -> dict[str, Any]:
     return {key: (int(value) if isinstance(value, JobStatus) else value) for key, value in values.items()}
 
 
-def not_before(when: datetime, *columns: Any) -> ColumnElement[Any]:
-    """``when``, or the latest of the job's ``columns`` (dates) if one is later; NULL columns are passed
-    over. A date written so is in order with the job's others whatever the clocks of the processes that
-    wrote them."""
-    latest: ColumnElement[Any] = literal(when, s.jobs.c.enddate.type)
-    for column in columns:
-        latest = case((column > latest, column), else_=latest)
-    return latest
+@dataclass(frozen=True)
+class NotBefore:
+    """A value for a date column: ``when``, or the latest of the row's ``columns`` (dates) if one is later;
+    NULL columns are passed over. A date written so is in order with the job's others whatever the clocks
+    of the processes that wrote them. ``change_status`` reads back what it came to, for the audit row."""
+
+    when: datetime
+    columns: tuple[str, ...]
+
+
+def not_before(when: datetime, *columns: str) -> NotBefore:
+    return NotBefore(when, columns)
+
+
+NOT_NULL = object()  # in ``change_status``'s ``where``: the column IS NOT NULL
+
+_status_updates: dict[tuple[Any, ...], Any] = {}
+
+
+def _status_update(key: tuple[Any, ...]) -> Any:
+    """The UPDATE of ``change_status`` for one shape of call, built once: the intake changes thousands of
+    jobs a minute the same few ways, and building and caching-keying the statement each time cost more
+    than running it. Every value is a bound parameter (``w_`` conditions, ``v_`` values)."""
+    statement = _status_updates.get(key)
+    if statement is not None:
+        return statement
+    from_status, to_status, attempt_is_null, value_shape, where_shape, returning = key
+    j = s.jobs
+    conditions = [j.c.job_id == bindparam("w_job_id"), j.c.status == int(from_status),
+                  j.c.attempt_id.is_(None) if attempt_is_null else j.c.attempt_id == bindparam("w_attempt_id")]
+    for name, kind in where_shape:
+        conditions.append(j.c[name].is_not(None) if kind == "not null" else j.c[name].is_(None) if kind == "null"
+                          else j.c[name] == bindparam(f"w_{name}"))
+    changes: dict[str, Any] = {"status": int(to_status)}
+    for name, columns in value_shape:
+        value: ColumnElement[Any] = bindparam(f"v_{name}", type_=j.c[name].type)
+        for column in columns or ():
+            value = case((j.c[column] > value, j.c[column]), else_=value)
+        changes[name] = value
+    changes["edition"] = j.c.edition + 1
+    statement = update(j).where(*conditions).values(changes)
+    if returning:
+        statement = statement.returning(*(j.c[name] for name in returning))
+    _status_updates[key] = statement
+    return statement
+
+
+_OLDEST_NEW = (select(s.jobs).where(s.jobs.c.status == int(JobStatus.NEW), s.jobs.c.channel == bindparam("channel"))
+               .order_by(s.jobs.c.job_id).limit(1))
+_OLDEST_NEW_PG = _OLDEST_NEW.with_for_update(of=s.jobs, skip_locked=True)
 
 
 class JobRepository:
@@ -158,14 +200,14 @@ class JobRepository:
         """The NEW job of ``channel`` with the lowest id, locked for the caller's transaction; on PostgreSQL
         rows another transaction holds are skipped, so two dispatchers never take the same job.
         ``may_go`` is a further condition on the jobs table (the dispatcher's: its run's index is ready)."""
-        j = s.jobs
-        query = (select(j).where(j.c.status == int(JobStatus.NEW), j.c.channel == channel)
-                 .order_by(j.c.job_id).limit(1))
-        if may_go is not None:
-            query = query.where(may_go)
-        if is_postgresql(self.conn.engine):
-            query = query.with_for_update(of=j, skip_locked=True)
-        row = self.conn.execute(query).mappings().first()
+        postgresql = is_postgresql(self.conn.engine)
+        if may_go is None:
+            query = _OLDEST_NEW_PG if postgresql else _OLDEST_NEW
+        else:
+            query = _OLDEST_NEW.where(may_go)
+            if postgresql:
+                query = query.with_for_update(of=s.jobs, skip_locked=True)
+        row = self.conn.execute(query, {"channel": channel}).mappings().first()
         return _to_job(row) if row is not None else None
 
     def count_by_status(self, harvest_id: int | None = None) -> dict[JobStatus, int]:
@@ -201,10 +243,11 @@ class JobRepository:
 
     def change_status(self, job_id: int, from_status: JobStatus, to_status: JobStatus, *,
                       attempt_id: str | None, values: Mapping[str, Any] | None = None,
-                      where: Sequence[ColumnElement[bool]] = (), returning: Sequence[Any] = ()) -> Row[Any] | None:
-        """Move the job from ``from_status`` to ``to_status`` if it is still there with ``attempt_id`` (and
-        meets ``where``). Values that are SQL expressions are read back for the audit row; so are the
-        ``returning`` columns, and the row of them is returned (None when nothing is read back).
+                      where: Mapping[str, Any] | None = None, returning: Sequence[str] = ()) -> Row[Any] | None:
+        """Move the job from ``from_status`` to ``to_status`` if it is still there with ``attempt_id`` and
+        meets ``where`` (column name -> the value it must have; None: IS NULL; ``NOT_NULL``). A value may be
+        a ``NotBefore``; what it came to is read back for the audit row, as are the ``returning``
+        columns, and the row of them is returned (None when nothing is read back).
 
         :raise IllegalTransitionError: the transition table forbids the change (nothing is read or written).
         :raise StaleJobError: the job is in another status or attempt now, or fails ``where``; nothing was
@@ -212,27 +255,39 @@ class JobRepository:
         :raise NotFoundError: no such job.
         """
         check_job_transition(job_id, from_status, to_status)
-        changes = {"status": int(to_status), **(values or {}), "edition": s.jobs.c.edition + 1}
-        j = s.jobs
-        computed = [name for name, value in (values or {}).items() if isinstance(value, ClauseElement)]
-        read_back = [j.c[name] for name in computed] + [c for c in returning if c.name not in computed]
-        statement = update(j).where(j.c.job_id == job_id, j.c.status == int(from_status),
-                                    j.c.attempt_id.is_not_distinct_from(attempt_id), *where).values(changes)
+        values = dict(values or {})
+        where = dict(where or {})
+        computed = [name for name, value in values.items() if isinstance(value, NotBefore)]
+        read_back = tuple(computed + [name for name in returning if name not in computed])
+        key = (from_status, to_status, attempt_id is None,
+               tuple((name, value.columns if isinstance(value, NotBefore) else None)
+                     for name, value in values.items()),
+               tuple((name, "not null" if value is NOT_NULL else "null" if value is None else "equal")
+                     for name, value in where.items()),
+               read_back)
+        parameters = {"w_job_id": job_id, "w_attempt_id": attempt_id,
+                      **{f"w_{name}": value for name, value in where.items()
+                         if value is not None and value is not NOT_NULL},
+                      **{f"v_{name}": value.when if isinstance(value, NotBefore) else value
+                         for name, value in values.items()}}
+        result = self.conn.execute(_status_update(key), parameters)
         row: Row[Any] | None = None
         if read_back:
-            row = self.conn.execute(statement.returning(*read_back)).first()
+            row = result.first()
             changed = row is not None
         else:
-            changed = self.conn.execute(statement).rowcount == 1
+            changed = result.rowcount == 1
         if not changed:
+            j = s.jobs
             current = self.conn.execute(select(j.c.status, j.c.attempt_id).where(j.c.job_id == job_id)).first()
             if current is None:
                 raise NotFoundError("job", job_id)
             condition = " and the further conditions" if where else ""
             raise StaleJobError(job_id, f"{from_status} with attempt {attempt_id}{condition}",
                                 f"{JobStatus(current.status)} with attempt {current.attempt_id}")
-        after = _audit_values({k: (row._mapping[k] if k in computed and row is not None else v)
-                               for k, v in changes.items() if k != "edition"})
+        after = _audit_values({"status": int(to_status), **{
+            name: (row._mapping[name] if name in computed and row is not None else value)
+            for name, value in values.items()}})
         self._record(job_id, "update", {"status": int(from_status), "attempt_id": attempt_id}, after)
         return row
 
