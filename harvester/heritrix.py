@@ -417,6 +417,13 @@ class HeritrixClient:
         path = f"{self._job_path(name)}/jobdir/{quote(relative_path)}"
         return self._request("GET", path, action=f"file {relative_path} of job {name}", job=name).body
 
+    def job_report(self, name: str, report: str) -> str:
+        """One report by Heritrix's class name (``FrontierSummaryReport``, ``CrawlSummaryReport``), as it
+        stands now while the crawl runs."""
+        path = f"{self._job_path(name)}/report/{quote(report, safe='')}"
+        return self._request("GET", path, action=f"report {report} of job {name}", job=name).body.decode(
+            "utf-8", errors="replace")
+
     def wait_for(self, name: str, predicate: Callable[[JobStatus], bool], timeout: float,
                  poll_interval: float = 0.5) -> JobStatus:
         """Poll the job's status until ``predicate`` holds; HeritrixError naming the last status on timeout."""

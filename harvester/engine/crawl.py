@@ -38,10 +38,17 @@ from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.fetch import HttpConnection, fetch
 from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
 from harvester.engine.links import extract_links
-from harvester.engine.reports import render_reports, write_reports
+from harvester.engine.reports import (
+    CRAWL_STATUS_TEXT,
+    FrontierSummary,
+    QueueReport,
+    ReportInput,
+    render_reports,
+    write_reports,
+)
 from harvester.engine.robots import RobotsRules
 from harvester.engine.scope import Scope, canonical_url
-from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, progress_line
+from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, iso_seconds, progress_line
 from harvester.engine.warc import WarcFileWriter, iso_to_14, sha1_digest, warc_date
 
 OUT_OF_SCOPE = "O"
@@ -50,13 +57,6 @@ ROBOTS_PRECLUDED = -9998
 DOMAIN_LOOKUP_FAILED = -6
 DNS_FAILED = -1
 MAX_BACKOFF_SECONDS = 300.0
-# Words of progress-statistics.log's last line, which NetarchiveSuite reads for the stop reason (§6.5).
-CRAWL_ENDED_TEXT = {
-    "FINISHED": "Finished", "FINISHED_TIME_LIMIT": "Timelimit hit", "ABORTED": "Ended by operator",
-    "FINISHED_DATA_LIMIT": "Maximum amount of data downloaded",
-    "FINISHED_DOCUMENT_LIMIT": "Maximum number of documents downloaded",
-    "FINISHED_ABNORMAL": "Exited abnormally",
-}
 # state -> action -> next state
 CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
     "NASCENT": {"start": "PREPARING"},
@@ -191,7 +191,7 @@ class CrawlController:
     def status(self) -> CrawlStatus:
         stats, frontier = self.stats, self.frontier
         elapsed_ms = self._elapsed_ms()
-        avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms / 1000)
+        avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms)
         # The loop thread adds queues while we read: copy first (list() of a dict view is atomic under the GIL).
         queues = list(frontier.queues.values())
         depths = [len(q.heap) for q in queues if q.heap]
@@ -274,8 +274,7 @@ class CrawlController:
                     for connection in self.connections.values():
                         connection.close()
                     self._write_reports()
-                    logs.write("progress-statistics.log", f"{iso_now()} CRAWL ENDED - "
-                               f"{CRAWL_ENDED_TEXT.get(self._exit_status or '', self._exit_status)}")
+                    self._note(f"CRAWL ENDED - {CRAWL_STATUS_TEXT.get(self._exit_status or '', self._exit_status)}")
             logs.flush()
         self.job_log.info("crawl ended: %s", self._exit_status)
 
@@ -283,14 +282,16 @@ class CrawlController:
         config = self.config
         self._started_monotonic = time.monotonic()
         self.logs.write("progress-statistics.log", PROGRESS_HEADER)
+        self._note("CRAWL RUNNING - Preparing")
         with self._lock:
             state = self._state  # an operator may have paused or terminated before the loop existed
         if state == "STOPPING":
-            self._stop_status = self._stop_status or "ABORTED"
+            self._request_stop("ABORTED")
         elif (config.pause_at_start and not self._start_unpaused) or state == "PAUSED":
             self._set_paused(True)
         else:
             self._transition("run")
+            self._note("CRAWL RUNNING - Running")
         self.job_log.info("crawl started: %d seeds, %d URIs queued", len(config.seeds), self.frontier.queued_count)
         workers = [asyncio.create_task(self._worker(n + 1)) for n in range(config.max_toe_threads)]
         ticker = asyncio.create_task(self._ticker())
@@ -314,9 +315,17 @@ class CrawlController:
         with self._lock:
             self._state = "STOPPING"
 
+    def _note(self, note: str) -> None:
+        """A state line of progress-statistics.log, as StatisticsTracker.logNote writes it: CRAWL RUNNING,
+        WAITING, PAUSED, ENDING, ENDED (heritrix3 engine/src/main/java/org/archive/crawler/reporting/
+        StatisticsTracker.java). Heritrix before 3.3 wrote CRAWL RESUMED where it now writes CRAWL RUNNING."""
+        if self.logs is not None:
+            self.logs.write("progress-statistics.log", f"{iso_seconds()} {note}")
+
     def _request_stop(self, exit_status: str) -> None:
         if self._stop_status is None:
             self._stop_status = exit_status
+            self._note(f"CRAWL ENDING - {CRAWL_STATUS_TEXT.get(exit_status, exit_status)}")
             if exit_status != "ABORTED":
                 with contextlib.suppress(CrawlStateError):
                     self._transition("finish")
@@ -326,9 +335,12 @@ class CrawlController:
     def _set_paused(self, paused: bool) -> None:
         if paused and not self._pause_started:
             self._pause_started = time.monotonic()
+            if self.busy:
+                self._note(f"CRAWL WAITING - {CRAWL_STATUS_TEXT['WAITING_FOR_PAUSE']}")
         elif not paused and self._pause_started:
             self._paused_total += time.monotonic() - self._pause_started
             self._pause_started = 0.0
+            self._note("CRAWL RUNNING - Running")
         self._paused = paused
         if paused:
             self._check_paused()
@@ -338,8 +350,12 @@ class CrawlController:
     def _check_paused(self) -> None:
         if self._paused and self.busy == 0:
             with self._lock:
-                if self._state in ("PAUSING", "PREPARING"):
+                reached = self._state in ("PAUSING", "PREPARING")
+                if reached:
                     self._state = "PAUSED"
+            if reached:
+                self._progress()
+                self._note("CRAWL PAUSED - Paused")
 
     async def _ticker(self) -> None:
         config = self.config
@@ -356,10 +372,10 @@ class CrawlController:
 
     def _progress(self) -> None:
         stats = self.stats
-        avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, self._elapsed_ms() / 1000)
+        avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, self._elapsed_ms())
         depths = self.frontier.queue_depths()
         self.logs.write("progress-statistics.log", progress_line(
-            iso_now(), stats.discovered, self.frontier.queued_count, stats.downloaded, self.rates.current_docs,
+            iso_seconds(), stats.discovered, self.frontier.queued_count, stats.downloaded, self.rates.current_docs,
             avg_docs, self.rates.current_kib, avg_kib, stats.failures, self.busy, 0.0,
             max(depths) if depths else 0, sum(depths) / len(depths) if depths else 0))
 
@@ -443,15 +459,14 @@ class CrawlController:
         if not uri.is_prerequisite:
             reason = self._quota_reason(queue)
             if reason:
-                self.logs.crawl(QUOTA_BLOCKED, None, uri.url, uri.hop_path, uri.via, "unknown", thread, 0, 0, None,
-                                self._source(uri), [reason])
-                self.frontier.mark_done(uri)
+                self._log_final(uri, QUOTA_BLOCKED, thread, [reason])
                 return now
         if config.robots_policy != "ignore" and not uri.is_prerequisite:
             if authority not in self.robots:
                 await self._fetch_robots(queue, uri, host, port, authority, address, thread)
             if not self.robots[authority].is_allowed(uri.url):
                 self.stats.host(host).robots_denied += 1
+                queue.robots_denials += 1
                 self._log_final(uri, ROBOTS_PRECLUDED, thread, [])
                 return now
         result = await self._fetch(uri, host, port, authority, address)
@@ -491,7 +506,8 @@ class CrawlController:
         self.dns[host] = address
         dns_uri = f"dns:{host}"
         if address is None:
-            self.stats.failures += 1
+            self.stats.note_unsuccessful(DNS_FAILED)
+            queue.note(DNS_FAILED, 0, dns_uri)
             self.logs.crawl(DNS_FAILED, None, dns_uri, uri.hop_path + "P", uri.url, "text/dns", thread, started, 0,
                             None, self._source(uri), [])
             return
@@ -499,8 +515,14 @@ class CrawlController:
         digest = sha1_digest(answer)
         if self.warc is not None:
             self.warc.write_dns(dns_uri, started, answer)
-        self.stats.downloaded += 1
-        self.stats.status_codes[1] += 1
+        # Heritrix tallies DNS lookups under the host "dns:", as text/dns, with status 1.
+        self.stats.note_success("dns:", 1, "text/dns", len(answer), self._source(uri))
+        self.stats.novel_count += 1
+        self.stats.novel_bytes += len(answer)
+        dns_host = self.stats.host("dns:")
+        dns_host.novel_urls += 1
+        dns_host.novel_bytes += len(answer)
+        queue.note(1, len(answer), dns_uri)
         if self.config.quota_counts_prerequisites:
             queue.fetch_successes += 1
             queue.all_bytes += len(answer)
@@ -555,8 +577,11 @@ class CrawlController:
     # -- results --------------------------------------------------------------------------------------
     def _log_final(self, uri: CrawlUri, status: int, thread: int, annotations: list[str], started: float = 0,
                    duration_ms: int = 0) -> None:
-        self.stats.failures += 1
-        self.stats.status_codes[status] += 1
+        self.stats.note_unsuccessful(status)
+        self.stats.host(urlsplit(uri.url).hostname or "")  # a host tried is a host visited, as in Heritrix
+        queue = self.frontier.queues.get(self.queue_key(uri.url))
+        if queue is not None:
+            queue.note(status, 0, uri.url)
         if not uri.hop_path and not uri.is_prerequisite:
             self.stats.seeds[uri.url] = (status, "")
         self.logs.crawl(status, None, uri.url, uri.hop_path, uri.via, "unknown", thread, started, duration_ms, None,
@@ -568,6 +593,8 @@ class CrawlController:
         content_type = result.header("content-type")
         mime = content_type.split(";", 1)[0].strip().lower() or "unknown"
         size = len(result.body)
+        # Heritrix's content size: headers plus body as received, what its byte totals and reports count.
+        content_size = len(result.raw_response)
         digest = result.payload_digest
         annotations = list(result.annotations)
         if uri.attempts:
@@ -602,30 +629,25 @@ class CrawlController:
             if dedup_applies:
                 self.within_job[seen_key] = (uri.url, iso_to_14(warc_date(result.started)), written.record_id)
         if config.content_size_annotation:
-            annotations.append(f"content-size:{size}")
+            annotations.append(f"content-size:{content_size}")
         host = urlsplit(uri.url).hostname or ""
+        stats.note_success(host, result.status, mime, content_size, self._source(uri))
+        queue.note(result.status, content_size, uri.url)
         host_stats = stats.host(host)
-        host_stats.urls += 1
-        host_stats.bytes += size
-        stats.downloaded += 1
-        stats.total_bytes += size
-        stats.status_codes[result.status] += 1
-        stats.mimetypes[mime] += 1
-        stats.mimetype_bytes[mime] += size
         if is_duplicate:
             stats.dup_count += 1
-            stats.dup_bytes += size
+            stats.dup_bytes += content_size
             host_stats.dup_urls += 1
-            host_stats.dup_bytes += size
+            host_stats.dup_bytes += content_size
         else:
             stats.novel_count += 1
-            stats.novel_bytes += size
+            stats.novel_bytes += content_size
             host_stats.novel_urls += 1
-            host_stats.novel_bytes += size
+            host_stats.novel_bytes += content_size
         if config.quota_counts_prerequisites or not uri.is_prerequisite:
             if 200 <= result.status < 300:
                 queue.fetch_successes += 1
-            queue.all_bytes += size
+            queue.all_bytes += content_size
         self.logs.crawl(result.status, size, uri.url, uri.hop_path, uri.via, mime, thread, result.started,
                         result.duration_ms, digest, self._source(uri), annotations)
         self.frontier.mark_done(uri)
@@ -708,6 +730,7 @@ class CrawlController:
         while self.busy:
             await asyncio.sleep(0.01)
         name = checkpoints.next_checkpoint_name(self.job_dir / "checkpoints")
+        self._note(f"CRAWL CHECKPOINTING TO {self.job_dir / 'checkpoints' / name}")
         frontier = self.frontier
         state = {
             "job": self.config.job_name,
@@ -752,18 +775,43 @@ class CrawlController:
                           frontier.queued_count, sum(1 for s in frontier.state.values() if s == DONE))
         return int(state.get("warc_serial", 0))
 
-    def _report_arguments(self) -> tuple:
-        frontier = self.frontier
-        return (self.config.job_name, self._exit_status, self._elapsed_ms(), self.stats,
-                {"queued": frontier.queued_count, "inFlight": frontier.in_flight, "queues": len(frontier.queues)},
-                {key: len(q.heap) for key, q in frontier.queues.items()})
+    def _report_input(self) -> ReportInput:
+        frontier, now = self.frontier, time.monotonic()
+        queues = []
+        for key, queue in frontier.queues.items():
+            items = len(queue.heap)
+            if queue.retired_reason:
+                category = "RETIRED"
+            elif queue.in_flight:
+                category = "IN-PROCESS"
+            elif items and queue.ready_at > now:
+                category = "SNOOZED"
+            elif items:
+                category = "READY"
+            else:
+                category = ""
+            queues.append(QueueReport(
+                key=key, items=items, category=category, last_enqueued=queue.last_enqueued,
+                last_peeked=queue.last_peeked, wakes_in_ms=int((queue.ready_at - now) * 1000) if category == "SNOOZED"
+                else 0, total_scheduled=queue.total_scheduled, fetch_successes=queue.successes,
+                fetch_failures=queue.failures, fetch_disregards=queue.disregards, fetch_responses=queue.responses,
+                robots_denials=queue.robots_denials, success_bytes=queue.success_bytes, total_bytes=queue.total_bytes,
+                fetch_non_responses=queue.non_responses, last_success_time=queue.last_success_time))
+        status = self._exit_status or {"PAUSED": "PAUSED", "PAUSING": "WAITING_FOR_PAUSE"}.get(self._state, "RUNNING")
+        last_state = ("EMPTY" if frontier.is_empty() and self._exit_status == "FINISHED"
+                      else self.status().frontier["lastReachedState"])
+        summary = FrontierSummary(job_name=self.config.job_name, queued=frontier.queued_count,
+                                  already_included=len(frontier.state), last_state=last_state, queues=queues)
+        return ReportInput(job_name=self.config.job_name, crawl_status=status, elapsed_ms=self._elapsed_ms(),
+                           stats=self.stats, dedup_present=self.config.dedup_enabled, frontier=summary,
+                           stamp12=time.strftime("%Y%m%d%H%M", time.gmtime()))
 
     def _render_reports(self) -> dict[str, str]:
-        return render_reports(*self._report_arguments())
+        return render_reports(self._report_input())
 
     def _write_reports(self) -> None:
         try:
-            write_reports(self.launch_dir / "reports", *self._report_arguments())
+            write_reports(self.launch_dir / "reports", self._report_input())
         except OSError as exc:
             self.alert_count += 1
             self.logs.write("alerts.log", f"{iso_now()} SEVERE reports not written: {exc}")

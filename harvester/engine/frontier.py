@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from dataclasses import dataclass, field
+
+from harvester.engine.stats import DISREGARD_STATUSES
 
 QUEUED, DONE, HOP_REJECTED = "Q", "D", "H"
 
@@ -39,11 +42,42 @@ class WorkQueue:
     ready_at: float = 0.0
     in_flight: int = 0
     retired_reason: str | None = None                 # quota annotation once the group is over budget
-    fetch_successes: int = 0
+    fetch_successes: int = 0                          # quota counters (2xx, and bytes of every fetch)
     all_bytes: int = 0
+    # Heritrix's FetchStats of the queue, for the frontier report.
+    total_scheduled: int = 0
+    successes: int = 0
+    failures: int = 0
+    disregards: int = 0
+    responses: int = 0
+    non_responses: int = 0
+    robots_denials: int = 0
+    success_bytes: int = 0
+    total_bytes: int = 0
+    last_success_time: str = ""
+    last_enqueued: str | None = None
+    last_peeked: str | None = None
 
     def __len__(self) -> int:
         return len(self.heap)
+
+    def note(self, status: int, content_size: int, url: str) -> None:
+        """Tally one finished URI of this queue: a success (status > 0), a disregard or a failure."""
+        self.total_bytes += content_size
+        if status > 1:
+            self.responses += 1
+        else:
+            self.non_responses += 1  # a DNS lookup or no response at all
+        if status > 0:
+            self.successes += 1
+            self.success_bytes += content_size
+            now = time.time()
+            self.last_success_time = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + \
+                f".{int(now * 1000) % 1000:03d}Z"
+        elif status in DISREGARD_STATUSES:
+            self.disregards += 1
+        else:
+            self.failures += 1
 
 
 class Frontier:
@@ -72,6 +106,9 @@ class Frontier:
         queue = self.queue_for(key)
         was_idle = not queue.heap and queue.in_flight < self.parallel_queues
         heapq.heappush(queue.heap, (len(uri.hop_path), next(self._sequence), uri))
+        if uri.url not in self.pending:
+            queue.total_scheduled += 1
+        queue.last_enqueued = uri.url
         self.state[uri.url] = QUEUED
         self.best_path[uri.url] = uri.hop_path
         self.pending[uri.url] = uri
@@ -114,6 +151,7 @@ class Frontier:
                 continue
             del self.pending[uri.url]
             self.queued_count -= 1
+            queue.last_peeked = uri.url
             queue.in_flight += 1
             self.in_flight += 1
             self._requeue_if_more(queue)

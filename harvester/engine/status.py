@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from lxml import etree
 
 from harvester.engine.reports import REPORT_FILES
+from harvester.engine.stats import format_duration
 
 if TYPE_CHECKING:
     from harvester.engine.jobs import EngineSnapshot, JobSnapshot
@@ -52,14 +53,8 @@ def heap_report() -> dict[str, int]:
 
 
 def elapsed_pretty(milliseconds: int) -> str:
-    """Like Heritrix's ArchiveUtils.formatMillisecondsToConventional: ``1h2m3s45ms``, leading zeros dropped."""
-    hours, rest = divmod(milliseconds, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    seconds, millis = divmod(rest, 1000)
-    parts = [(hours, "h"), (minutes, "m"), (seconds, "s")]
-    while parts and parts[0][0] == 0:
-        parts.pop(0)
-    return "".join(f"{value}{unit}" for value, unit in parts) + f"{millis}ms"
+    """elapsedPretty: Heritrix's ArchiveUtils.formatMillisecondsToConventional (``41s968ms``)."""
+    return format_duration(milliseconds)
 
 
 def _pick(keys: Sequence[str], *sources: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,8 @@ def test_document_limit_ends_the_crawl(crawl, test_site):
     status = run.controller.status()
     assert status.exit_status == "FINISHED_DOCUMENT_LIMIT"
     assert 10 <= status.uri_totals["downloadedUriCount"] <= 11
-    assert "CRAWL ENDED" in _ended_line(run)
+    # Heritrix's words (CrawlStatus.FINISHED_DOCUMENT_LIMIT), as NetarchiveSuite's HeritrixTests expect them.
+    assert _ended_line(run).endswith("CRAWL ENDED - Finished - Maximum number of documents limit hit")
 
 
 def test_data_limit_ends_the_crawl(crawl, test_site):
@@ -31,7 +32,7 @@ def test_time_limit_ends_the_crawl_with_timelimit_hit(crawl, test_site):
                 overrides={"crawlLimiter.maxTimeSeconds": 1, **ENDLESS},
                 replace={"<value>.*/trap/.*</value>": "<value>.*/never/.*</value>"})
     assert run.controller.status().exit_status == "FINISHED_TIME_LIMIT"
-    assert _ended_line(run).endswith("CRAWL ENDED - Timelimit hit")
+    assert _ended_line(run).endswith("CRAWL ENDED - Finished - Timelimit hit")
     assert len(run.lines_for(test_site.url("www.kulturarv.dk", "/trap/5/"))) == 1
 
 
@@ -73,4 +74,4 @@ def test_terminate_ends_by_operator(crawl, test_site):
     controller.terminate()
     assert controller.join(10)
     assert controller.status().exit_status == "ABORTED"
-    assert _ended_line(run).endswith("CRAWL ENDED - Ended by operator")
+    assert _ended_line(run).endswith("CRAWL ENDED - Finished - Ended by operator")

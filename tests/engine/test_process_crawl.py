@@ -129,7 +129,7 @@ def test_pause_unpause_checkpoint_and_terminate(engine_process: EngineProcess, t
     assert ended.crawl_exit_status == "ABORTED"
     assert ended.status_description == "Finished: ABORTED"
     progress = (engine_process.jobs_dir / "steered" / "latest" / "logs" / "progress-statistics.log")
-    assert "CRAWL ENDED - Ended by operator" in progress.read_text(encoding="utf-8").splitlines()[-1]
+    assert "CRAWL ENDED - Finished - Ended by operator" in progress.read_text(encoding="utf-8").splitlines()[-1]
     job_log = (engine_process.jobs_dir / "steered" / "job.log").read_text(encoding="utf-8")
     assert "Job paused" in job_log and "Job terminated by operator" in job_log
 

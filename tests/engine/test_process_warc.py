@@ -169,7 +169,18 @@ def test_host_port_pairs_get_separate_queues(engine_process: EngineProcess, test
         seeds = [test_site.url(HOST, "/"), second_site.url(HOST, "/")]
         bean = (f'<bean id="queueAssignmentPolicy" '
                 f'class="org.archive.crawler.frontier.{policy}"/>')
-        launch = run_crawl(engine_process, f"queues{policy[:4]}", seeds, crawler_beans(max_hops=0, extra_beans=bean))
-        report = (launch / "reports" / "frontier-summary-report.txt").read_text(encoding="utf-8")
+        name = f"queues{policy[:4]}"
+        client = engine_process.client()
+        write_job(engine_process.jobs_dir / name, seeds, cxml=crawler_beans(max_hops=0, extra_beans=bean))
+        client.rescan()
+        client.build(name)
+        client.launch(name)
+        client.wait_for(name, lambda status: status.crawl_controller_state == "PAUSED", timeout=30, poll_interval=0.1)
+        # Paused at start, both seeds wait in their queues: the live frontier report names them.
+        live = client.job_report(name, "FrontierSummaryReport")
         for port in (test_site.port, second_site.port):
-            assert key.format(port=port) in report, report
+            assert f"Queue {key.format(port=port)} (p3)" in live, live
+        client.unpause(name)
+        client.wait_for(name, lambda status: status.is_finished, timeout=60)
+        report = (engine_process.jobs_dir / name / "latest" / "reports" / "frontier-summary-report.txt").read_text()
+        assert " All class queues map size: 2\n" in report
