@@ -1,9 +1,10 @@
 """Checkpoints: the crawl's whole state in ``<job>/checkpoints/cpNNNNN-<yyyyMMddHHmmss>/``.
 
-Saved: the frontier (queued URIs with hop path, via, seed, attempts), the set of URLs already handled,
-hop-rejected URLs and deferred outlinks, statistics, quota counters per group, the WARC serial, the
-within-job digests, robots.txt bodies and DNS answers per host. A resumed crawl refetches none of it.
-The state is written to a temporary directory and renamed, so a checkpoint is complete or absent.
+Saved: a copy of the frontier's store (queued URIs with hop path, via, seed, attempts; every URL met with
+its state and shortest path; deferred outlinks; within-job digests: harvester/engine/urlstore.py) and a
+JSON file with statistics, quota counters per group, the WARC serial, robots.txt bodies and DNS answers per
+host. A resumed crawl refetches none of it. Both are written to a temporary directory and renamed, so a
+checkpoint is complete or absent.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 STATE_FILE = "crawl-state.json.gz"
@@ -30,10 +32,14 @@ def next_checkpoint_name(checkpoints_dir: Path) -> str:
     return f"cp{(max(numbers) + 1) if numbers else 1:05d}-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}"
 
 
-def save_checkpoint(checkpoints_dir: Path, name: str, state: dict) -> Path:
+def save_checkpoint(checkpoints_dir: Path, name: str, state: dict,
+                    write_more: Callable[[Path], None] | None = None) -> Path:
+    """Write ``state`` (and whatever ``write_more`` puts in the directory) as checkpoint ``name``."""
     checkpoints_dir.mkdir(parents=True, exist_ok=True)
     temporary = checkpoints_dir / f".{name}.tmp"
     temporary.mkdir(exist_ok=True)
+    if write_more is not None:
+        write_more(temporary)
     with gzip.open(temporary / STATE_FILE, "wt", encoding="utf-8", compresslevel=3) as handle:
         json.dump(state, handle)
         handle.flush()

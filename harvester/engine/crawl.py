@@ -22,6 +22,7 @@ import contextlib
 import ipaddress
 import logging
 import re
+import shutil
 import socket
 import threading
 import time
@@ -49,6 +50,7 @@ from harvester.engine.reports import (
 from harvester.engine.robots import RobotsRules
 from harvester.engine.scope import Scope, canonical_url
 from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, iso_seconds, progress_line
+from harvester.engine.urlstore import UrlStore
 from harvester.engine.warc import WarcFileWriter, iso_to_14, sha1_digest, warc_date
 
 OUT_OF_SCOPE = "O"
@@ -57,6 +59,7 @@ ROBOTS_PRECLUDED = -9998
 DOMAIN_LOOKUP_FAILED = -6
 DNS_FAILED = -1
 MAX_BACKOFF_SECONDS = 300.0
+STORE_FILE = "frontier.sqlite"
 # state -> action -> next state
 CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
     "NASCENT": {"start": "PREPARING"},
@@ -109,7 +112,14 @@ class CrawlController:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = threading.Event()
-        self.frontier = Frontier(config.parallel_queues)
+        # The frontier's store: the job's state/ directory, as Heritrix's BDB; a resumed launch starts
+        # from the checkpoint's copy of it.
+        store_path = self.job_dir / "state" / STORE_FILE
+        if self.resume_from is not None:
+            store_path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.resume_from / STORE_FILE, store_path)
+        self.store = UrlStore(store_path, fresh=self.resume_from is None)
+        self.frontier = Frontier(self.store, config.parallel_queues)
         self.scope = Scope(config.scope_rules, config.seeds)
         self.stats = CrawlStats()
         self.rates = RateTracker()
@@ -119,7 +129,6 @@ class CrawlController:
         self.dns: dict[str, str | None] = {}
         self.robots: dict[str, RobotsRules] = {}
         self.robots_text: dict[str, str | None] = {}
-        self.within_job: dict[str, tuple[str, str, str]] = {}
         self.connections: dict[str, HttpConnection] = {}
         self.alert_count = 0
         self.busy = 0
@@ -194,12 +203,12 @@ class CrawlController:
         avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms)
         # The loop thread adds queues while we read: copy first (list() of a dict view is atomic under the GIL).
         queues = list(frontier.queues.values())
-        depths = [len(q.heap) for q in queues if q.heap]
+        depths = [q.size for q in queues if q.size]
         retired = sum(1 for q in queues if q.retired_reason)
-        active = sum(1 for q in queues if q.heap or q.in_flight)
+        active = sum(1 for q in queues if q.size or q.in_flight)
         in_process = sum(1 for q in queues if q.in_flight)
         now = time.monotonic()
-        snoozed = sum(1 for q in queues if q.heap and not q.in_flight and q.ready_at > now)
+        snoozed = sum(1 for q in queues if q.size and not q.in_flight and q.ready_at > now)
         uri_totals = {"downloadedUriCount": stats.downloaded, "queuedUriCount": frontier.queued_count,
                       "totalUriCount": stats.downloaded + frontier.queued_count + frontier.in_flight,
                       "futureUriCount": 0}
@@ -274,6 +283,7 @@ class CrawlController:
                     for connection in self.connections.values():
                         connection.close()
                     self._write_reports()
+                    self.store.close()
                     self._note(f"CRAWL ENDED - {CRAWL_STATUS_TEXT.get(self._exit_status or '', self._exit_status)}")
             logs.flush()
         self.job_log.info("crawl ended: %s", self._exit_status)
@@ -606,7 +616,7 @@ class CrawlController:
         if dedup_applies:
             # By URL (NetarchiveSuite's templates) a capture repeats only the same URL's with this payload.
             seen_key = f"{digest} {uri.url}" if config.dedup_by_url else digest
-            original = self.within_job.get(seen_key)
+            original = self.store.digest(seen_key)
             if original is None and self.dedup is not None:
                 entry = self.dedup.lookup(digest, uri.url if config.dedup_by_url else None)
                 if entry is not None:
@@ -627,7 +637,7 @@ class CrawlController:
             written = self.warc.write_exchange(uri.url, result.started, result.address, result.raw_request,
                                                result.raw_response, digest, truncated)
             if dedup_applies:
-                self.within_job[seen_key] = (uri.url, iso_to_14(warc_date(result.started)), written.record_id)
+                self.store.put_digest(seen_key, (uri.url, iso_to_14(warc_date(result.started)), written.record_id))
         if config.content_size_annotation:
             annotations.append(f"content-size:{content_size}")
         host = urlsplit(uri.url).hostname or ""
@@ -685,12 +695,11 @@ class CrawlController:
         if state == DONE:
             frontier.best_path[url] = hop_path
             # A fetched page found closer to a seed: outlinks it lost to the hop limit may now be in scope.
-            for child, child_hop in frontier.deferred_outlinks.pop(url, []):
+            for child, child_hop in frontier.take_deferred(url):
                 self.offer(child, hop_path + child_hop, url, seed, child_hop)
             return
         accepted, by_hops = self.scope.decide(url, hop_path)
         if accepted:
-            frontier.hop_rejected.pop(url, None)
             uri = CrawlUri(url, hop_path, via, seed)
             key = self.queue_key(url)
             if state == QUEUED:
@@ -704,8 +713,7 @@ class CrawlController:
         elif by_hops:
             frontier.state[url] = HOP_REJECTED
             frontier.best_path[url] = hop_path
-            frontier.hop_rejected[url] = CrawlUri(url, hop_path, via, seed)
-            frontier.deferred_outlinks.setdefault(via, []).append((url, hop))
+            frontier.defer_outlink(via, url, hop)
         elif state is None:
             frontier.state[url] = OUT_OF_SCOPE
             frontier.best_path[url] = hop_path
@@ -732,18 +740,18 @@ class CrawlController:
         name = checkpoints.next_checkpoint_name(self.job_dir / "checkpoints")
         self._note(f"CRAWL CHECKPOINTING TO {self.job_dir / 'checkpoints' / name}")
         frontier = self.frontier
+        # Queued URIs, the seen set, deferred outlinks and digests are in the store: with every head spilled
+        # to it and no fetch in flight, a copy of the store and this JSON are one consistent state.
+        frontier.spill_heads()
         state = {
             "job": self.config.job_name,
-            "pending": [[key, u.url, u.hop_path, u.via, u.seed, u.attempts] for key, u in frontier.all_pending()],
-            "state": frontier.state, "best_path": frontier.best_path,
-            "hop_rejected": [[u.url, u.hop_path, u.via, u.seed] for u in frontier.hop_rejected.values()],
-            "deferred_outlinks": frontier.deferred_outlinks,
             "stats": {**self.stats.to_json(), "elapsed_before_ms": self._elapsed_ms()},
             "quotas": {key: [q.fetch_successes, q.all_bytes, q.retired_reason] for key, q in frontier.queues.items()},
             "warc_serial": self.warc.serial if self.warc else 0,
-            "within_job": self.within_job, "robots": self.robots_text, "dns": self.dns,
+            "robots": self.robots_text, "dns": self.dns,
         }
-        checkpoints.save_checkpoint(self.job_dir / "checkpoints", name, state)
+        checkpoints.save_checkpoint(self.job_dir / "checkpoints", name, state,
+                                    lambda directory: self.store.backup(directory / STORE_FILE))
         self._write_reports()
         self.logs.flush()
         self._paused = was_paused
@@ -754,32 +762,25 @@ class CrawlController:
     def _restore(self) -> int:
         state = checkpoints.load_checkpoint(self.resume_from)
         frontier = self.frontier
-        frontier.state.update(state["state"])
-        frontier.best_path.update(state["best_path"])
-        frontier.deferred_outlinks.update({k: [tuple(x) for x in v] for k, v in state["deferred_outlinks"].items()})
-        for url, hop_path, via, seed in state["hop_rejected"]:
-            frontier.hop_rejected[url] = CrawlUri(url, hop_path, via, seed)
-        for key, url, hop_path, via, seed, attempts in state["pending"]:
-            frontier.schedule(key, CrawlUri(url, hop_path, via, seed, attempts))
+        frontier.restore_queues()
         for key, (successes, all_bytes, reason) in state["quotas"].items():
             queue = frontier.queue_for(key)
             queue.fetch_successes, queue.all_bytes, queue.retired_reason = successes, all_bytes, reason
         self.stats = CrawlStats.from_json(state["stats"])
-        self.within_job = {k: tuple(v) for k, v in state["within_job"].items()}
         self.robots_text = dict(state["robots"])
         self.robots = {k: RobotsRules(v, self.config.user_agent) for k, v in self.robots_text.items()}
         self.dns = dict(state["dns"])
         for seed in self.stats.seeds:
             self.scope.add_seed(seed)
         self.job_log.info("resumed from checkpoint %s: %d URIs queued, %d done", self.resume_from.name,
-                          frontier.queued_count, sum(1 for s in frontier.state.values() if s == DONE))
+                          frontier.queued_count, self.store.count_state(DONE))
         return int(state.get("warc_serial", 0))
 
     def _report_input(self) -> ReportInput:
         frontier, now = self.frontier, time.monotonic()
         queues = []
         for key, queue in frontier.queues.items():
-            items = len(queue.heap)
+            items = queue.size
             if queue.retired_reason:
                 category = "RETIRED"
             elif queue.in_flight:

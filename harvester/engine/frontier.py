@@ -5,12 +5,20 @@ A queue is a host, or a registered domain when the configuration's queue-assignm
 Within a queue, URIs leave shortest hop path first. At most ``parallel_queues`` URIs of a queue are in
 flight, and a queue rests ``politeness delay`` after each fetch.
 
+Memory is bounded as in Heritrix's BdbFrontier: only the first ``head_size`` URIs of each queue are in
+memory; the rest of the queue, the already-seen set with each URL's state and shortest path, and the
+deferred outlinks live in a UrlStore (SQLite, harvester/engine/urlstore.py) behind a bounded cache.
+A queue's head is refilled from disk shortest hop path first; a URI queued later with a shorter path than
+the head's waits until the head is fetched (the order within a queue is a preference, the hop counts are
+exact).
+
 The hop-count rule (the wpull bug, seeds/000): a URL's hop path is its shortest discovery path.
-- found again by a shorter path while queued: its entry is replaced (the longer one is skipped when popped);
+- found again by a shorter path while queued: its entry is replaced (in memory the longer one is skipped
+  when popped; on disk its row is rewritten);
 - rejected by the hop limit, then found by a shorter path: it is scoped again and may be queued;
 - found by a shorter path after it was fetched: its outlinks that the hop limit rejected are offered again
   with the shorter path (they are remembered for exactly this reason).
-The frontier has no I/O; harvester/engine/crawl.py drives it, harvester/engine/checkpoint.py saves it.
+The frontier does no network I/O; harvester/engine/crawl.py drives it, checkpoints copy its store.
 """
 
 from __future__ import annotations
@@ -21,6 +29,9 @@ import time
 from dataclasses import dataclass, field
 
 from harvester.engine.stats import DISREGARD_STATUSES
+from harvester.engine.urlstore import UrlStore
+
+HEAD_SIZE = 8  # URIs of a queue kept in memory; the rest wait on disk
 
 QUEUED, DONE, HOP_REJECTED = "Q", "D", "H"
 
@@ -58,8 +69,14 @@ class WorkQueue:
     last_enqueued: str | None = None
     last_peeked: str | None = None
 
+    on_disk: int = 0                                  # further URIs of this queue in the store
+
     def __len__(self) -> int:
-        return len(self.heap)
+        return len(self.heap) + self.on_disk
+
+    @property
+    def size(self) -> int:
+        return len(self.heap) + self.on_disk
 
     def note(self, status: int, content_size: int, url: str) -> None:
         """Tally one finished URI of this queue: a success (status > 0), a disregard or a failure."""
@@ -80,17 +97,51 @@ class WorkQueue:
             self.failures += 1
 
 
+class _StateView:
+    """``frontier.state``: a URL's state (QUEUED, DONE, HOP_REJECTED, or the caller's own) from the store."""
+
+    def __init__(self, store: UrlStore) -> None:
+        self._store = store
+
+    def get(self, url: str, default: str | None = None) -> str | None:
+        entry = self._store.lookup(url)
+        return entry[0] if entry is not None else default
+
+    def __contains__(self, url: str) -> bool:
+        return self._store.lookup(url) is not None
+
+    def __setitem__(self, url: str, state: str) -> None:
+        self._store.note(url, state=state)
+
+    def __len__(self) -> int:
+        return self._store.seen_count
+
+
+class _BestPathView:
+    """``frontier.best_path``: the shortest hop path a URL was found by."""
+
+    def __init__(self, store: UrlStore) -> None:
+        self._store = store
+
+    def get(self, url: str, default: str | None = None) -> str | None:
+        entry = self._store.lookup(url)
+        return entry[1] if entry is not None else default
+
+    def __setitem__(self, url: str, hop_path: str) -> None:
+        self._store.note(url, best_path=hop_path)
+
+
 class Frontier:
-    def __init__(self, parallel_queues: int = 1):
+    def __init__(self, store: UrlStore, parallel_queues: int = 1, head_size: int = HEAD_SIZE):
+        self.store = store
         self.parallel_queues = parallel_queues
+        self.head_size = head_size
         self.queues: dict[str, WorkQueue] = {}
-        self.state: dict[str, str] = {}                   # url -> QUEUED / DONE / HOP_REJECTED
-        self.best_path: dict[str, str] = {}               # url -> shortest hop path seen (queued/rejected/done)
-        self.pending: dict[str, CrawlUri] = {}            # queued url -> its current entry
-        self.hop_rejected: dict[str, CrawlUri] = {}
-        self.deferred_outlinks: dict[str, list[tuple[str, str]]] = {}  # fetched url -> hop-rejected outlinks
+        self.state = _StateView(store)
+        self.best_path = _BestPathView(store)
+        self.pending: dict[str, CrawlUri] = {}            # url -> its entry, for URIs in a queue's head
         self._ready: list[tuple[float, int, str]] = []    # (ready_at, sequence, queue key)
-        self._sequence = itertools.count()
+        self._sequence = itertools.count(store.max_sequence() + 1)
         self.queued_count = 0
         self.in_flight = 0
 
@@ -102,25 +153,36 @@ class Frontier:
         return queue
 
     def schedule(self, key: str, uri: CrawlUri) -> None:
-        """Put a URI (already in scope) on its queue."""
+        """Put a URI (already in scope) on its queue: in its head if there is room, else on disk."""
         queue = self.queue_for(key)
-        was_idle = not queue.heap and queue.in_flight < self.parallel_queues
-        heapq.heappush(queue.heap, (len(uri.hop_path), next(self._sequence), uri))
-        if uri.url not in self.pending:
-            queue.total_scheduled += 1
+        was_idle = not queue.size and queue.in_flight < self.parallel_queues
+        sequence = next(self._sequence)
+        queue.total_scheduled += 1
         queue.last_enqueued = uri.url
-        self.state[uri.url] = QUEUED
-        self.best_path[uri.url] = uri.hop_path
-        self.pending[uri.url] = uri
+        if not queue.on_disk and len(queue.heap) < self.head_size:
+            heapq.heappush(queue.heap, (len(uri.hop_path), sequence, uri))
+            self.pending[uri.url] = uri
+        else:
+            self.store.push_pending((sequence, key, len(uri.hop_path), uri.url, uri.hop_path, uri.via, uri.seed,
+                                     uri.attempts))
+            queue.on_disk += 1
+        self.store.note(uri.url, QUEUED, uri.hop_path)
         self.queued_count += 1
         if was_idle:
             heapq.heappush(self._ready, (queue.ready_at, next(self._sequence), key))
 
     def supersede(self, key: str, uri: CrawlUri) -> None:
-        """A queued URL was found by a shorter path: queue the shorter entry, the old one is skipped."""
+        """A queued URL was found by a shorter path: its entry takes the shorter path."""
         if uri.url in self.pending:
-            self.queued_count -= 1
-        self.schedule(key, uri)
+            # In the head: push the shorter entry; the longer one is skipped when popped.
+            queue = self.queue_for(key)
+            heapq.heappush(queue.heap, (len(uri.hop_path), next(self._sequence), uri))
+            self.pending[uri.url] = uri
+            self.store.note(uri.url, QUEUED, uri.hop_path)
+        elif self.store.update_pending(uri.url, len(uri.hop_path), uri.hop_path, uri.via):
+            self.store.note(uri.url, QUEUED, uri.hop_path)
+        else:
+            self.schedule(key, uri)
 
     def is_shorter(self, url: str, hop_path: str) -> bool:
         best = self.best_path.get(url)
@@ -129,13 +191,20 @@ class Frontier:
     def knows(self, url: str) -> bool:
         return url in self.state
 
+    def defer_outlink(self, via: str, url: str, hop: str) -> None:
+        """Remember an outlink of ``via`` that the hop limit rejected."""
+        self.store.defer(via, url, hop)
+
+    def take_deferred(self, via: str) -> list[tuple[str, str]]:
+        return self.store.take_deferred(via)
+
     # -- taking ---------------------------------------------------------------------------------------
     def next_ready(self, now: float) -> tuple[WorkQueue, CrawlUri] | float | None:
         """The next URI whose queue may be fetched now; else seconds to wait; None when nothing is queued."""
         while self._ready:
             ready_at, _, key = self._ready[0]
             queue = self.queues[key]
-            if not queue.heap or queue.in_flight >= self.parallel_queues:
+            if not queue.size or queue.in_flight >= self.parallel_queues:
                 heapq.heappop(self._ready)
                 continue
             if ready_at > now:
@@ -144,6 +213,8 @@ class Frontier:
             if queue.ready_at > now:
                 heapq.heappush(self._ready, (queue.ready_at, next(self._sequence), key))
                 continue
+            if not queue.heap:
+                self._load_head(queue)
             _, _, uri = heapq.heappop(queue.heap)
             if self.pending.get(uri.url) is not uri:
                 # Superseded by a shorter path (the entry was re-pushed): skip the stale one.
@@ -158,8 +229,16 @@ class Frontier:
             return queue, uri
         return None
 
+    def _load_head(self, queue: WorkQueue) -> None:
+        rows = self.store.take_pending(queue.key, self.head_size)
+        queue.on_disk -= len(rows)
+        for sequence, _, hops, url, hop_path, via, seed, attempts in rows:
+            uri = CrawlUri(url, hop_path, via, seed, attempts)
+            heapq.heappush(queue.heap, (hops, sequence, uri))
+            self.pending[url] = uri
+
     def _requeue_if_more(self, queue: WorkQueue) -> None:
-        if queue.heap and queue.in_flight < self.parallel_queues:
+        if queue.size and queue.in_flight < self.parallel_queues:
             heapq.heappush(self._ready, (queue.ready_at, next(self._sequence), queue.key))
 
     def release(self, queue: WorkQueue, ready_at: float) -> None:
@@ -173,31 +252,38 @@ class Frontier:
         """Put a URI back after a network error; the queue rests until ``ready_at``."""
         heapq.heappush(queue.heap, (len(uri.hop_path), next(self._sequence), uri))
         self.pending[uri.url] = uri
-        self.state[uri.url] = QUEUED
+        self.store.note(uri.url, QUEUED)
         self.queued_count += 1
         self.release(queue, ready_at)
 
     def mark_done(self, uri: CrawlUri) -> None:
-        self.state[uri.url] = DONE
+        self.store.note(uri.url, DONE)
 
     def is_empty(self) -> bool:
         return self.queued_count == 0 and self.in_flight == 0
 
-    def drop_all(self, key: str) -> list[CrawlUri]:
-        """Take every URI off a queue (quota reached: they are logged -5003 by the caller)."""
-        queue = self.queues[key]
-        dropped = [uri for _, _, uri in queue.heap if self.pending.get(uri.url) is uri]
-        for uri in dropped:
-            del self.pending[uri.url]
-            self.state[uri.url] = DONE
-        self.queued_count -= len(dropped)
-        queue.heap.clear()
-        return dropped
+    # -- checkpoints ----------------------------------------------------------------------------------
+    def spill_heads(self) -> None:
+        """Move every queue's head to the store, so that a copy of the store holds the whole frontier
+        (called with no fetch in flight, while a checkpoint is taken)."""
+        for queue in self.queues.values():
+            for hops, sequence, uri in queue.heap:
+                if self.pending.get(uri.url) is uri:
+                    self.store.push_pending((sequence, queue.key, hops, uri.url, uri.hop_path, uri.via, uri.seed,
+                                             uri.attempts))
+                    queue.on_disk += 1
+            queue.heap.clear()
+        self.pending.clear()
+        self.store.flush()
+
+    def restore_queues(self) -> None:
+        """Queues and counts of a store copied from a checkpoint."""
+        for key, count in self.store.pending_counts().items():
+            queue = self.queue_for(key)
+            queue.on_disk = count
+            self.queued_count += count
+            heapq.heappush(self._ready, (queue.ready_at, next(self._sequence), key))
 
     # -- reporting ------------------------------------------------------------------------------------
     def queue_depths(self) -> list[int]:
-        return [len(q.heap) for q in self.queues.values() if q.heap]
-
-    def all_pending(self) -> list[tuple[str, CrawlUri]]:
-        return [(key, uri) for key, queue in self.queues.items() for _, _, uri in sorted(queue.heap)
-                if self.pending.get(uri.url) is uri]
+        return [q.size for q in self.queues.values() if q.size]
