@@ -24,13 +24,15 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, delete
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
-from harvestdef.queues import Transport
+from harvestdef.messages import ClaimRequest, CrawlStatus, HarvesterReady
+from harvestdef.queues import Delivery, Transport
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR
 from harvestdef.repositories.history import HistoryBatch, HistoryWriter
@@ -118,6 +120,33 @@ def transaction(engine: Engine, transport: Transport) -> Iterator[Batch]:
         batch = Batch(conn)
         yield batch
         batch.finish(transport)
+
+
+def in_lock_order(decoded: list[tuple[Delivery, object, datetime]]
+                   ) -> tuple[list[tuple[Delivery, object, datetime]], list[Delivery]]:
+    """The decoded messages of a batch in the order its transaction takes row locks: the controllers' rows
+    (ready messages, heartbeats, registrations, by controller) before the jobs' (claims and statuses, by
+    job, a job's messages in the order they came), so two batches never wait on each other in a cycle;
+    and apart, the ready messages that a newer one of the same controller in the batch stands for (one
+    idle controller releases one job, whichever ready message it answers)."""
+    newest_ready: dict[str, int] = {}
+    for index, (_, message, sent_at) in enumerate(decoded):
+        if isinstance(message, HarvesterReady):
+            seen = newest_ready.get(message.controller_id)
+            if seen is None or decoded[seen][2] <= sent_at:
+                newest_ready[message.controller_id] = index
+    work: list[tuple[tuple[int, str, int, int], tuple[Delivery, object, datetime]]] = []
+    spare: list[Delivery] = []
+    for index, item in enumerate(decoded):
+        message = item[1]
+        if isinstance(message, HarvesterReady) and newest_ready[message.controller_id] != index:
+            spare.append(item[0])
+        elif isinstance(message, ClaimRequest | CrawlStatus):
+            work.append(((1, "", message.job_id, index), item))
+        else:
+            work.append(((0, getattr(message, "controller_id", ""), 0, index), item))
+    work.sort(key=lambda keyed: keyed[0])
+    return [item for _, item in work], spare
 
 
 def run_one(engine: Engine, transport: Transport, handle: Callable[[Batch], _T]) -> _T:

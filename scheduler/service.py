@@ -61,7 +61,7 @@ from harvestdef.messages import (
 )
 from harvestdef.queues import Delivery, QueueNames, Transport
 from harvestdef.settings import Settings
-from scheduler.batch import Batch, transaction
+from scheduler.batch import Batch, in_lock_order, transaction
 from scheduler.dedupindex import DedupIndexBuilder
 from scheduler.dispatch import Dispatcher, DispatchOptions
 from scheduler.intake import StatusIntake
@@ -194,7 +194,7 @@ class SchedulerService:
             for delivery, _, _ in decoded:
                 self._handle_guarded(delivery)
             return
-        work, spare = _in_lock_order(decoded)
+        work, spare = in_lock_order(decoded)
         try:
             with transaction(self.engine, self.transport) as batch:
                 for index, (_, message, sent_at) in enumerate(work):
@@ -359,30 +359,6 @@ class SchedulerService:
             self.ticker.tick()
         except Exception:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
             log.exception("tick failed")
-
-
-def _in_lock_order(decoded: list[tuple[Delivery, object, datetime]]
-                   ) -> tuple[list[tuple[Delivery, object, datetime]], list[Delivery]]:
-    """The messages of a batch in the order their transaction takes row locks (see the module docstring),
-    and the ready messages that a newer one of the same controller in the batch stands for."""
-    newest_ready: dict[str, int] = {}
-    for index, (_, message, sent_at) in enumerate(decoded):
-        if isinstance(message, HarvesterReady):
-            seen = newest_ready.get(message.controller_id)
-            if seen is None or decoded[seen][2] <= sent_at:
-                newest_ready[message.controller_id] = index
-    work: list[tuple[tuple[int, str, int, int], tuple[Delivery, object, datetime]]] = []
-    spare: list[Delivery] = []
-    for index, item in enumerate(decoded):
-        message = item[1]
-        if isinstance(message, HarvesterReady) and newest_ready[message.controller_id] != index:
-            spare.append(item[0])
-        elif isinstance(message, ClaimRequest | CrawlStatus):
-            work.append(((1, "", message.job_id, index), item))
-        else:
-            work.append(((0, getattr(message, "controller_id", ""), 0, index), item))
-    work.sort(key=lambda keyed: keyed[0])
-    return [item for _, item in work], spare
 
 
 def _intake_worker(settings: Settings, stop: Any, parent_pid: int) -> None:
