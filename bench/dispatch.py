@@ -12,8 +12,11 @@ The figure is full cycles per second: jobs DONE (read back from the database) ov
 the first ready message to the last DONE. Every run is checked complete: every job DONE, one historyinfo
 row per job, every job crawled by exactly one controller, and no job crawled twice. Beside it, measured
 in the same run, the transport's floor: confirmed publishes per second from as many publishers in as
-many processes, and the share of it the cycles used (a cycle publishes six confirmed messages), a ratio
-that carries over to other machines better than the absolute figure.
+many processes, and the share of it the cycles used (a cycle publishes six confirmed messages); and the
+database's floor: the rows one cycle must write (four changes of the job row and their audit rows, the
+controller's row, a historyinfo row, both summaries), as bare SQL through psycopg, one transaction per
+cycle on each of four connections at once. Both ratios carry over to other machines better than the
+absolute figure.
 
 Usage::
 
@@ -196,7 +199,70 @@ def broker_floor(queue_url: str, controllers: int, processes: int, messages_each
     return count / wall
 
 
-def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, work: Path) -> float:
+def database_floor(url: str, jobs: int, connections: int = 4) -> float:
+    """Bare cycles per second: for each of ``jobs`` jobs, in one transaction, the rows a cycle writes,
+    one statement each, with no ORM, no messages and nothing read that is not written. The jobs are
+    left as they were (``run`` sets every job NEW again and empties what a cycle fills)."""
+    import psycopg
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        job_ids = [row[0] for row in conn.execute("SELECT job_id FROM jobs ORDER BY job_id LIMIT %s", (jobs,))]
+        configs = dict(conn.execute("SELECT job_id, config_id FROM job_configs WHERE job_id = ANY(%s)", (job_ids,)))
+        conn.execute("INSERT INTO harvesters (controller_id, host, channels, accepted) "
+                     "VALUES ('floor', 'floor', 'FOCUSED', true) ON CONFLICT DO NOTHING")
+    audit = ("INSERT INTO audit_log (changed_at, actor, tablename, row_key, action, before, after) VALUES "
+             + ", ".join(["(now(), 'floor', 'jobs', %s, 'update', '{\"status\": 1}', '{\"status\": 2}')"] * 4))
+    history = ("INSERT INTO historyinfo (stopreason, objectcount, bytecount, config_id, harvest_id, job_id, "
+               "harvest_time, novel_objects, novel_bytes, duplicate_objects, duplicate_bytes) "
+               "VALUES (0, 10, 10000, %s, 1, %s, now(), 5, 5000, 5, 5000) RETURNING historyinfo_id")
+    config_summary = (
+        "INSERT INTO config_history_summary (config_id, latest_historyinfo_id, latest_harvest_id, latest_job_id, "
+        "latest_harvest_time, latest_stopreason, latest_objectcount, latest_bytecount, best_historyinfo_id, "
+        "best_stopreason, best_objectcount, best_bytecount) VALUES (%s, %s, 1, %s, now(), 0, 10, 10000, %s, 0, 10, "
+        "10000) ON CONFLICT (config_id) DO UPDATE SET latest_historyinfo_id = excluded.latest_historyinfo_id")
+    run_summary = ("INSERT INTO harvest_run_summary (harvest_id, harvest_num, jobs_done, configurations, objects, "
+                   "bytes, updated_at) VALUES (1, 1, 1, 1, 10, 10000, now()) ON CONFLICT (harvest_id, harvest_num) "
+                   "DO UPDATE SET jobs_done = harvest_run_summary.jobs_done + 1, updated_at = now()")
+
+    def cycles(mine: list[int]) -> None:
+        with psycopg.connect(dsn) as conn:
+            for job_id in mine:
+                with conn.transaction():
+                    conn.execute("UPDATE harvesters SET last_ready = now() WHERE controller_id = 'floor'")
+                    conn.execute("UPDATE jobs SET status = 1, attempt_id = 'floor', submitteddate = now(), "
+                                 "edition = edition + 1 WHERE job_id = %s AND status = 0", (job_id,))
+                    conn.execute("UPDATE jobs SET controller = 'floor', claimed_at = now(), edition = edition + 1 "
+                                 "WHERE job_id = %s AND controller IS NULL", (job_id,))
+                    conn.execute("UPDATE jobs SET status = 2, startdate = now(), edition = edition + 1 "
+                                 "WHERE job_id = %s AND status = 1", (job_id,))
+                    conn.execute("UPDATE jobs SET status = 3, enddate = now(), edition = edition + 1 "
+                                 "WHERE job_id = %s AND status = 2", (job_id,))
+                    conn.execute(audit, (str(job_id),) * 4)
+                    (historyinfo_id,) = conn.execute(history, (configs[job_id], job_id)).fetchone()
+                    conn.execute(config_summary, (configs[job_id], historyinfo_id, job_id, historyinfo_id))
+                    conn.execute(run_summary)
+
+    workers = [threading.Thread(target=cycles, args=(job_ids[n::connections],)) for n in range(connections)]
+    started = time.monotonic()
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return len(job_ids) / (time.monotonic() - started)
+
+
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, work: Path
+        ) -> tuple[float, float, float]:
+    """Returns the wall time of the cycles, and the CPU seconds the controllers' processes and the
+    scheduler's (with its intake processes) used, from their start to their end."""
     env = f"B{uuid.uuid4().hex[:8]}"
     engine = create_engine(url)
     with engine.begin() as conn:  # every job NEW again, for this transport's run
@@ -230,6 +296,7 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
     per_process = -(-controllers // processes)
     context = multiprocessing.get_context("spawn")
     children = []
+    cpu_before = _children_cpu()
     started = time.monotonic()
     for index, first in enumerate(range(0, controllers, per_process)):
         child = context.Process(target=controllers_process, args=(
@@ -252,8 +319,11 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
     Path(stop_path).touch()
     for child in children:
         child.join(timeout=120)
+    cpu_controllers = _children_cpu()
     scheduler.terminate()
     scheduler.wait(timeout=60)
+    cpu_scheduler = _children_cpu() - cpu_controllers
+    cpu_controllers -= cpu_before
     delete_queues(queue_url, env, controllers)
     crawled = [line.split() for index in range(len(children))
                for line in (work / f"{env}-{index}").read_text().splitlines()]
@@ -278,7 +348,7 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
         print("  " + next(line for line in log_path.read_text().splitlines() if "could not be handled" in line))
     if problems:
         raise SystemExit("incomplete run: " + "; ".join(problems))
-    return wall
+    return wall, cpu_controllers, cpu_scheduler
 
 
 def main() -> int:
@@ -304,15 +374,21 @@ def main() -> int:
             for transport in transports:
                 queue_url = AMQP_URL if transport == "amqp" else f"sqlite:///{Path(work) / 'queue.db'}"
                 floor = broker_floor(queue_url, args.controllers, args.processes)
-                wall = run(url, queue_url, args.jobs, args.controllers, args.processes, Path(work))
+                bare = database_floor(url, min(args.jobs, 2000))
+                wall, cpu_controllers, cpu_scheduler = run(url, queue_url, args.jobs, args.controllers,
+                                                           args.processes, Path(work))
                 cycles = args.jobs / wall
                 print(f"{transport:6s}: {args.jobs:,} full cycles (ready, dispatch, claim, STARTED, DONE with "
                       f"report) in {wall:.1f} s = {cycles:.0f} cycles/s; every job DONE once, "
                       f"{args.jobs:,} historyinfo rows", flush=True)
+                print(f"        CPU per cycle: scheduler {1000 * cpu_scheduler / args.jobs:.1f} ms, controllers "
+                      f"{1000 * cpu_controllers / args.jobs:.1f} ms", flush=True)
                 print(f"        floor: {floor:,.0f} confirmed publishes/s from {args.controllers} publishers; a cycle "
                       f"publishes {MESSAGES_PER_CYCLE}, so the cycles ran at "
                       f"{cycles * MESSAGES_PER_CYCLE / floor:.0%} of the transport's floor "
                       f"(at most {floor / MESSAGES_PER_CYCLE:.0f} cycles/s)", flush=True)
+                print(f"        database floor: {bare:,.0f} bare cycles/s (a cycle's rows, one transaction each, "
+                      f"4 connections); the cycles ran at {cycles / bare:.0%} of it", flush=True)
     finally:
         if not args.keep:
             with admin.connect() as conn:
