@@ -321,3 +321,28 @@ def test_bulk_path_without_superuser_drops_and_restores_foreign_keys(postgresql_
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
             conn.execute(text(f'DROP ROLE "{role}"'))
         owner.dispose()
+
+
+def test_constraints_set_aside_come_back_the_same(postgresql_url: str) -> None:
+    """harvestdef.bulkload drops foreign keys, unique constraints and secondary indexes and restores them
+    exactly, in one transaction (the domain import and job generation rely on it)."""
+    from harvestdef.bulkload import constraints_set_aside, lock_tables_nowait
+
+    engine = open_engine(postgresql_url)
+    init_database(engine)
+    tables = ["domains", "configurations", "seedlists", "config_seedlists"]
+    definitions = text(
+        "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint "
+        "WHERE conrelid = ANY(CAST(:t AS regclass[])) UNION ALL SELECT indrelid::regclass::text, "
+        "indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+        "WHERE indrelid = ANY(CAST(:t AS regclass[])) ORDER BY 1, 2, 3")
+    try:
+        with engine.begin() as conn:
+            before = conn.execute(definitions, {"t": tables}).all()
+            assert lock_tables_nowait(conn, [(table, "SHARE ROW EXCLUSIVE") for table in tables])
+            with constraints_set_aside(conn, tables):
+                left = conn.execute(definitions, {"t": tables}).all()
+                assert {row[1] for row in left if "_pkey" not in row[1]} == set()
+            assert conn.execute(definitions, {"t": tables}).all() == before
+    finally:
+        engine.dispose()
