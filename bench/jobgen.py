@@ -58,6 +58,7 @@ sys.path.insert(0, str(ROOT))
 from harvestdef.bulkload import restore_constraints, set_aside_constraints, skip_foreign_key_checks  # noqa: E402
 from harvestdef.db.engine import open_engine  # noqa: E402
 from harvestdef.db.init import init_database  # noqa: E402
+from scheduler.jobgen.generate import SORT_MEMORY  # noqa: E402
 
 ADMIN_URL = os.environ.get("HARVESTSUITE_TEST_PG", "postgresql+psycopg://root@127.0.0.1:5432/postgres")
 BYTE_LIMITS = "ARRAY[1000000000, 1000000000, 500000000, -1, 100000000, 1000000000, 20000000, 2000000000]"
@@ -300,7 +301,18 @@ def floor(url: str, harvest_id: int, continuation: bool) -> tuple[float, float, 
     return read, write, counts[0], counts[1]
 
 
-def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int, continuation: bool) -> dict:
+def _counts(url: str, harvest_id: int) -> tuple[int, int]:
+    engine = open_engine(url)
+    with engine.connect() as conn:
+        jobs, configs = conn.execute(text(
+            "SELECT count(DISTINCT j.job_id), count(*) FROM jobs j JOIN job_configs jc ON jc.job_id = j.job_id "
+            "WHERE j.harvest_id = :h"), {"h": harvest_id}).one()
+    engine.dispose()
+    return jobs, configs
+
+
+def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int, continuation: bool,
+            with_floor: bool = True) -> dict:
     engine = open_engine(url)
     with engine.connect() as conn:
         spilled_before = _temp_bytes(conn)
@@ -316,7 +328,8 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
         if "scheduler.jobgen" in line:
             print("   ", line.split(" ", 2)[-1])
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    read, write, jobs, configs = floor(url, harvest_id, continuation)
+    read, write, jobs, configs = floor(url, harvest_id, continuation) if with_floor else (float("nan"),) * 2 + (
+        _counts(url, harvest_id))
     row = {"step": label, "jobs": jobs, "configurations": configs, "wall_s": figures["seconds"],
            "floor_read_s": read, "floor_write_s": write, "floor_s": read + write,
            "ratio": figures["seconds"] / (read + write), "client_peak_rss_mib": figures["peak_rss_mib"],
@@ -325,7 +338,8 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
     print(f"{label}: {jobs} jobs, {configs:,} configurations; wall {row['wall_s']:.1f} s, floor {row['floor_s']:.1f} s "
           f"(read {read:.1f} s + write {write:.1f} s), ratio {row['ratio']:.2f}; client peak RSS "
           f"{row['client_peak_rss_mib']:.0f} MiB + server peak private {row['server_peak_private_mib']:.0f} MiB = "
-          f"{row['client_plus_server_mib']:.0f} MiB; spilled over work_mem {row['server_spilled_mib']:.0f} MiB",
+          f"{row['client_plus_server_mib']:.0f} MiB; spilled over work_mem ({SORT_MEMORY}) "
+          f"{row['server_spilled_mib']:.0f} MiB",
           flush=True)
     return row
 
@@ -338,6 +352,8 @@ def main() -> int:
     parser.add_argument("--url", help="an existing benchmark database (from --keep): skip building")
     parser.add_argument("--keep", action="store_true", help="do not drop the benchmark database")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument("--only", choices=("first", "continuation"), help="time one step only")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor (while tuning; no ratio)")
     parser.add_argument("--run-step", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run_step is not None:
@@ -364,8 +380,10 @@ def main() -> int:
     try:
         if not args.url:
             build(url, args.domains, steps)
-        rows.append(measure(url, args.admin_url, name, "(a) first snapshot step", ids["first"], False))
-        rows.append(measure(url, args.admin_url, name, "(b) continuation step", ids["continuation"], True))
+        for key, label, continuation in (("first", "(a) first snapshot step", False),
+                                         ("continuation", "(b) continuation step", True)):
+            if args.only in (None, key):
+                rows.append(measure(url, args.admin_url, name, label, ids[key], continuation, not args.no_floor))
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1))
     finally:
