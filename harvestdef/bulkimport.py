@@ -13,7 +13,8 @@ INSERT ... SELECT statements. On PostgreSQL ids are drawn from the sequences fir
 inserts domains, configurations, seed lists and links with defaultconfig already set. A large batch
 drops the secondary indexes and unique constraints of the four domain tables and turns the foreign-key
 triggers off for its transaction (session_replication_role, when the role may; otherwise it drops the
-foreign keys too), loads, and restores everything in the same transaction.
+foreign keys too), loads, and restores everything in the same transaction (the steps of
+harvestdef.bulkload).
 
 How it stays correct when interrupted: each batch is one transaction, so a batch is either wholly in
 the database or not at all; a rerun finds the committed domains already present. A domain that exists

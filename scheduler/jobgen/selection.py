@@ -1,9 +1,12 @@
 """Which domain configurations a harvest yields (reference §2.2), streamed from the harvest database.
 
-One query per run yields every configuration with its history rows (same domain, same configuration name,
-newest first); ``select_candidates`` folds each configuration's rows into its best history row and adds a
-compact ``Candidates`` row. Nothing else about a configuration is kept: seeds, traps and names are read
-again, job by job, when the jobs are built.
+One query per run yields every configuration with its best history row (reference §2.5 step 1), read from
+config_history_summary, which status intake keeps beside historyinfo: one row per configuration, however
+many harvests the archive has run. Only when the summary lacks the newest historyinfo row (history loaded
+by other means and not yet summarised) does the query yield all of each configuration's history rows
+(same domain, same configuration name, newest first) for ``select_candidates`` to fold, with the same
+result. Each configuration becomes a compact ``Candidates`` row; nothing else about it is kept: seeds,
+traps and names are read again, job by job, when the jobs are built.
 
 Rules (each a WHERE clause below):
 * selective and event harvests: the rows of harvest_configs;
