@@ -10,7 +10,7 @@ from harvestdef.model.status import StopReason
 from harvestdef.repositories.history import rebuild_summaries
 from scheduler.jobgen.packing import HarvestLimits, PackingRules
 from scheduler.jobgen.selection import HarvestSource, select_candidates, summary_is_current
-from tests.scheduler.factories import T0, add_history, make_domain, make_snapshot, set_attribute
+from tests.scheduler.factories import T0, add_history, make_domain, make_selective, make_snapshot, set_attribute
 
 NOW = T0 + timedelta(days=400)
 YEAR = 31_536_000
@@ -37,8 +37,10 @@ def test_summary_and_historyinfo_give_the_same_candidates(engine):
                 add_history(conn, config, draw.choice([1, 2]), objects, objects * draw.randint(1, 90_000),
                             draw.choice(list(StopReason)), T0 + timedelta(days=draw.choice([step, 3])))
         assert not summary_is_current(conn)
+        make_selective(conn, 4, "selective", configs[::4])
         sources = [(HarvestSource(3, True, 2), HarvestLimits(True, -1, 100_000_000)),
-                   (HarvestSource(3, True), HarvestLimits(True, 100, -1))]
+                   (HarvestSource(3, True), HarvestLimits(True, 100, -1)),
+                   (HarvestSource(4, False), HarvestLimits(False))]
         from_history = [_candidates(conn, source, limits) for source, limits in sources]
         rebuild_summaries(conn)
         assert summary_is_current(conn)
