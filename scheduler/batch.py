@@ -100,16 +100,31 @@ class Batch:
 
     def run_after_commit(self) -> dict[int, BaseException]:
         """Run the steps left for after the commit; returns the messages whose step failed, with the error.
-        A failed step does not stop the steps of the other messages."""
-        failed: dict[int, BaseException] = {}
+        A failed step does not stop the steps of the other messages. The messages' steps run side by side
+        (a message's own in order): most publish an answer, and a controller waits for it."""
+        by_message: dict[int, list[Callable[[], None]]] = {}
         for message, step in self.steps_after_commit:
-            if message in failed:
-                continue
-            try:
+            by_message.setdefault(message, []).append(step)
+
+        def run(steps: list[Callable[[], None]]) -> None:
+            for step in steps:
                 step()
-            except Exception as exc:  # noqa: BLE001 - the message is returned to its queue, the others go on
-                failed[message] = exc
-        return failed
+
+        if len(by_message) <= 1:
+            outcomes = {message: _outcome(run, steps) for message, steps in by_message.items()}
+        else:
+            futures = {message: _publishers.submit(run, steps) for message, steps in by_message.items()}
+            outcomes = {message: future.exception() for message, future in futures.items()}
+        return {message: error for message, error in outcomes.items() if error is not None}
+
+
+def _outcome(run: Callable[[list[Callable[[], None]]], None], steps: list[Callable[[], None]]
+             ) -> BaseException | None:
+    try:
+        run(steps)
+    except Exception as exc:  # noqa: BLE001 - the message is returned to its queue, the others go on
+        return exc
+    return None
 
 
 @contextmanager
