@@ -45,7 +45,6 @@ COLLECTION_PREFIX_NAMING = "CollectionPrefixNamingConvention"
 DEDUPLICATION_INDEX_LOCATION = "DEDUPLICATION_INDEX_LOCATION_PLACEHOLDER"
 _PLACEHOLDER = re.compile(r"%\{([A-Za-z0-9_]+)\}")
 HARVEST_INFO_VERSION = "0.6"
-COPY_BATCH = 10_000
 # From this many job_configs rows on, PostgreSQL checks their foreign keys once for the whole load.
 BULK_CHECK_THRESHOLD = 50_000
 
