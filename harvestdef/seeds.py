@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import TYPE_CHECKING
 
-from sqlalchemy import func
-from sqlalchemy.sql import ColumnElement
+if TYPE_CHECKING:  # the crawl engine reads seeds too, and has no use for SQLAlchemy
+    from sqlalchemy.sql import ColumnElement
 
 COMMENT = "#"
 # The characters str.strip() removes and those str.splitlines() breaks at (a subset of the first).
@@ -77,6 +78,8 @@ def has_seed_sql(column: ColumnElement[str], postgresql: bool) -> ColumnElement[
     On PostgreSQL it is the same pattern as a regular-expression match; elsewhere the database calls
     ``has_seed`` itself, which ``register_sqlite_functions`` must have made known to the connection.
     """
+    from sqlalchemy import func
+
     if postgresql:
         return column.regexp_match(HAS_SEED_PATTERN)
     return func.hs_has_seed(column) == 1
