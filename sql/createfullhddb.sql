@@ -646,6 +646,8 @@ CREATE TABLE jobs (
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
 );
 
+CREATE INDEX jobchannelstatus ON jobs (channel, status, job_id);
+
 CREATE INDEX jobharvestid ON jobs (harvest_id);
 
 CREATE INDEX jobstatus ON jobs (status);
@@ -744,6 +746,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0007_netarchivesuite_compat');
+INSERT INTO alembic_version (version_num) VALUES ('0008_job_dispatch_index');
 
 COMMIT;

@@ -327,6 +327,8 @@ jobs = Table(
     Column("claimed_at", UTCDateTime),
 )
 Index("jobstatus", jobs.c.status)
+# ours: the dispatcher's oldest NEW job of a channel is the first entry of one range (migration 0008)
+Index("jobchannelstatus", jobs.c.channel, jobs.c.status, jobs.c.job_id)
 # ours: job ids on PostgreSQL (a standalone sequence, so the column stays as NetarchiveSuite defines it)
 jobs_job_id_seq = Sequence("jobs_job_id_seq", metadata=metadata, start=1)
 Index("jobharvestid", jobs.c.harvest_id)
