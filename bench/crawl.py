@@ -1,21 +1,31 @@
-"""Crawl benchmark: the bundled engine against ``wget --warc-file`` on a generated site served by nginx.
+"""Crawl benchmark: the bundled engine, a Scrapy spider and wget, each driven as its users drive it, on a
+generated site served by nginx.
 
-    python bench/crawl.py [--pages 20000] [--hosts 50] [--wget-seconds 120] [--keep DIR]
+    python bench/crawl.py [--pages 10000] [--hosts 50] [--threads 50] [--only delay|nodelay|memory]
+                          [--memory-pages 200000] [--scrapy-python PATH] [--wget-seconds 120] [--keep DIR]
 
-The site (pages, images, a duplicate binary on every host, redirects, 404 links, robots.txt) is written
-to a temporary directory and served by Debian's nginx (a second process, so the server is not Python) on
-a free loopback port with its own configuration; every host name resolves through the engine's
-``--hosts`` mapping, and wget reaches the same names by using nginx as its HTTP proxy (nginx picks the
-server from the absolute request URI). Two runs: each response delayed 50 ms (nginx echo_sleep), and
-undelayed. The engine runs with politeness delays 0 and one connection per host; wget is sequential.
-wget is stopped after --wget-seconds (a 20,000-page delayed crawl would take it 20 minutes): its rate is
-what it fetched in that time. Prints pages/s, MB/s and peak RSS for both, and their ratio.
+The site (pages, images, a duplicate binary on every host, redirects, 404 links, robots.txt) is written to
+a temporary directory and served by Debian's nginx on a free loopback port. Host names resolve through the
+engine's ``--hosts`` file; Scrapy and wget reach the same names through nginx as their HTTP proxy.
+
+- The engine runs as ``harvestsuite engine`` (its own process) and is driven over its REST API, as the
+  harvest controller drives it: create the job, build, launch, unpause, poll the status until finished.
+  HarvestSuite's template settings: HTTP/1.1 keep-alive, no politeness delay, one connection per host.
+- Scrapy (run with ``--scrapy-python``, a Python that has scrapy and warcio) uses the engine's concurrency
+  (CONCURRENT_REQUESTS = threads, one connection per host, no delay) and writes a WARC with warcio.
+- wget is the serial baseline, stopped after ``--wget-seconds``.
+
+Each run is checked complete: the distinct page URLs with a response record in its WARC must equal the
+site's pages (wget's time-limited run excepted). Printed per crawler: pages/s (response records per second
+of crawl), MB/s of WARC written, CPU seconds per page and peak RSS of the crawler's process, and the
+ratios. Runs: 50 ms per response (latency-bound) and undelayed (CPU-bound), each crawler pinned to CPU 0
+and nginx to CPU 1 when the machine has two; ``memory`` crawls ``--memory-pages`` pages with the engine
+only and prints its RSS at 25 % of the crawl and at the end.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -24,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -108,20 +119,29 @@ http {{
     return config
 
 
-def start_nginx(config: Path, port: int) -> subprocess.Popen:
-    process = subprocess.Popen(["nginx", "-c", str(config), "-p", str(config.parent)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def wait_for_port(process: subprocess.Popen, port: int) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return process
+                return
         except OSError:
             if process.poll() is not None:
                 raise RuntimeError(f"nginx did not start: {process.stderr.read().decode()}") from None
             time.sleep(0.05)
     process.kill()
     raise RuntimeError("nginx did not start listening within 10 s")
+
+
+CRAWLER_CPU = 0
+SERVER_CPU = 1
+
+
+def pinned(cpu: int):
+    """preexec_fn pinning a child to one CPU, when the machine has more than one."""
+    if (os.cpu_count() or 1) < 2:
+        return None
+    return lambda: os.sched_setaffinity(0, {cpu})
 
 
 def engine_cxml(threads: int) -> str:
@@ -146,6 +166,7 @@ def engine_cxml(threads: int) -> str:
  </bean>
  <bean id="fetchHttp" class="org.archive.modules.fetcher.FetchHTTP">
   <property name="timeoutSeconds" value="60"/><property name="soTimeoutMs" value="20000"/>
+  <property name="useHTTP11" value="true"/><property name="sendConnectionClose" value="false"/>
  </bean>
  <bean id="disposition" class="org.archive.crawler.postprocessor.DispositionProcessor">
   <property name="delayFactor" value="0"/><property name="minDelayMs" value="0"/>
@@ -154,10 +175,10 @@ def engine_cxml(threads: int) -> str:
  <bean id="frontier" class="org.archive.crawler.frontier.BdbFrontier">
   <property name="maxRetries" value="3"/><property name="retryDelaySeconds" value="1"/>
  </bean>
+ <bean id="queueAssignmentPolicy" class="org.archive.crawler.frontier.HostnameQueueAssignmentPolicy"/>
  <bean id="warcWriter" class="org.archive.modules.writer.WARCWriterProcessor">
   <property name="prefix" value="BENCH"/><property name="compress" value="true"/>
  </bean>
- <bean id="DeDuplicator" class="is.hi.bok.deduplicator.DeDuplicator"/>
  <bean id="statisticsTracker" class="org.archive.crawler.reporting.StatisticsTracker">
   <property name="intervalSeconds" value="5"/>
  </bean>
@@ -165,104 +186,238 @@ def engine_cxml(threads: int) -> str:
 """
 
 
-def run_engine_child(job_dir: Path, hosts_file: Path) -> None:
-    """In the child process: one crawl, then its figures as JSON on stdout."""
-    import logging
+class ProcessSampler:
+    """CPU seconds and resident memory of a process, read from /proc while it runs."""
 
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_rss_mib = 0.0
+        self.rss_mib = 0.0
+
+    def sample(self) -> None:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    self.peak_rss_mib = int(line.split()[1]) / 1024
+                elif line.startswith("VmRSS:"):
+                    self.rss_mib = int(line.split()[1]) / 1024
+        except OSError:
+            pass
+
+    def cpu_seconds(self) -> float:
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def warc_page_urls(paths: list[Path]) -> tuple[int, set[str]]:
+    """Response and revisit records in WARCs, and the distinct page URLs (/page/N.html) among them."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    records, pages = 0, set()
+    for path in paths:
+        with open(path, "rb") as handle:
+            for record in ArchiveIterator(handle, no_record_parse=True):
+                if record.rec_type in ("response", "revisit"):
+                    uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                    if uri.startswith("http"):
+                        records += 1
+                        if "/page/" in uri:
+                            pages.add(uri)
+    return records, pages
+
+
+def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str,
+               milestone: int | None = None) -> dict:
+    """``harvestsuite engine`` driven over its REST API; pages/s over the crawl's own clock."""
     sys.path.insert(0, str(ROOT))
-    from harvester.engine.config import load_crawl_config
-    from harvester.engine.crawl import CrawlController
-    from harvester.engine.hostsfile import load_hosts_file
+    from harvester.heritrix import HeritrixClient
 
-    config = load_crawl_config(job_dir / "crawler-beans.cxml", job_dir)
-    launch = job_dir / time.strftime("%Y%m%d%H%M%S")
-    launch.mkdir()
-    controller = CrawlController(config, job_dir, launch, load_hosts_file(hosts_file), logging.getLogger("bench"))
-    started = time.monotonic()
-    controller.start()
-    controller.join()
-    elapsed = time.monotonic() - started
-    status = controller.status()
-    print(json.dumps({"seconds": elapsed, "fetched": status.uri_totals["downloadedUriCount"],
-                      "bytes": status.size_totals["total"], "exit": status.exit_status,
-                      "revisits": status.size_totals["dupByHashCount"],
-                      "warc_bytes": sum(p.stat().st_size for p in (launch / "warcs").iterdir())}))
-
-
-def wait_with_rusage(process: subprocess.Popen, timeout: float | None) -> tuple[int, float]:
-    """Wait for a child (SIGINT after ``timeout``); its peak RSS in MiB, from wait4."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            process.returncode = os.waitstatus_to_exitcode(status)
-            return process.returncode, usage.ru_maxrss / 1024
-        if deadline is not None and time.monotonic() > deadline:
-            process.send_signal(signal.SIGINT)
-            deadline = None
-        time.sleep(0.05)
-
-
-def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str) -> dict:
-    job_dir = work / f"engine-{label}"
-    job_dir.mkdir()
+    jobs = work / f"engine-{label}"
+    job_dir = jobs / "bench"
+    job_dir.mkdir(parents=True)
     (job_dir / "crawler-beans.cxml").write_text(engine_cxml(threads))
     (job_dir / "seeds.txt").write_text("".join(f"http://{host}:{port}/\n" for host in hosts))
     hosts_file = work / "hosts"
     hosts_file.write_text("".join(f"{host} 127.0.0.1\n" for host in hosts))
-    process = subprocess.Popen([sys.executable, __file__, "_engine", str(job_dir), str(hosts_file)],
-                               stdout=subprocess.PIPE, text=True)
-    output_lines = []
-    _, rss = wait_with_rusage(process, None)
-    output_lines.append(process.stdout.read())
-    result = json.loads(output_lines[-1].strip().splitlines()[-1])
-    result["rss_mib"] = rss
-    return result
+    command = [str(Path(sys.executable).parent / "harvestsuite"), "engine", "--jobs-dir", str(jobs), "--port", "0",
+               "--auth", "admin:bench", "--hosts", str(hosts_file), "--bind", "127.0.0.1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               preexec_fn=pinned(CRAWLER_CPU))
+    url = None
+    for line in process.stdout:
+        if "Engine listening at " in line:
+            url = line.split("Engine listening at ", 1)[1].strip().removesuffix("/engine")
+            break
+    if url is None:
+        raise RuntimeError("the engine did not start")
+    threading.Thread(target=process.stdout.read, daemon=True).start()
+    sampler = ProcessSampler(process.pid)
+    client = HeritrixClient(url, "admin", "bench", verify=False, timeout=120)
+    try:
+        client.rescan()
+        client.build("bench")
+        client.launch("bench")
+        client.wait_for("bench", lambda s: s.crawl_controller_state == "PAUSED", timeout=60, poll_interval=0.2)
+        cpu_before = sampler.cpu_seconds()
+        client.unpause("bench")
+        at_milestone = None
+        while True:
+            time.sleep(1.0)
+            sampler.sample()
+            status = client.job_status("bench")
+            downloaded = status.uri_totals_report.downloaded_uri_count if status.uri_totals_report else 0
+            if milestone and at_milestone is None and downloaded >= milestone:
+                at_milestone = (downloaded, sampler.rss_mib, sampler.peak_rss_mib)
+                print(f"  engine at {downloaded} URIs: RSS {sampler.rss_mib:.0f} MiB "
+                      f"(peak {sampler.peak_rss_mib:.0f} MiB)", flush=True)
+            if status.is_finished:
+                break
+        sampler.sample()
+        cpu = sampler.cpu_seconds() - cpu_before
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(120)
+    launch = job_dir / "latest"
+    warcs = sorted((launch / "warcs").glob("*.warc.gz"))
+    records, pages = warc_page_urls(warcs)
+    seconds = status.elapsed_report.elapsed_milliseconds / 1000
+    return {"seconds": seconds, "records": records, "pages": len(pages), "cpu": cpu,
+            "rss_mib": sampler.peak_rss_mib, "warc_bytes": sum(p.stat().st_size for p in warcs),
+            "exit": status.crawl_exit_status, "milestone": at_milestone}
+
+
+SCRAPY_SPIDER = """
+import io
+import scrapy
+from warcio.warcwriter import WARCWriter
+from warcio.statusandheaders import StatusAndHeaders
+
+
+class WarcPipeline:
+    def open_spider(self, spider):
+        self.handle = open(spider.settings["WARC_PATH"], "wb")
+        self.writer = WARCWriter(self.handle, gzip=True)
+
+    def close_spider(self, spider):
+        self.handle.close()
+
+    def process_item(self, item, spider):
+        response = item["response"]
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, vs in response.headers.items() for v in vs]
+        http_headers = StatusAndHeaders(f"{response.status} OK", headers, protocol="HTTP/1.1")
+        record = self.writer.create_warc_record(response.url, "response", payload=io.BytesIO(response.body),
+                                                http_headers=http_headers)
+        self.writer.write_record(record)
+        return {}
+
+
+class BenchSpider(scrapy.Spider):
+    name = "bench"
+    custom_settings = {"ITEM_PIPELINES": {__name__ + ".WarcPipeline": 100}}
+
+    async def start(self):
+        self.bench_hosts = set(self.hosts.split(","))
+        for host in sorted(self.bench_hosts):
+            yield scrapy.Request(f"http://{host}:{self.settings['BENCH_PORT']}/")
+
+    def parse(self, response):
+        yield {"response": response}
+        if not isinstance(response, scrapy.http.TextResponse):
+            return
+        for href in response.css("a::attr(href), img::attr(src)").getall():
+            url = response.urljoin(href)
+            if url.split("/")[2].split(":")[0] in self.bench_hosts:
+                yield scrapy.Request(url, callback=self.parse)
+"""
+
+
+def run_scrapy(python: str, work: Path, hosts: list[str], port: int, threads: int, label: str) -> dict:
+    directory = work / f"scrapy-{label}"
+    directory.mkdir()
+    spider = directory / "bench_spider.py"
+    spider.write_text(SCRAPY_SPIDER)
+    warc = directory / "scrapy.warc.gz"
+    settings = {"CONCURRENT_REQUESTS": threads, "CONCURRENT_REQUESTS_PER_DOMAIN": 1, "DOWNLOAD_DELAY": 0,
+                "ROBOTSTXT_OBEY": True, "LOG_LEVEL": "WARNING", "WARC_PATH": str(warc), "BENCH_PORT": port,
+                "TELNETCONSOLE_ENABLED": False, "REDIRECT_ENABLED": True, "HTTPERROR_ALLOW_ALL": True,
+                "DEPTH_PRIORITY": 0, "REACTOR_THREADPOOL_MAXSIZE": 10}
+    command = [python, "-m", "scrapy", "runspider", str(spider)]
+    for key, value in settings.items():
+        command += ["-s", f"{key}={value}"]
+    command += ["-a", f"hosts={','.join(hosts)}"]
+    env = {**os.environ, "http_proxy": f"http://127.0.0.1:{port}/"}
+    started = time.monotonic()
+    process = subprocess.Popen(command, cwd=directory, env=env, stdout=subprocess.DEVNULL,
+                               stderr=open(directory / "scrapy.log", "w"), preexec_fn=pinned(CRAWLER_CPU))  # noqa: SIM115
+    sampler = ProcessSampler(process.pid)
+    while process.poll() is None:
+        sampler.sample()
+        cpu = sampler.cpu_seconds()
+        time.sleep(0.5)
+    seconds = time.monotonic() - started
+    records, pages = warc_page_urls([warc])
+    return {"seconds": seconds, "records": records, "pages": len(pages), "cpu": cpu, "rss_mib": sampler.peak_rss_mib,
+            "warc_bytes": warc.stat().st_size, "exit": f"exit {process.returncode}"}
 
 
 def run_wget(work: Path, hosts: list[str], port: int, label: str, seconds: float) -> dict:
+    """wget recursive with page requisites, stopped after ``seconds``; counted from its WARC."""
     directory = work / f"wget-{label}"
     directory.mkdir()
     seeds = directory / "seeds.txt"
     seeds.write_text("".join(f"http://{host}:{port}/\n" for host in hosts))
-    log = directory / "wget.log"
-    command = ["wget", "-r", "-l", "inf", "--delete-after", "-e", "robots=on", "-H", "--domains",
-               ",".join(hosts), "--page-requisites", "--warc-file", str(directory / "wget"), "-nv",
-               "-o", str(log), "-i", str(seeds), "-e", "use_proxy=on", "-e", f"http_proxy=http://127.0.0.1:{port}/",
-               "-P", str(directory / "files")]
+    command = ["wget", "-r", "-l", "inf", "-e", "robots=on", "-H", "--domains", ",".join(hosts), "--page-requisites",
+               "--warc-file", str(directory / "wget"), "-nv", "-o", str(directory / "wget.log"), "-i", str(seeds),
+               "-e", "use_proxy=on", "-e", f"http_proxy=http://127.0.0.1:{port}/", "-P", str(directory / "files")]
     started = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, rss = wait_with_rusage(process, seconds)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               preexec_fn=pinned(CRAWLER_CPU))
+    sampler = ProcessSampler(process.pid)
+    cpu = 0.0
+    while process.poll() is None and time.monotonic() - started < seconds:
+        sampler.sample()
+        cpu = sampler.cpu_seconds()
+        time.sleep(0.5)
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        process.wait(30)
     elapsed = time.monotonic() - started
-    text = log.read_text(errors="replace")
-    fetched = text.count(" URL:") + text.count(" ERROR 404")
-    warc_bytes = sum(p.stat().st_size for p in directory.glob("wget*.warc*"))
-    return {"seconds": elapsed, "fetched": fetched, "bytes": warc_bytes, "rss_mib": rss, "warc_bytes": warc_bytes}
+    warcs = sorted(directory.glob("wget*.warc.gz"))
+    records, pages = warc_page_urls(warcs)
+    return {"seconds": elapsed, "records": records, "pages": len(pages), "cpu": cpu, "rss_mib": sampler.peak_rss_mib,
+            "warc_bytes": sum(p.stat().st_size for p in warcs), "exit": "time limit" if elapsed >= seconds else "done"}
 
 
-def report(label: str, engine: dict, wget: dict) -> None:
-    engine_rate = engine["fetched"] / engine["seconds"]
-    wget_rate = wget["fetched"] / wget["seconds"]
+def report(label: str, expected_pages: int, results: dict[str, dict]) -> None:
     print(f"\n== {label} ==")
-    print(f"engine: {engine['fetched']} fetches in {engine['seconds']:.1f} s = {engine_rate:.0f} pages/s, "
-          f"{engine['bytes'] / 1e6 / engine['seconds']:.2f} MB/s, peak RSS {engine['rss_mib']:.0f} MiB, "
-          f"exit {engine['exit']}, {engine['revisits']} revisits, WARC {engine['warc_bytes'] / 1e6:.1f} MB")
-    print(f"wget:   {wget['fetched']} fetches in {wget['seconds']:.1f} s = {wget_rate:.0f} pages/s, "
-          f"{wget['bytes'] / 1e6 / wget['seconds']:.2f} MB/s (WARC bytes), peak RSS {wget['rss_mib']:.0f} MiB")
-    print(f"ratio engine/wget: {engine_rate / max(wget_rate, 1e-9):.1f}x pages/s")
+    rates = {}
+    for name, result in results.items():
+        rate = result["records"] / max(result["seconds"], 1e-9)
+        rates[name] = rate
+        complete = "complete" if result["pages"] == expected_pages else \
+            f"INCOMPLETE: {result['pages']} of {expected_pages} pages"
+        print(f"{name:7} {result['records']:>7} records in {result['seconds']:7.1f} s = {rate:7.1f} pages/s, "
+              f"{result['warc_bytes'] / 1e6 / max(result['seconds'], 1e-9):6.2f} MB/s WARC, "
+              f"{1000 * result['cpu'] / max(result['records'], 1):5.2f} ms CPU/page, "
+              f"peak RSS {result['rss_mib']:5.0f} MiB, {result['exit']}, {complete}")
+    for name in rates:
+        if name != "engine" and rates[name]:
+            print(f"ratio engine/{name}: {rates['engine'] / rates[name]:.2f}x pages/s")
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "_engine":
-        run_engine_child(Path(sys.argv[2]), Path(sys.argv[3]))
-        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pages", type=int, default=20_000)
+    parser.add_argument("--pages", type=int, default=10_000)
     parser.add_argument("--hosts", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=50)
     parser.add_argument("--delay-ms", type=int, default=50)
+    parser.add_argument("--memory-pages", type=int, default=200_000)
     parser.add_argument("--wget-seconds", type=float, default=120)
-    parser.add_argument("--only", choices=("delay", "nodelay"), default=None)
+    parser.add_argument("--scrapy-python", default=None, help="a Python with scrapy and warcio (default: skip)")
+    parser.add_argument("--only", choices=("delay", "nodelay", "memory"), default=None)
     parser.add_argument("--keep", type=Path, default=None, help="work directory to keep (default: a temp dir)")
     args = parser.parse_args()
     if shutil.which("nginx") is None:
@@ -272,24 +427,34 @@ def main() -> None:
     work.chmod(0o755)  # mkdtemp makes it 0700; nginx workers run as another user and must read the site
     hosts = host_names(args.hosts)
     try:
-        site = work / "site"
-        port = free_port()  # one port for both runs: pages link to other hosts with it
-        if not site.exists():
-            started = time.monotonic()
-            generate_site(site, hosts, args.pages // args.hosts, port)
-            print(f"site: {args.pages} pages over {args.hosts} hosts generated in {time.monotonic() - started:.1f} s")
-        runs = [("delay", args.delay_ms), ("nodelay", 0)]
-        for label, delay in runs:
-            if args.only and label != args.only:
+        port = free_port()  # one port for every run: pages link to other hosts with it
+        runs = [("delay", args.delay_ms, args.pages), ("nodelay", 0, args.pages), ("memory", 0, args.memory_pages)]
+        for label, delay, pages in runs:
+            if (args.only and label != args.only) or (not args.only and label == "memory"):
                 continue
-            nginx = start_nginx(nginx_config(work, site, port, delay), port)
+            pages_per_host = pages // args.hosts
+            site = work / f"site-{pages}"
+            if not site.exists():
+                started = time.monotonic()
+                generate_site(site, hosts, pages_per_host, port)
+                print(f"site: {pages_per_host * args.hosts} pages over {args.hosts} hosts generated in "
+                      f"{time.monotonic() - started:.1f} s", flush=True)
+            nginx = subprocess.Popen(["nginx", "-c", str(nginx_config(work, site, port, delay)), "-p", str(work)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pinned(SERVER_CPU))
+            wait_for_port(nginx, port)
             try:
-                engine = run_engine(work, hosts, port, args.threads, label)
-                wget = run_wget(work, hosts, port, label, args.wget_seconds)
+                results = {"engine": run_engine(work, hosts, port, args.threads, label,
+                                                milestone=pages // 4 if label == "memory" else None)}
+                if label != "memory":
+                    if args.scrapy_python:
+                        results["scrapy"] = run_scrapy(args.scrapy_python, work, hosts, port, args.threads, label)
+                    results["wget"] = run_wget(work, hosts, port, label, args.wget_seconds)
             finally:
                 nginx.terminate()
                 nginx.wait(10)
-            report(f"{label}: {delay} ms per response" if delay else "no delay", engine, wget)
+            report(f"{label}: {pages_per_host * args.hosts} pages, " + (f"{delay} ms per response" if delay
+                                                                        else "no delay"),
+                   pages_per_host * args.hosts, results)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
