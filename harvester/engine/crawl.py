@@ -577,7 +577,7 @@ class CrawlController:
             if result.status >= 0:
                 self._record(queue, robots_uri, result, thread, extract=False)
                 if 200 <= result.status < 300:
-                    text = result.body[:500_000].decode("utf-8", "replace")
+                    text = bytes(result.body[:500_000]).decode("utf-8", "replace")
             else:
                 self._log_final(robots_uri, result.status, thread, [], started=result.started)
             self.frontier.state[robots_url] = DONE

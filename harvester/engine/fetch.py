@@ -33,7 +33,9 @@ class FetchResult:
     raw_response: bytes = b""
     header_length: int = 0                   # bytes of status line + headers in raw_response
     headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytes = b""                        # de-chunked, still content-encoded
+    # De-chunked, still content-encoded. For a response that is not chunked, a view of raw_response (the
+    # body is held once); for a chunked one, its own bytes.
+    body: bytes | memoryview = b""
     annotations: list[str] = field(default_factory=list)
     is_malformed: bool = False
     started: float = 0.0                     # epoch seconds
@@ -124,7 +126,9 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
         result.raw_request = result.raw_request.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
     assert connection.writer is not None and connection.reader is not None
     received = bytearray()
-    body = bytearray()
+    is_chunked = False
+    chunked_body = bytearray()  # h11's de-chunked data, kept only for a chunked response
+    body_length = 0
     reusable = False
     try:
         connection.writer.write(result.raw_request)
@@ -159,10 +163,16 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                 result.status = event.status_code
                 result.headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
                 result.header_length = received.find(b"\r\n\r\n") + 4
+                is_chunked = any(name == b"transfer-encoding" and b"chunked" in value.lower()
+                                 for name, value in event.headers)
             elif isinstance(event, h11.Data):
-                body += event.data
-                if max_length and len(body) > max_length:
-                    del body[max_length:]
+                body_length += len(event.data)
+                if is_chunked:
+                    chunked_body += event.data
+                if max_length and body_length > max_length:
+                    if is_chunked:
+                        del chunked_body[max_length:]
+                    body_length = max_length
                     result.annotations.append("lenTrunc")
                     break
             elif isinstance(event, h11.EndOfMessage):
@@ -187,13 +197,18 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
             result.status = _parse_status_line(bytes(received))
         end = received.find(b"\r\n\r\n")
         result.header_length = end + 4 if end >= 0 else len(received)
-        if not body:
-            body = received[result.header_length:]
+        if not body_length:
+            is_chunked = False
+            body_length = len(received) - result.header_length
     except (OSError, ssl.SSLError, asyncio.IncompleteReadError):
         if result.status <= 0:
             result.status = CONNECTION_BROKEN
     result.raw_response = bytes(received)
-    result.body = bytes(body)
+    del received
+    if is_chunked:
+        result.body = bytes(chunked_body)
+    else:
+        result.body = memoryview(result.raw_response)[result.header_length:result.header_length + body_length]
     result.duration_ms = int((time.monotonic() - clock) * 1000)
     if reusable and http11:
         try:

@@ -88,11 +88,12 @@ def extract_html(body: bytes) -> tuple[list[tuple[str, str]], str | None]:
     return links, base
 
 
-def extract_links(body: bytes, content_type: str, content_encoding: str) -> tuple[list[tuple[str, str]], str | None]:
-    """Outlinks of a response body by its MIME type; other types have none."""
+def extract_links(body: bytes | memoryview, content_type: str,
+                  content_encoding: str) -> tuple[list[tuple[str, str]], str | None]:
+    """Outlinks of a response body by its MIME type; other types have none (and are never copied)."""
     mime = content_type.split(";", 1)[0].strip().lower()
     if mime in ("text/html", "application/xhtml+xml"):
-        return extract_html(decode_body(body, content_encoding))
+        return extract_html(decode_body(bytes(body), content_encoding))
     if mime == "text/css":
-        return extract_css(decode_body(body, content_encoding)), None
+        return extract_css(decode_body(bytes(body), content_encoding)), None
     return [], None
