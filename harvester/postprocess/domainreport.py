@@ -4,8 +4,9 @@ Rules, as NetarchiveSuite's HarvestReportGenerator applies them:
 
 * The default stop reason comes from the last line of progress-statistics.log: "CRAWL ENDED" with "Ended by
   operator" is DOWNLOAD_UNFINISHED, with "Timelimit hit" TIME_LIMIT, otherwise DOWNLOAD_COMPLETE; no
-  "CRAWL ENDED" or no file is DOWNLOAD_UNFINISHED. One deviation: Heritrix's "Exited abnormally" is
-  DOWNLOAD_UNFINISHED here (NetarchiveSuite reports such a crawl as complete).
+  "CRAWL ENDED" or no file is DOWNLOAD_UNFINISHED. One deviation: an abnormal end ("Abnormal exit from
+  crawling", older releases' "Exited abnormally") is DOWNLOAD_UNFINISHED here (NetarchiveSuite reports
+  such a crawl as complete).
 * A line belongs to the domain of its source-tag seed (column 11) unless that is "-" or the caller
   disregards seed information; then to the domain of its URI (``dns:host`` belongs to host's domain).
 * Status >= 0: one object, and the bytes of its ``content-size:`` annotation (0 without one; column 3 is
@@ -114,7 +115,9 @@ def stop_reason_from_progress_log(path: Path | None) -> StopReason:
     line = _last_line(Path(path))
     if "CRAWL ENDED" not in line:
         return StopReason.DOWNLOAD_UNFINISHED
-    if "Ended by operator" in line or "Exited abnormally" in line:
+    # Heritrix 3's CrawlStatus.FINISHED_ABNORMAL reads "Abnormal exit from crawling"; "Exited abnormally" is
+    # the wording of older releases and of NetarchiveSuite's documentation
+    if "Ended by operator" in line or "Abnormal exit from crawling" in line or "Exited abnormally" in line:
         return StopReason.DOWNLOAD_UNFINISHED
     if "Timelimit hit" in line:
         return StopReason.TIME_LIMIT

@@ -38,6 +38,9 @@ def rows(result) -> dict[str, tuple]:
     ("2026-01-01T10:00:00.412Z CRAWL ENDED - Maximum amount of data downloaded", StopReason.DOWNLOAD_COMPLETE),
     ("2026-01-01T10:00:00.412Z CRAWL ENDED - Maximum number of documents downloaded", StopReason.DOWNLOAD_COMPLETE),
     ("2026-01-01T10:00:00.412Z CRAWL ENDED - Exited abnormally", StopReason.DOWNLOAD_UNFINISHED),
+    ("2026-01-01T10:00:00.412Z CRAWL ENDED - Finished - Abnormal exit from crawling", StopReason.DOWNLOAD_UNFINISHED),
+    ("2026-01-01T10:00:00.412Z CRAWL ENDED - Finished - Ended by operator", StopReason.DOWNLOAD_UNFINISHED),
+    ("2026-01-01T10:00:00.412Z CRAWL ENDED - Finished - Timelimit hit", StopReason.TIME_LIMIT),
     ("2026-01-01T10:00:01.000Z          60       2          31 1.00(500.00) 1(800)", StopReason.DOWNLOAD_UNFINISHED),
 ])
 def test_default_stop_reason_from_the_last_line(tmp_path, last_line, expected):
