@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvestdef.seeds import seed_lines
 from harvester.engine.beans import Bean, BeanError, BeanSet, Ref, parse_beans
 
 # Heritrix 3 defaults (peers.md §1.4) for every honoured property.
@@ -243,12 +244,9 @@ def _seeds(reader: _Reader) -> tuple[str, ...]:
             text = str(source.properties.get("value", ""))
     elif (reader.job_dir / "seeds.txt").is_file():
         text = (reader.job_dir / "seeds.txt").read_text(encoding="utf-8")
-    seeds = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            seeds.append(line.split()[0] if "://" in line else "http://" + line.split()[0])
-    return tuple(seeds)
+    # which lines are seeds is harvestdef's one rule; a line's first token is the URL (Heritrix's
+    # TextSeedModule allows a comment after it), and a bare host name is crawled over http
+    return tuple(seed.split()[0] if "://" in seed else "http://" + seed.split()[0] for seed in seed_lines(text))
 
 
 def _scope_rules(reader: _Reader) -> tuple[ScopeRule, ...]:

@@ -15,6 +15,8 @@ from harvester.engine.crawl import CrawlController
 from harvester.engine.hostsfile import HostsFileError, load_hosts_file
 from tests.engine.site import TestSite
 
+ROOT = Path(__file__).resolve().parent.parent.parent
+
 NAS_VALUES = {
     "MAX_TIME_SECONDS_PLACEHOLDER": "30", "FRONTIER_QUEUE_TOTAL_BUDGET_PLACEHOLDER": "-1",
     "CRAWLERTRAPS_PLACEHOLDER": "<value>.*/trap/.*</value>", "MAX_HOPS": "20", "HONOR_ROBOTS_DOT_TXT": "obey",
@@ -75,6 +77,16 @@ def test_overrides_with_dotted_and_indexed_paths(tmp_path, shared_dir):
     assert config.robots_policy == "ignore"
     assert config.user_agent == "Mozilla/5.0 (compatible; heritrix/3.3.0 +http://netarkivet.dk/webcrawler/)"
     assert any("credentialStore" in warning for warning in config.warnings)
+
+
+def test_seeds_file_lines_follow_the_one_seed_rule(tmp_path):
+    """Comment and blank lines are no seeds (harvestdef.seeds); a comment after the URL and a bare host name
+    are read as Heritrix's TextSeedModule reads them."""
+    cxml = _job(tmp_path, ROOT / "templates" / "default_orderxml.cxml",
+                ["# the demo's seeds", "", "  http://www.kulturarv.dk/  ", "\thttps://bibliotek.no/ a comment",
+                 "www.lille.dk", "   # indented comment"], nas=True)
+    assert load_crawl_config(cxml, tmp_path).seeds == (
+        "http://www.kulturarv.dk/", "https://bibliotek.no/", "http://www.lille.dk")
 
 
 def test_heritrix_profile_seeds_come_from_a_nested_override(tmp_path, shared_dir):
