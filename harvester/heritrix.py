@@ -13,7 +13,6 @@ the engine refused, and an answer that is not the expected representation.
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import os
@@ -30,6 +29,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from lxml import etree
 
 from harvestdef.errors import HeritrixError
+from harvester.digestauth import authorization_header, parse_auth_params
 
 XML = "application/xml"
 JSON = "application/json"
@@ -37,7 +37,6 @@ MAX_REDIRECTS = 5
 # Status documents are small; a bigger answer is not a status document.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
-_AUTH_PARAM = re.compile(r'\s*([A-Za-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))\s*,?')
 
 
 def _snake(name: str) -> str:
@@ -279,13 +278,9 @@ class _Challenge:
 
 
 def _parse_challenge(header: str) -> _Challenge | None:
-    scheme, _, rest = header.strip().partition(" ")
+    scheme, params = parse_auth_params(header)
     if scheme.lower() != "digest":
         return None
-    params = {}
-    for match in _AUTH_PARAM.finditer(rest):
-        key, quoted, token = match.groups()
-        params[key.lower()] = quoted if quoted is not None else token
     qops = [item.strip() for item in params.get("qop", "").split(",") if item.strip()]
     return _Challenge(realm=params.get("realm", ""), nonce=params.get("nonce", ""),
                       qop="auth" if "auth" in qops else None, opaque=params.get("opaque"),
@@ -481,20 +476,11 @@ class HeritrixClient:
             return None
         challenge.count += 1
         nc = f"{challenge.count:08x}"
-        cnonce = hashlib.md5(os.urandom(16)).hexdigest()[:16]
-        ha1 = hashlib.md5(f"{self.user}:{challenge.realm}:{self._password}".encode()).hexdigest()
-        ha2 = hashlib.md5(f"{method}:{path}".encode()).hexdigest()
-        if challenge.qop:
-            response = hashlib.md5(f"{ha1}:{challenge.nonce}:{nc}:{cnonce}:auth:{ha2}".encode()).hexdigest()
-        else:
-            response = hashlib.md5(f"{ha1}:{challenge.nonce}:{ha2}".encode()).hexdigest()
-        header = (f'Digest username="{self.user}", realm="{challenge.realm}", nonce="{challenge.nonce}", '
-                  f'uri="{path}", algorithm={challenge.algorithm}, response="{response}"')
-        if challenge.qop:
-            header += f', qop=auth, nc={nc}, cnonce="{cnonce}"'
-        if challenge.opaque is not None:
-            header += f', opaque="{challenge.opaque}"'
-        return header
+        cnonce = os.urandom(8).hex()
+        return authorization_header(user=self.user, realm=challenge.realm, password=self._password,
+                                    method=method, uri=path, nonce=challenge.nonce,
+                                    algorithm=challenge.algorithm, qop=challenge.qop, nc=nc, cnonce=cnonce,
+                                    opaque=challenge.opaque)
 
     def _send_once(self, method: str, path: str, body: bytes | None, action: str,
                    content_type: str = "application/x-www-form-urlencoded") -> _Response:

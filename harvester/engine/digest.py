@@ -1,6 +1,7 @@
 """HTTP Digest authentication of the engine's REST API (RFC 7616, MD5, qop="auth"), as Heritrix 3 does it.
 
-The server side only: it makes challenges and checks ``Authorization`` headers. Nonces are stateless (a
+The server side only: it makes challenges and checks ``Authorization`` headers; the header grammar and
+the response computation it shares with the client live in ``harvester.digestauth``. Nonces are stateless (a
 timestamp signed with a per-process secret), so they need no table and expire after ``nonce_lifetime``
 seconds; an expired nonce with otherwise correct credentials is answered with ``stale=true``, so a client
 retries without asking its user again. After a failed attempt, the next check waits until
@@ -15,39 +16,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import re
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# key="quoted value" or key=token, comma separated (RFC 7616 §3.4 auth-param).
-_AUTH_PARAM = re.compile(r'\s*([A-Za-z0-9_-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))\s*,?')
-
-
-def md5_hex(text: str) -> str:
-    return hashlib.md5(text.encode("utf-8")).hexdigest()
-
-
-def digest_response(*, user: str, realm: str, password: str, method: str, uri: str, nonce: str,
-                    nc: str | None = None, cnonce: str | None = None, qop: str | None = None) -> str:
-    """The ``response`` value a client must send (RFC 7616 §3.4.1; RFC 2069 form when qop is absent)."""
-    ha1 = md5_hex(f"{user}:{realm}:{password}")
-    ha2 = md5_hex(f"{method}:{uri}")
-    if qop:
-        return md5_hex(f"{ha1}:{nonce}:{nc}:{cnonce}:{qop}:{ha2}")
-    return md5_hex(f"{ha1}:{nonce}:{ha2}")
-
-
-def parse_auth_params(header_value: str) -> tuple[str, dict[str, str]]:
-    """Split ``Digest k1="v1", k2=v2`` into the scheme and its parameters (keys lower case)."""
-    scheme, _, rest = header_value.strip().partition(" ")
-    params: dict[str, str] = {}
-    for match in _AUTH_PARAM.finditer(rest):
-        key, quoted, token = match.groups()
-        params[key.lower()] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else token
-    return scheme, params
+from harvester.digestauth import digest_response, parse_auth_params
 
 
 @dataclass(frozen=True)

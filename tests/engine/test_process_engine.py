@@ -23,7 +23,7 @@ import pytest
 from lxml import etree
 
 from harvestdef.errors import HeritrixError
-from harvester.engine.digest import digest_response, parse_auth_params
+from harvester.digestauth import digest_response, parse_auth_params
 from harvester.heritrix import JSON, HeritrixClient, parse_job_status
 from tests.engine.engine_process import USER, EngineProcess, crawler_beans, write_job
 
