@@ -21,7 +21,19 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── QueueError                 the queue transport failed (translated from pika / sqlite)
     ├── ArchiveStoreError          the archive store failed (upload, checksum, missing file)
     │   └── ArchiveConflictError   a different file is stored under the same name already
-    └── HeritrixError              the crawler's REST API failed or answered unexpectedly
+    ├── HeritrixError              the crawler's REST API failed or answered unexpectedly
+    └── CrawlEngineError           the bundled crawl engine refused an action or could not carry it out
+
+The bundled crawl engine (harvester/engine/) defines its own errors under these; harvestdef does not import
+them. They keep the builtin base they had before they joined, so ``except ValueError``/``KeyError``/
+``RuntimeError`` still catches them::
+
+    ValidationError ── engine.config.ConfigError     a crawl configuration that cannot be used (line, column)
+                    ├─ engine.beans.BeanError        a crawler-beans file that is not well-formed (line, column)
+                    └─ engine.hostsfile.HostsFileError (also ValueError) a hosts-file line that cannot be read
+    NotFoundError ──── engine.jobs.UnknownJobError   (also KeyError) no job of that name in the engine
+    CrawlEngineError ─ engine.jobs.JobActionError    a job action refused in the job's state, or failed
+                    └─ engine.crawl.CrawlStateError  (also RuntimeError) a crawl action its state forbids
 """
 
 from __future__ import annotations
@@ -141,6 +153,10 @@ class ArchiveStoreError(HarvestSuiteError):
 
 class HeritrixError(HarvestSuiteError):
     """The crawler's REST API failed or answered something we cannot use."""
+
+
+class CrawlEngineError(HarvestSuiteError):
+    """The bundled crawl engine refused an action or could not carry it out; the message says which and why."""
 
 
 class ArchiveConflictError(ArchiveStoreError):

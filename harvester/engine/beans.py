@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from harvestdef.errors import ValidationError
+
 SPRING_NS = "{http://www.springframework.org/schema/beans}"
 OVERRIDE_CLASS = "org.springframework.beans.factory.config.PropertyOverrideConfigurer"
 _PATH_SEGMENT = re.compile(r"^(?P<name>[A-Za-z_][\w]*)(?:\[(?P<index>\d+)\])?$")
@@ -36,7 +38,9 @@ class Bean:
         return self.class_name.rsplit(".", 1)[-1]
 
 
-class BeanError(Exception):
+class BeanError(ValidationError):
+    """A crawler-beans file that is not well-formed or not in the expected form; XML errors carry line and column."""
+
     def __init__(self, message: str, line: int | None = None, column: int | None = None):
         super().__init__(message)
         self.line = line

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvestdef.errors import ValidationError
 from harvestdef.seeds import seed_lines
 from harvester.engine.beans import Bean, BeanError, BeanSet, Ref, parse_beans
 
@@ -79,7 +80,7 @@ INFRASTRUCTURE = {
 }
 
 
-class ConfigError(Exception):
+class ConfigError(ValidationError):
     """What is wrong with a crawl configuration; for XML errors with line and column."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None):

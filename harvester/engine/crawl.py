@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from harvestdef.dedup import DedupIndex
 from harvestdef.domainnames import registered_domain, to_punycode
+from harvestdef.errors import CrawlEngineError
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs, iso_now
@@ -74,8 +75,8 @@ CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
 }
 
 
-class CrawlStateError(RuntimeError):
-    """An action the controller's current state does not allow."""
+class CrawlStateError(CrawlEngineError, RuntimeError):
+    """An action the controller's current state does not allow (still a RuntimeError, as it was before)."""
 
 
 @dataclass(frozen=True)

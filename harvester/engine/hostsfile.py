@@ -10,10 +10,14 @@ import ipaddress
 from pathlib import Path
 
 from harvestdef.domainnames import to_punycode
+from harvestdef.errors import ValidationError
 
 
-class HostsFileError(ValueError):
-    """A line of a hosts file cannot be read; the message names the file and line."""
+class HostsFileError(ValidationError, ValueError):
+    """A line of a hosts file cannot be read; the message names the file and line.
+
+    Still a ValueError, as it was before it joined the hierarchy, for callers that catch that.
+    """
 
 
 def parse_hosts(text: str, source: str = "<hosts>") -> dict[str, str]:

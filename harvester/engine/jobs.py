@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from harvestdef.errors import CrawlEngineError, NotFoundError
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
 from harvester.engine.crawl import CrawlController, CrawlStatus
 from harvester.engine.reports import REPORT_FILES
@@ -96,12 +97,21 @@ CONTROLLER_ACTIONS: dict[str, tuple[Action, ...]] = {
 }
 
 
-class JobActionError(Exception):
+class JobActionError(CrawlEngineError):
     """An action the job cannot take now (illegal in its state, or failed); the message says why."""
 
 
-class UnknownJobError(KeyError):
-    """No job of that name in the engine."""
+class UnknownJobError(NotFoundError, KeyError):
+    """No job of that name in the engine.
+
+    Still a KeyError, as it was before it joined the hierarchy, for callers that catch that; its text is
+    NotFoundError's ("no job 'name'"), not KeyError's quoted repr.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__("job", name)
+
+    __str__ = Exception.__str__
 
 
 @dataclass(frozen=True)
