@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import ipaddress
 import logging
 import re
 import shutil
@@ -32,7 +31,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harvestdef.dedup import DedupIndex
-from harvestdef.domainnames import registered_domain, to_punycode
+from harvestdef.domainnames import to_punycode
 from harvestdef.errors import CrawlEngineError
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.config import CrawlConfig
@@ -40,6 +39,7 @@ from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.fetch import HttpConnection, fetch
 from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
 from harvester.engine.links import extract_links
+from harvester.engine.queuepolicy import QueueAssignment, is_ip_address
 from harvester.engine.reports import (
     CRAWL_STATUS_TEXT,
     FrontierSummary,
@@ -122,6 +122,7 @@ class CrawlController:
         self.store = UrlStore(store_path, fresh=self.resume_from is None)
         self.frontier = Frontier(self.store, config.parallel_queues)
         self.scope = Scope(config.scope_rules, config.seeds)
+        self.queue_assignment = QueueAssignment(config.queue_policy, config.queue_by_domain)
         self.stats = CrawlStats()
         self.rates = RateTracker()
         self.logs: CrawlLogs | None = None
@@ -142,7 +143,6 @@ class CrawlController:
         self._ended_monotonic = 0.0
         self._pause_started = 0.0
         self._paused_total = 0.0
-        self._queue_key_cache: dict[tuple[str, str, int], str] = {}
         self._wakeup: asyncio.Event | None = None
 
     # -- public, thread-safe --------------------------------------------------------------------------
@@ -431,21 +431,6 @@ class CrawlController:
         elif config.max_bytes_download > 0 and stats.total_bytes >= config.max_bytes_download:
             self._request_stop("FINISHED_DATA_LIMIT")
 
-    def queue_key(self, url: str) -> str:
-        """The URL's queue (and quota group), as the configured queue assignment policy names it."""
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        try:
-            port = parts.port or DEFAULT_PORTS.get(parts.scheme, 80)
-        except ValueError:
-            port = DEFAULT_PORTS.get(parts.scheme, 80)
-        cache_key = (parts.scheme, host, port)
-        key = self._queue_key_cache.get(cache_key)
-        if key is None:
-            key = queue_key_of(self.config.queue_policy, self.config.queue_by_domain, parts.scheme, host, port)
-            self._queue_key_cache[cache_key] = key
-        return key
-
     def _source(self, uri: CrawlUri) -> str | None:
         return uri.seed if self.config.source_tag_seeds else None
 
@@ -458,7 +443,7 @@ class CrawlController:
         authority = f"{host}:{port}"
         now = time.monotonic()
         if host not in self.dns:
-            if _is_ip_address(host):
+            if is_ip_address(host):
                 # Heritrix's CrawlHost takes an IP literal as its own address: no dns: lookup, no record.
                 self.dns[host] = host
             else:
@@ -590,7 +575,7 @@ class CrawlController:
                    duration_ms: int = 0) -> None:
         self.stats.note_unsuccessful(status)
         self.stats.host(urlsplit(uri.url).hostname or "")  # a host tried is a host visited, as in Heritrix
-        queue = self.frontier.queues.get(self.queue_key(uri.url))
+        queue = self.frontier.queues.get(self.queue_assignment.key(uri.url))
         if queue is not None:
             queue.note(status, 0, uri.url)
         if not uri.hop_path and not uri.is_prerequisite:
@@ -702,7 +687,7 @@ class CrawlController:
         accepted, by_hops = self.scope.decide(url, hop_path)
         if accepted:
             uri = CrawlUri(url, hop_path, via, seed)
-            key = self.queue_key(url)
+            key = self.queue_assignment.key(url)
             if state == QUEUED:
                 frontier.supersede(key, uri)
             else:
@@ -728,7 +713,7 @@ class CrawlController:
                 continue
             self.stats.seeds.setdefault(url, (0, ""))
             self.stats.discovered += 1
-            self.frontier.schedule(self.queue_key(url), CrawlUri(url, "", "", url))
+            self.frontier.schedule(self.queue_assignment.key(url), CrawlUri(url, "", "", url))
         return 0
 
     # -- checkpoint -----------------------------------------------------------------------------------
@@ -817,37 +802,6 @@ class CrawlController:
         except OSError as exc:
             self.alert_count += 1
             self.logs.write("alerts.log", f"{iso_now()} SEVERE reports not written: {exc}")
-
-
-DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def _is_ip_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
-def queue_key_of(policy: str, by_domain: bool, scheme: str, host: str, port: int) -> str:
-    """A queue's name as Heritrix's policies make it (heritrix3 engine/src/main/java/org/archive/crawler/
-    frontier/HostnameQueueAssignmentPolicy.java and SurtAuthorityQueueAssignmentPolicy.java): host:port or
-    the SURT authority, a non-default port kept so that two servers of one host get two queues, ':' written
-    '#'. The domain policies (NetarchiveSuite's) put a registered domain's hosts and ports in one queue."""
-    if by_domain:
-        try:
-            return to_punycode(registered_domain(host))
-        except Exception:
-            return host
-    default_port = DEFAULT_PORTS.get(scheme, 80)
-    if policy == "HostnameQueueAssignmentPolicy":
-        # Heritrix adds :443 to an https authority without a port, so http and https of a host differ.
-        if port != default_port or scheme == "https":
-            return f"{host}#{port}"
-        return host
-    authority = host if _is_ip_address(host) else ",".join(reversed(host.split("."))) + ","
-    return authority + (f"#{port}" if port != default_port else "")
 
 
 def _date_14_to_warc(date: str) -> str:
