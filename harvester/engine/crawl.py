@@ -20,7 +20,6 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
-import re
 import shutil
 import socket
 import threading
@@ -40,6 +39,7 @@ from harvester.engine.fetch import HttpConnection, fetch
 from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
 from harvester.engine.links import extract_links
 from harvester.engine.queuepolicy import QueueAssignment, is_ip_address
+from harvester.engine.recorder import DUPLICATE_ANNOTATION, CaptureRecorder, DedupRules
 from harvester.engine.reports import (
     CRAWL_STATUS_TEXT,
     FrontierSummary,
@@ -52,7 +52,7 @@ from harvester.engine.robots import RobotsRules
 from harvester.engine.scope import Scope, canonical_url
 from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, iso_seconds, progress_line
 from harvester.engine.urlstore import UrlStore
-from harvester.engine.warc import WarcFileWriter, iso_to_14, sha1_digest, warc_date
+from harvester.engine.warc import WarcFileWriter, sha1_digest
 
 OUT_OF_SCOPE = "O"
 QUOTA_BLOCKED = -5003
@@ -128,6 +128,7 @@ class CrawlController:
         self.logs: CrawlLogs | None = None
         self.warc: WarcFileWriter | None = None
         self.dedup: DedupIndex | None = None
+        self.recorder: CaptureRecorder | None = None
         self.dns: dict[str, str | None] = {}
         self.robots: dict[str, RobotsRules] = {}
         self.robots_text: dict[str, str | None] = {}
@@ -276,6 +277,7 @@ class CrawlController:
                 self.warc = warc if config.warc_enabled else None
                 if config.dedup_index is not None:
                     self.dedup = DedupIndex(config.dedup_index).__enter__()
+                self.recorder = CaptureRecorder(self.warc, self.store, self.dedup, DedupRules.from_config(config))
                 try:
                     await self._crawl()
                 finally:
@@ -509,8 +511,7 @@ class CrawlController:
             return
         answer = (time.strftime("%Y%m%d%H%M%S", time.gmtime(started)) + f"\n{host}.\t3600\tIN\tA\t{address}\n").encode()
         digest = sha1_digest(answer)
-        if self.warc is not None:
-            self.warc.write_dns(dns_uri, started, answer)
+        self.recorder.record_dns(dns_uri, started, answer)
         # Heritrix tallies DNS lookups under the host "dns:", as text/dns, with status 1.
         self.stats.note_success("dns:", 1, "text/dns", len(answer), self._source(uri))
         self.stats.novel_count += 1
@@ -595,35 +596,9 @@ class CrawlController:
         annotations = list(result.annotations)
         if uri.attempts:
             annotations.insert(0, f"{uri.attempts}t")
-        is_duplicate = False
-        dedup_applies = (config.dedup_enabled and 200 <= result.status < 300 and not annotations
-                         and self._dedup_mime_applies(mime))
-        original = None
-        if dedup_applies:
-            # By URL (NetarchiveSuite's templates) a capture repeats only the same URL's with this payload.
-            seen_key = f"{digest} {uri.url}" if config.dedup_by_url else digest
-            original = self.store.digest(seen_key)
-            if original is None and self.dedup is not None:
-                entry = self.dedup.lookup(digest, uri.url if config.dedup_by_url else None)
-                if entry is not None:
-                    original = (entry.url, entry.date, entry.record_id or "")
-        truncated = None
-        if "lenTrunc" in annotations:
-            truncated = "length"
-        elif "timeTrunc" in annotations or "midFetchTrunc" in annotations:
-            truncated = "time"
-        if original is not None:
-            is_duplicate = True
-            annotations.append("duplicate:digest")
-            if self.warc is not None:
-                self.warc.write_revisit(uri.url, result.started, result.address, result.raw_request,
-                                        result.raw_response[:result.header_length], digest, original[0],
-                                        _date_14_to_warc(original[1]), original[2] or None)
-        elif self.warc is not None:
-            written = self.warc.write_exchange(uri.url, result.started, result.address, result.raw_request,
-                                               result.raw_response, digest, truncated)
-            if dedup_applies:
-                self.store.put_digest(seen_key, (uri.url, iso_to_14(warc_date(result.started)), written.record_id))
+        is_duplicate = self.recorder.record_exchange(uri.url, result, mime, annotations)
+        if is_duplicate:
+            annotations.append(DUPLICATE_ANNOTATION)
         if config.content_size_annotation:
             annotations.append(f"content-size:{content_size}")
         host = urlsplit(uri.url).hostname or ""
@@ -659,11 +634,6 @@ class CrawlController:
             base_url = canonical_url(base, uri.url) if base else uri.url
             for raw, hop in links:
                 self._discover(raw, hop, uri, base_url or uri.url)
-
-    def _dedup_mime_applies(self, mime: str) -> bool:
-        config = self.config
-        matches = re.match(config.dedup_mime_filter, mime) is not None if config.dedup_mime_filter else False
-        return not matches if config.dedup_mime_filter_is_blacklist else matches
 
     # -- discovery ------------------------------------------------------------------------------------
     def _discover(self, raw: str, hop: str, parent: CrawlUri, base: str) -> None:
@@ -803,8 +773,3 @@ class CrawlController:
             self.alert_count += 1
             self.logs.write("alerts.log", f"{iso_now()} SEVERE reports not written: {exc}")
 
-
-def _date_14_to_warc(date: str) -> str:
-    if len(date) >= 14 and date[:14].isdigit():
-        return f"{date[0:4]}-{date[4:6]}-{date[6:8]}T{date[8:10]}:{date[10:12]}:{date[12:14]}Z"
-    return date
