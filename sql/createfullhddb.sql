@@ -52,6 +52,19 @@ CREATE INDEX aliasindex ON domains (alias);
 
 CREATE INDEX domainnameid ON domains (name);
 
+DO $trgm$
+DECLARE
+    opclass text;
+BEGIN
+    CREATE EXTENSION IF NOT EXISTS pg_trgm;
+    SELECT quote_ident(n.nspname) || '.gin_trgm_ops' INTO opclass
+        FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm';
+    EXECUTE 'CREATE INDEX IF NOT EXISTS domainnametrgm ON domains USING gin (name ' || opclass || ')';
+    EXECUTE 'CREATE INDEX IF NOT EXISTS domaincommentstrgm ON domains USING gin (comments ' || opclass || ')';
+    EXECUTE 'CREATE INDEX IF NOT EXISTS domaincrawlertrapstrgm ON domains USING gin (crawlertraps ' || opclass || ')';
+END
+$trgm$;
+
 ALTER TABLE domains ALTER COLUMN domain_id SET DEFAULT nextval('domains_id_seq'::regclass);
 
 ALTER SEQUENCE domains_id_seq OWNED BY domains.domain_id;
@@ -746,6 +759,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0008_job_dispatch_index');
+INSERT INTO alembic_version (version_num) VALUES ('0009_domain_trigram');
 
 COMMIT;

@@ -49,12 +49,29 @@ def postgresql_database() -> Iterator[str]:
     name = f"hs_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     try:
-        yield make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+        _install_pg_trgm(url)
+        yield url
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def _install_pg_trgm(database_url: str) -> None:
+    """pg_trgm in a schema of its own, as sites install it: off every test's search_path, so the trigram
+    indexes must name its operator class with the schema. Created by a test's schema instead, it would go
+    with that schema's DROP ... CASCADE, and with it the trigram indexes of every other schema."""
+    owner = create_engine(database_url, isolation_level="AUTOCOMMIT")
+    try:
+        with owner.connect() as conn:
+            conn.execute(text("CREATE SCHEMA extensions"))
+            conn.execute(text("CREATE EXTENSION pg_trgm SCHEMA extensions"))
+            # the roles of the tests that are not the owner (the bulk import's) use its operator class too
+            conn.execute(text("GRANT USAGE ON SCHEMA extensions TO PUBLIC"))
+    finally:
+        owner.dispose()
 
 
 def _postgresql_schema_url(database_url: str) -> Iterator[str]:

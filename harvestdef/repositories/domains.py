@@ -207,6 +207,9 @@ class DomainRepository:
         A keyset page: one range scan of the unique name index, never OFFSET. A name pattern with a
         literal start (``abc*``) is also an indexed prefix range; one without wildcards is an exact lookup
         (Unicode or punycode). Crawler traps and comments are searched for the text anywhere in them.
+        Text anywhere (``*abc*``, comments, crawler traps) has no B-tree to use; on PostgreSQL the pg_trgm
+        indexes (schema.DOMAIN_TRIGRAM_INDEXES) answer it from the matching rows. A pattern needs three
+        literal characters in a row for that, so ``*ab*`` still reads the whole table.
         """
         d = s.domains
         stmt = _domain_select().add_columns(d.c.isactive)
@@ -234,7 +237,8 @@ class DomainRepository:
         clauses: list[Any] = [d.c.name.like(like, escape="\\")]
         prefix = like_prefix(like)
         if prefix:
-            # an index range: LIKE alone is no index search on SQLite (case-insensitive) nor on PostgreSQL
+            # a B-tree range: LIKE alone is no index search on SQLite (case-insensitive), and PostgreSQL's
+            # trigram index would also return every name containing the prefix, to be filtered and sorted
             following = prefix[:-1] + chr(ord(prefix[-1]) + 1)
             clauses += [d.c.name >= prefix, d.c.name < following]
         return clauses

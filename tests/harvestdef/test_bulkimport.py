@@ -339,6 +339,8 @@ def test_constraints_set_aside_come_back_the_same(postgresql_url: str) -> None:
     try:
         with engine.begin() as conn:
             before = conn.execute(definitions, {"t": tables}).all()
+            # the domains' trigram indexes are GIN: restored with their access method and operator class
+            assert sum("USING gin" in row[2] and "gin_trgm_ops" in row[2] for row in before) == 3
             assert lock_tables_nowait(conn, [(table, "SHARE ROW EXCLUSIVE") for table in tables])
             with constraints_set_aside(conn, tables):
                 left = conn.execute(definitions, {"t": tables}).all()

@@ -129,7 +129,7 @@ def test_migrations_from_empty_match_the_schema(database_url):
         with engine.begin() as conn:
             command.upgrade(alembic_config(conn), "head")
         with engine.connect() as conn:
-            diffs = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), s.metadata)
+            diffs = compare_metadata(MigrationContext.configure(conn, opts=s.compare_options()), s.metadata)
             assert MigrationContext.configure(conn).get_current_revision() == head_revision()
         assert diffs == []
     finally:
@@ -167,6 +167,29 @@ def test_sql_file_loads_into_empty_postgresql_with_psql_and_init_accepts_it(post
         admin.dispose()
 
 
+def test_upgrade_from_0008_adds_the_trigram_indexes_on_postgresql_only(database_url):
+    """0009 on a database at 0008: PostgreSQL gets the domains' trigram indexes, with pg_trgm's operator
+    class named by its schema (the tests' pg_trgm lives off the search_path); SQLite gets nothing."""
+    engine = open_engine(database_url)
+    try:
+        with engine.begin() as conn:
+            command.upgrade(alembic_config(conn), "0008_job_dispatch_index")
+            conn.execute(text("INSERT INTO domains (name, comments, edition) VALUES ('kb.dk', 'Bibliotek', 1)"))
+        assert upgrade_database(engine).done == "upgraded 0008_job_dispatch_index -> 0009_domain_trigram"
+        with engine.connect() as conn:
+            indexes = {i["name"] for i in inspect(conn).get_indexes("domains")}
+            assert compare_metadata(MigrationContext.configure(conn, opts=s.compare_options()), s.metadata) == []
+            if engine.dialect.name == "postgresql":
+                definitions = conn.scalars(text(
+                    "SELECT indexdef FROM pg_indexes WHERE tablename = 'domains' AND indexname LIKE '%trgm'"
+                    " AND schemaname = current_schema()")).all()
+                assert len(definitions) == 3 and all("USING gin" in d and "gin_trgm_ops" in d for d in definitions)
+        trigram = set(s.DOMAIN_TRIGRAM_INDEXES)
+        assert indexes & trigram == (trigram if engine.dialect.name == "postgresql" else set())
+    finally:
+        engine.dispose()
+
+
 def test_upgrade_of_a_harvestsuite_database_from_0006_keeps_its_rows_and_matches_the_schema(database_url):
     """0007 on a database HarvestSuite made before it: boolean flags become 0/1, integers and doubles
     NUMERIC, constraints and indexes get NetarchiveSuite's names; rows stay, in SQLite's batch mode too."""
@@ -189,7 +212,7 @@ def test_upgrade_of_a_harvestsuite_database_from_0006_keeps_its_rows_and_matches
                 "VALUES (7, 'h', 12.5, 3, '2026-01-01 00:00:00')"))
         assert upgrade_database(engine).done == "upgraded 0006_summary_index -> " + head_revision()
         with engine.connect() as conn:
-            assert compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), s.metadata) == []
+            assert compare_metadata(MigrationContext.configure(conn, opts=s.compare_options()), s.metadata) == []
             assert conn.execute(select(s.extendedfield.c.mandatory, s.extendedfield.c.historize)).one() == (
                 True, False)
             assert conn.execute(text("SELECT mandatory FROM extendedfield")).scalar() == 1

@@ -308,7 +308,7 @@ def test_db_upgrade_takes_over_a_netarchivesuite_database_in_place(nas_ddl, tmp_
         assert "orphan rows: 1 row(s) of jobs whose harvest_id names no harvestdefinitions" in findings
         with engine.connect() as conn:
             assert MigrationContext.configure(conn).get_current_revision() == head_revision()
-            assert compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), s.metadata) == []
+            assert compare_metadata(MigrationContext.configure(conn, opts=s.compare_options()), s.metadata) == []
             indexes = set(conn.scalars(text("SELECT indexname FROM pg_indexes WHERE schemaname = 'public'")))
             assert {"ownerinfodomain", "passworddomain", "passwordname", "gctexprlistid",
                     "runningjobshistorycrawltime", "domainnameid"} <= indexes

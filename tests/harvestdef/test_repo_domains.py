@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import Connection, event, select
 
 from harvestdef.db import schema as s
 from harvestdef.errors import ConflictError, DomainNameError, NotFoundError, StaleEditionError, ValidationError
@@ -121,6 +121,56 @@ def test_search_treats_like_characters_literally_and_accepts_punycode(engine):
         assert [d.name for d in repository.search("a%")] == []
         assert [d.name for d in repository.search("a_c.dk")] == []
         assert [d.name for d in repository.search("xn--kbenhavn-54a.*")] == ["københavn.dk"]
+
+
+def _search_page_and_plan(conn: Connection, *args: object) -> tuple[list[str], str]:
+    """search_page's names, and on PostgreSQL the plan of the very query it ran (else ""). Sequential
+    scans are priced out for the transaction, so the plan shows which index the query can use rather than
+    what the planner prefers for a table of a few rows."""
+    statements: list[tuple[str, object]] = []
+
+    def record(_conn: object, _cursor: object, statement: str, parameters: object, *_args: object) -> None:
+        statements.append((statement, parameters))
+
+    event.listen(conn, "before_cursor_execute", record)
+    try:
+        names = [row.domain.name for row in DomainRepository(conn).search_page(*args)]
+    finally:
+        event.remove(conn, "before_cursor_execute", record)
+    if conn.dialect.name != "postgresql":
+        return names, ""
+    statement, parameters = statements[-1]
+    conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+    plan = "\n".join(conn.exec_driver_sql("EXPLAIN " + statement, parameters).scalars())
+    conn.exec_driver_sql("RESET enable_seqscan")
+    return names, plan
+
+
+def test_text_anywhere_searches_use_the_trigram_indexes_on_postgresql(engine):
+    """``*abc*`` in names and text in comments or crawler traps: the same rows on both databases, found
+    through the pg_trgm indexes on PostgreSQL rather than by reading the domains table."""
+    with engine.begin() as conn:
+        for name in ["kulturarv.dk", "arkiv-kultur.dk", "netarkivet.dk", "kb.dk", "sb.dk"]:
+            make_domain(conn, name)
+        repository = DomainRepository(conn)
+        repository.edit("kb.dk", 1, comments="Det Kgl. Bibliotek, NATIONAL library",
+                        crawlertraps=".*/kalender/.*")
+        repository.edit("sb.dk", 1, comments="Statsbiblioteket", crawlertraps=".*/Kalender/.*\n.*/print/.*")
+        # (search_page's arguments, the names found, the index its plan reads). A later page (``after``)
+        # also has the name index's range to choose from, which wins or loses by the table's size: no plan
+        # is asserted for it.
+        searches = [
+            (("*kultur*", None, 10), ["arkiv-kultur.dk", "kulturarv.dk"], "domainnametrgm"),
+            (("*ark*.dk", None, 1), ["arkiv-kultur.dk"], "domainnametrgm"),
+            (("*arkiv*", "arkiv-kultur.dk", 10), ["netarkivet.dk"], None),
+            (("national", None, 10, "comments"), ["kb.dk"], "domaincommentstrgm"),
+            (("bibliotek", None, 10, "comments"), ["kb.dk", "sb.dk"], "domaincommentstrgm"),
+            (("kalender", None, 10, "crawlertraps"), ["kb.dk", "sb.dk"], "domaincrawlertrapstrgm"),
+        ]
+        for arguments, expected, index in searches:
+            names, plan = _search_page_and_plan(conn, *arguments)
+            assert names == expected, arguments
+            assert engine.dialect.name != "postgresql" or index is None or index in plan, plan
 
 
 def test_update_comments_with_stale_edition_is_refused_and_row_unchanged(engine):
