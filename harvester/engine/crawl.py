@@ -43,7 +43,6 @@ from harvester.engine.recorder import DUPLICATE_ANNOTATION, CaptureRecorder, Ded
 from harvester.engine.reports import (
     CRAWL_STATUS_TEXT,
     FrontierSummary,
-    QueueReport,
     ReportInput,
     render_reports,
     write_reports,
@@ -514,11 +513,7 @@ class CrawlController:
         self.recorder.record_dns(dns_uri, started, answer)
         # Heritrix tallies DNS lookups under the host "dns:", as text/dns, with status 1.
         self.stats.note_success("dns:", 1, "text/dns", len(answer), self._source(uri))
-        self.stats.novel_count += 1
-        self.stats.novel_bytes += len(answer)
-        dns_host = self.stats.host("dns:")
-        dns_host.novel_urls += 1
-        dns_host.novel_bytes += len(answer)
+        self.stats.note_capture("dns:", len(answer), is_duplicate=False)
         queue.note(1, len(answer), dns_uri)
         if self.config.quota_counts_prerequisites:
             queue.fetch_successes += 1
@@ -604,17 +599,7 @@ class CrawlController:
         host = urlsplit(uri.url).hostname or ""
         stats.note_success(host, result.status, mime, content_size, self._source(uri))
         queue.note(result.status, content_size, uri.url)
-        host_stats = stats.host(host)
-        if is_duplicate:
-            stats.dup_count += 1
-            stats.dup_bytes += content_size
-            host_stats.dup_urls += 1
-            host_stats.dup_bytes += content_size
-        else:
-            stats.novel_count += 1
-            stats.novel_bytes += content_size
-            host_stats.novel_urls += 1
-            host_stats.novel_bytes += content_size
+        stats.note_capture(host, content_size, is_duplicate)
         if config.quota_counts_prerequisites or not uri.is_prerequisite:
             if 200 <= result.status < 300:
                 queue.fetch_successes += 1
@@ -734,26 +719,7 @@ class CrawlController:
 
     def _report_input(self) -> ReportInput:
         frontier, now = self.frontier, time.monotonic()
-        queues = []
-        for key, queue in frontier.queues.items():
-            items = queue.size
-            if queue.retired_reason:
-                category = "RETIRED"
-            elif queue.in_flight:
-                category = "IN-PROCESS"
-            elif items and queue.ready_at > now:
-                category = "SNOOZED"
-            elif items:
-                category = "READY"
-            else:
-                category = ""
-            queues.append(QueueReport(
-                key=key, items=items, category=category, last_enqueued=queue.last_enqueued,
-                last_peeked=queue.last_peeked, wakes_in_ms=int((queue.ready_at - now) * 1000) if category == "SNOOZED"
-                else 0, total_scheduled=queue.total_scheduled, fetch_successes=queue.successes,
-                fetch_failures=queue.failures, fetch_disregards=queue.disregards, fetch_responses=queue.responses,
-                robots_denials=queue.robots_denials, success_bytes=queue.success_bytes, total_bytes=queue.total_bytes,
-                fetch_non_responses=queue.non_responses, last_success_time=queue.last_success_time))
+        queues = [queue.report(now) for queue in frontier.queues.values()]
         status = self._exit_status or {"PAUSED": "PAUSED", "PAUSING": "WAITING_FOR_PAUSE"}.get(self._state, "RUNNING")
         last_state = ("EMPTY" if frontier.is_empty() and self._exit_status == "FINISHED"
                       else self.status().frontier["lastReachedState"])

@@ -28,6 +28,7 @@ import itertools
 import time
 from dataclasses import dataclass, field
 
+from harvester.engine.reports import QueueReport
 from harvester.engine.stats import DISREGARD_STATUSES
 from harvester.engine.urlstore import UrlStore
 
@@ -95,6 +96,29 @@ class WorkQueue:
             self.disregards += 1
         else:
             self.failures += 1
+
+    def report_category(self, now: float) -> str:
+        """The frontier report's category of this queue (WorkQueueFrontier's): RETIRED, IN-PROCESS, SNOOZED,
+        READY, or "" when exhausted."""
+        if self.retired_reason:
+            return "RETIRED"
+        if self.in_flight:
+            return "IN-PROCESS"
+        if self.size and self.ready_at > now:
+            return "SNOOZED"
+        return "READY" if self.size else ""
+
+    def report(self, now: float) -> QueueReport:
+        """This queue's figures for the frontier report (WorkQueue.reportTo)."""
+        category = self.report_category(now)
+        return QueueReport(
+            key=self.key, items=self.size, category=category, last_enqueued=self.last_enqueued,
+            last_peeked=self.last_peeked,
+            wakes_in_ms=int((self.ready_at - now) * 1000) if category == "SNOOZED" else 0,
+            total_scheduled=self.total_scheduled, fetch_successes=self.successes, fetch_failures=self.failures,
+            fetch_disregards=self.disregards, fetch_responses=self.responses, robots_denials=self.robots_denials,
+            success_bytes=self.success_bytes, total_bytes=self.total_bytes, fetch_non_responses=self.non_responses,
+            last_success_time=self.last_success_time)
 
 
 class _StateView:

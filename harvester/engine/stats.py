@@ -138,6 +138,21 @@ class CrawlStats:
         if source:
             self.sources.setdefault(source, Counter())[host] += 1
 
+    def note_capture(self, host: str, content_size: int, is_duplicate: bool) -> None:
+        """A capture's novel-or-duplicate tallies, crawl-wide and for its host (the crawl report's
+        "novel" and "duplicate-by-hash" lines, and the hosts report's columns)."""
+        host_stats = self.host(host)
+        if is_duplicate:
+            self.dup_count += 1
+            self.dup_bytes += content_size
+            host_stats.dup_urls += 1
+            host_stats.dup_bytes += content_size
+        else:
+            self.novel_count += 1
+            self.novel_bytes += content_size
+            host_stats.novel_urls += 1
+            host_stats.novel_bytes += content_size
+
     def note_unsuccessful(self, status: int) -> bool:
         """A URI that ended without success: a disregard or a failure. True for a disregard."""
         if status in DISREGARD_STATUSES:
