@@ -202,14 +202,8 @@ class CrawlController:
         stats, frontier = self.stats, self.frontier
         elapsed_ms = self._elapsed_ms()
         avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms)
-        # The loop thread adds queues while we read: copy first (list() of a dict view is atomic under the GIL).
-        queues = list(frontier.queues.values())
-        depths = [q.size for q in queues if q.size]
-        retired = sum(1 for q in queues if q.retired_reason)
-        active = sum(1 for q in queues if q.size or q.in_flight)
-        in_process = sum(1 for q in queues if q.in_flight)
-        now = time.monotonic()
-        snoozed = sum(1 for q in queues if q.size and not q.in_flight and q.ready_at > now)
+        counts = frontier.queue_counts(time.monotonic())
+        depths, active, in_process, snoozed = counts.depths, counts.active, counts.in_process, counts.snoozed
         uri_totals = {"downloadedUriCount": stats.downloaded, "queuedUriCount": frontier.queued_count,
                       "totalUriCount": stats.downloaded + frontier.queued_count + frontier.in_flight,
                       "futureUriCount": 0}
@@ -225,10 +219,10 @@ class CrawlController:
                 "averageQueueDepth": round(sum(depths) / len(depths), 2) if depths else 0,
                 "deepestQueueDepth": max(depths) if depths else 0}
         state = self._state
-        frontier_report = {"totalQueues": len(queues), "inProcessQueues": in_process,
+        frontier_report = {"totalQueues": counts.total, "inProcessQueues": in_process,
                            "readyQueues": max(0, active - in_process - snoozed), "snoozedQueues": snoozed,
                            "activeQueues": active, "inactiveQueues": 0, "ineligibleQueues": 0,
-                           "retiredQueues": retired, "exhaustedQueues": len(queues) - active,
+                           "retiredQueues": counts.retired, "exhaustedQueues": counts.total - active,
                            "lastReachedState": {"RUNNING": "RUN", "PAUSED": "PAUSE", "PAUSING": "PAUSE",
                                                 "FINISHED": "FINISH", "STOPPING": "FINISH"}.get(state, "HOLD")}
         return CrawlStatus(

@@ -311,3 +311,28 @@ class Frontier:
     # -- reporting ------------------------------------------------------------------------------------
     def queue_depths(self) -> list[int]:
         return [q.size for q in self.queues.values() if q.size]
+
+    def queue_counts(self, now: float) -> QueueCounts:
+        """How many queues are in each condition, for the REST status's frontier figures. Safe to call from
+        another thread than the crawl's: the loop may add queues meanwhile, so the values are copied first
+        (list() of a dict view is atomic under the GIL)."""
+        queues = list(self.queues.values())
+        return QueueCounts(
+            total=len(queues),
+            depths=[q.size for q in queues if q.size],
+            retired=sum(1 for q in queues if q.retired_reason),
+            active=sum(1 for q in queues if q.size or q.in_flight),
+            in_process=sum(1 for q in queues if q.in_flight),
+            snoozed=sum(1 for q in queues if q.size and not q.in_flight and q.ready_at > now))
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """Queues by condition at one moment; ``depths`` are the sizes of the non-empty ones."""
+
+    total: int
+    depths: list[int]
+    retired: int
+    active: int          # with URIs waiting or one in flight
+    in_process: int      # with a URI in flight
+    snoozed: int         # waiting out a politeness delay
