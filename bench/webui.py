@@ -46,11 +46,11 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.jobgen import ADMIN_URL, STOP_REASONS  # noqa: E402
-from bench.jobgen import _copy as copy_lines  # noqa: E402
+from bench.jobgen import ADMIN_URL  # noqa: E402
+from harvestdef.bulkload import copy_text  # noqa: E402
 from harvestdef.db.engine import open_engine  # noqa: E402
 from harvestdef.db.init import init_database  # noqa: E402
-from harvestdef.model.status import JobStatus  # noqa: E402
+from harvestdef.model.status import JobStatus, StopReason  # noqa: E402
 
 TARGET_P95_MS = 200.0
 CLIENTS = 16
@@ -58,6 +58,23 @@ STEMS = ("kultur", "nyheder", "sport", "musik", "kommune", "butik", "forening", 
 HARVESTS = 200
 FIRST_RUN = datetime(2021, 3, 1, tzinfo=UTC)
 PASSWORD = "bench password, not secret"
+
+
+def copy_lines(conn, table: str, columns: str, lines, chunk: int = 50_000) -> None:  # noqa: ANN001
+    """COPY generated tab-separated lines into ``table``, ``chunk`` lines per write."""
+    def chunks():  # noqa: ANN202
+        batch = []
+        for line in lines:
+            batch.append(line)
+            if len(batch) == chunk:
+                yield "".join(batch)
+                batch = []
+        yield "".join(batch)
+    copy_text(conn, table, [name.strip() for name in columns.split(",")], chunks())
+# the history's stop reasons, mostly complete, as a snapshot's are
+STOP_REASONS = ([StopReason.DOWNLOAD_COMPLETE] * 8 + [StopReason.SIZE_LIMIT] * 6 + [StopReason.TIME_LIMIT] * 2
+                + [StopReason.DOWNLOAD_UNFINISHED, StopReason.OBJECT_LIMIT, StopReason.CONFIG_SIZE_LIMIT,
+                   StopReason.CONFIG_OBJECT_LIMIT])
 
 
 def domain_name(i: int) -> str:
@@ -80,23 +97,22 @@ def build(url: str, domains: int, jobs: int, history: int) -> None:
     jobs_per_run = max(HARVESTS, jobs // runs)
     started = time.monotonic()
     with engine.begin() as conn:
-        raw = conn.connection.driver_connection
         template = conn.scalar(text("SELECT template_id FROM ordertemplates WHERE name = 'default_orderxml'"))
         schedule = conn.scalar(text("SELECT min(schedule_id) FROM schedules"))
         # domains.defaultconfig and configurations.domain_id refer to each other: load without FK triggers
         conn.execute(text("SET LOCAL session_replication_role = replica"))
-        copy_lines(raw, "domains", "domain_id, name, defaultconfig, edition",
+        copy_lines(conn, "domains", "domain_id, name, defaultconfig, edition",
                    (f"{i}\t{domain_name(i)}\t{i}\t1\n" for i in range(1, domains + 1)))
-        copy_lines(raw, "configurations", "config_id, name, domain_id, template_id, maxobjects, maxrate, maxbytes",
+        copy_lines(conn, "configurations", "config_id, name, domain_id, template_id, maxobjects, maxrate, maxbytes",
                    (f"{i}\tdefaultconfig\t{i}\t{template}\t-1\t100\t{1_000_000_000 if i % 3 else -1}\n"
                     for i in range(1, domains + 1)))
-        copy_lines(raw, "seedlists", "seedlist_id, name, domain_id, seeds",
+        copy_lines(conn, "seedlists", "seedlist_id, name, domain_id, seeds",
                    (f"{i}\tdefaultseeds\t{i}\thttps://www.{domain_name(i)}/\n" for i in range(1, domains + 1)))
-        copy_lines(raw, "config_seedlists", "config_id, seedlist_id", (f"{i}\t{i}\n" for i in range(1, domains + 1)))
+        copy_lines(conn, "config_seedlists", "config_id, seedlist_id", (f"{i}\t{i}\n" for i in range(1, domains + 1)))
         submitted = _timestamp(FIRST_RUN - timedelta(days=30))
-        copy_lines(raw, "harvestdefinitions", "harvest_id, name, comments, numevents, submitted, isactive, edition",
+        copy_lines(conn, "harvestdefinitions", "harvest_id, name, comments, numevents, submitted, isactive, edition",
                    (f"{h}\t{harvest_name(h)}\t\t{runs}\t{submitted}\ttrue\t1\n" for h in range(1, HARVESTS + 1)))
-        copy_lines(raw, "partialharvests", "harvest_id, schedule_id",
+        copy_lines(conn, "partialharvests", "harvest_id, schedule_id",
                    (f"{h}\t{schedule}\n" for h in range(1, HARVESTS + 1)))
 
         def job_of(run: int, config_id: int) -> int:
@@ -115,10 +131,10 @@ def build(url: str, domains: int, jobs: int, history: int) -> None:
                        f"{_timestamp(begun)}\t{_timestamp(begun + timedelta(hours=3))}\t{_timestamp(begun)}\t"
                        f"{_timestamp(begun)}\t{domains // jobs_per_run}\n")
 
-        copy_lines(raw, "jobs", "job_id, harvest_id, status, channel, snapshot, orderxml, orderxmldoc, seedlist, "
+        copy_lines(conn, "jobs", "job_id, harvest_id, status, channel, snapshot, orderxml, orderxmldoc, seedlist, "
                                 "harvest_num, startdate, enddate, submitteddate, creationdate, num_configs",
                    job_lines())
-        copy_lines(raw, "job_configs", "job_id, config_id",
+        copy_lines(conn, "job_configs", "job_id, config_id",
                    (f"{job_of(k // domains, k % domains + 1)}\t{k % domains + 1}\n" for k in range(runs * domains)))
 
         def history_lines() -> Iterator[str]:
@@ -133,7 +149,7 @@ def build(url: str, domains: int, jobs: int, history: int) -> None:
                 yield (f"{int(stop)}\t{objects}\t{size}\t{config_id}\t{harvest_of(job_id)}\t{job_id}\t"
                        f"{_timestamp(when)}\t{objects // 2}\t{novel}\t{objects - objects // 2}\t{size - novel}\n")
 
-        copy_lines(raw, "historyinfo", "stopreason, objectcount, bytecount, config_id, harvest_id, job_id, "
+        copy_lines(conn, "historyinfo", "stopreason, objectcount, bytecount, config_id, harvest_id, job_id, "
                                        "harvest_time, novel_objects, novel_bytes, duplicate_objects, duplicate_bytes",
                    history_lines())
         for table, column in (("domains", "domain_id"), ("configurations", "config_id"),
