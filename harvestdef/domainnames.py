@@ -47,8 +47,9 @@ def to_unicode(host: str) -> str:
 def to_punycode(host: str) -> str:
     """``københavn.dk`` -> ``xn--kbenhavn-54a.dk``; lower-cased; ASCII names unchanged."""
     host = host.strip().rstrip(".").lower()
-    if is_ip_address(host) or host.isascii():
-        return host.strip("[]") if is_ip_address(host) else host
+    if host.isascii():
+        # the usual case, and every IP address; parsing an address costs more than the rest of a page's row
+        return host.strip("[]") if host.startswith("[") and is_ip_address(host) else host
     try:
         return idna.encode(host, uts46=True).decode("ascii")
     except idna.IDNAError as exc:

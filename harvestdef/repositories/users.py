@@ -14,7 +14,7 @@ import hmac
 import os
 import secrets
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -35,6 +35,8 @@ SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 MIN_PASSWORD_LENGTH = 8
 REDACTED = "(hash changed)"
 TOKEN_PREFIX = "hs_"
+# how exactly an API token's last use is kept (see user_for_token)
+LAST_USED_PRECISION = timedelta(minutes=1)
 
 
 def _token_digest(token: str) -> str:
@@ -131,13 +133,18 @@ class UserRepository:
         return token
 
     def user_for_token(self, token: str) -> User | None:
-        """The active user an unrevoked API token belongs to; None for any other token."""
+        """The active user an unrevoked API token belongs to; None for any other token.
+
+        The token's ``last_used`` is kept to the minute (``LAST_USED_PRECISION``): writing it on every call
+        made each read of a script a write transaction."""
         t, u = s.api_tokens, s.users
-        row = self.conn.execute(select(u, t.c.token_id).join(t, t.c.user_id == u.c.user_id).where(
+        row = self.conn.execute(select(u, t.c.token_id, t.c.last_used).join(t, t.c.user_id == u.c.user_id).where(
             t.c.token_sha256 == _token_digest(token), t.c.revoked.is_(False), u.c.isactive.is_(True))).first()
         if row is None:
             return None
-        self.conn.execute(update(t).where(t.c.token_id == row.token_id).values(last_used=self.clock()))
+        now = self.clock()
+        if row.last_used is None or now - row.last_used >= LAST_USED_PRECISION:
+            self.conn.execute(update(t).where(t.c.token_id == row.token_id).values(last_used=now))
         return _to_user(row)
 
     def authenticate(self, name: str, password: str) -> User | None:

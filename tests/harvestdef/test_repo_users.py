@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 from sqlalchemy import select
 
@@ -60,3 +62,22 @@ def test_password_role_and_deactivation_with_editions_and_audit(engine):
         UserRepository(conn).set_role("dave", "admin", 3)
     with engine.connect() as conn:
         assert UserRepository(conn).get("dave") == user
+
+
+def test_a_token_records_its_last_use_to_the_minute(engine):
+    """A script's reads must not each become a write: last_used moves once a minute at most."""
+    start = datetime(2026, 11, 23, 10, 0, 0, tzinfo=UTC)
+    with engine.begin() as conn:
+        UserRepository(conn).create("bot", "operator", password="long enough")
+        token = UserRepository(conn).create_token("bot")
+
+    def use(at: datetime) -> datetime:
+        with engine.begin() as conn:
+            assert UserRepository(conn, clock=lambda: at).user_for_token(token).name == "bot"
+            return conn.scalar(select(s.api_tokens.c.last_used))
+
+    assert use(start) == start
+    assert use(start + timedelta(seconds=59)) == start
+    assert use(start + timedelta(seconds=60)) == start + timedelta(seconds=60)
+    with engine.begin() as conn:
+        assert UserRepository(conn).user_for_token(token + "x") is None

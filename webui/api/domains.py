@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import request
 
-from harvestdef.domainnames import is_ip_address, to_punycode
+from harvestdef.domainnames import to_punycode
 from harvestdef.model.definitions import Domain, DomainConfiguration, SeedList
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import DomainRepository, ListedDomain
@@ -28,7 +28,7 @@ MAX_NAMES = 10_000
 
 def domain_json(domain: Domain, is_active: bool) -> dict[str, Any]:
     return {"name": domain.name,
-            "punycode": domain.name if is_ip_address(domain.name) else to_punycode(domain.name),
+            "punycode": to_punycode(domain.name),
             "comments": domain.comments, "crawler_traps": list(domain.crawlertraps), "alias": domain.alias_of,
             "alias_confirmed": jsonable(domain.lastaliasupdate), "active": is_active, "edition": domain.edition}
 
