@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -15,6 +13,7 @@ import click
 
 from harvestdef.cli import AppContext, pass_app
 from harvestdef.errors import HarvestSuiteError
+from harvestdef.files import exclusive_lock
 from harvestdef.settings import Settings
 
 LOCK_FILE = "controller.lock"
@@ -25,22 +24,10 @@ log = logging.getLogger(__name__)
 def server_dir_lock(server_dir: Path) -> Iterator[None]:
     """Hold serverDir for this process alone: two controllers must never share one."""
     server_dir.mkdir(parents=True, exist_ok=True)
-    with open(server_dir / LOCK_FILE, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise HarvestSuiteError(f"serverDir {server_dir} is in use by {holder}; every harvest controller "
-                                    f"needs its own serverDir (harvester.harvesting.serverdir)") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with exclusive_lock(server_dir / LOCK_FILE, lambda holder: HarvestSuiteError(
+            f"serverDir {server_dir} is in use by {holder}; every harvest controller needs its own serverDir "
+            f"(harvester.harvesting.serverdir)")):
+        yield
 
 
 @click.group()

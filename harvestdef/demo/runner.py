@@ -14,7 +14,6 @@ lock file keeps a second demo out of a directory in use.
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import logging
 import os
@@ -35,7 +34,7 @@ from harvestdef.demo import definitions
 from harvestdef.demo.narrator import Narrator
 from harvestdef.demo.site import HOSTS, DemoSite, write_hosts_file
 from harvestdef.errors import HarvestSuiteError
-from harvestdef.files import write_atomically
+from harvestdef.files import exclusive_lock, write_atomically
 from harvestdef.settings import Settings, load_settings
 
 ROLE_GROUP = "harvestsuite.roles"
@@ -145,22 +144,10 @@ def write_settings(path: Path, values: dict[str, object]) -> None:
 @contextmanager
 def directory_lock(directory: Path) -> Iterator[None]:
     """Hold the demo directory for this process; a second demo in it is told who has it."""
-    with open(directory / LOCK_FILE, "a+", encoding="utf-8") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise DemoError(f"a demo is already running in {directory} ({holder}); stop it with Ctrl-C, or "
-                            f"start another one with --dir and --port") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with exclusive_lock(directory / LOCK_FILE, lambda holder: DemoError(
+            f"a demo is already running in {directory} ({holder}); stop it with Ctrl-C, or start another one "
+            f"with --dir and --port")):
+        yield
 
 
 def load_roles() -> dict[str, Role]:
