@@ -9,19 +9,23 @@ leave with it what has to wait:
 * the running-job monitor rows of the jobs that ended, removed together at its end;
 * publishes that must be confirmed before the commit is trusted (DoOneCrawl: scheduler.dispatch),
   sent at its end, after the handlers' writes, so a handler that fails publishes nothing;
-* what happens once it has committed (answers to claims and registrations, log lines, notifications),
-  per message, so the message whose answer could not be sent is the one returned to its queue.
+* what goes out once it has committed: the answers to claims and registrations, and the steps (log
+  lines, notifications) of each message, so the message whose answer could not be sent is the one
+  returned to its queue.
 
-``transaction`` opens and finishes a batch; ``Batch.after_commit`` then runs the steps it was given and
-says which messages' steps failed. The handlers of scheduler.dispatch and scheduler.intake take a batch,
-and their public methods run a batch of one message, as before.
+Both kinds of publishes go to the transport together (``Transport.publish_many``): one handoff, and
+their confirms awaited side by side, not one after another.
+
+``transaction`` opens and finishes a batch; ``Batch.run_after_commit`` then publishes the answers, runs
+the steps it was given and says which messages' answers or steps failed. The handlers of
+scheduler.dispatch and scheduler.intake take a batch, and their public methods run a batch of one
+message, as before.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,7 +36,7 @@ from sqlalchemy import Connection, Engine, delete
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.messages import ClaimRequest, CrawlStatus, HarvesterReady
-from harvestdef.queues import Delivery, Transport
+from harvestdef.queues import Delivery, PublishFailures, QueueError, Transport
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR
 from harvestdef.repositories.history import HistoryBatch, HistoryWriter
@@ -40,11 +44,7 @@ from harvestdef.repositories.jobs import JobRepository
 
 log = logging.getLogger(__name__)
 
-# Publishes of one batch wait for their confirms side by side: the transport pipelines the confirms of
-# several threads on one connection, and the batch's row locks are held until the last one is in.
 _T = TypeVar("_T")
-
-_publishers = ThreadPoolExecutor(max_workers=8, thread_name_prefix="batch-publish")
 
 
 @dataclass
@@ -52,12 +52,14 @@ class Batch:
     """The transaction of one or more messages, and what its handlers left for its end."""
 
     conn: Connection
+    transport: Transport
     audit: AuditBatch = field(default_factory=AuditBatch)
     history: HistoryBatch = field(default_factory=HistoryBatch)
     ended_jobs: list[int] = field(default_factory=list)
     confirmed_publishes: list[tuple[str, bytes]] = field(default_factory=list)
+    answers: list[tuple[int, str, bytes]] = field(default_factory=list)  # (message, queue, body)
     steps_after_commit: list[tuple[int, Callable[[], None]]] = field(default_factory=list)
-    message: int = 0  # the index of the message being handled, whose after-commit steps are added
+    message: int = 0  # the index of the message being handled, whose answers and steps are added
 
     def jobs(self, actor: str = SYSTEM_ACTOR) -> JobRepository:
         return JobRepository(self.conn, actor=actor, audit=self.audit)
@@ -73,10 +75,16 @@ class Batch:
         """Published, and its confirm awaited, before the transaction commits; a failed publish rolls it back."""
         self.confirmed_publishes.append((queue, body))
 
+    def answer_after_commit(self, queue: str, body: bytes) -> None:
+        """Published (confirmed) once the transaction has committed, with the batch's other answers; if it
+        fails, the message being handled is returned to its queue and its steps do not run."""
+        self.answers.append((self.message, queue, body))
+
     def after_commit(self, step: Callable[[], None]) -> None:
+        """Run once the transaction has committed and the message's answers are confirmed."""
         self.steps_after_commit.append((self.message, step))
 
-    def finish(self, transport: Transport) -> None:
+    def finish(self) -> None:
         """Everything that must precede the commit: the gathered writes and the confirmed publishes.
 
         History goes last: its run summary rows are shared by every transaction that ends a job of the
@@ -89,42 +97,33 @@ class Batch:
             self.conn.execute(delete(s.frontierreportmonitor).where(s.frontierreportmonitor.c.jobid.in_(ended)))
         self.audit.flush(self.conn)
         if len(self.confirmed_publishes) == 1:
-            transport.publish(*self.confirmed_publishes[0])
+            self.transport.publish(*self.confirmed_publishes[0])
         elif self.confirmed_publishes:
-            futures = [_publishers.submit(transport.publish, queue, body) for queue, body in self.confirmed_publishes]
-            errors = [future.exception() for future in futures]
-            for error in errors:
-                if error is not None:
-                    raise error
+            self.transport.publish_many(self.confirmed_publishes)  # PublishFailures rolls the batch back
         self.history.flush(self.conn)
 
     def run_after_commit(self) -> dict[int, BaseException]:
-        """Run the steps left for after the commit; returns the messages whose step failed, with the error.
-        A failed step does not stop the steps of the other messages. The messages' steps run side by side
-        (a message's own in order): most publish an answer, and a controller waits for it."""
-        by_message: dict[int, list[Callable[[], None]]] = {}
+        """Publish the answers, then run the steps left for after the commit; returns the messages whose
+        answer or step failed, with the error. A failure does not stop the other messages' answers and
+        steps; a message's own steps stop at its first failure."""
+        failed: dict[int, BaseException] = {}
+        if self.answers:
+            try:
+                self.transport.publish_many([(queue, body) for _, queue, body in self.answers])
+            except PublishFailures as exc:
+                for index, error in exc.failures.items():
+                    failed.setdefault(self.answers[index][0], error)
+            except QueueError as exc:
+                for message, _, _ in self.answers:
+                    failed.setdefault(message, exc)
         for message, step in self.steps_after_commit:
-            by_message.setdefault(message, []).append(step)
-
-        def run(steps: list[Callable[[], None]]) -> None:
-            for step in steps:
+            if message in failed:
+                continue
+            try:
                 step()
-
-        if len(by_message) <= 1:
-            outcomes = {message: _outcome(run, steps) for message, steps in by_message.items()}
-        else:
-            futures = {message: _publishers.submit(run, steps) for message, steps in by_message.items()}
-            outcomes = {message: future.exception() for message, future in futures.items()}
-        return {message: error for message, error in outcomes.items() if error is not None}
-
-
-def _outcome(run: Callable[[list[Callable[[], None]]], None], steps: list[Callable[[], None]]
-             ) -> BaseException | None:
-    try:
-        run(steps)
-    except Exception as exc:  # noqa: BLE001 - the message is returned to its queue, the others go on
-        return exc
-    return None
+            except Exception as exc:  # noqa: BLE001 - the message is returned to its queue, the others go on
+                failed[message] = exc
+        return failed
 
 
 @contextmanager
@@ -132,9 +131,9 @@ def transaction(engine: Engine, transport: Transport) -> Iterator[Batch]:
     """A batch in a write transaction, finished and committed when the block ends (rolled back if it raises).
     The caller runs ``run_after_commit`` afterwards."""
     with write_transaction(engine) as conn:
-        batch = Batch(conn)
+        batch = Batch(conn, transport)
         yield batch
-        batch.finish(transport)
+        batch.finish()
 
 
 def in_lock_order(decoded: list[tuple[Delivery, object, datetime]]

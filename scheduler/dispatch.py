@@ -226,17 +226,16 @@ class Dispatcher:
     def claim_in(self, batch: Batch, claim: ClaimRequest, now: datetime | None = None) -> ClaimAnswer:
         """``on_claim`` within ``batch``: the answer goes out once the batch has committed."""
         answer = self._decide_claim(batch, claim, now or utcnow())
-        body = encode(answer)
+        batch.answer_after_commit(claim.reply_queue, encode(answer))
 
-        def send() -> None:
-            self.transport.publish(claim.reply_queue, body)
+        def sent() -> None:
             if answer.granted:
                 log.info("job %d attempt %s granted to %s", claim.job_id, claim.attempt_id, claim.controller_id)
             else:
                 log.warning("claim of job %d attempt %s by %s refused: %s", claim.job_id, claim.attempt_id,
                             claim.controller_id, answer.reason)
 
-        batch.after_commit(send)
+        batch.after_commit(sent)
         return answer
 
     def _decide_claim(self, batch: Batch, claim: ClaimRequest, now: datetime) -> ClaimAnswer:

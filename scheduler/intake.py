@@ -213,8 +213,9 @@ class StatusIntake:
                                     channels=[ChannelInfo(name=name, snapshot=known[name])
                                               for name in wanted if name in known])
 
-        def send() -> None:
-            self.transport.publish(request.reply_queue, encode(answer))
+        batch.answer_after_commit(request.reply_queue, encode(answer))
+
+        def sent() -> None:
             if reason:
                 log.error("registration of harvest controller %s on %s refused: %s", request.controller_id,
                           request.host, reason)
@@ -225,7 +226,7 @@ class StatusIntake:
                 log.info("harvest controller %s on %s registered for %s", request.controller_id, request.host,
                          ", ".join(wanted))
 
-        batch.after_commit(send)
+        batch.after_commit(sent)
         return answer
 
     def on_heartbeat(self, status: HarvesterStatus, sent_at: datetime, now: datetime | None = None) -> None:

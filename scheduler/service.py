@@ -207,6 +207,7 @@ class SchedulerService:
                 self._handle_guarded(delivery)
             return
         failed = batch.run_after_commit()
+        handled = list(spare)
         for index, (delivery, _, _) in enumerate(work):
             if index in failed:
                 log.error("message on %s could not be answered now, returned to its queue: %s", delivery.queue,
@@ -214,16 +215,14 @@ class SchedulerService:
                 with contextlib.suppress(QueueError):
                     self.transport.nack(delivery, requeue=True)
             else:
-                self._ack(delivery)
-        for delivery in spare:
-            self._ack(delivery)
-        self.handled += len(decoded)
-
-    def _ack(self, delivery: Delivery) -> None:
+                handled.append(delivery)
+        # The batch's acknowledgements together: one handoff to the transport, and on RabbitMQ a single
+        # multiple-ack when this thread holds every message up to the last of them.
         try:
-            self.transport.ack(delivery)
-        except QueueError as exc:  # recorded already: its redelivery is a repeat, which changes nothing
-            log.warning("acknowledging a message of %s: %s", delivery.queue, exc)
+            self.transport.ack_many(handled)
+        except QueueError as exc:  # recorded already: a redelivery is a repeat, which changes nothing
+            log.warning("acknowledging messages of %s: %s", self.names.scheduler, exc)
+        self.handled += len(decoded)
 
     def _handle_guarded(self, delivery: Delivery) -> None:
         """``handle``, where a failure to carry a message out leaves it unacknowledged for a later try."""

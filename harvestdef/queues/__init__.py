@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from harvestdef.errors import QueueError
 from harvestdef.queues.amqp import AmqpTransport
-from harvestdef.queues.base import Delivery, Transport
+from harvestdef.queues.base import Delivery, Outgoing, PublishFailures, Transport
 from harvestdef.queues.names import QueueNames
 from harvestdef.queues.sqlite import SqliteTransport
 from harvestdef.settings import QueueSettings
 
-__all__ = ["AmqpTransport", "Delivery", "QueueError", "QueueNames", "SqliteTransport", "Transport",
-           "open_transport"]
+__all__ = ["AmqpTransport", "Delivery", "Outgoing", "PublishFailures", "QueueError", "QueueNames",
+           "SqliteTransport", "Transport", "open_transport"]
 
 
 def open_transport(settings: QueueSettings) -> Transport:

@@ -147,6 +147,28 @@ class Link:
             raise QueueError(f"{op.what} on {self.url} did not complete within {timeout} s "
                              f"({self.state()})") from None
 
+    def request_many(self, slot: Slot, ops: list[Op], timeout: float) -> list[QueueError | None]:
+        """Run ``ops`` on ``slot``'s channel, handed over in one callback, and wait for every outcome until
+        their deadlines; returns each op's error, or None for an op that completed."""
+        self.check_usable()
+        self.submit(functools.partial(self._start_many, slot, ops))
+        errors: list[QueueError | None] = []
+        for op in ops:
+            try:
+                op.future.result(timeout=max(0.0, op.deadline - time.monotonic()))
+            except TimeoutError:
+                if op.future.cancel():
+                    errors.append(QueueError(f"{op.what} on {self.url} did not complete within {timeout} s "
+                                             f"({self.state()})"))
+                    continue
+                errors.append(_error_of(op))  # it completed just now
+                continue
+            except QueueError as exc:
+                errors.append(exc)
+                continue
+            errors.append(None)
+        return errors
+
     def close(self) -> None:
         """Fail what waits, close the connection, stop and join the I/O thread. Idempotent."""
         with self._lock:
@@ -342,6 +364,10 @@ class Link:
         if slot.ready:
             self.run_op(slot, op)
 
+    def _start_many(self, slot: Slot, ops: list[Op]) -> None:
+        for op in ops:
+            self._start(slot, op)
+
     def run_op(self, slot: Slot, op: Op) -> None:
         """(Re)start ``op`` on ``slot``'s open channel, unless its caller has given up on it."""
         if op.future.done():
@@ -405,6 +431,15 @@ class Link:
 
         assert slot.channel is not None
         self.rpc(slot, failed, slot.channel.queue_declare, queue, durable=True, callback=declared)
+
+
+def _error_of(op: Op) -> QueueError | None:
+    error = op.future.exception()
+    if error is None or isinstance(error, QueueError):
+        return error
+    wrapped = QueueError(f"{op.what} failed: {error}")
+    wrapped.__cause__ = error
+    return wrapped
 
 
 def _request_at_fault(slot: Slot, reason: BaseException) -> Callable[[QueueError], None] | None:

@@ -33,7 +33,7 @@ import queue as queue_module
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -55,7 +55,15 @@ from harvestdef.queues._amqp_state import (
     resolve,
     url_without_password,
 )
-from harvestdef.queues.base import Delivery, Transport, check_queue_name, dead_letter_headers
+from harvestdef.queues.base import (
+    Delivery,
+    Outgoing,
+    PublishFailures,
+    Transport,
+    _raise_first,
+    check_queue_name,
+    dead_letter_headers,
+)
 from harvestdef.settings import QueueSettings
 
 __all__ = ["AmqpTransport", "url_without_password"]
@@ -129,12 +137,25 @@ class AmqpTransport(Transport):
 
     def publish(self, queue: str, body: bytes, headers: Mapping[str, str] | None = None) -> None:
         check_queue_name(queue)
-        op = self._op(queue, f"publish to queue {queue!r}")
-        # message_id finds the op again if the broker returns the message as unroutable.
-        properties = pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent,
-                                          headers=dict(headers) if headers else None, message_id=str(op.key))
-        op.run = functools.partial(self._run_publish, op, bytes(body), properties)
-        self._link.request(self._publisher, op, self.publish_timeout)
+        self._link.request(self._publisher, self._publish_op(queue, body, headers), self.publish_timeout)
+
+    def publish_many(self, messages: Sequence[Outgoing]) -> None:
+        """One handoff to the I/O thread for all of them; their confirms are awaited together."""
+        failures: dict[int, QueueError] = {}
+        ops: list[tuple[int, Op]] = []
+        for index, (queue, body, *headers) in enumerate(messages):
+            try:
+                check_queue_name(queue)
+            except QueueError as exc:
+                failures[index] = exc
+                continue
+            ops.append((index, self._publish_op(queue, body, headers[0] if headers else None)))
+        if ops:
+            outcomes = self._link.request_many(self._publisher, [op for _, op in ops], self.publish_timeout)
+            failures.update((index, error) for (index, _), error in zip(ops, outcomes, strict=True)
+                            if error is not None)
+        if failures:
+            raise PublishFailures(failures, len(messages))
 
     def get(self, queue: str) -> Delivery | None:
         check_queue_name(queue)
@@ -182,6 +203,34 @@ class AmqpTransport(Transport):
     def ack(self, delivery: Delivery) -> None:
         self._settle(delivery, "ack")
 
+    def ack_many(self, deliveries: Sequence[Delivery]) -> None:
+        """One handoff to the I/O thread for all of them, and one ``Basic.Ack`` with ``multiple`` when they
+        are every message the channel holds up to the highest of them (see ``_run_ack_many``)."""
+        errors: list[QueueError] = []
+        current: list[tuple[Tag, Delivery]] = []
+        for delivery in deliveries:
+            try:
+                tag = self._tag(delivery)
+            except QueueError as exc:
+                errors.append(exc)
+                continue
+            if tag.generation != self._consumer.generation:
+                _log_stale("ack", delivery)
+            else:
+                current.append((tag, delivery))
+        if current:
+            self._link.check_usable()
+            done: Future[None] = Future()
+            self._link.submit(functools.partial(self._run_ack_many, current, done))
+            try:
+                done.result(timeout=self.publish_timeout)
+            except TimeoutError:
+                errors.append(QueueError(f"ack of {len(current)} messages on {self.url} was not sent within "
+                                         f"{self.publish_timeout} s ({self._link.state()})"))
+            except QueueError as exc:
+                errors.append(exc)
+        _raise_first(errors, "ack")
+
     def nack(self, delivery: Delivery, requeue: bool = True) -> None:
         self._settle(delivery, "nack" if requeue else "nack (drop)")
 
@@ -212,6 +261,14 @@ class AmqpTransport(Transport):
 
     def _op(self, queue: str, what: str) -> Op:
         return Op(queue, what, time.monotonic() + self.publish_timeout)
+
+    def _publish_op(self, queue: str, body: bytes, headers: Mapping[str, str] | None) -> Op:
+        op = self._op(queue, f"publish to queue {queue!r}")
+        # message_id finds the op again if the broker returns the message as unroutable.
+        properties = pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent,
+                                          headers=dict(headers) if headers else None, message_id=str(op.key))
+        op.run = functools.partial(self._run_publish, op, bytes(body), properties)
+        return op
 
     def _subscription(self, queue: str) -> Subscription:
         with self._subscriptions_lock:
@@ -406,6 +463,37 @@ class AmqpTransport(Transport):
                     slot.channel.basic_nack(tag.delivery_tag, requeue=action == "nack")
         except Exception as exc:
             error = QueueError(f"{action} of a message of queue {delivery.queue!r} failed: {exc}")
+            error.__cause__ = exc
+            done.set_exception(error)
+            return
+        done.set_result(None)
+
+    def _run_ack_many(self, tags: list[tuple[Tag, Delivery]], done: Future[None]) -> None:
+        """Acknowledge the deliveries that this channel still holds unsettled. When they are all the
+        channel holds up to the highest tag among them (an intake thread that took everything waiting),
+        one ``Basic.Ack`` with ``multiple`` settles them; otherwise a ``multiple`` ack would also settle
+        deliveries other threads hold, so each gets its own."""
+        slot = self._consumer
+        try:
+            settling: set[int] = set()
+            for tag, delivery in tags:
+                if tag.generation != slot.generation or slot.channel is None:
+                    _log_stale("ack", delivery)
+                elif tag.delivery_tag not in slot.unsettled or tag.delivery_tag in settling:
+                    log.warning("ack of a message of queue %r ignored: it was settled already", delivery.queue)
+                else:
+                    settling.add(tag.delivery_tag)
+            if settling:
+                assert slot.channel is not None
+                highest = max(settling)
+                if len(settling) > 1 and all(tag in settling for tag in slot.unsettled if tag <= highest):
+                    slot.channel.basic_ack(highest, multiple=True)
+                else:
+                    for tag in sorted(settling):
+                        slot.channel.basic_ack(tag)
+                slot.unsettled -= settling
+        except Exception as exc:
+            error = QueueError(f"ack of {len(tags)} messages failed: {exc}")
             error.__cause__ = exc
             done.set_exception(error)
             return

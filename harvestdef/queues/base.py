@@ -27,14 +27,30 @@ Transports are safe to use from several threads of one process at once. They mus
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from harvestdef.errors import QueueError
 
-__all__ = ["Delivery", "QueueError", "Transport"]
+log = logging.getLogger("harvestdef.queues")
+
+__all__ = ["Delivery", "Outgoing", "PublishFailures", "QueueError", "Transport"]
+
+Outgoing = tuple[str, bytes] | tuple[str, bytes, Mapping[str, str] | None]
+"""One message for ``publish_many``: ``(queue, body)`` or ``(queue, body, headers)``."""
+
+
+class PublishFailures(QueueError):
+    """Some messages of a ``publish_many`` were not confirmed. ``failures`` maps the index of each of them in
+    the list given to its error; every other message of the list was confirmed."""
+
+    def __init__(self, failures: Mapping[int, QueueError], total: int) -> None:
+        self.failures = dict(sorted(failures.items()))
+        first_index, first = next(iter(self.failures.items()))
+        super().__init__(f"{len(self.failures)} of {total} messages not confirmed; message {first_index}: {first}")
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,23 @@ class Transport(ABC):
         :raise QueueError: not confirmed within the publish timeout, or refused by the broker.
         """
 
+    def publish_many(self, messages: Sequence[Outgoing]) -> None:
+        """Publish every message and return once each one is confirmed, as ``publish`` does one; a transport
+        hands them over together and awaits their confirms side by side rather than one after another.
+
+        Every message is tried, whatever happens to the others.
+
+        :raise PublishFailures: some were not confirmed (which ones: ``failures``); the others were.
+        """
+        failures: dict[int, QueueError] = {}
+        for index, (queue, body, *headers) in enumerate(messages):
+            try:
+                self.publish(queue, body, headers[0] if headers else None)
+            except QueueError as exc:
+                failures[index] = exc
+        if failures:
+            raise PublishFailures(failures, len(messages))
+
     @abstractmethod
     def get(self, queue: str) -> Delivery | None:
         """Take the oldest waiting message of ``queue`` without subscribing; ``None`` if there is none."""
@@ -88,6 +121,20 @@ class Transport(ABC):
     @abstractmethod
     def ack(self, delivery: Delivery) -> None:
         """The message is handled: remove it from its queue."""
+
+    def ack_many(self, deliveries: Sequence[Delivery]) -> None:
+        """``ack`` each of ``deliveries``, in one exchange with the broker or the queue file where the
+        transport can. Every delivery is tried, whatever happens to the others.
+
+        :raise QueueError: some could not be acknowledged (the first error; the others are logged).
+        """
+        errors: list[QueueError] = []
+        for delivery in deliveries:
+            try:
+                self.ack(delivery)
+            except QueueError as exc:
+                errors.append(exc)
+        _raise_first(errors, "ack")
 
     @abstractmethod
     def nack(self, delivery: Delivery, requeue: bool = True) -> None:
@@ -118,6 +165,13 @@ class Transport(ABC):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.close()
+
+
+def _raise_first(errors: Sequence[QueueError], action: str) -> None:
+    for error in errors[1:]:
+        log.warning("%s failed as well: %s", action, error)
+    if errors:
+        raise errors[0]
 
 
 def dead_letter_headers(delivery: Delivery, reason: str) -> dict[str, str]:

@@ -21,13 +21,20 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from harvestdef.errors import QueueError
-from harvestdef.queues.base import Delivery, Transport, check_queue_name, dead_letter_headers
+from harvestdef.queues.base import (
+    Delivery,
+    Outgoing,
+    PublishFailures,
+    Transport,
+    check_queue_name,
+    dead_letter_headers,
+)
 from harvestdef.settings import QueueSettings
 
 log = logging.getLogger(__name__)
@@ -226,6 +233,31 @@ class SqliteTransport(Transport):
                                                           (headers or {}).items()}), self._clock()))
         self._wakeup.notify()
 
+    def publish_many(self, messages: Sequence[Outgoing]) -> None:
+        """One transaction, one fsync, for all of them: all are confirmed or none is."""
+        failures: dict[int, QueueError] = {}
+        rows = []
+        for index, (queue, body, *headers) in enumerate(messages):
+            try:
+                check_queue_name(queue)
+            except QueueError as exc:
+                failures[index] = exc
+                continue
+            rows.append((index, (queue, bytes(body), json.dumps(
+                {str(key): str(value) for key, value in (headers[0] or {}).items()} if headers else {}),
+                self._clock())))
+        if rows:
+            try:
+                with self._translated(f"publish of {len(rows)} messages"), self._transaction() as conn:
+                    conn.executemany("INSERT INTO messages (queue, body, headers, enqueued_at) VALUES (?, ?, ?, ?)",
+                                     [row for _, row in rows])
+            except QueueError as exc:
+                failures.update((index, exc) for index, _ in rows)
+            else:
+                self._wakeup.notify()
+        if failures:
+            raise PublishFailures(failures, len(messages))
+
     def get(self, queue: str) -> Delivery | None:
         check_queue_name(queue)
         with self._translated(f"get from queue {queue!r}"):
@@ -276,6 +308,20 @@ class SqliteTransport(Transport):
             deleted = conn.execute("DELETE FROM messages WHERE id = ? AND lease_token = ?",
                                    (lease.row_id, lease.token)).rowcount
         if not deleted:
+            self._lease_lost("ack", delivery)
+
+    def ack_many(self, deliveries: Sequence[Delivery]) -> None:
+        """One transaction for all of them; a delivery whose lease was lost is logged, as ``ack`` does."""
+        leases = [(delivery, self._lease(delivery)) for delivery in deliveries]
+        if not leases:
+            return
+        lost = []
+        with self._translated(f"ack of {len(leases)} messages"), self._transaction() as conn:
+            for delivery, lease in leases:
+                if not conn.execute("DELETE FROM messages WHERE id = ? AND lease_token = ?",
+                                    (lease.row_id, lease.token)).rowcount:
+                    lost.append(delivery)
+        for delivery in lost:
             self._lease_lost("ack", delivery)
 
     def nack(self, delivery: Delivery, requeue: bool = True) -> None:
