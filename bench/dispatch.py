@@ -37,7 +37,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import create_engine, func, insert, select, text, update
 from sqlalchemy.engine import make_url
@@ -86,8 +88,10 @@ def build(url: str, jobs: int) -> None:
     engine.dispose()
 
 
-def controllers_process(queue_url: str, env: str, first: int, count: int, stop_path: str, result_path: str) -> None:
-    """``count`` simulated controllers in threads of one process, until the stop file appears."""
+def controllers_process(queue_url: str, env: str, first: int, count: int, stop_path: str, result_path: str,
+                        ready: Any, go: Any) -> None:
+    """``count`` simulated controllers in threads of one process, until the stop file appears. Their
+    transports are opened first; they start when ``go`` is set."""
     sys.path.insert(0, str(ROOT))
     from harvestdef.queues import QueueNames, open_transport
     from harvestdef.settings import load_settings
@@ -104,6 +108,8 @@ def controllers_process(queue_url: str, env: str, first: int, count: int, stop_p
         controllers.append(SimController(open_transport(settings.queue), names, f"bench-{number}", ["FOCUSED"],
                                          ready_delay=0.5, answer_timeout=60, poll=0.5, subscribe=True))
     threads = [threading.Thread(target=c.run, args=(stop,), daemon=True) for c in controllers]
+    ready.set()
+    go.wait()
     for thread in threads:
         thread.start()
     while not os.path.exists(stop_path):
@@ -115,6 +121,7 @@ def controllers_process(queue_url: str, env: str, first: int, count: int, stop_p
         for c in controllers:
             for job_id, attempt in c.crawled:
                 handle.write(f"{job_id} {attempt} {c.controller_id}\n")
+            handle.write(f"ready {c.ready_messages} {c.controller_id}\n")
     for c in controllers:
         c.transport.close()
 
@@ -252,17 +259,47 @@ def database_floor(url: str, jobs: int, connections: int = 4) -> float:
     return len(job_ids) / (time.monotonic() - started)
 
 
-def _children_cpu() -> float:
-    import resource
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a live process and of its children that have ended (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    # utime, stime, cutime, cstime: fields 14-17 of proc(5), counted from the state field (3) here
+    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (from the parent ids in /proc)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found = [pid]
+    for parent in found:
+        found.extend(parents.get(parent, []))
+    return found
+
+
+def _settled(pids: Callable[[], list[int]], timeout: float = 60.0) -> None:
+    """Wait until the processes have started up: under a tenth of a core's CPU over half a second."""
+    deadline = time.monotonic() + timeout
+    before = sum(_cpu_seconds(pid) for pid in pids())
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = sum(_cpu_seconds(pid) for pid in pids())
+        if now - before < 0.05:
+            return
+        before = now
 
 
 def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, work: Path
-        ) -> tuple[float, float, float]:
-    """Returns the wall time of the cycles, and the CPU seconds the controllers' processes and the
-    scheduler's (with its intake processes) used, from their start to their end."""
+        ) -> tuple[float, float, float, int]:
+    """Returns the wall time of the cycles, the CPU seconds the controllers' processes and the scheduler's
+    (with its intake processes) used meanwhile, and how many ready messages the controllers sent."""
     env = f"B{uuid.uuid4().hex[:8]}"
     engine = create_engine(url)
     with engine.begin() as conn:  # every job NEW again, for this transport's run
@@ -296,13 +333,28 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
     per_process = -(-controllers // processes)
     context = multiprocessing.get_context("spawn")
     children = []
-    cpu_before = _children_cpu()
-    started = time.monotonic()
+    go = context.Event()
+    ready_events = []
     for index, first in enumerate(range(0, controllers, per_process)):
+        ready = context.Event()
         child = context.Process(target=controllers_process, args=(
-            queue_url, env, first, min(per_process, controllers - first), stop_path, str(work / f"{env}-{index}")))
+            queue_url, env, first, min(per_process, controllers - first), stop_path, str(work / f"{env}-{index}"),
+            ready, go))
         child.start()
         children.append(child)
+        ready_events.append(ready)
+    # Starting up (imports, the scheduler's intake processes, the controllers' connections) is not a cycle:
+    # the clock and the CPU count start once every process is up, when the controllers are let go.
+    for ready in ready_events:
+        if not ready.wait(120):
+            raise SystemExit("the controllers did not start within 2 minutes")
+    _settled(lambda: _descendants(scheduler.pid))
+    scheduler_pids = _descendants(scheduler.pid)
+    controller_pids = [child.pid for child in children if child.pid is not None]
+    cpu_scheduler = -sum(_cpu_seconds(pid) for pid in scheduler_pids)
+    cpu_controllers = -sum(_cpu_seconds(pid) for pid in controller_pids)
+    started = time.monotonic()
+    go.set()
     done = 0
     last_report = started
     with engine.connect() as conn:
@@ -316,17 +368,18 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
             if time.monotonic() - started > 3600:
                 raise SystemExit(f"only {done} of {jobs} jobs DONE after an hour")
     wall = time.monotonic() - started
+    cpu_scheduler += sum(_cpu_seconds(pid) for pid in scheduler_pids)
+    cpu_controllers += sum(_cpu_seconds(pid) for pid in controller_pids)
     Path(stop_path).touch()
     for child in children:
         child.join(timeout=120)
-    cpu_controllers = _children_cpu()
     scheduler.terminate()
     scheduler.wait(timeout=60)
-    cpu_scheduler = _children_cpu() - cpu_controllers
-    cpu_controllers -= cpu_before
     delete_queues(queue_url, env, controllers)
-    crawled = [line.split() for index in range(len(children))
-               for line in (work / f"{env}-{index}").read_text().splitlines()]
+    lines = [line.split() for index in range(len(children))
+             for line in (work / f"{env}-{index}").read_text().splitlines()]
+    crawled = [line for line in lines if line[0] != "ready"]
+    ready_messages = sum(int(line[1]) for line in lines if line[0] == "ready")
     with engine.connect() as conn:
         history = conn.scalar(select(func.count()).select_from(s.historyinfo))
         statuses = dict(conn.execute(select(s.jobs.c.status, func.count()).group_by(s.jobs.c.status)).all())
@@ -348,7 +401,7 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
         print("  " + next(line for line in log_path.read_text().splitlines() if "could not be handled" in line))
     if problems:
         raise SystemExit("incomplete run: " + "; ".join(problems))
-    return wall, cpu_controllers, cpu_scheduler
+    return wall, cpu_controllers, cpu_scheduler, ready_messages
 
 
 def main() -> int:
@@ -375,14 +428,16 @@ def main() -> int:
                 queue_url = AMQP_URL if transport == "amqp" else f"sqlite:///{Path(work) / 'queue.db'}"
                 floor = broker_floor(queue_url, args.controllers, args.processes)
                 bare = database_floor(url, min(args.jobs, 2000))
-                wall, cpu_controllers, cpu_scheduler = run(url, queue_url, args.jobs, args.controllers,
-                                                           args.processes, Path(work))
+                wall, cpu_controllers, cpu_scheduler, ready_messages = run(
+                    url, queue_url, args.jobs, args.controllers, args.processes, Path(work))
                 cycles = args.jobs / wall
                 print(f"{transport:6s}: {args.jobs:,} full cycles (ready, dispatch, claim, STARTED, DONE with "
                       f"report) in {wall:.1f} s = {cycles:.0f} cycles/s; every job DONE once, "
                       f"{args.jobs:,} historyinfo rows", flush=True)
                 print(f"        CPU per cycle: scheduler {1000 * cpu_scheduler / args.jobs:.1f} ms, controllers "
-                      f"{1000 * cpu_controllers / args.jobs:.1f} ms", flush=True)
+                      f"{1000 * cpu_controllers / args.jobs:.1f} ms; {ready_messages / args.jobs:.1f} ready "
+                      f"messages per cycle; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}",
+                      flush=True)
                 print(f"        floor: {floor:,.0f} confirmed publishes/s from {args.controllers} publishers; a cycle "
                       f"publishes {MESSAGES_PER_CYCLE}, so the cycles ran at "
                       f"{cycles * MESSAGES_PER_CYCLE / floor:.0%} of the transport's floor "

@@ -44,6 +44,7 @@ class SimController:
     refused: list[tuple[int, str, str]] = field(default_factory=list)  # (job id, attempt id, reason)
     current: int | None = None
     taken: set[tuple[int, str]] = field(default_factory=set)  # what a real controller keeps in its job directories
+    ready_messages: int = 0  # sent so far
 
     def __post_init__(self) -> None:
         self.link = SchedulerLink(self.transport, self.names, self.controller_id, socket.gethostname(),
@@ -99,6 +100,7 @@ class SimController:
                 last_heartbeat = time.monotonic()
             if time.monotonic() - last_ready >= self.ready_delay:
                 self.link.send_ready()
+                self.ready_messages += 1
                 last_ready = time.monotonic()
             if self.step(self.poll if self.subscribe else 0.0):
                 last_ready = 0.0
