@@ -13,7 +13,7 @@ import json
 import math
 import re
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, Union, get_args, get_origin, get_type_hints
@@ -151,6 +151,28 @@ def _parse_time(value: Any, path: str) -> datetime:
 
 
 # --- the body, driven by the annotations -------------------------------------------------------------------
+#
+# Each type's decoder and encoder is built once from its annotation (``_decoder``, ``_encoder``, cached per
+# type): a message costs the checks only, not the introspection of its class. A decoder takes the JSON
+# value and returns the checked one; it raises MessageError with the path relative to the value, and each
+# enclosing object, list or dict puts its own part in front (``MessageError.under``), so the paths are
+# built only for the value that is wrong.
+
+Coder = Callable[[Any], Any]
+
+
+def _decode_object(value: Any, cls: type, path: str) -> Any:
+    try:
+        return _decoder(cls)(value)
+    except MessageError as exc:
+        raise exc.under(path) from None
+
+
+def _encode_object(value: Any, cls: type, path: str) -> dict[str, Any]:
+    try:
+        return _encoder(cls)(value)
+    except MessageError as exc:
+        raise exc.under(path) from None
 
 
 @functools.cache
@@ -174,117 +196,212 @@ def _optional_inner(tp: Any) -> Any:
     return args[0]
 
 
-def _decode_object(value: Any, cls: type, path: str, expected: str = "an object") -> Any:
-    if not isinstance(value, dict):
-        raise MessageError(path, f"expected {expected}, got {shown(value)}")
-    arguments = {}
-    for spec in _field_specs(cls):
-        field_path = join_path(path, spec.name)
-        if spec.name in value:
-            arguments[spec.name] = _decode_value(value[spec.name], spec.type, field_path)
-        elif spec.is_required:
-            raise MessageError(field_path, "required field is missing")
-        elif not spec.has_default:
-            arguments[spec.name] = None
-    try:
-        return cls(**arguments)
-    except MessageError as exc:  # a __post_init__ check; its path is relative to the object
-        raise exc.under(path) from None
+def _item_path(index: int | str) -> str:
+    return f"[{index}]" if isinstance(index, int) else key_path("", index)
 
 
-def _decode_value(value: Any, tp: Any, path: str, declared: Any = None) -> Any:
-    """``value`` checked against ``tp``; ``declared`` is the field's whole type when ``tp`` is T of T | None."""
+@functools.cache
+def _decoder(tp: Any, declared: Any = None) -> Coder:
+    """The decoder of values of type ``tp``; ``declared`` is the field's whole type when ``tp`` is T of
+    T | None (the error then says "or null")."""
     inner = _optional_inner(tp)
     if inner is not None:
-        return None if value is None else _decode_value(value, inner, path, tp)
+        decode_inner = _decoder(inner, tp)
+        return lambda value: None if value is None else decode_inner(value)
     expected = _described(declared or tp)
+
+    def mismatch(value: Any) -> MessageError:
+        return MessageError("", f"expected {expected}, got {shown(value)}")
+
     origin = get_origin(tp)
     if tp is bool:
-        ok = isinstance(value, bool)
+        def decode(value: Any) -> Any:
+            if value is True or value is False:
+                return value
+            raise mismatch(value)
     elif tp is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
+        def decode(value: Any) -> Any:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+            raise mismatch(value)
     elif tp is float:
-        number = _finite_float(value)
-        ok = number is not None
-        value = number if ok else value
+        def decode(value: Any) -> Any:
+            number = _finite_float(value)
+            if number is None:
+                raise mismatch(value)
+            return number
     elif tp is str:
-        ok = isinstance(value, str)
-        if ok:
-            _check_text(value, path)
+        def decode(value: Any) -> Any:
+            if type(value) is not str:
+                raise mismatch(value)
+            _check_text(value, "")
+            return value
     elif origin is list:
-        if not isinstance(value, list):
-            raise MessageError(path, f"expected {expected}, got {shown(value)}")
         (item_type,) = get_args(tp)
-        return [_decode_value(item, item_type, f"{path}[{i}]") for i, item in enumerate(value)]
+        decode_item = _decoder(item_type)
+
+        def decode(value: Any) -> Any:
+            if not isinstance(value, list):
+                raise mismatch(value)
+            items = []
+            for index, item in enumerate(value):
+                try:
+                    items.append(decode_item(item))
+                except MessageError as exc:
+                    raise exc.under(_item_path(index)) from None
+            return items
     elif origin is dict:
+        _, item_type = get_args(tp)
+        decode_item = _decoder(item_type)
+
+        def decode(value: Any) -> Any:
+            if not isinstance(value, dict):
+                raise mismatch(value)
+            items = {}
+            for key, item in value.items():
+                _check_text(key, "")
+                try:
+                    items[key] = decode_item(item)
+                except MessageError as exc:
+                    raise exc.under(_item_path(key)) from None
+            return items
+    elif isinstance(tp, type) and issubclass(tp, Enum):
+        members = tp.__members__
+
+        def decode(value: Any) -> Any:
+            if isinstance(value, str) and value in members:
+                return members[value]
+            raise mismatch(value)
+    elif dataclasses.is_dataclass(tp):
+        decode = _object_decoder(tp, expected)
+    else:
+        raise TypeError(f"unsupported message field type {tp!r}")
+    return decode
+
+
+def _object_decoder(cls: type, expected: str) -> Coder:
+    # (name, decoder, is_required, has_default) per field, built at the first use: the fields' own
+    # decoders are then all defined, whatever the order the classes were declared in.
+    specs: tuple[tuple[str, Coder, bool, bool], ...] | None = None
+
+    def decode(value: Any) -> Any:
+        nonlocal specs
         if not isinstance(value, dict):
-            raise MessageError(path, f"expected {expected}, got {shown(value)}")
-        _, item_type = get_args(tp)
-        for key in value:
-            _check_text(key, path)
-        return {key: _decode_value(item, item_type, key_path(path, key)) for key, item in value.items()}
-    elif isinstance(tp, type) and issubclass(tp, Enum):
-        if isinstance(value, str) and value in tp.__members__:
-            return tp[value]
-        ok = False
-    elif dataclasses.is_dataclass(tp):
-        return _decode_object(value, tp, path, expected)
-    else:
-        raise TypeError(f"unsupported message field type {tp!r} at {path}")
-    if not ok:
-        raise MessageError(path, f"expected {expected}, got {shown(value)}")
-    return value
+            raise MessageError("", f"expected {expected}, got {shown(value)}")
+        fields = specs
+        if fields is None:  # built whole, then published by one assignment: threads never see a part
+            fields = specs = tuple((spec.name, _decoder(spec.type), spec.is_required, spec.has_default)
+                                   for spec in _field_specs(cls))
+        arguments = {}
+        for name, decode_field, is_required, has_default in fields:
+            if name in value:
+                try:
+                    arguments[name] = decode_field(value[name])
+                except MessageError as exc:
+                    raise exc.under(name) from None
+            elif is_required:
+                raise MessageError(name, "required field is missing")
+            elif not has_default:
+                arguments[name] = None
+        return cls(**arguments)  # a __post_init__ check raises MessageError with its path in the object
+
+    return decode
 
 
-def _encode_object(value: Any, cls: type, path: str) -> dict[str, Any]:
-    if not isinstance(value, cls):
-        raise MessageError(path, f"expected {cls.__name__}, got {type(value).__name__} {shown(value)}")
-    return {
-        spec.name: _encode_value(getattr(value, spec.name), spec.type, join_path(path, spec.name))
-        for spec in _field_specs(cls)
-    }
-
-
-def _encode_value(value: Any, tp: Any, path: str, declared: Any = None) -> Any:
+@functools.cache
+def _encoder(tp: Any, declared: Any = None) -> Coder:
+    """The encoder of values of type ``tp`` into JSON values, checking each against the annotation."""
     inner = _optional_inner(tp)
     if inner is not None:
-        return None if value is None else _encode_value(value, inner, path, tp)
+        encode_inner = _encoder(inner, tp)
+        return lambda value: None if value is None else encode_inner(value)
     expected = _described(declared or tp)
+
+    def mismatch(value: Any) -> MessageError:
+        return MessageError("", f"cannot encode {type(value).__name__} {shown(value)} as {expected}")
+
     origin = get_origin(tp)
     if tp is bool:
-        ok = isinstance(value, bool)
+        def encode(value: Any) -> Any:
+            if value is True or value is False:
+                return value
+            raise mismatch(value)
     elif tp is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        value = int(value) if ok else value  # an int subclass (IntEnum) travels as a plain number
+        def encode(value: Any) -> Any:
+            if isinstance(value, int) and not isinstance(value, bool):
+                return int(value)  # an int subclass (IntEnum) travels as a plain number
+            raise mismatch(value)
     elif tp is float:
-        number = _finite_float(value)
-        ok = number is not None
-        value = number if ok else value
+        def encode(value: Any) -> Any:
+            number = _finite_float(value)
+            if number is None:
+                raise mismatch(value)
+            return number
     elif tp is str:
-        ok = isinstance(value, str)
-        if ok:
-            _check_text(value, path)
+        def encode(value: Any) -> Any:
+            if not isinstance(value, str):
+                raise mismatch(value)
+            _check_text(value, "")
+            return value
     elif origin is list:
-        if not isinstance(value, list | tuple):
-            raise MessageError(path, f"cannot encode {type(value).__name__} {shown(value)} as {expected}")
         (item_type,) = get_args(tp)
-        return [_encode_value(item, item_type, f"{path}[{i}]") for i, item in enumerate(value)]
+        encode_item = _encoder(item_type)
+
+        def encode(value: Any) -> Any:
+            if not isinstance(value, list | tuple):
+                raise mismatch(value)
+            items = []
+            for index, item in enumerate(value):
+                try:
+                    items.append(encode_item(item))
+                except MessageError as exc:
+                    raise exc.under(_item_path(index)) from None
+            return items
     elif origin is dict:
-        if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
-            raise MessageError(path, f"cannot encode {type(value).__name__} {shown(value)} as {expected}")
         _, item_type = get_args(tp)
-        return {key: _encode_value(item, item_type, key_path(path, key)) for key, item in value.items()}
+        encode_item = _encoder(item_type)
+
+        def encode(value: Any) -> Any:
+            if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
+                raise mismatch(value)
+            items = {}
+            for key, item in value.items():
+                try:
+                    items[key] = encode_item(item)
+                except MessageError as exc:
+                    raise exc.under(_item_path(key)) from None
+            return items
     elif isinstance(tp, type) and issubclass(tp, Enum):
-        ok = isinstance(value, tp)
-        if ok:
-            return value.name
+        def encode(value: Any) -> Any:
+            if isinstance(value, tp):
+                return value.name
+            raise mismatch(value)
     elif dataclasses.is_dataclass(tp):
-        return _encode_object(value, tp, path)
+        encode = _object_encoder(tp)
     else:
-        raise TypeError(f"unsupported message field type {tp!r} at {path}")
-    if not ok:
-        raise MessageError(path, f"cannot encode {type(value).__name__} {shown(value)} as {expected}")
-    return value
+        raise TypeError(f"unsupported message field type {tp!r}")
+    return encode
+
+
+def _object_encoder(cls: type) -> Coder:
+    specs: tuple[tuple[str, Coder], ...] | None = None  # built at the first use, as in _object_decoder
+
+    def encode(value: Any) -> Any:
+        nonlocal specs
+        if not isinstance(value, cls):
+            raise MessageError("", f"expected {cls.__name__}, got {type(value).__name__} {shown(value)}")
+        fields = specs
+        if fields is None:
+            fields = specs = tuple((spec.name, _encoder(spec.type)) for spec in _field_specs(cls))
+        document = {}
+        for name, encode_field in fields:
+            try:
+                document[name] = encode_field(getattr(value, name))
+            except MessageError as exc:
+                raise exc.under(name) from None
+        return document
+
+    return encode
 
 
 def _finite_float(value: Any) -> float | None:

@@ -85,6 +85,8 @@ class Slot:
         # delivery tags handed out and not settled yet.
         self.gets: deque[Op] = deque()
         self.unsettled: set[int] = set()
+        # The per-consumer prefetch last set on the channel (Basic.Qos), for the consumers started after it.
+        self.consumer_prefetch: int | None = None
 
     def lost(self) -> None:
         """The channel is gone and everything tied to it void; the ops stay, to run again."""
@@ -98,6 +100,7 @@ class Slot:
         self.unconfirmed.clear()
         self.gets.clear()
         self.unsettled.clear()
+        self.consumer_prefetch = None
 
     def finish(self, op: Op, result: Any) -> bool:
         """Complete ``op``; False if its caller had given up on it already."""

@@ -514,8 +514,12 @@ class AmqpTransport(Transport):
         def consume() -> None:
             if slot.channel is not channel or subscription.cancelled or subscription.consumer_tag:
                 return
-            # Per-consumer prefetch: global_qos=False applies to the consumers started after it.
-            self._link.rpc(slot, fail, channel.basic_qos, prefetch_count=subscription.prefetch, callback=nothing)
+            # Per-consumer prefetch: global_qos=False applies to the consumers started after it, so it is
+            # sent once per channel and prefetch (a controller subscribes again for every job it takes).
+            if slot.consumer_prefetch != subscription.prefetch:
+                slot.consumer_prefetch = subscription.prefetch
+                self._link.rpc(slot, fail, channel.basic_qos, prefetch_count=subscription.prefetch,
+                               callback=nothing)
             subscription.consumer_tag = self._link.rpc(
                 slot, fail, channel.basic_consume, subscription.queue,
                 functools.partial(self._link.guarded, self._on_message, slot.generation, subscription),
