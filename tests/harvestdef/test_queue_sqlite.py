@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harvestdef.queues import QueueError, QueueNames, SqliteTransport, Transport
+from harvestdef.queues import PublishFailures, QueueError, QueueNames, SqliteTransport, Transport
 from harvestdef.queues import open_transport as open_configured_transport
 from harvestdef.queues.sqlite import path_from_url
 from harvestdef.settings import QueueSettings
@@ -234,12 +234,86 @@ class TransportContract:
         assert time.monotonic() - started < 2
         assert len(outcome) == 1 and isinstance(outcome[0], QueueError)
 
+    def test_publish_many_confirms_every_message_in_order(self, open_transport: OpenTransport,
+                                                         new_queue: NewQueue) -> None:
+        first, second = new_queue(), new_queue()
+        transport = open_transport()
+        transport.publish_many([(first, b"1"), (second, b"2", {"kind": "answer"}), (first, b"3", None)])
+        transport.close()
+        reader = open_transport()  # confirmed: there for any other transport
+        taken = [reader.get(first), reader.get(first), reader.get(second), reader.get(first)]
+        assert [(d.queue, d.body, d.headers) if d else None for d in taken] == [
+            (first, b"1", {}), (first, b"3", {}), (second, b"2", {"kind": "answer"}), None]
+
+    def test_publish_many_names_the_messages_that_failed_and_sends_the_others(
+            self, open_transport: OpenTransport, new_queue: NewQueue) -> None:
+        queue = new_queue()
+        transport = open_transport()
+        with pytest.raises(PublishFailures) as failed:
+            transport.publish_many([(queue, b"1"), ("x" * 300, b"2"), (queue, b"3")])
+        assert list(failed.value.failures) == [1]
+        assert "invalid queue name" in str(failed.value.failures[1])
+        assert "1 of 3 messages not confirmed" in str(failed.value)
+        bodies = []
+        while (delivery := transport.get(queue)) is not None:
+            bodies.append(delivery.body)
+            transport.ack(delivery)
+        assert bodies == [b"1", b"3"]
+
+    def test_ack_many_removes_the_deliveries_given_and_no_other(self, open_transport: OpenTransport,
+                                                               new_queue: NewQueue) -> None:
+        queue = new_queue()
+        transport = open_transport()
+        transport.publish_many([(queue, b"%d" % number) for number in range(6)])
+        held = [transport.get(queue) for _ in range(6)]
+        assert all(held)
+        # Every other one: a RabbitMQ multiple-ack up to the last of them would settle the ones between.
+        transport.ack_many([held[0], held[2], held[4]])  # type: ignore[list-item]
+        for delivery in (held[1], held[3], held[5]):
+            transport.nack(delivery)  # type: ignore[arg-type]
+        back = []
+        while (delivery := transport.get(queue)) is not None:
+            back.append((delivery.body, delivery.redelivered))
+        assert back == [(b"1", True), (b"3", True), (b"5", True)]
+
+    def test_ack_many_of_every_held_delivery_empties_the_queue(self, open_transport: OpenTransport,
+                                                             new_queue: NewQueue) -> None:
+        queue = new_queue()
+        transport = open_transport()
+        transport.publish_many([(queue, b"%d" % number) for number in range(5)])
+        held = [transport.receive(queue, timeout=5) for _ in range(5)]
+        assert all(held)
+        transport.ack_many(held)  # type: ignore[arg-type]
+        transport.ack_many([])
+        transport.close()
+        assert open_transport().get(queue) is None
+
+    def test_ack_many_skips_a_delivery_settled_already_and_acks_the_others(
+            self, open_transport: OpenTransport, new_queue: NewQueue, caplog: pytest.LogCaptureFixture) -> None:
+        queue = new_queue()
+        transport = open_transport()
+        transport.publish_many([(queue, b"1"), (queue, b"2")])
+        first, second = transport.get(queue), transport.get(queue)
+        assert first is not None and second is not None
+        transport.ack(first)
+        with caplog.at_level(logging.INFO, logger="harvestdef.queues"):
+            transport.ack_many([first, second])
+        assert "ignored" in caplog.text
+        transport.publish(queue, b"3")  # the channel (RabbitMQ) is still usable: no double ack was sent
+        last = transport.get(queue)
+        assert last is not None and last.body == b"3"
+        transport.ack(last)
+        transport.close()
+        assert open_transport().get(queue) is None
+
     def test_a_closed_transport_refuses_work(self, open_transport: OpenTransport, new_queue: NewQueue) -> None:
         transport = open_transport()
         transport.close()
         transport.close()  # idempotent
         with pytest.raises(QueueError):
             transport.publish(new_queue(), b"x")
+        with pytest.raises(QueueError):
+            transport.publish_many([(new_queue(), b"x")])
 
 
 class TestSqliteContract(TransportContract):

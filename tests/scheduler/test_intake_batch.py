@@ -128,3 +128,34 @@ def test_a_failed_batch_is_handled_again_message_by_message(engine, transport, p
     assert transport.message_count(NAMES.jobs("FOCUSED")) == 2
     assert transport.message_count(NAMES.scheduler) == 0
     assert {job_id: audit_rows(engine, job_id) - audited[job_id] for job_id in audited} == {first: 1, second: 1}
+
+
+def test_an_answer_that_cannot_be_sent_returns_only_its_message(engine, transport, parts):  # noqa: F811
+    """The batch's answers go out together after the commit; the one that fails puts its own message back
+    in the queue, and the others are answered and acknowledged."""
+    service = service_of(engine, transport, parts)
+    _, intake = parts
+    first, second = two_new_jobs(engine)
+    register(intake, "ctl-1")
+    register(intake, "ctl-2")
+    for controller in ("ctl-1", "ctl-2"):
+        transport.purge(NAMES.controller(controller))
+    service.handle_batch(send_and_take(transport, HarvesterReady(controller_id="ctl-1", host="h", channels=["FOCUSED"]),
+                                       HarvesterReady(controller_id="ctl-2", host="h", channels=["FOCUSED"])))
+    one, two = job(engine, first), job(engine, second)
+    good = ClaimRequest(job_id=one.job_id, attempt_id=one.attempt_id, controller_id="ctl-1",
+                        reply_queue=NAMES.controller("ctl-1"))
+    # no transport can keep a queue of this name: its answer fails at the publish
+    bad = ClaimRequest(job_id=two.job_id, attempt_id=two.attempt_id, controller_id="ctl-2", reply_queue="q" * 300)
+    service.handle_batch(send_and_take(transport, good, bad))
+    delivery = transport.get(NAMES.controller("ctl-1"))
+    assert delivery is not None
+    answer, _ = decode_with_time(delivery.body, (ClaimAnswer,))
+    assert isinstance(answer, ClaimAnswer) and answer.granted and answer.job_id == one.job_id
+    # both grants are committed; the claim whose answer was lost waits in the queue, redelivered
+    assert (job(engine, first).controller, job(engine, second).controller) == ("ctl-1", "ctl-2")
+    returned = transport.get(NAMES.scheduler)
+    assert returned is not None and returned.redelivered
+    claim, _ = decode_with_time(returned.body, (ClaimRequest,))
+    assert claim == bad
+    assert transport.get(NAMES.scheduler) is None
