@@ -11,7 +11,8 @@ Two transports implement it: RabbitMQ through pika (``amqp.py``) and an embedded
   (publisher confirms, persistent message, durable queue), or the SQLite row is committed. A publish
   whose confirm was lost with a connection is sent again after reconnecting, so a publish may leave two
   copies of a message, never none. A publish that cannot be confirmed within the transport's publish
-  timeout raises ``QueueError``; the message may or may not have arrived.
+  timeout raises ``QueueError``; the message may or may not have arrived. ``publish_many`` is the same for
+  several messages, confirmed side by side, and names the ones that failed (``PublishFailures``).
 * **FIFO per queue**, apart from redeliveries, which can come out of order.
 * ``Delivery.redelivered`` is true when this message was handed to a consumer before (it was nacked, or
   its consumer's connection was lost, or its lease expired). It says "maybe processed already", nothing
