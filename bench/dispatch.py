@@ -88,9 +88,9 @@ def build(url: str, jobs: int) -> None:
     engine.dispose()
 
 
-def controllers_process(queue_url: str, env: str, first: int, count: int, stop_path: str, result_path: str,
-                        ready: Any, go: Any) -> None:
-    """``count`` simulated controllers in threads of one process, until the stop file appears. Their
+def controllers_process(queue_url: str, env: str, first: int, count: int, result_path: str, ready: Any, go: Any,
+                        finish: Any) -> None:
+    """``count`` simulated controllers in threads of one process, until ``finish`` is set. Their
     transports are opened first; they start when ``go`` is set."""
     sys.path.insert(0, str(ROOT))
     from harvestdef.queues import QueueNames, open_transport
@@ -112,8 +112,7 @@ def controllers_process(queue_url: str, env: str, first: int, count: int, stop_p
     go.wait()
     for thread in threads:
         thread.start()
-    while not os.path.exists(stop_path):
-        time.sleep(0.2)
+    finish.wait()
     stop.set()
     for thread in threads:
         thread.join(timeout=60)
@@ -329,17 +328,17 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
                 log_file.write(text_line)
 
     threading.Thread(target=keep_log, daemon=True).start()
-    stop_path = str(work / f"stop-{env}")
     per_process = -(-controllers // processes)
     context = multiprocessing.get_context("spawn")
     children = []
     go = context.Event()
+    finish = context.Event()
     ready_events = []
     for index, first in enumerate(range(0, controllers, per_process)):
         ready = context.Event()
         child = context.Process(target=controllers_process, args=(
-            queue_url, env, first, min(per_process, controllers - first), stop_path, str(work / f"{env}-{index}"),
-            ready, go))
+            queue_url, env, first, min(per_process, controllers - first), str(work / f"{env}-{index}"),
+            ready, go, finish))
         child.start()
         children.append(child)
         ready_events.append(ready)
@@ -370,7 +369,7 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
     wall = time.monotonic() - started
     cpu_scheduler += sum(_cpu_seconds(pid) for pid in scheduler_pids)
     cpu_controllers += sum(_cpu_seconds(pid) for pid in controller_pids)
-    Path(stop_path).touch()
+    finish.set()
     for child in children:
         child.join(timeout=120)
     scheduler.terminate()
