@@ -35,9 +35,9 @@ from harvestdef.errors import CrawlEngineError
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs, iso_now
-from harvester.engine.fetch import HttpConnection, fetch
+from harvester.engine.fetch import Fetcher, FetchResult, RequestSettings
 from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
-from harvester.engine.links import extract_links
+from harvester.engine.links import extract_links, is_extractable
 from harvester.engine.queuepolicy import QueueAssignment, is_ip_address
 from harvester.engine.recorder import DUPLICATE_ANNOTATION, CaptureRecorder, DedupRules
 from harvester.engine.reports import (
@@ -59,6 +59,7 @@ ROBOTS_PRECLUDED = -9998
 DOMAIN_LOOKUP_FAILED = -6
 DNS_FAILED = -1
 MAX_BACKOFF_SECONDS = 300.0
+ROBOTS_MAX_BYTES = 500_000  # robots.txt read beyond this is ignored, as by Heritrix's Robotstxt
 STORE_FILE = "frontier.sqlite"
 # state -> action -> next state
 CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
@@ -131,7 +132,12 @@ class CrawlController:
         self.dns: dict[str, str | None] = {}
         self.robots: dict[str, RobotsRules] = {}
         self.robots_text: dict[str, str | None] = {}
-        self.connections: dict[str, HttpConnection] = {}
+        self.fetcher = Fetcher(RequestSettings(
+            user_agent=config.user_agent, operator_from=config.operator_from, accept_headers=config.accept_headers,
+            accept_compression=config.accept_compression, send_connection_close=config.send_connection_close,
+            send_referer=config.send_referer, use_http11=config.use_http11,
+            so_timeout_seconds=config.so_timeout_ms / 1000, timeout_seconds=config.timeout_seconds,
+            max_length_bytes=config.max_length_bytes), keeps_payload=is_extractable)
         self.alert_count = 0
         self.busy = 0
         self._paused = False
@@ -276,8 +282,7 @@ class CrawlController:
                 finally:
                     if self.dedup is not None:
                         self.dedup.__exit__(None, None, None)
-                    for connection in self.connections.values():
-                        connection.close()
+                    self.fetcher.close()
                     self._write_reports()
                     self.store.close()
                     self._note(f"CRAWL ENDED - {CRAWL_STATUS_TEXT.get(self._exit_status or '', self._exit_status)}")
@@ -460,7 +465,12 @@ class CrawlController:
                 queue.robots_denials += 1
                 self._log_final(uri, ROBOTS_PRECLUDED, thread, [])
                 return now
-        result = await self._fetch(uri, host, port, authority, address)
+        with await self.fetcher.fetch(uri.url, uri.via, uri.is_prerequisite, address) as result:
+            return self._fetched(queue, uri, result, thread, authority)
+
+    def _fetched(self, queue, uri: CrawlUri, result: FetchResult, thread: int, authority: str) -> float | None:
+        """Record one fetch's outcome; returns when its queue may be used again (None: already released)."""
+        config = self.config
         if result.status < 0:
             uri.attempts += 1
             if uri.attempts <= config.max_retries and self._stop_status is None:
@@ -516,46 +526,19 @@ class CrawlController:
         self.logs.crawl(1, len(answer), dns_uri, "P", uri.url, "text/dns", thread, started,
                         int((time.time() - started) * 1000), digest, self._source(uri), annotations)
 
-    async def _fetch(self, uri: CrawlUri, host: str, port: int, authority: str, address: str):
-        config = self.config
-        connection = self.connections.get(authority)
-        if connection is None:
-            tls_host = host if uri.url.startswith("https:") else None
-            connection = self.connections[authority] = HttpConnection(address, port, tls_host)
-        target = urlsplit(uri.url)
-        path = (target.path or "/") + (f"?{target.query}" if target.query else "")
-        # The headers FetchHTTPRequest.configureRequestHeaders sends, under the same settings
-        # (heritrix3 modules/src/main/java/org/archive/modules/fetcher/FetchHTTPRequest.java).
-        headers = [("User-Agent", config.user_agent)]
-        if config.accept_compression:
-            headers.append(("Accept-Encoding", "gzip,deflate"))
-        if config.operator_from:
-            headers.append(("From", config.operator_from))
-        if config.send_connection_close:
-            headers.append(("Connection", "close"))
-        # No Referer for a prerequisite, nor from an https page to an http one (RFC 2616 §15.1.3).
-        if (config.send_referer and uri.via and not uri.is_prerequisite
-                and not (uri.via.startswith("https:") and uri.url.startswith("http:"))):
-            headers.append(("Referer", uri.via))
-        headers.extend(config.accept_headers)
-        host_header = host if port in (80, 443) else f"{host}:{port}"
-        so_timeout = config.so_timeout_ms / 1000
-        return await fetch(connection, host_header, path, headers, so_timeout, so_timeout,
-                           config.timeout_seconds, config.max_length_bytes, http11=config.use_http11)
-
     async def _fetch_robots(self, queue, uri: CrawlUri, host: str, port: int, authority: str, address: str,
                             thread: int) -> None:
         robots_url = f"{uri.url.split('://', 1)[0]}://{host}{'' if port in (80, 443) else f':{port}'}/robots.txt"
         robots_uri = CrawlUri(robots_url, uri.hop_path + "P", uri.url, uri.seed, is_prerequisite=True)
         if not self.frontier.knows(robots_url) or self.frontier.state.get(robots_url) != DONE:
-            result = await self._fetch(robots_uri, host, port, authority, address)
             text = None
-            if result.status >= 0:
-                self._record(queue, robots_uri, result, thread, extract=False)
-                if 200 <= result.status < 300:
-                    text = bytes(result.body[:500_000]).decode("utf-8", "replace")
-            else:
-                self._log_final(robots_uri, result.status, thread, [], started=result.started)
+            with await self.fetcher.fetch(robots_url, uri.url, True, address) as result:
+                if result.status >= 0:
+                    self._record(queue, robots_uri, result, thread, extract=False)
+                    if 200 <= result.status < 300:
+                        text = result.read_payload(ROBOTS_MAX_BYTES).decode("utf-8", "replace")
+                else:
+                    self._log_final(robots_uri, result.status, thread, [], started=result.started)
             self.frontier.state[robots_url] = DONE
             self.robots_text[authority] = text
         self.robots[authority] = RobotsRules(self.robots_text.get(authority), self.config.user_agent)
@@ -574,13 +557,12 @@ class CrawlController:
                         self._source(uri), annotations)
         self.frontier.mark_done(uri)
 
-    def _record(self, queue, uri: CrawlUri, result, thread: int, extract: bool = True) -> None:
+    def _record(self, queue, uri: CrawlUri, result: FetchResult, thread: int, extract: bool = True) -> None:
         config, stats = self.config, self.stats
         content_type = result.header("content-type")
         mime = content_type.split(";", 1)[0].strip().lower() or "unknown"
-        size = len(result.body)
-        # Heritrix's content size: headers plus body as received, what its byte totals and reports count.
-        content_size = len(result.raw_response)
+        size = result.payload_length
+        content_size = result.content_size
         digest = result.payload_digest
         annotations = list(result.annotations)
         if uri.attempts:
@@ -609,7 +591,9 @@ class CrawlController:
         if location:
             self._discover(location, "R", uri, uri.url)
         if 200 <= result.status < 300 and size:
-            links, base = extract_links(result.body, content_type, result.header("content-encoding"))
+            assert result.spool is not None
+            links, base = extract_links(result.spool.payload_pieces(size), content_type,
+                                        result.header("content-encoding"))
             base_url = canonical_url(base, uri.url) if base else uri.url
             for raw, hop in links:
                 self._discover(raw, hop, uri, base_url or uri.url)

@@ -1,23 +1,28 @@
-"""One HTTP exchange over asyncio streams, parsed with h11, keeping the exact bytes sent and received.
+"""One HTTP exchange over asyncio streams, parsed with h11, its bytes recorded as they arrive; and the
+fetcher that keeps a connection per host:port and sends Heritrix's request headers.
 
-h11 only finds boundaries, status, headers and the de-chunked body; the WARC gets ``raw_request`` and
-``raw_response`` as they went over the wire. A response h11 rejects (bad header, truncated body) is
-still returned with what was received and ``is_malformed`` set: it is recorded, never a crash.
-Truncation follows Heritrix: ``lenTrunc`` past maxLengthBytes, ``timeTrunc`` past timeoutSeconds,
-``midFetchTrunc`` when the server stops sending mid-body for soTimeoutMs.
+h11 only finds boundaries, status, headers and the de-chunked body; the bytes received go to a
+ResponseSpool (harvester/engine/spool.py) as they arrive, in memory for a small response and on disk for a
+large one, with the block and payload digests computed on the way, so no response is ever held whole. A
+response h11 rejects (bad header, truncated body) is still returned with what was received and
+``is_malformed`` set: it is recorded, never a crash. Truncation follows Heritrix: ``lenTrunc`` past
+maxLengthBytes, ``timeTrunc`` past timeoutSeconds, ``midFetchTrunc`` when the server stops sending
+mid-body for soTimeoutMs.
 This module opens sockets only; it knows nothing of WARCs, queues or logs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import ssl
 import time
-from base64 import b32encode
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import h11
+
+from harvester.engine.spool import ResponseSpool
 
 READ_SIZE = 65536
 # Heritrix's fetch status codes for failures before a response (peers.md §1.6).
@@ -28,20 +33,27 @@ TIMED_OUT = -4
 
 @dataclass
 class FetchResult:
+    """What one exchange gave; a context manager, since ``spool`` may hold a temporary file."""
+
     status: int                              # HTTP status, or a negative Heritrix code
     raw_request: bytes = b""
-    raw_response: bytes = b""
-    header_length: int = 0                   # bytes of status line + headers in raw_response
     headers: list[tuple[str, str]] = field(default_factory=list)
-    # De-chunked, still content-encoded. For a response that is not chunked, a view of raw_response (the
-    # body is held once); for a chunked one, its own bytes.
-    body: bytes | memoryview = b""
+    spool: ResponseSpool | None = None       # the response as received; None when nothing was received
     annotations: list[str] = field(default_factory=list)
     is_malformed: bool = False
     started: float = 0.0                     # epoch seconds
     duration_ms: int = 0
     address: str = ""
-    _payload_digest: str | None = None
+
+    def __enter__(self) -> FetchResult:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
 
     def header(self, name: str, default: str = "") -> str:
         name = name.lower()
@@ -52,9 +64,24 @@ class FetchResult:
 
     @property
     def payload_digest(self) -> str:
-        if self._payload_digest is None:
-            self._payload_digest = "sha1:" + b32encode(hashlib.sha1(self.body).digest()).decode("ascii")
-        return self._payload_digest
+        assert self.spool is not None  # only a response (status >= 0) is recorded
+        return self.spool.payload_digest
+
+    @property
+    def payload_length(self) -> int:
+        """The body's size as crawl.log's column 3 gives it: de-chunked, still content-encoded."""
+        return self.spool.payload_length if self.spool is not None else 0
+
+    @property
+    def content_size(self) -> int:
+        """Heritrix's content size: headers plus body as received, what its byte totals and reports count."""
+        return self.spool.raw_length if self.spool is not None else 0
+
+    def read_payload(self, limit: int) -> bytes:
+        """At most ``limit`` bytes of the payload (for robots.txt, which is small and capped)."""
+        if self.spool is None:
+            return b""
+        return b"".join(self.spool.payload_pieces(limit))
 
 
 class HttpConnection:
@@ -92,21 +119,30 @@ class HttpConnection:
         self.reader = None
 
 
-def _parse_status_line(raw: bytes) -> int:
+def _parse_status_line(head: bytes) -> int:
     """Status code from a response h11 refused, so a malformed response keeps its real status."""
-    first = raw.split(b"\r\n", 1)[0].split(b" ")
+    first = head.split(b"\r\n", 1)[0].split(b" ")
     if len(first) >= 2 and first[0].startswith(b"HTTP/") and first[1].isdigit():
         return int(first[1])
     return CONNECTION_BROKEN
 
 
+def _header_end(spool: ResponseSpool, limit: int = READ_SIZE) -> int:
+    """Where the header block of the received bytes ends (after its blank line); -1 if not within ``limit``."""
+    head = b"".join(spool.raw.read_range(0, limit))
+    end = head.find(b"\r\n\r\n")
+    return end + 4 if end >= 0 else -1
+
+
 async def fetch(connection: HttpConnection, host_header: str, target: str, headers: list[tuple[str, str]],
                 connect_timeout: float, so_timeout: float, total_timeout: float, max_length: int,
-                http11: bool = True) -> FetchResult:
+                http11: bool = True, keeps_payload: Callable[[str], bool] = lambda content_type: False,
+                ) -> FetchResult:
     """GET ``target`` on ``connection`` (reopened if needed). Never raises for network trouble.
 
     ``http11`` False sends HTTP/1.0, as Heritrix does by default (FetchHTTP.useHTTP11): the server then
-    answers without chunking, and the connection is not reused."""
+    answers without chunking, and the connection is not reused. ``keeps_payload(content_type)`` says whether
+    a chunked body's de-chunked bytes are kept for link extraction. The caller closes the result."""
     started = time.time()
     clock = time.monotonic()
     result = FetchResult(status=0, started=started, address=connection.address)
@@ -125,10 +161,7 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
         # response parsing (Content-Length, or read to close) serves an HTTP/1.0 exchange unchanged.
         result.raw_request = result.raw_request.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
     assert connection.writer is not None and connection.reader is not None
-    received = bytearray()
-    is_chunked = False
-    chunked_body = bytearray()  # h11's de-chunked data, kept only for a chunked response
-    body_length = 0
+    spool = result.spool = ResponseSpool()
     reusable = False
     try:
         connection.writer.write(result.raw_request)
@@ -150,9 +183,9 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                     else:
                         result.annotations.append("timeTrunc" if time.monotonic() >= deadline else "midFetchTrunc")
                     break
-                received += data
+                spool.record_received(data)
                 connection.h11.receive_data(data)
-                if not data and not got_response and not received:
+                if not data and not got_response and not spool.raw_length:
                     result.status = CONNECTION_BROKEN
                     break
                 continue
@@ -162,19 +195,17 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                 got_response = True
                 result.status = event.status_code
                 result.headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
-                result.header_length = received.find(b"\r\n\r\n") + 4
                 is_chunked = any(name == b"transfer-encoding" and b"chunked" in value.lower()
                                  for name, value in event.headers)
+                spool.start_payload(_header_end(spool), is_chunked, keeps_payload(result.header("content-type")))
             elif isinstance(event, h11.Data):
-                body_length += len(event.data)
-                if is_chunked:
-                    chunked_body += event.data
-                if max_length and body_length > max_length:
-                    if is_chunked:
-                        del chunked_body[max_length:]
-                    body_length = max_length
+                data = event.data
+                if max_length and spool.payload_length + len(data) > max_length:
+                    # Heritrix's maxLengthBytes: the payload ends at the limit, the record says so.
+                    spool.record_payload(memoryview(data)[:max_length - spool.payload_length])
                     result.annotations.append("lenTrunc")
                     break
+                spool.record_payload(data)
             elif isinstance(event, h11.EndOfMessage):
                 reusable = connection.h11.our_state is h11.DONE and connection.h11.their_state is h11.DONE
                 break
@@ -192,23 +223,21 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                 break
             if not data:
                 break
-            received += data
+            spool.record_received(data)
+        header_length = _header_end(spool)
+        header_length = header_length if header_length >= 0 else spool.raw_length
         if result.status <= 0:
-            result.status = _parse_status_line(bytes(received))
-        end = received.find(b"\r\n\r\n")
-        result.header_length = end + 4 if end >= 0 else len(received)
-        if not body_length:
-            is_chunked = False
-            body_length = len(received) - result.header_length
+            result.status = _parse_status_line(spool.head() if spool.header_length else
+                                               b"".join(spool.raw.read_range(0, 1024)))
+        if not spool.payload_length:
+            spool.payload_from_raw(header_length, spool.raw_length - header_length)
+        spool.header_length = header_length
     except (OSError, ssl.SSLError, asyncio.IncompleteReadError):
         if result.status <= 0:
             result.status = CONNECTION_BROKEN
-    result.raw_response = bytes(received)
-    del received
-    if is_chunked:
-        result.body = bytes(chunked_body)
-    else:
-        result.body = memoryview(result.raw_response)[result.header_length:result.header_length + body_length]
+    if result.status < 0:
+        result.close()
+        result.spool = None
     result.duration_ms = int((time.monotonic() - clock) * 1000)
     if reusable and http11:
         try:
@@ -218,3 +247,68 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
     else:
         connection.close()
     return result
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """FetchHTTP's settings that shape a request and its limits (Heritrix's bean property names beside)."""
+
+    user_agent: str
+    operator_from: str                       # metadata.operatorFrom, sent as From
+    accept_headers: tuple[tuple[str, str], ...]
+    accept_compression: bool                 # acceptCompression
+    send_connection_close: bool              # sendConnectionClose
+    send_referer: bool                       # sendReferer
+    use_http11: bool                         # useHTTP11
+    so_timeout_seconds: float                # soTimeoutMs, also the connect timeout
+    timeout_seconds: float                   # timeoutSeconds, the whole exchange
+    max_length_bytes: int                    # maxLengthBytes, 0 for no limit
+
+
+class Fetcher:
+    """Fetches URIs over one kept connection per host:port, with the request headers Heritrix sends."""
+
+    def __init__(self, settings: RequestSettings, keeps_payload: Callable[[str], bool]) -> None:
+        self.settings = settings
+        self.keeps_payload = keeps_payload
+        self.connections: dict[str, HttpConnection] = {}
+
+    def close(self) -> None:
+        for connection in self.connections.values():
+            connection.close()
+        self.connections.clear()
+
+    def request_headers(self, url: str, via: str, is_prerequisite: bool) -> list[tuple[str, str]]:
+        """The headers FetchHTTPRequest.configureRequestHeaders sends, under the same settings
+        (heritrix3 modules/src/main/java/org/archive/modules/fetcher/FetchHTTPRequest.java)."""
+        settings = self.settings
+        headers = [("User-Agent", settings.user_agent)]
+        if settings.accept_compression:
+            headers.append(("Accept-Encoding", "gzip,deflate"))
+        if settings.operator_from:
+            headers.append(("From", settings.operator_from))
+        if settings.send_connection_close:
+            headers.append(("Connection", "close"))
+        # No Referer for a prerequisite, nor from an https page to an http one (RFC 2616 §15.1.3).
+        if (settings.send_referer and via and not is_prerequisite
+                and not (via.startswith("https:") and url.startswith("http:"))):
+            headers.append(("Referer", via))
+        headers.extend(settings.accept_headers)
+        return headers
+
+    async def fetch(self, url: str, via: str, is_prerequisite: bool, address: str) -> FetchResult:
+        """GET ``url`` from ``address``; the caller closes the result."""
+        target = urlsplit(url)
+        host = target.hostname or ""
+        port = target.port or (443 if target.scheme == "https" else 80)
+        authority = f"{host}:{port}"
+        connection = self.connections.get(authority)
+        if connection is None:
+            connection = self.connections[authority] = HttpConnection(
+                address, port, host if target.scheme == "https" else None)
+        path = (target.path or "/") + (f"?{target.query}" if target.query else "")
+        host_header = host if port in (80, 443) else f"{host}:{port}"
+        settings = self.settings
+        return await fetch(connection, host_header, path, self.request_headers(url, via, is_prerequisite),
+                           settings.so_timeout_seconds, settings.so_timeout_seconds, settings.timeout_seconds,
+                           settings.max_length_bytes, http11=settings.use_http11, keeps_payload=self.keeps_payload)

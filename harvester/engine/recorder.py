@@ -61,6 +61,7 @@ class CaptureRecorder:
         ``annotations`` are the crawl.log annotations so far (retries, truncation); they decide whether
         deduplication applies and whether the response record is marked truncated.
         """
+        assert result.spool is not None  # a response was received: there is something to record
         digest = result.payload_digest
         dedup_applies = self.rules.applies_to(result.status, mime, annotations)
         original = None
@@ -76,12 +77,12 @@ class CaptureRecorder:
         if original is not None:
             if self.warc is not None:
                 self.warc.write_revisit(url, result.started, result.address, result.raw_request,
-                                        result.raw_response[:result.header_length], digest, original[0],
+                                        result.spool.head(), digest, original[0],
                                         _date_14_to_warc(original[1]), original[2] or None)
             return True
         if self.warc is not None:
             written = self.warc.write_exchange(url, result.started, result.address, result.raw_request,
-                                               result.raw_response, digest, _truncation(annotations))
+                                               result.spool, _truncation(annotations))
             if dedup_applies:
                 self.store.put_digest(seen_key, (url, iso_to_14(warc_date(result.started)), written.record_id))
         return False

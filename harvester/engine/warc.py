@@ -1,8 +1,10 @@
 """WARC 1.1 output: files opened, named and rolled over here; records written by warcio's WARCWriter.
 
 Each record is its own gzip member (zlib level 6: level 9 costs CPU for little gain), so offsets stay
-seekable. Response and request blocks are the bytes that went over the wire; WARC-Payload-Digest is taken
-here over the de-chunked, still content-encoded body (the spec's entity body, iipc/warc-specifications#22),
+seekable. Response and request blocks are the bytes that went over the wire; a response's block is copied
+from its spool (harvester/engine/spool.py) in bounded pieces and compressed as it goes, so a large response
+is never in memory whole. WARC-Payload-Digest is taken, as the bytes arrived, over the de-chunked, still
+content-encoded body (the spec's entity body, iipc/warc-specifications#22),
 which warcio would take over the chunked bytes (warcio #74). A request record's payload is the request's
 body, so a GET's payload digest is that of the empty string. A warcinfo record opens every file, with
 Heritrix's fields. File names follow Heritrix:
@@ -21,17 +23,21 @@ from base64 import b32encode
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from warcio.recordbuilder import RecordBuilder
 from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from harvester.engine.spool import ResponseSpool
+
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 SOFTWARE = "HarvestSuite crawl engine (Heritrix 3 compatible)"
 # We write WARC/1.1 records, so the 1.1 format and specification, where Heritrix names 1.0.
 WARC_FORMAT = "WARC File Format 1.1"
 WARC_CONFORMS_TO = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+MEMBER_BUFFER = 1024 * 1024
 
 
 def sha1_digest(data: bytes) -> str:
@@ -69,6 +75,43 @@ class _RawHeaders:
         """The buffer is the received bytes; nothing to compute."""
 
 
+class _Member:
+    """One record's bytes on their way into the file: gathered up to MEMBER_BUFFER bytes, then compressed
+    (or not) and written, so a small record costs one compress call and a large one bounded memory."""
+
+    def __init__(self, file: BinaryIO, compress: bool) -> None:
+        self.file = file
+        self.compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS + 16) if compress else None
+        self.parts: list[bytes] = []
+        self.pending = 0
+        self.written = 0
+
+    def write(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.pending += len(data)
+        if self.pending >= MEMBER_BUFFER:
+            self._drain()
+
+    def flush(self) -> None:
+        """warcio flushes after each record; the member is finished by ``finish`` instead."""
+
+    def _drain(self) -> None:
+        data = b"".join(self.parts)
+        self.parts.clear()
+        self.pending = 0
+        if self.compressor is not None:
+            data = self.compressor.compress(data)
+        self.file.write(data)
+        self.written += len(data)
+
+    def finish(self) -> None:
+        self._drain()
+        if self.compressor is not None:
+            tail = self.compressor.flush()
+            self.file.write(tail)
+            self.written += len(tail)
+
+
 @dataclass(frozen=True)
 class WrittenRecord:
     record_id: str
@@ -94,8 +137,7 @@ class WarcFileWriter:
         self.builder = RecordBuilder(warc_version="WARC/1.1")
         self._file: io.BufferedWriter | None = None
         self._name = ""
-        self._buffer = io.BytesIO()
-        self._writer = WARCWriter(self._buffer, gzip=False, warc_version="WARC/1.1")
+        self._writer = WARCWriter(None, gzip=False, warc_version="WARC/1.1")
         self.bytes_written = 0
 
     def __enter__(self) -> WarcFileWriter:
@@ -132,16 +174,12 @@ class WarcFileWriter:
 
     def _append(self, record: ArcWarcRecord) -> int:
         assert self._file is not None
-        self._buffer.seek(0)
-        self._buffer.truncate()
-        self._writer.write_record(record)
-        data = self._buffer.getvalue()
-        if self.compress:
-            compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-            data = compressor.compress(data) + compressor.flush()
         offset = self._file.tell()
-        self._file.write(data)
-        self.bytes_written += len(data)
+        member = _Member(self._file, self.compress)
+        self._writer.out = member
+        self._writer.write_record(record)
+        member.finish()
+        self.bytes_written += member.written
         return offset
 
     def _ensure_file(self) -> None:
@@ -150,16 +188,21 @@ class WarcFileWriter:
 
     def _record(self, record_type: str, uri: str, date: str, block: bytes, content_type: str,
                 extra: dict[str, str], http_head: bytes | None = None) -> tuple[ArcWarcRecord, str]:
+        return self._streamed_record(record_type, uri, date, io.BytesIO(block), len(block),
+                                     sha1_digest((http_head or b"") + block), content_type, extra, http_head)
+
+    def _streamed_record(self, record_type: str, uri: str, date: str, block: BinaryIO, block_length: int,
+                         block_digest: str, content_type: str, extra: dict[str, str],
+                         http_head: bytes | None = None) -> tuple[ArcWarcRecord, str]:
+        """A record whose block warcio copies from ``block`` (read to its end) in pieces."""
         record_id = self.builder._make_warc_id()
-        headers = {"WARC-Record-ID": record_id, "WARC-Date": date, **extra,
-                   "WARC-Block-Digest": sha1_digest((http_head or b"") + block)}
+        headers = {"WARC-Record-ID": record_id, "WARC-Date": date, **extra, "WARC-Block-Digest": block_digest}
         warc_headers = StatusAndHeaders("", list(headers.items()), protocol="WARC/1.1")
         warc_headers.replace_header("WARC-Type", record_type)
         warc_headers.replace_header("WARC-Target-URI", uri)
-        payload = io.BytesIO(block)
-        record = ArcWarcRecord("warc", record_type, warc_headers, payload,
-                               _RawHeaders(http_head) if http_head is not None else None, content_type, len(block))
-        record.payload_length = len(block)
+        record = ArcWarcRecord("warc", record_type, warc_headers, block,
+                               _RawHeaders(http_head) if http_head is not None else None, content_type, block_length)
+        record.payload_length = block_length
         return record, record_id
 
     def _request_record(self, uri: str, date: str, raw_request: bytes, concurrent_to: str):
@@ -168,17 +211,19 @@ class WarcFileWriter:
                             {"WARC-Concurrent-To": concurrent_to,
                              "WARC-Payload-Digest": sha1_digest(http_body(raw_request))})
 
-    def write_exchange(self, uri: str, started: float, address: str, raw_request: bytes, raw_response: bytes,
-                       payload_digest: str, truncated: str | None = None) -> WrittenRecord:
-        """A response record (the bytes received) and its request record (the bytes sent)."""
+    def write_exchange(self, uri: str, started: float, address: str, raw_request: bytes, response: ResponseSpool,
+                       truncated: str | None = None) -> WrittenRecord:
+        """A response record (the bytes received, copied from their spool) and its request record (the bytes
+        sent)."""
         self._ensure_file()
         date = warc_date(started)
-        extra = {"WARC-IP-Address": address, "WARC-Payload-Digest": payload_digest}
+        extra = {"WARC-IP-Address": address, "WARC-Payload-Digest": response.payload_digest}
         if truncated:
             extra["WARC-Truncated"] = truncated
-        response, response_id = self._record("response", uri, date, raw_response,
-                                             "application/http; msgtype=response", extra)
-        offset = self._append(response)
+        response_record, response_id = self._streamed_record(
+            "response", uri, date, response.raw_file(), response.raw_length, response.block_digest,
+            "application/http; msgtype=response", extra)
+        offset = self._append(response_record)
         request, _ = self._request_record(uri, date, raw_request, response_id)
         self._append(request)
         return WrittenRecord(response_id, self._name, offset)

@@ -81,6 +81,11 @@ class EngineProcess:
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
     @property
+    def pid(self) -> int:
+        assert self._process is not None, "the engine is not started"
+        return self._process.pid
+
+    @property
     def cert_file(self) -> Path:
         return self.jobs_dir / "engine-cert.pem"
 

@@ -12,6 +12,8 @@ Paths (the same on every host):
 - ``/img/N.png``                      a small PNG-like binary, different per host
 - ``/dup.bin``                        identical bytes on every host (deduplication)
 - ``/big.bin``                        300,000 bytes (length truncation)
+- ``/huge.bin``                       HUGE_SIZE bytes sent in 1 MiB pieces, only its head kept in ``sent``
+                                      (the engine's memory must not grow with a response's size)
 - ``/style.css``                      CSS with ``url()`` references
 - ``/redir/N``                        301 to ``/page/N``
 - ``/missing/N``                      404
@@ -36,13 +38,22 @@ import socket
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 DEFAULT_HOSTS = ("www.kulturarv.dk", "images.kulturarv.dk", "www.bibliotek.no", "www.økologi.dk")
 STALL_ANNOUNCED = 100_000
 STALL_SENT = 1_000
 BIG_SIZE = 300_000
+HUGE_SIZE = 50 * 1024 * 1024
+HUGE_PIECE = 1024 * 1024
 DUP_BODY = hashlib.sha256(b"dup").digest() * 1000  # 32,000 identical bytes everywhere
+
+
+def huge_pieces() -> Iterator[bytes]:
+    """The body of ``/huge.bin``: HUGE_SIZE bytes, a different 1 MiB piece each time, made as they are sent."""
+    for number in range(HUGE_SIZE // HUGE_PIECE):
+        yield hashlib.sha256(number.to_bytes(4, "big")).digest() * (HUGE_PIECE // 32)
 
 
 def punycode(host: str) -> str:
@@ -173,6 +184,13 @@ class TestSite:
             self._send(connection, host, target, head + b"s" * STALL_SENT)
             self._stop.wait(self.stall_seconds)
             return False
+        if path == "/huge.bin":
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                    f"Content-Length: {HUGE_SIZE}\r\n\r\n").encode()
+            self._send(connection, host, target, head)
+            for piece in huge_pieces():
+                connection.sendall(piece)
+            return True
         if path == "/hop/flaky":
             with self._lock:
                 self._flaky_count[host] += 1
