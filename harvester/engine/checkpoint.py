@@ -17,8 +17,30 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from harvestdef.errors import CrawlEngineError
+
 STATE_FILE = "crawl-state.json.gz"
 _NAME = re.compile(r"^cp(\d{5})-(\d{14})$")
+
+
+class CheckpointError(CrawlEngineError):
+    """A checkpoint that cannot be resumed; the message names it and says why."""
+
+
+def require_resumable(directory: Path, store_file: str) -> None:
+    """Refuse, before anything is copied or started, a checkpoint this engine cannot resume from.
+
+    A checkpoint written before the frontier kept its state on disk holds the frontier in its JSON and no
+    ``store_file``; its queued URIs and seen set are in a layout this engine no longer reads, and resuming
+    without them would fetch everything again, so it is refused rather than half-resumed."""
+    directory = Path(directory)
+    if not (directory / STATE_FILE).is_file():
+        raise CheckpointError(f"checkpoint {directory.name} cannot be resumed: {directory} has no {STATE_FILE}")
+    if not (directory / store_file).is_file():
+        raise CheckpointError(
+            f"checkpoint {directory.name} cannot be resumed: it was written before the frontier's on-disk store "
+            f"(no {store_file} in {directory}), and its frontier is in a form this engine no longer reads; "
+            "launch the job without a checkpoint to crawl it afresh")
 
 
 def checkpoint_names(checkpoints_dir: Path) -> list[str]:
@@ -50,6 +72,6 @@ def save_checkpoint(checkpoints_dir: Path, name: str, state: dict,
 def load_checkpoint(directory: Path) -> dict:
     path = Path(directory) / STATE_FILE
     if not path.is_file():
-        raise FileNotFoundError(f"{directory} is not a checkpoint (no {STATE_FILE})")
+        raise CheckpointError(f"checkpoint {Path(directory).name} cannot be resumed: {directory} has no {STATE_FILE}")
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return json.load(handle)

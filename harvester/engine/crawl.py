@@ -61,16 +61,21 @@ DNS_FAILED = -1
 MAX_BACKOFF_SECONDS = 300.0
 ROBOTS_MAX_BYTES = 500_000  # robots.txt read beyond this is ignored, as by Heritrix's Robotstxt
 STORE_FILE = "frontier.sqlite"
-# state -> action -> next state
+# state -> action -> next state. Operators' actions: start, pause, unpause, terminate, checkpoint. The crawl's
+# own events: run (preparation done), paused (the last fetch in flight ended while pausing), finish (a limit,
+# an empty frontier, or the workers' end), stopped (logs and reports written), crash (an unexpected error in
+# the crawl's thread: it ends at once, FINISHED_ABNORMAL).
 CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
     "NASCENT": {"start": "PREPARING"},
-    "PREPARING": {"run": "RUNNING", "pause": "PAUSED", "unpause": "PREPARING", "terminate": "STOPPING",
-                  "finish": "STOPPING"},
-    "RUNNING": {"pause": "PAUSING", "terminate": "STOPPING", "finish": "STOPPING", "checkpoint": "RUNNING"},
+    "PREPARING": {"run": "RUNNING", "pause": "PAUSED", "paused": "PAUSED", "unpause": "PREPARING",
+                  "terminate": "STOPPING", "finish": "STOPPING", "crash": "FINISHED"},
+    "RUNNING": {"pause": "PAUSING", "terminate": "STOPPING", "finish": "STOPPING", "checkpoint": "RUNNING",
+                "crash": "FINISHED"},
     "PAUSING": {"paused": "PAUSED", "unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSING",
-                "finish": "STOPPING"},
-    "PAUSED": {"unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSED", "finish": "STOPPING"},
-    "STOPPING": {"stopped": "FINISHED", "terminate": "STOPPING", "finish": "STOPPING"},
+                "finish": "STOPPING", "crash": "FINISHED"},
+    "PAUSED": {"unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSED", "finish": "STOPPING",
+               "crash": "FINISHED"},
+    "STOPPING": {"stopped": "FINISHED", "terminate": "STOPPING", "finish": "STOPPING", "crash": "FINISHED"},
     "FINISHED": {},
 }
 
@@ -117,6 +122,7 @@ class CrawlController:
         # from the checkpoint's copy of it.
         store_path = self.job_dir / "state" / STORE_FILE
         if self.resume_from is not None:
+            checkpoints.require_resumable(self.resume_from, STORE_FILE)
             store_path.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(self.resume_from / STORE_FILE, store_path)
         self.store = UrlStore(store_path, fresh=self.resume_from is None)
@@ -159,6 +165,16 @@ class CrawlController:
                 raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot {action} while {self._state}")
             self._state = allowed[action]
             return self._state
+
+    def _transition_if_allowed(self, action: str) -> bool:
+        """Take ``action`` if the current state allows it; False (and no change) if not. For the crawl's own
+        events that may find the state moved on (an operator's terminate while the last fetch ends)."""
+        with self._lock:
+            allowed = CONTROLLER_TRANSITIONS[self._state]
+            if action not in allowed:
+                return False
+            self._state = allowed[action]
+            return True
 
     def start(self) -> None:
         self._transition("start")
@@ -253,12 +269,12 @@ class CrawlController:
     def _run_thread(self) -> None:
         try:
             asyncio.run(self._main())
+            self._transition("stopped")
         except Exception:
             self.job_log.exception("crawl %s failed", self.config.job_name)
             self._exit_status = self._exit_status or "FINISHED_ABNORMAL"
+            self._transition_if_allowed("crash")
         finally:
-            with self._lock:
-                self._state = "FINISHED"
             self._finished.set()
 
     async def _main(self) -> None:
@@ -323,13 +339,16 @@ class CrawlController:
         self._exit_status = self._stop_status
         self._ended_monotonic = time.monotonic()
         self._progress()
-        with self._lock:
-            self._state = "STOPPING"
+        self._transition("finish")  # already STOPPING unless the workers ended on their own
 
     def _note(self, note: str) -> None:
         """A state line of progress-statistics.log, as StatisticsTracker.logNote writes it: CRAWL RUNNING,
         WAITING, PAUSED, ENDING, ENDED (heritrix3 engine/src/main/java/org/archive/crawler/reporting/
-        StatisticsTracker.java). Heritrix before 3.3 wrote CRAWL RESUMED where it now writes CRAWL RUNNING."""
+        StatisticsTracker.java). There, onApplicationEvent sends both the PREPARING and the RUNNING state
+        event to crawlResuming, which writes ``CRAWL RUNNING - <message>``: at start (``Preparing``, then
+        ``Running``) and after every unpause (CrawlController.requestCrawlResume sends RUNNING, ``Running``).
+        Heritrix 3.0's crawlResuming wrote ``CRAWL RESUMED - `` for the same two events, so no Heritrix 3
+        writes RESUMED for an unpause only; this engine writes what current Heritrix 3 writes."""
         if self.logs is not None:
             self.logs.write("progress-statistics.log", f"{iso_seconds()} {note}")
 
@@ -359,14 +378,10 @@ class CrawlController:
             self._wakeup.set()
 
     def _check_paused(self) -> None:
-        if self._paused and self.busy == 0:
-            with self._lock:
-                reached = self._state in ("PAUSING", "PREPARING")
-                if reached:
-                    self._state = "PAUSED"
-            if reached:
-                self._progress()
-                self._note("CRAWL PAUSED - Paused")
+        # Paused for a checkpoint while RUNNING, the table has no "paused": the state stays RUNNING.
+        if self._paused and self.busy == 0 and self._transition_if_allowed("paused"):
+            self._progress()
+            self._note("CRAWL PAUSED - Paused")
 
     async def _ticker(self) -> None:
         config = self.config

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import time
 from collections import Counter
 
+import pytest
+
+from harvestdef.errors import CrawlEngineError
+from harvester.engine.checkpoint import STATE_FILE, CheckpointError
 from tests.engine.site import wait_for
 
 
@@ -67,3 +73,17 @@ def test_status_is_safe_to_read_while_crawling(crawl, test_site):
         assert status.frontier["totalQueues"] >= 0
         snapshots += 1
     assert snapshots > 0 and run.controller.status().exit_status == "FINISHED"
+
+
+def test_a_checkpoint_from_before_the_on_disk_frontier_is_refused_by_name(crawl, test_site, tmp_path):
+    # What such a checkpoint held: the frontier in the JSON state file, and no frontier.sqlite beside it.
+    old = tmp_path / "job" / "checkpoints" / "cp00001-20250101000000"
+    old.mkdir(parents=True)
+    with gzip.open(old / STATE_FILE, "wt", encoding="utf-8") as handle:
+        json.dump({"job": "job", "frontier": {"queues": {}}, "stats": {}}, handle)
+    with pytest.raises(CheckpointError, match="checkpoint cp00001-20250101000000 cannot be resumed: it was "
+                                              "written before the frontier's on-disk store") as refused:
+        crawl([test_site.url("www.kulturarv.dk", "/")], checkpoint=old)
+    assert isinstance(refused.value, CrawlEngineError)
+    assert "frontier.sqlite" in str(refused.value)
+    assert not (tmp_path / "job" / "state").exists()  # refused before anything was copied or opened
