@@ -30,10 +30,12 @@ them. They keep the builtin base they had before they joined, so ``except ValueE
 
     ValidationError ── engine.config.ConfigError     a crawl configuration that cannot be used (line, column)
                     ├─ engine.beans.BeanError        a crawler-beans file that is not well-formed (line, column)
-                    └─ engine.hostsfile.HostsFileError (also ValueError) a hosts-file line that cannot be read
+                    ├─ engine.hostsfile.HostsFileError (also ValueError) a hosts-file line that cannot be read
+                    └─ engine.tls.CertificateError  (also ValueError) --cert without --key, or the reverse
     NotFoundError ──── engine.jobs.UnknownJobError   (also KeyError) no job of that name in the engine
     CrawlEngineError ─ engine.jobs.JobActionError    a job action refused in the job's state, or failed
-                    └─ engine.crawl.CrawlStateError  (also RuntimeError) a crawl action its state forbids
+                    ├─ engine.crawl.CrawlStateError  (also RuntimeError) a crawl action its state forbids
+                    └─ engine.checkpoint.CheckpointError a checkpoint that cannot be resumed (names it, says why)
 """
 
 from __future__ import annotations

@@ -19,10 +19,17 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from harvestdef.errors import ValidationError
+
 CERT_FILE = "engine-cert.pem"
 KEY_FILE = "engine-key.pem"
 FINGERPRINT_FILE = "engine-cert.sha256"
 VALIDITY = datetime.timedelta(days=3650)
+
+
+class CertificateError(ValidationError, ValueError):
+    """The certificate options given cannot be used (one of ``--cert``/``--key`` without the other).
+    Still a ValueError, as it was before it joined the hierarchy, for callers that catch that."""
 
 
 def _subject_alternative_names(hostnames: list[str]) -> x509.SubjectAlternativeName:
@@ -72,7 +79,9 @@ def ensure_certificate(jobs_dir: Path, hostnames: list[str], cert_path: Path | N
     """The certificate and key to serve: the given pair, else the one in the jobs dir, made if missing."""
     if cert_path is not None or key_path is not None:
         if cert_path is None or key_path is None:
-            raise ValueError("--cert and --key go together")
+            given, missing = ("--cert", "--key") if key_path is None else ("--key", "--cert")
+            raise CertificateError(f"{given} {cert_path or key_path} was given without {missing}: "
+                                   "--cert and --key go together")
         return cert_path, key_path
     cert_path, key_path = jobs_dir / CERT_FILE, jobs_dir / KEY_FILE
     if not (cert_path.is_file() and key_path.is_file()):
