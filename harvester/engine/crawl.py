@@ -35,8 +35,9 @@ from harvestdef.errors import CrawlEngineError
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs, iso_now
+from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.fetch import Fetcher, FetchResult, RequestSettings
-from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
+from harvester.engine.frontier import DONE, CrawlUri, Frontier
 from harvester.engine.links import extract_links, is_extractable
 from harvester.engine.queuepolicy import QueueAssignment, is_ip_address
 from harvester.engine.recorder import DUPLICATE_ANNOTATION, CaptureRecorder, DedupRules
@@ -53,7 +54,6 @@ from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, iso
 from harvester.engine.urlstore import UrlStore
 from harvester.engine.warc import WarcFileWriter, sha1_digest
 
-OUT_OF_SCOPE = "O"
 QUOTA_BLOCKED = -5003
 ROBOTS_PRECLUDED = -9998
 DOMAIN_LOOKUP_FAILED = -6
@@ -130,6 +130,8 @@ class CrawlController:
         self.scope = Scope(config.scope_rules, config.seeds)
         self.queue_assignment = QueueAssignment(config.queue_policy, config.queue_by_domain)
         self.stats = CrawlStats()
+        self.discovery = LinkDiscovery(self.frontier, self.scope, self.queue_assignment,
+                                       on_discovered=self._count_discovered, on_scheduled=self._wake_workers)
         self.rates = RateTracker()
         self.logs: CrawlLogs | None = None
         self.warc: WarcFileWriter | None = None
@@ -253,11 +255,22 @@ class CrawlController:
             frontier={**uri_totals, **size_totals, **rates, **load, **frontier_report},
             crawl_log_tail=self.logs.tail_lines() if self.logs else (), alert_count=self.alert_count)
 
+    def offer(self, url: str, hop_path: str, via: str, seed: str, hop: str = "L") -> None:
+        """Offer a URL found by ``via`` to the crawl (harvester/engine/discovery.py has the rule)."""
+        self.discovery.offer(url, hop_path, via, seed, hop)
+
     # -- thread and loop ------------------------------------------------------------------------------
     def _call(self, function, *args) -> None:
         loop = self._loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(function, *args)
+
+    def _count_discovered(self) -> None:
+        self.stats.discovered += 1  # self.stats itself is replaced when a checkpoint is restored
+
+    def _wake_workers(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
 
     def _elapsed_ms(self) -> int:
         if not self._started_monotonic:
@@ -604,53 +617,14 @@ class CrawlController:
         if not extract or self._stop_status is not None:
             return
         if location:
-            self._discover(location, "R", uri, uri.url)
+            self.discovery.discover(location, "R", uri, uri.url)
         if 200 <= result.status < 300 and size:
             assert result.spool is not None
             links, base = extract_links(result.spool.payload_pieces(size), content_type,
                                         result.header("content-encoding"))
             base_url = canonical_url(base, uri.url) if base else uri.url
             for raw, hop in links:
-                self._discover(raw, hop, uri, base_url or uri.url)
-
-    # -- discovery ------------------------------------------------------------------------------------
-    def _discover(self, raw: str, hop: str, parent: CrawlUri, base: str) -> None:
-        url = canonical_url(raw, base)
-        if url is None:
-            return
-        self.offer(url, parent.hop_path + hop, parent.url, parent.seed, hop)
-
-    def offer(self, url: str, hop_path: str, via: str, seed: str, hop: str = "L") -> None:
-        """Offer a URL found by ``via``: schedule it, or improve its hop path (the shortest-path rule)."""
-        frontier = self.frontier
-        state = frontier.state.get(url)
-        if state is not None and not frontier.is_shorter(url, hop_path):
-            return
-        if state == DONE:
-            frontier.best_path[url] = hop_path
-            # A fetched page found closer to a seed: outlinks it lost to the hop limit may now be in scope.
-            for child, child_hop in frontier.take_deferred(url):
-                self.offer(child, hop_path + child_hop, url, seed, child_hop)
-            return
-        accepted, by_hops = self.scope.decide(url, hop_path)
-        if accepted:
-            uri = CrawlUri(url, hop_path, via, seed)
-            key = self.queue_assignment.key(url)
-            if state == QUEUED:
-                frontier.supersede(key, uri)
-            else:
-                if state is None:
-                    self.stats.discovered += 1
-                frontier.schedule(key, uri)
-            if self._wakeup is not None:
-                self._wakeup.set()
-        elif by_hops:
-            frontier.state[url] = HOP_REJECTED
-            frontier.best_path[url] = hop_path
-            frontier.defer_outlink(via, url, hop)
-        elif state is None:
-            frontier.state[url] = OUT_OF_SCOPE
-            frontier.best_path[url] = hop_path
+                self.discovery.discover(raw, hop, uri, base_url or uri.url)
 
     def _seed(self) -> int:
         for seed in self.config.seeds:
@@ -660,8 +634,7 @@ class CrawlController:
                 self.alert_count += 1
                 continue
             self.stats.seeds.setdefault(url, (0, ""))
-            self.stats.discovered += 1
-            self.frontier.schedule(self.queue_assignment.key(url), CrawlUri(url, "", "", url))
+            self.discovery.seed(url)
         return 0
 
     # -- checkpoint -----------------------------------------------------------------------------------

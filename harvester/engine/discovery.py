@@ -1,0 +1,74 @@
+"""Link discovery: what becomes of a URL found in a page (an outlink, an embed, a redirect's Location) or
+given as a seed. The rule is Heritrix's shortest hop path: a URL is scheduled when the scope accepts it
+with the hop path it was found by; found again by a shorter path, a queued URL is re-queued with it, a URL
+the hop limit rejected gets a new chance, and a fetched page's outlinks that the hop limit had rejected are
+offered again (seeds/000, the wpull bug).
+
+It asks the scope and the queue assignment, and records into the frontier; it does not fetch, parse, log
+or count anything but the discovered total (through ``on_discovered``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
+from harvester.engine.queuepolicy import QueueAssignment
+from harvester.engine.scope import Scope, canonical_url
+
+OUT_OF_SCOPE = "O"
+
+
+class LinkDiscovery:
+    """Offers found URLs to scope and frontier. ``on_discovered`` is called once for each URL met for the
+    first time and scheduled; ``on_scheduled`` whenever a URL was (re)queued, to wake idle workers."""
+
+    def __init__(self, frontier: Frontier, scope: Scope, queue_assignment: QueueAssignment,
+                 on_discovered: Callable[[], None], on_scheduled: Callable[[], None]) -> None:
+        self.frontier = frontier
+        self.scope = scope
+        self.queue_assignment = queue_assignment
+        self.on_discovered = on_discovered
+        self.on_scheduled = on_scheduled
+
+    def seed(self, url: str) -> None:
+        """Schedule a seed (already canonical): hop path empty, its own seed."""
+        self.on_discovered()
+        self.frontier.schedule(self.queue_assignment.key(url), CrawlUri(url, "", "", url))
+
+    def discover(self, raw: str, hop: str, parent: CrawlUri, base: str) -> None:
+        """A link as written in ``parent`` (relative to ``base``), found by the hop letter ``hop``."""
+        url = canonical_url(raw, base)
+        if url is not None:
+            self.offer(url, parent.hop_path + hop, parent.url, parent.seed, hop)
+
+    def offer(self, url: str, hop_path: str, via: str, seed: str, hop: str = "L") -> None:
+        """Offer a URL found by ``via``: schedule it, or improve its hop path (the shortest-path rule)."""
+        frontier = self.frontier
+        state = frontier.state.get(url)
+        if state is not None and not frontier.is_shorter(url, hop_path):
+            return
+        if state == DONE:
+            frontier.best_path[url] = hop_path
+            # A fetched page found closer to a seed: outlinks it lost to the hop limit may now be in scope.
+            for child, child_hop in frontier.take_deferred(url):
+                self.offer(child, hop_path + child_hop, url, seed, child_hop)
+            return
+        accepted, by_hops = self.scope.decide(url, hop_path)
+        if accepted:
+            uri = CrawlUri(url, hop_path, via, seed)
+            key = self.queue_assignment.key(url)
+            if state == QUEUED:
+                frontier.supersede(key, uri)
+            else:
+                if state is None:
+                    self.on_discovered()
+                frontier.schedule(key, uri)
+            self.on_scheduled()
+        elif by_hops:
+            frontier.state[url] = HOP_REJECTED
+            frontier.best_path[url] = hop_path
+            frontier.defer_outlink(via, url, hop)
+        elif state is None:
+            frontier.state[url] = OUT_OF_SCOPE
+            frontier.best_path[url] = hop_path
