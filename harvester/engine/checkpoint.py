@@ -15,6 +15,7 @@ import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from harvestdef.errors import CrawlEngineError
@@ -43,6 +44,33 @@ def require_resumable(directory: Path, store_file: str) -> None:
             "launch the job without a checkpoint to crawl it afresh")
 
 
+@dataclass(frozen=True)
+class CheckpointState:
+    """The crawl's state that is not in the frontier's store, as the checkpoint's JSON holds it."""
+
+    job: str
+    stats: dict                                          # CrawlStats.to_json(), with elapsed_before_ms
+    quotas: dict[str, tuple[int, int, str | None]]       # queue key -> (fetch successes, bytes, retired reason)
+    warc_serial: int                                     # the last WARC file's serial; a resume continues it
+    robots: dict[str, str | None]                        # host:port -> robots.txt text (None: there was none)
+    dns: dict[str, str | None]                           # host -> address (None: the lookup failed)
+
+    def to_json(self) -> dict:
+        return {"job": self.job, "stats": self.stats, "quotas": {k: list(v) for k, v in self.quotas.items()},
+                "warc_serial": self.warc_serial, "robots": self.robots, "dns": self.dns}
+
+    @classmethod
+    def from_json(cls, data: dict, directory: Path) -> CheckpointState:
+        try:
+            return cls(job=str(data["job"]), stats=dict(data["stats"]),
+                       quotas={key: (int(s), int(b), r) for key, (s, b, r) in data["quotas"].items()},
+                       warc_serial=int(data.get("warc_serial", 0)), robots=dict(data["robots"]),
+                       dns=dict(data["dns"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {directory.name} cannot be resumed: its {STATE_FILE} lacks or "
+                                  f"mangles {exc}") from exc
+
+
 def checkpoint_names(checkpoints_dir: Path) -> list[str]:
     if not checkpoints_dir.is_dir():
         return []
@@ -54,24 +82,25 @@ def next_checkpoint_name(checkpoints_dir: Path) -> str:
     return f"cp{(max(numbers) + 1) if numbers else 1:05d}-{time.strftime('%Y%m%d%H%M%S', time.gmtime())}"
 
 
-def save_checkpoint(checkpoints_dir: Path, name: str, state: dict,
+def save_checkpoint(checkpoints_dir: Path, name: str, state: CheckpointState,
                     write_more: Callable[[Path], None] | None = None) -> Path:
-    """Write ``state`` (and whatever ``write_more`` puts in the directory) as checkpoint ``name``."""
+    """Write ``state`` (and whatever ``write_more`` puts in the directory: the store's copy) as checkpoint
+    ``name``."""
     checkpoints_dir.mkdir(parents=True, exist_ok=True)
     temporary = checkpoints_dir / f".{name}.tmp"
     temporary.mkdir(exist_ok=True)
     if write_more is not None:
         write_more(temporary)
     with gzip.open(temporary / STATE_FILE, "wt", encoding="utf-8", compresslevel=3) as handle:
-        json.dump(state, handle)
+        json.dump(state.to_json(), handle)
         handle.flush()
     os.replace(temporary, checkpoints_dir / name)
     return checkpoints_dir / name
 
 
-def load_checkpoint(directory: Path) -> dict:
+def load_checkpoint(directory: Path) -> CheckpointState:
     path = Path(directory) / STATE_FILE
     if not path.is_file():
         raise CheckpointError(f"checkpoint {Path(directory).name} cannot be resumed: {directory} has no {STATE_FILE}")
     with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return json.load(handle)
+        return CheckpointState.from_json(json.load(handle), Path(directory))

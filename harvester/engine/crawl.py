@@ -650,13 +650,10 @@ class CrawlController:
         # Queued URIs, the seen set, deferred outlinks and digests are in the store: with every head spilled
         # to it and no fetch in flight, a copy of the store and this JSON are one consistent state.
         frontier.spill_heads()
-        state = {
-            "job": self.config.job_name,
-            "stats": {**self.stats.to_json(), "elapsed_before_ms": self._elapsed_ms()},
-            "quotas": {key: [q.fetch_successes, q.all_bytes, q.retired_reason] for key, q in frontier.queues.items()},
-            "warc_serial": self.warc.serial if self.warc else 0,
-            "robots": self.robots_text, "dns": self.dns,
-        }
+        state = checkpoints.CheckpointState(
+            job=self.config.job_name, stats={**self.stats.to_json(), "elapsed_before_ms": self._elapsed_ms()},
+            quotas={key: (q.fetch_successes, q.all_bytes, q.retired_reason) for key, q in frontier.queues.items()},
+            warc_serial=self.warc.serial if self.warc else 0, robots=dict(self.robots_text), dns=dict(self.dns))
         checkpoints.save_checkpoint(self.job_dir / "checkpoints", name, state,
                                     lambda directory: self.store.backup(directory / STORE_FILE))
         self._write_reports()
@@ -670,18 +667,18 @@ class CrawlController:
         state = checkpoints.load_checkpoint(self.resume_from)
         frontier = self.frontier
         frontier.restore_queues()
-        for key, (successes, all_bytes, reason) in state["quotas"].items():
+        for key, (successes, all_bytes, reason) in state.quotas.items():
             queue = frontier.queue_for(key)
             queue.fetch_successes, queue.all_bytes, queue.retired_reason = successes, all_bytes, reason
-        self.stats = CrawlStats.from_json(state["stats"])
-        self.robots_text = dict(state["robots"])
+        self.stats = CrawlStats.from_json(state.stats)
+        self.robots_text = dict(state.robots)
         self.robots = {k: RobotsRules(v, self.config.user_agent) for k, v in self.robots_text.items()}
-        self.dns = dict(state["dns"])
+        self.dns = dict(state.dns)
         for seed in self.stats.seeds:
             self.scope.add_seed(seed)
         self.job_log.info("resumed from checkpoint %s: %d URIs queued, %d done", self.resume_from.name,
                           frontier.queued_count, self.store.count_state(DONE))
-        return int(state.get("warc_serial", 0))
+        return state.warc_serial
 
     def _report_input(self) -> ReportInput:
         frontier, now = self.frontier, time.monotonic()
