@@ -7,8 +7,10 @@ host, and one queue per host:port under the host-based queue policies."""
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import re
+import socket
 import subprocess
 import sys
 from base64 import b32encode
@@ -115,6 +117,9 @@ def test_warcinfo_has_heritrix_fields(engine_process: EngineProcess, test_site: 
     assert fields["isPartOf"] == "enginetest" and fields["robots"] == "obey"
     assert fields["description"] == "a test crawl" and fields["http-header-from"] == "crawl@netarkivet.example"
     assert fields["http-header-user-agent"].endswith("+http://netarkivet.example/)")
+    # The machine's own address: only an address of this machine can be bound to.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((str(ipaddress.ip_address(fields["ip"])), 0))
 
 
 def test_with_http11_only_chunked_records_fail_warcio_and_their_digest_is_dechunked(
