@@ -3,6 +3,9 @@ retries of network errors."""
 
 from __future__ import annotations
 
+import hashlib
+from base64 import b32encode
+
 from tests.engine.site import BIG_SIZE, STALL_SENT
 
 
@@ -31,6 +34,10 @@ def test_length_truncation(crawl, test_site):
     record = next(r for r in run.warc_records() if r[0] == "response" and r[1].endswith("/big.bin"))
     assert record[2].get_header("WARC-Truncated") == "length"
     assert len(record[3]) < BIG_SIZE
+    # The payload digest is over the payload as kept, the first maxLengthBytes bytes (Heritrix's lenTrunc).
+    whole = bytes(range(256)) * (BIG_SIZE // 256) + b"x" * (BIG_SIZE % 256)
+    kept = "sha1:" + b32encode(hashlib.sha1(whole[:100000]).digest()).decode("ascii")
+    assert record[2].get_header("WARC-Payload-Digest") == kept and line[9] == kept
 
 
 def test_malformed_response_is_recorded_as_received(crawl, test_site):
