@@ -21,7 +21,6 @@ import concurrent.futures
 import contextlib
 import logging
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -48,8 +47,8 @@ from harvester.engine.reports import (
     render_reports,
     write_reports,
 )
-from harvester.engine.robots import RobotsRules
 from harvester.engine.scope import Scope, canonical_url
+from harvester.engine.servercache import ServerCache
 from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, iso_seconds, progress_line
 from harvester.engine.urlstore import UrlStore
 from harvester.engine.warc import WarcFileWriter, sha1_digest
@@ -137,9 +136,7 @@ class CrawlController:
         self.warc: WarcFileWriter | None = None
         self.dedup: DedupIndex | None = None
         self.recorder: CaptureRecorder | None = None
-        self.dns: dict[str, str | None] = {}
-        self.robots: dict[str, RobotsRules] = {}
-        self.robots_text: dict[str, str | None] = {}
+        self.servers = ServerCache(self.hosts, config.user_agent)
         self.fetcher = Fetcher(RequestSettings(
             user_agent=config.user_agent, operator_from=config.operator_from, accept_headers=config.accept_headers,
             accept_compression=config.accept_compression, send_connection_close=config.send_connection_close,
@@ -470,13 +467,13 @@ class CrawlController:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         authority = f"{host}:{port}"
         now = time.monotonic()
-        if host not in self.dns:
+        servers = self.servers
+        if not servers.knows_host(host):
             if is_ip_address(host):
-                # Heritrix's CrawlHost takes an IP literal as its own address: no dns: lookup, no record.
-                self.dns[host] = host
+                servers.take_literal(host)
             else:
                 self._resolve(host, uri, thread, queue)
-        address = self.dns[host]
+        address = servers.address(host)
         if address is None:
             self._log_final(uri, DOMAIN_LOOKUP_FAILED, thread, [])
             return now
@@ -486,9 +483,9 @@ class CrawlController:
                 self._log_final(uri, QUOTA_BLOCKED, thread, [reason])
                 return now
         if config.robots_policy != "ignore" and not uri.is_prerequisite:
-            if authority not in self.robots:
+            if not servers.has_robots(authority):
                 await self._fetch_robots(queue, uri, host, port, authority, address, thread)
-            if not self.robots[authority].is_allowed(uri.url):
+            if not servers.is_allowed(authority, uri.url):
                 self.stats.host(host).robots_denied += 1
                 queue.robots_denials += 1
                 self._log_final(uri, ROBOTS_PRECLUDED, thread, [])
@@ -510,8 +507,7 @@ class CrawlController:
             return time.monotonic()
         self._record(queue, uri, result, thread)
         delay_ms = min(config.max_delay_ms, max(config.min_delay_ms, config.delay_factor * result.duration_ms))
-        robots = self.robots.get(authority)
-        crawl_delay = robots.crawl_delay() if robots else None
+        crawl_delay = self.servers.crawl_delay(authority)
         if crawl_delay:
             delay_ms = max(delay_ms, min(crawl_delay, config.respect_crawl_delay_up_to_seconds) * 1000)
         return time.monotonic() + delay_ms / 1000
@@ -526,13 +522,7 @@ class CrawlController:
 
     def _resolve(self, host: str, uri: CrawlUri, thread: int, queue) -> None:
         started = time.time()
-        address = self.hosts.get(host)
-        if address is None:
-            try:
-                address = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)[0][4][0]
-            except OSError:
-                address = None
-        self.dns[host] = address
+        address = self.servers.look_up(host)
         dns_uri = f"dns:{host}"
         if address is None:
             self.stats.note_unsuccessful(DNS_FAILED)
@@ -568,8 +558,9 @@ class CrawlController:
                 else:
                     self._log_final(robots_uri, result.status, thread, [], started=result.started)
             self.frontier.state[robots_url] = DONE
-            self.robots_text[authority] = text
-        self.robots[authority] = RobotsRules(self.robots_text.get(authority), self.config.user_agent)
+            self.servers.set_robots(authority, text)
+        else:
+            self.servers.use_known_robots(authority)
 
     # -- results --------------------------------------------------------------------------------------
     def _log_final(self, uri: CrawlUri, status: int, thread: int, annotations: list[str], started: float = 0,
@@ -653,7 +644,8 @@ class CrawlController:
         state = checkpoints.CheckpointState(
             job=self.config.job_name, stats={**self.stats.to_json(), "elapsed_before_ms": self._elapsed_ms()},
             quotas={key: (q.fetch_successes, q.all_bytes, q.retired_reason) for key, q in frontier.queues.items()},
-            warc_serial=self.warc.serial if self.warc else 0, robots=dict(self.robots_text), dns=dict(self.dns))
+            warc_serial=self.warc.serial if self.warc else 0, robots=dict(self.servers.robots_texts),
+            dns=dict(self.servers.addresses))
         checkpoints.save_checkpoint(self.job_dir / "checkpoints", name, state,
                                     lambda directory: self.store.backup(directory / STORE_FILE))
         self._write_reports()
@@ -671,9 +663,7 @@ class CrawlController:
             queue = frontier.queue_for(key)
             queue.fetch_successes, queue.all_bytes, queue.retired_reason = successes, all_bytes, reason
         self.stats = CrawlStats.from_json(state.stats)
-        self.robots_text = dict(state.robots)
-        self.robots = {k: RobotsRules(v, self.config.user_agent) for k, v in self.robots_text.items()}
-        self.dns = dict(state.dns)
+        self.servers.restore(state.dns, state.robots)
         for seed in self.stats.seeds:
             self.scope.add_seed(seed)
         self.job_log.info("resumed from checkpoint %s: %d URIs queued, %d done", self.resume_from.name,
