@@ -227,8 +227,7 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
         header_length = _header_end(spool)
         header_length = header_length if header_length >= 0 else spool.raw_length
         if result.status <= 0:
-            result.status = _parse_status_line(spool.head() if spool.header_length else
-                                               b"".join(spool.raw.read_range(0, 1024)))
+            result.status = _parse_status_line(b"".join(spool.raw.read_range(0, READ_SIZE)))
         if not spool.payload_length:
             spool.payload_from_raw(header_length, spool.raw_length - header_length)
         spool.header_length = header_length
