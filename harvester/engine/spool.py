@@ -15,7 +15,8 @@ from base64 import b32encode
 from collections.abc import Iterator
 from typing import BinaryIO
 
-# Responses up to this size stay in memory (most pages); larger ones continue in a temporary file.
+# Responses up to this size stay in memory (most pages); larger ones continue in a temporary file. The
+# size is Heritrix's default recorderInBufferBytes (CrawlController, 524288).
 IN_MEMORY_BYTES = 512 * 1024
 READ_SIZE = 65536
 
