@@ -13,10 +13,16 @@ with a list ``items`` (a 404 at first: reported missing, skipped). Printed: p50/
 the target p95 <= 200 ms; then, once each, overviews that read a whole table and a CSV export with the
 server's peak memory (flat while it streams). The database is dropped at the end (``--keep`` keeps it).
 
+``--database NAME`` loads into a database of that name once and keeps it: a later run with the same name
+and sizes finds the load marker (a comment on the database, written when the load committed), skips the
+load, brings the schema up to date (``harvestsuite db init``), rebuilds the summaries and measures. The
+load average is printed beside the figures: on a shared machine they mean little without it.
+
 Usage::
 
     python bench/webui.py                                                  # 2,000,000 / 100,000 / 10,000,000
     python bench/webui.py --domains 20000 --jobs 1000 --history 100000     # 1/100: a quick check
+    python bench/webui.py --database hs_bench_webui_full                   # load once, measure again later
 """
 
 from __future__ import annotations
@@ -89,6 +95,28 @@ def _timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def load_marker(domains: int, jobs: int, history: int) -> str:
+    return f"bench/webui.py load: domains={domains} jobs={jobs} history={history}"
+
+
+def loaded_marker(admin_url: str, name: str) -> str | None:
+    """The load marker of database ``name``; "" if it exists without one (a load that did not finish);
+    None if there is no such database."""
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            row = conn.execute(text("SELECT shobj_description(oid, 'pg_database') FROM pg_database "
+                                    "WHERE datname = :name"), {"name": name}).first()
+    finally:
+        admin.dispose()
+    return None if row is None else row[0] or ""
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f} ({os.cpu_count()} cores)"
+
+
 def build(url: str, domains: int, jobs: int, history: int) -> None:
     """Load the database with COPY; historyinfo row k is run k // domains of configuration k % domains + 1."""
     engine = open_engine(url)
@@ -158,6 +186,9 @@ def build(url: str, domains: int, jobs: int, history: int) -> None:
                               f"(SELECT max({column}) FROM {table}))"))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
+        name = make_url(url).database
+        marker = load_marker(domains, jobs, history).replace("'", "''")
+        conn.execute(text(f'COMMENT ON DATABASE "{name}" IS \'{marker}\''))
     engine.dispose()
     print(f"loaded {domains:,} domains, {runs * jobs_per_run:,} jobs in {HARVESTS} harvests, {history:,} "
           f"historyinfo rows in {time.monotonic() - started:.1f} s", flush=True)
@@ -319,8 +350,9 @@ def once(port: int, token: str, pid: int, path: str) -> None:
 
 
 def serve_and_measure(url: str, domains: int, requests: int, max_seconds: float, clients: int) -> bool:
-    harvestsuite(url, "users", "add", "bench", "--role", "admin", stdin=PASSWORD + "\n")
-    token = harvestsuite(url, "users", "token", "bench").strip()
+    user = f"bench-{secrets.token_hex(4)}"  # one per run: a reused database keeps the users of earlier runs
+    harvestsuite(url, "users", "add", user, "--role", "admin", stdin=PASSWORD + "\n")
+    token = harvestsuite(url, "users", "token", user).strip()
     port = free_port()
     log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"hs-bench-webui-{port}.log"
     rng = random.Random(20261123)
@@ -362,7 +394,8 @@ def serve_and_measure(url: str, domains: int, requests: int, max_seconds: float,
                 verdict = "met" if p95 <= TARGET_P95_MS else "MISSED"
                 print(f"{label}  {percentile(values, 0.50):8.1f} {p95:8.1f} {percentile(values, 0.99):8.1f} "
                       f"{len(values) / figures.seconds:7.1f}  {verdict} ({len(values)} answers, "
-                      f"mean {statistics.fmean(values):.1f} ms; one client alone: p50 {floor:.1f} ms)", flush=True)
+                      f"mean {statistics.fmean(values):.1f} ms; one client alone: p50 {floor:.1f} ms; "
+                      f"{load_average()})", flush=True)
                 if figures.failures:
                     all_good = False
                     print(f"    {len(figures.failures)} bad answers, e.g. {figures.failures[0]}", flush=True)
@@ -388,22 +421,37 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=CLIENTS, help="concurrent clients (threads)")
     parser.add_argument("--admin-url", default=ADMIN_URL)
     parser.add_argument("--keep", action="store_true", help="do not drop the benchmark database")
+    parser.add_argument("--database", metavar="NAME",
+                        help="load into this database once and keep it; reuse it when it holds these sizes")
     args = parser.parse_args()
 
-    print(f"machine: {os.cpu_count()} cores; PostgreSQL at {make_url(args.admin_url).host}", flush=True)
-    name = f"hs_bench_webui_{uuid.uuid4().hex[:8]}"
+    print(f"machine: {os.cpu_count()} cores; PostgreSQL at {make_url(args.admin_url).host}; {load_average()}",
+          flush=True)
+    name = args.database or f"hs_bench_webui_{uuid.uuid4().hex[:8]}"
+    wanted = load_marker(args.domains, args.jobs, args.history)
+    found = loaded_marker(args.admin_url, name) if args.database else None
+    if found is not None and found != wanted:
+        print(f"database {name!r} exists but does not hold a finished load of these sizes "
+              f"({found or 'no load marker: its load did not finish'}); drop it or name another", file=sys.stderr)
+        return 2
     admin = create_engine(args.admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    if found is None:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(args.admin_url).set(database=name).render_as_string(hide_password=False)
+    keep = args.keep or bool(args.database)
     try:
-        build(url, args.domains, args.jobs, args.history)
+        if found is None:
+            build(url, args.domains, args.jobs, args.history)
+        else:
+            print(f"reusing database {name!r} ({found}); bringing its schema up to date", flush=True)
+            print(harvestsuite(url, "db", "init").strip(), flush=True)
         started = time.monotonic()
         print(harvestsuite(url, "db", "rebuild-summaries").strip(),
               f"in {time.monotonic() - started:.1f} s", flush=True)
         all_good = serve_and_measure(url, args.domains, args.requests, args.max_seconds, args.clients)
     finally:
-        if args.keep:
+        if keep:
             print(f"database kept: {url}")
         else:
             with admin.connect() as conn:
