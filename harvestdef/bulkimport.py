@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from publicsuffixlist import PublicSuffixList
-from sqlalchemy import Connection, Engine, insert, select, text, update
+from sqlalchemy import Connection, Engine, insert, literal_column, select, text, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from harvestdef.bulkload import copy_rows, restore_constraints, set_aside_constraints, skip_foreign_key_checks
@@ -50,6 +50,7 @@ from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.domainnames import default_seeds, domain_of_url
 from harvestdef.errors import DatabaseError, DomainNameError, NotFoundError
+from harvestdef.repositories.definitioncounts import add_tld_counts, recheck_unused
 from harvestdef.repositories.domains import DomainDefaults
 from harvestdef.settings import Settings
 
@@ -360,9 +361,9 @@ class DomainImporter:
             conn.execute(statement, chunk)
         if not staged:
             return 0, 0, 0, exhausted
-        created = conn.execute(text(
-            "INSERT INTO domains (name, edition) SELECT n.name, 1 FROM import_names n "
-            "WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.name = n.name)")).rowcount
+        new_names = "import_names n WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.name = n.name)"
+        add_tld_counts(conn, select(literal_column("n.name").label("name")).select_from(text(new_names)), 1)
+        created = conn.execute(text(f"INSERT INTO domains (name, edition) SELECT n.name, 1 FROM {new_names}")).rowcount
         incomplete = self._collect_incomplete(conn, None)
         if incomplete:
             self._complete_incomplete(conn, template_id)
@@ -397,6 +398,7 @@ class DomainImporter:
                 restore = self._prepare_bulk(conn, template_id) if new and self._is_bulk(conn, new) else []
             if new:
                 self._insert_new(conn, template_id)
+                add_tld_counts(conn, select(literal_column("name")).select_from(text("import_new")), 1)
             if incomplete:
                 self._complete_incomplete(conn, template_id)
             created += new
@@ -505,6 +507,9 @@ class DomainImporter:
             "UPDATE domains SET defaultconfig = (SELECT c.config_id FROM configurations c "
             "                                    WHERE c.domain_id = domains.domain_id AND c.name = :config) "
             "WHERE defaultconfig IS NULL AND domain_id IN (SELECT domain_id FROM import_incomplete)"), names)
+        # a configuration that was there before may have just become its domain's default
+        recheck_unused(conn, select(literal_column("domain_id").label("domain_id"))
+                       .select_from(text("import_incomplete")))
 
     def _audit(self, conn: Connection, audit_id: int | None, path: Path, counts: ImportCounts) -> int:
         """Write (first batch) or update (later batches) the one audit_log row of this import."""

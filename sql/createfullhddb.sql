@@ -417,6 +417,28 @@ CREATE TABLE harvest_run_dedup_index (
 	PRIMARY KEY (harvest_id, harvest_num)
 );
 
+CREATE TABLE domain_tld_counts (
+	tld VARCHAR(300) NOT NULL, 
+	domains BIGINT NOT NULL, 
+	PRIMARY KEY (tld)
+);
+
+CREATE TABLE unused_configurations (
+	config_id BIGINT NOT NULL, 
+	domain_id BIGINT NOT NULL, 
+	PRIMARY KEY (config_id)
+);
+
+CREATE INDEX unused_configurations_domain ON unused_configurations (domain_id);
+
+CREATE TABLE unused_seedlists (
+	seedlist_id BIGINT NOT NULL, 
+	domain_id BIGINT NOT NULL, 
+	PRIMARY KEY (seedlist_id)
+);
+
+CREATE INDEX unused_seedlists_domain ON unused_seedlists (domain_id);
+
 CREATE SEQUENCE configurations_id_seq;
 
 CREATE TABLE configurations (
@@ -584,6 +606,8 @@ CREATE TABLE config_seedlists (
 	FOREIGN KEY(seedlist_id) REFERENCES seedlists (seedlist_id)
 );
 
+CREATE INDEX config_seedlists_seedlist ON config_seedlists (seedlist_id);
+
 CREATE TABLE config_passwords (
 	config_id BIGINT NOT NULL, 
 	password_id BIGINT NOT NULL, 
@@ -623,6 +647,8 @@ CREATE TABLE harvest_configs (
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id), 
 	FOREIGN KEY(config_id) REFERENCES configurations (config_id)
 );
+
+CREATE INDEX harvest_configs_config ON harvest_configs (config_id);
 
 CREATE TABLE jobs (
 	job_id BIGINT NOT NULL, 
@@ -759,6 +785,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0009_domain_trigram');
+INSERT INTO alembic_version (version_num) VALUES ('0010_definition_summaries');
 
 COMMIT;

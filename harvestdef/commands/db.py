@@ -55,14 +55,19 @@ def ddl() -> None:
 @db.command("rebuild-summaries")
 @pass_app
 def rebuild_summaries(app: AppContext) -> None:
-    """Compute the per-run and per-configuration history summaries again from historyinfo and jobs.
+    """Compute the summaries again: per harvest run and per configuration from historyinfo and jobs, and
+    the definitions' overviews (domains per TLD, unused configurations and seed lists) from the definitions.
 
-    Status intake keeps them up to date; this is for history written by other means (imports,
-    NetarchiveSuite data, benchmarks). One transaction: readers see the old summaries until it commits.
+    Status intake and the writers of definitions keep them up to date; this is for rows written by other
+    means (imports, NetarchiveSuite data, benchmarks). One transaction: readers see the old summaries
+    until it commits.
     """
     from harvestdef.db.engine import write_transaction
+    from harvestdef.repositories.definitioncounts import rebuild_definition_counts
     from harvestdef.repositories.history import rebuild_summaries as rebuild
 
     with write_transaction(app.engine()) as conn:
         runs, configurations = rebuild(conn, progress=lambda n: click.echo(f"  {n:,} configurations", err=True))
-    click.echo(f"summaries rebuilt: {runs} harvest runs, {configurations} domain configurations")
+        tlds, unused_configurations, unused_seedlists = rebuild_definition_counts(conn)
+    click.echo(f"summaries rebuilt: {runs} harvest runs, {configurations} domain configurations; {tlds} TLDs, "
+               f"{unused_configurations} unused configurations, {unused_seedlists} unused seed lists")

@@ -194,6 +194,8 @@ config_seedlists = Table(
     Column("seedlist_id", BigInteger, ForeignKey("seedlists.seedlist_id"), nullable=False),
     PrimaryKeyConstraint("config_id", "seedlist_id"),
 )
+# ours: whether a seed list is used is a lookup by seed list (harvestdef/repositories/definitioncounts.py)
+Index("config_seedlists_seedlist", config_seedlists.c.seedlist_id)
 
 passwords = Table(
     "passwords", metadata,
@@ -324,6 +326,8 @@ harvest_configs = Table(
     Column("config_id", BigInteger, ForeignKey("configurations.config_id"), nullable=False),
     PrimaryKeyConstraint("harvest_id", "config_id"),
 )
+# ours: whether a configuration is used is a lookup by configuration (harvestdef/repositories/definitioncounts.py)
+Index("harvest_configs_config", harvest_configs.c.config_id)
 
 # ---------------------------------------------------------------- jobs
 jobs = Table(
@@ -681,3 +685,28 @@ api_tokens = Table(
     Column("last_used", UTCDateTime),
     Column("revoked", Boolean, nullable=False, server_default=text("false")),
 )
+
+# Domains per top-level domain (the "Domains per TLD" overview), kept in the transaction that creates or
+# deletes domains (harvestdef/repositories/definitioncounts.py), so the overview reads a few thousand rows
+# instead of grouping 2,000,000 names. IP-address domains count under one pseudo-TLD.
+domain_tld_counts = Table(
+    "domain_tld_counts", metadata,
+    Column("tld", String(300), primary_key=True),
+    Column("domains", BigInteger, nullable=False),
+)
+
+# The configurations and seed lists nothing uses (reference §7's overviews), kept in the transaction that
+# changes a domain's configurations, seed lists or default, or a harvest's configurations: the overviews
+# page through these by key instead of testing every configuration of 2,000,000 domains.
+unused_configurations = Table(
+    "unused_configurations", metadata,
+    Column("config_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("domain_id", BigInteger, nullable=False),
+)
+Index("unused_configurations_domain", unused_configurations.c.domain_id)
+unused_seedlists = Table(
+    "unused_seedlists", metadata,
+    Column("seedlist_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("domain_id", BigInteger, nullable=False),
+)
+Index("unused_seedlists_domain", unused_seedlists.c.domain_id)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, delete, exists, func, insert, or_, select, update
+from sqlalchemy import Connection, delete, exists, func, insert, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.errors import NotFoundError, ValidationError
@@ -25,6 +25,7 @@ from harvestdef.repositories.base import (
     translate_errors,
     update_with_edition,
 )
+from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
 
 _config_select = (
@@ -43,14 +44,6 @@ class UnusedConfiguration:
     domain: str
     name: str
     template: str
-
-
-def _is_unused() -> ColumnElement[bool]:
-    """No harvest definition names the configuration, and it is not the default, which snapshot harvests
-    use: deleting it or cleaning it up changes no harvest."""
-    c, d = s.configurations, s.domains
-    return (~exists().where(s.harvest_configs.c.config_id == c.c.config_id)) & or_(
-        d.c.defaultconfig.is_(None), d.c.defaultconfig != c.c.config_id)
 
 
 def check_limit(what: str, value: int | None) -> None:
@@ -97,20 +90,21 @@ class ConfigurationRepository:
 
     def unused(self, after: int | None, size: int) -> list[UnusedConfiguration]:
         """Up to ``size`` unused configurations after the id ``after``, oldest first (a keyset page on the
-        primary key: a walk over millions of configurations never repeats or skips one)."""
-        c, d, t = s.configurations, s.domains, s.ordertemplates
+        primary key of unused_configurations, which the writers keep: a walk over millions of
+        configurations never repeats or skips one, and never tests the used ones)."""
+        u, c, d, t = s.unused_configurations, s.configurations, s.domains, s.ordertemplates
         stmt = (select(c.c.config_id, d.c.name.label("domain"), c.c.name, t.c.name.label("template"))
+                .select_from(u).join(c, c.c.config_id == u.c.config_id)
                 .join(d, d.c.domain_id == c.c.domain_id).join(t, t.c.template_id == c.c.template_id)
-                .where(_is_unused()).order_by(c.c.config_id).limit(size))
+                .order_by(u.c.config_id).limit(size))
         if after is not None:
-            stmt = stmt.where(c.c.config_id > after)
+            stmt = stmt.where(u.c.config_id > after)
         return [UnusedConfiguration(row.config_id, row.domain, row.name, row.template)
                 for row in self.conn.execute(stmt)]
 
     def count_unused(self) -> int:
-        c, d = s.configurations, s.domains
-        return self.conn.scalar(select(func.count()).select_from(c.join(d, d.c.domain_id == c.c.domain_id))
-                                .where(_is_unused())) or 0
+        """How many configurations nothing uses: a count of unused_configurations' keys, not of all."""
+        return self.conn.scalar(select(func.count()).select_from(s.unused_configurations)) or 0
 
     def default_of(self, domain: str) -> DomainConfiguration:
         owner = self.domains.get(domain)
@@ -172,6 +166,7 @@ class ConfigurationRepository:
         self._set_seedlists(config_id, seedlist_ids)
         record_audit(self.conn, self.actor, "configurations", config_id, "insert", None,
                      self._audit_row(config_id))
+        recheck_unused(self.conn, [owner.domain_id])
         return self.get_by_id(config_id)
 
     def _audit_row(self, config_id: int) -> dict[str, Any] | None:
@@ -212,6 +207,7 @@ class ConfigurationRepository:
             self._set_seedlists(current.config_id, seedlist_ids)
         record_audit(self.conn, self.actor, "configurations", current.config_id, "update", before,
                      self._audit_row(current.config_id))
+        recheck_unused(self.conn, [current.domain_id])
         return self.get_by_id(current.config_id)
 
     def set_default(self, domain: str, name: str, domain_edition: int) -> DomainConfiguration:
@@ -219,6 +215,7 @@ class ConfigurationRepository:
         current = self.get(domain, name)
         update_with_edition(self.conn, self.actor, s.domains, "domain_id", current.domain_id, domain_edition,
                             {"defaultconfig": current.config_id}, "domain")
+        recheck_unused(self.conn, [current.domain_id])
         return self.get_by_id(current.config_id)
 
     def delete(self, domain: str, name: str, domain_edition: int) -> None:
@@ -239,3 +236,4 @@ class ConfigurationRepository:
         self.conn.execute(delete(s.config_passwords).where(s.config_passwords.c.config_id == current.config_id))
         self.conn.execute(delete(s.configurations).where(s.configurations.c.config_id == current.config_id))
         record_audit(self.conn, self.actor, "configurations", current.config_id, "delete", before, None)
+        recheck_unused(self.conn, [current.domain_id])

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Select, and_, case, delete, exists, func, insert, or_, select, update
+from sqlalchemy import Connection, Select, and_, delete, exists, func, insert, or_, select, update
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.domainnames import (
     default_seeds,
@@ -47,11 +46,11 @@ from harvestdef.repositories.base import (
     translate_errors,
     update_with_edition,
 )
+from harvestdef.repositories.definitioncounts import add_tld_counts, tld_totals
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
 
 # The TLD that domains named by an IPv4 or IPv6 address are counted under.
-IP_ADDRESS_TLD = "(IP address)"
 # Rows fetched per round trip when streaming domains (server-side cursor on PostgreSQL).
 STREAM_BATCH = 1000
 
@@ -275,6 +274,7 @@ class DomainRepository:
             self.conn.execute(insert(s.config_seedlists).values(config_id=config_id, seedlist_id=seedlist_id))
             self.conn.execute(update(s.domains).where(s.domains.c.domain_id == domain_id).values(
                 defaultconfig=config_id))
+        add_tld_counts(self.conn, select(s.domains.c.name).where(s.domains.c.domain_id == domain_id), 1)
         for table, key_column, key in ((s.domains, "domain_id", domain_id),
                                        (s.seedlists, "seedlist_id", seedlist_id),
                                        (s.configurations, "config_id", config_id)):
@@ -389,6 +389,9 @@ class DomainRepository:
         before = fetch_row(self.conn, d, "domain_id", key)
         if before is None or before["edition"] != expected_edition:
             raise StaleEditionError("domain", key, expected_edition, None if before is None else before["edition"])
+        add_tld_counts(self.conn, select(d.c.name).where(d.c.domain_id == key), -1)
+        for unused in (s.unused_configurations, s.unused_seedlists):
+            self.conn.execute(delete(unused).where(unused.c.domain_id == key))
         self.conn.execute(update(d).where(d.c.domain_id == key).values(defaultconfig=None))
         configs = select(c.c.config_id).where(c.c.domain_id == key)
         for table, column in ((s.config_seedlists, s.config_seedlists.c.config_id),
@@ -478,27 +481,23 @@ class DomainRepository:
     def tld_counts(self, after: str | None = None, limit: int | None = None) -> list[tuple[str, int]]:
         """Domains per top-level domain, by TLD (the GUI's "Domains per TLD"); ``after``/``limit`` page it.
 
-        Domains named by an IP address count under IP_ADDRESS_TLD, not under their last octet. The
-        database groups and counts (one pass over the names, nothing held here but the result: a few
-        thousand TLDs at most).
+        Domains named by an IP address count under IP_ADDRESS_TLD. Read from domain_tld_counts, which the
+        writers of domains keep (harvestdef/repositories/definitioncounts.py): a key range, not a pass
+        over the names.
         """
-        name = s.domains.c.name
-        if is_postgresql(self.conn.engine):
-            label: Any = func.split_part(name, ".", -1)  # PostgreSQL 14 and later; a regex took 8 times longer
-        else:  # SQLite has no split from the end: cut what rtrim leaves up to the last dot
-            label = func.substr(name, func.length(func.rtrim(name, func.replace(name, ".", ""))) + 1)
-        labels = select(label.label("label"), func.count().label("domains")).group_by(label).subquery()
-        # only the grouped labels are tested for IP addresses (an IPv4's is its last octet, an IPv6 has no
-        # dot), not every name: real TLDs are never all digits
-        ip = or_(labels.c.label.regexp_match("^[0-9]+$"), labels.c.label.contains(":"))
-        tld = case((ip, IP_ADDRESS_TLD), else_=labels.c.label).label("tld")
-        grouped = select(tld, func.sum(labels.c.domains).label("domains")).group_by(tld).subquery()
-        stmt = select(grouped.c.tld, grouped.c.domains).order_by(grouped.c.tld)
+        t = s.domain_tld_counts
+        stmt = select(t.c.tld, t.c.domains).order_by(t.c.tld)
         if after is not None:
-            stmt = stmt.where(grouped.c.tld > after)
+            stmt = stmt.where(t.c.tld > after)
         if limit is not None:
             stmt = stmt.limit(limit)
         return [(row.tld, int(row.domains)) for row in self.conn.execute(stmt)]
+
+    def count_tlds_from_names(self) -> list[tuple[str, int]]:
+        """Domains per TLD counted from the names themselves (one pass over all domains): the reference
+        the summary is checked against."""
+        return [(row.tld, int(row.domains)) for row in self.conn.execute(
+            tld_totals(self.conn, select(s.domains.c.name)).order_by("tld"))]
 
 
 def punycode_name(domain: Domain) -> str:

@@ -45,6 +45,7 @@ from harvestdef.repositories.base import (
 )
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.configurations import ConfigurationRepository, check_limit
+from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainDefaults, DomainRepository
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.repositories.seedlists import MAX_REPORTED_SEEDS, SeedListRepository, normalize_seeds
@@ -338,14 +339,18 @@ class HarvestRepository:
 
     # ------------------------------------------------------------ configurations of a selective harvest
     def _add_config_ids(self, harvest_id: int, config_ids: Iterable[int]) -> None:
+        config_ids = list(dict.fromkeys(config_ids))
         present = set(self.conn.scalars(select(s.harvest_configs.c.config_id).where(
             s.harvest_configs.c.harvest_id == harvest_id)))
-        for config_id in dict.fromkeys(config_ids):
+        for config_id in config_ids:
             if config_id in present:
                 continue
             self.conn.execute(insert(s.harvest_configs).values(harvest_id=harvest_id, config_id=config_id))
             record_audit(self.conn, self.actor, "harvest_configs", f"{harvest_id}:{config_id}", "insert", None,
                          {"harvest_id": harvest_id, "config_id": config_id})
+        # a configuration a harvest names is used from now on
+        self.conn.execute(delete(s.unused_configurations).where(
+            s.unused_configurations.c.config_id.in_(config_ids)))
 
     def add_configurations(self, name: str, configurations: Iterable[tuple[str, str | None]],
                            expected_edition: int) -> SelectiveHarvest:
@@ -372,6 +377,7 @@ class HarvestRepository:
             raise NotFoundError("configuration of harvest definition", f"{name}: {domain}/{config_name}")
         record_audit(self.conn, self.actor, "harvest_configs", f"{current.harvest_id}:{config.config_id}", "delete",
                      {"harvest_id": current.harvest_id, "config_id": config.config_id}, None)
+        recheck_unused(self.conn, [config.domain_id])
         return self.get_selective(name)
 
     # ------------------------------------------------------------ event harvests

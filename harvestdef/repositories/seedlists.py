@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, exists, func, insert, select
+from sqlalchemy import Connection, func, insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.domainnames import host_of_url
@@ -26,6 +26,7 @@ from harvestdef.repositories.base import (
     record_audit,
     translate_errors,
 )
+from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
 from harvestdef.seeds import seed_of_line
 from harvestdef.settings import Settings
@@ -73,10 +74,6 @@ def normalize_seeds(seeds: str | Iterable[str], valid_seed_regex: str = r"^.*$")
     return tuple(kept)
 
 
-def _is_unused() -> Any:
-    return ~exists().where(s.config_seedlists.c.seedlist_id == s.seedlists.c.seedlist_id)
-
-
 def _to_seedlist(row: Any) -> SeedList:
     return SeedList(seedlist_id=row.seedlist_id, name=row.name, comments=row.comments or "",
                     domain_id=row.domain_id, seeds=tuple(line for line in row.seeds.splitlines() if line))
@@ -109,17 +106,18 @@ class SeedListRepository:
 
     def unused(self, after: int | None, size: int) -> list[UnusedSeedList]:
         """Up to ``size`` seed lists no configuration uses, after the id ``after``, oldest first (a keyset
-        page on the primary key)."""
-        sl, d = s.seedlists, s.domains
+        page on the primary key of unused_seedlists, which the writers keep)."""
+        u, sl, d = s.unused_seedlists, s.seedlists, s.domains
         stmt = (select(sl.c.seedlist_id, d.c.name.label("domain"), sl.c.name)
-                .join(d, d.c.domain_id == sl.c.domain_id).where(_is_unused())
-                .order_by(sl.c.seedlist_id).limit(size))
+                .select_from(u).join(sl, sl.c.seedlist_id == u.c.seedlist_id)
+                .join(d, d.c.domain_id == sl.c.domain_id).order_by(u.c.seedlist_id).limit(size))
         if after is not None:
-            stmt = stmt.where(sl.c.seedlist_id > after)
+            stmt = stmt.where(u.c.seedlist_id > after)
         return [UnusedSeedList(row.seedlist_id, row.domain, row.name) for row in self.conn.execute(stmt)]
 
     def count_unused(self) -> int:
-        return self.conn.scalar(select(func.count()).select_from(s.seedlists).where(_is_unused())) or 0
+        """How many seed lists nothing uses: a count of unused_seedlists' keys, not of all seed lists."""
+        return self.conn.scalar(select(func.count()).select_from(s.unused_seedlists)) or 0
 
     def list_for_domain(self, domain: str) -> list[SeedList]:
         domain_id = self.domains.get(domain).domain_id
@@ -141,6 +139,7 @@ class SeedListRepository:
                 seeds="\n".join(normalized))).inserted_primary_key[0]
         record_audit(self.conn, self.actor, "seedlists", seedlist_id, "insert", None,
                      fetch_row(self.conn, s.seedlists, "seedlist_id", seedlist_id))
+        recheck_unused(self.conn, [owner.domain_id])
         return self.get_by_id(seedlist_id)
 
     def update(self, domain: str, name: str, domain_edition: int, seeds: str | Iterable[str] | None = None,

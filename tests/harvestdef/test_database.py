@@ -175,7 +175,7 @@ def test_upgrade_from_0008_adds_the_trigram_indexes_on_postgresql_only(database_
         with engine.begin() as conn:
             command.upgrade(alembic_config(conn), "0008_job_dispatch_index")
             conn.execute(text("INSERT INTO domains (name, comments, edition) VALUES ('kb.dk', 'Bibliotek', 1)"))
-        assert upgrade_database(engine).done == "upgraded 0008_job_dispatch_index -> 0009_domain_trigram"
+        assert upgrade_database(engine).done == "upgraded 0008_job_dispatch_index -> " + head_revision()
         with engine.connect() as conn:
             indexes = {i["name"] for i in inspect(conn).get_indexes("domains")}
             assert compare_metadata(MigrationContext.configure(conn, opts=s.compare_options()), s.metadata) == []

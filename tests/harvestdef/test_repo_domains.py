@@ -13,7 +13,8 @@ from harvestdef.db import schema as s
 from harvestdef.errors import ConflictError, DomainNameError, NotFoundError, StaleEditionError, ValidationError
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
-from harvestdef.repositories.domains import IP_ADDRESS_TLD, DomainDefaults, DomainRepository
+from harvestdef.repositories.definitioncounts import IP_ADDRESS_TLD
+from harvestdef.repositories.domains import DomainDefaults, DomainRepository
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.seedlists import SeedListRepository
 from harvestdef.traps import CrawlerTrapError
