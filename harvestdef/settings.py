@@ -274,6 +274,10 @@ class WebuiSettings:
     host: str = setting("harvestsuite.webui.host", "127.0.0.1", "address the web UI listens on")
     port: int = setting("harvestsuite.webui.port", 8080, "port the web UI listens on")
     threads: int = setting("harvestsuite.webui.threads", 16, "requests the web UI serves at once")
+    tokenCacheSeconds: int = setting("harvestsuite.webui.tokenCacheSeconds", 10,
+                                     "seconds an API token found valid is trusted without asking the database "
+                                     "again (a revoked token is refused at the latest this long after; 0 = "
+                                     "ask on every request)")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from werkzeug.wrappers import Response
 
 from harvestdef.model.definitions import Role, User
 from harvestdef.repositories.users import UserRepository
-from webui.context import current_user, database
+from webui.context import current_user, database, token_cache
 
 blueprint = Blueprint("auth", __name__, template_folder="templates")
 
@@ -91,13 +91,17 @@ def is_api_request() -> bool:
     return request.path.startswith(API_PREFIX)
 
 
+def _user_for_token(token: str) -> User | None:
+    with database().begin() as conn:
+        return UserRepository(conn).user_for_token(token)
+
+
 def _load_user() -> Response | None:
     g.user = None
     g.by_token = False
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer "):
-        with database().begin() as conn:
-            g.user = UserRepository(conn).user_for_token(header[len("Bearer "):].strip())
+        g.user = token_cache().user_for(header[len("Bearer "):].strip(), _user_for_token)
         if g.user is None:
             raise AuthError(401, "the API token is unknown or revoked")
         g.by_token = True

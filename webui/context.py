@@ -6,7 +6,7 @@ its own connection or transaction with ``database()`` and closes it where it ope
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flask import Flask, current_app, g
 from sqlalchemy import Engine
@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 from harvestdef.db.engine import engine_from_settings
 from harvestdef.model.definitions import User
 from harvestdef.settings import Settings
+from webui.tokencache import TokenCache
 
 EXTENSION = "harvestsuite"
 
@@ -22,6 +23,10 @@ EXTENSION = "harvestsuite"
 class WebuiContext:
     settings: Settings
     engine: Engine
+    tokens: TokenCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tokens = TokenCache(self.settings.webui.tokenCacheSeconds)
 
     @classmethod
     def attach(cls, app: Flask, settings: Settings, engine: Engine | None) -> WebuiContext:
@@ -32,6 +37,11 @@ class WebuiContext:
 
 def webui_context() -> WebuiContext:
     return current_app.extensions[EXTENSION]
+
+
+def token_cache() -> TokenCache:
+    """The API tokens this app found valid lately (webui/tokencache.py)."""
+    return webui_context().tokens
 
 
 def database() -> Engine:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from sqlalchemy import update
+
+from harvestdef.db import schema as s
+from harvestdef.settings import load_settings
 from tests.webui.conftest import PASSWORD, csrf_of
+from webui import create_app
+from webui.context import token_cache
 
 
 def test_every_page_needs_a_login(app):
@@ -72,3 +78,37 @@ def test_users_and_tokens_from_the_command_line(tmp_path):
     refused = subprocess.run([*base, "users", "add", "x", "--role", "emperor"], input="pw\n", capture_output=True,
                              text=True)
     assert refused.returncode != 0 and "emperor" in refused.stderr
+
+
+def test_a_revoked_token_is_refused_once_the_token_cache_forgets_it(app, tokens, webui_engine):
+    """A token found valid is trusted for tokenCacheSeconds (10 by default), then asked about again."""
+    clock = [1000.0]
+    cache = token_cache_of(app)
+    cache.clock = lambda: clock[0]
+    headers = {"Authorization": f"Bearer {tokens['operator']}"}
+    client = app.test_client()
+    assert client.get("/api/v1/harvesters", headers=headers).status_code == 200
+    with webui_engine.begin() as conn:
+        conn.execute(update(s.api_tokens).values(revoked=True))
+    clock[0] += cache.seconds - 1
+    assert client.get("/api/v1/harvesters", headers=headers).status_code == 200
+    clock[0] += 2
+    refused = client.get("/api/v1/harvesters", headers=headers)
+    assert refused.status_code == 401 and "unknown or revoked" in refused.get_json()["error"]["message"]
+
+
+def test_with_no_token_cache_a_revoked_token_is_refused_at_once(webui_engine, tokens, tmp_path):
+    settings = load_settings(environ={}, overrides={"harvestsuite.webui.secretKey": "test-secret",
+                                                    "harvestsuite.webui.tokenCacheSeconds": 0,
+                                                    "harvestsuite.archive.root": str(tmp_path / "archive")})
+    client = create_app(settings, webui_engine, {"TESTING": True}).test_client()
+    headers = {"Authorization": f"Bearer {tokens['operator']}"}
+    assert client.get("/api/v1/harvesters", headers=headers).status_code == 200
+    with webui_engine.begin() as conn:
+        conn.execute(update(s.api_tokens).values(revoked=True))
+    assert client.get("/api/v1/harvesters", headers=headers).status_code == 401
+
+
+def token_cache_of(app):
+    with app.app_context():
+        return token_cache()
