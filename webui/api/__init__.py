@@ -13,6 +13,7 @@ from werkzeug.exceptions import HTTPException
 
 from webui.api import errors
 from webui.api.core import blueprint
+from webui.api.parameters import declared
 from webui.auth import PERMISSIONS, is_api_request
 
 _PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -20,7 +21,7 @@ _PARAMETER = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 @blueprint.route("/openapi.json")
 def openapi() -> Any:
-    """This description: every route of the API with its methods and summary."""
+    """This description: every route of the API with its methods, summary, path and query parameters."""
     paths: dict[str, dict[str, Any]] = {}
     prefix = blueprint.url_prefix or ""
     for rule in current_app.url_map.iter_rules():
@@ -33,7 +34,7 @@ def openapi() -> Any:
             paths.setdefault(path, {})[method.lower()] = {
                 "summary": summary, "operationId": f"{rule.endpoint}.{method.lower()}",
                 "parameters": [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-                               for name in rule.arguments],
+                               for name in rule.arguments] + [parameter.describe() for parameter in declared(view)],
                 "security": [{"bearer": []}, {"session": []}],
                 **_permission_of(view)}
     return jsonify({

@@ -18,13 +18,21 @@ from typing import Any, TypeVar
 from flask import Blueprint, request
 
 from harvestdef.errors import NotFoundError
+from harvestdef.repositories.domains import SEARCH_FIELDS
 from webui.api.errors import ApiError
+from webui.api.parameters import QueryParameter, query
 from webui.context import settings
 
 blueprint = Blueprint("api", __name__, url_prefix="/api/v1")
 
 _T = TypeVar("_T")
 MAX_LIMIT = 1000
+LIMIT = QueryParameter("limit", "integer", f"items per page, 1 to {MAX_LIMIT} (default: the pageSize setting)")
+AFTER = QueryParameter("after", "string", "the previous page's cursor (its \"next\"): the page after it")
+PAGED = (LIMIT, AFTER)
+SEARCH_QUERY = QueryParameter("q", "string", "domain names to find: * matches any text (kultur*, *.gov.uk); in "
+                                             "crawler traps or comments, text they contain")
+SEARCH_FIELD = QueryParameter("field", "string", "where q is searched (default: name)", enum=SEARCH_FIELDS)
 
 
 def body() -> dict[str, Any]:
@@ -76,7 +84,7 @@ def decode_cursor(cursor: str | None) -> list[Any] | None:
 
 def limit() -> int:
     """``?limit=`` (default: the pageSize setting), 1 to MAX_LIMIT."""
-    text = request.args.get("limit")
+    text = query("limit")
     if text is None:
         return settings().webui.pageSize
     try:
@@ -116,7 +124,7 @@ def input_named(name: str) -> Iterator[None]:
 
 def name_after() -> str | None:
     """The name of ``?after=`` in lists keyed by name (schedules, templates, harvests)."""
-    key = decode_cursor(request.args.get("after"))
+    key = decode_cursor(query("after"))
     if key is None:
         return None
     if len(key) != 1 or not isinstance(key[0], str):

@@ -11,13 +11,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from flask import Response, request
+from flask import Response
 
 from harvestdef.errors import TemplateError
 from harvestdef.model.definitions import CrawlTemplate
 from harvestdef.repositories.templates import TemplateRepository
-from webui.api.core import blueprint, body, edition, field, jsonable, limit, name_after, page
+from webui.api.core import PAGED, blueprint, body, edition, field, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
+from webui.api.parameters import QueryParameter, query, takes
 from webui.auth import ADMIN, READ, require
 from webui.context import actor, database
 
@@ -41,6 +42,7 @@ def template_input() -> Iterator[None]:
 
 
 @blueprint.get("/templates")
+@takes(*PAGED)
 @require(READ)
 def list_templates() -> Any:
     """Crawl templates by name (without their XML)."""
@@ -64,12 +66,13 @@ def create_template() -> Any:
 
 
 @blueprint.get("/templates/<name>")
+@takes(QueryParameter("format", "string", "cxml: the template's XML alone, as a download", enum=("cxml",)))
 @require(READ)
 def get_template(name: str) -> Any:
     """One crawl template with its XML (``?format=cxml``: the XML alone, as a download)."""
     with database().connect() as conn:
         template = TemplateRepository(conn).get(name)
-    if request.args.get("format") == "cxml":
+    if query("format") == "cxml":
         return Response(template.orderxml, mimetype="application/xml", headers={
             "Content-Disposition": f'attachment; filename="{template.name}.cxml"'})
     return template_json(template, with_cxml=True)

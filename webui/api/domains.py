@@ -10,15 +10,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
-
 from harvestdef.domainnames import to_punycode
 from harvestdef.model.definitions import Domain, DomainConfiguration, SeedList
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import DomainRepository, ListedDomain
 from harvestdef.repositories.seedlists import SeedListRepository
-from webui.api.core import blueprint, body, decode_cursor, edition, field, jsonable, limit, page
+from webui.api.core import (
+    PAGED,
+    SEARCH_FIELD,
+    SEARCH_QUERY,
+    blueprint,
+    body,
+    decode_cursor,
+    edition,
+    field,
+    jsonable,
+    limit,
+    page,
+)
 from webui.api.errors import ApiError
+from webui.api.parameters import query, takes
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 
@@ -54,15 +65,18 @@ def _listed(item: ListedDomain) -> dict[str, Any]:
 
 
 @blueprint.route("/domains", methods=["GET"])
+@takes(SEARCH_QUERY, SEARCH_FIELD, *PAGED)
 @require(READ)
 def list_domains() -> Any:
     """Domains by name: ``?q=`` a name with * wildcards, ``?field=`` name, crawlertraps or comments."""
-    cursor = decode_cursor(request.args.get("after"))
+    where = query("field", "name") or "name"
+    if where not in SEARCH_FIELD.enum:
+        raise ApiError("invalid", f"field must be one of {', '.join(SEARCH_FIELD.enum)}, not {where!r}", "field")
+    cursor = decode_cursor(query("after"))
     after = str(cursor[0]) if cursor else None
     size = limit()
     with database().connect() as conn:
-        rows = _repository(conn).search_page(request.args.get("q", ""), after, size + 1,
-                                             request.args.get("field", "name"))
+        rows = _repository(conn).search_page(query("q", "") or "", after, size + 1, where)
     return page(rows, size, lambda item: [item.domain.name], _listed)
 
 

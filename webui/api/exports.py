@@ -14,17 +14,18 @@ import io
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from flask import Response, request
+from flask import Response
 from sqlalchemy import Connection, Engine, select
 
 from harvestdef.db import schema as s
 from harvestdef.domainnames import to_punycode
 from harvestdef.model.status import StopReason
 from harvestdef.repositories.domains import SEARCH_FIELDS, DomainDefaults, DomainRepository
-from webui.api.core import blueprint, jsonable
+from webui.api.core import SEARCH_FIELD, SEARCH_QUERY, blueprint, jsonable
 from webui.api.errors import ApiError
 from webui.api.history import STOP_COLUMNS, harvest_id_of, render_run
-from webui.api.jobs import find_jobs, job_filters, render_job_row
+from webui.api.jobs import JOB_FILTERS, find_jobs, job_filters, render_job_row
+from webui.api.parameters import query, takes
 from webui.auth import EXPORT, require
 from webui.context import database, settings
 
@@ -131,22 +132,24 @@ def harvest_statistics_csv(name: str) -> Response:
 
 # ---------------------------------------------------------------- routes
 @blueprint.get("/export/domains.csv")
+@takes(SEARCH_QUERY, SEARCH_FIELD)
 @require(EXPORT)
 def export_domains() -> Any:
     """Domains matching ?q= (* wildcards) in ?field= (name, crawlertraps or comments) as CSV, by name."""
-    where = request.args.get("field", "name")
+    where = query("field", "name") or "name"
     if where not in SEARCH_FIELDS:
         raise ApiError("invalid", f"field must be one of {', '.join(SEARCH_FIELDS)}, not {where!r}", "field")
     return csv_response(csv_lines(DOMAIN_COLUMNS, domain_rows(database(), DomainDefaults.from_settings(settings()),
-                                                          request.args.get("q", ""), where)),
+                                                          query("q", "") or "", where)),
                         "domains.csv")
 
 
 @blueprint.get("/export/jobs.csv")
+@takes(*JOB_FILTERS)
 @require(EXPORT)
 def export_jobs() -> Any:
     """Jobs as CSV, newest first, with the job list's filters (harvest, status, from_id, to_id, since, until)."""
-    filters = job_filters(request.args)
+    filters = job_filters(query, paged=False)
     if filters["harvest"] is not None:
         with database().connect() as conn:
             find_jobs(conn, 0, **filters)  # an unknown harvest is a 404 now, not a broken file later

@@ -16,8 +16,9 @@ from harvestdef.model.definitions import HarvestDefinition, HarvestKind, Snapsho
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.schedules import ScheduleRepository
-from webui.api.core import blueprint, body, edition, field, input_named, jsonable, limit, name_after, page
+from webui.api.core import PAGED, blueprint, body, edition, field, input_named, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
+from webui.api.parameters import QueryParameter, query, takes
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 
@@ -115,11 +116,13 @@ def create_harvest_from(conn: Any, data: dict[str, Any]) -> HarvestDefinition:
 
 
 @blueprint.get("/harvests")
+@takes(QueryParameter("type", "string", "only harvest definitions of this kind", enum=("selective", "snapshot")),
+       *PAGED)
 @require(READ)
 def list_harvests() -> Any:
     """Harvest definitions by name (``?type=selective|snapshot``), each with why it waits or was deactivated."""
     size = limit()
-    kind_text = request.args.get("type")
+    kind_text = query("type")
     try:
         kind = HarvestKind(kind_text) if kind_text else None
     except ValueError:

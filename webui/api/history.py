@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
 from sqlalchemy import Connection, Row, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import StopReason
-from webui.api.core import blueprint, decode_cursor, jsonable, limit, page
+from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
+from webui.api.parameters import query, takes
 from webui.auth import READ, require
 from webui.context import database
 
@@ -26,7 +26,7 @@ LARGEST_DOMAINS = 10
 
 
 def _int_cursor(field: str = "after") -> int | None:
-    cursor = decode_cursor(request.args.get(field))
+    cursor = decode_cursor(query(field))
     if cursor is None:
         return None
     if len(cursor) != 1 or not isinstance(cursor[0], int):
@@ -102,6 +102,7 @@ def largest_domains(conn: Connection, harvest_id: int, count: int = LARGEST_DOMA
 
 # ---------------------------------------------------------------- routes
 @blueprint.get("/domains/<name>/history")
+@takes(*PAGED)
 @require(READ)
 def get_domain_history(name: str) -> Any:
     """The domain's harvest history (historyinfo), newest first, with novel and duplicate figures."""
@@ -112,6 +113,7 @@ def get_domain_history(name: str) -> Any:
 
 
 @blueprint.get("/harvests/<name>/statistics")
+@takes(*PAGED)
 @require(READ)
 def get_harvest_statistics(name: str) -> Any:
     """A harvest's runs (newest first, paged) with bytes, objects, novel/duplicate and stop reasons,

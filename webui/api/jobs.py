@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from flask import request
 from sqlalchemy import Connection, DateTime, Row, select, type_coerce
 
 from harvestdef.archive import ArchiveStore
@@ -20,8 +19,9 @@ from harvestdef.db.engine import write_transaction
 from harvestdef.errors import NotFoundError
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.jobs import JobRepository
-from webui.api.core import blueprint, decode_cursor, jsonable, limit, page
+from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
+from webui.api.parameters import QueryParameter, query, takes
 from webui.auth import OPERATE, READ, require
 from webui.context import actor, database, settings
 
@@ -72,16 +72,32 @@ def parse_time(text: str | None, field: str, end_of_day: bool = False) -> dateti
     return value
 
 
-def job_filters(args: Any) -> dict[str, Any]:
-    """The job list's filters from query arguments: harvest, status, from_id, to_id, since, until, after."""
-    cursor = decode_cursor(args.get("after"))
-    after = cursor[0] if cursor else None
-    if after is not None and not isinstance(after, int):
-        raise ApiError("invalid", "after is not a cursor this API gave out", "after")
-    return {"harvest": (args.get("harvest") or "").strip() or None, "statuses": parse_statuses(args.get("status")),
-            "from_id": parse_int(args.get("from_id"), "from_id"), "to_id": parse_int(args.get("to_id"), "to_id"),
-            "since": parse_time(args.get("since"), "since"),
-            "until": parse_time(args.get("until"), "until", end_of_day=True), "after": after}
+# the job list's filters (the API's list and CSV export, and the status page's form)
+JOB_FILTERS = (
+    QueryParameter("harvest", "string", "only jobs of the harvest definition of this name"),
+    QueryParameter("status", "string", "only jobs in these statuses, comma-separated names: "
+                                       + ", ".join(JobStatus.__members__)),
+    QueryParameter("from_id", "integer", "only jobs with this id or higher"),
+    QueryParameter("to_id", "integer", "only jobs with this id or lower"),
+    QueryParameter("since", "string", "only jobs created at or after this ISO 8601 date or time (UTC if no zone)"),
+    QueryParameter("until", "string", "only jobs created at or before this ISO 8601 date or time (a bare date: "
+                                      "its end)"),
+)
+
+
+def job_filters(get: Callable[[str], str | None], paged: bool = True) -> dict[str, Any]:
+    """The job list's filters, each read with ``get`` (a page's ``request.args.get``, or the API's
+    ``query``): harvest, status, from_id, to_id, since, until, and with ``paged`` the cursor after."""
+    after = None
+    if paged:
+        cursor = decode_cursor(get("after"))
+        after = cursor[0] if cursor else None
+        if after is not None and not isinstance(after, int):
+            raise ApiError("invalid", "after is not a cursor this API gave out", "after")
+    return {"harvest": (get("harvest") or "").strip() or None, "statuses": parse_statuses(get("status")),
+            "from_id": parse_int(get("from_id"), "from_id"), "to_id": parse_int(get("to_id"), "to_id"),
+            "since": parse_time(get("since"), "since"),
+            "until": parse_time(get("until"), "until", end_of_day=True), "after": after}
 
 
 def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, statuses: list[JobStatus] | None = None,
@@ -243,11 +259,12 @@ def _job_status(job_id: int) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- routes
 @blueprint.get("/jobs")
+@takes(*JOB_FILTERS, *PAGED)
 @require(READ)
 def list_jobs() -> Any:
     """Jobs, newest first: ?harvest=NAME&status=FAILED,DONE&from_id=&to_id=&since=&until=&after=CURSOR."""
     size = limit()
-    filters = job_filters(request.args)
+    filters = job_filters(query)
     with database().connect() as conn:
         rows = find_jobs(conn, size, **filters, columns=JOB_JSON_COLUMNS)
     return page(rows, size, lambda row: [row.job_id], render_job_row)

@@ -12,8 +12,9 @@ from typing import Any
 
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.schedules import Schedule, TimeUnit
-from webui.api.core import blueprint, body, edition, field, jsonable, limit, name_after, page
+from webui.api.core import PAGED, blueprint, body, edition, field, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
+from webui.api.parameters import takes
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database
 
@@ -81,6 +82,7 @@ def schedule_json(schedule: Schedule) -> dict[str, Any]:
 
 
 @blueprint.get("/schedules")
+@takes(*PAGED)
 @require(READ)
 def list_schedules() -> Any:
     """Schedules by name."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from flask import request
 from sqlalchemy import Connection
 
 from harvestdef.db.types import utcnow
@@ -20,8 +19,9 @@ from harvestdef.model.definitions import AliasInfo
 from harvestdef.repositories.configurations import ConfigurationRepository, UnusedConfiguration
 from harvestdef.repositories.domains import DomainRepository
 from harvestdef.repositories.seedlists import SeedListRepository, UnusedSeedList
-from webui.api.core import blueprint, decode_cursor, encode_cursor, jsonable, limit
+from webui.api.core import PAGED, blueprint, decode_cursor, encode_cursor, jsonable, limit
 from webui.api.errors import ApiError
+from webui.api.parameters import query, takes
 from webui.auth import READ, require
 from webui.context import database, settings
 
@@ -98,21 +98,23 @@ def unused_counts(conn: Connection) -> dict[str, int]:
 
 # ---------------------------------------------------------------- routes
 @blueprint.get("/aliases")
+@takes(*PAGED)
 @require(READ)
 def list_aliases() -> Any:
     """Every alias (domain, alias_of, confirmed, expires, expired), by the domain it is an alias of."""
     size = limit()
     with database().connect() as conn:
-        return alias_page(conn, request.args.get("after"), size)
+        return alias_page(conn, query("after"), size)
 
 
 @blueprint.get("/tlds")
+@takes(*PAGED)
 @require(READ)
 def list_tlds() -> Any:
     """Domains per top-level domain ({"tld", "domains"}), by TLD; IP-address domains count apart."""
     size = limit()
     with database().connect() as conn:
-        return tld_page(conn, request.args.get("after"), size)
+        return tld_page(conn, query("after"), size)
 
 
 @blueprint.get("/unused")
@@ -124,18 +126,20 @@ def count_unused() -> Any:
 
 
 @blueprint.get("/unused/configurations")
+@takes(*PAGED)
 @require(READ)
 def list_unused_configurations() -> Any:
     """Configurations no harvest definition uses and that are not their domain's default, oldest first."""
     size = limit()
     with database().connect() as conn:
-        return unused_configuration_page(conn, request.args.get("after"), size)
+        return unused_configuration_page(conn, query("after"), size)
 
 
 @blueprint.get("/unused/seedlists")
+@takes(*PAGED)
 @require(READ)
 def list_unused_seedlists() -> Any:
     """Seed lists no configuration uses, oldest first."""
     size = limit()
     with database().connect() as conn:
-        return unused_seedlist_page(conn, request.args.get("after"), size)
+        return unused_seedlist_page(conn, query("after"), size)

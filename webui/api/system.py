@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from flask import request
 from sqlalchemy import Connection, func, select
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.queues import QueueNames, open_transport
-from webui.api.core import blueprint, decode_cursor, jsonable, limit, page
+from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
+from webui.api.parameters import query, takes
 from webui.auth import READ, require
 from webui.context import database, settings
 
@@ -78,11 +78,12 @@ def scheduler_liveness(conn: Connection) -> dict[str, Any]:
 
 
 @blueprint.get("/harvesters")
+@takes(*PAGED)
 @require(READ)
 def list_harvesters() -> Any:
     """Harvest controllers: host, channels, last heartbeat, free disk, current job, paused and why."""
     size = limit()
-    cursor = decode_cursor(request.args.get("after"))
+    cursor = decode_cursor(query("after"))
     if cursor is not None and (len(cursor) != 1 or not isinstance(cursor[0], str)):
         raise ApiError("invalid", "after is not a cursor this API gave out", "after")
     with database().connect() as conn:

@@ -27,9 +27,10 @@ from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
 from harvestdef.repositories.seedlists import SeedListRepository
-from webui.api.core import decode_cursor, encode_cursor, limit
+from webui.api.core import PAGED, SEARCH_FIELD, SEARCH_QUERY, decode_cursor, encode_cursor, limit
 from webui.api.errors import ApiError, translate
 from webui.api.extendedfields import domain_fields, set_domain_fields
+from webui.api.parameters import takes
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
@@ -77,6 +78,7 @@ def index() -> Any:
 
 
 @blueprint.route("/domains")
+@takes(SEARCH_QUERY, SEARCH_FIELD, *PAGED)  # the page shares the API's limit(), which reads through them
 @require(READ)
 def domains() -> Any:
     query, where = request.args.get("q", "").strip(), request.args.get("field", "name")

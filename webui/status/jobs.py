@@ -45,7 +45,7 @@ def index() -> Any:
     """All jobs, newest first, filtered by status, harvest, id range and creation date."""
     size = settings().webui.pageSize
     try:
-        filters = job_filters(request.args)
+        filters = job_filters(request.args.get)
         with database().connect() as conn:
             rows = find_jobs(conn, size, **filters)
         error = None
