@@ -1,9 +1,10 @@
-"""API routes: a domain's extended-field values (reference §1.9, NetarchiveSuite's extendedfieldvalue).
+"""API routes: the extended-field values of a domain or a harvest definition (reference §1.9,
+NetarchiveSuite's extendedfieldvalue, fields of type domains or harvestdefinition).
 
-The values belong to the domain as its configurations and seed lists do, so a change takes the domain's
-``edition`` and moves it on: two curators editing one domain cannot overwrite each other. Every field is
-checked before any is written (one transaction), and each changed value is audited by the repository.
-The reading and writing functions are shared with the domain page (webui/definitions/domains.py).
+The values belong to their domain or harvest definition as its other columns do, so a change takes its
+``edition`` and moves it on: two curators editing one definition cannot overwrite each other. Every field
+is checked before any is written (one transaction), and each changed value is audited by the repository.
+The reading and writing functions are shared with the domain and harvest pages (webui/definitions/).
 """
 
 from __future__ import annotations
@@ -12,24 +13,61 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from harvestdef.db import schema as s
 from harvestdef.errors import StaleEditionError, ValidationError
 from harvestdef.model.definitions import ExtendedFieldType
+from harvestdef.repositories.base import update_with_edition
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
+from harvestdef.repositories.harvests import HarvestRepository
 from webui.api.core import blueprint, body, edition, field
 from webui.api.errors import ApiError
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database
 
 
+def fields_json(conn: Connection, field_type: ExtendedFieldType, instance_id: int) -> list[dict[str, Any]]:
+    """Every extended field of the type with its definition and the domain's or harvest's value."""
+    repository = ExtendedFieldRepository(conn)
+    values = repository.values_of(field_type, instance_id)
+    return [{"name": f.name, "datatype": f.datatype.name, "mandatory": f.mandatory, "options": list(f.options),
+             "maxlen": f.maxlen, "value": values[f.name]} for f in repository.fields_of(field_type)]
+
+
+def set_values(conn: Connection, field_type: ExtendedFieldType, instance_id: int,
+               values: dict[str, str]) -> list[str]:
+    """Set the named fields; an invalid error (400) naming ``values`` when one is refused."""
+    try:
+        return ExtendedFieldRepository(conn, actor()).set_values(field_type, instance_id, values)
+    except ValidationError as exc:
+        raise ApiError("invalid", str(exc), "values") from exc
+
+
 def domain_fields(conn: Connection, name: str) -> dict[str, Any]:
     """The domain's edition and every domain extended field with its definition and the domain's value."""
     domain = DomainRepository(conn).get(name)
-    repository = ExtendedFieldRepository(conn)
-    values = repository.values_of(ExtendedFieldType.DOMAINS, domain.domain_id)
-    return {"domain": domain.name, "edition": domain.edition, "fields": [
-        {"name": f.name, "datatype": f.datatype.name, "mandatory": f.mandatory, "options": list(f.options),
-         "maxlen": f.maxlen, "value": values[f.name]} for f in repository.fields_of(ExtendedFieldType.DOMAINS)]}
+    return {"domain": domain.name, "edition": domain.edition,
+            "fields": fields_json(conn, ExtendedFieldType.DOMAINS, domain.domain_id)}
+
+
+def harvest_fields(conn: Connection, name: str) -> dict[str, Any]:
+    """The harvest definition's edition and every harvestdefinition extended field with its value."""
+    harvest = HarvestRepository(conn).get(name)
+    return {"harvest": harvest.name, "edition": harvest.edition,
+            "fields": fields_json(conn, ExtendedFieldType.HARVESTDEFINITIONS, harvest.harvest_id)}
+
+
+def set_harvest_fields(conn: Connection, name: str, expected_edition: int, values: dict[str, str]) -> list[str]:
+    """Set the named fields of the harvest definition; the names whose value changed. As for a domain, the
+    edition moves on only when something changed, and a stale one is refused either way (409)."""
+    harvest = HarvestRepository(conn).get(name)
+    if harvest.edition != expected_edition:
+        raise StaleEditionError("harvest definition", harvest.name, expected_edition, harvest.edition)
+    changed = set_values(conn, ExtendedFieldType.HARVESTDEFINITIONS, harvest.harvest_id, values)
+    if changed:
+        update_with_edition(conn, actor(), s.harvestdefinitions, "harvest_id", harvest.harvest_id,
+                            expected_edition, {}, "harvest definition")
+    return changed
 
 
 def set_domain_fields(conn: Connection, name: str, expected_edition: int, values: dict[str, str]) -> list[str]:
@@ -38,11 +76,7 @@ def set_domain_fields(conn: Connection, name: str, expected_edition: int, values
     domain = DomainRepository(conn).get(name)
     if domain.edition != expected_edition:
         raise StaleEditionError("domain", domain.name, expected_edition, domain.edition)
-    try:
-        changed = ExtendedFieldRepository(conn, actor()).set_values(ExtendedFieldType.DOMAINS, domain.domain_id,
-                                                                    values)
-    except ValidationError as exc:
-        raise ApiError("invalid", str(exc), "values") from exc
+    changed = set_values(conn, ExtendedFieldType.DOMAINS, domain.domain_id, values)
     if changed:
         bump_domain_edition(conn, actor(), domain.domain_id, expected_edition)
     return changed
@@ -60,6 +94,32 @@ def get_domain_fields(name: str) -> Any:
 @require(CURATE)
 def patch_domain_fields(name: str) -> Any:
     """Set extended-field values: ``{"edition", "values": {"field name": "value", ...}}``, all or nothing."""
+    expected, values = _patch_body()
+    with database().begin() as conn:
+        set_domain_fields(conn, name, expected, values)
+        return domain_fields(conn, name)
+
+
+@blueprint.get("/harvests/<name>/extendedfields")
+@require(READ)
+def get_harvest_fields(name: str) -> Any:
+    """The harvest definition's extended fields: each with its datatype, options and the harvest's value."""
+    with database().connect() as conn:
+        return harvest_fields(conn, name)
+
+
+@blueprint.patch("/harvests/<name>/extendedfields")
+@require(CURATE)
+def patch_harvest_fields(name: str) -> Any:
+    """Set extended-field values: ``{"edition", "values": {"field name": "value", ...}}``, all or nothing."""
+    expected, values = _patch_body()
+    with database().begin() as conn:
+        set_harvest_fields(conn, name, expected, values)
+        return harvest_fields(conn, name)
+
+
+def _patch_body() -> tuple[int, dict[str, str]]:
+    """The edition and the values of a PATCH of extended fields, each value checked to be a string."""
     data = body()
     expected = edition(data)
     values = field(data, "values", dict)
@@ -67,6 +127,4 @@ def patch_domain_fields(name: str) -> Any:
         if not isinstance(value, str):
             raise ApiError("invalid", f"the value of extended field {key!r} must be a string, "
                                       f"not {type(value).__name__}", "values")
-    with database().begin() as conn:
-        set_domain_fields(conn, name, expected, values)
-        return domain_fields(conn, name)
+    return expected, values

@@ -8,7 +8,6 @@ others (``require(CURATE)``).
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -21,11 +20,10 @@ from harvestdef.bulkimport import BadLine, DomainImporter
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import HarvestSuiteError
-from harvestdef.model.definitions import AuditEntry, ExtendedFieldType
+from harvestdef.model.definitions import ExtendedFieldType
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
-from harvestdef.repositories.extendedfields import ExtendedFieldRepository
 from harvestdef.repositories.seedlists import SeedListRepository
 from webui.api.core import PAGED, SEARCH_FIELD, SEARCH_QUERY, decode_cursor, encode_cursor, limit
 from webui.api.errors import ApiError, translate
@@ -34,6 +32,7 @@ from webui.api.parameters import takes
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
+from webui.definitions.changes import definition_changes
 
 # Bad lines of an uploaded file shown on the page; the rest are counted.
 MAX_SHOWN_ERRORS = 500
@@ -145,34 +144,10 @@ def domain(name: str) -> Any:
                 "seedlists": SeedListRepository(conn).list_for_domain(name),
                 "has_history": repository.has_history(name),
                 "extended_fields": domain_fields(conn, name)["fields"],
-                "changes": _domain_changes(conn, current.domain_id)}
+                "changes": definition_changes(conn, [("domains", current.domain_id)], ExtendedFieldType.DOMAINS,
+                                              current.domain_id)}
     page["seedlist_names"] = {seedlist.seedlist_id: seedlist.name for seedlist in page["seedlists"]}
     return render_template("definitions/domains_view.html", **page)
-
-
-def _domain_changes(conn: Connection, domain_id: int) -> list[AuditEntry]:
-    """The domain's changes and those of its extended-field values, newest first, each value change
-    named by its field (the audit trail keys values by their own id)."""
-    # a change to a configuration, seed list or extended field moves the domain's edition only: that row
-    # says nothing the change's own row does not
-    changes = [change for change in AuditRepository(conn).changes_of("domains", domain_id)
-               if not _is_edition_only(change)]
-    repository = ExtendedFieldRepository(conn)
-    names = {f.field_id: f.name for f in repository.fields_of(ExtendedFieldType.DOMAINS)}
-    for value_id in repository.value_ids_of(ExtendedFieldType.DOMAINS, domain_id):
-        for entry in AuditRepository(conn).changes_of("extendedfieldvalue", value_id):
-            row = entry.after or entry.before or {}
-            label = f"{entry.action} extended field {names.get(row.get('extendedfield_id'), '?')}"
-            changes.append(dataclasses.replace(
-                entry, action=label, before={"value": entry.before["content"]} if entry.before else None,
-                after={"value": entry.after["content"]} if entry.after else None))
-    return sorted(changes, key=lambda c: (c.changed_at, c.audit_id), reverse=True)
-
-
-def _is_edition_only(change: AuditEntry) -> bool:
-    if change.action != "update" or not change.before or not change.after:
-        return False
-    return {key for key in change.after if change.before.get(key) != change.after[key]} <= {"edition"}
 
 
 @blueprint.route("/domains/<name>/extendedfields", methods=["POST"])

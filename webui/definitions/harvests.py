@@ -14,16 +14,18 @@ from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
 
-from harvestdef.model.definitions import HarvestKind, SnapshotHarvest
+from harvestdef.model.definitions import ExtendedFieldType, HarvestKind, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.repositories.templates import TemplateRepository
 from webui.api import harvests as api
 from webui.api.errors import ApiError
+from webui.api.extendedfields import harvest_fields, set_harvest_fields
 from webui.auth import CURATE, READ, require
 from webui.context import database
 from webui.definitions import blueprint
+from webui.definitions.changes import definition_changes
 from webui.definitions.forms import attempt, form_data
 
 
@@ -97,8 +99,12 @@ def _harvest_page(name: str) -> str:
         previous = (repository.get_by_id(current.previoushd).name
                     if isinstance(current, SnapshotHarvest) and current.previoushd is not None else None)
         channel = ChannelRepository(conn).channel_of(current.harvest_id)
+        detail = "fullharvests" if isinstance(current, SnapshotHarvest) else "partialharvests"
+        changes = definition_changes(conn, [("harvestdefinitions", current.harvest_id), (detail, current.harvest_id)],
+                                     ExtendedFieldType.HARVESTDEFINITIONS, current.harvest_id)
         return render_template("definitions/harvest.html", harvest=current, state=state, previous=previous,
                                configurations=configurations, channel=channel, form=request.form,
+                               extended_fields=harvest_fields(conn, name)["fields"], changes=changes,
                                **_choices(conn))
 
 
@@ -152,3 +158,16 @@ def harvest_seeds(name: str) -> Any:
         flash(f"Seeds added: {len(made)} configuration(s).")
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(add, lambda: _harvest_page(name))
+
+
+@blueprint.post("/harvests/<name>/extendedfields")
+@require(CURATE)
+def harvest_extended_fields(name: str) -> Any:
+    """Save the harvest definition's extended-field values from the form's ``field:NAME`` inputs."""
+    def save() -> Any:
+        values = {key[len("field:"):]: value for key, value in request.form.items() if key.startswith("field:")}
+        with database().begin() as conn:
+            set_harvest_fields(conn, name, form_data(("edition",)).get("edition", 0), values)
+        flash("Extended fields saved.")
+        return redirect(url_for("definitions.harvest", name=name))
+    return attempt(save, lambda: _harvest_page(name))
