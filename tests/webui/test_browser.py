@@ -211,8 +211,11 @@ def test_defining_a_selective_harvest_with_a_schedule(page, webui, tmp_path):
     assert page.get_by_role("heading", level=1).inner_text() == "Selective harvest culture-weekly"
     assert page.locator(".flash").inner_text() == "Harvest culture-weekly created."
     assert page.locator("main .card p").first.inner_text().startswith("Active · 0 run(s)")
-    rows = page.locator("table tr:has(td)").all_inner_texts()
+    rows = page.locator("table").first.locator("tr:has(td)").all_inner_texts()
     assert [row.split("\t") for row in rows] == [["kb.dk", "defaultconfig"], ["kunst.dk", "defaultconfig"]]
+    changes = page.locator("table").last.locator("tr:has(td)").all_inner_texts()
+    assert changes and all(row.split("\t")[1] == "curator" for row in changes)
+    assert "name: culture-weekly" in changes[-1]
     assert page.get_by_label("Schedule").input_value() == "mondays-0230"
     screenshot(page, tmp_path, "harvest-defined")
     page.goto("/definitions/schedules")
