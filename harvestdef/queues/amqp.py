@@ -62,6 +62,7 @@ from harvestdef.queues.base import (
     Transport,
     _raise_first,
     check_queue_name,
+    checked_messages,
     dead_letter_headers,
 )
 from harvestdef.settings import QueueSettings
@@ -141,15 +142,8 @@ class AmqpTransport(Transport):
 
     def publish_many(self, messages: Sequence[Outgoing]) -> None:
         """One handoff to the I/O thread for all of them; their confirms are awaited together."""
-        failures: dict[int, QueueError] = {}
-        ops: list[tuple[int, Op]] = []
-        for index, (queue, body, *headers) in enumerate(messages):
-            try:
-                check_queue_name(queue)
-            except QueueError as exc:
-                failures[index] = exc
-                continue
-            ops.append((index, self._publish_op(queue, body, headers[0] if headers else None)))
+        valid, failures = checked_messages(messages)
+        ops = [(index, self._publish_op(queue, body, headers)) for index, queue, body, headers in valid]
         if ops:
             outcomes = self._link.request_many(self._publisher, [op for _, op in ops], self.publish_timeout)
             failures.update((index, error) for (index, _), error in zip(ops, outcomes, strict=True)

@@ -184,3 +184,19 @@ def check_queue_name(queue: str) -> None:
     """Refuse names that no transport can keep: empty, or longer than AMQP's 255-byte short string."""
     if not isinstance(queue, str) or not queue or len(queue.encode("utf-8")) > 255:
         raise QueueError(f"invalid queue name {queue!r}: must be 1 to 255 bytes of UTF-8")
+
+
+def checked_messages(messages: Sequence[Outgoing]) -> tuple[
+        list[tuple[int, str, bytes, Mapping[str, str] | None]], dict[int, QueueError]]:
+    """Split a ``publish_many`` list into the messages to send, each with its index in the list and its
+    headers (None for none), and the failures of those whose queue name no transport can keep."""
+    valid: list[tuple[int, str, bytes, Mapping[str, str] | None]] = []
+    failures: dict[int, QueueError] = {}
+    for index, (queue, body, *headers) in enumerate(messages):
+        try:
+            check_queue_name(queue)
+        except QueueError as exc:
+            failures[index] = exc
+        else:
+            valid.append((index, queue, body, headers[0] if headers else None))
+    return valid, failures

@@ -33,6 +33,7 @@ from harvestdef.queues.base import (
     PublishFailures,
     Transport,
     check_queue_name,
+    checked_messages,
     dead_letter_headers,
 )
 from harvestdef.settings import QueueSettings
@@ -61,6 +62,13 @@ _SCHEMA = (
 # (the JSON array parameter lists the dead owners found by _dead_owners).
 _AVAILABLE = ("(lease_token IS NULL OR lease_until < :now "
               "OR lease_owner IN (SELECT value FROM json_each(:dead)))")
+
+_INSERT_MESSAGE = "INSERT INTO messages (queue, body, headers, enqueued_at) VALUES (?, ?, ?, ?)"
+
+
+def _headers_column(headers: Mapping[str, str] | None) -> str:
+    """A message's headers as the JSON object the headers column holds, every key and value a string."""
+    return json.dumps({str(key): str(value) for key, value in (headers or {}).items()})
 
 
 @dataclass(frozen=True)
@@ -228,29 +236,18 @@ class SqliteTransport(Transport):
     def publish(self, queue: str, body: bytes, headers: Mapping[str, str] | None = None) -> None:
         check_queue_name(queue)
         with self._translated(f"publish to queue {queue!r}"), self._transaction() as conn:
-            conn.execute("INSERT INTO messages (queue, body, headers, enqueued_at) VALUES (?, ?, ?, ?)",
-                         (queue, bytes(body), json.dumps({str(key): str(value) for key, value in
-                                                          (headers or {}).items()}), self._clock()))
+            conn.execute(_INSERT_MESSAGE, (queue, bytes(body), _headers_column(headers), self._clock()))
         self._wakeup.notify()
 
     def publish_many(self, messages: Sequence[Outgoing]) -> None:
         """One transaction, one fsync, for all of them: all are confirmed or none is."""
-        failures: dict[int, QueueError] = {}
-        rows = []
-        for index, (queue, body, *headers) in enumerate(messages):
-            try:
-                check_queue_name(queue)
-            except QueueError as exc:
-                failures[index] = exc
-                continue
-            rows.append((index, (queue, bytes(body), json.dumps(
-                {str(key): str(value) for key, value in (headers[0] or {}).items()} if headers else {}),
-                self._clock())))
+        valid, failures = checked_messages(messages)
+        rows = [(index, (queue, bytes(body), _headers_column(headers), self._clock()))
+                for index, queue, body, headers in valid]
         if rows:
             try:
                 with self._translated(f"publish of {len(rows)} messages"), self._transaction() as conn:
-                    conn.executemany("INSERT INTO messages (queue, body, headers, enqueued_at) VALUES (?, ?, ?, ?)",
-                                     [row for _, row in rows])
+                    conn.executemany(_INSERT_MESSAGE, [row for _, row in rows])
             except QueueError as exc:
                 failures.update((index, exc) for index, _ in rows)
             else:
@@ -349,8 +346,8 @@ class SqliteTransport(Transport):
             deleted = conn.execute("DELETE FROM messages WHERE id = ? AND lease_token = ?",
                                    (lease.row_id, lease.token)).rowcount
             if deleted:
-                conn.execute("INSERT INTO messages (queue, body, headers, enqueued_at) VALUES (?, ?, ?, ?)",
-                             (self.dead_letter_queue, delivery.body, json.dumps(headers), self._clock()))
+                conn.execute(_INSERT_MESSAGE, (self.dead_letter_queue, delivery.body, _headers_column(headers),
+                                               self._clock()))
         if deleted:
             self._wakeup.notify()
         else:
