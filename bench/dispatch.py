@@ -268,6 +268,15 @@ def _cpu_seconds(pid: int) -> float:
     return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def _machine_cpu_seconds() -> tuple[float, float]:
+    """The busy and the idle CPU seconds of the whole machine so far, over every core (Linux /proc/stat;
+    time stolen by a hypervisor is neither)."""
+    user, nice, system, idle, iowait, irq, softirq = (
+        int(value) for value in Path("/proc/stat").read_text().splitlines()[0].split()[1:8])
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, (idle + iowait) / tick
+
+
 def _descendants(pid: int) -> list[int]:
     """``pid`` and every process below it (from the parent ids in /proc)."""
     parents: dict[int, list[int]] = {}
@@ -296,9 +305,11 @@ def _settled(pids: Callable[[], list[int]], timeout: float = 60.0) -> None:
 
 
 def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, work: Path
-        ) -> tuple[float, float, float, int]:
+        ) -> tuple[float, float, float, float, float, int]:
     """Returns the wall time of the cycles, the CPU seconds the controllers' processes and the scheduler's
-    (with its intake processes) used meanwhile, and how many ready messages the controllers sent."""
+    (with its intake processes) used meanwhile, the busy and idle CPU seconds of the whole machine
+    meanwhile (the broker, the database and this script are most of the rest), and how many ready
+    messages the controllers sent."""
     env = f"B{uuid.uuid4().hex[:8]}"
     engine = create_engine(url)
     with engine.begin() as conn:  # every job NEW again, for this transport's run
@@ -352,6 +363,7 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
     controller_pids = [child.pid for child in children if child.pid is not None]
     cpu_scheduler = -sum(_cpu_seconds(pid) for pid in scheduler_pids)
     cpu_controllers = -sum(_cpu_seconds(pid) for pid in controller_pids)
+    machine_busy, machine_idle = _machine_cpu_seconds()
     started = time.monotonic()
     go.set()
     done = 0
@@ -369,6 +381,8 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
     wall = time.monotonic() - started
     cpu_scheduler += sum(_cpu_seconds(pid) for pid in scheduler_pids)
     cpu_controllers += sum(_cpu_seconds(pid) for pid in controller_pids)
+    busy_now, idle_now = _machine_cpu_seconds()
+    machine_busy, machine_idle = busy_now - machine_busy, idle_now - machine_idle
     finish.set()
     for child in children:
         child.join(timeout=120)
@@ -400,7 +414,7 @@ def run(url: str, queue_url: str, jobs: int, controllers: int, processes: int, w
         print("  " + next(line for line in log_path.read_text().splitlines() if "could not be handled" in line))
     if problems:
         raise SystemExit("incomplete run: " + "; ".join(problems))
-    return wall, cpu_controllers, cpu_scheduler, ready_messages
+    return wall, cpu_controllers, cpu_scheduler, machine_busy, machine_idle, ready_messages
 
 
 def main() -> int:
@@ -427,14 +441,18 @@ def main() -> int:
                 queue_url = AMQP_URL if transport == "amqp" else f"sqlite:///{Path(work) / 'queue.db'}"
                 floor = broker_floor(queue_url, args.controllers, args.processes)
                 bare = database_floor(url, min(args.jobs, 2000))
-                wall, cpu_controllers, cpu_scheduler, ready_messages = run(
+                wall, cpu_controllers, cpu_scheduler, machine_busy, machine_idle, ready_messages = run(
                     url, queue_url, args.jobs, args.controllers, args.processes, Path(work))
                 cycles = args.jobs / wall
                 print(f"{transport:6s}: {args.jobs:,} full cycles (ready, dispatch, claim, STARTED, DONE with "
                       f"report) in {wall:.1f} s = {cycles:.0f} cycles/s; every job DONE once, "
                       f"{args.jobs:,} historyinfo rows", flush=True)
+                rest = machine_busy - cpu_scheduler - cpu_controllers
                 print(f"        CPU per cycle: scheduler {1000 * cpu_scheduler / args.jobs:.1f} ms, controllers "
-                      f"{1000 * cpu_controllers / args.jobs:.1f} ms; {ready_messages / args.jobs:.1f} ready "
+                      f"{1000 * cpu_controllers / args.jobs:.1f} ms, the rest of the machine (broker, database, "
+                      f"this script) {1000 * rest / args.jobs:.1f} ms; the machine's cores "
+                      f"{machine_busy / (machine_busy + machine_idle):.0%} busy", flush=True)
+                print(f"        {ready_messages / args.jobs:.1f} ready "
                       f"messages per cycle; load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}",
                       flush=True)
                 print(f"        floor: {floor:,.0f} confirmed publishes/s from {args.controllers} publishers; a cycle "

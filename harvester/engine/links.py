@@ -3,23 +3,29 @@ with their hop letter (L link, E embed, R meta refresh treated as a redirect) an
 
 The interface is ``extractor_for(content_type)`` and ``extract_links(pieces, content_type,
 content_encoding)``: the payload comes in bounded pieces (from the response's spool), its content encoding
-(gzip, deflate, br) is undone here as it streams, and at most MAX_DECODED_BYTES of it are read, so a large
-response is never held whole. Only extractable types are read at all. An extractor never raises on bad
+(gzip, deflate, br) is undone here as it streams, and the extractors read it piece by piece (lxml's
+feed parser with a target that sees start tags, no tree; style sheets with a small overlap between
+pieces), so no response is held whole; at most MAX_DECODED_BYTES of one are read. Only extractable types
+are read at all. An extractor never raises on bad
 markup: a page lxml cannot parse yields the links it could find.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 
 import brotli
-from lxml import etree, html
+from lxml import etree
 
-# How much of one document the extractors read, decoded: a bound on memory per fetch in flight.
+# How much of one document the extractors read, decoded: a bound on the parsing work one response can
+# cost (memory does not grow with it: the extractors read piece by piece).
 MAX_DECODED_BYTES = 16 * 1024 * 1024
 DECODED_PIECE = 256 * 1024
+# The longest url(...) or @import a style sheet read in pieces is sure to find whole.
+CSS_OVERLAP = 8192
 Outlinks = tuple[list[tuple[str, str]], str | None]  # ((raw url, hop) for each link, base href or None)
 _CSS_URL = re.compile(rb"""url\(\s*['"]?([^'")\s]+)['"]?\s*\)|@import\s+['"]([^'"]+)['"]""", re.IGNORECASE)
 _REFRESH = re.compile(r"url\s*=\s*['\"]?([^'\"]+)", re.IGNORECASE)
@@ -30,6 +36,9 @@ _ATTRIBUTES = (
     ("input", "src", "E"), ("video", "src", "E"), ("audio", "src", "E"), ("video", "poster", "E"),
     ("body", "background", "E"), ("object", "data", "E"),
 )
+_ATTRIBUTES_BY_TAG: dict[str, list[tuple[str, str]]] = {}
+for _tag, _attribute, _hop in _ATTRIBUTES:
+    _ATTRIBUTES_BY_TAG.setdefault(_tag, []).append((_attribute, _hop))
 
 
 def _decoded_pieces(pieces: Iterable[bytes], content_encoding: str) -> Iterator[bytes]:
@@ -65,13 +74,22 @@ def _decoded_pieces(pieces: Iterable[bytes], content_encoding: str) -> Iterator[
 
 
 def decode_payload(pieces: Iterable[bytes], content_encoding: str, limit: int = MAX_DECODED_BYTES) -> bytes:
-    """At most ``limit`` bytes of the payload with its content encoding undone."""
-    decoded = bytearray()
+    """At most ``limit`` bytes of the payload with its content encoding undone, joined (for small payloads
+    and tests; the extractors read ``bounded_pieces``)."""
+    return b"".join(bounded_pieces(pieces, content_encoding, limit))
+
+
+def bounded_pieces(pieces: Iterable[bytes], content_encoding: str, limit: int = MAX_DECODED_BYTES
+                   ) -> Iterator[bytes]:
+    """The payload's pieces with their content encoding undone, at most ``limit`` bytes of them in all."""
+    left = limit
     for piece in _decoded_pieces(pieces, content_encoding):
-        decoded += piece[:limit - len(decoded)]
-        if len(decoded) >= limit:
-            break
-    return bytes(decoded)
+        if not piece:
+            continue
+        yield piece[:left]
+        left -= len(piece)
+        if left <= 0:
+            return
 
 
 def extract_css(text: bytes) -> list[tuple[str, str]]:
@@ -83,58 +101,121 @@ def extract_css(text: bytes) -> list[tuple[str, str]]:
     return links
 
 
-def extract_html(body: bytes) -> tuple[list[tuple[str, str]], str | None]:
-    """(links as (raw url, hop)), base href or None)."""
-    if not body.strip():
-        return [], None
-    try:
-        document = html.document_fromstring(body)
-    except (etree.ParserError, ValueError):
-        return [], None
+def extract_css_pieces(pieces: Iterable[bytes]) -> Outlinks:
+    """The links of a style sheet read piece by piece. A match is whole once found (both forms end on their
+    closing delimiter), so it is taken at once; what follows the last match is carried over to the next
+    piece, at most its last CSS_OVERLAP bytes, so a ``url(...)`` split between two pieces is found once
+    and the sheet is never held whole."""
     links: list[tuple[str, str]] = []
-    base = None
-    for element in document.iter(etree.Element):
-        tag = element.tag if isinstance(element.tag, str) else ""
-        if tag == "base" and base is None and element.get("href"):
-            base = element.get("href")
-            continue
-        for name, attribute, hop in _ATTRIBUTES:
-            if tag == name:
-                value = element.get(attribute)
-                if value:
-                    links.append((value, hop))
-        if tag in ("img", "source") and element.get("srcset"):
-            for candidate in element.get("srcset").split(","):
+    carried = b""
+    for piece in pieces:
+        text = carried + piece
+        taken = 0
+        for match in _CSS_URL.finditer(text):
+            links.extend(extract_css(match.group(0)))
+            taken = match.end()
+        carried = text[max(taken, len(text) - CSS_OVERLAP):]
+    return links, None
+
+
+class _HtmlLinks:
+    """The target of lxml's HTML parser: it sees each start tag with its attributes as the parser reads
+    the document, so no tree is built and the document is never held whole (the text of ``<style>``
+    elements excepted, which ``data`` gathers while one is open)."""
+
+    __slots__ = ("links", "base", "_style")
+
+    def __init__(self) -> None:
+        self.links: list[tuple[str, str]] = []
+        self.base: str | None = None
+        self._style: list[str] | None = None
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        links = self.links
+        for attribute, hop in _ATTRIBUTES_BY_TAG.get(tag, ()):
+            value = attrib.get(attribute)
+            if value:
+                links.append((value, hop))
+        if tag == "base":
+            if self.base is None and attrib.get("href"):
+                self.base = attrib["href"]
+        elif tag in ("img", "source"):
+            for candidate in (attrib.get("srcset") or "").split(","):
                 candidate = candidate.strip().split(" ")[0]
                 if candidate:
                     links.append((candidate, "E"))
-        elif tag == "link" and element.get("href"):
-            rel = (element.get("rel") or "").lower()
-            links.append((element.get("href"), "E" if ("stylesheet" in rel or "icon" in rel) else "L"))
-        elif tag == "meta" and (element.get("http-equiv") or "").lower() == "refresh":
-            match = _REFRESH.search(element.get("content") or "")
-            if match:
-                links.append((match.group(1), "R"))
-        elif tag == "style" and element.text:
-            links.extend(extract_css(element.text.encode("utf-8", "replace")))
-        if element.get("style"):
-            links.extend(extract_css(element.get("style").encode("utf-8", "replace")))
-    return links, base
+        elif tag == "link":
+            if attrib.get("href"):
+                rel = (attrib.get("rel") or "").lower()
+                links.append((attrib["href"], "E" if ("stylesheet" in rel or "icon" in rel) else "L"))
+        elif tag == "meta":
+            if (attrib.get("http-equiv") or "").lower() == "refresh":
+                match = _REFRESH.search(attrib.get("content") or "")
+                if match:
+                    links.append((match.group(1), "R"))
+        elif tag == "style":
+            self._style = []
+        style = attrib.get("style")
+        if style:
+            links.extend(extract_css(style.encode("utf-8", "replace")))
+
+    def end(self, tag: str) -> None:
+        if tag == "style" and self._style is not None:
+            self.links.extend(extract_css("".join(self._style).encode("utf-8", "replace")))
+            self._style = None
+
+    def data(self, text: str) -> None:
+        if self._style is not None:
+            self._style.append(text)
+
+    def close(self) -> Outlinks:
+        """What the document gave; the target is then empty for the parser's next document."""
+        found = (self.links, self.base)
+        self.links, self.base, self._style = [], None, None
+        return found
 
 
-def _extract_css_document(text: bytes) -> Outlinks:
-    return extract_css(text), None
+# lxml's parsers are not shared between threads (each crawl runs in its own); one parser per thread is
+# reused from document to document, as building one costs more than parsing a typical page.
+_parsers = threading.local()
+
+
+def extract_html_pieces(pieces: Iterable[bytes]) -> Outlinks:
+    """The links and the base href of an HTML document read piece by piece (lxml's feed parser)."""
+    reader = getattr(_parsers, "html", None)
+    if reader is None:
+        target = _HtmlLinks()
+        reader = _parsers.html = (etree.HTMLParser(target=target), target)
+    parser, target = reader
+    fed = False
+    try:
+        for piece in pieces:
+            if piece.strip() or fed:
+                parser.feed(piece)
+                fed = True
+        if fed:
+            return parser.close()
+    except etree.LxmlError:
+        # markup libxml2 gives up on: the links found so far; a fresh parser for the next document
+        _parsers.html = None
+        return target.close()
+    return [], None
+
+
+def extract_html(body: bytes) -> Outlinks:
+    """(links as (raw url, hop)), base href or None) of a whole document."""
+    return extract_html_pieces([body])
 
 
 # One extractor per content type (MIME type without parameters), as Heritrix's ExtractorHTML and ExtractorCSS.
-EXTRACTORS: dict[str, Callable[[bytes], Outlinks]] = {
-    "text/html": extract_html,
-    "application/xhtml+xml": extract_html,
-    "text/css": _extract_css_document,
+EXTRACTORS: dict[str, Callable[[Iterable[bytes]], Outlinks]] = {
+    "text/html": extract_html_pieces,
+    "application/xhtml+xml": extract_html_pieces,
+    "text/css": extract_css_pieces,
 }
 
 
-def extractor_for(content_type: str) -> Callable[[bytes], Outlinks] | None:
+def extractor_for(content_type: str) -> Callable[[Iterable[bytes]], Outlinks] | None:
     """The extractor of a Content-Type header's MIME type; None for a type with no links to find."""
     return EXTRACTORS.get(content_type.split(";", 1)[0].strip().lower())
 
@@ -149,4 +230,4 @@ def extract_links(pieces: Iterable[bytes], content_type: str, content_encoding: 
     extractor = extractor_for(content_type)
     if extractor is None:
         return [], None
-    return extractor(decode_payload(pieces, content_encoding))
+    return extractor(bounded_pieces(pieces, content_encoding))

@@ -6,9 +6,19 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import tracemalloc
 from base64 import b32encode
 
-from harvester.engine.links import decode_payload, extract_links, extractor_for, is_extractable
+from harvester.engine.links import (
+    MAX_DECODED_BYTES,
+    decode_payload,
+    extract_css_pieces,
+    extract_html,
+    extract_html_pieces,
+    extract_links,
+    extractor_for,
+    is_extractable,
+)
 from harvester.engine.spool import IN_MEMORY_BYTES, ResponseSpool
 
 
@@ -61,3 +71,51 @@ def test_gzip_is_undone_across_pieces_and_within_the_bound() -> None:
     assert decode_payload(pieces, "gzip", limit=50) == page[:50]
     # A body labelled gzip that is not: read as it is, as the server sent it.
     assert extract_links([b"<a href='/plain'>p</a>"], "text/html", "gzip")[0] == [("/plain", "L")]
+
+
+def test_html_is_read_piece_by_piece_with_the_same_links_as_whole() -> None:
+    page = (b"<html><head><base href='/b/'><style>p { background: url('/bg.png') }</style>"
+            b"<link rel=stylesheet href=/c.css><meta http-equiv=refresh content='0; url=/r'></head><body>"
+            b"<a href='/p1'>one</a><img src='/i.png' srcset='/a.png 1x, /b.png 2x'>"
+            b"<p style='background:url(/s.png)'>text</p><a href='/p2'>two</a></body></html>")
+    whole = extract_html(page)
+    assert whole == ([("/bg.png", "E"), ("/c.css", "E"), ("/r", "R"), ("/p1", "L"), ("/i.png", "E"),
+                      ("/a.png", "E"), ("/b.png", "E"), ("/s.png", "E"), ("/p2", "L")], "/b/")
+    for size in (1, 5, 64):
+        assert extract_html_pieces([page[i:i + size] for i in range(0, len(page), size)]) == whole
+    # one parser per thread serves document after document: nothing of one is left in the next
+    assert extract_html(b"<a href='/only'>x</a>") == ([("/only", "L")], None)
+    assert extract_html(b"   ") == ([], None) and extract_html(b"\x00\xff<a href=/x>") == ([("/x", "L")], None)
+
+
+def test_a_style_sheet_in_pieces_finds_each_url_once() -> None:
+    sheet = (b"a { background: url(/one.png) } @import '/two.css'; " + b" " * 20_000
+             + b"b { background: url( \"/three.png\" ) } c { background: url(data:image/png;base64,AAAA) }")
+    expected = [("/one.png", "E"), ("/two.css", "E"), ("/three.png", "E")]
+    for size in (1, 3, 1000, 9000, len(sheet)):
+        assert extract_css_pieces([sheet[i:i + size] for i in range(0, len(sheet), size)]) == (expected, None)
+
+
+def test_a_large_page_is_never_held_whole_for_extraction() -> None:
+    """A 40 MiB page in 64 KiB pieces: the extractor reads up to its bound and no further, and the memory
+    Python allocates meanwhile stays far below the 16 MiB it read."""
+    head = b"<html><body><a href='/first'>f</a>"
+    filler = b"<p>" + b"x" * 65_000 + b"</p>"
+    read = 0
+
+    def pieces():
+        nonlocal read
+        for index in range(640):
+            piece = head if index == 0 else filler
+            read += len(piece)
+            yield piece
+
+    tracemalloc.start()
+    try:
+        links, _ = extract_links(pieces(), "text/html", "")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert links == [("/first", "L")]
+    assert peak < 2 * 1024 * 1024, f"{peak} bytes allocated at the peak"
+    assert MAX_DECODED_BYTES <= read <= MAX_DECODED_BYTES + len(filler)
