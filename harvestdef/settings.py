@@ -154,9 +154,10 @@ class SchedulerSettings:
                                       "threads of the leading scheduler that build deduplication indexes")
     intakeThreads: int = setting("harvestsuite.scheduler.intakeThreads", 4,
                                  "threads per process that take messages from the scheduler's queue")
-    intakeProcesses: int = setting("harvestsuite.scheduler.intakeProcesses", 2,
+    intakeProcesses: int = setting("harvestsuite.scheduler.intakeProcesses", 1,
                                    "processes that take messages from the scheduler's queue, the scheduler's "
-                                   "own included (more use more cores)")
+                                   "own included (more use more cores; on a host whose broker and database "
+                                   "share two cores, one costs the least CPU per job)")
 
 
 @dataclass(frozen=True)

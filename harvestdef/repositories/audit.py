@@ -55,6 +55,9 @@ class AuditRepository:
             yield _to_entry(row)
 
 
+_ROWS_PER_INSERT = 500  # 3,500 bound parameters: within SQLite's limit (32,766), and PostgreSQL's
+
+
 class AuditBatch:
     """The audit rows of one transaction, written by ``flush`` in one multi-row INSERT.
 
@@ -75,7 +78,9 @@ class AuditBatch:
     def flush(self, conn: Connection) -> int:
         """Insert the rows recorded so far; returns how many."""
         count = len(self.rows)
-        if count:
-            conn.execute(insert(_log), self.rows)
-            self.rows = []
+        # One statement of many VALUES, not an executemany (which the drivers send as one INSERT per row);
+        # chunked so SQLite's limit on bound parameters is never reached.
+        for start in range(0, count, _ROWS_PER_INSERT):
+            conn.execute(insert(_log).values(self.rows[start:start + _ROWS_PER_INSERT]))
+        self.rows = []
         return count

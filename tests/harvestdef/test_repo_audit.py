@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from sqlalchemy import event
+
 from harvestdef.db.types import utcnow
-from harvestdef.repositories.audit import AuditRepository
+from harvestdef.repositories.audit import AuditBatch, AuditRepository
 from harvestdef.repositories.domains import DomainRepository
 from tests.harvestdef.factories import make_domain, make_template
 
@@ -39,3 +41,26 @@ def test_recent_changes_filtered_by_actor_table_and_time(engine):
     assert [c.after["name"] for c in templates] == ["small"]
     assert {c.tablename for c in since} >= {"ordertemplates", "domains", "configurations", "seedlists"}
     assert future == []
+
+
+def test_a_batch_of_audit_rows_is_one_insert_per_500_rows_in_order(engine):
+    """AuditBatch.flush writes many VALUES per statement, not an executemany (one INSERT per row on the
+    server), and keeps the order the changes were recorded in."""
+    batch = AuditBatch()
+    for number in range(1203):
+        batch.record("intake", "jobs", number, "update", {"status": 1}, {"status": 2})
+    statements: list[tuple[str, bool]] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("INSERT INTO AUDIT_LOG"):
+            statements.append((statement, executemany))
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        with engine.begin() as conn:
+            assert batch.flush(conn) == 1203 and batch.flush(conn) == 0
+            keys = [c.row_key for c in AuditRepository(conn).recent_changes(actor="intake", limit=2000)]
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert len(statements) == 3 and not any(executemany for _, executemany in statements)
+    assert sorted(keys, key=int) == [str(number) for number in range(1203)] and len(set(keys)) == 1203
