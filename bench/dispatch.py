@@ -10,7 +10,9 @@ template, in one selective harvest). Then, for each transport (RabbitMQ and the 
 
 The figure is full cycles per second: jobs DONE (read back from the database) over the wall time from
 the first ready message to the last DONE. Every run is checked complete: every job DONE, one historyinfo
-row per job, every job crawled by exactly one controller, and no job crawled twice. Beside it, measured
+row per job, every job crawled by exactly one controller, and no job crawled twice. The CPU per cycle is
+printed for the scheduler's processes, the controllers' and the rest of the machine (the broker and the
+database when they run here), with how busy the cores were. Beside it, measured
 in the same run, the transport's floor: confirmed publishes per second from as many publishers in as
 many processes, and the share of it the cycles used (a cycle publishes six confirmed messages); and the
 database's floor: the rows one cycle must write (four changes of the job row and their audit rows, the
