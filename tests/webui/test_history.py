@@ -11,6 +11,7 @@ from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.history import DomainFigures, HistoryWriter
 from harvestdef.repositories.jobs import JobRepository
 from tests.webui.test_jobs import T0, seed
+from webui.history.views import CHART_LABEL_WIDTH, CHART_ROW, CHART_VALUE_WIDTH, bar_chart
 
 
 def record_runs(engine) -> None:
@@ -78,6 +79,8 @@ def test_history_pages_show_the_figures_and_charts(login, webui_engine):
     assert "<title>OBJECT_LIMIT: configurations 1</title>" in page
     assert "<title>TIME_LIMIT: configurations" not in page  # a reason no run had is no bar of the chart
     assert "<title>alpha.dk: bytes 30000</title>" in page
+    # values are written as people read them, and categories lie one under the other with their totals
+    assert "highest 33.0 KB" in page and 'class="chart horizontal"' in page
     # operators may not export, so the page offers no export
     assert "statistics.csv" not in page
 
@@ -97,3 +100,13 @@ def test_csv_export_for_archivists_only(login, webui_engine):
     assert rows[1]["novel_bytes"] == "4500" and rows[1]["duplicate_objects"] == "150"
     assert rows[2]["jobs_failed"] == "1"
     assert archivist.get("/history/harvests/nosuch/statistics.csv").status_code == 404
+
+
+def test_a_horizontal_chart_lays_categories_one_under_the_other_scaled_to_the_largest() -> None:
+    chart = bar_chart(["SIZE_LIMIT", "DOWNLOAD_COMPLETE"], [[5, 20]], ["configurations"], horizontal=True)
+    small, large = chart["bars"]
+    assert chart["height"] == 2 * CHART_ROW and small["y"] < large["y"]
+    room = chart["width"] - CHART_LABEL_WIDTH - CHART_VALUE_WIDTH
+    assert small["segments"][0]["x"] == large["segments"][0]["x"] == CHART_LABEL_WIDTH
+    assert large["segments"][0]["width"] == room and small["segments"][0]["width"] == room / 4
+    assert large["end"] == CHART_LABEL_WIDTH + room and (large["total"], chart["max"]) == (20, 20)

@@ -28,26 +28,47 @@ from webui.context import database, settings
 from webui.history import blueprint
 
 CHART_RUNS = 30
+CHART_ROW = 26  # SVG units per bar of a horizontal chart
+CHART_LABEL_WIDTH = 270  # room for a stop reason's or a domain's name left of its bar
+CHART_VALUE_WIDTH = 90  # room for the total right of the longest bar
 
 
-def bar_chart(labels: Sequence[str], series: Sequence[Sequence[int]], names: Sequence[str],
-              width: int = 640, height: int = 200) -> dict[str, Any]:
-    """Stacked bars: one bar per label, one segment per series; geometry in SVG user units."""
+def bar_chart(labels: Sequence[str], series: Sequence[Sequence[int]], names: Sequence[str], unit: str = "count",
+              horizontal: bool = False, width: int = 640, height: int = 200) -> dict[str, Any]:
+    """Stacked bars: one bar per label, one segment per series; geometry in SVG user units. Runs stand
+    side by side (``horizontal`` False); named categories (stop reasons, domains) lie one under the other,
+    their names readable on the left and the total on the right. ``unit`` ("bytes" or "count") says how
+    the template writes the values."""
     totals = [sum(values[i] for values in series) for i in range(len(labels))]
     top = max(totals, default=0) or 1
-    slot = width / max(len(labels), 1)
     bars = []
-    for i, label in enumerate(labels):
-        y = float(height)
-        segments = []
-        for index, values in enumerate(series):
-            h = values[i] / top * height
-            y -= h
-            segments.append({"y": round(y, 1), "height": round(h, 1), "value": values[i], "series": index,
-                             "name": names[index]})
-        bars.append({"x": round(i * slot + slot * 0.1, 1), "width": round(slot * 0.8, 1), "label": label,
-                     "total": totals[i], "segments": segments})
-    return {"width": width, "height": height, "bars": bars, "names": list(names), "max": max(totals, default=0)}
+    if horizontal:
+        row = CHART_ROW
+        height = row * max(len(labels), 1)
+        for i, label in enumerate(labels):
+            x = float(CHART_LABEL_WIDTH)
+            segments = []
+            for index, values in enumerate(series):
+                w = values[i] / top * (width - CHART_LABEL_WIDTH - CHART_VALUE_WIDTH)
+                segments.append({"x": round(x, 1), "width": round(w, 1), "value": values[i], "series": index,
+                                 "name": names[index]})
+                x += w
+            bars.append({"y": round(i * row + row * 0.15, 1), "height": round(row * 0.7, 1), "label": label,
+                         "total": totals[i], "end": round(x, 1), "segments": segments})
+    else:
+        slot = width / max(len(labels), 1)
+        for i, label in enumerate(labels):
+            y = float(height)
+            segments = []
+            for index, values in enumerate(series):
+                h = values[i] / top * height
+                y -= h
+                segments.append({"y": round(y, 1), "height": round(h, 1), "value": values[i], "series": index,
+                                 "name": names[index]})
+            bars.append({"x": round(i * slot + slot * 0.1, 1), "width": round(slot * 0.8, 1), "label": label,
+                         "total": totals[i], "segments": segments})
+    return {"width": width, "height": height, "bars": bars, "names": list(names), "max": max(totals, default=0),
+            "unit": unit, "horizontal": horizontal}
 
 
 @blueprint.get("/")
@@ -93,13 +114,14 @@ def harvest(name: str) -> Any:
     # only the reasons that occur: seven long names side by side cannot be read
     stops = {name: total for name, total in stops.items() if total} or stops
     charts = {
-        "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], ["bytes"]),
+        "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], ["bytes"], unit="bytes"),
         "objects": bar_chart(labels, [[run["objects"] for run in oldest_first]], ["objects"]),
         "novelty": bar_chart(labels, [[run["novel_bytes"] for run in oldest_first],
                                       [run["duplicate_bytes"] for run in oldest_first]],
-                             ["novel bytes", "duplicate bytes"]),
-        "stops": bar_chart(list(stops), [list(stops.values())], ["configurations"]),
-        "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], ["bytes"]),
+                             ["novel bytes", "duplicate bytes"], unit="bytes"),
+        "stops": bar_chart(list(stops), [list(stops.values())], ["configurations"], horizontal=True),
+        "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], ["bytes"],
+                             unit="bytes", horizontal=True),
     }
     return render_template("history/harvest.html", name=name, runs=runs, charts=charts, largest=largest,
                            stop_names=[reason.name for reason in StopReason],
