@@ -358,7 +358,10 @@ class CrawlController:
         event to crawlResuming, which writes ``CRAWL RUNNING - <message>``: at start (``Preparing``, then
         ``Running``) and after every unpause (CrawlController.requestCrawlResume sends RUNNING, ``Running``).
         Heritrix 3.0's crawlResuming wrote ``CRAWL RESUMED - `` for the same two events, so no Heritrix 3
-        writes RESUMED for an unpause only; this engine writes what current Heritrix 3 writes."""
+        writes RESUMED for an unpause only; this engine writes what current Heritrix 3 writes, and what
+        Heritrix's own self-test requires of the log (heritrix3 engine/src/test/java/org/archive/crawler/
+        selftest/SelfTestBase.java, verifyProgressStatistics: ``CRAWL RUNNING - Preparing``, ``CRAWL
+        RUNNING - Running``, ``CRAWL ENDING - Finished``)."""
         if self.logs is not None:
             self.logs.write("progress-statistics.log", f"{iso_seconds()} {note}")
 
