@@ -357,8 +357,9 @@ class CrawlController:
         StatisticsTracker.java). There, onApplicationEvent sends both the PREPARING and the RUNNING state
         event to crawlResuming, which writes ``CRAWL RUNNING - <message>``: at start (``Preparing``, then
         ``Running``) and after every unpause (CrawlController.requestCrawlResume sends RUNNING, ``Running``).
-        Heritrix 3.0's crawlResuming wrote ``CRAWL RESUMED - `` for the same two events, so no Heritrix 3
-        writes RESUMED for an unpause only; this engine writes what current Heritrix 3 writes, and what
+        An older crawlResuming of the heritrix3 repository wrote ``CRAWL RESUMED - `` for the same two
+        events, so no Heritrix 3 writes RESUMED for an unpause only; this engine writes what current
+        Heritrix 3 writes, and what
         Heritrix's own self-test requires of the log (heritrix3 engine/src/test/java/org/archive/crawler/
         selftest/SelfTestBase.java, verifyProgressStatistics: ``CRAWL RUNNING - Preparing``, ``CRAWL
         RUNNING - Running``, ``CRAWL ENDING - Finished``)."""
