@@ -17,8 +17,7 @@ server's peak memory (flat while it streams). The database is dropped at the end
 and sizes finds the load marker (a comment on the database, written when the load committed and again
 when the summaries were rebuilt), skips the load, brings the schema up to date (``harvestsuite db
 init``: its migrations fill what they add), rebuilds the summaries only if that never finished, and
-measures. The
-load average is printed beside the figures: on a shared machine they mean little without it.
+measures. The load average is printed beside the figures: on a shared machine they mean little without it.
 
 Usage::
 

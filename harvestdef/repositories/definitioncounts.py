@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, Select, case, delete, exists, func, insert, or_, select
+from sqlalchemy import Connection, Select, Table, case, delete, exists, func, insert, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from harvestdef.db import schema as s
@@ -89,6 +89,11 @@ def _unused_seedlists() -> Select[Any]:
     return select(s.seedlists.c.seedlist_id, s.seedlists.c.domain_id).where(seedlist_is_unused())
 
 
+def _fill(conn: Connection, table: Table, unused: Select[Any]) -> None:
+    """Insert the (key, domain_id) rows ``unused`` selects into its summary table."""
+    conn.execute(insert(table).from_select([next(iter(table.primary_key)).name, "domain_id"], unused))
+
+
 def recheck_unused(conn: Connection, domain_ids: Iterable[int] | Select[Any]) -> None:
     """Test the configurations and seed lists of these domains for use again (ids, or a query of them)."""
     ids = domain_ids if isinstance(domain_ids, Select) else sorted(set(domain_ids))
@@ -97,8 +102,7 @@ def recheck_unused(conn: Connection, domain_ids: Iterable[int] | Select[Any]) ->
     for table, unused, owner in ((s.unused_configurations, _unused_configurations(), s.configurations),
                                  (s.unused_seedlists, _unused_seedlists(), s.seedlists)):
         conn.execute(delete(table).where(table.c.domain_id.in_(ids)))
-        conn.execute(insert(table).from_select([next(iter(table.primary_key)).name, "domain_id"],
-                                               unused.where(owner.c.domain_id.in_(ids))))
+        _fill(conn, table, unused.where(owner.c.domain_id.in_(ids)))
 
 
 def rebuild_definition_counts(conn: Connection) -> tuple[int, int, int]:
@@ -110,6 +114,6 @@ def rebuild_definition_counts(conn: Connection) -> tuple[int, int, int]:
     for table, unused in ((s.unused_configurations, _unused_configurations()),
                           (s.unused_seedlists, _unused_seedlists())):
         conn.execute(delete(table))
-        conn.execute(insert(table).from_select([next(iter(table.primary_key)).name, "domain_id"], unused))
+        _fill(conn, table, unused)
         counts.append(conn.scalar(select(func.count()).select_from(table)) or 0)
     return counts[0], counts[1], counts[2]

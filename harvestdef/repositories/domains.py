@@ -46,11 +46,10 @@ from harvestdef.repositories.base import (
     translate_errors,
     update_with_edition,
 )
-from harvestdef.repositories.definitioncounts import add_tld_counts, tld_totals
+from harvestdef.repositories.definitioncounts import add_tld_counts
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
 
-# The TLD that domains named by an IPv4 or IPv6 address are counted under.
 # Rows fetched per round trip when streaming domains (server-side cursor on PostgreSQL).
 STREAM_BATCH = 1000
 
@@ -492,12 +491,6 @@ class DomainRepository:
         if limit is not None:
             stmt = stmt.limit(limit)
         return [(row.tld, int(row.domains)) for row in self.conn.execute(stmt)]
-
-    def count_tlds_from_names(self) -> list[tuple[str, int]]:
-        """Domains per TLD counted from the names themselves (one pass over all domains): the reference
-        the summary is checked against."""
-        return [(row.tld, int(row.domains)) for row in self.conn.execute(
-            tld_totals(self.conn, select(s.domains.c.name)).order_by("tld"))]
 
 
 def punycode_name(domain: Domain) -> str:

@@ -35,8 +35,7 @@ def require_resumable(directory: Path, store_file: str) -> None:
     ``store_file``; its queued URIs and seen set are in a layout this engine no longer reads, and resuming
     without them would fetch everything again, so it is refused rather than half-resumed."""
     directory = Path(directory)
-    if not (directory / STATE_FILE).is_file():
-        raise CheckpointError(f"checkpoint {directory.name} cannot be resumed: {directory} has no {STATE_FILE}")
+    _state_path(directory)
     if not (directory / store_file).is_file():
         raise CheckpointError(
             f"checkpoint {directory.name} cannot be resumed: it was written before the frontier's on-disk store "
@@ -98,9 +97,15 @@ def save_checkpoint(checkpoints_dir: Path, name: str, state: CheckpointState,
     return checkpoints_dir / name
 
 
-def load_checkpoint(directory: Path) -> CheckpointState:
-    path = Path(directory) / STATE_FILE
+def _state_path(directory: Path) -> Path:
+    """The checkpoint's state file; CheckpointError naming the checkpoint when it has none."""
+    path = directory / STATE_FILE
     if not path.is_file():
-        raise CheckpointError(f"checkpoint {Path(directory).name} cannot be resumed: {directory} has no {STATE_FILE}")
+        raise CheckpointError(f"checkpoint {directory.name} cannot be resumed: {directory} has no {STATE_FILE}")
+    return path
+
+
+def load_checkpoint(directory: Path) -> CheckpointState:
+    path = _state_path(Path(directory))
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return CheckpointState.from_json(json.load(handle), Path(directory))

@@ -157,13 +157,13 @@ class CrawlController:
         self._wakeup: asyncio.Event | None = None
 
     # -- public, thread-safe --------------------------------------------------------------------------
-    def _transition(self, action: str) -> str:
-        with self._lock:
-            allowed = CONTROLLER_TRANSITIONS[self._state]
-            if action not in allowed:
-                raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot {action} while {self._state}")
-            self._state = allowed[action]
-            return self._state
+    def _transition(self, action: str) -> None:
+        """Take ``action``; CrawlStateError (and no change) if the current state does not allow it."""
+        if not self._transition_if_allowed(action):
+            raise self._refusal(action)
+
+    def _refusal(self, action: str) -> CrawlStateError:
+        return CrawlStateError(f"crawl {self.config.job_name!r}: cannot {action} while {self._state}")
 
     def _transition_if_allowed(self, action: str) -> bool:
         """Take ``action`` if the current state allows it; False (and no change) if not. For the crawl's own
@@ -198,7 +198,7 @@ class CrawlController:
     def checkpoint(self) -> str:
         with self._lock:
             if "checkpoint" not in CONTROLLER_TRANSITIONS[self._state] or self._loop is None:
-                raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot checkpoint while {self._state}")
+                raise self._refusal("checkpoint")
             loop = self._loop
         return asyncio.run_coroutine_threadsafe(self._checkpoint(), loop).result(timeout=300)
 
@@ -359,10 +359,9 @@ class CrawlController:
         ``Running``) and after every unpause (CrawlController.requestCrawlResume sends RUNNING, ``Running``).
         An older crawlResuming of the heritrix3 repository wrote ``CRAWL RESUMED - `` for the same two
         events, so no Heritrix 3 writes RESUMED for an unpause only; this engine writes what current
-        Heritrix 3 writes, and what
-        Heritrix's own self-test requires of the log (heritrix3 engine/src/test/java/org/archive/crawler/
-        selftest/SelfTestBase.java, verifyProgressStatistics: ``CRAWL RUNNING - Preparing``, ``CRAWL
-        RUNNING - Running``, ``CRAWL ENDING - Finished``)."""
+        Heritrix 3 writes, and what Heritrix's own self-test requires of the log (heritrix3 engine/src/test/
+        java/org/archive/crawler/selftest/SelfTestBase.java, verifyProgressStatistics: ``CRAWL RUNNING -
+        Preparing``, ``CRAWL RUNNING - Running``, ``CRAWL ENDING - Finished``)."""
         if self.logs is not None:
             self.logs.write("progress-statistics.log", f"{iso_seconds()} {note}")
 

@@ -6,8 +6,8 @@ content_encoding)``: the payload comes in bounded pieces (from the response's sp
 (gzip, deflate, br) is undone here as it streams, and the extractors read it piece by piece (lxml's
 feed parser with a target that sees start tags, no tree; style sheets with a small overlap between
 pieces), so no response is held whole; at most MAX_DECODED_BYTES of one are read. Only extractable types
-are read at all. An extractor never raises on bad
-markup: a page lxml cannot parse yields the links it could find.
+are read at all. An extractor never raises on bad markup: a page lxml cannot parse yields the links it
+could find.
 """
 
 from __future__ import annotations
@@ -73,12 +73,6 @@ def _decoded_pieces(pieces: Iterable[bytes], content_encoding: str) -> Iterator[
         is_first = False
 
 
-def decode_payload(pieces: Iterable[bytes], content_encoding: str, limit: int = MAX_DECODED_BYTES) -> bytes:
-    """At most ``limit`` bytes of the payload with its content encoding undone, joined (for small payloads
-    and tests; the extractors read ``bounded_pieces``)."""
-    return b"".join(bounded_pieces(pieces, content_encoding, limit))
-
-
 def bounded_pieces(pieces: Iterable[bytes], content_encoding: str, limit: int = MAX_DECODED_BYTES
                    ) -> Iterator[bytes]:
     """The payload's pieces with their content encoding undone, at most ``limit`` bytes of them in all."""
@@ -92,12 +86,17 @@ def bounded_pieces(pieces: Iterable[bytes], content_encoding: str, limit: int = 
             return
 
 
+def _css_link(match: re.Match[bytes], links: list[tuple[str, str]]) -> None:
+    """The link of one ``url(...)`` or ``@import`` match, unless it is inline data."""
+    raw = match.group(1) or match.group(2)
+    if raw and not raw.startswith(b"data:"):
+        links.append((raw.decode("utf-8", "replace"), "E"))
+
+
 def extract_css(text: bytes) -> list[tuple[str, str]]:
-    links = []
+    links: list[tuple[str, str]] = []
     for match in _CSS_URL.finditer(text):
-        raw = match.group(1) or match.group(2)
-        if raw and not raw.startswith(b"data:"):
-            links.append((raw.decode("utf-8", "replace"), "E"))
+        _css_link(match, links)
     return links
 
 
@@ -112,7 +111,7 @@ def extract_css_pieces(pieces: Iterable[bytes]) -> Outlinks:
         text = carried + piece
         taken = 0
         for match in _CSS_URL.finditer(text):
-            links.extend(extract_css(match.group(0)))
+            _css_link(match, links)
             taken = match.end()
         carried = text[max(taken, len(text) - CSS_OVERLAP):]
     return links, None
@@ -190,16 +189,18 @@ def extract_html_pieces(pieces: Iterable[bytes]) -> Outlinks:
     fed = False
     try:
         for piece in pieces:
-            if piece.strip() or fed:
+            if fed or piece.strip():  # leading white space alone is no document (lxml refuses it)
                 parser.feed(piece)
                 fed = True
-        if fed:
-            return parser.close()
+        return parser.close() if fed else ([], None)
     except etree.LxmlError:
         # markup libxml2 gives up on: the links found so far; a fresh parser for the next document
         _parsers.html = None
         return target.close()
-    return [], None
+    except BaseException:
+        # the pieces failed (the spool, the decoder): this parser holds half a document, never reused
+        _parsers.html = None
+        raise
 
 
 def extract_html(body: bytes) -> Outlinks:

@@ -4,8 +4,8 @@ Each record is its own gzip member (zlib level 6: level 9 costs CPU for little g
 seekable. Response and request blocks are the bytes that went over the wire; a response's block is copied
 from its spool (harvester/engine/spool.py) in bounded pieces and compressed as it goes, so a large response
 is never in memory whole. WARC-Payload-Digest is taken, as the bytes arrived, over the de-chunked, still
-content-encoded body (the spec's entity body, iipc/warc-specifications#22),
-which warcio would take over the chunked bytes (warcio #74). A request record's payload is the request's
+content-encoded body (the spec's entity body, iipc/warc-specifications#22), which warcio would take over
+the chunked bytes (warcio #74). A request record's payload is the request's
 body, so a GET's payload digest is that of the empty string. A warcinfo record opens every file, with
 Heritrix's fields. File names follow Heritrix:
 ``{prefix}-{timestamp17}-{serial:05d}-{pid}~{hostname}~{port}.warc.gz``, port being the engine's API port.
@@ -19,7 +19,6 @@ import os
 import socket
 import time
 import zlib
-from base64 import b32encode
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,7 +29,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from harvester.engine.spool import ResponseSpool
+from harvester.engine.spool import ResponseSpool, sha1_label
 
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 SOFTWARE = "HarvestSuite crawl engine (Heritrix 3 compatible)"
@@ -41,7 +40,7 @@ MEMBER_BUFFER = 1024 * 1024
 
 
 def sha1_digest(data: bytes) -> str:
-    return "sha1:" + b32encode(hashlib.sha1(data).digest()).decode("ascii")
+    return sha1_label(hashlib.sha1(data))
 
 
 def local_address() -> str:

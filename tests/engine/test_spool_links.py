@@ -11,7 +11,7 @@ from base64 import b32encode
 
 from harvester.engine.links import (
     MAX_DECODED_BYTES,
-    decode_payload,
+    bounded_pieces,
     extract_css_pieces,
     extract_html,
     extract_html_pieces,
@@ -68,7 +68,7 @@ def test_gzip_is_undone_across_pieces_and_within_the_bound() -> None:
     pieces = [packed[i:i + 1000] for i in range(0, len(packed), 1000)]
     links, base = extract_links(pieces, "text/html", "gzip")
     assert ("/p/7", "L") in links and ("/i.png", "E") in links and base is None
-    assert decode_payload(pieces, "gzip", limit=50) == page[:50]
+    assert b"".join(bounded_pieces(pieces, "gzip", limit=50)) == page[:50]
     # A body labelled gzip that is not: read as it is, as the server sent it.
     assert extract_links([b"<a href='/plain'>p</a>"], "text/html", "gzip")[0] == [("/plain", "L")]
 
@@ -119,3 +119,20 @@ def test_a_large_page_is_never_held_whole_for_extraction() -> None:
     assert links == [("/first", "L")]
     assert peak < 2 * 1024 * 1024, f"{peak} bytes allocated at the peak"
     assert MAX_DECODED_BYTES <= read <= MAX_DECODED_BYTES + len(filler)
+
+
+def test_a_document_whose_pieces_fail_leaves_nothing_in_the_next() -> None:
+    """The spool or the decoder failing mid-document: the error reaches the caller, and the thread's next
+    document is parsed by a fresh parser, without the half-read one's links."""
+
+    def failing():
+        yield b"<html><body><a href='/half'>h</a><p>"
+        raise OSError("spool file gone")
+
+    try:
+        extract_html_pieces(failing())
+    except OSError as exc:
+        assert str(exc) == "spool file gone"
+    else:
+        raise AssertionError("the pieces' error was swallowed")
+    assert extract_html(b"<a href='/next'>n</a>") == ([("/next", "L")], None)

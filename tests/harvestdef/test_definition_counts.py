@@ -18,6 +18,7 @@ from harvestdef.repositories.definitioncounts import (
     configuration_is_unused,
     rebuild_definition_counts,
     seedlist_is_unused,
+    tld_totals,
 )
 from harvestdef.repositories.domains import DomainRepository
 from harvestdef.repositories.harvests import HarvestRepository
@@ -39,7 +40,9 @@ def scanned(conn: Connection) -> tuple[list[tuple[str, int]], list[int], list[in
                                   .where(configuration_is_unused()).order_by(c.c.config_id)).all()
     seedlists = conn.scalars(select(s.seedlists.c.seedlist_id).where(seedlist_is_unused())
                              .order_by(s.seedlists.c.seedlist_id)).all()
-    return DomainRepository(conn).count_tlds_from_names(), list(configurations), list(seedlists)
+    tlds = [(row.tld, int(row.domains))
+            for row in conn.execute(tld_totals(conn, select(s.domains.c.name)).order_by("tld"))]
+    return tlds, list(configurations), list(seedlists)
 
 
 def assert_in_step(conn: Connection) -> tuple[list[tuple[str, int]], list[int], list[int]]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table
 
 from harvestdef.db import schema as s
 from harvestdef.errors import StaleEditionError, ValidationError
 from harvestdef.model.definitions import ExtendedFieldType
 from harvestdef.repositories.base import update_with_edition
-from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
+from harvestdef.repositories.domains import DomainRepository
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
 from harvestdef.repositories.harvests import HarvestRepository
 from webui.api.core import blueprint, body, edition, field
@@ -34,13 +34,21 @@ def fields_json(conn: Connection, field_type: ExtendedFieldType, instance_id: in
              "maxlen": f.maxlen, "value": values[f.name]} for f in repository.fields_of(field_type)]
 
 
-def set_values(conn: Connection, field_type: ExtendedFieldType, instance_id: int,
-               values: dict[str, str]) -> list[str]:
-    """Set the named fields; an invalid error (400) naming ``values`` when one is refused."""
+def _set_fields(conn: Connection, field_type: ExtendedFieldType, owner: tuple[Table, str, int], what: str,
+                name: str, edition_now: int, expected_edition: int, values: dict[str, str]) -> list[str]:
+    """Set the named fields of the definition ``owner`` (its table, key column and key); the names whose
+    value changed. The owner's edition moves on only when something changed, and a stale one is refused
+    either way (StaleEditionError, 409); a refused value is an invalid error (400) naming ``values``."""
+    if edition_now != expected_edition:
+        raise StaleEditionError(what, name, expected_edition, edition_now)
+    table, key_column, key = owner
     try:
-        return ExtendedFieldRepository(conn, actor()).set_values(field_type, instance_id, values)
+        changed = ExtendedFieldRepository(conn, actor()).set_values(field_type, key, values)
     except ValidationError as exc:
         raise ApiError("invalid", str(exc), "values") from exc
+    if changed:
+        update_with_edition(conn, actor(), table, key_column, key, expected_edition, {}, what)
+    return changed
 
 
 def domain_fields(conn: Connection, name: str) -> dict[str, Any]:
@@ -58,28 +66,18 @@ def harvest_fields(conn: Connection, name: str) -> dict[str, Any]:
 
 
 def set_harvest_fields(conn: Connection, name: str, expected_edition: int, values: dict[str, str]) -> list[str]:
-    """Set the named fields of the harvest definition; the names whose value changed. As for a domain, the
-    edition moves on only when something changed, and a stale one is refused either way (409)."""
+    """Set the named fields of the harvest definition (``_set_fields``)."""
     harvest = HarvestRepository(conn).get(name)
-    if harvest.edition != expected_edition:
-        raise StaleEditionError("harvest definition", harvest.name, expected_edition, harvest.edition)
-    changed = set_values(conn, ExtendedFieldType.HARVESTDEFINITIONS, harvest.harvest_id, values)
-    if changed:
-        update_with_edition(conn, actor(), s.harvestdefinitions, "harvest_id", harvest.harvest_id,
-                            expected_edition, {}, "harvest definition")
-    return changed
+    return _set_fields(conn, ExtendedFieldType.HARVESTDEFINITIONS,
+                       (s.harvestdefinitions, "harvest_id", harvest.harvest_id), "harvest definition", harvest.name,
+                       harvest.edition, expected_edition, values)
 
 
 def set_domain_fields(conn: Connection, name: str, expected_edition: int, values: dict[str, str]) -> list[str]:
-    """Set the named fields of the domain; the names whose value changed. The edition moves on only when
-    something changed, and a stale one is refused either way (StaleEditionError, 409)."""
+    """Set the named fields of the domain (``_set_fields``)."""
     domain = DomainRepository(conn).get(name)
-    if domain.edition != expected_edition:
-        raise StaleEditionError("domain", domain.name, expected_edition, domain.edition)
-    changed = set_values(conn, ExtendedFieldType.DOMAINS, domain.domain_id, values)
-    if changed:
-        bump_domain_edition(conn, actor(), domain.domain_id, expected_edition)
-    return changed
+    return _set_fields(conn, ExtendedFieldType.DOMAINS, (s.domains, "domain_id", domain.domain_id), "domain",
+                       domain.name, domain.edition, expected_edition, values)
 
 
 @blueprint.get("/domains/<name>/extendedfields")

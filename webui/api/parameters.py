@@ -2,8 +2,9 @@
 
 A route lists what it takes with ``@takes(LIMIT, AFTER, ...)``; ``/api/v1/openapi.json`` describes each
 one from that list (name, type, required, description), and the views read them with ``query(name)``,
-which refuses a name its route did not declare. So a parameter cannot be read without being described:
-the API's modules never touch ``request.args`` themselves (tests/webui/test_openapi.py checks both).
+which refuses a name its route did not declare, and a value outside the parameter's ``enum``. So a
+parameter cannot be read without being described: the API's modules never touch ``request.args``
+themselves (tests/webui/test_openapi.py checks both).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from flask import current_app, request
+
+from webui.api.errors import ApiError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -55,9 +58,14 @@ def declared(view: Any) -> tuple[QueryParameter, ...]:
 
 
 def query(name: str, default: str | None = None) -> str | None:
-    """The query parameter ``name`` of this request (``default`` when absent); the route must declare it."""
+    """The query parameter ``name`` of this request (``default`` when absent); the route must declare it.
+    A value outside a declared ``enum`` is the client's error (400, naming the parameter)."""
     view = current_app.view_functions.get(request.endpoint or "")
-    if all(parameter.name != name for parameter in declared(view)):
+    parameter = next((p for p in declared(view) if p.name == name), None)
+    if parameter is None:
         raise UndeclaredQueryParameter(f"{request.endpoint} reads the query parameter {name!r}, which its route "
                                        f"does not declare with @takes")
-    return request.args.get(name, default)
+    value = request.args.get(name, default)
+    if parameter.enum and value is not None and value not in parameter.enum:
+        raise ApiError("invalid", f"{name} must be one of {', '.join(parameter.enum)}, not {value!r}", name)
+    return value
