@@ -33,6 +33,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from harvestdef.errors import SettingsError, ValidationError
+from harvestdef.times import utc_text
 
 # A nominal slot is searched from this far before the instant asked about, so a slot that a
 # daylight-saving gap moved forward onto (or past) that instant is still found.
@@ -253,6 +254,21 @@ class Schedule:
             slot = self._nominal_slot(last_event, tz)
             event = from_wall(self._snap_wall(self._add_wall_units(slot)), tz)
         return self._within_end(event)
+
+    def end_reason(self, num_previous_events: int, now: datetime, tz: ZoneInfo) -> str | None:
+        """Why a harvest on this schedule that has run ``num_previous_events`` times gets no further event
+        from ``now`` on, in words; None if it has one (its repeats are not used up and an event lies before
+        its end)."""
+        _require_aware(now, "now")
+        if self.maxrepeats is not None and num_previous_events >= self.maxrepeats:
+            runs = "run" if self.maxrepeats == 1 else "runs"
+            return f"schedule {self.name} allows {self.maxrepeats} {runs}, and all of them have run"
+        if self.first_event(now, tz) is not None:
+            return None
+        assert self.enddate is not None  # only an end date leaves first_event without an event
+        if self.enddate <= now:
+            return f"schedule {self.name} ended on {utc_text(self.enddate)}"
+        return f"schedule {self.name} has no event left before its end on {utc_text(self.enddate)}"
 
     def _within_end(self, event: datetime) -> datetime | None:
         if self.enddate is not None and event > self.enddate:

@@ -136,6 +136,8 @@ def tick(app: AppContext, once: bool) -> None:
         click.echo(f"deactivated {name}: {reason}")
     for name, reason in sorted(report.indexing.items()):
         click.echo(f"indexing {name}: {reason}")
+    for name, reason in sorted(report.finished.items()):
+        click.echo(f"finished {name}: {reason}")
     for job_id in report.timed_out:
         click.echo(f"timed out job {job_id}")
     for old, new in sorted(report.resubmitted.items()):

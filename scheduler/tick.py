@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, Engine, func, or_, select, update
 
@@ -44,10 +44,14 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import JobGenerationError, QueueError, StaleJobError, ValidationError
+from harvestdef.model.definitions import RunOutlook
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
+from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.jobs import JobRepository
+from harvestdef.schedules import scheduler_zone
+from harvestdef.times import utc_text
 from scheduler.dedupindex import (
     DedupIndexBuilder,
     HarvestRun,
@@ -63,11 +67,10 @@ from scheduler.notify import Notifier
 log = logging.getLogger(__name__)
 
 
-def when(instant: datetime) -> str:
-    """A time in a harvest's state as the web UI shows every time: UTC, to the second."""
-    return f"{instant.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+# A time in a harvest's state, as the web UI shows every time.
+when = utc_text
 
-WAITING, GENERATING, GENERATED, DEACTIVATED = "waiting", "generating", "generated", "deactivated"
+WAITING, GENERATING, GENERATED, DEACTIVATED, FINISHED = "waiting", "generating", "generated", "deactivated", "finished"
 _UNFINISHED = [int(JobStatus.NEW), int(JobStatus.SUBMITTED), int(JobStatus.STARTED)]
 
 
@@ -90,6 +93,7 @@ class TickReport:
     interrupted: list[int] = field(default_factory=list)
     resubmitted: dict[int, int] = field(default_factory=dict)
     indexing: dict[str, str] = field(default_factory=dict)  # harvest name -> why its runs' jobs wait for an index
+    finished: dict[str, str] = field(default_factory=dict)  # harvest name -> why its schedule has run its course
 
 
 def set_harvest_state(conn: Connection, harvest_id: int, state: str, reason: str, now: datetime) -> bool:
@@ -281,6 +285,7 @@ class Ticker:
                                                        f"channel {channel}{also}", now, report)
                 else:
                     ready.append((harvest_id, name))
+            self._note_ended(conn, now, report, waiting_for_index)
 
             snapshots = conn.execute(
                 select(hd.c.harvest_id, hd.c.name, hd.c.numevents, full.c.previoushd, full.c.isindexready)
@@ -313,6 +318,31 @@ class Ticker:
                                  {"isindexready": False}, {"isindexready": True})
                 ready.append((harvest_id, name))
         return ready
+
+    def _note_ended(self, conn: Connection, now: datetime, report: TickReport,
+                    waiting_for_index: dict[int, tuple[str, str]]) -> None:
+        """Active selective harvests without a next run: one that never ran waits, saying it never will and
+        why; one that has run is finished, with its last run."""
+        hd, partial = s.harvestdefinitions, s.partialharvests
+        harvests = HarvestRepository(conn, clock=lambda: now,
+                                     zone=scheduler_zone(self.generation.timezone))
+        for (harvest_id,) in conn.execute(
+                select(hd.c.harvest_id).join(partial, partial.c.harvest_id == hd.c.harvest_id)
+                .where(hd.c.isactive.is_(True), partial.c.nextdate.is_(None))).all():
+            harvest = harvests.get_by_id(harvest_id)
+            outlook = harvests.outlook(harvest)
+            index_note = waiting_for_index.get(harvest_id)
+            also = f"; {index_note[1]}" if index_note else ""
+            if outlook.outlook is RunOutlook.CANNOT_RUN:
+                self._wait(conn, harvest_id, harvest.name, f"will never run: {outlook.reason}; give it a schedule "
+                                                           f"with events to come{also}", now, report)
+                continue
+            last = f"; last run {outlook.last_run}"
+            if outlook.last_run_at is not None:
+                last += f" at {when(outlook.last_run_at)}"
+            report.finished[harvest.name] = outlook.reason
+            if set_harvest_state(conn, harvest_id, FINISHED, f"{outlook.reason}{last}{also}", now):
+                log.info("harvest definition %r is finished: %s", harvest.name, outlook.reason)
 
     def _wait(self, conn: Connection, harvest_id: int, name: str, reason: str, now: datetime,
               report: TickReport) -> None:

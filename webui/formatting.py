@@ -3,10 +3,12 @@ times in one format."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from flask import Flask
+
+from harvestdef.times import utc_text
 
 _UNITS = ("bytes", "KB", "MB", "GB", "TB", "PB")
 
@@ -48,9 +50,7 @@ def when(value: Any) -> str:
         except ValueError:
             return value
     if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC)
-        return value.strftime("%Y-%m-%d %H:%M:%S UTC")
+        return utc_text(value)
     return str(value)
 
 

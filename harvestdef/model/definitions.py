@@ -175,6 +175,30 @@ class SnapshotHarvest(HarvestDefinition):
         return HarvestKind.SNAPSHOT
 
 
+class RunOutlook(StrEnum):
+    """Whether a harvest definition runs (again), as its pages, the API and "Why harvests wait" show it."""
+
+    ACTIVE = "active"  # active, with a run to come
+    FINISHED = "finished"  # active and has run, but its schedule has run its course (a snapshot runs once)
+    CANNOT_RUN = "cannot run"  # active, has never run, and never will as it is defined now
+    INACTIVE = "inactive"
+
+
+@dataclass(frozen=True)
+class HarvestOutlook:
+    """A harvest definition's RunOutlook, why (for FINISHED and CANNOT_RUN), and its last run."""
+
+    outlook: RunOutlook
+    reason: str = ""
+    last_run: int = 0  # numevents: the number of the last run, 0 if none
+    last_run_at: datetime | None = None  # when the last run's jobs were made
+
+    @property
+    def will_not_run(self) -> bool:
+        """Active, yet no run is to come: what a curator saving the harvest is warned of."""
+        return self.outlook in (RunOutlook.FINISHED, RunOutlook.CANNOT_RUN)
+
+
 @dataclass(frozen=True)
 class HarvestConfigEntry:
     """One configuration included in a selective harvest (harvest_configs), with its domain."""

@@ -32,6 +32,8 @@ from harvestdef.model.definitions import (
     HarvestConfigEntry,
     HarvestDefinition,
     HarvestKind,
+    HarvestOutlook,
+    RunOutlook,
     SelectiveHarvest,
     SnapshotHarvest,
 )
@@ -164,6 +166,36 @@ class HarvestRepository:
         rows = self.conn.execute(select(s.harvest_state).where(s.harvest_state.c.harvest_id.in_(ids)))
         return {row.harvest_id: row for row in rows}
 
+    def outlook(self, harvest: HarvestDefinition) -> HarvestOutlook:
+        """Whether ``harvest`` runs (again), why not, and its last run. An inactive harvest carries the reason
+        too when it would not run if activated, so saving it can warn."""
+        last_run_at = None
+        if harvest.numevents:
+            j = s.jobs
+            last_run_at = self.conn.scalar(select(func.min(j.c.creationdate)).where(
+                j.c.harvest_id == harvest.harvest_id, j.c.harvest_num == harvest.numevents))
+        reason = self._end_reason(harvest)
+        if not harvest.isactive:
+            outlook = RunOutlook.INACTIVE
+        elif reason is None:
+            outlook = RunOutlook.ACTIVE
+        else:
+            outlook = RunOutlook.FINISHED if harvest.numevents else RunOutlook.CANNOT_RUN
+        return HarvestOutlook(outlook, reason or "", harvest.numevents, last_run_at)
+
+    def _end_reason(self, harvest: HarvestDefinition) -> str | None:
+        if isinstance(harvest, SnapshotHarvest):
+            return "a snapshot harvest runs once, and it has run" if harvest.numevents else None
+        assert isinstance(harvest, SelectiveHarvest)
+        if harvest.nextdate is not None:
+            return None
+        schedule = ScheduleRepository(self.conn).get(harvest.schedule_id)
+        return (schedule.end_reason(harvest.numevents, self.clock(), self._zone())
+                or "its next run date was cleared, although its schedule has events to come")
+
+    def _zone(self) -> ZoneInfo:
+        return self.zone if self.zone is not None else scheduler_zone("")
+
     def configurations(self, name: str) -> Iterator[HarvestConfigEntry]:
         """The configurations of a selective harvest, by domain and configuration name, streamed."""
         harvest = self.get_selective(name)
@@ -225,8 +257,7 @@ class HarvestRepository:
         """
         schedule_id = self._schedule(schedule)
         if nextdate is None:
-            zone = self.zone if self.zone is not None else scheduler_zone("")
-            nextdate = ScheduleRepository(self.conn).get(schedule_id).first_event(self.clock(), zone)
+            nextdate = ScheduleRepository(self.conn).get(schedule_id).first_event(self.clock(), self._zone())
         traps = validate_trap_expressions(crawlertraps)
         harvest_id = self._insert_definition(name, comments, audience, active, self._channel_id(channel, False))
         self.conn.execute(insert(s.partialharvests).values(
@@ -302,11 +333,18 @@ class HarvestRepository:
     def update_selective(self, name: str, expected_edition: int, *, schedule: int | str | None = None,
                          nextdate: datetime | None = UNCHANGED, crawlertraps: str | None = None
                          ) -> SelectiveHarvest:
-        """Change the schedule, the next date (None = never again) or the harvest-level crawler traps."""
+        """Change the schedule, the next date (None = never again) or the harvest-level crawler traps.
+
+        A new schedule without a ``nextdate`` moves the next run to the new schedule's first event from the
+        later of now and the old next run (NetarchiveSuite's PartialHarvest.setSchedule), or to none when
+        the new schedule has ended or its repeats are used up; a harvest whose schedule had run its course
+        runs again once given a schedule with events to come."""
         current = self.get_selective(name)
         values: dict[str, Any] = {}
         if schedule is not None:
             values["schedule_id"] = self._schedule(schedule)
+            if values["schedule_id"] != current.schedule_id and nextdate is UNCHANGED:
+                values["nextdate"] = self._first_run(values["schedule_id"], current)
         if nextdate is not UNCHANGED:
             values["nextdate"] = nextdate
         if crawlertraps is not None:
@@ -314,6 +352,14 @@ class HarvestRepository:
         self._update(name, expected_edition, {})
         self._update_detail(current.harvest_id, s.partialharvests, values)
         return self.get_selective(name)
+
+    def _first_run(self, schedule_id: int, harvest: SelectiveHarvest) -> datetime | None:
+        schedule = ScheduleRepository(self.conn).get(schedule_id)
+        now = self.clock()
+        if schedule.end_reason(harvest.numevents, now, self._zone()) is not None:
+            return None
+        after = harvest.nextdate if harvest.nextdate is not None and harvest.nextdate > now else now
+        return schedule.first_event(after, self._zone())
 
     def update_snapshot(self, name: str, expected_edition: int, *, maxobjects: int | None = None,
                         maxbytes: int | None = None, maxjobrunningtime: int | None = None,

@@ -23,14 +23,27 @@ from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 
 
+def save_warning(repository: HarvestRepository, harvest: HarvestDefinition) -> str | None:
+    """What a curator who has just saved ``harvest`` is warned of: that it will not run (again), and why."""
+    outlook = repository.outlook(harvest)
+    if not outlook.reason:
+        return None
+    again = " again" if outlook.last_run else ""
+    when_active = "" if harvest.isactive else ", even when activated"
+    return f"Harvest {harvest.name} will not run{again}{when_active}: {outlook.reason}."
+
+
 def harvest_json(repository: HarvestRepository, harvest: HarvestDefinition, state: Any = None,
                  detail: bool = False) -> dict[str, Any]:
+    outlook = repository.outlook(harvest)
     record: dict[str, Any] = {
         "name": harvest.name, "type": harvest.kind.value, "active": harvest.isactive,
         "comments": harvest.comments, "audience": harvest.audience, "numevents": harvest.numevents,
         "submitted": jsonable(harvest.submitted), "edition": harvest.edition,
         "state": None if state is None else {"state": state.state, "reason": state.reason,
                                              "changed_at": jsonable(state.changed_at)},
+        "outlook": {"state": outlook.outlook.value, "reason": outlook.reason or None,
+                    "last_run": outlook.last_run, "last_run_at": jsonable(outlook.last_run_at)},
     }
     if isinstance(harvest, SnapshotHarvest):
         previous = repository.get_by_id(harvest.previoushd).name if harvest.previoushd is not None else None
@@ -138,19 +151,30 @@ def list_harvests() -> Any:
 @blueprint.post("/harvests")
 @require(CURATE)
 def create_harvest() -> Any:
-    """Create a selective, event or snapshot harvest (``type``); nothing is stored if any part is wrong."""
+    """Create a selective, event or snapshot harvest (``type``); nothing is stored if any part is wrong.
+
+    ``warnings`` says when the harvest, as saved, will never run (a schedule that has ended)."""
     data = body()
     with database().begin() as conn:
         created = create_harvest_from(conn, data)
-        return harvest_json(HarvestRepository(conn), created, detail=True), 201
+        harvests = harvest_repository(conn)
+        return _with_warnings(harvests, created, harvest_json(harvests, created, detail=True)), 201
 
 
-def _harvest_detail(name: str) -> dict[str, Any]:
+def _with_warnings(harvests: HarvestRepository, harvest: HarvestDefinition, record: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """The answer to a write: the record and ``warnings``, sentences about what was saved (it will not run)."""
+    warning = save_warning(harvests, harvest)
+    return {**record, "warnings": [warning] if warning else []}
+
+
+def _harvest_detail(name: str, warn: bool = False) -> dict[str, Any]:
     with database().connect() as conn:
-        harvests = HarvestRepository(conn)
+        harvests = harvest_repository(conn)
         harvest = harvests.get(name)
         state = harvests.states([harvest.harvest_id]).get(harvest.harvest_id)
-        return harvest_json(harvests, harvest, state, detail=True)
+        record = harvest_json(harvests, harvest, state, detail=True)
+        return _with_warnings(harvests, harvest, record) if warn else record
 
 
 @blueprint.get("/harvests/<name>")
@@ -198,11 +222,14 @@ def set_harvest_active(conn: Any, name: str, active: bool, expected: int | None)
 @blueprint.patch("/harvests/<name>")
 @require(CURATE)
 def update_harvest(name: str) -> Any:
-    """Change comments, audience, schedule (selective) or limits (snapshot); 409 if ``edition`` is stale."""
+    """Change comments, audience, schedule (selective) or limits (snapshot); 409 if ``edition`` is stale.
+
+    ``warnings`` says when the harvest, as saved, will not run (again): its schedule has ended or its
+    repeats are used up."""
     data = body()
     with database().begin() as conn:
         update_harvest_from(conn, name, data)
-    return _harvest_detail(name)
+    return _harvest_detail(name, warn=True)
 
 
 def _set_active(name: str, active: bool) -> Any:
@@ -210,7 +237,7 @@ def _set_active(name: str, active: bool) -> Any:
     expected = field(data, "edition", int, required=False) if isinstance(data, dict) else None
     with database().begin() as conn:
         set_harvest_active(conn, name, active, expected)
-    return _harvest_detail(name)
+    return _harvest_detail(name, warn=active)
 
 
 @blueprint.post("/harvests/<name>/activate")

@@ -31,11 +31,13 @@ from webui.definitions.forms import attempt, form_data
 
 def _harvests_page() -> str:
     with database().connect() as conn:
-        repository = HarvestRepository(conn)
+        repository = api.harvest_repository(conn)
         rows = list(repository.all_harvests())
         states = repository.states(row.harvest_id for row in rows)
+        outlooks = {row.harvest_id: repository.outlook(row) for row in rows}
     return render_template("definitions/harvests.html", selective=[h for h in rows if h.kind is HarvestKind.SELECTIVE],
-                           snapshot=[h for h in rows if h.kind is HarvestKind.SNAPSHOT], states=states)
+                           snapshot=[h for h in rows if h.kind is HarvestKind.SNAPSHOT], states=states,
+                           outlooks=outlooks)
 
 
 @blueprint.get("/harvests")
@@ -85,16 +87,20 @@ def new_harvest(kind: str) -> Any:
             data["seeds"] = request.form.get("seeds", "")
         with database().begin() as conn:
             created = api.create_harvest_from(conn, data)
+            warning = api.save_warning(api.harvest_repository(conn), created)
         flash(f"Harvest {created.name} created.")
+        if warning:
+            flash(warning, "warning")
         return redirect(url_for("definitions.harvest", name=created.name))
     return attempt(create, show)
 
 
 def _harvest_page(name: str) -> str:
     with database().connect() as conn:
-        repository = HarvestRepository(conn)
+        repository = api.harvest_repository(conn)
         current = repository.get(name)
         state = repository.states([current.harvest_id]).get(current.harvest_id)
+        outlook = repository.outlook(current)
         configurations = [] if isinstance(current, SnapshotHarvest) else list(repository.configurations(name))
         previous = (repository.get_by_id(current.previoushd).name
                     if isinstance(current, SnapshotHarvest) and current.previoushd is not None else None)
@@ -102,7 +108,8 @@ def _harvest_page(name: str) -> str:
         detail = "fullharvests" if isinstance(current, SnapshotHarvest) else "partialharvests"
         changes = definition_changes(conn, [("harvestdefinitions", current.harvest_id), (detail, current.harvest_id)],
                                      ExtendedFieldType.HARVESTDEFINITIONS, current.harvest_id)
-        return render_template("definitions/harvest.html", harvest=current, state=state, previous=previous,
+        return render_template("definitions/harvest.html", harvest=current, state=state, outlook=outlook,
+                               previous=previous,
                                configurations=configurations, channel=channel, form=request.form,
                                extended_fields=harvest_fields(conn, name)["fields"], changes=changes,
                                **_choices(conn))
@@ -128,7 +135,11 @@ def _update_harvest(name: str, show: Callable[[], str]) -> Any:
             data["configurations"] = added
         with database().begin() as conn:
             api.update_harvest_from(conn, name, data)
+            repository = api.harvest_repository(conn)
+            warning = api.save_warning(repository, repository.get(name))
         flash(f"Harvest {name} saved.")
+        if warning:
+            flash(warning, "warning")
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(update, show)
 
@@ -137,9 +148,13 @@ def _update_harvest(name: str, show: Callable[[], str]) -> Any:
 @require(CURATE)
 def harvest_active(name: str) -> Any:
     def change() -> Any:
+        active = request.form.get("active") == "1"
         with database().begin() as conn:
-            api.set_harvest_active(conn, name, request.form.get("active") == "1",
-                                   form_data(("edition",)).get("edition"))
+            api.set_harvest_active(conn, name, active, form_data(("edition",)).get("edition"))
+            repository = api.harvest_repository(conn)
+            warning = api.save_warning(repository, repository.get(name)) if active else None
+        if warning:
+            flash(warning, "warning")
         back = "definitions.harvests" if request.form.get("back") == "list" else "definitions.harvest"
         return redirect(url_for(back, name=name) if back == "definitions.harvest" else url_for(back))
     return attempt(change, _harvests_page)
