@@ -139,7 +139,8 @@ def test_a_harvest_whose_repeats_are_used_up_is_finished_and_runs_again_on_a_new
     assert "Finished · 2 run(s)" in page and "Finished: schedule twice allows 2 runs" in page
     assert ">Deactivate<" not in page
     listing = curator.get("/definitions/harvests").get_data(as_text=True)
-    assert "<td>Finished</td>" in listing and "finished" in curator.get("/status/waiting").get_data(as_text=True)
+    assert "<td class=\"nowrap\">Finished</td>" in listing
+    assert "finished" in curator.get("/status/waiting").get_data(as_text=True)
 
     # A schedule with events to come gives it a next run, and it is active again.
     make_schedule(api, "every_day")
