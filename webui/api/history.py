@@ -131,8 +131,11 @@ def largest_domains(conn: Connection, harvest_id: int, count: int = LARGEST_DOMA
 @takes(*PAGED)
 @require(READ)
 def get_domain_history(name: str) -> Any:
-    """The domain's harvest history (historyinfo), newest first, with novel and duplicate figures and a
-    nothing-harvested flag with its reason."""
+    """The domain's harvest history (historyinfo), newest first, each row with a nothing-harvested flag.
+
+    Besides NetarchiveSuite's figures a row has novel and duplicate figures, and ``nothing_harvested`` with
+    ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status`` and ``_seed`` when its configuration got
+    nothing."""
     size = limit()
     with database().connect() as conn:
         rows = domain_history(conn, name, size, _int_cursor())
@@ -143,8 +146,10 @@ def get_domain_history(name: str) -> Any:
 @takes(*PAGED)
 @require(READ)
 def get_harvest_statistics(name: str) -> Any:
-    """A harvest's runs (newest first, paged) with bytes, objects, novel/duplicate, stop reasons and the
-    count of configurations that got nothing, and its largest domains."""
+    """A harvest's runs (newest first, paged) with their figures and nothing-harvested count, and largest domains.
+
+    A run has bytes, objects, novel and duplicate figures, configurations per stop reason and
+    ``nothing_harvested``, the count of configurations that got nothing (listed by the route below)."""
     size = limit()
     with database().connect() as conn:
         harvest_id = harvest_id_of(conn, name)

@@ -283,8 +283,11 @@ def list_jobs() -> Any:
 @blueprint.get("/jobs/<int:job_id>")
 @require(READ)
 def get_job(job_id: int) -> Any:
-    """One job: limits, configurations (what each harvested, and a nothing-harvested flag with its reason),
-    seeds, template, errors and its files in the archive store."""
+    """One job: limits, configurations with their figures and nothing-harvested flags, seeds, errors, files.
+
+    Each configuration's ``result`` (once reported) has objects, bytes, novel and duplicate figures, the stop
+    reason, and ``nothing_harvested`` with ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status``
+    and ``_seed`` when it got nothing. The crawl template and the job's files in the archive store come too."""
     with database().connect() as conn:
         return job_detail(conn, job_id)
 
