@@ -6,6 +6,7 @@ domain's history then show the two that got nothing with their reasons, and not 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -18,6 +19,7 @@ from sqlalchemy import Engine, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
+from harvestdef.demo.narrator import Narrator
 from harvestdef.messages import (
     ClaimRequest,
     CrawlStatus,
@@ -215,3 +217,14 @@ def test_rebuilt_summaries_count_what_got_nothing_as_intake_did(engine, transpor
         conn.execute(update(s.harvest_run_summary).values(nothing_harvested=0))
         rebuild_summaries(conn)
         assert conn.scalar(select(s.harvest_run_summary.c.nothing_harvested)) == 2
+
+
+def test_the_demo_narrators_done_line_names_what_got_nothing_and_why(engine, transport, crawled, tmp_path, caplog):
+    report, seeds = crawled
+    job_id, attempt, intake = started_job(engine, transport, seeds)
+    assert intake.on_crawl_status(decode(done(job_id, attempt, report), CrawlStatus))
+    caplog.set_level(logging.INFO, logger="harvestsuite.demo")
+    Narrator(engine, "http://127.0.0.1:8080", tmp_path).look()
+    (line,) = [record.getMessage() for record in caplog.records if " DONE: " in record.getMessage()]
+    assert line.endswith(f"; 2 configurations got nothing: dead.invalid ({DEAD_REASON}), "
+                         f"forbidden.dk (robots.txt precluded (-9998) for {seeds['forbidden.dk']})"), line
