@@ -5,6 +5,8 @@ domain's history then show the two that got nothing with their reasons, and not 
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import logging
 import re
@@ -156,6 +158,9 @@ def test_a_dead_seed_and_a_forbidden_seed_are_flagged_with_their_reasons_from_cr
 
     statistics = api.get(f"/api/v1/harvests/{HARVEST}/statistics", headers=headers).get_json()
     assert statistics["items"][0]["nothing_harvested"] == 2
+    (exported,) = csv.DictReader(io.StringIO(api.get(f"/api/v1/export/harvests/{HARVEST}/statistics.csv",
+                                                     headers=headers).get_data(as_text=True)))
+    assert (exported["configurations"], exported["nothing_harvested"]) == ("3", "2")
     listed = api.get(f"/api/v1/harvests/{HARVEST}/runs/1/nothing-harvested?limit=1", headers=headers).get_json()
     assert len(listed["items"]) == 1 and listed["next"]
     following = api.get(f"/api/v1/harvests/{HARVEST}/runs/1/nothing-harvested?limit=1&after={listed['next']}",
