@@ -169,7 +169,8 @@ class StatusIntake:
         if report is not None:
             domains = {stats.domain: DomainFigures(
                 stats.objects, stats.bytes, stats.stop_reason, stats.novel_objects, stats.novel_bytes,
-                stats.duplicate_objects, stats.duplicate_bytes) for stats in report.domains}
+                stats.duplicate_objects, stats.duplicate_bytes, stats.nothing_harvested)
+                for stats in report.domains}
         rows = batch.history_writer().record_job(job, final_status, report.default_stop_reason if report else None,
                                                  domains, harvest_time=now)
 

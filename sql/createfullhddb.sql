@@ -382,8 +382,25 @@ CREATE TABLE harvest_run_summary (
 	stop_config_object_limit BIGINT DEFAULT 0 NOT NULL, 
 	stop_time_limit BIGINT DEFAULT 0 NOT NULL, 
 	updated_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	nothing_harvested BIGINT DEFAULT 0 NOT NULL, 
 	PRIMARY KEY (harvest_id, harvest_num)
 );
+
+CREATE TABLE harvest_findings (
+	historyinfo_id BIGINT NOT NULL, 
+	job_id BIGINT, 
+	config_id BIGINT NOT NULL, 
+	harvest_id BIGINT NOT NULL, 
+	harvest_num INTEGER, 
+	reason VARCHAR(2000) NOT NULL, 
+	fetch_status INTEGER, 
+	seed TEXT, 
+	PRIMARY KEY (historyinfo_id)
+);
+
+CREATE INDEX harvest_findings_job ON harvest_findings (job_id);
+
+CREATE INDEX harvest_findings_run ON harvest_findings (harvest_id, harvest_num);
 
 CREATE TABLE config_history_summary (
 	config_id BIGSERIAL NOT NULL, 
@@ -785,6 +802,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0010_definition_summaries');
+INSERT INTO alembic_version (version_num) VALUES ('0013_harvest_findings');
 
 COMMIT;

@@ -633,8 +633,28 @@ harvest_run_summary = Table(
       for name in ("download_complete", "object_limit", "size_limit", "config_size_limit",
                    "download_unfinished", "config_object_limit", "time_limit")),
     Column("updated_at", UTCDateTime, nullable=False),
+    # configurations that got nothing (a row in harvest_findings)
+    Column("nothing_harvested", BigInteger, nullable=False, server_default=text("0")),
     PrimaryKeyConstraint("harvest_id", "harvest_num"),
 )
+
+# historyinfo's companion: one row per historyinfo row whose configuration got nothing from its job (no
+# object, or every seed failed; harvester/postprocess/domainreport.py says how), with the reason from
+# crawl.log. A historyinfo row without one got something. Keyed by historyinfo_id, with the row's job,
+# configuration and run beside it so a job's, a domain's and a run's findings are each one index range.
+harvest_findings = Table(
+    "harvest_findings", metadata,
+    Column("historyinfo_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("job_id", BigInteger),
+    Column("config_id", BigInteger, nullable=False),
+    Column("harvest_id", BigInteger, nullable=False),
+    Column("harvest_num", Integer),  # NULL for history of no known job
+    Column("reason", String(2000), nullable=False),  # "DNS lookup failed (-6) for http://dead.example/"
+    Column("fetch_status", Integer),  # the crawl.log status the reason names; NULL when no seed was logged
+    Column("seed", Text),  # the seed the reason names
+)
+Index("harvest_findings_run", harvest_findings.c.harvest_id, harvest_findings.c.harvest_num)
+Index("harvest_findings_job", harvest_findings.c.job_id)
 
 # Per domain configuration: its newest historyinfo row and its best one by the rule of the expected-size
 # estimate (most objects, older on ties, nothing older than the newest complete harvest).

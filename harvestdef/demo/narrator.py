@@ -1,9 +1,10 @@
 """Tells the person watching the demo what happens and where to look, from the harvest database.
 
-It reads what the scheduler and the harvest controller wrote (jobs, their statuses, historyinfo) every
-few seconds and logs one line per event: a job made, queued, crawling, done with its figures and the
-page that shows it, or failed with the reason. It also plays the curator's part for the snapshot
-harvest: once step 1 has finished it activates step 2, naming the domains step 2 continues.
+It reads what the scheduler and the harvest controller wrote (jobs, their statuses, historyinfo,
+harvest_findings) every few seconds and logs one line per event: a job made, queued, crawling, done with
+its figures, the configurations that got nothing and why, and the page that shows it, or failed with the
+reason. It also plays the curator's part for the snapshot harvest: once step 1 has finished it activates
+step 2, naming the domains step 2 continues.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from harvestdef.model.status import JobStatus, StopReason
 log = logging.getLogger("harvestsuite.demo")
 
 UNFINISHED = (JobStatus.NEW, JobStatus.SUBMITTED, JobStatus.STARTED)
+FINDINGS_TOLD = 3  # configurations that got nothing named in a job's done line; the job page lists them all
 LIMIT_REASONS = (StopReason.OBJECT_LIMIT, StopReason.SIZE_LIMIT, StopReason.CONFIG_OBJECT_LIMIT,
                  StopReason.CONFIG_SIZE_LIMIT)
 
@@ -116,8 +118,8 @@ class Narrator:
         stops = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
         revisits = (f", {duplicates} of them payloads archived before (revisit records, not stored again)"
                     if duplicates else "")
-        log.info("%s DONE: %d objects, %s from %d domains (%s)%s", what, objects, _size(size), len(figures),
-                 stops, revisits)
+        log.info("%s DONE: %d objects, %s from %d domains (%s)%s%s", what, objects, _size(size), len(figures),
+                 stops, revisits, self._nothing_harvested(conn, row.job_id))
         directory = self.archive_root / str(row.harvest_id) / str(row.job_id)
         warcs = sorted(path.name for path in directory.glob("*.warc.gz")) if directory.is_dir() else []
         log.info("    its WARCs, metadata WARC, CDXJ and deduplication entries: %s (%d WARC files)", directory,
@@ -128,6 +130,21 @@ class Narrator:
             self._first_done = False
             log.info("    (the first harvest is in: log in at %s to look around; this log goes on telling what "
                      "happens)", self.web_url)
+
+    @staticmethod
+    def _nothing_harvested(conn, job_id: int) -> str:  # noqa: ANN001 - a Connection
+        """"; 1 configuration got nothing: dead.example (DNS lookup failed (-6) for ...)", or "" if none."""
+        findings, configurations, domains = s.harvest_findings, s.configurations, s.domains
+        rows = conn.execute(
+            select(domains.c.name, findings.c.reason)
+            .select_from(findings.join(configurations, configurations.c.config_id == findings.c.config_id)
+                         .join(domains, domains.c.domain_id == configurations.c.domain_id))
+            .where(findings.c.job_id == job_id).order_by(domains.c.name)).all()
+        if not rows:
+            return "; every domain got something"
+        told = ", ".join(f"{row.name} ({row.reason})" for row in rows[:FINDINGS_TOLD])
+        more = f" and {len(rows) - FINDINGS_TOLD} more" if len(rows) > FINDINGS_TOLD else ""
+        return f"; {len(rows)} configuration{'' if len(rows) == 1 else 's'} got nothing: {told}{more}"
 
     def _tell_continuation(self, name: str) -> None:
         history, harvests = s.historyinfo, s.harvestdefinitions

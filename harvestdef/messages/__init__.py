@@ -2,7 +2,7 @@
 
 Wire form: UTF-8 JSON, one object per message::
 
-    {"type": "CrawlStatus", "version": "1.0", "sent": "2025-03-01T12:00:00.000000Z", "body": {...}}
+    {"type": "CrawlStatus", "version": "1.1", "sent": "2025-03-01T12:00:00.000000Z", "body": {...}}
 
 ``type`` is the class name (``MESSAGE_TYPES``), ``version`` is ``SCHEMA_VERSION`` as "MAJOR.MINOR",
 ``sent`` the sending time in UTC and ``body`` the dataclass fields. Enums (JobStatus, StopReason) travel
@@ -41,6 +41,7 @@ from harvestdef.messages._types import (
     FrontierReport,
     HarvesterReady,
     HarvesterStatus,
+    NothingHarvested,
     PreHarvestMetadata,
     RegistrationAnswer,
     RegistrationRequest,
@@ -67,6 +68,7 @@ __all__ = [
     "Message",
     "MessageError",
     "MessageVersionError",
+    "NothingHarvested",
     "PreHarvestMetadata",
     "RegistrationAnswer",
     "RegistrationRequest",

@@ -67,8 +67,28 @@ class DoOneCrawl(Message):
 
 
 @dataclass(frozen=True, slots=True)
+class NothingHarvested:
+    """The finding that a domain configuration got nothing from a job: no object at all, or every seed of
+    it in crawl.log failed (not fetched, or answered with an HTTP error).
+
+    ``reason`` says it in words with the crawl.log code of the most telling seed outcome ("DNS lookup
+    failed (-6) for http://dead.example/"); ``fetch_status`` is that code (an HTTP status for a seed that
+    was answered; None when no seed of the domain is in crawl.log) and ``seed`` that seed.
+    """
+
+    reason: str
+    fetch_status: int | None = None
+    seed: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DomainStats:
-    """One domain's figures in a job (reference §6.5); becomes a historyinfo row at the scheduler."""
+    """One domain's figures in a job (reference §6.5); becomes a historyinfo row at the scheduler.
+
+    ``nothing_harvested`` (schema 1.1) is the finding that the configuration got nothing, None when it
+    got something; a controller speaking 1.0 sends none, and the scheduler then flags a row with no
+    object itself.
+    """
 
     domain: str
     configuration: str
@@ -79,6 +99,7 @@ class DomainStats:
     duplicate_objects: int
     duplicate_bytes: int
     stop_reason: StopReason
+    nothing_harvested: NothingHarvested | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,10 +4,13 @@
 the job (reference §6.5, LegacyHarvestReport): a configuration whose domain is missing from the report
 gets a row with nothing harvested and the report's default stop reason, so a domain that produced
 nothing still carries on into the next snapshot step (NetarchiveSuite drops it, §11). In the same
-transaction it updates
+transaction it writes the companion rows of harvest_findings, one per configuration that got nothing
+(the report's finding with its reason from crawl.log; a configuration with no object that the report does
+not explain, as from a controller that speaks message schema 1.0, is flagged "no object harvested"), and
+updates
 
 * harvest_run_summary: per harvest run (harvest_id, harvest_num) the jobs done and failed, objects,
-  bytes, novel and duplicate figures and configurations per stop reason;
+  bytes, novel and duplicate figures, configurations per stop reason and configurations that got nothing;
 * config_history_summary: per configuration its newest row and its best row by the rule of the
   expected-size estimate (reference §2.5 step 1: newest first, most objects, the older row on ties,
   nothing older than the newest DOWNLOAD_COMPLETE row).
@@ -35,6 +38,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
+from harvestdef.messages import NothingHarvested
 from harvestdef.model.status import JobStatus, StopReason
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,18 @@ class DomainFigures:
     novel_bytes: int | None = None
     duplicate_objects: int | None = None
     duplicate_bytes: int | None = None
+    nothing_harvested: NothingHarvested | None = None
+
+
+NO_OBJECT = NothingHarvested("no object harvested")
+NOT_IN_REPORT = NothingHarvested("no object harvested: the domain is not in the job's report")
+
+
+def finding_of(figures: DomainFigures) -> NothingHarvested | None:
+    """The finding stored for a configuration: the report's, else "no object harvested" when it has none."""
+    if figures.nothing_harvested is not None:
+        return figures.nothing_harvested
+    return NO_OBJECT if figures.objects == 0 else None
 
 
 class JobFigures(Protocol):
@@ -94,19 +110,31 @@ class HistoryBatch:
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.findings: list[dict[str, Any] | None] = []  # the harvest_findings row of each row, or None
         self.runs: dict[tuple[int, int], dict[str, Any]] = {}
 
-    def add(self, job: JobFigures, final_status: JobStatus, rows: list[dict[str, Any]]) -> None:
+    def add(self, job: JobFigures, final_status: JobStatus, rows: list[dict[str, Any]],
+            findings: list[NothingHarvested | None] | None = None) -> None:
+        """Add a job's historyinfo rows and, in the same order, each one's finding (None: it got something)."""
+        findings = findings if findings is not None else [None] * len(rows)
         self.rows.extend(rows)
+        self.findings.extend(
+            None if finding is None else {"job_id": row["job_id"], "config_id": row["config_id"],
+                                          "harvest_id": row["harvest_id"], "harvest_num": job.harvest_num,
+                                          "reason": finding.reason[:2000], "fetch_status": finding.fetch_status,
+                                          "seed": finding.seed}
+            for row, finding in zip(rows, findings, strict=True))
         totals = self.runs.get((job.harvest_id, job.harvest_num))
         if totals is None:
             totals = self.runs[(job.harvest_id, job.harvest_num)] = {
                 "harvest_id": job.harvest_id, "harvest_num": job.harvest_num, "jobs_done": 0, "jobs_failed": 0,
                 "configurations": 0, "objects": 0, "bytes": 0, "novel_objects": 0, "novel_bytes": 0,
-                "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0)}
+                "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0),
+                "nothing_harvested": 0}
         totals["jobs_done"] += int(final_status == JobStatus.DONE)
         totals["jobs_failed"] += int(final_status == JobStatus.FAILED)
         totals["configurations"] += len(rows)
+        totals["nothing_harvested"] += sum(finding is not None for finding in findings)
         for row in rows:
             totals["objects"] += row["objectcount"]
             totals["bytes"] += row["bytecount"]
@@ -118,6 +146,7 @@ class HistoryBatch:
         """Write what was added, into the caller's transaction; call it last before the commit (it takes
         the runs' summary rows, which every transaction ending a job of the run waits for)."""
         rows, self.rows = self.rows, []
+        findings, self.findings = self.findings, []
         runs, self.runs = self.runs, {}
         ids: list[int] = []
         if rows:
@@ -127,6 +156,10 @@ class HistoryBatch:
             else:
                 for row in rows:
                     ids.append(conn.execute(insert(h).values(row)).inserted_primary_key[0])
+        finding_rows = [{**finding, "historyinfo_id": historyinfo_id}
+                        for finding, historyinfo_id in zip(findings, ids, strict=True) if finding is not None]
+        if finding_rows:
+            conn.execute(insert(s.harvest_findings), finding_rows)
         _add_to_config_summary(conn, rows, ids)
         now = utcnow()
         for key in sorted(runs):
@@ -149,11 +182,13 @@ class HistoryWriter:
         run wait for."""
         harvest_time = harvest_time or utcnow()
         rows: list[dict[str, Any]] = []
+        findings: list[NothingHarvested | None] = []
         if domains is not None:
             default = default_stop_reason if default_stop_reason is not None else StopReason.DOWNLOAD_UNFINISHED
             configs = self.conn.execute(_JOB_CONFIGS, {"job_id": job.job_id})
             for config_id, domain, maxbytes, maxobjects in configs:
-                figures = domains.get(domain) or DomainFigures(0, 0, default, 0, 0, 0, 0)
+                figures = domains.get(domain) or DomainFigures(0, 0, default, 0, 0, 0, 0, NOT_IN_REPORT)
+                findings.append(finding_of(figures))
                 reason = legacy_stop_reason(figures.stop_reason, figures.bytes, maxbytes, maxobjects,
                                             job.forcemaxbytes, job.forcemaxcount)
                 rows.append({
@@ -163,10 +198,10 @@ class HistoryWriter:
                     "novel_bytes": figures.novel_bytes, "duplicate_objects": figures.duplicate_objects,
                     "duplicate_bytes": figures.duplicate_bytes})
         if self.batch is not None:
-            self.batch.add(job, final_status, rows)
+            self.batch.add(job, final_status, rows, findings)
         else:
             batch = HistoryBatch()
-            batch.add(job, final_status, rows)
+            batch.add(job, final_status, rows, findings)
             batch.flush(self.conn)
         return len(rows)
 
@@ -217,7 +252,7 @@ def _summary_upsert(conn: Connection, which: str) -> Any:
         table = s.harvest_run_summary
         statement = dialect_insert(table)
         added = ["jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects", "novel_bytes",
-                 "duplicate_objects", "duplicate_bytes", *_STOP_COLUMNS.values()]
+                 "duplicate_objects", "duplicate_bytes", *_STOP_COLUMNS.values(), "nothing_harvested"]
         statement = statement.on_conflict_do_update(
             index_elements=["harvest_id", "harvest_num"],
             set_={**{name: table.c[name] + statement.excluded[name] for name in added},
@@ -245,7 +280,7 @@ def rebuild_summaries(conn: Connection, batch_size: int = 10_000,
                       progress: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Compute harvest_run_summary and config_history_summary again from historyinfo and jobs, in the
     caller's transaction; returns (runs, configurations). historyinfo is streamed once, in order."""
-    h, j = s.historyinfo, s.jobs
+    h, j, f = s.historyinfo, s.jobs, s.harvest_findings
     conn.execute(delete(s.harvest_run_summary))
     conn.execute(delete(s.config_history_summary))
     now = utcnow()
@@ -257,7 +292,7 @@ def rebuild_summaries(conn: Connection, batch_size: int = 10_000,
             runs[key] = {"harvest_id": harvest_id, "harvest_num": harvest_num, "jobs_done": 0, "jobs_failed": 0,
                          "configurations": 0, "objects": 0, "bytes": 0, "novel_objects": 0, "novel_bytes": 0,
                          "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0),
-                         "updated_at": now}
+                         "nothing_harvested": 0, "updated_at": now}
         return runs[key]
 
     for harvest_id, harvest_num, status, count in conn.execute(
@@ -268,8 +303,10 @@ def rebuild_summaries(conn: Connection, batch_size: int = 10_000,
 
     query = (select(h.c.config_id, h.c.historyinfo_id, h.c.harvest_id, h.c.job_id, h.c.harvest_time,
                     h.c.stopreason, h.c.objectcount, h.c.bytecount, h.c.novel_objects, h.c.novel_bytes,
-                    h.c.duplicate_objects, h.c.duplicate_bytes, j.c.harvest_num)
-             .select_from(h.outerjoin(j, j.c.job_id == h.c.job_id))
+                    h.c.duplicate_objects, h.c.duplicate_bytes, j.c.harvest_num,
+                    f.c.historyinfo_id.label("finding"))
+             .select_from(h.outerjoin(j, j.c.job_id == h.c.job_id)
+                          .outerjoin(f, f.c.historyinfo_id == h.c.historyinfo_id))
              .order_by(h.c.config_id, h.c.harvest_time.desc(), h.c.harvest_id.desc(), h.c.historyinfo_id.desc()))
     summaries: list[dict[str, Any]] = []
     current: int | None = None
@@ -286,6 +323,7 @@ def rebuild_summaries(conn: Connection, batch_size: int = 10_000,
                 totals[name] += getattr(row, name) or 0
             if row.stopreason in _STOP_BY_ORDINAL:
                 totals[_STOP_BY_ORDINAL[row.stopreason]] += 1
+            totals["nothing_harvested"] += row.finding is not None
         if row.config_id != current:
             if len(summaries) >= batch_size:
                 conn.execute(insert(s.config_history_summary), summaries)

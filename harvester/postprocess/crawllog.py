@@ -7,6 +7,8 @@ rest of the log is still worth reading. The log is read one line at a time, neve
 
 ``CrawlLogReader.fields()`` yields the split columns for callers that need speed (the domain report over
 ten million lines); ``CrawlLogReader.lines()`` and ``iter_crawl_log`` yield ``CrawlLogLine`` objects.
+``describe_fetch_status`` says in words what a fetch status code means (Heritrix's codes, reference
+peers.md §1.6), for the findings that reach curators.
 """
 
 from __future__ import annotations
@@ -21,6 +23,49 @@ MAX_EXAMPLES = 10        # invalid lines kept as examples; the rest are only cou
 # Column positions, 0-based (reference §6.3).
 TIMESTAMP, STATUS, SIZE, URL, DISCOVERY_PATH, VIA, MIME, THREAD, FETCH_TIMESTAMP, DIGEST, SOURCE_TAG, ANNOTATIONS = \
     range(12)
+
+
+# Heritrix 3's fetch status codes below 1 (its FetchStatusCodes, peers.md §1.6) in words; a status >= 100 is
+# the HTTP status of a response, 1 a DNS lookup that succeeded.
+FETCH_STATUS_WORDS: dict[int, str] = {
+    0: "never tried",
+    -1: "DNS lookup failed",
+    -2: "connection refused",
+    -3: "connection broken",
+    -4: "timed out",
+    -5: "runtime exception",
+    -6: "DNS lookup failed",
+    -7: "illegal URI",
+    -8: "retries exhausted",
+    -50: "prerequisite failed",
+    -60: "DNS prerequisite failed",
+    -61: "robots.txt prerequisite failed",
+    -62: "other prerequisite failed",
+    -63: "prerequisite unscheduled",
+    -404: "empty response",
+    -3000: "severe error",
+    -4000: "crawler trap",
+    -4001: "too many hops",
+    -4002: "too many transitive hops",
+    -5000: "out of scope",
+    -5001: "blocked by user",
+    -5002: "blocked by processor",
+    -5003: "over quota",
+    -5004: "runtime limit reached",
+    -6000: "deleted by operator",
+    -7000: "thread killed",
+    -9998: "robots.txt precluded",
+}
+
+
+def describe_fetch_status(status: int) -> str:
+    """A crawl.log status in words with the code: ``DNS lookup failed (-6)``, ``HTTP 503``."""
+    if status >= 100:
+        return f"HTTP {status}"
+    words = FETCH_STATUS_WORDS.get(status)
+    if words is None:
+        return f"DNS answered ({status})" if status == 1 else f"fetch status {status}"
+    return f"{words} ({status})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,20 @@ Two changes from NetarchiveSuite (reference §11): every domain configuration of
 one that produced nothing, so continuation steps do not lose it; and domains outside the job are dropped
 here, with their number in the result so the controller can log it. The log is streamed; memory grows
 with the number of distinct domains and seeds, not with the number of lines.
+
+Nothing harvested is a finding (ours; NetarchiveSuite reports such a domain as DOWNLOAD_COMPLETE with 0
+objects and says no more). A seed's outcome is its own crawl.log line, the one with discovery path "-":
+
+* answered: a status of 200-399, a page or a redirect;
+* fetched but failed: an HTTP error, 400 and above (also below 200);
+* not fetched: a negative status (DNS, connection, robots.txt, scope, quota... peers.md §1.6).
+
+A domain gets the finding ``nothing_harvested`` when it has no object at all, or when at least one of its
+seeds is in crawl.log and none of them was answered (a DNS record and a robots.txt are objects, so a domain
+whose only seed robots.txt precluded has two objects and still nothing of its own). Its reason names the
+most telling seed outcome, in ``_TELLING`` order: a failed DNS lookup, then a connection that failed, a
+robots.txt refusal, a scope or operator block, any other failure before a response, an HTTP 5xx, an
+HTTP 4xx. The stop reason stays NetarchiveSuite's: the finding is told beside it, never instead of it.
 """
 
 from __future__ import annotations
@@ -31,16 +45,18 @@ from pathlib import Path
 
 from harvestdef.domainnames import domain_of_url, to_unicode
 from harvestdef.errors import DomainNameError
-from harvestdef.messages import DomainReport, DomainStats
+from harvestdef.messages import DomainReport, DomainStats, NothingHarvested
 from harvestdef.model.status import StopReason
 from harvester.postprocess.crawllog import (
     ANNOTATIONS,
+    DISCOVERY_PATH,
     MAX_EXAMPLES,
     SOURCE_TAG,
     STATUS,
     URL,
     CrawlLogReader,
     InvalidLine,
+    describe_fetch_status,
 )
 
 log = logging.getLogger(__name__)
@@ -69,10 +85,39 @@ class DomainReportResult:
     unattributed_lines: int
 
 
-class _Counts:
-    """One domain's running figures while the log is read."""
+# How telling a failed seed's status is, most telling first: the failure that says most of why a domain
+# got nothing names it. Statuses not listed rank by _telling().
+_TELLING: tuple[frozenset[int], ...] = (
+    frozenset({-1, -6, -60}),                              # the name does not resolve
+    frozenset({-2, -3, -4, -8, -404}),                     # the server does not answer
+    frozenset({-9998, -61}),                               # robots.txt keeps the crawler out
+    frozenset({-5000, -5001, -5002, -4000, -4001, -4002}),  # scope, trap or operator rules block it
+)
+_OTHER_NOT_FETCHED = len(_TELLING)
+_SERVER_ERROR = _OTHER_NOT_FETCHED + 1
+_CLIENT_ERROR = _SERVER_ERROR + 1
 
-    __slots__ = ("objects", "bytes", "duplicate_objects", "duplicate_bytes", "stop_reason")
+
+def _telling(status: int) -> int:
+    """The rank of a failed seed's status: lower is more telling."""
+    for rank, statuses in enumerate(_TELLING):
+        if status in statuses:
+            return rank
+    if status < 100:
+        return _OTHER_NOT_FETCHED
+    return _SERVER_ERROR if status >= 500 else _CLIENT_ERROR
+
+
+def is_answered(status: int) -> bool:
+    """A seed's status that counts as harvested: a page or a redirect (200-399)."""
+    return 200 <= status < 400
+
+
+class _Counts:
+    """One domain's running figures while the log is read, and what became of its seeds."""
+
+    __slots__ = ("objects", "bytes", "duplicate_objects", "duplicate_bytes", "stop_reason", "seeds_answered",
+                 "seeds_failed", "telling")
 
     def __init__(self, stop_reason: StopReason):
         self.objects = 0
@@ -80,6 +125,32 @@ class _Counts:
         self.duplicate_objects = 0
         self.duplicate_bytes = 0
         self.stop_reason = stop_reason
+        self.seeds_answered = 0
+        self.seeds_failed = 0
+        self.telling: tuple[int, int, str] | None = None  # (rank, status, seed) of the most telling failure
+
+    def add_seed(self, status: int, seed: str) -> None:
+        """Count a seed's own crawl.log line; the first seed of the most telling rank is kept."""
+        if is_answered(status):
+            self.seeds_answered += 1
+            return
+        self.seeds_failed += 1
+        rank = _telling(status)
+        if self.telling is None or rank < self.telling[0]:
+            self.telling = (rank, status, seed)
+
+    def nothing_harvested(self) -> NothingHarvested | None:
+        """The finding that this domain got nothing (module docstring), or None."""
+        if self.seeds_answered or (self.objects and not self.seeds_failed):
+            return None
+        if self.telling is None:
+            return NothingHarvested("no object harvested: no seed of the domain is in crawl.log")
+        _, status, seed = self.telling
+        reason = f"{describe_fetch_status(status)} for {seed}"
+        others = self.seeds_failed - 1
+        if others:
+            reason += f" (and {others} other seed{'s' if others > 1 else ''} failed)"
+        return NothingHarvested(reason, status, seed)
 
 
 _UNATTRIBUTED = _Counts(StopReason.DOWNLOAD_UNFINISHED)  # marks lines whose seed or URI has no domain
@@ -191,6 +262,7 @@ class _Tally:
 
     def add(self, reader: CrawlLogReader) -> None:
         by_seed, default, use_seed = self._by_seed, self.default, self.use_seed
+        discovery_path = DISCOVERY_PATH  # a local: this loop runs once per line of a ten-million-line log
         for fields in reader.fields():
             seed = fields[SOURCE_TAG]
             if use_seed and seed != "-":
@@ -208,6 +280,8 @@ class _Tally:
                 self.unattributed += 1
                 continue
             status = fields[STATUS]
+            if fields[discovery_path] == "-":  # a seed's own line: few, so their cost stays off the hot path
+                entry.add_seed(int(status), fields[URL])
             try:
                 annotations = fields[ANNOTATIONS]
             except IndexError:
@@ -285,7 +359,8 @@ def build_domain_report(crawl_log: Path | Iterable[Path] | None, progress_statis
             domain=domain, configuration=domain_configurations[domain], objects=entry.objects,
             bytes=entry.bytes, novel_objects=entry.objects - entry.duplicate_objects,
             novel_bytes=entry.bytes - entry.duplicate_bytes, duplicate_objects=entry.duplicate_objects,
-            duplicate_bytes=entry.duplicate_bytes, stop_reason=entry.stop_reason))
+            duplicate_bytes=entry.duplicate_bytes, stop_reason=entry.stop_reason,
+            nothing_harvested=entry.nothing_harvested()))
     return DomainReportResult(
         report=DomainReport(default_stop_reason=default, domains=rows), domains_outside_job=len(tally.outside),
         outside_examples=tuple(tally.outside_examples), lines_read=lines_read, invalid_lines=invalid_lines,

@@ -38,7 +38,7 @@ JOB_COLUMNS = ["job_id", "harvest", "harvest_num", "status", "channel", "snapsho
                "startdate", "enddate", "num_configs", "controller", "interrupted", "resubmitted_as_job",
                "continuationof", "harvest_errors", "upload_errors"]
 RUN_NUMBERS = ["jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects", "novel_bytes",
-               "duplicate_objects", "duplicate_bytes"]
+               "duplicate_objects", "duplicate_bytes", "nothing_harvested"]
 RUN_COLUMNS = ["harvest", "harvest_num", *RUN_NUMBERS, *STOP_COLUMNS.values(), "updated_at"]
 
 

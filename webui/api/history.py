@@ -1,9 +1,11 @@
 """API routes: harvest history of a domain, and statistics of a harvest definition's runs.
 
-A domain's history reads historyinfo by configuration (an index range per configuration). A harvest's
-statistics come from the summary tables kept at status intake (harvest_run_summary per run,
-config_history_summary per configuration), never from a scan of historyinfo, which holds billions of rows
-in a national archive. The queries are shared with the history pages (webui/history/views.py).
+A domain's history reads historyinfo by configuration (an index range per configuration), each row with
+its nothing-harvested flag and reason from harvest_findings. A harvest's statistics come from the summary
+tables kept at status intake (harvest_run_summary per run, config_history_summary per configuration),
+never from a scan of historyinfo, which holds billions of rows in a national archive; a run's list of
+configurations that got nothing is an index range of harvest_findings. The queries are shared with the
+history pages (webui/history/views.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from harvestdef.db import schema as s
 from harvestdef.model.status import StopReason
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
+from webui.api.jobs import finding_json
 from webui.api.parameters import query, takes
 from webui.auth import READ, require
 from webui.context import database
@@ -37,16 +40,18 @@ def _int_cursor(field: str = "after") -> int | None:
 # ---------------------------------------------------------------- domain history
 def domain_history(conn: Connection, name: str, size: int, after: int | None = None) -> list[Row[Any]]:
     """Up to ``size + 1`` historyinfo rows of the domain's configurations, newest (highest id) first."""
-    d, c, h, hd, j = s.domains, s.configurations, s.historyinfo, s.harvestdefinitions, s.jobs
+    d, c, h, hd, j, f = s.domains, s.configurations, s.historyinfo, s.harvestdefinitions, s.jobs, s.harvest_findings
     domain_id = conn.scalar(select(d.c.domain_id).where(d.c.name == name))
     if domain_id is None:
         raise ApiError("not_found", f"no domain named {name!r}")
     query = (select(h.c.historyinfo_id, h.c.harvest_time, hd.c.name.label("harvest"), j.c.harvest_num,
                     h.c.job_id, c.c.name.label("configuration"), h.c.stopreason, h.c.objectcount, h.c.bytecount,
-                    h.c.novel_objects, h.c.novel_bytes, h.c.duplicate_objects, h.c.duplicate_bytes)
+                    h.c.novel_objects, h.c.novel_bytes, h.c.duplicate_objects, h.c.duplicate_bytes,
+                    f.c.reason, f.c.fetch_status, f.c.seed)
              .select_from(h.join(c, c.c.config_id == h.c.config_id)
                           .join(hd, hd.c.harvest_id == h.c.harvest_id, isouter=True)
-                          .join(j, j.c.job_id == h.c.job_id, isouter=True))
+                          .join(j, j.c.job_id == h.c.job_id, isouter=True)
+                          .join(f, f.c.historyinfo_id == h.c.historyinfo_id, isouter=True))
              .where(c.c.domain_id == domain_id))
     if after is not None:
         query = query.where(h.c.historyinfo_id < after)
@@ -56,7 +61,9 @@ def domain_history(conn: Connection, name: str, size: int, after: int | None = N
 def render_history_row(row: Row[Any]) -> dict[str, Any]:
     values = dict(row._mapping)
     values["stopreason"] = StopReason(values["stopreason"])
-    return {key: jsonable(value) for key, value in values.items()}
+    for key in ("reason", "fetch_status", "seed"):
+        del values[key]
+    return {**{key: jsonable(value) for key, value in values.items()}, **finding_json(row)}
 
 
 # ---------------------------------------------------------------- harvest statistics
@@ -80,9 +87,28 @@ def render_run(row: Row[Any]) -> dict[str, Any]:
     values = dict(row._mapping)
     run = {key: jsonable(values[key]) for key in (
         "harvest_num", "jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects",
-        "novel_bytes", "duplicate_objects", "duplicate_bytes", "updated_at")}
+        "novel_bytes", "duplicate_objects", "duplicate_bytes", "nothing_harvested", "updated_at")}
     run["stop_reasons"] = {reason.name: values[column] for reason, column in STOP_COLUMNS.items()}
     return run
+
+
+def nothing_harvested(conn: Connection, harvest_id: int, harvest_num: int, size: int,
+                      after: int | None = None) -> list[Row[Any]]:
+    """Up to ``size + 1`` configurations of the run that got nothing, by historyinfo id, with the reason:
+    one index range of harvest_findings (a snapshot run may have a hundred thousand dead domains)."""
+    f, c, d = s.harvest_findings, s.configurations, s.domains
+    query = (select(f.c.historyinfo_id, d.c.name.label("domain"), c.c.name.label("configuration"), f.c.job_id,
+                    f.c.reason, f.c.fetch_status, f.c.seed)
+             .select_from(f.join(c, c.c.config_id == f.c.config_id).join(d, d.c.domain_id == c.c.domain_id))
+             .where(f.c.harvest_id == harvest_id, f.c.harvest_num == harvest_num))
+    if after is not None:
+        query = query.where(f.c.historyinfo_id > after)
+    return list(conn.execute(query.order_by(f.c.historyinfo_id).limit(size + 1)))
+
+
+def render_nothing_harvested(row: Row[Any]) -> dict[str, Any]:
+    return {"domain": row.domain, "configuration": row.configuration, "job_id": row.job_id, "reason": row.reason,
+            "fetch_status": row.fetch_status, "seed": row.seed}
 
 
 def largest_domains(conn: Connection, harvest_id: int, count: int = LARGEST_DOMAINS) -> list[dict[str, Any]]:
@@ -105,7 +131,11 @@ def largest_domains(conn: Connection, harvest_id: int, count: int = LARGEST_DOMA
 @takes(*PAGED)
 @require(READ)
 def get_domain_history(name: str) -> Any:
-    """The domain's harvest history (historyinfo), newest first, with novel and duplicate figures."""
+    """The domain's harvest history (historyinfo), newest first, each row with a nothing-harvested flag.
+
+    Besides NetarchiveSuite's figures a row has novel and duplicate figures, and ``nothing_harvested`` with
+    ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status`` and ``_seed`` when its configuration got
+    nothing."""
     size = limit()
     with database().connect() as conn:
         rows = domain_history(conn, name, size, _int_cursor())
@@ -116,11 +146,26 @@ def get_domain_history(name: str) -> Any:
 @takes(*PAGED)
 @require(READ)
 def get_harvest_statistics(name: str) -> Any:
-    """A harvest's runs (newest first, paged) with bytes, objects, novel/duplicate and stop reasons,
-    and its largest domains."""
+    """A harvest's runs (newest first, paged) with their figures and nothing-harvested count, and largest domains.
+
+    A run has bytes, objects, novel and duplicate figures, configurations per stop reason and
+    ``nothing_harvested``, the count of configurations that got nothing (listed by the route below)."""
     size = limit()
     with database().connect() as conn:
         harvest_id = harvest_id_of(conn, name)
         runs = page(harvest_runs(conn, harvest_id, size, _int_cursor()), size, lambda row: [row.harvest_num],
                     render_run)
         return {"harvest": name, **runs, "largest_domains": largest_domains(conn, harvest_id)}
+
+
+@blueprint.get("/harvests/<name>/runs/<int:harvest_num>/nothing-harvested")
+@takes(*PAGED)
+@require(READ)
+def get_nothing_harvested(name: str, harvest_num: int) -> Any:
+    """The configurations of one run of a harvest that got nothing, with the reason from crawl.log (paged)."""
+    size = limit()
+    with database().connect() as conn:
+        harvest_id = harvest_id_of(conn, name)
+        rows = nothing_harvested(conn, harvest_id, harvest_num, size, _int_cursor())
+    return {"harvest": name, "harvest_num": harvest_num,
+            **page(rows, size, lambda row: [row.historyinfo_id], render_nothing_harvested)}

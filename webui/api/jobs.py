@@ -177,11 +177,13 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
 def job_configurations(conn: Connection, job_id: int) -> list[dict[str, Any]]:
     """The job's configurations with their limits and, once the job has reported, what it harvested of
     each (historyinfo): objects, bytes, the part of them that was new and the part that deduplicated,
-    and the stop reason. ``result`` is None until then."""
-    h = s.historyinfo
+    the stop reason, and whether it got nothing (harvest_findings) with the reason from crawl.log.
+    ``result`` is None until then."""
+    h, f = s.historyinfo, s.harvest_findings
     results = {row.config_id: row for row in conn.execute(
         select(h.c.config_id, h.c.objectcount, h.c.bytecount, h.c.stopreason, h.c.novel_objects, h.c.novel_bytes,
-               h.c.duplicate_objects, h.c.duplicate_bytes).where(h.c.job_id == job_id))}
+               h.c.duplicate_objects, h.c.duplicate_bytes, f.c.reason, f.c.fetch_status, f.c.seed)
+        .select_from(h.outerjoin(f, f.c.historyinfo_id == h.c.historyinfo_id)).where(h.c.job_id == job_id))}
 
     def result(config_id: int) -> dict[str, Any] | None:
         row = results.get(config_id)
@@ -189,11 +191,19 @@ def job_configurations(conn: Connection, job_id: int) -> list[dict[str, Any]]:
             return None
         return {"objects": row.objectcount, "bytes": row.bytecount, "stop_reason": StopReason(row.stopreason).name,
                 "novel_objects": row.novel_objects, "novel_bytes": row.novel_bytes,
-                "duplicate_objects": row.duplicate_objects, "duplicate_bytes": row.duplicate_bytes}
+                "duplicate_objects": row.duplicate_objects, "duplicate_bytes": row.duplicate_bytes,
+                **finding_json(row)}
 
     return [{"domain": c["domain"], "configuration": c["name"], "max_objects": c["maxobjects"],
              "max_bytes": c["maxbytes"], "result": result(c["config_id"])}
             for c in JobRepository(conn).configurations(job_id)]
+
+
+def finding_json(row: Any) -> dict[str, Any]:
+    """The nothing-harvested flag of a row read with harvest_findings' reason, fetch_status and seed
+    (outer-joined: all None when the configuration got something)."""
+    return {"nothing_harvested": row.reason is not None, "nothing_harvested_reason": row.reason,
+            "nothing_harvested_fetch_status": row.fetch_status, "nothing_harvested_seed": row.seed}
 
 
 def job_files(harvest_id: int, job_id: int) -> list[dict[str, Any]]:
@@ -273,7 +283,11 @@ def list_jobs() -> Any:
 @blueprint.get("/jobs/<int:job_id>")
 @require(READ)
 def get_job(job_id: int) -> Any:
-    """One job: limits, configurations, seeds, template, errors and its files in the archive store."""
+    """One job: limits, configurations with their figures and nothing-harvested flags, seeds, errors, files.
+
+    Each configuration's ``result`` (once reported) has objects, bytes, novel and duplicate figures, the stop
+    reason, and ``nothing_harvested`` with ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status``
+    and ``_seed`` when it got nothing. The crawl template and the job's files in the archive store come too."""
     with database().connect() as conn:
         return job_detail(conn, job_id)
 

@@ -1,5 +1,5 @@
 """Pages of the history section: harvests and a domain search, a domain's harvest history, a harvest's
-statistics with charts, and the CSV export of those statistics.
+statistics with charts, the configurations of a run that got nothing, and the CSV export of the statistics.
 
 Charts are inline SVG drawn on the server from the summary tables (no JavaScript library): ``bar_chart``
 turns labelled values into bar geometry, and the template macro in history/_charts.html draws it.
@@ -21,6 +21,7 @@ from webui.api.history import (
     harvest_id_of,
     harvest_runs,
     largest_domains,
+    nothing_harvested,
     render_run,
 )
 from webui.auth import EXPORT, READ, require
@@ -127,6 +128,20 @@ def harvest(name: str) -> Any:
                            stop_names=[reason.name for reason in StopReason],
                            next_url=url_for("history.harvest", name=name, after=following)
                            if following is not None else None)
+
+
+@blueprint.get("/harvests/<name>/runs/<int:harvest_num>/nothing-harvested", endpoint="nothing_harvested")
+@require(READ)
+def nothing_harvested_page(name: str, harvest_num: int) -> Any:
+    """The configurations of one run that got nothing, with the reason from crawl.log, paged."""
+    size = settings().webui.pageSize
+    cursor = request.args.get("after", type=int)
+    with database().connect() as conn:
+        rows = nothing_harvested(conn, harvest_id_of(conn, name), harvest_num, size, cursor)
+    following = rows[size - 1].historyinfo_id if len(rows) > size else None
+    return render_template("history/nothing_harvested.html", name=name, harvest_num=harvest_num, rows=rows[:size],
+                           next_url=url_for("history.nothing_harvested", name=name, harvest_num=harvest_num,
+                                            after=following) if following else None)
 
 
 @blueprint.get("/harvests/<name>/statistics.csv")
