@@ -22,7 +22,16 @@ from scheduler.jobgen.generate import GenerationOptions
 from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions
 from tests.scheduler.factories import make_domain, make_selective
-from tests.scheduler.test_dedup_index_build import NAMES, add_jobs, harvest_state, release, store_entries, transport
+from tests.scheduler.test_dedup_index_build import (
+    NAMES,
+    add_jobs,
+    continuation_step,
+    harvest_state,
+    index_ready,
+    release,
+    store_entries,
+    transport,
+)
 from tests.webui.conftest import csrf_of
 from webui import create_app
 
@@ -165,3 +174,23 @@ def test_a_threshold_outside_0_to_100_stops_start_up_naming_the_setting():
     assert load_settings(environ={"HARVESTSUITE__HARVESTER__INDEXSERVER__SATISFACTORYTHRESHOLDPERCENTAGE": "0"}
                          ).scheduler.satisfactorythresholdpercentage == 0
 
+
+
+def test_a_snapshot_step_is_not_generated_while_its_index_is_refused(engine, store, ticker):
+    step1 = continuation_step(engine)  # three jobs of step 1; step 2 continues it
+    store_entries(store, 1, step1[0], ["http://kb.dk/"])
+    store_entries(store, 1, step1[1], ["http://dr.dk/"])  # 2 of 3: 66 %
+
+    ticker.tick()
+    assert ticker.wait_for_indexes(timeout=60)
+    report = ticker.tick()
+    assert "step2" not in report.generated and not index_ready(engine, 2)
+    assert report.waiting["step2"].startswith(
+        f"deduplication index refused: the entries of only 2 of the 3 jobs could be read (66 %), fewer than "
+        f"satisfactorythresholdpercentage (70 %): no stored entries for job {step1[2]}")
+    assert harvest_state(engine, 2) == ("waiting", report.waiting["step2"])
+
+    store_entries(store, 1, step1[2], ["http://kb.dk/more.png"])
+    ticker.tick()
+    assert ticker.wait_for_indexes(timeout=60)
+    assert list(ticker.tick().generated) == ["step2"] and index_ready(engine, 2)
