@@ -284,7 +284,7 @@ class DedupIndexBuilder:
                 self._record(build, lambda conn, run: self._record_refusal(conn, run, build, refusal))
                 return
             except Exception as exc:  # noqa: BLE001 - any failure is recorded, and the build asked for again
-                # a broken entries file or an unreachable store is told by its message; anything else is a bug
+                # an unreachable store or a full disk is told by its message; anything else is a bug
                 expected = isinstance(exc, HarvestSuiteError | OSError | sqlite3.Error)
                 log.warning("deduplication index of %d jobs (%s) failed: %s", len(build.job_ids),
                             ", ".join(str(run) for run in sorted(build.runs)), exc, exc_info=not expected)
@@ -316,8 +316,7 @@ class DedupIndexBuilder:
             self.notifier.notify(f"Deduplication index of {run} refused",
                                  f"The deduplication index of {run} ({len(build.job_ids)} jobs) was refused: "
                                  f"{refusal}. The run's jobs are not dispatched until enough of those jobs' "
-                                 "entries are stored (the scheduler counts again at every tick), or the harvest "
-                                 "is deactivated.")
+                                 "entries are stored; the scheduler counts again at every tick.")
 
     def _record(self, build: _Build, write: Callable[[Connection, HarvestRun], None]) -> None:
         """Write the outcome for every run of the build, including runs that join while it is written; the

@@ -143,6 +143,10 @@ def _load_jobs(writer: DedupIndexWriter, index_path: Path, entries_paths: dict[i
                 try:
                     future.result()
                 except (DedupFormatError, OSError) as exc:
+                    # The job's own file that cannot be read leaves the job out; anything else (the staging
+                    # file on a full disk, say) is this build's failure, not the job's.
+                    if isinstance(exc, OSError) and exc.filename != os.fspath(entries_paths[job_id]):
+                        raise
                     log.warning("deduplication entries of job %d left out: %s", job_id, exc)
                     unreadable.append(job_id)
                     report.job_done()
