@@ -152,12 +152,21 @@ class SchedulerSettings:
                                      "seconds between runningjobshistory samples of one job")
     dedupIndexBuilders: int = setting("harvestsuite.scheduler.dedupIndexBuilders", 2,
                                       "threads of the leading scheduler that build deduplication indexes")
+    satisfactorythresholdpercentage: int = setting(
+        "harvester.indexserver.satisfactorythresholdpercentage", 70,
+        "a deduplication index is used only if the entries of at least this percentage of the jobs it is "
+        "built from could be read; below, the run waits and says why (0-100)")
     intakeThreads: int = setting("harvestsuite.scheduler.intakeThreads", 4,
                                  "threads per process that take messages from the scheduler's queue")
     intakeProcesses: int = setting("harvestsuite.scheduler.intakeProcesses", 1,
                                    "processes that take messages from the scheduler's queue, the scheduler's "
                                    "own included (more use more cores; on a host whose broker and database "
                                    "share two cores, one costs the least CPU per job)")
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.satisfactorythresholdpercentage <= 100:
+            raise SettingsError("harvester.indexserver.satisfactorythresholdpercentage: a percentage from 0 to "
+                                f"100, got {self.satisfactorythresholdpercentage}")
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,15 @@ from harvestdef.dedup import DedupIndex, entries_name, write_entries
 from harvestdef.errors import ArchiveConflictError, HarvestSuiteError
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
-from harvester.jobdir import CRAWLER_BEANS, HARVEST_INFO, METADATA_DIR, SEEDS, CrawlOutcome, JobDirectory
+from harvester.jobdir import (
+    CRAWLER_BEANS,
+    DEDUP_INDEX,
+    HARVEST_INFO,
+    METADATA_DIR,
+    SEEDS,
+    CrawlOutcome,
+    JobDirectory,
+)
 from harvester.postprocess.cdxj import write_cdxj
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import build_domain_report
@@ -158,7 +166,8 @@ class PostProcessor:
     def _write_dedup_entries(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
         path = jobdir.path / entries_name(jobdir.job.job_id)
         path.parent.mkdir(exist_ok=True)
-        count = write_entries(path, extract_dedup_entries(warcs))
+        # the index the crawl read tells where the originals of its revisits are stored
+        count = write_entries(path, extract_dedup_entries(warcs, jobdir.path / DEDUP_INDEX))
         log.info("job %d: %d deduplication entries", jobdir.job.job_id, count)
 
     def _write_metadata(self, jobdir: JobDirectory, warcs: list[Path]) -> Path:
@@ -168,7 +177,7 @@ class PostProcessor:
         if job.metadata.deduplication_job_ids is not None:
             requested = tuple(job.metadata.deduplication_job_ids)
             index_jobs, missing = requested, ()
-            index_file = jobdir.path / "dedup-index.sqlite"
+            index_file = jobdir.path / DEDUP_INDEX
             if index_file.is_file():
                 with DedupIndex(index_file) as index:
                     index_jobs, missing = tuple(index.job_ids), tuple(index.missing_job_ids)

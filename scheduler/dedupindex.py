@@ -17,6 +17,13 @@ the archive store's root, and the jobs it was built from. A selective or event h
 needs no row. Failed builds are counted in the row with the last error; a later build that succeeds
 clears them.
 
+NetarchiveSuite's rule (reference §6.4): an index is used only when the entries of at least
+``satisfactory_percentage`` (harvester.indexserver.satisfactorythresholdpercentage, 70) of the jobs it
+is built from could be read; the jobs without readable entries are left out of it. Below, no index is
+stored, the run is not ready, and the row's ``refusal`` says how many of how many and which jobs; the
+refusal is not a failure (nothing broke), so it is told once, and the count is made again whenever the
+run is asked for (every tick), which costs a look at which entries files exist while too few do.
+
 ``DedupIndexBuilder`` builds indexes on threads of its own, at most one build per set of job ids at a
 time (a second request for a set being built only adds its run to that build), and writes each outcome
 into the rows of the runs that asked for it. What is being built and how far it got is kept in memory
@@ -43,7 +50,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import upsert, write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.dedup import BuiltIndex, build_index
-from harvestdef.errors import HarvestSuiteError
+from harvestdef.errors import DedupCoverageError, HarvestSuiteError
 from harvestdef.settings import Settings
 from scheduler.notify import Notifier
 
@@ -76,6 +83,7 @@ class RunIndex:
     entries: int | None
     failures: int
     error: str | None
+    refusal: str | None = None
 
 
 def deduplication_jobs(conn: Connection, run: HarvestRun, snapshot: bool) -> list[tuple[int, int]]:
@@ -132,7 +140,7 @@ def find_run_index(conn: Connection, run: HarvestRun) -> RunIndex | None:
         return None
     return RunIndex(run=run, job_ids=parse_job_ids(row.job_ids), ready=row.ready, index_path=row.index_path,
                     missing_job_ids=parse_job_ids(row.missing_job_ids or ""), entries=row.entries,
-                    failures=row.failures, error=row.error)
+                    failures=row.failures, error=row.error, refusal=row.refusal)
 
 
 def record_ready(conn: Connection, run: HarvestRun, job_ids: Sequence[int], built: BuiltIndex | None) -> None:
@@ -141,7 +149,22 @@ def record_ready(conn: Connection, run: HarvestRun, job_ids: Sequence[int], buil
         "harvest_id": run.harvest_id, "harvest_num": run.harvest_num, "job_ids": format_job_ids(job_ids),
         "ready": True, "index_path": built.relative_path if built else None,
         "missing_job_ids": format_job_ids(built.missing_job_ids) if built else "",
-        "entries": built.entries if built else None, "failures": 0, "error": None, "changed_at": utcnow()}])
+        "entries": built.entries if built else None, "failures": 0, "error": None, "refusal": None,
+        "changed_at": utcnow()}])
+
+
+def record_refusal(conn: Connection, run: HarvestRun, job_ids: Sequence[int], refusal: str) -> bool:
+    """The run's index was refused (too few readable entries): the run is not ready, and ``refusal`` says
+    why. True when that is news (the run was not refused, or for another reason), so people are told once.
+    A run that is ready already stays ready, as with a failure."""
+    r = s.harvest_run_dedup_index
+    before = conn.scalar(select(r.c.refusal).where(r.c.harvest_id == run.harvest_id,
+                                                   r.c.harvest_num == run.harvest_num))
+    upsert(conn, r, ("harvest_id", "harvest_num"), [{
+        "harvest_id": run.harvest_id, "harvest_num": run.harvest_num, "job_ids": format_job_ids(job_ids),
+        "ready": False, "failures": 0, "refusal": refusal[:2000], "changed_at": utcnow()}],
+        set_=lambda excluded: {"refusal": excluded.refusal, "changed_at": excluded.changed_at})
+    return before != refusal[:2000]
 
 
 def record_failure(conn: Connection, run: HarvestRun, job_ids: Sequence[int], error: str) -> int:
@@ -183,12 +206,16 @@ class DedupIndexBuilder:
     """Builds the indexes that ``request`` asks for on up to ``builders`` threads (made when first needed),
     and records each outcome in harvest_run_dedup_index; see the module docstring."""
 
-    def __init__(self, engine: Engine, store: ArchiveStore, notifier: Notifier, builders: int = 2) -> None:
+    def __init__(self, engine: Engine, store: ArchiveStore, notifier: Notifier, builders: int = 2,
+                 satisfactory_percentage: int = 70) -> None:
         if builders < 1:
             raise ValueError(f"builders must be at least 1, got {builders}")
+        if not 0 <= satisfactory_percentage <= 100:
+            raise ValueError(f"satisfactory_percentage is a percentage from 0 to 100, got {satisfactory_percentage}")
         self.engine = engine
         self.store = store
         self.notifier = notifier
+        self.satisfactory_percentage = satisfactory_percentage
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=builders,
                                                                thread_name_prefix="dedup-index")
         self._lock = threading.Lock()
@@ -197,7 +224,8 @@ class DedupIndexBuilder:
 
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine, notifier: Notifier) -> DedupIndexBuilder:
-        return cls(engine, ArchiveStore.from_settings(settings), notifier, settings.scheduler.dedupIndexBuilders)
+        return cls(engine, ArchiveStore.from_settings(settings), notifier, settings.scheduler.dedupIndexBuilders,
+                   settings.scheduler.satisfactorythresholdpercentage)
 
     def request(self, run: HarvestRun, jobs: Sequence[tuple[int, int]]) -> None:
         """Build the index of ``jobs`` ((harvest_id, job_id) pairs, not empty) for ``run``, unless that set
@@ -245,12 +273,18 @@ class DedupIndexBuilder:
 
         try:
             try:
-                built = build_index(self.store, build.jobs, progress)
+                built = build_index(self.store, build.jobs, progress, self.satisfactory_percentage)
             except _BuildAbandoned:
                 log.info("deduplication index of %d jobs abandoned: the scheduler stops", len(build.job_ids))
                 return
+            except DedupCoverageError as exc:
+                refusal = str(exc)
+                log.warning("deduplication index of %d jobs (%s) refused: %s", len(build.job_ids),
+                            ", ".join(str(run) for run in sorted(build.runs)), refusal)
+                self._record(build, lambda conn, run: self._record_refusal(conn, run, build, refusal))
+                return
             except Exception as exc:  # noqa: BLE001 - any failure is recorded, and the build asked for again
-                # a broken entries file or an unreachable store is told by its message; anything else is a bug
+                # an unreachable store or a full disk is told by its message; anything else is a bug
                 expected = isinstance(exc, HarvestSuiteError | OSError | sqlite3.Error)
                 log.warning("deduplication index of %d jobs (%s) failed: %s", len(build.job_ids),
                             ", ".join(str(run) for run in sorted(build.runs)), exc, exc_info=not expected)
@@ -258,7 +292,7 @@ class DedupIndexBuilder:
                 self._record(build, lambda conn, run: self._record_failure(conn, run, build, error))
                 return
             if built.missing_job_ids:
-                log.warning("deduplication index %s: %d of %d jobs have no stored entries and are left out: %s",
+                log.warning("deduplication index %s: %d of %d jobs have no readable entries and are left out: %s",
                             built.relative_path, len(built.missing_job_ids), len(build.job_ids),
                             format_job_ids(built.missing_job_ids))
             log.info("deduplication index %s %s: %d entries from %d jobs", built.relative_path,
@@ -276,6 +310,13 @@ class DedupIndexBuilder:
                                  f"Building the deduplication index of {run} ({len(build.job_ids)} jobs) failed "
                                  f"{failures} times; the last error: {error}. The run's jobs are not dispatched "
                                  "until it is built; the scheduler tries again at every tick.")
+
+    def _record_refusal(self, conn: Connection, run: HarvestRun, build: _Build, refusal: str) -> None:
+        if record_refusal(conn, run, build.job_ids, refusal):
+            self.notifier.notify(f"Deduplication index of {run} refused",
+                                 f"The deduplication index of {run} ({len(build.job_ids)} jobs) was refused: "
+                                 f"{refusal}. The run's jobs are not dispatched until enough of those jobs' "
+                                 "entries are stored; the scheduler counts again at every tick.")
 
     def _record(self, build: _Build, write: Callable[[Connection, HarvestRun], None]) -> None:
         """Write the outcome for every run of the build, including runs that join while it is written; the
@@ -299,4 +340,4 @@ class DedupIndexBuilder:
 
 
 __all__ = ["DedupIndexBuilder", "HarvestRun", "RunIndex", "deduplication_jobs", "find_run_index",
-           "format_job_ids", "has_index_ready", "parse_job_ids", "record_failure", "record_ready"]
+           "format_job_ids", "has_index_ready", "parse_job_ids", "record_failure", "record_ready", "record_refusal"]

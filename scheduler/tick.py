@@ -18,8 +18,10 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    when it is active, has not run (numevents < 1), its previous step (if any) has jobs and none of them is
    NEW, SUBMITTED or STARTED, and isindexready is set. The tick sets isindexready once the step's
    deduplication index is built; until then the step waits, "building deduplication index (N of M
-   jobs)", naming the last error if a build failed (a failed build is asked for again). With
-   deduplication off (no index builder) isindexready is set at once.
+   jobs)", naming the last error if a build failed (a failed build is asked for again), or
+   "deduplication index refused: ..." when too few of its jobs' entries could be read
+   (satisfactorythresholdpercentage; the count is made again at every tick). With deduplication off
+   (no index builder) isindexready is set at once.
 4. Generation, harvest by harvest, each run in one transaction (scheduler.jobgen.generate); a failed
    run deactivates its harvest, and the reason is stored and notified. The index of each run just made
    is asked for at once (step 2 for those runs), not a tick later.
@@ -403,6 +405,10 @@ class Ticker:
                             run, row.failures, row.error)
             indexer.request(run, jobs)
             progress = indexer.progress(job_ids) or (0, len(job_ids))
+        if row is not None and row.refusal:
+            # the count made again now (above) replaces this when it comes out otherwise
+            return (f"deduplication index refused: {row.refusal}; not dispatched until enough of these jobs' "
+                    "entries are stored (counted again at every tick)")
         done, total = progress
         note = f"building deduplication index ({done} of {total} jobs)"
         if row is not None and row.failures:

@@ -431,6 +431,7 @@ CREATE TABLE harvest_run_dedup_index (
 	failures INTEGER DEFAULT 0 NOT NULL, 
 	error VARCHAR(2000), 
 	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	refusal VARCHAR(2000), 
 	PRIMARY KEY (harvest_id, harvest_num)
 );
 
@@ -802,6 +803,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0013_harvest_findings');
+INSERT INTO alembic_version (version_num) VALUES ('0014_dedup_coverage');
 
 COMMIT;

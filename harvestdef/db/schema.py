@@ -692,6 +692,8 @@ harvest_run_dedup_index = Table(
     Column("failures", Integer, nullable=False, server_default=text("0")),  # failed builds since the last success
     Column("error", String(2000)),  # why the last build failed
     Column("changed_at", UTCDateTime, nullable=False),
+    # why the index was refused: too few of its jobs' entries could be read (satisfactorythresholdpercentage)
+    Column("refusal", String(2000)),
     PrimaryKeyConstraint("harvest_id", "harvest_num"),
 )
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 
 import pytest
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.dedup import DedupEntry, DedupIndex, build_index, entries_name, index_relative_path, write_entries
-from harvestdef.errors import DedupFormatError
+from harvestdef.errors import DedupCoverageError
 
 LOGO = "sha1:" + "L" * 32
 PDF = "sha1:" + "P" * 32
@@ -74,15 +75,26 @@ def test_a_job_under_two_harvests_is_refused(tmp_path):
         build_index(ArchiveStore(tmp_path), [(5, 1), (6, 1)])
 
 
-def test_a_broken_entries_file_fails_the_build_and_leaves_nothing(tmp_path):
+def test_a_job_whose_entries_cannot_be_read_is_left_out_whole_and_counts_against_the_threshold(tmp_path):
     store = ArchiveStore(tmp_path)
     _job(store, 5, 1, [DedupEntry(LOGO, "http://www.kb.dk/logo.png", "20260101000000")])
     broken = store.job_path(5, 2) / entries_name(2)
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"not gzip")
-    with pytest.raises(DedupFormatError, match=r"2\.gz: unreadable after line 0"):
-        build_index(store, [(5, 1), (5, 2)])
-    assert list((tmp_path / "dedup-index").iterdir()) == []
+    # a good first line, then a bad one: none of the job's entries may reach the index
+    half = store.job_path(5, 3) / entries_name(3)
+    half.parent.mkdir(parents=True)
+    with gzip.open(half, "wt", encoding="utf-8") as text:
+        text.write(f"{LOGO}\thttp://www.kb.dk/half.png\t20260101000000\t\t\t\n{LOGO}\tbroken\n")
+    with pytest.raises(DedupCoverageError, match=r"only 1 of the 3 jobs could be read \(33 %\), fewer than "
+                                                 r"satisfactorythresholdpercentage \(34 %\): unreadable entries "
+                                                 r"of jobs 2, 3$"):
+        build_index(store, [(5, 1), (5, 2), (5, 3)], threshold_percentage=34)
+    assert [path.name for path in (tmp_path / "dedup-index").iterdir()] == [], "a refused index leaves nothing"
+    built = build_index(store, [(5, 1), (5, 2), (5, 3)], threshold_percentage=33)
+    assert (built.job_ids, built.missing_job_ids, built.unreadable_job_ids, built.entries) == ((1,), (2, 3), (2, 3), 1)
+    with DedupIndex(built.path) as index:
+        assert index.missing_job_ids == (2, 3) and index.lookup(LOGO, "http://www.kb.dk/half.png") is None
 
 
 def test_jobs_without_any_entries_make_an_empty_index(tmp_path):
