@@ -38,7 +38,8 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BASELINE_REVISION = "0001_baseline"
 # A table (or "table.column") each revision creates, newest first: the newest present tells the revision of
 # tables loaded from a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
-MARKER_TABLES = (("0010_definition_summaries", "domain_tld_counts"),
+MARKER_TABLES = (("0011_user_sessions", "login_failures"),
+                 ("0010_definition_summaries", "domain_tld_counts"),
                  ("0009_domain_trigram", "domains#domainnametrgm"),
                  ("0008_job_dispatch_index", "jobs#jobchannelstatus"),
                  ("0007_netarchivesuite_compat", "runningjobshistory.totalbyteswritten"),
