@@ -191,6 +191,10 @@ def _check_password(name: str, password: str) -> User | None:
     address = request.remote_addr
     with database().connect() as conn:
         user = UserRepository(conn).authenticate(name, password)
+        # a login with no failures before it writes nothing: logins do not queue for the write lock
+        forgets = user is not None and LoginThrottle(conn, _policy()).has_failures(name)
+    if user is not None and not forgets:
+        return user
     with write_transaction(database()) as conn:
         throttle = LoginThrottle(conn, _policy())
         if user is not None:

@@ -119,6 +119,12 @@ class LoginThrottle:
             waits.append(wait)
         return FailureCounts(counts[USER], counts[ADDRESS], max(waits))
 
+    def has_failures(self, name: str) -> bool:
+        """Whether failures of ``name`` are counted (so that a success has something to forget)."""
+        (kind, key), _ = _keys(name, None)
+        t = s.login_failures
+        return self.conn.scalar(select(t.c.failures).where(t.c.kind == kind, t.c.login_key == key)) is not None
+
     def record_success(self, name: str) -> None:
         """Forget the failures of ``name`` (not of the address: see the module docstring)."""
         (kind, key), _ = _keys(name, None)
