@@ -391,7 +391,8 @@ class DomainImporter:
     @staticmethod
     def _database_error(name: str, counts: ImportCounts, exc: SQLAlchemyError) -> DatabaseError:
         # the driver's own message: SQLAlchemy's str() appends the SQL statement and its parameters
-        cause = str(exc.orig) if isinstance(exc, DBAPIError) else type(exc).__name__
+        # (and PostgreSQL's own message may go on to quote the statement on the lines after its first)
+        cause = (str(exc.orig).splitlines() or [""])[0] if isinstance(exc, DBAPIError) else type(exc).__name__
         return DatabaseError(f"the import of {name} stopped: the harvest database failed ({cause}). The "
                              f"{counts.batches} batches committed before ({counts.domains_created} domains "
                              f"created) stay stored; import the same file again to complete it")
