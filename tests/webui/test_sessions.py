@@ -201,4 +201,4 @@ def test_known_and_unknown_users_cost_one_password_hash_each(webui_engine: Engin
             log_in(app, name, "wrong password")
             times[kind].append(time.perf_counter() - started)
     ratio = statistics.median(times["unknown"]) / statistics.median(times["known"])
-    assert 0.5 < ratio < 2, times
+    assert 1 / 3 < ratio < 3, times  # wide: the machine is shared; the counts above are the exact check
