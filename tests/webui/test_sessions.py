@@ -8,6 +8,8 @@ import cProfile
 import logging
 import pstats
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 
@@ -89,6 +91,21 @@ def test_a_password_change_ends_every_session_of_the_user(app: Flask, login: Cal
     # API tokens are separate credentials (harvestdef/repositories/users.py set_password): still valid
     by_token = app.test_client().get("/api/v1/harvesters", headers={"Authorization": f"Bearer {tokens['operator']}"})
     assert by_token.status_code == 200
+
+
+def test_an_admin_sets_a_password_from_the_command_line_and_the_sessions_end(
+        app: Flask, login: Callable[[str], FlaskClient], webui_engine: Engine):
+    client = login("curator")
+    command = [sys.executable, "-m", "harvestdef", "--set", f"harvestsuite.database.url={webui_engine.url}",
+               "users", "password"]
+    changed = subprocess.run([*command, "curator"], input=NEW_PASSWORD + "\n", capture_output=True, text=True,
+                             timeout=60)
+    assert changed.returncode == 0 and "every session of the user has ended" in changed.stdout, changed.stderr
+    assert not is_logged_in(client)
+    assert log_in(app, "curator", NEW_PASSWORD)[1].status_code == 302
+    unknown = subprocess.run([*command, "nobody"], input=NEW_PASSWORD + "\n", capture_output=True, text=True,
+                             timeout=60)
+    assert unknown.returncode == 2 and "no user 'nobody'" in unknown.stderr
 
 
 def test_a_bad_new_password_changes_nothing(app: Flask, login: Callable[[str], FlaskClient], webui_engine: Engine):
