@@ -7,7 +7,8 @@ Create Date: 2026-11-25 00:00:00.000000
 A session cookie was only signed: a copy taken before logout kept working after it. Each cookie now
 carries its user's session generation, which logout and a password change raise (ending every session of
 the user). login_failures counts failed logins per user name and per client address, in the database so
-that every web UI process sees the same counts.
+that every web UI process sees the same counts. Cookies issued before this revision carry no generation:
+their users log in once more.
 """
 
 from __future__ import annotations
