@@ -22,6 +22,15 @@ without a default configuration (from any cause) is repaired: whatever it lacks 
 list, link and defaultconfig is added. One audit_log row describes the whole import; every batch
 updates its counts, and ``complete`` says whether the run got to the end of the file.
 
+How it shares SQLite with running writers (the demo's scheduler, controller and web UI): a batch reads
+before it writes, and a deferred SQLite transaction that does so fails at its first write ("database is
+locked") whenever another writer committed after its read. So each SQLite batch takes the write lock first
+(BEGIN IMMEDIATE, as harvestdef.db.engine.write_transaction does), waiting up to ``lock_timeout`` seconds
+for it; its names are read and parsed before, not while it holds the lock; batches are small (50,000
+names, about a second of writing) and a pause after each commit lets every writer that waited in
+SQLite's busy handler take its turn. A lock not had within the timeout stops the import with a sentence
+that says so, the committed batches kept. PostgreSQL's batches are ordinary transactions beside others.
+
 Memory: only the set of names seen so far (for the duplicate count) grows with the file.
 """
 
@@ -35,6 +44,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from multiprocessing.pool import AsyncResult
 from pathlib import Path
@@ -42,7 +52,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from publicsuffixlist import PublicSuffixList
 from sqlalchemy import Connection, Engine, insert, literal_column, select, text, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
 from harvestdef.bulkload import copy_rows, restore_constraints, set_aside_constraints, skip_foreign_key_checks
 from harvestdef.db import schema as s
@@ -67,6 +77,12 @@ _public_suffixes = PublicSuffixList()
 
 # Rows per executemany on SQLite.
 _SQLITE_CHUNK = 10_000
+# Names per SQLite transaction: about a second of holding the write lock on two cores, so the writers
+# beside an import wait no longer than that, while the pauses between batches add under 2 s to 800,000.
+_SQLITE_BATCH = 50_000
+# SQLite's busy handler lets a waiting writer try again at most every 100 ms: a pause this long after
+# each commit gives every writer that waited for the import's lock a try before the next batch takes it.
+_SQLITE_PAUSE = 0.1
 _DOMAIN_TABLES = ("domains", "configurations", "seedlists", "config_seedlists")
 
 
@@ -200,6 +216,7 @@ class _Reader:
     """
 
     path: Path
+    name: str
     counts: ImportCounts
     on_bad_line: Callable[[BadLine], None]
     on_progress: Callable[[int], None]
@@ -223,7 +240,7 @@ class _Reader:
                         domain, seeds = entry
                     else:
                         counts.bad_lines += 1
-                        self.on_bad_line(BadLine(str(self.path), counts.lines_read, entry.text, entry.reason))
+                        self.on_bad_line(BadLine(self.name, counts.lines_read, entry.text, entry.reason))
                         continue
                     if domain in seen:
                         counts.duplicates_in_file += 1
@@ -264,8 +281,9 @@ class DomainImporter:
                  rebuild_indexes: bool | None = None,
                  on_bad_line: Callable[[BadLine], None] = _ignore, on_progress: Callable[[int], None] = _ignore,
                  stop_after_batches: int | None = None, parse_workers: int | None = None,
-                 parallel_from_bytes: int = 16 << 20, copy_size: int | None = None) -> None:
-        """``batch_size``: names per transaction (default 2,000,000 on PostgreSQL, 200,000 on SQLite).
+                 parallel_from_bytes: int = 16 << 20, copy_size: int | None = None,
+                 lock_timeout: float = 30.0) -> None:
+        """``batch_size``: names per transaction (default 2,000,000 on PostgreSQL, 50,000 on SQLite).
 
         ``rebuild_indexes``: drop and restore indexes and constraints during a batch (PostgreSQL only);
         None decides per batch: when it adds at least ``bulk_threshold`` domains and a quarter of those
@@ -274,12 +292,13 @@ class DomainImporter:
         least ``parallel_from_bytes`` (default: one per core but one, at least one); they parse while the
         names are copied into the database. ``copy_size`` splits a PostgreSQL batch into parts written
         one after the other (default: one part; on two cores, parts measured slower than one statement).
+        ``lock_timeout``: seconds a SQLite batch waits for the write lock (harvestsuite.database.importLockTimeout).
         """
         self.engine = engine
         self.defaults = defaults
         self.actor = actor
         self.postgresql = is_postgresql(engine)
-        self.batch_size = batch_size or (2_000_000 if self.postgresql else 200_000)
+        self.batch_size = batch_size or (2_000_000 if self.postgresql else _SQLITE_BATCH)
         self.bulk_threshold = bulk_threshold
         self.rebuild_indexes = rebuild_indexes
         self.on_bad_line = on_bad_line
@@ -288,46 +307,95 @@ class DomainImporter:
         self.parse_workers = max(1, (os.cpu_count() or 2) - 1) if parse_workers is None else parse_workers
         self.parallel_from_bytes = parallel_from_bytes
         self.copy_size = copy_size or self.batch_size
+        self.lock_timeout = lock_timeout
 
     @classmethod
     def from_settings(cls, engine: Engine, settings: Settings, **options: Any) -> DomainImporter:
+        options.setdefault("lock_timeout", settings.database.importLockTimeout)
         return cls(engine, DomainDefaults.from_settings(settings), **options)
 
-    def run(self, path: Path | str) -> ImportCounts:
-        """Import ``path``; returns the counts. Raises NotFoundError if the default template is missing."""
+    def run(self, path: Path | str, source_name: str | None = None) -> ImportCounts:
+        """Import ``path``; returns the counts. Raises NotFoundError if the default template is missing,
+        DatabaseError (a sentence without SQL) if the database fails or stays locked.
+
+        ``source_name`` names the file in bad-line reports, errors and the audit log (default: the path),
+        for a file that lives under a temporary name (the web UI's upload).
+        """
         path = Path(path)
+        name = source_name or str(path)
         started = time.monotonic()
         counts = ImportCounts()
         workers = self.parse_workers if path.stat().st_size >= self.parallel_from_bytes else 0
-        names = _Reader(path, counts, self.on_bad_line, self.on_progress, workers=workers).names()
+        names = _Reader(path, name, counts, self.on_bad_line, self.on_progress, workers=workers).names()
         audit_id: int | None = None
         try:
             with self.engine.connect() as conn:
                 template_id = self._template_id(conn)
                 conn.commit()
-                while True:
-                    with conn.begin():
-                        if self.postgresql:
-                            staged, created, repaired, exhausted = self._batch_postgresql(conn, names, template_id)
-                        else:
-                            staged, created, repaired, exhausted = self._batch_sqlite(conn, names, template_id)
-                        if staged:
-                            counts.domains_created += created
-                            counts.already_present += staged - created
-                            counts.repaired += repaired
-                            counts.batches += 1
-                        counts.complete = exhausted
-                        counts.seconds = time.monotonic() - started
-                        audit_id = self._audit(conn, audit_id, path, counts)
-                    if exhausted or (self.stop_after_batches is not None
-                                     and counts.batches >= self.stop_after_batches):
-                        break
+                with self._lock_timeout(conn):
+                    while True:
+                        batch = None if self.postgresql else list(itertools.islice(names, self.batch_size))
+                        with conn.begin():
+                            if self.postgresql:
+                                staged, created, repaired, exhausted = self._batch_postgresql(
+                                    conn, names, template_id)
+                            else:
+                                # the write lock first: this batch reads, then writes (module docstring)
+                                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                                staged, created, repaired = self._batch_sqlite(conn, batch, template_id)
+                                exhausted = len(batch) < self.batch_size
+                            if staged:
+                                counts.domains_created += created
+                                counts.already_present += staged - created
+                                counts.repaired += repaired
+                                counts.batches += 1
+                            counts.complete = exhausted
+                            counts.seconds = time.monotonic() - started
+                            audit_id = self._audit(conn, audit_id, name, counts)
+                        if exhausted or (self.stop_after_batches is not None
+                                         and counts.batches >= self.stop_after_batches):
+                            break
+                        if not self.postgresql:
+                            time.sleep(_SQLITE_PAUSE)
+        except OperationalError as exc:
+            if not self.postgresql and "locked" in str(exc.orig):
+                raise DatabaseError(
+                    f"the import of {name} stopped: the harvest database stayed locked by other writers for "
+                    f"{self.lock_timeout:g} s. The {counts.batches} batches committed before "
+                    f"({counts.domains_created} domains created) stay stored; import the same file again to "
+                    f"complete it") from exc
+            raise self._database_error(name, counts, exc) from exc
         except SQLAlchemyError as exc:
-            raise DatabaseError(f"importing domains from {path}: {exc}") from exc
+            raise self._database_error(name, counts, exc) from exc
         finally:
             names.close()
         counts.seconds = time.monotonic() - started
         return counts
+
+    @contextmanager
+    def _lock_timeout(self, conn: Connection) -> Iterator[None]:
+        """SQLite's busy timeout of this connection set to ``lock_timeout`` for the import, then put back."""
+        if self.postgresql:
+            yield
+            return
+        previous = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()
+        conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(self.lock_timeout * 1000)}")
+        conn.commit()  # ends the transaction SQLAlchemy began for the pragmas; each batch begins its own
+        try:
+            yield
+        finally:
+            conn.rollback()
+            conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(previous)}")
+            conn.commit()
+
+    @staticmethod
+    def _database_error(name: str, counts: ImportCounts, exc: SQLAlchemyError) -> DatabaseError:
+        # the driver's own message: SQLAlchemy's str() appends the SQL statement and its parameters
+        # (and PostgreSQL's own message may go on to quote the statement on the lines after its first)
+        cause = (str(exc.orig).splitlines() or [""])[0] if isinstance(exc, DBAPIError) else type(exc).__name__
+        return DatabaseError(f"the import of {name} stopped: the harvest database failed ({cause}). The "
+                             f"{counts.batches} batches committed before ({counts.domains_created} domains "
+                             f"created) stay stored; import the same file again to complete it")
 
     # ------------------------------------------------------------------ steps
 
@@ -339,35 +407,26 @@ class DomainImporter:
                                 self.defaults.template_name)
         return template_id
 
-    def _batch_sqlite(self, conn: Connection, names: Iterator[tuple[str, str | None]], template_id: int
-                      ) -> tuple[int, int, int, bool]:
-        """One batch on SQLite: stage with executemany, add the domains, then complete them all."""
+    def _batch_sqlite(self, conn: Connection, names: list[tuple[str, str | None]], template_id: int
+                      ) -> tuple[int, int, int]:
+        """One batch on SQLite, in a transaction that holds the write lock: stage with executemany, add the
+        domains, then complete them all."""
         conn.execute(text("DROP TABLE IF EXISTS temp.import_names"))
         conn.execute(text("CREATE TEMP TABLE import_names (name TEXT NOT NULL PRIMARY KEY, seeds TEXT)"))
         statement = text("INSERT INTO import_names (name, seeds) VALUES (:name, :seeds)")
-        staged = 0
-        exhausted = True
-        chunk: list[dict[str, str | None]] = []
-        for name, seeds in names:
-            chunk.append({"name": name, "seeds": seeds})
-            staged += 1
-            if len(chunk) >= _SQLITE_CHUNK:
-                conn.execute(statement, chunk)
-                chunk = []
-            if staged >= self.batch_size:
-                exhausted = False
-                break
-        if chunk:
-            conn.execute(statement, chunk)
+        for start in range(0, len(names), _SQLITE_CHUNK):
+            conn.execute(statement, [{"name": name, "seeds": seeds}
+                                     for name, seeds in names[start:start + _SQLITE_CHUNK]])
+        staged = len(names)
         if not staged:
-            return 0, 0, 0, exhausted
+            return 0, 0, 0
         new_names = "import_names n WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.name = n.name)"
         add_tld_counts(conn, select(literal_column("n.name").label("name")).select_from(text(new_names)), 1)
         created = conn.execute(text(f"INSERT INTO domains (name, edition) SELECT n.name, 1 FROM {new_names}")).rowcount
         incomplete = self._collect_incomplete(conn, None)
         if incomplete:
             self._complete_incomplete(conn, template_id)
-        return staged, created, incomplete - created, exhausted
+        return staged, created, incomplete - created
 
     def _batch_postgresql(self, conn: Connection, names: Iterator[tuple[str, str | None]], template_id: int
                           ) -> tuple[int, int, int, bool]:
@@ -427,10 +486,13 @@ class DomainImporter:
         """import_incomplete: staged names whose domain exists without a default configuration."""
         conn.execute(text("DROP TABLE IF EXISTS import_incomplete"))
         limit = "" if existing_until is None else "AND d.domain_id <= :existing_until "
+        # CROSS JOIN keeps SQLite looking each staged name up in domains: with a plain join it scanned every
+        # domain in every batch, which made many small batches cost more than a few big ones
         conn.execute(text(
             f"CREATE TEMP TABLE import_incomplete AS SELECT d.domain_id, coalesce(n.seeds, {_PLAIN_SEEDS_SQL}) "
-            f"AS seeds FROM domains d JOIN import_names n ON d.name = n.name "
-            f"WHERE d.defaultconfig IS NULL {limit}"), {"existing_until": existing_until, "newline": "\n"})
+            f"AS seeds FROM import_names n CROSS JOIN domains d "
+            f"WHERE d.name = n.name AND d.defaultconfig IS NULL {limit}"),
+            {"existing_until": existing_until, "newline": "\n"})
         return conn.scalar(text("SELECT count(*) FROM import_incomplete")) or 0
 
     def _prepare_bulk(self, conn: Connection, template_id: int) -> list[str]:
@@ -511,13 +573,13 @@ class DomainImporter:
         recheck_unused(conn, select(literal_column("domain_id").label("domain_id"))
                        .select_from(text("import_incomplete")))
 
-    def _audit(self, conn: Connection, audit_id: int | None, path: Path, counts: ImportCounts) -> int:
+    def _audit(self, conn: Connection, audit_id: int | None, name: str, counts: ImportCounts) -> int:
         """Write (first batch) or update (later batches) the one audit_log row of this import."""
-        after = json.dumps({"file": str(path), **asdict(counts), "seconds": round(counts.seconds, 1)},
+        after = json.dumps({"file": name, **asdict(counts), "seconds": round(counts.seconds, 1)},
                            sort_keys=True)
         if audit_id is None:
             return conn.execute(insert(s.audit_log).values(
-                changed_at=utcnow(), actor=self.actor, tablename="domains", row_key=f"import {path}"[:300],
+                changed_at=utcnow(), actor=self.actor, tablename="domains", row_key=f"import {name}"[:300],
                 action="import", before=None, after=after)).inserted_primary_key[0]
         conn.execute(update(s.audit_log).where(s.audit_log.c.audit_id == audit_id).values(
             changed_at=utcnow(), after=after))

@@ -14,6 +14,10 @@ data) goes through these steps, so that each PostgreSQL trick is written, and re
 All of it runs in the caller's transaction: an interrupted load rolls the dropped constraints back with
 everything else, so nobody ever sees a table without them once the transaction is over. Nothing here
 decides *whether* a load is large enough to be worth it; callers do, by their own measurements.
+
+On SQLite the caller's transaction must hold the write lock from its start (BEGIN IMMEDIATE: the domain
+import's batches, job generation's ``write_transaction``): a load reads before it writes, and a deferred
+transaction that does so fails with "database is locked" whenever another writer committed in between.
 """
 
 from __future__ import annotations

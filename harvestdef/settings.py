@@ -45,6 +45,11 @@ class DatabaseSettings:
         "postgresql+psycopg://user@host/dbname",
     )
     echo: bool = setting("harvestsuite.database.echo", False, "log every SQL statement")
+    importLockTimeout: int = setting(
+        "harvestsuite.database.importLockTimeout", 30,
+        "seconds a domain import on SQLite waits for the write lock before each of its batches (other writers "
+        "hold it for moments); past it the import stops, keeping the batches it committed",
+    )
     nextJobId: int = setting(
         "harvester.datamodel.domain.nextJobId", 0,
         "lowest id of the next job (used after a database restore); 0 = just max(job_id)+1",
@@ -288,6 +293,19 @@ class WebuiSettings:
                                      "seconds an API token found valid is trusted without asking the database "
                                      "again (a revoked token is refused at the latest this long after; 0 = "
                                      "ask on every request)")
+    loginFailuresPerUser: int = setting("harvestsuite.webui.loginFailuresPerUser", 5,
+                                        "failed logins in a row of one user name after which each further "
+                                        "attempt of that name must wait (harvestsuite.webui.loginDelay)")
+    loginFailuresPerAddress: int = setting("harvestsuite.webui.loginFailuresPerAddress", 20,
+                                           "failed logins in a row from one client address after which each "
+                                           "further attempt from it must wait")
+    loginDelay: int = setting("harvestsuite.webui.loginDelay", 2,
+                              "seconds the first throttled login must wait; each further failure doubles it")
+    loginDelayMax: int = setting("harvestsuite.webui.loginDelayMax", 900,
+                                 "the longest wait after failed logins, in seconds")
+    loginFailureMemory: int = setting("harvestsuite.webui.loginFailureMemory", 3600,
+                                      "seconds after its last failed login when a user name's or an address's "
+                                      "failures are forgotten")
 
 
 @dataclass(frozen=True)

@@ -300,6 +300,7 @@ CREATE TABLE users (
 	isactive BOOLEAN DEFAULT true NOT NULL, 
 	created TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	edition BIGINT DEFAULT 1 NOT NULL, 
+	session_generation BIGINT DEFAULT 0 NOT NULL, 
 	PRIMARY KEY (user_id), 
 	UNIQUE (name)
 );
@@ -434,6 +435,17 @@ CREATE TABLE harvest_run_dedup_index (
 	refusal VARCHAR(2000), 
 	PRIMARY KEY (harvest_id, harvest_num)
 );
+
+CREATE TABLE login_failures (
+	kind VARCHAR(10) NOT NULL, 
+	login_key VARCHAR(300) NOT NULL, 
+	failures INTEGER NOT NULL, 
+	last_failure TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	wait_until TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (kind, login_key)
+);
+
+CREATE INDEX login_failures_last_failure ON login_failures (last_failure);
 
 CREATE TABLE domain_tld_counts (
 	tld VARCHAR(300) NOT NULL, 

@@ -9,12 +9,23 @@ field definitions and the system.
 A state-changing request authenticated by the session cookie must carry the session's CSRF token, as the
 form field ``csrf_token`` or the header ``X-CSRF-Token``; one authenticated by an API token needs none
 (a browser never sends that header on its own).
+
+Sessions: the cookie is signed, and it also carries the user's session generation
+(harvestdef/repositories/users.py), checked against the database on every request. Logging out and
+changing the password raise the generation, so every session of the user ends at once, in every client,
+a copy of the cookie included.
+
+Logins are throttled per user name and per client address (harvestdef/repositories/logins.py): past the
+free failures, an attempt within the wait gets 429 with Retry-After and its password is not checked. Every
+failed and every refused login is logged with the name and the address.
 """
 
 from __future__ import annotations
 
 import functools
 import hmac
+import logging
+import math
 import secrets
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -23,9 +34,14 @@ from urllib.parse import urlsplit
 from flask import Blueprint, Flask, abort, flash, g, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response
 
+from harvestdef.db.engine import write_transaction
+from harvestdef.errors import HarvestSuiteError
 from harvestdef.model.definitions import Role, User
+from harvestdef.repositories.logins import LoginPolicy, LoginThrottle
 from harvestdef.repositories.users import UserRepository
-from webui.context import current_user, database, token_cache
+from webui.context import current_user, database, settings, token_cache
+
+log = logging.getLogger(__name__)
 
 blueprint = Blueprint("auth", __name__, template_folder="templates")
 
@@ -109,10 +125,8 @@ def _load_user() -> Response | None:
     name = session.get("user")
     if name:
         with database().connect() as conn:
-            row_user = UserRepository(conn).find(name)
-        if row_user is not None and row_user.isactive and row_user.edition == session.get("edition"):
-            g.user = row_user
-        else:
+            g.user = UserRepository(conn).session_user(name, session.get("generation"))
+        if g.user is None:
             session.clear()
     if request.endpoint in OPEN_ENDPOINTS:
         return None
@@ -155,27 +169,114 @@ def _safe_next(target: str | None) -> str:
     return target
 
 
+def _policy() -> LoginPolicy:
+    return LoginPolicy.from_settings(settings().webui)
+
+
+def _throttled(name: str, template: str, **context: Any) -> Any | None:
+    """The 429 answer if a login of ``name`` from this address must wait still; None if it may be tried."""
+    address = request.remote_addr
+    with database().connect() as conn:
+        wait = LoginThrottle(conn, _policy()).wait_for(name, address)
+    if wait <= 0:
+        return None
+    seconds = max(1, math.ceil(wait))
+    log.warning("login of user %r from %s refused: too many failed logins, %d s to wait", name, address, seconds)
+    flash(f"Too many failed logins of this user or from this address: try again in {seconds} seconds.", "error")
+    return render_template(template, **context), 429, {"Retry-After": str(seconds)}
+
+
+def _check_password(name: str, password: str) -> User | None:
+    """The user if the password is right, counting the failure (and logging it) if not."""
+    address = request.remote_addr
+    with database().connect() as conn:
+        user = UserRepository(conn).authenticate(name, password)
+        # a login with no failures before it writes nothing: logins do not queue for the write lock
+        forgets = user is not None and LoginThrottle(conn, _policy()).has_failures(name)
+    if user is not None and not forgets:
+        return user
+    with write_transaction(database()) as conn:
+        throttle = LoginThrottle(conn, _policy())
+        if user is not None:
+            throttle.record_success(name)
+            return user
+        counts = throttle.record_failure(name, address)
+    log.warning("failed login of user %r from %s (%d in a row of the user, %d of the address; next wait %g s)",
+                name, address, counts.user_failures, counts.address_failures, counts.wait)
+    return None
+
+
+def _start_session(user: User) -> None:
+    with database().connect() as conn:
+        generation = UserRepository(conn).session_generation(user.name)
+    session.clear()
+    session.permanent = True
+    session["user"] = user.name
+    session["generation"] = generation
+    csrf_token()
+
+
+def _check_form_csrf(what: str) -> None:
+    sent = request.form.get("csrf_token", "")
+    if not sent or not hmac.compare_digest(sent, session.get("csrf", "")):
+        abort(400, f"the {what} form's CSRF token is missing or wrong: reload the page")
+
+
 @blueprint.route("/login", methods=["GET", "POST"])
 def login() -> Any:
     if request.method == "POST":
-        sent = request.form.get("csrf_token", "")
-        if not sent or not hmac.compare_digest(sent, session.get("csrf", "")):
-            abort(400, "the login form's CSRF token is missing or wrong: reload the page")
-        with database().begin() as conn:
-            user = UserRepository(conn).authenticate(request.form.get("name", ""), request.form.get("password", ""))
+        _check_form_csrf("login")
+        name = request.form.get("name", "").strip()
+        refused = _throttled(name, "login.html")
+        if refused is not None:
+            return refused
+        user = _check_password(name, request.form.get("password", ""))
         if user is None:
             flash("Unknown user or wrong password.", "error")
             return render_template("login.html"), 401
-        session.clear()
-        session.permanent = True
-        session["user"] = user.name
-        session["edition"] = user.edition
-        csrf_token()
+        _start_session(user)
         return redirect(_safe_next(request.args.get("next")))
     return render_template("login.html")
 
 
 @blueprint.route("/logout", methods=["POST"])
 def logout() -> Any:
+    """End every session of the user, in every client (a copied cookie too), not only this one."""
+    user = current_user()
+    if user is not None and not g.by_token:
+        with write_transaction(database()) as conn:
+            UserRepository(conn).end_sessions(user.name)
     session.clear()
+    return redirect(url_for("auth.login"))
+
+
+@blueprint.route("/password", methods=["GET", "POST"])
+def password() -> Any:
+    """The logged-in user's own password: the current one, then the new one twice. Every session of the
+    user ends with the change, this one too: the user logs in again with the new password."""
+    user = current_user()
+    if user is None or g.by_token:
+        raise AuthError(401, "log in first")
+    if request.method == "GET":
+        return render_template("password.html")
+    refused = _throttled(user.name, "password.html")
+    if refused is not None:
+        return refused
+    new, repeated = request.form.get("new_password", ""), request.form.get("repeated_password", "")
+    if _check_password(user.name, request.form.get("password", "")) is None:
+        flash("The current password is wrong.", "error")
+        return render_template("password.html"), 401
+    if new != repeated:
+        flash("The new password and its repetition differ.", "error")
+        return render_template("password.html"), 400
+    try:
+        with write_transaction(database()) as conn:
+            UserRepository(conn, actor=user.name).set_password(user.name, new, user.edition)
+    except HarvestSuiteError as exc:
+        flash(f"The password was not changed: {exc}.", "error")
+        return render_template("password.html"), 400
+    log.info("user %r changed the password from %s; every session of the user ended", user.name,
+             request.remote_addr)
+    session.clear()
+    flash("Password changed: every session of yours has ended. Log in with the new password.")
     return redirect(url_for("auth.login"))

@@ -19,7 +19,7 @@ def domains() -> None:
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--actor", default="system", show_default=True, help="Who is importing (written to the audit log).")
 @click.option("--batch-size", type=click.IntRange(min=1), default=None,
-              help="Domains per transaction (default: 2,000,000 on PostgreSQL, 200,000 on SQLite).")
+              help="Domains per transaction (default: 2,000,000 on PostgreSQL, 50,000 on SQLite).")
 @pass_app
 def import_domains(app: AppContext, file: Path, actor: str, batch_size: int | None) -> None:
     """Create a domain, with its default configuration and seed list, for every domain or URL in FILE.

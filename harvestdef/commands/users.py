@@ -43,3 +43,22 @@ def token(app: AppContext, name: str) -> None:
 
     with app.engine().begin() as conn:
         click.echo(UserRepository(conn).create_token(name))
+
+
+@users.command()
+@click.argument("name")
+@pass_app
+def password(app: AppContext, name: str) -> None:
+    """Set user NAME's password, read from stdin (one line); every session of the user ends. For a
+    forgotten or leaked password: users change their own on the web UI's Password page."""
+    from harvestdef.db.engine import write_transaction
+    from harvestdef.repositories.users import UserRepository
+
+    if sys.stdin.isatty():
+        new_password = click.prompt("new password", hide_input=True, confirmation_prompt=True)
+    else:
+        new_password = sys.stdin.readline().rstrip("\r\n")
+    with write_transaction(app.engine()) as conn:
+        repository = UserRepository(conn)
+        repository.set_password(name, new_password, repository.get(name).edition)
+    click.echo(f"password of user {name} changed; every session of the user has ended")

@@ -540,6 +540,9 @@ users = Table(
     Column("isactive", Boolean, nullable=False, server_default=text("true")),
     Column("created", UTCDateTime, nullable=False),
     Column("edition", BigInteger, nullable=False, server_default=text("1")),
+    # ours: a session cookie carries the generation it was issued in; logout and a password change raise
+    # it, which ends every session of the user in every client at once (webui/auth.py)
+    Column("session_generation", BigInteger, nullable=False, server_default=text("0")),
 )
 
 # Every change to a definition or a job: who, when, what, before and after (JSON text).
@@ -707,6 +710,20 @@ api_tokens = Table(
     Column("last_used", UTCDateTime),
     Column("revoked", Boolean, nullable=False, server_default=text("false")),
 )
+
+# Failed logins in a row, per user name (kind "user") and per client address (kind "address"), and until
+# when the next attempt of that name or address is refused (harvestdef/repositories/logins.py). In the
+# database, not in memory, so that every web UI process and thread counts the same failures.
+login_failures = Table(
+    "login_failures", metadata,
+    Column("kind", String(10), nullable=False),
+    Column("login_key", String(300), nullable=False),
+    Column("failures", Integer, nullable=False),
+    Column("last_failure", UTCDateTime, nullable=False),
+    Column("wait_until", UTCDateTime),
+    PrimaryKeyConstraint("kind", "login_key"),
+)
+Index("login_failures_last_failure", login_failures.c.last_failure)
 
 # Domains per top-level domain (the "Domains per TLD" overview), kept in the transaction that creates or
 # deletes domains (harvestdef/repositories/definitioncounts.py), so the overview reads a few thousand rows

@@ -4,6 +4,15 @@ Passwords are hashed with scrypt from the standard library (hashlib.scrypt) with
 the stored text is ``scrypt$n$r$p$salt$hash`` (salt and hash base64), so the parameters can be raised later
 without breaking older hashes. The plain password is never stored or logged, and the audit trail records
 only that the hash changed.
+
+Logging in costs one scrypt whether the name is a user's or not (an unknown, inactive or password-less
+user's attempt is checked against a stand-in hash of the same cost), so the time of an answer does not tell
+which names exist.
+
+Sessions: every user has a session generation (``users.session_generation``). The web UI's session cookie
+carries the generation it was issued in and is accepted only while the user's is the same; ``end_sessions``
+(logout) and ``set_password`` raise it, which ends every session of the user, in every client, at once.
+API tokens are separate credentials and are not ended by either: see ``set_password``.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ import os
 import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import cache
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -66,6 +76,13 @@ def verify_password(password: str, stored: str | None) -> bool:
     except ValueError:
         return False
     return hmac.compare_digest(actual, expected)
+
+
+@cache
+def _stand_in_hash() -> str:
+    """A hash of a random password, made once, with the cost of every stored one: what an unknown, inactive
+    or password-less user's login is checked against, so it takes as long as a known user's."""
+    return hash_password(secrets.token_urlsafe(24))
 
 
 def check_role(role: str | Role) -> Role:
@@ -148,11 +165,38 @@ class UserRepository:
         return _to_user(row)
 
     def authenticate(self, name: str, password: str) -> User | None:
-        """The user if the name and password match and the user is active; else None."""
+        """The user if the name and password match and the user is active; else None.
+
+        Every call computes exactly one password hash, also for a name nobody has (module docstring)."""
         row = self.conn.execute(select(s.users).where(s.users.c.name == name.strip())).first()
-        if row is None or not row.isactive or not verify_password(password, row.password_hash):
+        stored = row.password_hash if row is not None and row.password_hash else None
+        matches = verify_password(password, stored or _stand_in_hash())
+        if row is None or stored is None or not row.isactive or not matches:
             return None
         return _to_user(row)
+
+    def session_generation(self, name: str) -> int:
+        """The generation a session cookie of ``name`` issued now carries."""
+        generation = self.conn.scalar(select(s.users.c.session_generation).where(s.users.c.name == name.strip()))
+        if generation is None:
+            raise NotFoundError("user", name)
+        return int(generation)
+
+    def session_user(self, name: str, generation: object) -> User | None:
+        """The active user ``name`` if its sessions are still at ``generation``; None if they were ended."""
+        row = self.conn.execute(select(s.users).where(s.users.c.name == name.strip())).first()
+        if row is None or not row.isactive or row.session_generation != generation:
+            return None
+        return _to_user(row)
+
+    def end_sessions(self, name: str) -> int:
+        """End every session of ``name`` (logout): raises its session generation; returns the new one."""
+        u = s.users
+        changed = self.conn.execute(update(u).where(u.c.name == name.strip()).values(
+            session_generation=u.c.session_generation + 1)).rowcount
+        if changed != 1:
+            raise NotFoundError("user", name)
+        return self.session_generation(name)
 
     def _update(self, name: str, expected_edition: int, values: dict[str, Any]) -> User:
         current = self.get(name)
@@ -168,7 +212,15 @@ class UserRepository:
         return self.get(name)
 
     def set_password(self, name: str, password: str, expected_edition: int) -> User:
-        return self._update(name, expected_edition, {"password_hash": hash_password(password)})
+        """A new password; every session of the user ends (a session taken over must not outlive it).
+
+        The user's API tokens stay valid: they are made only with ``harvestsuite users token`` on a host
+        with access to the database, never through the web UI, so knowing a password never gave anybody
+        a token, and the scripts that hold them go on working. A token is revoked on its own
+        (``api_tokens.revoked``); deactivating the user refuses its sessions and tokens alike.
+        """
+        return self._update(name, expected_edition, {"password_hash": hash_password(password),
+                                                     "session_generation": s.users.c.session_generation + 1})
 
     def set_role(self, name: str, role: str | Role, expected_edition: int) -> User:
         return self._update(name, expected_edition, {"role": check_role(role).value})

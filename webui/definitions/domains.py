@@ -128,7 +128,8 @@ def _import_file(upload: Any) -> dict[str, Any]:
         importer = DomainImporter.from_settings(database(), settings(), actor=actor(), parse_workers=0,
                                                 on_bad_line=lambda line: bad.append(line)
                                                 if len(bad) < MAX_SHOWN_ERRORS else None)
-        counts = importer.run(path)
+        # named by the upload's own name: the temporary path means nothing to the curator
+        counts = importer.run(path, source_name=upload.filename)
     return {"counts": counts, "bad": bad, "more": counts.bad_lines - len(bad)}
 
 
