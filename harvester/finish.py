@@ -4,7 +4,8 @@ The steps of reference §6 (design.md §The flow, step 8), each guarded on its o
 skips none of the others, and every failure is listed in the report:
 
 1. close WARC files a killed crawler left open (``*.open``), keeping every complete record;
-2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``);
+2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``), records it could index only in part named in the
+   errors;
 3. the job's deduplication entries (``dedup/<job_id>.gz``);
 4. the metadata WARC (``metadata/<name>``);
 5. the domain report from crawl.log and progress-statistics.log;
@@ -123,7 +124,10 @@ class PostProcessor:
         warcs = self.warc_files(jobdir)
         if not warcs:
             errors.append("no WARC files were written")
-        step("CDXJ indexing", lambda: self._write_cdxj(jobdir, warcs))
+        unindexed_payloads = step("CDXJ indexing", lambda: self._write_cdxj(jobdir, warcs)) or []
+        if unindexed_payloads:
+            errors.append(f"CDXJ indexing: {len(unindexed_payloads)} records indexed without their payload's "
+                          f"details: {'; '.join(unindexed_payloads[:3])}")
         step("extracting deduplication entries", lambda: self._write_dedup_entries(jobdir, warcs))
         step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs))
         result = step("the domain report", lambda: self._domain_report(jobdir, outcome))
@@ -149,11 +153,14 @@ class PostProcessor:
                 log.warning("job %d: WARC file %s was left open by the crawler: %s", jobdir.job.job_id, path.name,
                             f"closed as {closed.name}" if closed else "nothing complete in it")
 
-    def _write_cdxj(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
+    def _write_cdxj(self, jobdir: JobDirectory, warcs: list[Path]) -> list[str]:
+        """Index every WARC; the records indexed in part (each WARC's index is complete all the same)."""
         out = jobdir.path / CDXJ_DIR
         out.mkdir(exist_ok=True)
+        problems: list[str] = []
         for warc in warcs:
-            write_cdxj(warc, out / f"{warc.name}.cdxj")
+            problems += write_cdxj(warc, out / f"{warc.name}.cdxj").problems
+        return problems
 
     def _write_dedup_entries(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
         path = jobdir.path / entries_name(jobdir.job.job_id)

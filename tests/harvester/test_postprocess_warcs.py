@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import surt
+from cdxj_indexer.main import write_cdx_index
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.dedup import DedupEntry, read_entries, write_entries
@@ -117,9 +118,13 @@ def test_cdx_record_types_can_be_widened_to_revisits(warc):
 
 def test_cdxj_is_sorted_and_points_at_the_records(warc, tmp_path):
     out = tmp_path / "cdxj" / (warc.name + ".cdxj")
-    count = write_cdxj(warc, out)
+    result = write_cdxj(warc, out)
     lines = out.read_text(encoding="utf-8").splitlines()
-    assert count == len(lines)
+    assert result.lines == len(lines) and result.problems == ()
+    # The same lines as cdxj-indexer's own reading of the records makes (pywb's wb-manager options).
+    library = tmp_path / "library.cdxj"
+    write_cdx_index(str(library), [str(warc)], {"sort": True, "post_append": True})
+    assert library.read_text(encoding="utf-8").splitlines() == lines
     assert lines == sorted(lines)
     assert not list(out.parent.glob(".*.tmp"))
     records = {record["offset"]: record for record in parsed_records(warc)}
