@@ -3,7 +3,9 @@
 The steps of reference §6 (design.md §The flow, step 8), each guarded on its own so that one failing step
 skips none of the others, and every failure is listed in the report:
 
-1. close WARC files a killed crawler left open (``*.open``), keeping every complete record;
+1. close WARC files a killed crawler left open (``*.open``), keeping every complete record, and bring that
+   launch's crawl.log into agreement with its WARCs (``reconcile``), so the domain report counts what the
+   archive holds;
 2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``), records it could index only in part named in the
    errors;
 3. the job's deduplication entries (``dedup/<job_id>.gz``);
@@ -40,6 +42,7 @@ from harvester.postprocess.cdxj import write_cdxj
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import build_domain_report
 from harvester.postprocess.metadata import MetadataInfo, metadata_file_name, write_metadata_warc
+from harvester.postprocess.reconcile import UNARCHIVED_LOG, Reconciliation, reconcile_crawl_log
 from harvester.postprocess.warcfiles import close_open_warc
 from harvester.protocol import SchedulerLink
 
@@ -120,7 +123,14 @@ class PostProcessor:
                 errors.append(f"{name} failed: {exc}")
                 return None
 
-        step("closing open WARC files", lambda: self._close_open_warcs(jobdir))
+        killed_launches = step("closing open WARC files", lambda: self._close_open_warcs(jobdir)) or []
+        for launch in killed_launches:
+            reconciled = step("reconciling crawl.log with the WARC files",
+                              lambda launch=launch: self._reconcile(launch))
+            if reconciled is not None and reconciled.changed:
+                errors.append(f"crawl.log of {launch.name} did not agree with its WARC files (the crawler was "
+                              f"killed): {reconciled.unarchived_lines} lines without records moved to "
+                              f"{UNARCHIVED_LOG}, {reconciled.recovered_lines} lines made from records")
         warcs = self.warc_files(jobdir)
         if not warcs:
             errors.append("no WARC files were written")
@@ -143,7 +153,9 @@ class PostProcessor:
             self._move(jobdir)
         return status
 
-    def _close_open_warcs(self, jobdir: JobDirectory) -> None:
+    def _close_open_warcs(self, jobdir: JobDirectory) -> list[Path]:
+        """Close the WARC files a killed crawler left open; the launches that had any."""
+        killed = []
         for launch in jobdir.launch_directories():
             warcs = launch / "warcs"
             if not warcs.is_dir():
@@ -152,6 +164,15 @@ class PostProcessor:
                 closed = close_open_warc(path)
                 log.warning("job %d: WARC file %s was left open by the crawler: %s", jobdir.job.job_id, path.name,
                             f"closed as {closed.name}" if closed else "nothing complete in it")
+                if launch not in killed:
+                    killed.append(launch)
+        return killed
+
+    @staticmethod
+    def _reconcile(launch: Path) -> Reconciliation:
+        warcs = launch / "warcs"
+        return reconcile_crawl_log(launch / "logs" / "crawl.log",
+                                   sorted(p for p in warcs.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES)))
 
     def _write_cdxj(self, jobdir: JobDirectory, warcs: list[Path]) -> list[str]:
         """Index every WARC; the records indexed in part (each WARC's index is complete all the same)."""
