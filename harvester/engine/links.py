@@ -177,6 +177,10 @@ def extract_html_pieces(pieces: Iterable[bytes]) -> Outlinks:
     fed = False
     try:
         for piece in pieces:
+            if piece.count(0) == len(piece):
+                # A piece of NUL bytes alone holds no markup, and libxml2 takes about 0.1 s a MiB over them:
+                # a compression bomb of zeros would hold up the crawl for seconds.
+                continue
             if fed or piece.strip():  # leading white space alone is no document (lxml refuses it)
                 parser.feed(piece)
                 fed = True

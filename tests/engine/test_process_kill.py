@@ -5,7 +5,6 @@ so the objects counted are the captures archived."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,11 +74,11 @@ def _close_and_reconcile(launch: Path) -> tuple[list[Path], object]:
     return warcs, reconcile_crawl_log(launch / "logs" / "crawl.log", warcs)
 
 
-def test_an_engine_killed_mid_crawl_leaves_counts_that_agree_with_its_warcs(
-        engine_process: EngineProcess, test_site: TestSite, tmp_path: Path) -> None:
-    # The calendar trap, allowed here, links onwards forever: the crawl is mid-way whenever it is killed.
+def _crawl_and_kill(engine_process: EngineProcess, test_site: TestSite, lines_before_kill: int) -> Path:
+    """Crawl the test site's endless calendar trap (so the crawl is mid-way whenever it is killed), kill -9
+    the engine once crawl.log has ``lines_before_kill`` lines; the launch directory it left."""
     cxml = crawler_beans(max_hops=500, min_delay_ms=20, reject_regex="^nothing-is-rejected$")
-    name = "killed"
+    name = f"killed-at-{lines_before_kill}"
     client = engine_process.client()
     write_job(engine_process.jobs_dir / name, [test_site.url(HOST, "/trap/1/"), test_site.url(HOST, "/")], cxml=cxml)
     client.rescan()
@@ -88,17 +87,25 @@ def test_an_engine_killed_mid_crawl_leaves_counts_that_agree_with_its_warcs(
     if launched.crawl_controller_state == "PAUSED" or "unpause" in launched.available_actions:
         client.unpause(name)
     crawl_log = engine_process.jobs_dir / name / "latest" / "logs" / "crawl.log"
-    assert wait_for(lambda: crawl_log.is_file() and crawl_log.read_text().count("\n") >= 60, timeout=60)
+    assert wait_for(lambda: crawl_log.is_file() and crawl_log.read_text().count("\n") >= lines_before_kill,
+                    timeout=60)
+    # Killed the moment crawl.log grows: a crawler that wrote its log ahead of its WARC is caught out there.
+    size = crawl_log.stat().st_size
+    assert wait_for(lambda: crawl_log.stat().st_size > size, timeout=10, interval=0.001)
     os.kill(engine_process.pid, signal.SIGKILL)
     assert wait_for(lambda: engine_process._process.poll() is not None, timeout=10)
     launch = (engine_process.jobs_dir / name / "latest").resolve()
-    kept = tmp_path / "kept"
-    shutil.copytree(launch, kept)  # the same leftovers, for the second case below
     assert list((launch / "warcs").glob("*.open")), "a killed engine leaves its WARC open"
+    return launch
 
+
+@pytest.mark.parametrize("lines_before_kill", [30, 60, 90])
+def test_an_engine_killed_mid_crawl_leaves_counts_that_agree_with_its_warcs(
+        engine_process: EngineProcess, test_site: TestSite, lines_before_kill: int) -> None:
+    launch = _crawl_and_kill(engine_process, test_site, lines_before_kill)
     warcs, reconciled = _close_and_reconcile(launch)
     captures = _captures(warcs)
-    assert len(captures) >= 30
+    assert len(captures) >= lines_before_kill // 2
     # The engine writes a capture's line after its records reach the file: no line is without its records,
     # and at most the capture being logged at the kill lacks its line.
     assert reconciled.unarchived_lines == 0 and reconciled.recovered_lines <= 1
@@ -107,9 +114,14 @@ def test_an_engine_killed_mid_crawl_leaves_counts_that_agree_with_its_warcs(
         checked = warcio_check(warc)
         assert checked.returncode == 0, checked.stdout + checked.stderr
 
-    # What a crawler that buffers both files leaves: its last lines lost, and a line whose records were lost.
-    warcs, _ = _close_and_reconcile(kept)  # closed, and in agreement as above
-    crawl_log = kept / "logs" / "crawl.log"
+
+def test_lines_without_records_are_moved_out_and_records_without_lines_get_one(
+        engine_process: EngineProcess, test_site: TestSite) -> None:
+    """What a crawler that buffers both files can leave (Heritrix 3, this engine before it flushed in order):
+    its last lines lost with their buffer, and a line whose records were lost with theirs."""
+    launch = _crawl_and_kill(engine_process, test_site, 40)
+    warcs, _ = _close_and_reconcile(launch)  # closed, and in agreement as above
+    crawl_log = launch / "logs" / "crawl.log"
     lines = crawl_log.read_text().splitlines(keepends=True)
     captured = [n for n, line in enumerate(lines) if int(line.split()[1]) > 0]
     lost = [lines[n] for n in captured[-3:]]
@@ -119,8 +131,11 @@ def test_an_engine_killed_mid_crawl_leaves_counts_that_agree_with_its_warcs(
     crawl_log.write_text("".join(line for line in lines if line not in lost) + phantom)
     reconciled = reconcile_crawl_log(crawl_log, warcs)
     assert (reconciled.unarchived_lines, reconciled.recovered_lines) == (1, 3)
-    assert (kept / "logs" / UNARCHIVED_LOG).read_text() == phantom
+    assert (launch / "logs" / UNARCHIVED_LOG).read_text() == phantom
     recovered = [line.split() for line in crawl_log.read_text().splitlines() if RECOVERED_ANNOTATION in line]
     assert sorted(line[3] for line in recovered) == sorted(line.split()[3] for line in lost)
-    assert [line[1] for line in recovered] == [line.split()[1] for line in lost]
-    assert _objects(kept) == len(_captures(warcs))
+    assert sorted(line[1] for line in recovered) == sorted(line.split()[1] for line in lost)
+    assert sorted(line[9] for line in recovered) == sorted(line.split()[9] for line in lost)
+    assert _objects(launch) == len(_captures(warcs))
+    # A second pass finds nothing more to change.
+    assert not reconcile_crawl_log(crawl_log, warcs).changed
