@@ -19,13 +19,16 @@ same value), each record matching one line at most.
   every ``.log`` of the launch.
 * A record without a line gets one, made from the record: URI, status and MIME type from its HTTP header
   (``text/dns`` and 1 for a dns: record), fetch time from WARC-Date, digest, the annotation
-  ``warcRecovered``, and ``content-size:`` (the record's block, as the engine counts it) when the log's
-  lines carry that annotation. Its discovery path, via and source tag are unknown ("-"), so the domain
-  report counts it under its URI's domain.
+  ``warcRecovered``, ``duplicate:digest`` for a revisit, and ``content-size:`` (the record's block, as the
+  engine counts it for a response) when the log's lines carry that annotation. Its discovery path, via and
+  source tag are unknown ("-"), so the domain report counts it under its URI's domain.
 
 Lines with status 0 or below (failures, no record) and lines that cannot be read (a cut last line) stay as
-they are. The WARCs are read twice, by headers only, and memory holds an 8-byte key and a count per record
-of the launch; crawl.log is streamed into its replacement, which takes its place by rename.
+they are. The WARCs are read twice, by headers only (the second time only when records lack lines), and
+memory holds an 8-byte key and a count per distinct capture of the launch, about a hundred bytes each (a
+killed launch of a million captures: some 100 MB, for the time of this step); crawl.log is streamed into its
+replacement, which takes its place by rename. Only launches the crawler was killed in are reconciled: a
+crawl that ended leaves both files complete.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from harvester.postprocess.crawllog import ANNOTATIONS, DIGEST, MIN_FIELDS, STAT
 
 UNARCHIVED_LOG = "crawl-unarchived.log"
 RECOVERED_ANNOTATION = "warcRecovered"
+DUPLICATE_ANNOTATION = "duplicate:digest"  # what the engine and Heritrix's DeDuplicator write for a revisit
 CAPTURE_TYPES = ("response", "revisit")
 
 log = logging.getLogger(__name__)
@@ -159,6 +163,10 @@ def _recovered_line(record: ArcWarcRecord, digest: str, has_content_size: bool) 
     while piece := record.raw_stream.read(1 << 16):
         size += len(piece)
     block = int(headers.get_header("Content-Length") or 0)
-    annotations = [RECOVERED_ANNOTATION] + ([f"content-size:{block}"] if has_content_size else [])
+    annotations = [RECOVERED_ANNOTATION]
+    if record.rec_type == "revisit":
+        annotations.append(DUPLICATE_ANNOTATION)  # so the domain report counts it as a duplicate
+    if has_content_size:
+        annotations.append(f"content-size:{block}")
     return (f"{timestamp} {status:>5} {size:>10} {url} - - {mime} #000 {fetched} {digest} - "
             f"{','.join(annotations)}")
