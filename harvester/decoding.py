@@ -27,7 +27,6 @@ import brotli
 from harvestdef.errors import ValidationError
 
 DECODED_PIECE = 256 * 1024
-DECODED_CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br"})
 _PASSED_AS_IS = frozenset({"", "identity"})
 
 
@@ -43,11 +42,6 @@ def codings(content_encoding: str) -> list[str]:
     """The codings of a Content-Encoding header in the order they were applied, lower case, identity left out."""
     return [coding for coding in (part.strip().lower() for part in content_encoding.split(","))
             if coding not in _PASSED_AS_IS]
-
-
-def is_decodable(content_encoding: str) -> bool:
-    """Whether every coding of the header is one this module undoes (identity and no header count as such)."""
-    return all(coding in DECODED_CODINGS for coding in codings(content_encoding))
 
 
 def decoded_pieces(pieces: Iterable[bytes], content_encoding: str, limit: int, *,
