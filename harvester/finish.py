@@ -6,8 +6,8 @@ skips none of the others, and every failure is listed in the report:
 1. close WARC files a killed crawler left open (``*.open``), keeping every complete record, and bring that
    launch's crawl.log into agreement with its WARCs (``reconcile``), so the domain report counts what the
    archive holds;
-2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``), records it could index only in part named in the
-   errors;
+2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``), each WARC guarded on its own, records it could
+   index only in part named in the errors;
 3. the job's deduplication entries (``dedup/<job_id>.gz``);
 4. the metadata WARC (``metadata/<name>``);
 5. the domain report from crawl.log and progress-statistics.log;
@@ -38,7 +38,7 @@ from harvestdef.errors import ArchiveConflictError, HarvestSuiteError
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
 from harvester.jobdir import CRAWLER_BEANS, HARVEST_INFO, METADATA_DIR, SEEDS, CrawlOutcome, JobDirectory
-from harvester.postprocess.cdxj import write_cdxj
+from harvester.postprocess.cdxj import CdxjIndexResult, write_cdxj
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import build_domain_report
 from harvester.postprocess.metadata import MetadataInfo, metadata_file_name, write_metadata_warc
@@ -134,10 +134,11 @@ class PostProcessor:
         warcs = self.warc_files(jobdir)
         if not warcs:
             errors.append("no WARC files were written")
-        unindexed_payloads = step("CDXJ indexing", lambda: self._write_cdxj(jobdir, warcs)) or []
-        if unindexed_payloads:
-            errors.append(f"CDXJ indexing: {len(unindexed_payloads)} records indexed without their payload's "
-                          f"details: {'; '.join(unindexed_payloads[:3])}")
+        for warc in warcs:  # each WARC guarded on its own: one that cannot be read takes no other index down
+            indexed = step(f"CDXJ indexing of {warc.name}", lambda warc=warc: self._write_cdxj(jobdir, warc))
+            if indexed is not None and indexed.problems:
+                errors.append(f"CDXJ indexing of {warc.name}: {len(indexed.problems)} records indexed without "
+                              f"their payload's details: {'; '.join(indexed.problems[:3])}")
         step("extracting deduplication entries", lambda: self._write_dedup_entries(jobdir, warcs))
         step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs))
         result = step("the domain report", lambda: self._domain_report(jobdir, outcome))
@@ -174,14 +175,11 @@ class PostProcessor:
         return reconcile_crawl_log(launch / "logs" / "crawl.log",
                                    sorted(p for p in warcs.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES)))
 
-    def _write_cdxj(self, jobdir: JobDirectory, warcs: list[Path]) -> list[str]:
-        """Index every WARC; the records indexed in part (each WARC's index is complete all the same)."""
+    @staticmethod
+    def _write_cdxj(jobdir: JobDirectory, warc: Path) -> CdxjIndexResult:
         out = jobdir.path / CDXJ_DIR
         out.mkdir(exist_ok=True)
-        problems: list[str] = []
-        for warc in warcs:
-            problems += write_cdxj(warc, out / f"{warc.name}.cdxj").problems
-        return problems
+        return write_cdxj(warc, out / f"{warc.name}.cdxj")
 
     def _write_dedup_entries(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
         path = jobdir.path / entries_name(jobdir.job.job_id)

@@ -28,6 +28,15 @@ JOB = DoOneCrawl(
     domain_configurations={"kulturarv.dk": "defaultconfig"}, harvest_num=0, archive_file_prefix="7-3",
     metadata=PreHarvestMetadata(aliases=[], deduplication_job_ids=None))
 WARC_NAME = "7-3-20240506070809000-00001-1~host~8443.warc.gz"
+# Sorted before WARC_NAME, so it is indexed first.
+UNREADABLE_NAME = "7-3-20240506070808000-00000-1~host~8443.warc.gz"
+
+
+def _first_record_end(path: Path) -> int:
+    with path.open("rb") as handle:
+        records = ArchiveIterator(handle)
+        next(records)
+        return records.get_record_offset() + records.get_record_length()
 
 
 def _captures(path: Path) -> list[tuple[str, str]]:
@@ -44,11 +53,35 @@ def _line(url: str, digest: str) -> str:
             f"http://www.kulturarv.dk/ content-size:400\n")
 
 
-def test_a_killed_launch_is_reconciled_indexed_and_reported(tmp_path: Path) -> None:
+def _launch(tmp_path: Path) -> tuple[JobDirectory, Path]:
     jobdir = JobDirectory.create(tmp_path / "server", JOB)
     launch = jobdir.path / "20240506070809"
     (launch / "warcs").mkdir(parents=True)
     (launch / "logs").mkdir()
+    return jobdir, launch
+
+
+def _finish(tmp_path: Path, jobdir: JobDirectory) -> CrawlStatus:
+    """Post-process the job as the controller does; the report it sent to the scheduler."""
+    transport = SqliteTransport(tmp_path / "queue.db", dead_letter_queue="test.dead")
+    names = QueueNames("test")
+    transport.declare(names.scheduler)
+    try:
+        link = SchedulerLink(transport, names, "controller-1", "host", ["FOCUSED"])
+        options = FinishOptions(oldjobs_dir=tmp_path / "oldjobs", organization="kb", collection=None)
+        assert PostProcessor(options, ArchiveStore(tmp_path / "archive")).finish(jobdir, link) == JobStatus.FAILED
+        delivery = transport.receive(names.scheduler, timeout=5)
+        assert delivery is not None
+        report = decode(delivery.body)
+        transport.ack(delivery)
+    finally:
+        transport.close()
+    assert isinstance(report, CrawlStatus)
+    return report
+
+
+def test_a_killed_launch_is_reconciled_indexed_and_reported(tmp_path: Path) -> None:
+    jobdir, launch = _launch(tmp_path)
     whole = tmp_path / "whole.warc.gz"
     write_encoded_warc(whole)
     captures = _captures(whole)
@@ -60,24 +93,11 @@ def test_a_killed_launch_is_reconciled_indexed_and_reported(tmp_path: Path) -> N
     (launch / "logs" / "crawl.log").write_text("".join(_line(url, digest) for url, digest in captures[:-1])
                                                + phantom, encoding="utf-8")
 
-    transport = SqliteTransport(tmp_path / "queue.db", dead_letter_queue="test.dead")
-    names = QueueNames("test")
-    transport.declare(names.scheduler)
-    try:
-        link = SchedulerLink(transport, names, "controller-1", "host", ["FOCUSED"])
-        store = ArchiveStore(tmp_path / "archive")
-        options = FinishOptions(oldjobs_dir=tmp_path / "oldjobs", organization="kb", collection=None)
-        assert PostProcessor(options, store).finish(jobdir, link) == JobStatus.FAILED  # no outcome: killed
-        delivery = transport.receive(names.scheduler, timeout=5)
-        assert delivery is not None
-        report = decode(delivery.body)
-        transport.ack(delivery)
-    finally:
-        transport.close()
-    assert isinstance(report, CrawlStatus)
+    report = _finish(tmp_path, jobdir)  # no outcome recorded: the crawl failed
     errors = report.harvest_errors
     assert f"1 lines without records moved to {UNARCHIVED_LOG}, 1 lines made from records" in errors
-    assert "CDXJ indexing: 1 records indexed without their payload's details" in errors and BROKEN_FORM_URL in errors
+    assert f"CDXJ indexing of {WARC_NAME}: 1 records indexed without their payload's details" in errors
+    assert BROKEN_FORM_URL in errors
     [row] = report.domain_report.domains
     assert row.objects == len(captures) == 7
 
@@ -88,3 +108,18 @@ def test_a_killed_launch_is_reconciled_indexed_and_reported(tmp_path: Path) -> N
     moved = tmp_path / "oldjobs" / jobdir.path.name / launch.name / "logs" / UNARCHIVED_LOG
     assert moved.read_text(encoding="utf-8") == phantom
     assert hashlib.sha256((stored / WARC_NAME).read_bytes()).hexdigest() in (stored / "SHA256SUMS").read_text()
+
+
+def test_a_warc_that_cannot_be_read_takes_no_other_warcs_index_down(tmp_path: Path) -> None:
+    jobdir, launch = _launch(tmp_path)
+    whole = tmp_path / "whole.warc.gz"
+    write_encoded_warc(whole)
+    (launch / "warcs" / WARC_NAME).write_bytes(whole.read_bytes())
+    # Unreadable past its first record (the steps that read every record of it fail, and are named too).
+    (launch / "warcs" / UNREADABLE_NAME).write_bytes(whole.read_bytes()[:_first_record_end(whole)]
+                                                      + b"not a WARC record\r\n" * 20)
+    report = _finish(tmp_path, jobdir)
+    assert f"CDXJ indexing of {UNREADABLE_NAME} failed: " in report.harvest_errors
+    cdxj = tmp_path / "archive" / "3" / "7" / "cdxj"
+    assert not (cdxj / f"{UNREADABLE_NAME}.cdxj").exists()
+    assert len((cdxj / f"{WARC_NAME}.cdxj").read_text(encoding="utf-8").splitlines()) == 7
