@@ -18,7 +18,7 @@ from warcio.warcwriter import WARCWriter
 
 from harvester.engine.spool import sha1_label
 from harvester.postprocess.cdxj import write_cdxj
-from tests.harvester.test_decoding import br_bomb
+from tests.engine.site import br_bomb
 from tests.pywb import pywb_server, replay
 
 WARC_DATE = "2024-05-06T07:08:09Z"

@@ -11,6 +11,7 @@ import pytest
 
 from harvester.decoding import ContentDecodingError, DecodedSizeLimitError, codings, decoded_pieces
 from harvester.engine.links import MAX_DECODED_BYTES, bounded_pieces, extract_links
+from tests.engine.site import br_bomb
 
 PAGE = b"<html><body>" + b"".join(b"<a href='/p/%d'>p</a>\n" % n for n in range(2000)) + b"</body></html>"
 BOMB_ZEROS = 64 * 1024 * 1024  # what the zlib bombs decode to; the br bomb is 1 GiB (it compresses faster)
@@ -20,13 +21,6 @@ def _zlib_bomb(wbits: int) -> bytes:
     packer = zlib.compressobj(9, zlib.DEFLATED, wbits)
     zeros = bytes(1 << 20)
     return b"".join(packer.compress(zeros) for _ in range(BOMB_ZEROS >> 20)) + packer.flush()
-
-
-def br_bomb() -> bytes:
-    """About 800 bytes that decode to 1 GiB of zeros, made without holding the gibibyte."""
-    packer = brotli.Compressor(quality=5, lgwin=24)
-    zeros = bytes(1 << 20)
-    return b"".join(packer.process(zeros) for _ in range(1024)) + packer.finish()
 
 
 def _encoded(coding: str, data: bytes) -> bytes:
