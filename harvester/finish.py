@@ -4,8 +4,8 @@ The steps of reference §6 (design.md §The flow, step 8), each guarded on its o
 skips none of the others, and every failure is listed in the report:
 
 1. close WARC files a killed crawler left open (``*.open``), keeping every complete record, and bring that
-   launch's crawl.log into agreement with its WARCs (``reconcile``), so the domain report counts what the
-   archive holds;
+   launch's crawl.log (every launch's, when the crawl failed) into agreement with its WARCs (``reconcile``),
+   so the domain report counts what the archive holds;
 2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``), each WARC guarded on its own, records it could
    index only in part named in the errors;
 3. the job's deduplication entries (``dedup/<job_id>.gz``);
@@ -124,6 +124,10 @@ class PostProcessor:
                 return None
 
         killed_launches = step("closing open WARC files", lambda: self._close_open_warcs(jobdir)) or []
+        if outcome.failed:
+            # A controller that died between closing and reconciling left no open file to tell by; reconciling
+            # a launch that agrees already changes nothing.
+            killed_launches = jobdir.launch_directories()
         for launch in killed_launches:
             reconciled = step("reconciling crawl.log with the WARC files",
                               lambda launch=launch: self._reconcile(launch))
@@ -170,10 +174,13 @@ class PostProcessor:
         return killed
 
     @staticmethod
-    def _reconcile(launch: Path) -> Reconciliation:
-        warcs = launch / "warcs"
-        return reconcile_crawl_log(launch / "logs" / "crawl.log",
-                                   sorted(p for p in warcs.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES)))
+    def _reconcile(launch: Path) -> Reconciliation | None:
+        """Reconcile the launch's crawl.log with its WARCs; None for a launch without WARC files (its crawler
+        wrote none, with its writer off or killed before a first whole record): nothing to say it against."""
+        directory = launch / "warcs"
+        warcs = sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES)) \
+            if directory.is_dir() else []
+        return reconcile_crawl_log(launch / "logs" / "crawl.log", warcs) if warcs else None
 
     @staticmethod
     def _write_cdxj(jobdir: JobDirectory, warc: Path) -> CdxjIndexResult:

@@ -27,8 +27,8 @@ Lines with status 0 or below (failures, no record) and lines that cannot be read
 they are. The WARCs are read twice, by headers only (the second time only when records lack lines), and
 memory holds an 8-byte key and a count per distinct capture of the launch, about a hundred bytes each (a
 killed launch of a million captures: some 100 MB, for the time of this step); crawl.log is streamed into its
-replacement, which takes its place by rename. Only launches the crawler was killed in are reconciled: a
-crawl that ended leaves both files complete.
+replacement, which takes its place by rename. Post-processing (harvester/finish.py) reconciles the launches
+a crawler was killed in and every launch of a failed crawl; a crawl that ended leaves both files complete.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ import gzip
 import hashlib
 from pathlib import Path
 
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.archive import ArchiveStore
@@ -16,7 +17,7 @@ from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames
 from harvestdef.queues.sqlite import SqliteTransport
 from harvester.finish import FinishOptions, PostProcessor
-from harvester.jobdir import JobDirectory
+from harvester.jobdir import CrawlOutcome, JobDirectory
 from harvester.postprocess.reconcile import UNARCHIVED_LOG
 from harvester.protocol import SchedulerLink
 from tests.harvester.test_cdxj_encodings import BR_URL, BROKEN_FORM_URL, write_encoded_warc
@@ -61,7 +62,7 @@ def _launch(tmp_path: Path) -> tuple[JobDirectory, Path]:
     return jobdir, launch
 
 
-def _finish(tmp_path: Path, jobdir: JobDirectory) -> CrawlStatus:
+def _finish(tmp_path: Path, jobdir: JobDirectory, status: JobStatus = JobStatus.FAILED) -> CrawlStatus:
     """Post-process the job as the controller does; the report it sent to the scheduler."""
     transport = SqliteTransport(tmp_path / "queue.db", dead_letter_queue="test.dead")
     names = QueueNames("test")
@@ -69,7 +70,7 @@ def _finish(tmp_path: Path, jobdir: JobDirectory) -> CrawlStatus:
     try:
         link = SchedulerLink(transport, names, "controller-1", "host", ["FOCUSED"])
         options = FinishOptions(oldjobs_dir=tmp_path / "oldjobs", organization="kb", collection=None)
-        assert PostProcessor(options, ArchiveStore(tmp_path / "archive")).finish(jobdir, link) == JobStatus.FAILED
+        assert PostProcessor(options, ArchiveStore(tmp_path / "archive")).finish(jobdir, link) == status
         delivery = transport.receive(names.scheduler, timeout=5)
         assert delivery is not None
         report = decode(delivery.body)
@@ -123,3 +124,27 @@ def test_a_warc_that_cannot_be_read_takes_no_other_warcs_index_down(tmp_path: Pa
     cdxj = tmp_path / "archive" / "3" / "7" / "cdxj"
     assert not (cdxj / f"{UNREADABLE_NAME}.cdxj").exists()
     assert len((cdxj / f"{WARC_NAME}.cdxj").read_text(encoding="utf-8").splitlines()) == 7
+
+
+@pytest.mark.parametrize("failed", [True, False])
+def test_the_launches_of_a_failed_crawl_are_reconciled_though_no_file_was_left_open(tmp_path: Path,
+                                                                                   failed: bool) -> None:
+    """A controller that died after closing the files and before reconciling leaves no open file behind; the
+    crawl failed, so every launch is reconciled. One that ended is not: its files agree."""
+    jobdir, launch = _launch(tmp_path)
+    whole = tmp_path / "whole.warc.gz"
+    write_encoded_warc(whole)
+    (launch / "warcs" / WARC_NAME).write_bytes(whole.read_bytes())
+    captures = _captures(whole)
+    (launch / "logs" / "crawl.log").write_text("".join(_line(url, digest) for url, digest in captures[:-2]),
+                                               encoding="utf-8")
+    jobdir.record_outcome(CrawlOutcome(failed=failed))
+    report = _finish(tmp_path, jobdir, JobStatus.FAILED if failed else JobStatus.DONE)
+    [row] = report.domain_report.domains
+    if failed:
+        assert "0 lines without records moved to crawl-unarchived.log, 2 lines made from records" \
+            in report.harvest_errors
+        assert row.objects == len(captures)
+    else:
+        assert "crawl.log" not in report.harvest_errors
+        assert row.objects == len(captures) - 2
