@@ -25,14 +25,16 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── HeritrixError              the crawler's REST API failed or answered unexpectedly
     └── CrawlEngineError           the bundled crawl engine refused an action or could not carry it out
 
-The bundled crawl engine (harvester/engine/) defines its own errors under these; harvestdef does not import
-them. They keep the builtin base they had before they joined, so ``except ValueError``/``KeyError``/
-``RuntimeError`` still catches them::
+The bundled crawl engine (harvester/engine/) and the payload decoder (harvester/decoding.py) define their
+own errors under these; harvestdef does not import them. They keep the builtin base they had before they
+joined, so ``except ValueError``/``KeyError``/``RuntimeError`` still catches them::
 
     ValidationError ── engine.config.ConfigError     a crawl configuration that cannot be used (line, column)
                     ├─ engine.beans.BeanError        a crawler-beans file that is not well-formed (line, column)
                     ├─ engine.hostsfile.HostsFileError (also ValueError) a hosts-file line that cannot be read
-                    └─ engine.tls.CertificateError  (also ValueError) --cert without --key, or the reverse
+                    ├─ engine.tls.CertificateError  (also ValueError) --cert without --key, or the reverse
+                    ├─ decoding.ContentDecodingError a payload that does not decode as its Content-Encoding says
+                    └─ decoding.DecodedSizeLimitError a payload that decodes to more than its reader's limit
     NotFoundError ──── engine.jobs.UnknownJobError   (also KeyError) no job of that name in the engine
     CrawlEngineError ─ engine.jobs.JobActionError    a job action refused in the job's state, or failed
                     ├─ engine.crawl.CrawlStateError  (also RuntimeError) a crawl action its state forbids

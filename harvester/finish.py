@@ -3,8 +3,11 @@
 The steps of reference §6 (design.md §The flow, step 8), each guarded on its own so that one failing step
 skips none of the others, and every failure is listed in the report:
 
-1. close WARC files a killed crawler left open (``*.open``), keeping every complete record;
-2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``);
+1. close WARC files a killed crawler left open (``*.open``), keeping every complete record, and bring that
+   launch's crawl.log (every launch's, when the crawl failed) into agreement with its WARCs (``reconcile``),
+   so the domain report counts what the archive holds;
+2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``), each WARC guarded on its own, records it could
+   index only in part named in the errors;
 3. the job's deduplication entries (``dedup/<job_id>.gz``);
 4. the metadata WARC (``metadata/<name>``);
 5. the domain report from crawl.log and progress-statistics.log;
@@ -43,10 +46,11 @@ from harvester.jobdir import (
     CrawlOutcome,
     JobDirectory,
 )
-from harvester.postprocess.cdxj import write_cdxj
+from harvester.postprocess.cdxj import CdxjIndexResult, write_cdxj
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import build_domain_report
 from harvester.postprocess.metadata import MetadataInfo, metadata_file_name, write_metadata_warc
+from harvester.postprocess.reconcile import UNARCHIVED_LOG, Reconciliation, reconcile_crawl_log
 from harvester.postprocess.warcfiles import close_open_warc
 from harvester.protocol import SchedulerLink
 
@@ -127,11 +131,26 @@ class PostProcessor:
                 errors.append(f"{name} failed: {exc}")
                 return None
 
-        step("closing open WARC files", lambda: self._close_open_warcs(jobdir))
+        killed_launches = step("closing open WARC files", lambda: self._close_open_warcs(jobdir)) or []
+        if outcome.failed:
+            # A controller that died between closing and reconciling left no open file to tell by; reconciling
+            # a launch that agrees already changes nothing.
+            killed_launches = jobdir.launch_directories()
+        for launch in killed_launches:
+            reconciled = step("reconciling crawl.log with the WARC files",
+                              lambda launch=launch: self._reconcile(launch))
+            if reconciled is not None and reconciled.changed:
+                errors.append(f"crawl.log of {launch.name} did not agree with its WARC files (the crawler was "
+                              f"killed): {reconciled.unarchived_lines} lines without records moved to "
+                              f"{UNARCHIVED_LOG}, {reconciled.recovered_lines} lines made from records")
         warcs = self.warc_files(jobdir)
         if not warcs:
             errors.append("no WARC files were written")
-        step("CDXJ indexing", lambda: self._write_cdxj(jobdir, warcs))
+        for warc in warcs:  # each WARC guarded on its own: one that cannot be read takes no other index down
+            indexed = step(f"CDXJ indexing of {warc.name}", lambda warc=warc: self._write_cdxj(jobdir, warc))
+            if indexed is not None and indexed.problems:
+                errors.append(f"CDXJ indexing of {warc.name}: {len(indexed.problems)} records indexed without "
+                              f"their payload's details: {'; '.join(indexed.problems[:3])}")
         step("extracting deduplication entries", lambda: self._write_dedup_entries(jobdir, warcs))
         step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs))
         result = step("the domain report", lambda: self._domain_report(jobdir, outcome))
@@ -147,7 +166,9 @@ class PostProcessor:
             self._move(jobdir)
         return status
 
-    def _close_open_warcs(self, jobdir: JobDirectory) -> None:
+    def _close_open_warcs(self, jobdir: JobDirectory) -> list[Path]:
+        """Close the WARC files a killed crawler left open; the launches that had any."""
+        killed = []
         for launch in jobdir.launch_directories():
             warcs = launch / "warcs"
             if not warcs.is_dir():
@@ -156,12 +177,24 @@ class PostProcessor:
                 closed = close_open_warc(path)
                 log.warning("job %d: WARC file %s was left open by the crawler: %s", jobdir.job.job_id, path.name,
                             f"closed as {closed.name}" if closed else "nothing complete in it")
+                if launch not in killed:
+                    killed.append(launch)
+        return killed
 
-    def _write_cdxj(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
+    @staticmethod
+    def _reconcile(launch: Path) -> Reconciliation | None:
+        """Reconcile the launch's crawl.log with its WARCs; None for a launch without WARC files (its crawler
+        wrote none, with its writer off or killed before a first whole record): nothing to say it against."""
+        directory = launch / "warcs"
+        warcs = sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES)) \
+            if directory.is_dir() else []
+        return reconcile_crawl_log(launch / "logs" / "crawl.log", warcs) if warcs else None
+
+    @staticmethod
+    def _write_cdxj(jobdir: JobDirectory, warc: Path) -> CdxjIndexResult:
         out = jobdir.path / CDXJ_DIR
         out.mkdir(exist_ok=True)
-        for warc in warcs:
-            write_cdxj(warc, out / f"{warc.name}.cdxj")
+        return write_cdxj(warc, out / f"{warc.name}.cdxj")
 
     def _write_dedup_entries(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
         path = jobdir.path / entries_name(jobdir.job.job_id)

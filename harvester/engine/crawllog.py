@@ -1,8 +1,11 @@
 """crawl.log in Heritrix 3's 12 columns (reference §6.3), plus the other per-launch logs.
 
 Columns: timestamp, status, size, URI, discovery path, via, MIME type, thread, fetch begin+duration,
-digest, source tag, annotations. Lines are buffered and flushed by the controller's stats tick and at the
-end, so logging costs no system call per URI.
+digest, source tag, annotations. A crawl.log line is handed to the OS as soon as it is written, one write
+per URI as Heritrix's log handler does, and only after the records it reports have been (the WARC writer
+flushes each capture before the crawl controller writes its line): so an engine killed at any moment
+leaves a crawl.log whose lines all have their records in the WARCs, and at most the capture being logged
+without its line. The other logs are buffered and flushed by the controller's stats tick and at the end.
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ class CrawlLogs:
                 f"{via or '-'} {mime or '-'} #{thread:03d} "
                 f"{stamp17(started) + '+' + str(duration_ms) if started else '-'} {digest or '-'} {source or '-'} "
                 f"{','.join(annotations) if annotations else '-'}")
-        self._files["crawl.log"].write(line + "\n")
+        handle = self._files["crawl.log"]
+        handle.write(line + "\n")
+        handle.flush()
         with self._lock:
             self.tail.append(line)
 

@@ -3,27 +3,26 @@ with their hop letter (L link, E embed, R meta refresh treated as a redirect) an
 
 The interface is ``extractor_for(content_type)`` and ``extract_links(pieces, content_type,
 content_encoding)``: the payload comes in bounded pieces (from the response's spool), its content encoding
-(gzip, deflate, br) is undone here as it streams, and the extractors read it piece by piece (lxml's
-feed parser with a target that sees start tags, no tree; style sheets with a small overlap between
-pieces), so no response is held whole; at most MAX_DECODED_BYTES of one are read. Only extractable types
-are read at all. An extractor never raises on bad markup: a page lxml cannot parse yields the links it
-could find.
+(gzip, deflate, br) is undone as it streams (harvester.decoding, with an output bound), and the extractors
+read it piece by piece (lxml's feed parser with a target that sees start tags, no tree; style sheets with a
+small overlap between pieces), so no response is held whole; at most MAX_DECODED_BYTES of one are read.
+Only extractable types are read at all. An extractor never raises on bad markup: a page lxml cannot parse
+yields the links it could find.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-import zlib
 from collections.abc import Callable, Iterable, Iterator
 
-import brotli
 from lxml import etree
+
+from harvester.decoding import DECODED_PIECE, ContentDecodingError, DecodedSizeLimitError, decoded_pieces
 
 # How much of one document the extractors read, decoded: a bound on the parsing work one response can
 # cost (memory does not grow with it: the extractors read piece by piece).
 MAX_DECODED_BYTES = 16 * 1024 * 1024
-DECODED_PIECE = 256 * 1024
 # The longest url(...) or @import a style sheet read in pieces is sure to find whole.
 CSS_OVERLAP = 8192
 Outlinks = tuple[list[tuple[str, str]], str | None]  # ((raw url, hop) for each link, base href or None)
@@ -41,49 +40,38 @@ for _tag, _attribute, _hop in _ATTRIBUTES:
     _ATTRIBUTES_BY_TAG.setdefault(_tag, []).append((_attribute, _hop))
 
 
-def _decoded_pieces(pieces: Iterable[bytes], content_encoding: str) -> Iterator[bytes]:
-    """The payload's pieces with their content encoding undone; the bytes as they are if the first piece
-    does not decode (a server that labels plain text gzip). zlib's output comes in pieces of at most
-    DECODED_PIECE bytes, so a small piece that expands hugely (a compression bomb) is read no further than
-    the consumer asks."""
-    encoding = content_encoding.strip().lower()
-    if encoding not in ("gzip", "x-gzip", "deflate", "br"):
-        yield from pieces
-        return
-    pieces = iter(pieces)
-    is_first = True
-    if encoding == "br":
-        brotli_decoder = brotli.Decompressor()
-    else:
-        decoder = zlib.decompressobj(zlib.MAX_WBITS if encoding == "deflate" else 16 + zlib.MAX_WBITS)
-    for piece in pieces:
-        try:
-            if encoding == "br":
-                yield brotli_decoder.process(piece)
-            else:
-                data = piece
-                while data:
-                    yield decoder.decompress(data, DECODED_PIECE)
-                    data = decoder.unconsumed_tail
-        except (zlib.error, brotli.error):
-            if is_first:
-                yield piece
-                yield from pieces
-            return
-        is_first = False
-
-
 def bounded_pieces(pieces: Iterable[bytes], content_encoding: str, limit: int = MAX_DECODED_BYTES
                    ) -> Iterator[bytes]:
-    """The payload's pieces with their content encoding undone, at most ``limit`` bytes of them in all."""
-    left = limit
-    for piece in _decoded_pieces(pieces, content_encoding):
-        if not piece:
-            continue
-        yield piece[:left]
-        left -= len(piece)
-        if left <= 0:
-            return
+    """The payload's pieces with their content encoding undone (harvester.decoding), at most ``limit`` bytes
+    of them in all: the links of a document's first ``limit`` bytes are worth having, so a longer one (or a
+    compression bomb) is read that far and no further. A payload that does not decode from its first piece
+    on is read as it is (a server that labels plain text gzip); one that stops decoding part way is read up
+    to there."""
+    pieces = iter(pieces)
+    first = next(pieces, b"")
+    taken = 0
+    given = 0
+
+    def encoded() -> Iterator[bytes]:
+        nonlocal taken
+        for piece in _chain(first, pieces):
+            taken += 1
+            yield piece
+
+    try:
+        for piece in decoded_pieces(encoded(), content_encoding, limit, piece_size=DECODED_PIECE):
+            given += len(piece)
+            yield piece
+    except DecodedSizeLimitError:
+        return
+    except ContentDecodingError:
+        if taken == 1 and given == 0:
+            yield from decoded_pieces(_chain(first, pieces), "identity", limit)
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
 
 
 def _css_link(match: re.Match[bytes], links: list[tuple[str, str]]) -> None:
@@ -189,6 +177,10 @@ def extract_html_pieces(pieces: Iterable[bytes]) -> Outlinks:
     fed = False
     try:
         for piece in pieces:
+            if piece.count(0) == len(piece):
+                # A piece of NUL bytes alone holds no markup, and libxml2 takes about 0.1 s a MiB over them:
+                # a compression bomb of zeros would hold up the crawl for seconds.
+                continue
             if fed or piece.strip():  # leading white space alone is no document (lxml refuses it)
                 parser.feed(piece)
                 fed = True

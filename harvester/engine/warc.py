@@ -9,6 +9,8 @@ the chunked bytes (warcio #74). A request record's payload is the request's
 body, so a GET's payload digest is that of the empty string. A warcinfo record opens every file, with
 Heritrix's fields. File names follow Heritrix:
 ``{prefix}-{timestamp17}-{serial:05d}-{pid}~{hostname}~{port}.warc.gz``, port being the engine's API port.
+Each capture's records are handed to the OS (flushed) once written, before its crawl.log line is written
+(harvester/engine/crawllog.py): the order that keeps crawl.log and the WARCs in agreement after a kill.
 """
 
 from __future__ import annotations
@@ -181,6 +183,15 @@ class WarcFileWriter:
         self.bytes_written += member.written
         return offset
 
+    def _hand_to_os(self) -> None:
+        """Write what the file object buffers to the OS: a capture's records are in the file before the
+        caller writes the crawl.log line that reports them, so an engine killed at any moment never leaves a
+        line whose records are lost with its buffer. A flush, not an fsync: a killed process loses only its
+        own buffers, the kernel still writes what it was given, and an fsync per capture would cost a disk
+        round trip per URI (a machine that loses power loses the crawl's recent output either way)."""
+        assert self._file is not None
+        self._file.flush()
+
     def _ensure_file(self) -> None:
         if self._file is None or (self.max_file_size and self._file.tell() >= self.max_file_size):
             self._open_next()
@@ -225,6 +236,7 @@ class WarcFileWriter:
         offset = self._append(response_record)
         request, _ = self._request_record(uri, date, raw_request, response_id)
         self._append(request)
+        self._hand_to_os()
         return WrittenRecord(response_id, self._name, offset)
 
     def write_revisit(self, uri: str, started: float, address: str, raw_request: bytes, response_head: bytes,
@@ -243,12 +255,14 @@ class WarcFileWriter:
         offset = self._append(revisit)
         request, _ = self._request_record(uri, date, raw_request, revisit_id)
         self._append(request)
+        self._hand_to_os()
         return WrittenRecord(revisit_id, self._name, offset)
 
     def write_dns(self, uri: str, started: float, answer: bytes) -> WrittenRecord:
         self._ensure_file()
         record, record_id = self._record("response", uri, warc_date(started), answer, "text/dns", {})
         offset = self._append(record)
+        self._hand_to_os()
         return WrittenRecord(record_id, self._name, offset)
 
 

@@ -1,7 +1,8 @@
 """Post-processing of a finished crawl (design.md, "The flow of one harvest", step 8).
 
 Each step is a function that stands alone, so the harvest controller can guard each one by itself and
-report every failure: close the WARC files a crawler left open (``warcfiles``), write the metadata WARC
+report every failure: close the WARC files a crawler left open (``warcfiles``) and bring a killed
+crawler's crawl.log into agreement with them (``reconcile``), write the metadata WARC
 with the job's files and CDX (``metadata``, ``cdx``), index each WARC as CDXJ (``cdxj``), extract the
 deduplication entries (``dedupentries``) and build the per-domain report from crawl.log and
 progress-statistics.log (``domainreport``, ``crawllog``). Nothing here uploads, sends messages or knows
@@ -23,6 +24,7 @@ from harvester.postprocess.metadata import (
     metadata_file_name,
     write_metadata_warc,
 )
+from harvester.postprocess.reconcile import Reconciliation, reconcile_crawl_log
 from harvester.postprocess.warcfiles import archive_files, close_open_warc, open_archive_files
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "DomainReportResult",
     "InvalidLine",
     "MetadataInfo",
+    "Reconciliation",
     "archive_files",
     "build_domain_report",
     "cdx_lines",
@@ -40,6 +43,7 @@ __all__ = [
     "iter_crawl_log",
     "metadata_file_name",
     "open_archive_files",
+    "reconcile_crawl_log",
     "stop_reason_from_progress_log",
     "write_cdxj",
     "write_metadata_warc",

@@ -22,6 +22,7 @@ Paths (the same on every host):
 - ``/chunked.html``                   chunked transfer encoding to an HTTP/1.1 request (to HTTP/1.0, as a
                                       server must, a plain body read to the connection's close)
 - ``/gzip.html``                      gzip content encoding
+- ``/br-bomb.html``                   about 800 bytes of br that decode to 1 GiB of zeros (a compression bomb)
 - ``/stall.bin``                      announces 100,000 bytes, sends 1,000, then stalls
 - ``/malformed``                      a header line h11 rejects
 - ``/hop/``                           links to ``/hop/flaky`` and to ``/hop/x1`` on the second host
@@ -32,6 +33,7 @@ Paths (the same on every host):
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import socket
@@ -40,6 +42,8 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+
+import brotli
 
 DEFAULT_HOSTS = ("www.kulturarv.dk", "images.kulturarv.dk", "www.bibliotek.no", "www.økologi.dk")
 STALL_ANNOUNCED = 100_000
@@ -54,6 +58,14 @@ def huge_pieces() -> Iterator[bytes]:
     """The body of ``/huge.bin``: HUGE_SIZE bytes, a different 1 MiB piece each time, made as they are sent."""
     for number in range(HUGE_SIZE // HUGE_PIECE):
         yield hashlib.sha256(number.to_bytes(4, "big")).digest() * (HUGE_PIECE // 32)
+
+
+@functools.cache
+def br_bomb() -> bytes:
+    """About 800 bytes of br that decode to 1 GiB of zeros, made without holding the gibibyte (a second)."""
+    packer = brotli.Compressor(quality=5, lgwin=24)
+    zeros = bytes(1 << 20)
+    return b"".join(packer.process(zeros) for _ in range(1024)) + packer.finish()
 
 
 def punycode(host: str) -> str:
@@ -242,6 +254,8 @@ class TestSite:
         if path == "/gzip.html":
             body = gzip.compress(self._page_html(host, 0, extra='<a href="/page/2">two</a>').encode(), mtime=0)
             return 200, "text/html", body, [("Content-Encoding", "gzip")]
+        if path == "/br-bomb.html":
+            return 200, "text/html", br_bomb(), [("Content-Encoding", "br")]
         if path.startswith("/redir/"):
             return 301, "text/html", b"moved", [("Location", f"/page/{_number(path[len('/redir/'):])}")]
         if path == "/private/secret.html":

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import surt
+from cdxj_indexer.main import write_cdx_index
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.dedup import DedupEntry, read_entries, write_entries
@@ -29,6 +30,7 @@ from harvester.postprocess import (
     close_open_warc,
     extract_dedup_entries,
     open_archive_files,
+    reconcile_crawl_log,
     write_cdxj,
 )
 from tests.engine.conftest import write_job
@@ -117,9 +119,13 @@ def test_cdx_record_types_can_be_widened_to_revisits(warc):
 
 def test_cdxj_is_sorted_and_points_at_the_records(warc, tmp_path):
     out = tmp_path / "cdxj" / (warc.name + ".cdxj")
-    count = write_cdxj(warc, out)
+    result = write_cdxj(warc, out)
     lines = out.read_text(encoding="utf-8").splitlines()
-    assert count == len(lines)
+    assert result.lines == len(lines) and result.problems == ()
+    # The same lines as cdxj-indexer's own reading of the records makes (pywb's wb-manager options).
+    library = tmp_path / "library.cdxj"
+    write_cdx_index(str(library), [str(warc)], {"sort": True, "post_append": True})
+    assert library.read_text(encoding="utf-8").splitlines() == lines
     assert lines == sorted(lines)
     assert not list(out.parent.glob(".*.tmp"))
     records = {record["offset"]: record for record in parsed_records(warc)}
@@ -257,3 +263,23 @@ def test_domain_report_of_the_real_crawl(launch_dir):
         hit = any(domain.encode("idna").decode() in seed for seed in quota_seeds)
         assert stats.stop_reason == (StopReason.OBJECT_LIMIT if hit else StopReason.DOWNLOAD_COMPLETE)
     assert (report["tom.dk"].objects, report["tom.dk"].stop_reason) == (0, StopReason.DOWNLOAD_COMPLETE)
+
+
+def test_reconciling_a_complete_crawl_changes_nothing_and_lost_revisit_lines_come_back_as_duplicates(
+        launch_dir, warc, tmp_path):
+    crawl_log = tmp_path / "crawl.log"
+    shutil.copy(launch_dir / "logs" / "crawl.log", crawl_log)
+    original = crawl_log.read_text(encoding="utf-8")
+    result = reconcile_crawl_log(crawl_log, [warc])
+    assert not result.changed and crawl_log.read_text(encoding="utf-8") == original
+    domains = {"kulturarv.dk": "c", "bibliotek.no": "c", "økologi.dk": "c"}
+    expected = build_domain_report([crawl_log], None, domains).report.domains
+    # The lines of the revisits lost, as with a crawl.log buffer at a kill: made again from the records.
+    kept = [line for line in original.splitlines(keepends=True) if "duplicate:" not in line]
+    assert len(kept) < len(original.splitlines())
+    crawl_log.write_text("".join(kept), encoding="utf-8")
+    result = reconcile_crawl_log(crawl_log, [warc])
+    assert (result.unarchived_lines, result.recovered_lines) == (0, len(original.splitlines()) - len(kept))
+    recovered = build_domain_report([crawl_log], None, domains).report.domains
+    assert [(row.domain, row.objects, row.duplicate_objects) for row in recovered] == \
+        [(row.domain, row.objects, row.duplicate_objects) for row in expected]
