@@ -1,0 +1,120 @@
+"""User-given patterns (harvestdef/patterns.py): Java's dialect translated into RE2's, what is refused with
+the construct and its column, and RE2's linear time on the patterns that freeze a backtracking matcher.
+
+The expected matches were checked against java.util.regex.Pattern (``matches()``) of OpenJDK 17."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from harvestdef.errors import PatternError
+from harvestdef.patterns import compile_pattern, to_re2
+
+LINE_TERMINATORS = r"[^\n\r\x{85}\x{2028}\x{2029}]"  # what Java's . leaves out
+
+
+@pytest.mark.parametrize("java, re2_form", [
+    (r"abc", "abc"),
+    (r".*/trap/.*", f"{LINE_TERMINATORS}*/trap/{LINE_TERMINATORS}*"),
+    (r"(?s).", "(?s)."),
+    (r"(?d).", "."),                                    # UNIX_LINES: RE2's own rule for .
+    (r"a++b", "a+b"),                                   # possessive: RE2 never backtracks
+    (r"a{2,3}+", "a{2,3}"),
+    (r"a*?b", "a*?b"),                                  # lazy: kept
+    (r"(?>ab)c", "(?:ab)c"),                            # atomic group
+    (r"\Qa.b*\E+", r"a\.b\*+"),
+    (r"[a-c[x-z]]", "[a-cx-z]"),                        # nested class: a union
+    (r"[[:alpha:]]", "[:alpha:]"),                      # Java reads the characters : a l p h
+    (r"\p{Lower}\P{Digit}", "[[:lower:]][^[:digit:]]"),
+    (r"[\p{Alpha}_]", "[[:alpha:]_]"),
+    (r"\p{IsLatin}\p{sc=Greek}\p{IsLu}\p{gc=Nd}\pL", r"\p{Latin}\p{Greek}\p{Lu}\p{Nd}\p{L}"),
+    (r"(?<year>\d{4})", r"(?P<year>\d{4})"),
+    (r"(?i)ABC(?-i:d)", "(?i)ABC(?-i:d)"),
+    (r"(?iu)x(?d-s:y)", "(?i)x(?-s:y)"),                # u and d: RE2's behaviour already
+    (r"(?x) a b  # a comment", "ab"),
+    (r"(?x:a [b c])d e", "(?:a[bc])d e"),                   # comments mode ends with its group
+    (r"\u00e6\uD83D\uDE00\x41\x{1F600}\0101\cA\e", "æ😀A😀A\\x{1}\\x{1b}"),
+    (r"\s\S", r"[\x{9}-\x{d}\x{20}][^\x{9}-\x{d}\x{20}]"),  # Java's \s includes \x0B, RE2's does not
+    (r"[\S]", r"[\x{0}-\x{8}\x{e}-\x{1f}\x{21}-\x{10ffff}]"),
+    (r"a\Z", r"a\z"),
+    (r"[]a]", r"[\]a]"),
+    (r"\{\}}]", r"\{\}\}\]"),
+])
+def test_java_constructs_are_translated(java, re2_form):
+    assert to_re2(java) == re2_form
+    compile_pattern(java)
+
+
+@pytest.mark.parametrize("java, matching, not_matching", [
+    (r".*/trap/.*", ["http://kb.dk/trap/x"], ["http://kb.dk/trapx", "http://kb.dk/trap/\u2028"]),
+    (r"\Qa.b\E", ["a.b"], ["axb"]),
+    (r"[a-c[x-z]]", ["b", "y"], ["d", "["]),
+    (r"[[:alpha:]]", [":", "a"], ["b"]),
+    (r"[^]a]", ["b"], ["]", "a"]),
+    (r"\p{Lower}+", ["abc"], ["aBc", "æ"]),
+    (r"\p{IsLatin}+", ["æAb"], ["Ω"]),
+    (r"\s", [" ", "\x0b"], ["a"]),
+    (r"\h", ["\xa0", "\t"], ["\n"]),
+    (r"\R", ["\r\n", "\u2028"], ["a"]),
+    (r"(?x)[a b]", ["a", "b"], [" "]),
+    (r"\uD83D\uDE00", ["😀"], ["😀x", "x"]),
+])
+def test_translations_match_what_java_matches(java, matching, not_matching):
+    compiled = compile_pattern(java)
+    assert all(compiled.fullmatch(text) for text in matching)
+    assert not any(compiled.fullmatch(text) for text in not_matching)
+
+
+@pytest.mark.parametrize("java, construct, column", [
+    (r"a(?=b)", "lookahead '(?='", 2),
+    (r"(?<!a)b", "lookbehind '(?<!'", 1),
+    (r"(a)\1", r"backreference \1", 4),
+    (r"(?<n>a)\k<n>", r"backreference \k", 8),
+    (r"[a-z&&[^e]]", "class intersection '&&'", 5),
+    (r"[a[^b]]", "a negated class inside a class", 3),
+    (r"\p{InGreek}", r"'\p{InGreek}'", 1),
+    (r"\p{javaLowerCase}", r"'\p{javaLowerCase}'", 1),
+    (r"x\p{IsAlphabetic}", r"'\p{IsAlphabetic}'", 2),
+    (r"(?U)\w", "flag (?U)", 1),
+    (r"\Ga", r"'\G'", 1),
+    (r"a\X", r"'\X'", 2),
+    (r"\N{LATIN SMALL LETTER A}", r"'\N'", 1),
+    (r"\b{g}", r"'\b{g}'", 1),
+    (r"\y", r"'\y'", 1),
+    (r"ab\E", r"'\E'", 3),
+    (r"a{", "'{'", 2),
+    (r"a{,3}", "'{'", 2),
+    (r"(ab", "'('", 1),
+    (r"ab)", "')'", 3),
+    (r"[ab", "'['", 1),
+    (r"[z-a]", "range z-a", 2),
+    (r"(?P<n>x)", "'(?P'", 1),
+    (r"\uD83Dx", r"'\ud83d'", 1),
+])
+def test_what_re2_cannot_express_is_refused_naming_construct_and_column(java, construct, column):
+    with pytest.raises(PatternError) as caught:
+        compile_pattern(java)
+    assert caught.value.column == column
+    assert caught.value.reason.startswith(f"{construct} at column {column}: "), caught.value.reason
+    assert repr(java) in str(caught.value)
+
+
+def test_re2_refusals_and_the_length_bound_name_the_reason():
+    with pytest.raises(PatternError, match="no argument for repetition operator"):
+        compile_pattern("*.pdf")
+    with pytest.raises(PatternError, match="invalid repetition size"):
+        compile_pattern("a{1001}")
+    with pytest.raises(PatternError, match="201 characters long \\(at most 200\\)"):
+        compile_pattern("a" * 201, max_length=200)
+    compile_pattern("a" * 200, max_length=200)
+
+
+@pytest.mark.parametrize("java", [r"(.|.)*X", r"(a+)+$", r"(a|aa)+b", r"(\w+\s?)*!"])
+def test_catastrophic_patterns_run_in_linear_time(java):
+    text = "a" * 5000 + "?"
+    started = time.monotonic()
+    assert compile_pattern(java).search(text) is None
+    # Python's backtracking re takes minutes on 30 characters of it
+    assert time.monotonic() - started < 0.5
