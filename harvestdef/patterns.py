@@ -32,13 +32,16 @@ its callers name the field and the line.
 from __future__ import annotations
 
 import functools
+import re
 from typing import NamedTuple
 
 import re2
+import regex
 
 from harvestdef.errors import PatternError
 
-__all__ = ["CompiledPattern", "PatternError", "compile_pattern", "to_re2"]
+__all__ = ["BacktrackingPattern", "CompiledPattern", "PatternError", "compile_crawl_pattern", "compile_pattern",
+           "to_re2"]
 
 CompiledPattern = re2._Regexp
 # RE2's own bound on the memory of one compiled pattern (its default is 8 MiB); a pattern above it is
@@ -116,10 +119,13 @@ class _Modes(NamedTuple):
 
 class _Translator:
     """One pass over a Java pattern, writing its RE2 form; PatternError at the first construct it cannot
-    translate."""
+    translate. With ``backtracking``, lookaround, backreferences, possessive quantifiers and atomic groups
+    are written as the ``regex`` module reads them instead (BacktrackingPattern)."""
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, backtracking: bool = False) -> None:
         self.pattern = pattern
+        self.backtracking = backtracking
+        self.captures = 0                            # capturing groups opened so far (backreferences)
         self.at = 0
         self.modes = _Modes()
         self.groups: list[tuple[int, _Modes]] = []   # (index of "(", the modes outside the group)
@@ -191,6 +197,7 @@ class _Translator:
             return "?"
         if self.peek() == "+":
             self.at += 1
+            return "+" if self.backtracking else ""
         return ""
 
     def repetition(self) -> str:
@@ -208,6 +215,7 @@ class _Translator:
         self.groups.append((start, self.modes))
         if self.peek(1) != "?":
             self.out.append("(")
+            self.captures += 1
             self.at += 1
             return
         kind = self.peek(2)
@@ -215,18 +223,22 @@ class _Translator:
             self.out.append("(?:")
             self.at += 3
         elif kind == ">":
-            self.out.append("(?:")  # atomic: RE2 never backtracks into a group anyway
+            self.out.append("(?>" if self.backtracking else "(?:")  # RE2 never backtracks into a group anyway
             self.at += 3
         elif kind in ("=", "!") or (kind == "<" and self.peek(3) in ("=", "!")):
             what = "lookahead" if kind in ("=", "!") else "lookbehind"
             construct = self.pattern[start:start + (3 if kind != "<" else 4)]
-            raise self.refuse(start, f"{what} {construct!r}", "RE2 has no lookaround")
+            if not self.backtracking:
+                raise self.refuse(start, f"{what} {construct!r}", "RE2 has no lookaround")
+            self.out.append(construct)
+            self.at += len(construct)
         elif kind == "<":
             end = self.pattern.find(">", start + 3)
             name = self.pattern[start + 3:end] if end > 0 else ""
             if not (name[:1].isascii() and name[:1].isalpha() and name.isascii() and name.isalnum()):
                 raise self.refuse(start, "'(?<'", "a group name is a letter, then letters or digits, then '>'")
             self.out.append(f"(?P<{name}>")
+            self.captures += 1
             self.at = end + 1
         else:
             self.embedded_flags(start)
@@ -309,7 +321,9 @@ class _Translator:
         if not isinstance(low, _Members) and self.peek() == "-" and self.peek(1) not in ("]", ""):
             self.at += 1
             if self.peek() == "[":
-                raise self.refuse(self.at, "a range ending in a class", "a range ends in one character")
+                # Java: a '-' before a nested class is the character itself (NetarchiveSuite's own
+                # template has [a-zA-Z0-9_-[\\.]], which is _, - and the class [\\.])
+                return _literal(low, True) + "\\-"
             high = self.class_atom()
             if isinstance(high, _Members):
                 raise self.refuse(start, "a range to a class", "a range ends in one character")
@@ -339,7 +353,9 @@ class _Translator:
         if letter in _SIMPLE_ESCAPES:
             return self.character(_SIMPLE_ESCAPES[letter], in_class)
         if letter in "123456789" or (letter == "k" and self.peek() == "<"):
-            raise self.refuse(start, f"backreference \\{letter}", "RE2 cannot match again what a group matched")
+            if not self.backtracking or in_class:
+                raise self.refuse(start, f"backreference \\{letter}", "RE2 cannot match again what a group matched")
+            return self.backreference(start, letter)
         if letter == "0":
             return self.character(chr(self.number(start, 8, 1, 3, "\\0 takes one to three octal digits")), in_class)
         if letter == "x":
@@ -389,6 +405,22 @@ class _Translator:
             if letter in reasons:
                 raise self.refuse(start, f"'\\{letter}'", reasons[letter])
         raise self.refuse(start, f"'\\{letter}'", "not an escape Java knows" + (" inside a class" if in_class else ""))
+
+    def backreference(self, start: int, letter: str) -> str:
+        """``\\N`` or ``\\k<name>`` as ``\\g<...>``. Java reads a further digit into the number only while
+        that many groups exist at this point."""
+        if letter == "k":
+            end = self.pattern.find(">", self.at)
+            if end < 0:
+                raise self.refuse(start, "'\\k<'", "the group name is never closed by '>'")
+            name = self.pattern[self.at + 1:end]
+            self.at = end + 1
+            return f"\\g<{name}>"
+        number = letter
+        while self.peek().isdigit() and int(number + self.peek()) <= self.captures:
+            number += self.peek()
+            self.at += 1
+        return f"\\g<{number}>"
 
     def character(self, char: str, in_class: bool) -> str:
         return char if in_class else _literal(char, False)
@@ -466,6 +498,51 @@ class _Translator:
                               "such as Alphabetic are not available either)")
         escape = f"\\{'P' if negated else 'p'}{{{target}}}"
         return _Members(escape) if in_class else escape
+
+
+# An escape pair of the translation: \x{HEX} and \z are written otherwise for the regex module.
+_ESCAPE_PAIR = re.compile(r"\\(x\{([0-9a-f]+)\}|.)", re.DOTALL)
+
+
+def _regex_module_escape(match: re.Match[str]) -> str:
+    if match.group(2) is not None:
+        code = int(match.group(2), 16)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return r"\Z" if match.group(1) == "z" else match.group(0)
+
+
+class BacktrackingPattern:
+    """A Java pattern only a backtracking matcher can run (lookaround, backreferences), in the ``regex``
+    module with a time budget per match: ``fullmatch`` raises TimeoutError when the budget runs out, so
+    ``(.|.)*(?=X)`` costs its budget per text, never a frozen process. The caller decides what a timeout
+    means; harvester/engine/scope.py lets a REJECT rule reject."""
+
+    def __init__(self, pattern: str, seconds: float) -> None:
+        self.pattern = pattern
+        self.seconds = seconds
+        translated = _ESCAPE_PAIR.sub(_regex_module_escape, _Translator(pattern, backtracking=True).translate())
+        try:
+            self._compiled = regex.compile(translated, regex.VERSION1)
+        except regex.error as exc:
+            raise PatternError(pattern, f"{exc} (in the backtracking matcher)", None, "regex") from exc
+
+    def fullmatch(self, text: str) -> regex.Match[str] | None:
+        # concurrent: the GIL is released while it matches, so the process's other threads go on
+        return self._compiled.fullmatch(text, timeout=self.seconds, concurrent=True)
+
+
+def compile_crawl_pattern(pattern: str, backtracking_seconds: float) -> CompiledPattern | BacktrackingPattern:
+    """A pattern of a crawl configuration: RE2 where it can run it (compile_pattern); a pattern RE2 refuses
+    only for lookaround or backreferences, which Heritrix's Java matcher runs and real templates use
+    (NetarchiveSuite's default template repeats-a-path-segment traps), in a BacktrackingPattern with
+    ``backtracking_seconds`` per match. Anything else: PatternError, as compile_pattern raises it."""
+    try:
+        return compile_pattern(pattern)
+    except PatternError as refused:
+        try:
+            return BacktrackingPattern(pattern, backtracking_seconds)
+        except PatternError:
+            raise refused from None
 
 
 def to_re2(pattern: str) -> str:

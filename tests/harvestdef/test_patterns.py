@@ -10,7 +10,7 @@ import time
 import pytest
 
 from harvestdef.errors import PatternError
-from harvestdef.patterns import compile_pattern, to_re2
+from harvestdef.patterns import BacktrackingPattern, compile_crawl_pattern, compile_pattern, to_re2
 
 LINE_TERMINATORS = r"[^\n\r\x{85}\x{2028}\x{2029}]"  # what Java's . leaves out
 
@@ -40,6 +40,7 @@ LINE_TERMINATORS = r"[^\n\r\x{85}\x{2028}\x{2029}]"  # what Java's . leaves out
     (r"[\S]", r"[\x{0}-\x{8}\x{e}-\x{1f}\x{21}-\x{10ffff}]"),
     (r"a\Z", r"a\z"),
     (r"[]a]", r"[\]a]"),
+    (r"[0-9_-[\.]]", r"[0-9_\-.]"),                   # from NetarchiveSuite's default template
     (r"\{\}}]", r"\{\}\}\]"),
 ])
 def test_java_constructs_are_translated(java, re2_form):
@@ -51,6 +52,7 @@ def test_java_constructs_are_translated(java, re2_form):
     (r".*/trap/.*", ["http://kb.dk/trap/x"], ["http://kb.dk/trapx", "http://kb.dk/trap/\u2028"]),
     (r"\Qa.b\E", ["a.b"], ["axb"]),
     (r"[a-c[x-z]]", ["b", "y"], ["d", "["]),
+    (r"[a-zA-Z0-9_-[\.]]", ["_", "-", ".", "Z"], ["[", "]", "`"]),
     (r"[[:alpha:]]", [":", "a"], ["b"]),
     (r"[^]a]", ["b"], ["]", "a"]),
     (r"\p{Lower}+", ["abc"], ["aBc", "æ"]),
@@ -118,3 +120,37 @@ def test_catastrophic_patterns_run_in_linear_time(java):
     assert compile_pattern(java).search(text) is None
     # Python's backtracking re takes minutes on 30 characters of it
     assert time.monotonic() - started < 0.5
+
+
+def test_a_crawl_pattern_needing_backreferences_runs_with_a_time_budget():
+    # NetarchiveSuite's default template: a path segment of 3+ characters four times
+    trap = r"^[^?]*(/[^/]{3,}(?=/))[^?]*\1(?=/)[^?]*\1(?=/)[^?]*\1(?=/|$).*"
+    with pytest.raises(PatternError, match="lookahead"):
+        compile_pattern(trap)
+    compiled = compile_crawl_pattern(trap, 0.05)
+    assert isinstance(compiled, BacktrackingPattern)
+    assert compiled.fullmatch("http://kb.dk/abc/x/abc/y/abc/z/abc/q")
+    assert not compiled.fullmatch("http://kb.dk/abc/x/abc/y/abc/q")
+    assert isinstance(compile_crawl_pattern(".*/trap/.*", 0.05), type(compile_pattern("x")))
+    with pytest.raises(PatternError, match="class intersection"):
+        compile_crawl_pattern("[a-z&&[^e]]", 0.05)
+    catastrophic = compile_crawl_pattern(r"(a|aa)+(?=b)b", 0.05)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        catastrophic.fullmatch("a" * 40)
+    assert time.monotonic() - started < 0.5
+
+
+@pytest.mark.parametrize("java, matching, not_matching", [
+    (r"(a)\1", ["aa"], ["ab"]),
+    (r"(?<x>[a-c])\k<x>", ["bb"], ["bc"]),
+    (r"a*+a", [], ["aa"]),                         # possessive: Java's meaning, exactly
+    (r"(?>a|ab)c", ["ac"], ["abc"]),               # atomic
+    (r"(?<=/)x", [], ["/x"]),                      # fullmatch: the lookbehind looks before the text
+    (r".*(?<=/)x", ["/x"], ["ax"]),
+    (r"\u00e6\x{1F600}\z", ["æ😀"], ["æ"]),
+])
+def test_the_backtracking_matcher_reads_java_as_java(java, matching, not_matching):
+    compiled = BacktrackingPattern(java, 0.5)
+    assert all(compiled.fullmatch(text) for text in matching)
+    assert not any(compiled.fullmatch(text) for text in not_matching)
