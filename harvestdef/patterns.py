@@ -40,10 +40,14 @@ import regex
 
 from harvestdef.errors import PatternError
 
-__all__ = ["BacktrackingPattern", "CompiledPattern", "PatternError", "compile_crawl_pattern", "compile_pattern",
-           "to_re2"]
+__all__ = ["BacktrackingPattern", "CompiledPattern", "PatternError", "bounded_wildcard_search",
+           "compile_crawl_pattern", "compile_pattern", "to_re2"]
 
 CompiledPattern = re2._Regexp
+# A search with * wildcards (the domain search: SQL LIKE): a domain name has at most 253 characters, and
+# NetarchiveSuite's searches (kultur*, *.gov.uk, *calendar*) use two or three wildcards.
+MAX_WILDCARD_SEARCH_LENGTH = 256
+MAX_WILDCARDS = 8
 # RE2's own bound on the memory of one compiled pattern (its default is 8 MiB); a pattern above it is
 # refused when compiled ("pattern too large"), never when run.
 MAX_PATTERN_MEMORY = 8 << 20
@@ -543,6 +547,21 @@ def compile_crawl_pattern(pattern: str, backtracking_seconds: float) -> Compiled
             return BacktrackingPattern(pattern, backtracking_seconds)
         except PatternError:
             raise refused from None
+
+
+def bounded_wildcard_search(text: str, max_length: int = MAX_WILDCARD_SEARCH_LENGTH,
+                            max_wildcards: int = MAX_WILDCARDS) -> str:
+    """``text``, a search with ``*`` wildcards that becomes an SQL LIKE pattern, with each run of ``*`` as one.
+
+    Raises PatternError when it is longer than ``max_length`` characters or has more than ``max_wildcards``
+    wildcards: the cost of a LIKE grows with both, on every row a search reads.
+    """
+    collapsed = re.sub(r"\*{2,}", "*", text)
+    if len(collapsed) > max_length:
+        raise PatternError(text, f"{len(collapsed)} characters long (at most {max_length})", None, "length")
+    if collapsed.count("*") > max_wildcards:
+        raise PatternError(text, f"{collapsed.count('*')} wildcards * (at most {max_wildcards})", None, "wildcards")
+    return collapsed
 
 
 def to_re2(pattern: str) -> str:

@@ -10,7 +10,13 @@ import time
 import pytest
 
 from harvestdef.errors import PatternError
-from harvestdef.patterns import BacktrackingPattern, compile_crawl_pattern, compile_pattern, to_re2
+from harvestdef.patterns import (
+    BacktrackingPattern,
+    bounded_wildcard_search,
+    compile_crawl_pattern,
+    compile_pattern,
+    to_re2,
+)
 
 LINE_TERMINATORS = r"[^\n\r\x{85}\x{2028}\x{2029}]"  # what Java's . leaves out
 
@@ -154,3 +160,12 @@ def test_the_backtracking_matcher_reads_java_as_java(java, matching, not_matchin
     compiled = BacktrackingPattern(java, 0.5)
     assert all(compiled.fullmatch(text) for text in matching)
     assert not any(compiled.fullmatch(text) for text in not_matching)
+
+
+def test_a_wildcard_search_is_bounded_in_length_and_wildcards():
+    assert bounded_wildcard_search("***kultur**arv*") == "*kultur*arv*"
+    assert bounded_wildcard_search("*a" * 8) == "*a" * 8
+    with pytest.raises(PatternError, match=r"9 wildcards \* \(at most 8\)"):
+        bounded_wildcard_search("*a" * 9)
+    with pytest.raises(PatternError, match=r"257 characters long \(at most 256\)"):
+        bounded_wildcard_search("a" * 257)

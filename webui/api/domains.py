@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harvestdef.domainnames import to_punycode
-from harvestdef.errors import CrawlerTrapError
+from harvestdef.errors import CrawlerTrapError, PatternError
 from harvestdef.model.definitions import Domain, DomainConfiguration, SeedList
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import DomainRepository, ListedDomain
@@ -75,7 +75,7 @@ def list_domains() -> Any:
     cursor = decode_cursor(query("after"))
     after = str(cursor[0]) if cursor else None
     size = limit()
-    with database().connect() as conn:
+    with database().connect() as conn, input_named("q", PatternError):
         rows = _repository(conn).search_page(query("q", "") or "", after, size + 1, where)
     return page(rows, size, lambda item: [item.domain.name], _listed)
 
