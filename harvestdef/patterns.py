@@ -25,8 +25,14 @@ walks the pattern once and
 
 The one difference left: a possessive quantifier or atomic group that gave up a match in Java (``a*+a``
 never matches there) matches here; traps use them to spare Java's backtracker, which RE2 does not need.
-docs/engine.md lists all of this for curators. This module knows nothing of where a pattern came from;
-its callers name the field and the line.
+docs/engine.md lists all of this for curators.
+
+compile_pattern is for what a person gives now (traps on saving, the crawl-log search): RE2 or refused.
+compile_crawl_pattern is for the crawl engine, which must also run the templates archives already have:
+a pattern refused only for lookaround or backreferences runs in a BacktrackingPattern (the ``regex``
+module, Java's meaning) with a time budget per match. bounded_wildcard_search bounds the ``*`` searches
+that become SQL LIKE patterns. This module knows nothing of where a pattern came from; its callers name
+the field and the line.
 """
 
 from __future__ import annotations
