@@ -14,7 +14,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from harvestdef.domainnames import registered_domain, to_punycode
 from harvestdef.errors import DomainNameError
-from harvestdef.patterns import BacktrackingPattern, CompiledPattern, compile_crawl_pattern
+from harvestdef.patterns import CrawlPatterns
 from harvester.engine.config import BACKTRACKING_MATCH_SECONDS, ScopeRule
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -88,7 +88,7 @@ class Scope:
         # RE2 (harvestdef.patterns): linear time per URL whatever a curator's trap says; a trap that needs
         # lookaround or backreferences has a time budget per URL instead. Any other pattern never gets here:
         # loading the crawl configuration fails on it.
-        self._regexes: dict[int, list[CompiledPattern | BacktrackingPattern]] = {}
+        self._regexes: dict[int, CrawlPatterns] = {}
         for index, rule in enumerate(self.rules):
             if rule.kind in ("SurtPrefixedDecideRule", "NASSurtPrefixedDecideRule"):
                 prefixes = set(rule.patterns)
@@ -96,7 +96,7 @@ class Scope:
                     prefixes.update(seed_surt_prefix(s, rule.whole_domain) for s in seeds)
                 self._prefixes[index] = tuple(sorted(prefixes))
             elif rule.kind in ("MatchesListRegexDecideRule", "MatchesRegexDecideRule"):
-                self._regexes[index] = [compile_crawl_pattern(p, BACKTRACKING_MATCH_SECONDS) for p in rule.patterns]
+                self._regexes[index] = CrawlPatterns(rule.patterns, BACKTRACKING_MATCH_SECONDS)
 
     def add_seed(self, seed: str) -> None:
         for index, rule in enumerate(self.rules):
@@ -148,17 +148,11 @@ class Scope:
         return accepted, (not accepted and by_hops)
 
 
-def _matches(regexes: list[CompiledPattern | BacktrackingPattern], url: str, decision: str) -> bool:
-    for regex in regexes:
-        try:
-            if regex.fullmatch(url):
-                return True
-        except TimeoutError:
-            # a backtracking trap out of time on this URL: a REJECT rule keeps it out (the URL is what
-            # made it backtrack), an ACCEPT rule does not let it in
-            if decision == "REJECT":
-                return True
-    return False
+def _matches(patterns: CrawlPatterns, url: str, decision: str) -> bool:
+    matched = patterns.fullmatch_any(url)
+    # None: a backtracking trap ran out of time on this URL. A REJECT rule keeps the URL out (it is what
+    # made the trap backtrack), an ACCEPT rule does not let it in.
+    return matched is True or (matched is None and decision == "REJECT")
 
 
 def _is_transclusion(hop_path: str, max_trans_hops: int, max_speculative_hops: int) -> bool:

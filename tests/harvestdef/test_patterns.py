@@ -12,6 +12,7 @@ import pytest
 from harvestdef.errors import PatternError
 from harvestdef.patterns import (
     BacktrackingPattern,
+    CrawlPatterns,
     bounded_wildcard_search,
     compile_crawl_pattern,
     compile_pattern,
@@ -169,3 +170,19 @@ def test_a_wildcard_search_is_bounded_in_length_and_wildcards():
         bounded_wildcard_search("*a" * 9)
     with pytest.raises(PatternError, match=r"257 characters long \(at most 256\)"):
         bounded_wildcard_search("a" * 257)
+
+
+def test_crawl_patterns_match_together_as_each_matches_alone():
+    traps = (r"(?i).*/CALENDAR/.*", r".*\?sort=(?<key>\w+)", r".*[?&]sid=\w+(?<x>)", r"(a)\1.*",
+             r"^[^?]*(/[^/]{3,}(?=/))[^?]*\1(?=/)[^?]*\1(?=/)[^?]*\1(?=/|$).*", r".*/(a|aa)+(?=b)b")
+    together = CrawlPatterns(traps, 0.05)
+    assert len(together.backtracking) == 3
+    urls = ["http://kb.dk/Calendar/2026/", "http://kb.dk/list?sort=name", "http://kb.dk/x?a=1&sid=42",
+            "aa://x", "http://kb.dk/abc/x/abc/y/abc/z/abc/q", "http://kb.dk/aab", "http://kb.dk/page/1",
+            "http://kb.dk/calendar"]
+    for url in urls:
+        alone = any(compile_crawl_pattern(trap, 0.05).fullmatch(url) for trap in traps)
+        assert together.fullmatch_any(url) is alone, url
+    assert together.fullmatch_any("http://kb.dk/" + "a" * 40) is None  # a backtracking trap ran out of time
+    with pytest.raises(PatternError, match="class intersection"):
+        CrawlPatterns((".*ok.*", "[a-z&&[^e]]"), 0.05)
