@@ -100,3 +100,20 @@ def test_forms_refuse_with_400_naming_the_line_and_store_nothing(login, api, web
     assert "expressions: crawler trap on line 2" in text and "class intersection" in text
     with webui_engine.connect() as conn:
         assert GlobalCrawlerTrapRepository(conn).all_lists() == []
+
+
+def test_a_template_with_a_regex_the_engine_cannot_run_is_refused(api, shared_dir):
+    rule = ('<bean class="org.archive.modules.deciderules.MatchesListRegexDecideRule">'
+            '<property name="regexList"><list><value>.*/ok/.*</value>\n<value>{}</value></list></property></bean>')
+    for regex in (r".*[a[^b]].*", r".*\p{InGreek}"):
+        cxml = f'<?xml version="1.0"?>\n<beans>\n{rule.format(regex)}\n</beans>\n'
+        refused = api("admin", "post", "/api/v1/templates", json={"name": "traps", "cxml": cxml})
+        assert refused.status_code == 400
+        error = refused.get_json()["error"]
+        assert error["field"] == "cxml" and "the regex on line 4 cannot be used" in error["message"]
+    assert api("admin", "get", "/api/v1/templates/traps").status_code == 404
+    # NetarchiveSuite's own template: its lookahead traps run in the engine's budgeted matcher
+    nas = (shared_dir / "fixtures/heritrix3/netarchivesuite-default_orderxml.cxml").read_text(encoding="utf-8")
+    assert api("admin", "post", "/api/v1/templates", json={"name": "nas", "cxml": nas}).status_code == 201
+    fine = f'<?xml version="1.0"?>\n<beans>\n{rule.format("%{CRAWLERTRAPS_PLACEHOLDER}")}\n</beans>\n'
+    assert api("admin", "post", "/api/v1/templates", json={"name": "fine", "cxml": fine}).status_code == 201
