@@ -18,7 +18,7 @@ import re2
 
 from harvestdef.errors import PatternError
 
-__all__ = ["to_backtracking", "to_re2"]
+__all__ = ["split_leading_lookahead", "to_backtracking", "to_re2"]
 
 # RE2 is asked only which \p{...} names it knows; quietly, as an unknown name is an expected answer
 _OPTIONS = re2.Options()
@@ -101,6 +101,7 @@ class _Translator:
         self.at = 0
         self.modes = _Modes()
         self.groups: list[tuple[int, _Modes]] = []   # (index of "(", the modes outside the group)
+        self.first_group_end: int | None = None      # index of the ")" closing a group opened at index 0
         self.out: list[str] = []
 
     # ---------------------------------------------------------------- helpers
@@ -141,7 +142,9 @@ class _Translator:
             elif char == ")":
                 if not self.groups:
                     raise self.refuse(self.at, "')'", "closes no group")
-                _, self.modes = self.groups.pop()
+                start, self.modes = self.groups.pop()
+                if start == 0 and not self.groups:
+                    self.first_group_end = self.at
                 self.out.append(")")
                 self.at += 1
             elif char in "*+?":
@@ -486,6 +489,23 @@ def _regex_module_escape(match: re.Match[str]) -> str:
         code = int(match.group(2), 16)
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
     return r"\Z" if match.group(1) == "z" else match.group(0)
+
+
+def split_leading_lookahead(pattern: str) -> tuple[bool, str, str] | None:
+    """``(?=A)B`` or ``(?!A)B`` as (negative, A, B) when the pattern opens with a lookahead; else None.
+    PatternError if the pattern is not one Java would compile (as to_backtracking reads it).
+
+    Matched against a whole text, as Heritrix matches, such a pattern holds when A matches a prefix of the
+    text (or, negative, none) and B the whole text: two patterns RE2 may well run where their join cannot.
+    harvest jobs write every domain's crawler trap so (scheduler/jobgen/building.py, domain_scoped_trap).
+    """
+    if not pattern.startswith(("(?=", "(?!")):
+        return None
+    translator = _Translator(pattern, backtracking=True)
+    translator.translate()
+    end = translator.first_group_end
+    assert end is not None  # translate() refuses a group that is never closed
+    return pattern[2] == "!", pattern[3:end], pattern[end + 1:]
 
 
 def to_backtracking(pattern: str) -> str:

@@ -43,10 +43,10 @@ import re2
 import regex
 
 from harvestdef.errors import PatternError
-from harvestdef.javaregex import to_backtracking, to_re2
+from harvestdef.javaregex import split_leading_lookahead, to_backtracking, to_re2
 
-__all__ = ["BacktrackingPattern", "CompiledPattern", "CrawlPatterns", "PatternError", "bounded_wildcard_search",
-           "compile_crawl_pattern", "compile_pattern", "to_re2"]
+__all__ = ["BacktrackingPattern", "CompiledPattern", "CrawlPatterns", "LookaheadPattern", "PatternError",
+           "bounded_wildcard_search", "compile_crawl_pattern", "compile_pattern", "to_re2"]
 
 CompiledPattern = re2._Regexp
 # A search with * wildcards (the domain search: SQL LIKE): a domain name has at most 253 characters, and
@@ -65,6 +65,12 @@ _ALTERNATION_OPTIONS = re2.Options()
 _ALTERNATION_OPTIONS.log_errors = False
 _ALTERNATION_OPTIONS.never_capture = True
 _ALTERNATION_OPTIONS.max_mem = 8 * MAX_PATTERN_MEMORY
+# The lookaheads of a job's domain traps, as one RE2 set. Its matcher has no slower fallback: with too little
+# memory for even a few states it answers "no match" (and RE2 logs "DFA out of memory", hence log_errors),
+# so it gets as much memory as an alternation, which holds hundreds of such URL patterns many times over.
+_SET_OPTIONS = re2.Options()
+_SET_OPTIONS.never_capture = True
+_SET_OPTIONS.max_mem = 8 * MAX_PATTERN_MEMORY
 
 
 class BacktrackingPattern:
@@ -87,24 +93,65 @@ class BacktrackingPattern:
         return self._compiled.fullmatch(text, timeout=self.seconds, concurrent=True)
 
 
-def compile_crawl_pattern(pattern: str, backtracking_seconds: float) -> CompiledPattern | BacktrackingPattern:
-    """A pattern of a crawl configuration: RE2 where it can run it (compile_pattern); a pattern RE2 refuses
-    only for lookaround or backreferences, which Heritrix's Java matcher runs and real templates use
-    (NetarchiveSuite's default template repeats-a-path-segment traps), in a BacktrackingPattern with
-    ``backtracking_seconds`` per match. Anything else: PatternError, as compile_pattern raises it."""
+class LookaheadPattern:
+    """``(?=A)B`` or ``(?!A)B`` matched against a whole text by two RE2 patterns: A at the start of the
+    text (or, negative, not) and B over all of it. Harvest jobs write each domain's crawler trap R as
+    ``(?=<a URL of the domain>)(?:R)``, so a trap RE2 runs stays in RE2 (linear time) inside a job."""
+
+    def __init__(self, pattern: str, is_negative: bool, condition: str, rest: str) -> None:
+        self.pattern = pattern
+        self.is_negative = is_negative
+        self.condition = condition
+        self.rest_re2 = to_re2(rest)
+        self._condition = compile_pattern(condition)
+        self._rest = compile_pattern(rest)
+
+    def holds_for(self, text: str) -> bool:
+        """Whether the lookahead lets ``text`` through (A matches at its start, or for (?!, does not)."""
+        return (self._condition.match(text) is None) == self.is_negative
+
+    def fullmatch(self, text: str) -> bool:
+        return self.holds_for(text) and self._rest.fullmatch(text) is not None
+
+
+def compile_crawl_pattern(pattern: str, backtracking_seconds: float
+                          ) -> CompiledPattern | LookaheadPattern | BacktrackingPattern:
+    """A pattern of a crawl configuration: RE2 where it can run it (compile_pattern), or a leading lookahead
+    and the rest as two RE2 patterns (LookaheadPattern); a pattern RE2 refuses only for lookaround or
+    backreferences, which Heritrix's Java matcher runs and real templates use (NetarchiveSuite's default
+    template's repeated-path-segment traps), in a BacktrackingPattern with ``backtracking_seconds`` per
+    match. Anything else: PatternError, as compile_pattern raises it."""
     try:
         return compile_pattern(pattern)
     except PatternError as refused:
         try:
+            split = split_leading_lookahead(pattern)
+            if split is not None:
+                try:
+                    return LookaheadPattern(pattern, *split)
+                except PatternError:
+                    pass   # a part RE2 cannot run either: the whole goes to the backtracking matcher
             return BacktrackingPattern(pattern, backtracking_seconds)
         except PatternError:
             raise refused from None
 
 
+def _alternation(re2_forms: list[str]) -> CompiledPattern | None:
+    """Patterns (RE2's syntax) as one; None when RE2's memory bound does not hold them together."""
+    try:
+        # each alternative in a group of its own, so that its embedded flags end with it; no captures, so
+        # that two traps may name a group alike
+        return re2.compile("|".join(f"(?:{form})" for form in re2_forms), _ALTERNATION_OPTIONS)
+    except re2.error:
+        return None
+
+
 class CrawlPatterns:
     """The regexes of one scope rule (a trap list of hundreds), matched together: those RE2 runs as one
     alternation, a single pass over the URL whatever their number (NetarchiveSuite's 511 traps: 0.05 ms a
-    URL, where one RE2 call each took 1 ms and Python's re 0.2 ms), the others as BacktrackingPatterns.
+    URL, where one RE2 call each took 1 ms and Python's re 0.2 ms); the traps of one domain in a job (one
+    lookahead, harvestdef.patterns.LookaheadPattern) likewise behind their one lookahead; the others as
+    BacktrackingPatterns.
 
     PatternError as compile_crawl_pattern raises it, for the first pattern that cannot be run.
     """
@@ -112,24 +159,41 @@ class CrawlPatterns:
     def __init__(self, patterns: tuple[str, ...], backtracking_seconds: float) -> None:
         compiled = [compile_crawl_pattern(pattern, backtracking_seconds) for pattern in patterns]
         self.backtracking = tuple(c for c in compiled if isinstance(c, BacktrackingPattern))
-        runs_in_re2 = [to_re2(pattern) for pattern, each in zip(patterns, compiled, strict=True)
-                       if not isinstance(each, BacktrackingPattern)]
-        self._together: CompiledPattern | None = None
-        self._each: tuple[CompiledPattern, ...] = ()
-        if runs_in_re2:
-            try:
-                # each alternative in a group of its own, so that its embedded flags end with it; no
-                # captures, so that two traps may name a group alike
-                self._together = re2.compile("|".join(f"(?:{t})" for t in runs_in_re2), _ALTERNATION_OPTIONS)
-            except re2.error:  # beyond RE2's memory bound together: one by one, as each compiled alone
-                self._each = tuple(c for c in compiled if not isinstance(c, BacktrackingPattern))
+        plain = [(pattern, each) for pattern, each in zip(patterns, compiled, strict=True)
+                 if not isinstance(each, BacktrackingPattern | LookaheadPattern)]
+        self._each: list[CompiledPattern | LookaheadPattern] = []   # those RE2 would not hold together
+        self._together = _alternation([to_re2(pattern) for pattern, _ in plain]) if plain else None
+        if plain and self._together is None:
+            self._each += [each for _, each in plain]
+        by_condition: dict[tuple[bool, str], list[LookaheadPattern]] = {}
+        for each in compiled:
+            if isinstance(each, LookaheadPattern):
+                by_condition.setdefault((each.is_negative, each.condition), []).append(each)
+        # the positive lookaheads in one RE2 set: one pass over the URL says which domains' traps to try
+        self._conditions: re2.Set | None = None
+        self._rests: list[CompiledPattern] = []   # by the condition's index in the set
+        for (is_negative, condition), group in by_condition.items():
+            rests = _alternation([each.rest_re2 for each in group])
+            if is_negative or rests is None:
+                self._each += group
+                continue
+            if self._conditions is None:
+                self._conditions = re2.Set.MatchSet(_SET_OPTIONS)
+            self._conditions.Add(to_re2(condition))
+            self._rests.append(rests)
+        if self._conditions is not None:
+            self._conditions.Compile()
 
     def fullmatch_any(self, text: str) -> bool | None:
         """True if a pattern matches all of ``text``; None if none does but a BacktrackingPattern ran out of
         its time budget (the caller decides what that means); False otherwise."""
         if self._together is not None and self._together.fullmatch(text) is not None:
             return True
-        if any(each.fullmatch(text) is not None for each in self._each):
+        if self._conditions is not None:
+            for index in self._conditions.Match(text) or ():
+                if self._rests[index].fullmatch(text) is not None:
+                    return True
+        if any(each.fullmatch(text) for each in self._each):
             return True
         timed_out = False
         for pattern in self.backtracking:

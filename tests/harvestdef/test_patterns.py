@@ -13,11 +13,13 @@ from harvestdef.errors import PatternError
 from harvestdef.patterns import (
     BacktrackingPattern,
     CrawlPatterns,
+    LookaheadPattern,
     bounded_wildcard_search,
     compile_crawl_pattern,
     compile_pattern,
     to_re2,
 )
+from scheduler.jobgen.building import domain_scoped_trap
 
 LINE_TERMINATORS = r"[^\n\r\x{85}\x{2028}\x{2029}]"  # what Java's . leaves out
 
@@ -186,3 +188,25 @@ def test_crawl_patterns_match_together_as_each_matches_alone():
     assert together.fullmatch_any("http://kb.dk/" + "a" * 40) is None  # a backtracking trap ran out of time
     with pytest.raises(PatternError, match="class intersection"):
         CrawlPatterns((".*ok.*", "[a-z&&[^e]]"), 0.05)
+
+
+def test_a_domain_trap_of_a_job_stays_in_re2_behind_its_lookahead():
+    # what job generation writes for a trap of kb.dk (scheduler/jobgen/building.py)
+    redos = domain_scoped_trap("kb.dk", "(.|.)*X")
+    calendar = domain_scoped_trap("kb.dk", ".*/calendar/.*")
+    other = domain_scoped_trap("dr.dk", ".*/calendar/.*")
+    assert isinstance(compile_crawl_pattern(redos, 0.05), LookaheadPattern)
+    negative = compile_crawl_pattern(r"(?!https?://kb\.dk/)(?:.*/x)", 0.05)
+    assert isinstance(negative, LookaheadPattern)
+    assert negative.fullmatch("http://dr.dk/x") and not negative.fullmatch("http://kb.dk/x")
+    traps = CrawlPatterns((redos, calendar, other, ".*/cgi-bin/.*"), 0.05)
+    assert traps.backtracking == ()
+    assert traps.fullmatch_any("http://www.kb.dk/aX") is True
+    assert traps.fullmatch_any("http://kb.dk:8080/calendar/1") is True
+    assert traps.fullmatch_any("http://dr.dk/calendar/1") is True
+    assert traps.fullmatch_any("http://dr.dk/aX") is False
+    assert traps.fullmatch_any("http://notkb.dk/aX") is False
+    assert traps.fullmatch_any("http://x.org/cgi-bin/a") is True
+    started = time.monotonic()
+    assert traps.fullmatch_any("http://www.kb.dk/" + "a" * 20_000) is False
+    assert time.monotonic() - started < 0.5
