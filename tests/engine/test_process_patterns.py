@@ -18,6 +18,7 @@ import pytest
 from harvestdef.errors import HeritrixError
 from harvester.engine.config import ScopeRule
 from harvester.engine.scope import Scope
+from scheduler.jobgen.building import domain_scoped_trap
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite
 
@@ -39,10 +40,12 @@ def timed(call):
     return result, time.monotonic() - started
 
 
-def test_a_catastrophic_trap_leaves_the_engine_answering_while_it_crawls(engine_process, test_site):
+@pytest.mark.parametrize("trap", [REDOS_TRAP, domain_scoped_trap("kulturarv.dk", REDOS_TRAP)],
+                         ids=["as given", "as job generation writes a domain's trap"])
+def test_a_catastrophic_trap_leaves_the_engine_answering_while_it_crawls(engine_process, test_site, trap):
     client = engine_process.client()
     write_job(engine_process.jobs_dir / "redos", [test_site.url(HOST, "/")],
-              cxml=crawler_beans(max_hops=3, reject_regex=REDOS_TRAP))
+              cxml=crawler_beans(max_hops=3, reject_regex=trap))
     client.rescan()
     assert client.build("redos").status_description == "Ready"
     client.launch("redos")
