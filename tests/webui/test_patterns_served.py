@@ -1,17 +1,22 @@
-"""The crawl-log search of the job page against ``harvestsuite webui run`` (waitress, threads): a ReDoS
-pattern is answered within a second, a search that runs out of time answers with what it found and where
-it stopped, and other requests to the same server are served in well under a second meanwhile."""
+"""User-given patterns against ``harvestsuite webui run`` (waitress, threads): a ReDoS crawl-log search and
+a ReDoS crawler trap are answered (or refused) within a second, a search that runs out of time answers with
+what it found and where it stopped, and other requests to the same server are served in well under a second
+meanwhile."""
 
 from __future__ import annotations
 
 import html
 import http.cookiejar
+import json
 import re
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,7 +67,7 @@ def metadata_warc(directory: Path, job_id: int, crawl_log: str) -> None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> ServedWebui:
     directory = tmp_path_factory.mktemp("served")
-    with ServedWebui(directory, users=("archivist",),
+    with ServedWebui(directory, users=("archivist", "curator"),
                      settings={"harvestsuite.webui.crawlLogSearchTimeoutMs": str(TIMEOUT_MS)}) as webui:
         engine = open_engine(f"sqlite:///{directory / 'harvest.db'}")
         try:
@@ -76,16 +81,21 @@ def served(tmp_path_factory) -> ServedWebui:
         yield webui
 
 
-def while_searching(browser: Browser, search_path: str, other_paths: list[str]) -> tuple[float, str, list[float]]:
-    """Run the search on a thread of its own and, meanwhile, the other pages one after another; the search's
-    time and page, and the time of each other page."""
-    outcome: dict[str, tuple[float, str]] = {}
-    searching = threading.Thread(target=lambda: outcome.setdefault("search", browser.get(search_path)))
-    searching.start()
+def meanwhile(call: Callable[[], tuple[float, Any]], browser: Browser, other_paths: list[str]
+              ) -> tuple[float, Any, list[float]]:
+    """Run ``call`` (which times itself) on a thread of its own and, meanwhile, the other pages one after
+    another; the call's time and answer, and the time of each other page."""
+    outcome: dict[str, tuple[float, Any]] = {}
+    running = threading.Thread(target=lambda: outcome.setdefault("call", call()))
+    running.start()
     others = [browser.get(path)[0] for path in other_paths]
-    searching.join(timeout=30)
-    assert "search" in outcome, "the search did not answer within 30 s"
-    return outcome["search"][0], outcome["search"][1], others
+    running.join(timeout=30)
+    assert "call" in outcome, "no answer within 30 s"
+    return outcome["call"][0], outcome["call"][1], others
+
+
+def while_searching(browser: Browser, search_path: str, other_paths: list[str]) -> tuple[float, str, list[float]]:
+    return meanwhile(lambda: browser.get(search_path), browser, other_paths)
 
 
 @pytest.mark.parametrize("pattern, matches", [
@@ -125,3 +135,36 @@ def test_a_pattern_re2_cannot_run_is_refused_with_its_reason(served):
     assert "not a regular expression the search can run: backreference \\1 at column 4" in page
     seconds, page = browser.get("/status/jobs/1?" + urllib.parse.urlencode({"regex": "a" * 201}))
     assert "201 characters long (at most 200)" in page
+
+
+def api_call(served: ServedWebui, token: str, method: str, path: str, body: dict) -> tuple[float, tuple[int, dict]]:
+    request = urllib.request.Request(served.url + path, data=json.dumps(body).encode(), method=method,
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, answer = response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        status, answer = error.code, json.loads(error.read())
+    return time.monotonic() - started, (status, answer)
+
+
+def test_a_redos_trap_is_taken_and_a_lookahead_refused_within_a_second_while_other_pages_are_served(served):
+    token = served.harvestsuite("users", "token", "curator").strip().split()[-1]
+    _, (status, created) = api_call(served, token, "POST", "/api/v1/harvests", {
+        "type": "selective", "name": "redos", "schedule": "Once_a_day",
+        "configurations": [{"domain": "alpha.dk", "configuration": "defaultconfig"}]})
+    assert status == 201, created
+    browser = Browser(served.url, "archivist")
+    others_paths = ["/login", "/status/jobs/1"] * 3
+    seconds, (status, answer), others = meanwhile(lambda: api_call(
+        served, token, "PATCH", "/api/v1/harvests/redos", {"edition": created["edition"], "crawlertraps": "(.|.)*X"}),
+        browser, others_paths)
+    assert seconds < 1.0 and max(others) < QUICK, (seconds, others)
+    assert status == 200 and answer["crawlertraps"] == ["(.|.)*X"], answer
+    seconds, (status, refused), others = meanwhile(lambda: api_call(
+        served, token, "PATCH", "/api/v1/harvests/redos",
+        {"edition": answer["edition"], "crawlertraps": "(.|.)*X\n.*(?=X)"}), browser, others_paths)
+    assert seconds < 1.0 and max(others) < QUICK, (seconds, others)
+    assert status == 400 and refused["error"]["field"] == "crawlertraps", refused
+    assert "line 2" in refused["error"]["message"] and "lookahead" in refused["error"]["message"]
