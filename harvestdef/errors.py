@@ -9,6 +9,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     │   ├── DomainNameError        not a valid domain name (with the reason)
     │   ├── TemplateError          a crawl template that is not well-formed (line and column)
     │   ├── CrawlerTrapError       a crawler trap that is not a valid regular expression (line)
+    │   ├── PatternError           a regular expression that cannot be used as given (the construct, column)
     │   ├── PlanInputError         the offline planner's JSON is wrong (every error with its JSON path)
     │   └── DedupFormatError       a deduplication entries or index file that is not in its format (line)
     ├── NotFoundError              no such row (names the kind and the key)
@@ -76,6 +77,21 @@ class CrawlerTrapError(ValidationError):
         super().__init__(message)
         self.line = line
         self.expression = expression
+
+
+class PatternError(ValidationError):
+    """A regular expression a person gave that is refused (harvestdef/patterns.py): ``reason`` names the
+    construct and, where there is one, its 1-based ``column``; ``construct`` is a short tag of what failed."""
+
+    def __init__(self, pattern: str, reason: str, column: int | None = None, construct: str = "") -> None:
+        super().__init__(f"{pattern!r}: {reason}")
+        self.pattern = pattern
+        self.reason = reason
+        self.column = column
+        self.construct = construct
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, int | None, str]]:
+        return type(self), (self.pattern, self.reason, self.column, self.construct)
 
 
 class PlanInputError(ValidationError):

@@ -289,6 +289,13 @@ class WebuiSettings:
     host: str = setting("harvestsuite.webui.host", "127.0.0.1", "address the web UI listens on")
     port: int = setting("harvestsuite.webui.port", 8080, "port the web UI listens on")
     threads: int = setting("harvestsuite.webui.threads", 16, "requests the web UI serves at once")
+    crawlLogSearchTimeoutMs: int = setting("harvestsuite.webui.crawlLogSearchTimeoutMs", 20_000,
+                                           "milliseconds a crawl-log search of the job page reads before it "
+                                           "answers with what it found so far")
+    crawlLogSearchWorkers: int = setting("harvestsuite.webui.crawlLogSearchWorkers", 2,
+                                         "crawl-log searches run at once (each on a thread of its own)")
+    crawlLogSearchQueue: int = setting("harvestsuite.webui.crawlLogSearchQueue", 4,
+                                       "crawl-log searches that may wait for a worker; more are refused as busy")
     tokenCacheSeconds: int = setting("harvestsuite.webui.tokenCacheSeconds", 10,
                                      "seconds an API token found valid is trusted without asking the database "
                                      "again (a revoked token is refused at the latest this long after; 0 = "

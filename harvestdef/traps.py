@@ -2,20 +2,21 @@
 
 Traps live in three places (reference §1.1, §1.2, §1.6): a domain's list (domains.crawlertraps), a
 harvest's list (partialharvests.crawlertraps), both newline-separated, and the global lists. Heritrix
-compiles them as Java regexes; we can only check them with Python's ``re``, so an expression that Python
-cannot compile is refused, with its line number and the compiler's reason. The dialects differ only at
-the edges (possessive quantifiers, some Unicode classes), and refusing those is safer than letting a
-crawl fail at its start on a harvester.
+compiles them as Java regexes, and so does harvestdef.patterns, into RE2's dialect: an expression it
+cannot translate or RE2 cannot compile, or one longer than MAX_EXPRESSION_LENGTH, is refused with its line
+number and the reason, so that a crawl never fails at its start on a harvester for a trap that was taken.
+A trap that would backtrack catastrophically in Java (``(.|.)*X``) is taken: the bundled engine runs it
+with RE2, in time linear in the URL.
 
 This module only validates and normalises text; it never reads or writes the database.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
-from harvestdef.errors import CrawlerTrapError
+from harvestdef.errors import CrawlerTrapError, PatternError
+from harvestdef.patterns import compile_pattern
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "CrawlerTrapError", "parse_stored_traps", "split_lines", "traps_text",
            "validate_trap_expressions"]
@@ -30,27 +31,27 @@ def split_lines(text: str | Iterable[str]) -> list[str]:
     return [line for item in text for line in str(item).splitlines() or [""]]
 
 
-def validate_trap_expressions(text: str | Iterable[str], max_length: int | None = None) -> tuple[str, ...]:
+def validate_trap_expressions(text: str | Iterable[str], max_length: int = MAX_EXPRESSION_LENGTH
+                              ) -> tuple[str, ...]:
     """The traps of ``text`` (one per line), stripped, blank lines dropped, duplicates removed in order.
 
-    Raises CrawlerTrapError naming the first line (1-based) whose expression does not compile, or is
-    longer than ``max_length``.
+    Raises CrawlerTrapError naming the first line (1-based) whose expression is longer than
+    ``max_length`` or cannot be used (harvestdef.patterns says why).
     """
     seen: dict[str, None] = {}
     for number, raw in enumerate(split_lines(text), start=1):
         expression = raw.strip()
         if not expression:
             continue
-        if max_length is not None and len(expression) > max_length:
+        if len(expression) > max_length:
             raise CrawlerTrapError(
                 f"crawler trap on line {number} is {len(expression)} characters long (at most {max_length})",
                 number, expression)
         try:
-            re.compile(expression)
-        except re.error as exc:
-            raise CrawlerTrapError(
-                f"crawler trap on line {number} is not a valid regular expression: {expression!r}: {exc}",
-                number, expression) from exc
+            compile_pattern(expression)
+        except PatternError as exc:
+            raise CrawlerTrapError(f"crawler trap on line {number} cannot be used: {exc}", number,
+                                   expression) from exc
         seen.setdefault(expression, None)
     return tuple(seen)
 

@@ -39,6 +39,7 @@ from harvestdef.errors import (
     ValidationError,
 )
 from harvestdef.model.definitions import AliasInfo, Domain, ExtendedFieldType
+from harvestdef.patterns import bounded_wildcard_search
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -181,12 +182,14 @@ class DomainRepository:
 
     def search(self, pattern: str, limit: int = 100, offset: int = 0) -> Iterator[Domain]:
         """Domains whose name matches ``pattern`` (``*`` = any text), ordered by name, one page of them."""
+        pattern = bounded_wildcard_search(pattern)
         stmt = (_domain_select().where(s.domains.c.name.like(wildcard_to_like(pattern), escape="\\"))
                 .order_by(s.domains.c.name).limit(limit).offset(offset))
         for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
             yield _to_domain(row)
 
     def count_matching(self, pattern: str) -> int:
+        pattern = bounded_wildcard_search(pattern)
         return self.conn.scalar(select(func.count()).select_from(s.domains).where(
             s.domains.c.name.like(wildcard_to_like(pattern), escape="\\"))) or 0
 
@@ -208,7 +211,11 @@ class DomainRepository:
         Text anywhere (``*abc*``, comments, crawler traps) has no B-tree to use; on PostgreSQL the pg_trgm
         indexes (schema.DOMAIN_TRIGRAM_INDEXES) answer it from the matching rows. A pattern needs three
         literal characters in a row for that, so ``*ab*`` still reads the whole table.
+
+        The pattern is bounded (harvestdef.patterns.bounded_wildcard_search): PatternError if it is too
+        long or has too many wildcards.
         """
+        pattern = bounded_wildcard_search(pattern)
         d = s.domains
         stmt = _domain_select().add_columns(d.c.isactive)
         if field == "name":

@@ -10,13 +10,18 @@ only: the cxml and the seeds file it names.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvestdef.errors import ValidationError
+from harvestdef.errors import PatternError, ValidationError
+from harvestdef.patterns import BacktrackingPattern, compile_crawl_pattern, compile_pattern
 from harvestdef.seeds import seed_lines
 from harvester.engine.beans import Bean, BeanError, BeanSet, Ref, parse_beans
+
+# The time budget of one match of a scope regex that only a backtracking matcher can run (lookaround,
+# backreferences: harvestdef.patterns.BacktrackingPattern). Such a trap takes microseconds on an ordinary
+# URL; a URL on which it backtracks catastrophically costs this much, and a REJECT rule then rejects it.
+BACKTRACKING_MATCH_SECONDS = 0.05
 
 # Heritrix 3 defaults (peers.md §1.4) for every honoured property.
 HONOURED: dict[str, dict[str, object]] = {
@@ -96,7 +101,7 @@ class ScopeRule:
     decision: str = "ACCEPT"        # ACCEPT or REJECT for predicated rules
     number: int = 0                 # maxHops, maxTransHops, maxRepetitions or maxPathDepth
     second_number: int = 0          # maxSpeculativeHops
-    patterns: tuple[str, ...] = ()  # regexes, SURT prefixes or schemes
+    patterns: tuple[str, ...] = ()  # regexes (Java's dialect, checked by harvestdef.patterns), SURT prefixes or schemes
     seeds_as_prefixes: bool = False
     whole_domain: bool = False      # NASSurtPrefixedDecideRule: seeds widen to their registered domain
 
@@ -292,16 +297,9 @@ def _scope_rule(bean: Bean, warnings: list[str]) -> ScopeRule | None:
             patterns = [str(props.get("regex", ""))]
         else:
             patterns = [str(p).strip() for p in props.get("regexList", []) or [] if str(p).strip()]
-        usable = []
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                # Java regex features (nested character classes) have no Python equivalent: say so, go on.
-                warnings.append(f"scope regex {pattern!r} cannot be used ({exc}), ignored")
-                continue
-            usable.append(pattern)
-        return ScopeRule(kind, decision, patterns=tuple(usable))
+        for number, pattern in enumerate(patterns, start=1):
+            _check_scope_pattern(pattern, f"{bean.bean_id or kind} ({kind}): regex {number}", warnings)
+        return ScopeRule(kind, decision, patterns=tuple(patterns))
     if kind == "PathologicalPathDecideRule":
         return ScopeRule(kind, "REJECT", number=_as_int(props.get("maxRepetitions", 2), "maxRepetitions"))
     if kind == "TooManyPathSegmentsDecideRule":
@@ -313,6 +311,30 @@ def _scope_rule(bean: Bean, warnings: list[str]) -> ScopeRule | None:
         return ScopeRule(kind, "REJECT", patterns=tuple(str(s) for s in schemes))
     warnings.append(f"scope rule {bean.class_name} is not known to this engine, ignored")
     return None
+
+
+def _check_pattern(pattern: str, where: str) -> None:
+    """A regex of the crawler-beans must run in RE2 (harvestdef.patterns): one that cannot fails the build
+    naming it, rather than being skipped or run by a backtracking matcher without a time bound (which a
+    pattern such as (.|.)*X freezes)."""
+    try:
+        compile_pattern(pattern)
+    except PatternError as exc:
+        raise ConfigError(f"{where} cannot be used: {exc}") from exc
+
+
+def _check_scope_pattern(pattern: str, where: str, warnings: list[str]) -> None:
+    """A scope regex runs in RE2, or, needing lookaround or backreferences, in the backtracking matcher
+    with BACKTRACKING_MATCH_SECONDS per URL (said in job.log); anything else fails the build naming it.
+    A trap left out would crawl what it was meant to keep out."""
+    try:
+        compiled = compile_crawl_pattern(pattern, BACKTRACKING_MATCH_SECONDS)
+    except PatternError as exc:
+        raise ConfigError(f"{where} cannot be used: {exc}") from exc
+    if isinstance(compiled, BacktrackingPattern):
+        warnings.append(f"{where} {pattern!r} needs lookaround or backreferences, which RE2 lacks: it runs in a "
+                        f"backtracking matcher with {BACKTRACKING_MATCH_SECONDS * 1000:g} ms per URL, after which "
+                        f"a REJECT rule rejects the URL")
 
 
 def _accept_headers(value: object, warnings: list[str]) -> tuple[tuple[str, str], ...]:
@@ -362,6 +384,8 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         robots = "obey"
     if robots not in ("obey", "robotsTxtOnly", "ignore"):
         raise ConfigError(f"robotsPolicyName {robots!r} is not one of obey, classic, robotsTxtOnly, ignore")
+    if "DeDuplicator" in reader.roles:
+        _check_pattern(str(get("DeDuplicator", "mimeFilter")), "DeDuplicator: mimeFilter")
     dedup_location = str(get("DeDuplicator", "indexLocation")).strip()
     dedup_index = None
     if "DeDuplicator" in reader.roles and dedup_location and _as_bool(get("DeDuplicator", "enabled"), "enabled"):

@@ -8,10 +8,10 @@ open: the crawl controller opens and closes them.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from harvestdef.dedup import DedupIndex
+from harvestdef.patterns import CompiledPattern, compile_pattern
 from harvester.engine.config import CrawlConfig
 from harvester.engine.fetch import FetchResult
 from harvester.engine.urlstore import UrlStore
@@ -29,6 +29,11 @@ class DedupRules:
     is_by_url: bool
     mime_filter: str
     is_mime_filter_blacklist: bool
+    # compiled once, by RE2 like every pattern of the crawler-beans (harvester/engine/config.py checked it)
+    _mime_regex: CompiledPattern | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_mime_regex", compile_pattern(self.mime_filter) if self.mime_filter else None)
 
     @classmethod
     def from_config(cls, config: CrawlConfig) -> DedupRules:
@@ -40,7 +45,7 @@ class DedupRules:
         return self.is_enabled and 200 <= status < 300 and not annotations and self.is_mime_eligible(mime)
 
     def is_mime_eligible(self, mime: str) -> bool:
-        matches = re.match(self.mime_filter, mime) is not None if self.mime_filter else False
+        matches = self._mime_regex is not None and self._mime_regex.match(mime) is not None
         return not matches if self.is_mime_filter_blacklist else matches
 
 

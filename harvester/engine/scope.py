@@ -8,14 +8,14 @@ come back in scope when a shorter path to it is found (harvester/engine/frontier
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from harvestdef.domainnames import registered_domain, to_punycode
 from harvestdef.errors import DomainNameError
-from harvester.engine.config import ScopeRule
+from harvestdef.patterns import CrawlPatterns
+from harvester.engine.config import BACKTRACKING_MATCH_SECONDS, ScopeRule
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -85,7 +85,10 @@ class Scope:
         self.rules = tuple(rules)
         seeds = tuple(seeds)
         self._prefixes: dict[int, tuple[str, ...]] = {}
-        self._regexes: dict[int, list[re.Pattern[str]]] = {}
+        # RE2 (harvestdef.patterns): linear time per URL whatever a curator's trap says; a trap that needs
+        # lookaround or backreferences has a time budget per URL instead. Any other pattern never gets here:
+        # loading the crawl configuration fails on it.
+        self._regexes: dict[int, CrawlPatterns] = {}
         for index, rule in enumerate(self.rules):
             if rule.kind in ("SurtPrefixedDecideRule", "NASSurtPrefixedDecideRule"):
                 prefixes = set(rule.patterns)
@@ -93,7 +96,7 @@ class Scope:
                     prefixes.update(seed_surt_prefix(s, rule.whole_domain) for s in seeds)
                 self._prefixes[index] = tuple(sorted(prefixes))
             elif rule.kind in ("MatchesListRegexDecideRule", "MatchesRegexDecideRule"):
-                self._regexes[index] = [re.compile(p) for p in rule.patterns]
+                self._regexes[index] = CrawlPatterns(rule.patterns, BACKTRACKING_MATCH_SECONDS)
 
     def add_seed(self, seed: str) -> None:
         for index, rule in enumerate(self.rules):
@@ -124,7 +127,7 @@ class Scope:
                 if _is_transclusion(hop_path, rule.number, rule.second_number):
                     result = "ACCEPT"
             elif index in self._regexes:
-                if any(regex.fullmatch(url) for regex in self._regexes[index]):
+                if _matches(self._regexes[index], url, rule.decision):
                     result = rule.decision
             elif kind == "PathologicalPathDecideRule":
                 if _is_pathological(url, rule.number):
@@ -143,6 +146,13 @@ class Scope:
                 decision = result
         accepted = decision == "ACCEPT"
         return accepted, (not accepted and by_hops)
+
+
+def _matches(patterns: CrawlPatterns, url: str, decision: str) -> bool:
+    matched = patterns.fullmatch_any(url)
+    # None: a backtracking trap ran out of time on this URL. A REJECT rule keeps the URL out (it is what
+    # made the trap backtrack), an ACCEPT rule does not let it in.
+    return matched is True or (matched is None and decision == "REJECT")
 
 
 def _is_transclusion(hop_path: str, max_trans_hops: int, max_speculative_hops: int) -> bool:

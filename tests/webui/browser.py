@@ -61,10 +61,12 @@ def free_port() -> int:
 class ServedWebui:
     """``harvestsuite webui run`` on a fresh SQLite harvest database in ``directory``; a context manager.
 
-    ``url`` is where it answers; ``harvestsuite(*args)`` runs another command on the same database.
+    ``url`` is where it answers; ``harvestsuite(*args)`` runs another command on the same database;
+    ``settings`` are passed to every command with ``--set``.
     """
 
-    def __init__(self, directory: Path, users: tuple[str, ...] = ROLES) -> None:
+    def __init__(self, directory: Path, users: tuple[str, ...] = ROLES, settings: dict[str, str] | None = None
+                 ) -> None:
         self.directory = directory
         self.users = users
         self.port = free_port()
@@ -72,6 +74,8 @@ class ServedWebui:
         self.log_path = directory / "webui.log"
         self._settings = ["--set", f"harvestsuite.database.url=sqlite:///{directory / 'harvest.db'}",
                           "--set", f"harvestsuite.archive.root={directory / 'archive'}"]
+        for key, value in (settings or {}).items():
+            self._settings += ["--set", f"{key}={value}"]
         self._process: subprocess.Popen[bytes] | None = None
 
     def harvestsuite(self, *args: str, stdin: str | None = None) -> str:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from flask import Blueprint, request
 
-from harvestdef.errors import NotFoundError
+from harvestdef.errors import HarvestSuiteError, NotFoundError
 from harvestdef.repositories.domains import SEARCH_FIELDS
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query
@@ -114,11 +114,13 @@ def jsonable(value: Any) -> Any:
 
 
 @contextmanager
-def input_named(name: str) -> Iterator[None]:
-    """A NotFoundError inside is the request's fault: 400 naming the field that referred to it."""
+def input_named(name: str, *errors: type[HarvestSuiteError]) -> Iterator[None]:
+    """An error of ``errors`` (default: NotFoundError) inside is the request's fault: 400 naming the field
+    that carried it (a name that refers to nothing, a crawler trap that cannot be used)."""
+    caught = errors or (NotFoundError,)
     try:
         yield
-    except NotFoundError as exc:
+    except caught as exc:
         raise ApiError("invalid", str(exc), name) from exc
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harvestdef.domainnames import to_punycode
+from harvestdef.errors import CrawlerTrapError, PatternError
 from harvestdef.model.definitions import Domain, DomainConfiguration, SeedList
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import DomainRepository, ListedDomain
@@ -24,6 +25,7 @@ from webui.api.core import (
     decode_cursor,
     edition,
     field,
+    input_named,
     jsonable,
     limit,
     page,
@@ -73,7 +75,7 @@ def list_domains() -> Any:
     cursor = decode_cursor(query("after"))
     after = str(cursor[0]) if cursor else None
     size = limit()
-    with database().connect() as conn:
+    with database().connect() as conn, input_named("q", PatternError):
         rows = _repository(conn).search_page(query("q", "") or "", after, size + 1, where)
     return page(rows, size, lambda item: [item.domain.name], _listed)
 
@@ -111,7 +113,7 @@ def patch_domain(name: str) -> Any:
     if traps is not None and not all(isinstance(trap, str) for trap in traps):
         raise ApiError("invalid", "crawler_traps must be a list of strings", "crawler_traps")
     alias = field(data, "alias", str, required=False)
-    with database().begin() as conn:
+    with database().begin() as conn, input_named("crawler_traps", CrawlerTrapError):
         repository = _repository(conn)
         domain = repository.edit(
             name, expected, comments=field(data, "comments", str, required=False),

@@ -19,9 +19,11 @@ from sqlalchemy import Connection, Engine, select
 
 from harvestdef.db import schema as s
 from harvestdef.domainnames import to_punycode
+from harvestdef.errors import PatternError
 from harvestdef.model.status import StopReason
+from harvestdef.patterns import bounded_wildcard_search
 from harvestdef.repositories.domains import DomainDefaults, DomainRepository
-from webui.api.core import SEARCH_FIELD, SEARCH_QUERY, blueprint, jsonable
+from webui.api.core import SEARCH_FIELD, SEARCH_QUERY, blueprint, input_named, jsonable
 from webui.api.history import STOP_COLUMNS, harvest_id_of, render_run
 from webui.api.jobs import JOB_FILTERS, find_jobs, job_filters, render_job_row
 from webui.api.parameters import query, takes
@@ -136,6 +138,8 @@ def harvest_statistics_csv(name: str) -> Response:
 def export_domains() -> Any:
     """Domains matching ?q= (* wildcards) in ?field= (name, crawlertraps or comments) as CSV, by name."""
     where = query("field", "name") or "name"
+    with input_named("q", PatternError):
+        bounded_wildcard_search(query("q", "") or "")  # refused now, not halfway through a streamed file
     return csv_response(csv_lines(DOMAIN_COLUMNS, domain_rows(database(), DomainDefaults.from_settings(settings()),
                                                           query("q", "") or "", where)),
                         "domains.csv")

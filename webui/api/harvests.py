@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import request
 
+from harvestdef.errors import CrawlerTrapError
 from harvestdef.model.definitions import HarvestDefinition, HarvestKind, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.harvests import HarvestRepository
@@ -204,7 +205,7 @@ def update_harvest_from(conn: Any, name: str, data: dict[str, Any]) -> None:
             maxjobrunningtime=field(data, "max_running_time", int, required=False))
         return
     schedule = field(data, "schedule", str, required=False)
-    with input_named("schedule"):
+    with input_named("schedule"), input_named("crawlertraps", CrawlerTrapError):
         harvests.update_selective(name, harvest.edition, schedule=schedule,
                                   crawlertraps=field(data, "crawlertraps", str, required=False))
     if "configurations" in data:

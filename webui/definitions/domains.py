@@ -19,12 +19,13 @@ from sqlalchemy import Connection, select
 from harvestdef.bulkimport import BadLine, DomainImporter
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.errors import HarvestSuiteError
+from harvestdef.errors import CrawlerTrapError, HarvestSuiteError
 from harvestdef.model.definitions import ExtendedFieldType
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
 from harvestdef.repositories.seedlists import SeedListRepository
+from harvestdef.traps import validate_trap_expressions
 from webui.api.core import PAGED, SEARCH_FIELD, SEARCH_QUERY, decode_cursor, encode_cursor, limit
 from webui.api.errors import ApiError, translate
 from webui.api.extendedfields import domain_fields, set_domain_fields
@@ -165,6 +166,12 @@ def domain_extended_fields(name: str) -> Any:
 def domain_update(name: str) -> Any:
     form = request.form
     alias = form.get("alias", "").strip()
+    try:
+        validate_trap_expressions(form.get("crawlertraps", ""))
+    except CrawlerTrapError as exc:
+        # refused before anything is written: the page again, saying which line and why
+        flash(f"crawlertraps: {exc}", "error")
+        return domain(name), 400
 
     def change(conn: Connection) -> None:
         repository = _domains(conn)

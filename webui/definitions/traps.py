@@ -8,7 +8,9 @@ from typing import Any
 
 from flask import Response, flash, redirect, render_template, request, url_for
 
+from harvestdef.errors import CrawlerTrapError
 from harvestdef.repositories.traps import GlobalCrawlerTrapRepository
+from webui.api.core import input_named
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database
 from webui.definitions import blueprint
@@ -35,7 +37,7 @@ def _create_traps() -> Any:
         uploaded = request.files.get("file")
         expressions = uploaded.read().decode("utf-8", "replace") if uploaded and uploaded.filename else \
             request.form.get("expressions", "")
-        with database().begin() as conn:
+        with database().begin() as conn, input_named("expressions", CrawlerTrapError):
             created = GlobalCrawlerTrapRepository(conn, actor()).create(
                 request.form.get("name", ""), expressions, request.form.get("description", ""),
                 request.form.get("active") == "1")

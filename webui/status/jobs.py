@@ -3,40 +3,37 @@ running jobs with their latest progress, why harvests wait, and one job in full 
 and a search of its crawl.log.
 
 The job queries and actions are the API's (webui/api/jobs.py), so a page shows what the API returns.
-The crawl.log is read from the job's metadata WARC in the archive store as a stream, line by line, and at
-most MAX_CRAWL_LOG_MATCHES matching lines are shown: a crawl.log has millions of lines.
+The crawl.log is searched in the job's metadata WARC in the archive store by a worker of its own
+(webui/status/crawllog.py), within a time limit, and at most MAX_CRAWL_LOG_MATCHES matching lines are shown:
+a crawl.log has millions of lines.
 """
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from flask import abort, flash, redirect, render_template, request, send_file, url_for
 from sqlalchemy import select
-from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
-from harvestdef.errors import HarvestSuiteError
+from harvestdef.errors import HarvestSuiteError, PatternError
 from harvestdef.model.status import JobStatus
+from harvestdef.patterns import compile_pattern
 from webui.api.core import encode_cursor
 from webui.api.errors import ApiError, translate
 from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters
 from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
 from webui.status import blueprint
+from webui.status.crawllog import crawl_log_searcher
 
 MAX_CRAWL_LOG_MATCHES = 500
-# A search gives up after this many seconds and says so: a crawl.log of a snapshot job has millions of lines.
-CRAWL_LOG_SECONDS = 20.0
 MAX_PATTERN_LENGTH = 200
 MAX_BULK_JOBS = 1000
-CRAWL_LOG_MARK = "/crawl/logs/crawl.log"
+METADATA_WARC = re.compile(r"metadata-\d+\.warc(\.gz)?$")
 
 
 @blueprint.get("/")
@@ -158,56 +155,17 @@ def job_file(job_id: int, name: str) -> Any:
 
 # ---------------------------------------------------------------- crawl.log search
 def search_crawl_log(detail: dict[str, Any], domain: str, pattern: str) -> dict[str, Any]:
-    """Lines of the job's crawl.log whose URL is on ``domain`` (or a subdomain) and match ``pattern``."""
-    if len(pattern) > MAX_PATTERN_LENGTH:
-        return {"error": f"the regular expression is longer than {MAX_PATTERN_LENGTH} characters", "lines": []}
+    """Lines of the job's crawl.log whose URL is on ``domain`` (or a subdomain) and match ``pattern`` (Java's
+    dialect, run by RE2), searched by a worker of webui/status/crawllog.py within the search timeout."""
     try:
-        regex = re.compile(pattern) if pattern else None
-    except re.error as exc:
-        return {"error": f"not a regular expression: {exc}", "lines": []}
-    warcs = [f["name"] for f in detail["files"] if re.search(r"metadata-\d+\.warc(\.gz)?$", f["name"])]
+        regex = compile_pattern(pattern, MAX_PATTERN_LENGTH) if pattern else None
+    except PatternError as exc:
+        return {"error": f"not a regular expression the search can run: {exc.reason}", "lines": []}
+    warcs = [f["name"] for f in detail["files"] if METADATA_WARC.search(f["name"])]
     if not warcs:
         return {"error": "the job has no metadata WARC in the archive store", "lines": []}
     store = ArchiveStore.from_settings(settings())
-    lines: list[str] = []
-    truncated = timed_out = False
-    deadline = time.monotonic() + CRAWL_LOG_SECONDS
-    scanned = 0
-    for name in warcs:
-        path = store.path_of(f"{detail['harvest_id']}/{detail['job_id']}/{name}")
-        for line in _crawl_log_lines(path):
-            scanned += 1
-            if scanned % 10_000 == 0 and time.monotonic() > deadline:
-                truncated = timed_out = True
-                break
-            if domain and not _on_domain(line, domain):
-                continue
-            if regex is not None and not regex.search(line):
-                continue
-            if len(lines) == MAX_CRAWL_LOG_MATCHES:
-                truncated = True
-                break
-            lines.append(line)
-        if truncated:
-            break
-    return {"error": None, "lines": lines, "truncated": truncated, "timed_out": timed_out, "scanned": scanned}
-
-
-def _crawl_log_lines(path: Path) -> Iterator[str]:
-    """The crawl.log lines of a metadata WARC, streamed record by record (style.md §6)."""
-    with open(path, "rb") as stream:
-        for record in ArchiveIterator(stream):
-            uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-            if record.rec_type not in ("metadata", "resource") or CRAWL_LOG_MARK not in uri:
-                continue
-            content = record.content_stream()
-            while raw := content.readline(64 * 1024):
-                yield raw.decode("utf-8", "replace").rstrip("\r\n")
-
-
-def _on_domain(line: str, domain: str) -> bool:
-    fields = line.split()
-    if len(fields) < 4:
-        return False
-    host = (urlsplit(fields[3]).hostname or "").lower()
-    return host == domain or host.endswith("." + domain)
+    paths = [store.path_of(f"{detail['harvest_id']}/{detail['job_id']}/{name}") for name in warcs]
+    found = crawl_log_searcher().search(paths, domain, regex, MAX_CRAWL_LOG_MATCHES)
+    return {"error": found.error, "lines": list(found.lines), "truncated": found.is_capped or found.is_timed_out,
+            "timed_out": found.is_timed_out, "scanned": found.scanned, "seconds": found.seconds}

@@ -1,0 +1,181 @@
+"""The crawl-log search of the job page, run by workers of its own, never in the thread of the request.
+
+Theory of operation: a request hands its search to a bounded queue (``crawlLogSearchQueue`` waiting
+searches; a full queue is answered at once with "busy") served by ``crawlLogSearchWorkers`` daemon threads,
+and waits for the answer. A worker streams the crawl.log records of the job's metadata WARCs from the archive
+store line by line (a crawl.log has millions of lines: nothing is read whole) and checks the search's
+deadline, ``crawlLogSearchTimeoutMs`` after the request came, before each line. It stops at the deadline,
+at MAX matches, or at the end, and hands over what it found with the line it reached. The pattern is
+compiled by RE2 (harvestdef.patterns) before the search is queued, so no line takes longer than linear time
+in its length, and a line is at most MAX_LINE_BYTES. The request waits a little beyond the deadline for the
+hand-over, and gives up (telling the worker to stop) if its search never left the queue in time.
+
+So a search holds at most one worker for at most its deadline, the waitress threads serving the other
+requests go on, and a burst of searches is refused rather than queued without end. This module does not
+know jobs or pages: webui/status/jobs.py names the files and shows the result.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from flask import current_app
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from harvestdef.patterns import CompiledPattern
+from harvestdef.settings import Settings
+from webui.context import settings
+
+log = logging.getLogger(__name__)
+
+CRAWL_LOG_MARK = "/crawl/logs/crawl.log"
+MAX_LINE_BYTES = 64 * 1024          # a longer crawl.log line is read in pieces of this size
+HANDOVER_SECONDS = 1.0              # how much longer than its deadline a request waits for the answer
+EXTENSION = "harvestsuite.crawl_log_search"
+_EXTENSION_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class CrawlLogSearchResult:
+    """What one search found: ``lines`` (up to its maximum), ``scanned`` crawl.log lines read, ``seconds``
+    from the request, and why it stopped early: ``is_capped`` (maximum matches), ``is_timed_out`` (deadline),
+    or an ``error`` (nothing searched, or a file that cannot be read)."""
+
+    lines: tuple[str, ...] = ()
+    scanned: int = 0
+    seconds: float = 0.0
+    is_capped: bool = False
+    is_timed_out: bool = False
+    error: str | None = None
+
+
+@dataclass
+class _Search:
+    paths: tuple[Path, ...]
+    domain: str
+    regex: CompiledPattern | None
+    max_matches: int
+    started: float
+    deadline: float
+    is_cancelled: threading.Event = field(default_factory=threading.Event)
+    is_done: threading.Event = field(default_factory=threading.Event)
+    result: CrawlLogSearchResult | None = None
+
+
+class CrawlLogSearcher:
+    """Crawl-log searches on worker threads of their own; see the module's theory of operation."""
+
+    def __init__(self, workers: int, waiting: int, timeout_seconds: float) -> None:
+        if workers < 1 or waiting < 1 or timeout_seconds <= 0:
+            raise ValueError(f"a crawl-log searcher needs at least one worker ({workers}), room for one waiting "
+                             f"search ({waiting}) and a positive timeout ({timeout_seconds} s)")
+        self.workers = workers
+        self.waiting = waiting
+        self.timeout_seconds = timeout_seconds
+        self._searches: queue.Queue[_Search] = queue.Queue(maxsize=waiting)
+        self._threads = [threading.Thread(target=self._work, name=f"crawl-log-search-{number}", daemon=True)
+                         for number in range(workers)]
+        for thread in self._threads:
+            thread.start()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> CrawlLogSearcher:
+        webui = settings.webui
+        return cls(webui.crawlLogSearchWorkers, webui.crawlLogSearchQueue, webui.crawlLogSearchTimeoutMs / 1000)
+
+    def search(self, paths: list[Path], domain: str, regex: CompiledPattern | None,
+               max_matches: int) -> CrawlLogSearchResult:
+        """Lines of the crawl.log records in ``paths`` on ``domain`` (or a subdomain; "" = any) that
+        ``regex`` finds something in (None = every line); waits at most the timeout and a little more."""
+        started = time.monotonic()
+        search = _Search(tuple(paths), domain, regex, max_matches, started, started + self.timeout_seconds)
+        try:
+            self._searches.put_nowait(search)
+        except queue.Full:
+            return CrawlLogSearchResult(error=f"all {self.workers} crawl-log search workers are busy and "
+                                              f"{self.waiting} searches wait already; search again in a moment")
+        if not search.is_done.wait(self.timeout_seconds + HANDOVER_SECONDS):
+            search.is_cancelled.set()
+            return CrawlLogSearchResult(seconds=time.monotonic() - started, is_timed_out=True,
+                                        error=f"no crawl-log search worker was free within "
+                                              f"{self.timeout_seconds:g} s; search again in a moment")
+        assert search.result is not None
+        return search.result
+
+    def _work(self) -> None:
+        while True:
+            search = self._searches.get()
+            try:
+                search.result = _run(search)
+            except Exception as exc:  # a worker must outlive any one search; the request sees why
+                log.exception("crawl-log search of %s failed", [str(p) for p in search.paths])
+                search.result = CrawlLogSearchResult(seconds=time.monotonic() - search.started,
+                                                     error=f"the search failed: {exc}")
+            finally:
+                search.is_done.set()
+
+
+def _run(search: _Search) -> CrawlLogSearchResult:
+    lines: list[str] = []
+    scanned = 0
+    is_capped = is_timed_out = False
+    try:
+        for line in _crawl_log_lines(search.paths):
+            # before each line: a line costs RE2 time linear in its length, so the deadline holds
+            if time.monotonic() > search.deadline or search.is_cancelled.is_set():
+                is_timed_out = True
+                break
+            scanned += 1
+            if search.domain and not _on_domain(line, search.domain):
+                continue
+            if search.regex is not None and search.regex.search(line) is None:
+                continue
+            if len(lines) == search.max_matches:
+                is_capped = True
+                break
+            lines.append(line)
+    except (OSError, ArchiveLoadFailed) as exc:
+        return CrawlLogSearchResult(tuple(lines), scanned, time.monotonic() - search.started,
+                                    error=f"the metadata WARC cannot be read: {exc}")
+    return CrawlLogSearchResult(tuple(lines), scanned, time.monotonic() - search.started, is_capped, is_timed_out)
+
+
+def _crawl_log_lines(paths: tuple[Path, ...]) -> Iterator[str]:
+    """The crawl.log lines of metadata WARCs, streamed record by record (style.md §6)."""
+    for path in paths:
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+                if record.rec_type not in ("metadata", "resource") or CRAWL_LOG_MARK not in uri:
+                    continue
+                content = record.content_stream()
+                while raw := content.readline(MAX_LINE_BYTES):
+                    yield raw.decode("utf-8", "replace").rstrip("\r\n")
+
+
+def _on_domain(line: str, domain: str) -> bool:
+    fields = line.split()
+    if len(fields) < 4:
+        return False
+    host = (urlsplit(fields[3]).hostname or "").lower()
+    return host == domain or host.endswith("." + domain)
+
+
+def crawl_log_searcher() -> CrawlLogSearcher:
+    """The searcher of this app, started at its first search."""
+    searcher = current_app.extensions.get(EXTENSION)
+    if searcher is None:
+        with _EXTENSION_LOCK:
+            searcher = current_app.extensions.get(EXTENSION)
+            if searcher is None:
+                searcher = CrawlLogSearcher.from_settings(settings())
+                current_app.extensions[EXTENSION] = searcher
+    return searcher
