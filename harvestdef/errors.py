@@ -125,6 +125,11 @@ class RefusedLinesError(ValidationError):
         super().__init__(f"{what}: {count} line{'' if count == 1 else 's'} refused, nothing was stored: "
                          + "; ".join(str(refusal) for refusal in self.refusals[:LISTED_REFUSALS]) + more)
 
+    @property
+    def summary(self) -> str:
+        """The message without the lines, for a page that lists them beneath it."""
+        return f"{self.what}: {self.total} line{'' if self.total == 1 else 's'} refused, nothing was stored"
+
     def __reduce__(self) -> tuple[type, tuple[str, tuple[LineRefusal, ...], str | None, int]]:
         return type(self), (self.what, self.refusals, self.field, self.total)
 
