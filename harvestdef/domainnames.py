@@ -35,8 +35,6 @@ MAX_URL_LENGTH = 2083
 HTTP_SCHEMES = ("http", "https")
 # A scheme as RFC 3986 writes it, at the start of a line.
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
-# What a host name may hold (IDN letters included); anything else is named in the refusal.
-_HOST_CHARACTER = re.compile(r"[\w.-]", re.UNICODE)
 _INVISIBLE = frozenset(("Cc", "Cf", "Zl", "Zp"))
 
 
@@ -48,10 +46,15 @@ def is_ip_address(host: str) -> bool:
     return True
 
 
+def _is_host_character(char: str) -> bool:
+    """Letters and digits of any script (with their combining marks, which IDNA composes), hyphen, dot."""
+    return char in ".-" or char.isalnum() or unicodedata.category(char).startswith("M")
+
+
 def _idna_reason(host: str) -> str:
     """Why the IDNA codec refused ``host``, in words (its own message names code points and positions)."""
     for char in host:
-        if char != "." and (not _HOST_CHARACTER.fullmatch(char) or char == "_"):
+        if not _is_host_character(char):
             return (f"the host '{shown(host)}' contains '{shown(char)}', which a host name cannot hold "
                     f"(letters, digits, hyphens and dots only)")
     for label in host.split("."):
@@ -61,6 +64,9 @@ def _idna_reason(host: str) -> str:
             return f"the host '{shown(host)}' has a label that starts or ends with a hyphen: '{label}'"
         if label.startswith("xn--"):
             return f"the host '{shown(host)}' has a label that is not valid punycode: '{label}'"
+        if label[2:4] == "--":
+            return (f"the host '{shown(host)}' has a label with '--' as its third and fourth characters, which only "
+                    f"punycode labels (xn--) may have: '{label}'")
     return (f"the host '{shown(host)}' is not a valid internationalised domain name (IDNA 2008 does not allow "
             f"one of its characters, or their order)")
 
@@ -206,9 +212,9 @@ def http_url(line: str) -> HttpUrl:
         after = text[match.end():] if match else ""
         if match and match.group(1).lower() in HTTP_SCHEMES:
             raise _url_refusal(f"not a URL: {match.group(1).lower()}: must be followed by //")
-        has_userinfo = "@" in text.partition("/")[0]
-        if match and after and not after[0].isdigit() and not has_userinfo:
-            # "kb.dk:8080/x" is a host and a port; "mailto:x@kb.dk" is another scheme
+        if match and after and not after[0].isdigit():
+            # "kb.dk:8080/x" is a host and a port; "mailto:x@kb.dk" is another scheme, not a user and password
+            # (NetarchiveSuite, adding http:// to it, harvested kb.dk as user "mailto")
             raise _url_refusal(f"not an http or https URL (its scheme is {match.group(1).lower()})")
         text, scheme_added = "http://" + text, True
     try:
@@ -228,9 +234,8 @@ def http_url(line: str) -> HttpUrl:
     if is_ip_address(host):
         ascii_host = f"[{host}]" if ":" in host else host
     else:
-        for char in host:
-            if not _HOST_CHARACTER.fullmatch(char) or char == "_":
-                raise DomainNameError(_idna_reason(host), _idna_reason(host))
+        if not all(_is_host_character(char) for char in host):
+            raise DomainNameError(_idna_reason(host), _idna_reason(host))
         ascii_host = to_punycode(host)
     userinfo = parts.netloc.rpartition("@")[0]
     rest = text[len(parts.scheme) + 3 + len(parts.netloc):]
@@ -270,7 +275,7 @@ def domain_of_typed(text: str) -> TypedDomain:
         domain = registered_domain(http_url(typed).host)
     except (UrlError, DomainNameError) as exc:
         raise DomainNameError(f"'{shown(typed)}': {exc.reason}", exc.reason) from exc
-    given = typed.rstrip(".").lower()
+    given = unicodedata.normalize("NFC", typed.rstrip(".").lower())
     if given in (domain, to_punycode(domain)) or (is_ip_address(given) and given.strip("[]") == domain):
         return TypedDomain(domain, None)
     return TypedDomain(domain, f"{shown(typed)} was taken as {domain}")
