@@ -359,8 +359,8 @@ class DomainImporter:
         """Import ``path``; returns the counts. Raises NotFoundError if the default template is missing,
         RefusedLinesError (nothing stored) if a line is refused (``check``)."""
         path = Path(path)
-        self.check(path)
         started = time.monotonic()
+        self.check(path)
         counts = ImportCounts()
         workers = self.parse_workers if path.stat().st_size >= self.parallel_from_bytes else 0
         names = _Reader(path, counts, self.on_bad_line, self.on_progress, self.on_note, workers=workers).names()
