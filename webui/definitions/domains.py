@@ -20,7 +20,7 @@ from sqlalchemy import Connection, select
 from harvestdef.bulkimport import DomainImporter, TakenLine
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.errors import HarvestSuiteError, RefusedLinesError
+from harvestdef.errors import HarvestSuiteError, RefusedLinesError, shown
 from harvestdef.model.definitions import ExtendedFieldType
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
@@ -142,7 +142,7 @@ def _import_file(upload: Any) -> dict[str, Any]:
     checked whole first, so a refused line stores nothing (RefusedLinesError)."""
     notes: list[TakenLine] = []
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / (Path(upload.filename or "domains.txt").name or "domains.txt")
+        path = Path(directory) / "domains.txt"  # never the client's name: it could be "..", or hold a NUL
         upload.save(path)
         importer = DomainImporter.from_settings(database(), settings(), actor=actor(), parse_workers=0,
                                                 on_note=lambda note: notes.append(note)
@@ -151,7 +151,7 @@ def _import_file(upload: Any) -> dict[str, Any]:
             counts = importer.run(path)
         except RefusedLinesError as exc:
             # the refusals name the uploaded file, not the temporary copy
-            raise RefusedLinesError(f"file {upload.filename}", exc.refusals, "file", exc.total) from exc
+            raise RefusedLinesError(f"file {shown(upload.filename or '')}", exc.refusals, "file", exc.total) from exc
     return {"counts": counts, "notes": notes, "more_notes": counts.taken_as_domain - len(notes)}
 
 
