@@ -93,8 +93,10 @@ def domain_of_line(line: str) -> str:
 
 
 def is_plain_domain(domain: str) -> bool:
-    """True if the default seeds are the plain ``http(s)://[www.]D`` forms (no IDN, no IP address)."""
-    return domain.isascii() and ":" not in domain and not domain.rpartition(".")[2].isdigit()
+    """True if the default seeds are the plain ``http(s)://[www.]D`` forms (no IDN, no IP address, not a
+    www host itself: domainnames.default_seeds)."""
+    return (domain.isascii() and ":" not in domain and not domain.rpartition(".")[2].isdigit()
+            and not domain.startswith("www."))
 
 
 def seeds_of(domain: str) -> str:

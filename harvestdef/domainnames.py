@@ -284,11 +284,14 @@ def domain_of_typed(text: str) -> TypedDomain:
 def default_seeds(domain: str) -> list[str]:
     """A new domain's default seeds (reference §2.8): http://www.D, https://www.D, http://D, https://D.
 
-    IDNs are written in punycode; an IP domain gets http and https without www.
+    IDNs are written in punycode; an IP domain gets http and https without www, and so does a domain that
+    is itself a www host under a public suffix (``www.gov.pl``, whose www.www. seeds could only fail DNS).
     """
     if is_ip_address(domain):
         host = f"[{domain}]" if ":" in domain else domain
         return [f"http://{host}", f"https://{host}"]
     ascii_name = to_punycode(domain)
+    if ascii_name.startswith("www."):
+        return [f"http://{ascii_name}", f"https://{ascii_name}"]
     return [f"http://www.{ascii_name}", f"https://www.{ascii_name}", f"http://{ascii_name}",
             f"https://{ascii_name}"]

@@ -36,6 +36,7 @@ GOOD_LINES = {
     "127.0.0.1": "127.0.0.1",
     "http://10.1.2.3:8080/": "10.1.2.3",
     "user.github.io": "user.github.io",
+    "http://www.gov.pl/web/": "www.gov.pl",
 }
 BAD_LINES = ["co.uk", "foo", "bad..name.dk", "-dash.dk", "http://", "under_score.dk"]
 

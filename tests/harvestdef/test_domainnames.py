@@ -63,6 +63,9 @@ def test_default_seeds():
     assert default_seeds("kb.dk") == ["http://www.kb.dk", "https://www.kb.dk", "http://kb.dk", "https://kb.dk"]
     assert default_seeds("københavn.dk")[0] == "http://www.xn--kbenhavn-54a.dk"
     assert default_seeds("10.1.2.3") == ["http://10.1.2.3", "https://10.1.2.3"]
+    # gov.pl is a public suffix, so www.gov.pl is a domain: no www.www.gov.pl seeds (netarchivesuite#64)
+    assert domain_of_typed("http://www.gov.pl/web/").domain == "www.gov.pl"
+    assert default_seeds("www.gov.pl") == ["http://www.gov.pl", "https://www.gov.pl"]
 
 
 @pytest.mark.parametrize(("typed", "domain", "note"), [
