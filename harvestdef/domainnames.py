@@ -36,6 +36,8 @@ HTTP_SCHEMES = ("http", "https")
 # A scheme as RFC 3986 writes it, at the start of a line.
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 _INVISIBLE = frozenset(("Cc", "Cf", "Zl", "Zp"))
+# A host of nothing but lower-case ASCII letters, digits, hyphens and dots needs no character-by-character look.
+_PLAIN_HOST = re.compile(r"[a-z0-9.-]+")
 
 
 def is_ip_address(host: str) -> bool:
@@ -187,14 +189,16 @@ def http_url(line: str) -> HttpUrl:
     is no port, a host that is no host name.
     """
     text = line.strip()
-    for char in text:
-        if unicodedata.category(char) in _INVISIBLE:
-            raise _url_refusal(f"contains the control character {shown(char)}")
+    plain = text.isascii() and text.isprintable()  # the usual line: no control character, no space but " "
+    if not plain:
+        for char in text:
+            if unicodedata.category(char) in _INVISIBLE:
+                raise _url_refusal(f"contains the control character {shown(char)}")
     if len(text) > MAX_URL_LENGTH:
         raise _url_refusal(f"is {len(text)} characters long; a URL has at most {MAX_URL_LENGTH}")
     if not text:
         raise _url_refusal("is empty")
-    if any(char.isspace() for char in text):
+    if (" " in text) if plain else any(char.isspace() for char in text):
         space = "a space" if " " in text else "whitespace"
         raise _url_refusal(f"not a URL: it contains {space} (write a space in a URL as %20)")
     scheme_added = False
@@ -231,10 +235,11 @@ def http_url(line: str) -> HttpUrl:
             raise _url_refusal(f"not a URL: its port '{shown(port_text)}' is not a number from 1 to 65535")
         port = f":{int(port_text)}"
     host = host.rstrip(".")
-    if is_ip_address(host):
+    # an address ends in a digit (IPv4) or holds a colon (IPv6); parsing every name as one costs more
+    if (host[-1:].isdigit() or ":" in host) and is_ip_address(host):
         ascii_host = f"[{host}]" if ":" in host else host
     else:
-        if not all(_is_host_character(char) for char in host):
+        if not _PLAIN_HOST.fullmatch(host) and not all(_is_host_character(char) for char in host):
             raise DomainNameError(_idna_reason(host), _idna_reason(host))
         ascii_host = to_punycode(host)
     userinfo = parts.netloc.rpartition("@")[0]
