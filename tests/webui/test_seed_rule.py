@@ -1,10 +1,10 @@
 """One seed rule at every entry point of seeds and domain names, on SQLite and PostgreSQL.
 
 One table of bad lines is fed to the seed-list page and API (create and update), event seeds (a new event
-harvest and seeds added to a harvest, page and API), configuration edits choosing a seed list stored before
-the rule, domain creation (one name, a list, a file; page and API) and the import command. Each must
-refuse every bad line with its number, the line as given and the same reason in words, and store nothing:
-the rows of every definition table are counted before and after.
+harvest and seeds added to a harvest, page, uploaded file and API), configuration edits choosing a seed
+list stored before the rule, domain creation (one name, a list, a file; page and API) and the import
+command. Each must refuse every bad line with its number, the line as given and the same reason in words,
+and store nothing: the rows of every definition table are counted before and after.
 """
 
 from __future__ import annotations
@@ -153,6 +153,21 @@ def event_page_add(env: Any, engine: Engine, lines: list[str]) -> list[tuple[int
     return page_refusals(response.get_data(as_text=True))
 
 
+def event_page_file(env: Any, engine: Engine, lines: list[str]) -> list[tuple[int, str, str]]:
+    """NetarchiveSuite's event form takes the seeds as an uploaded file too."""
+    client = env.login("curator")
+    content = "".join(line + "\n" for line in lines).encode()
+    both = client.post("/definitions/harvests/sel/seeds", content_type="multipart/form-data", data=form(
+        client, edition=str(edition_of(engine, "sel")), template="default_orderxml", seeds=GOOD,
+        seedsfile=(io.BytesIO(content), "seeds.txt")))
+    assert both.status_code == 400 and "not both" in both.get_data(as_text=True)
+    response = client.post("/definitions/harvests/sel/seeds", content_type="multipart/form-data", data=form(
+        client, edition=str(edition_of(engine, "sel")), template="default_orderxml",
+        seedsfile=(io.BytesIO(content), "seeds.txt")))
+    assert response.status_code == 400
+    return page_refusals(response.get_data(as_text=True))
+
+
 def event_api_new(env: Any, engine: Engine, lines: list[str]) -> list[tuple[int, str, str]]:
     return api_refusals(env.api("curator", "post", "/api/v1/harvests", json={
         "type": "event", "name": "ev", "schedule": "Once", "template": "default_orderxml", "seeds": lines}))
@@ -242,7 +257,7 @@ def import_command(env: Any, engine: Engine, lines: list[str]) -> list[tuple[int
 
 SEED_LIST_ENTRY_POINTS = [seedlist_page_create, seedlist_page_update, seedlist_api_create, seedlist_api_update,
                           configuration_page, configuration_api]
-OTHER_ENTRY_POINTS = [event_page_new, event_page_add, event_api_new, event_api_add, domains_page_one,
+OTHER_ENTRY_POINTS = [event_page_new, event_page_add, event_page_file, event_api_new, event_api_add, domains_page_one,
                       domains_page_list, domains_page_file, domains_api, import_command]
 
 

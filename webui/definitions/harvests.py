@@ -54,6 +54,30 @@ def _choices(conn: Any) -> dict[str, Any]:
             "snapshot_names": [h.name for h in HarvestRepository(conn).all_harvests(HarvestKind.SNAPSHOT)]}
 
 
+# The largest seeds file the event harvest form takes: NetarchiveSuite's limit for a job's combined seed list.
+MAX_SEEDS_FILE_BYTES = 64 * 1024 * 1024
+
+
+def event_seeds() -> str:
+    """The event harvest form's seeds: the text area's lines, or those of the uploaded file (UTF-8), which
+    NetarchiveSuite's form also takes; not both, so that line numbers name one input."""
+    typed = request.form.get("seeds", "")
+    upload = request.files.get("seedsfile")
+    if upload is None or not upload.filename:
+        return typed
+    if typed.strip():
+        raise ApiError("invalid", "give the seeds in the text area or as a file, not both", "seedsfile")
+    content = upload.stream.read(MAX_SEEDS_FILE_BYTES + 1)
+    if len(content) > MAX_SEEDS_FILE_BYTES:
+        raise ApiError("invalid", f"a seeds file holds at most {MAX_SEEDS_FILE_BYTES} bytes", "seedsfile")
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = content[:exc.start].count(b"\n") + 1
+        raise ApiError("invalid", f"the seeds file is not UTF-8: line {line} holds a byte that UTF-8 does not "
+                                  f"allow there", "seedsfile") from exc
+
+
 def parse_configurations(text: str) -> list[dict[str, Any]]:
     """One ``domain`` or ``domain/configuration`` a line (the domain's default configuration if none)."""
     entries = []
@@ -85,7 +109,7 @@ def new_harvest(kind: str) -> Any:
         if kind == "selective":
             data["configurations"] = parse_configurations(request.form.get("configurations", ""))
         if kind == "event":
-            data["seeds"] = request.form.get("seeds", "")
+            data["seeds"] = event_seeds()
         try:
             with database().begin() as conn:
                 created = api.create_harvest_from(conn, data)
@@ -160,7 +184,7 @@ def harvest_seeds(name: str) -> Any:
         try:
             with database().begin() as conn:
                 made = api.harvest_repository(conn).add_seeds(
-                    name, request.form.get("seeds", ""), data.get("template", ""), data.get("edition", 0),
+                    name, event_seeds(), data.get("template", ""), data.get("edition", 0),
                     maxbytes=data.get("max_bytes", -1), maxobjects=data.get("max_objects", -1))
         except RefusedLinesError as exc:
             return show_refusals(exc, lambda: _harvest_page(name))
