@@ -1,7 +1,11 @@
 """Bulk import of domains from a file of domain names or URLs (``harvestsuite domains import``).
 
 Each line (UTF-8; blank lines and ``#`` comments ignored) names a domain, a host or a URL; it becomes its
-registered domain (IDNs stored in Unicode). Every new domain gets, as NetarchiveSuite's
+registered domain (IDNs stored in Unicode) by the same rule as every other way of creating domains
+(harvestdef.domainnames.domain_of_typed), and a line taken as another name is counted (``taken_as_domain``)
+and reported to ``on_note``. The whole file is checked before anything is written: if any line is refused,
+every refused line is reported (``on_bad_line``: file, line number, line, reason), RefusedLinesError is
+raised and nothing is stored. Every new domain gets, as NetarchiveSuite's
 Domain.getDefaultDomain does (reference §2.8), a configuration (settings.domain.defaultConfig, on the
 template settings.domain.defaultOrderxml, with the default limits), a seed list
 (settings.domain.defaultSeedlist, the default seeds) linked to it, and domains.defaultconfig set.
@@ -58,8 +62,8 @@ from harvestdef.bulkload import copy_rows, restore_constraints, set_aside_constr
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
-from harvestdef.domainnames import default_seeds, domain_of_url
-from harvestdef.errors import DatabaseError, DomainNameError, NotFoundError
+from harvestdef.domainnames import MAX_URL_LENGTH, default_seeds, domain_of_typed
+from harvestdef.errors import DatabaseError, DomainNameError, LineRefusal, NotFoundError, RefusedLinesError, shown
 from harvestdef.repositories.definitioncounts import add_tld_counts, recheck_unused
 from harvestdef.repositories.domains import DomainDefaults
 from harvestdef.settings import Settings
@@ -67,13 +71,17 @@ from harvestdef.settings import Settings
 # The common line, "example.dk" or "http://www.example.dk/path", is handled without the general URL
 # parser, IDNA codec and checks of harvestdef.domainnames, which cost ~70 µs a line (two minutes for two
 # million lines). The fast path accepts only plain lower-ASCII host names that those checks would accept
-# unchanged (no "--", so no punycode; no numeric last label, so no IP address) and asks the same
-# public-suffix list; everything else takes the general path. tests/harvestdef/test_bulkimport.py checks
-# that both paths agree.
-_SIMPLE_LINE = re.compile(r"(?:https?://)?([a-z0-9.-]+)(?::[0-9]{1,5})?(?:[/?#].*)?", re.ASCII | re.IGNORECASE)
+# unchanged (no "--", so no punycode; no numeric last label, so no IP address), a port from 1 to 65535 and
+# a path of printable ASCII without spaces, and asks the same public-suffix list; everything else takes the
+# general path. tests/harvestdef/test_bulkimport.py checks that both paths agree.
+_SIMPLE_LINE = re.compile(r"(?:https?://)?([a-z0-9.-]+)(?::([0-9]{1,5}))?(?:[/?#][!-~]*)?",
+                          re.ASCII | re.IGNORECASE)
 _PLAIN_HOST = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)(?:\.(?!-)[a-z0-9-]{1,63}(?<!-))+", re.ASCII)
 _MAX_HOST_LENGTH = 253
 _public_suffixes = PublicSuffixList()
+
+# Refused lines a RefusedLinesError of an import carries (on_bad_line gets every one of them).
+KEPT_REFUSALS = 1000
 
 # Rows per executemany on SQLite.
 _SQLITE_CHUNK = 10_000
@@ -89,19 +97,22 @@ _DOMAIN_TABLES = ("domains", "configurations", "seedlists", "config_seedlists")
 def domain_of_line(line: str) -> str:
     """The registered domain named by one stripped input line; DomainNameError with the reason if none."""
     match = _SIMPLE_LINE.fullmatch(line)
-    if match is not None:
+    if match is not None and len(line) <= MAX_URL_LENGTH and (match.group(2) is None
+                                                              or 0 < int(match.group(2)) < 65536):
         host = match.group(1).lower()
         if (len(host) <= _MAX_HOST_LENGTH and "--" not in host and _PLAIN_HOST.fullmatch(host)
                 and not host.rpartition(".")[2].isdigit()):
             domain = _public_suffixes.privatesuffix(host)
             if domain is not None:
                 return domain
-    return domain_of_url(line)
+    return domain_of_typed(line).domain
 
 
 def is_plain_domain(domain: str) -> bool:
-    """True if the default seeds are the plain ``http(s)://[www.]D`` forms (no IDN, no IP address)."""
-    return domain.isascii() and ":" not in domain and not domain.rpartition(".")[2].isdigit()
+    """True if the default seeds are the plain ``http(s)://[www.]D`` forms (no IDN, no IP address, not a
+    www host itself: domainnames.default_seeds)."""
+    return (domain.isascii() and ":" not in domain and not domain.rpartition(".")[2].isdigit()
+            and not domain.startswith("www."))
 
 
 def seeds_of(domain: str) -> str:
@@ -131,6 +142,19 @@ class BadLine:
         return f"{self.path}:{self.line_number}: {self.text}: {self.reason}"
 
 
+@dataclass(frozen=True)
+class TakenLine:
+    """A line that was taken as another name than it says: ``www.kb.dk`` or a URL as its registered domain."""
+
+    path: str
+    line_number: int
+    text: str
+    domain: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line_number}: {self.text} was taken as {self.domain}"
+
+
 @dataclass
 class ImportCounts:
     """What an import did; ``already_present`` includes ``repaired`` (present, but had no configuration)."""
@@ -141,6 +165,7 @@ class ImportCounts:
     repaired: int = 0
     duplicates_in_file: int = 0
     bad_lines: int = 0
+    taken_as_domain: int = 0
     batches: int = 0
     complete: bool = False
     seconds: float = 0.0
@@ -149,6 +174,7 @@ class ImportCounts:
         return (f"lines read: {self.lines_read}, domains created: {self.domains_created}, "
                 f"already present: {self.already_present} (repaired: {self.repaired}), "
                 f"duplicates in file: {self.duplicates_in_file}, bad lines: {self.bad_lines}, "
+                f"taken as their registered domain: {self.taken_as_domain}, "
                 f"seconds: {self.seconds:.1f}")
 
 
@@ -159,8 +185,16 @@ class _Bad(NamedTuple):
     reason: str
 
 
-# One parsed line: None (blank or comment), a plain domain, (domain, seeds) for an IDN or IP domain, or _Bad.
-_Entry = str | tuple[str, str] | _Bad | None
+class _Taken(NamedTuple):
+    """A line that names its domain by a host or URL: the line, and its entry as a plain or other domain."""
+
+    text: str
+    entry: str | tuple[str, str]
+
+
+# One parsed line: None (blank or comment), a plain domain, (domain, seeds) for an IDN or IP domain, _Taken
+# for either of those written as a host or URL, or _Bad.
+_Entry = str | tuple[str, str] | _Taken | _Bad | None
 
 
 def parse_block(block: bytes, starts_file: bool) -> list[_Entry]:
@@ -173,7 +207,7 @@ def parse_block(block: bytes, starts_file: bool) -> list[_Entry]:
         try:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as exc:
-            entries.append(_Bad(raw.decode("utf-8", "replace").strip(), f"not UTF-8 ({exc.reason})"))
+            entries.append(_Bad(shown(raw.decode("utf-8", "replace").strip()), f"not UTF-8 ({exc.reason})"))
             continue
         if starts_file and index == 0:
             line = line.lstrip("\ufeff").strip()
@@ -183,9 +217,11 @@ def parse_block(block: bytes, starts_file: bool) -> list[_Entry]:
         try:
             domain = domain_of_line(line)
         except DomainNameError as exc:
-            entries.append(_Bad(line, str(exc)))
+            entries.append(_Bad(shown(line), exc.reason))
             continue
-        entries.append(domain if is_plain_domain(domain) else (domain, seeds_of(domain)))
+        entry = domain if is_plain_domain(domain) else (domain, seeds_of(domain))
+        # a plain name as typed (any case, a final dot) is no note; a host, a URL or punycode is
+        entries.append(entry if line.rstrip(".").lower() == domain else _Taken(line, entry))
     return entries
 
 
@@ -220,6 +256,7 @@ class _Reader:
     counts: ImportCounts
     on_bad_line: Callable[[BadLine], None]
     on_progress: Callable[[int], None]
+    on_note: Callable[[TakenLine], None] = field(default=lambda _: None)
     workers: int = 0
     block_bytes: int = 1 << 20
     prefetch: int = 24
@@ -234,6 +271,12 @@ class _Reader:
                     counts.lines_read += 1
                     if entry is None:
                         continue
+                    if type(entry) is _Taken:
+                        counts.taken_as_domain += 1
+                        taken = entry.entry
+                        self.on_note(TakenLine(str(self.path), counts.lines_read, shown(entry.text),
+                                               taken if type(taken) is str else taken[0]))
+                        entry = taken
                     if type(entry) is str:
                         domain, seeds = entry, None
                     elif type(entry) is tuple:
@@ -282,7 +325,7 @@ class DomainImporter:
                  on_bad_line: Callable[[BadLine], None] = _ignore, on_progress: Callable[[int], None] = _ignore,
                  stop_after_batches: int | None = None, parse_workers: int | None = None,
                  parallel_from_bytes: int = 16 << 20, copy_size: int | None = None,
-                 lock_timeout: float = 30.0) -> None:
+                 lock_timeout: float = 30.0, on_note: Callable[[TakenLine], None] = _ignore) -> None:
         """``batch_size``: names per transaction (default 2,000,000 on PostgreSQL, 50,000 on SQLite).
 
         ``rebuild_indexes``: drop and restore indexes and constraints during a batch (PostgreSQL only);
@@ -303,6 +346,7 @@ class DomainImporter:
         self.rebuild_indexes = rebuild_indexes
         self.on_bad_line = on_bad_line
         self.on_progress = on_progress
+        self.on_note = on_note
         self.stop_after_batches = stop_after_batches
         self.parse_workers = max(1, (os.cpu_count() or 2) - 1) if parse_workers is None else parse_workers
         self.parallel_from_bytes = parallel_from_bytes
@@ -314,9 +358,31 @@ class DomainImporter:
         options.setdefault("lock_timeout", settings.database.importLockTimeout)
         return cls(engine, DomainDefaults.from_settings(settings), **options)
 
+    def check(self, path: Path | str, source_name: str | None = None) -> ImportCounts:
+        """Read the whole file, writing nothing: every refused line goes to ``on_bad_line``, and if there is
+        one, RefusedLinesError names them (the first KEPT_REFUSALS) with their count. ``source_name`` as for
+        ``run``."""
+        path = Path(path)
+        name = source_name or str(path)
+        counts = ImportCounts()
+        refusals: list[LineRefusal] = []
+
+        def refused(bad: BadLine) -> None:
+            self.on_bad_line(bad)
+            if len(refusals) < KEPT_REFUSALS:
+                refusals.append(LineRefusal(bad.line_number, bad.text, bad.reason))
+
+        workers = self.parse_workers if path.stat().st_size >= self.parallel_from_bytes else 0
+        for _ in _Reader(path, name, counts, refused, _ignore, workers=workers).names():
+            pass
+        if counts.bad_lines:
+            raise RefusedLinesError(name, refusals, "file", total=counts.bad_lines)
+        return counts
+
     def run(self, path: Path | str, source_name: str | None = None) -> ImportCounts:
         """Import ``path``; returns the counts. Raises NotFoundError if the default template is missing,
-        DatabaseError (a sentence without SQL) if the database fails or stays locked.
+        RefusedLinesError (nothing stored) if a line is refused (``check``), DatabaseError (a sentence
+        without SQL) if the database fails or stays locked.
 
         ``source_name`` names the file in bad-line reports, errors and the audit log (default: the path),
         for a file that lives under a temporary name (the web UI's upload).
@@ -324,9 +390,11 @@ class DomainImporter:
         path = Path(path)
         name = source_name or str(path)
         started = time.monotonic()
+        self.check(path, name)
         counts = ImportCounts()
         workers = self.parse_workers if path.stat().st_size >= self.parallel_from_bytes else 0
-        names = _Reader(path, name, counts, self.on_bad_line, self.on_progress, workers=workers).names()
+        names = _Reader(path, name, counts, self.on_bad_line, self.on_progress, self.on_note,
+                        workers=workers).names()
         audit_id: int | None = None
         try:
             with self.engine.connect() as conn:

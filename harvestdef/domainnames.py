@@ -1,28 +1,43 @@
-"""Domain-name rules: which registered domain a host belongs to, IDNs, IP addresses, default seeds.
+"""Domain-name rules: which registered domain a host belongs to, IDNs, IP addresses, the host a typed URL
+names, what a user typed where a domain name is expected, default seeds.
 
 The registered domain comes from the public-suffix list bundled with ``publicsuffixlist`` (offline; it
 never touches the network). Domain names are stored in Unicode (``københavn.dk``); seeds and URLs carry
 the punycode form (``xn--kbenhavn-54a.dk``), as crawlers need it. An IP address is its own domain: the
 public-suffix list would read ``127.0.0.1`` as a name under ``1``, so addresses are recognised first.
+
+Every refusal says in words what is wrong (``contains ':', which a host name cannot hold``); the IDNA
+library's own messages (``Codepoint U+003A at position 5 ...``) never reach a user.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 import idna
 from publicsuffixlist import PublicSuffixList
 
-from harvestdef.errors import DomainNameError
+from harvestdef.errors import DomainNameError, UrlError, shown
 
 _psl = PublicSuffixList()
 
 # A label of letters, digits and hyphens (Unicode letters allowed: IDNs are checked by idna afterwards).
 _LABEL = re.compile(r"^(?!-)[\w-]+(?<!-)$", re.UNICODE)
 MAX_NAME_LENGTH = 253
+# The longest URL a seed may be: Heritrix's UURI refuses longer ones (UsableURI.MAX_URL_LENGTH), and so does
+# Scrapy's default URLLENGTH_LIMIT; a longer line is a paste gone wrong, not a seed.
+MAX_URL_LENGTH = 2083
+HTTP_SCHEMES = ("http", "https")
+# A scheme as RFC 3986 writes it, at the start of a line.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+_INVISIBLE = frozenset(("Cc", "Cf", "Zl", "Zp"))
+# A host of nothing but lower-case ASCII letters, digits, hyphens and dots needs no character-by-character look.
+_PLAIN_HOST = re.compile(r"[a-z0-9.-]+")
 
 
 def is_ip_address(host: str) -> bool:
@@ -33,6 +48,31 @@ def is_ip_address(host: str) -> bool:
     return True
 
 
+def _is_host_character(char: str) -> bool:
+    """Letters and digits of any script (with their combining marks, which IDNA composes), hyphen, dot."""
+    return char in ".-" or char.isalnum() or unicodedata.category(char).startswith("M")
+
+
+def _idna_reason(host: str) -> str:
+    """Why the IDNA codec refused ``host``, in words (its own message names code points and positions)."""
+    for char in host:
+        if not _is_host_character(char):
+            return (f"the host '{shown(host)}' contains '{shown(char)}', which a host name cannot hold "
+                    f"(letters, digits, hyphens and dots only)")
+    for label in host.split("."):
+        if not label:
+            return f"the host '{shown(host)}' has an empty label (two dots in a row, or a dot at the start)"
+        if label.startswith("-") or label.endswith("-"):
+            return f"the host '{shown(host)}' has a label that starts or ends with a hyphen: '{label}'"
+        if label.startswith("xn--"):
+            return f"the host '{shown(host)}' has a label that is not valid punycode: '{label}'"
+        if label[2:4] == "--":
+            return (f"the host '{shown(host)}' has a label with '--' as its third and fourth characters, which only "
+                    f"punycode labels (xn--) may have: '{label}'")
+    return (f"the host '{shown(host)}' is not a valid internationalised domain name (IDNA 2008 does not allow "
+            f"one of its characters, or their order)")
+
+
 def to_unicode(host: str) -> str:
     """``xn--kbenhavn-54a.dk`` -> ``københavn.dk``; lower-cased; ASCII names unchanged."""
     host = host.strip().rstrip(".").lower()
@@ -40,8 +80,9 @@ def to_unicode(host: str) -> str:
         return host.strip("[]")
     try:
         return idna.decode(host)
-    except idna.IDNAError as exc:
-        raise DomainNameError(f"{host!r} is not a valid host name: {exc}") from exc
+    except (idna.IDNAError, UnicodeError) as exc:
+        reason = _idna_reason(host)
+        raise DomainNameError(f"'{shown(host)}' is not a valid host name: {reason}", reason) from exc
 
 
 def to_punycode(host: str) -> str:
@@ -52,26 +93,33 @@ def to_punycode(host: str) -> str:
         return host.strip("[]") if host.startswith("[") and is_ip_address(host) else host
     try:
         return idna.encode(host, uts46=True).decode("ascii")
-    except idna.IDNAError as exc:
-        raise DomainNameError(f"{host!r} is not a valid host name: {exc}") from exc
+    except (idna.IDNAError, UnicodeError) as exc:
+        reason = _idna_reason(host)
+        raise DomainNameError(f"'{shown(host)}' is not a valid host name: {reason}", reason) from exc
+
+
+def _refuse(original: str, reason: str) -> DomainNameError:
+    return DomainNameError(f"'{shown(original)}' {reason}", f"the host '{shown(original.strip())}' {reason}")
 
 
 def _check_labels(name: str, original: str) -> None:
     if not name:
-        raise DomainNameError(f"{original!r} is empty")
+        raise _refuse(original, "is empty")
     if len(name) > MAX_NAME_LENGTH:
-        raise DomainNameError(f"{original!r} is longer than {MAX_NAME_LENGTH} characters")
+        raise _refuse(original, f"is longer than {MAX_NAME_LENGTH} characters")
     labels = name.split(".")
     if len(labels) < 2:
-        raise DomainNameError(f"{original!r} has no top-level domain (a domain needs at least two labels)")
+        raise _refuse(original, "has no top-level domain (a domain needs at least two labels)")
     for label in labels:
         if not label:
-            raise DomainNameError(f"{original!r} has an empty label")
+            raise _refuse(original, "has an empty label")
         if len(label) > 63:
-            raise DomainNameError(f"{original!r} has a label longer than 63 characters: {label[:20]!r}...")
+            raise _refuse(original, f"has a label longer than 63 characters: '{label[:20]}...'")
         if not _LABEL.match(label) or "_" in label:
-            raise DomainNameError(
-                f"{original!r} has an invalid label {label!r} (letters, digits and inner hyphens only)")
+            raise _refuse(original, f"is not a valid host name: its label '{shown(label)}' may hold letters, digits "
+                                    f"and inner hyphens only")
+    if labels[-1].isdigit():
+        raise _refuse(original, "is not a valid IP address, and a top-level domain is never a number")
 
 
 @lru_cache(maxsize=65536)
@@ -84,15 +132,18 @@ def registered_domain(host: str) -> str:
     original = host
     host = host.strip().rstrip(".").lower()
     if not host:
-        raise DomainNameError(f"{original!r} is empty")
+        raise _refuse(original, "is empty")
     if is_ip_address(host):
         return str(ipaddress.ip_address(host.strip("[]")))
+    if len(host) > MAX_NAME_LENGTH * 4:
+        # no IDN is that long in any form; the codec need not read it to say so
+        raise _refuse(original, f"is longer than {MAX_NAME_LENGTH} characters")
     unicode_host = to_unicode(to_punycode(host))
     _check_labels(unicode_host, original)
     ascii_host = to_punycode(unicode_host)
     domain = _psl.privatesuffix(ascii_host)
     if domain is None:
-        raise DomainNameError(f"{original!r} is a public suffix, not a domain that can be registered")
+        raise _refuse(original, "is a public suffix, not a domain that can be registered")
     return to_unicode(domain)
 
 
@@ -104,22 +155,104 @@ def normalize_domain_name(name: str) -> str:
     domain = registered_domain(name)
     given = name.strip().rstrip(".").lower()
     if not is_ip_address(given) and to_unicode(to_punycode(given)) != domain:
-        raise DomainNameError(f"{name!r} is not a registered domain; its domain is {domain!r}")
+        raise DomainNameError(f"'{shown(name)}' is not a registered domain; its domain is '{domain}'")
     return domain
 
 
-def host_of_url(url: str) -> str:
-    """The host of a URL or of a bare ``host/path`` line, lower-cased, without port."""
-    text = url.strip()
-    if "://" not in text:
-        text = "http://" + text
+@dataclass(frozen=True)
+class HttpUrl:
+    """An http(s) URL as the crawler will fetch it: the scheme added where the line had none (as
+    NetarchiveSuite's event harvest and Heritrix's seed reader add ``http://``), scheme and host in lower
+    case, the host in punycode; user, port, path, query and fragment as they were given."""
+
+    scheme: str
+    userinfo: str  # "" or "user:password@"
+    host: str  # ASCII; an IPv6 address in brackets
+    port: str  # "" or ":8080"
+    rest: str  # path, query and fragment
+    scheme_added: bool
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.userinfo}{self.host}{self.port}{self.rest}"
+
+
+def _url_refusal(reason: str) -> UrlError:
+    return UrlError(reason, reason)
+
+
+def http_url(line: str) -> HttpUrl:
+    """The http(s) URL a line names (a URL, or a bare ``host/path`` that gets ``http://``).
+
+    Raises UrlError or DomainNameError whose ``reason`` says in words what is wrong: a control or
+    invisible character, over MAX_URL_LENGTH, whitespace, another scheme (``ftp://``), no host, a port that
+    is no port, a host that is no host name.
+    """
+    text = line.strip()
+    plain = text.isascii() and text.isprintable()  # the usual line: no control character, no space but " "
+    if not plain:
+        for char in text:
+            if unicodedata.category(char) in _INVISIBLE:
+                raise _url_refusal(f"contains the control character {shown(char)}")
+    if len(text) > MAX_URL_LENGTH:
+        raise _url_refusal(f"is {len(text)} characters long; a URL has at most {MAX_URL_LENGTH}")
+    if not text:
+        raise _url_refusal("is empty")
+    if (" " in text) if plain else any(char.isspace() for char in text):
+        space = "a space" if " " in text else "whitespace"
+        raise _url_refusal(f"not a URL: it contains {space} (write a space in a URL as %20)")
+    scheme_added = False
+    before, separator, _ = text.partition("://")
+    if separator:
+        if not _SCHEME.fullmatch(before + ":"):
+            raise _url_refusal("not a URL: no scheme before ://" if not before else
+                               f"not a URL: '{shown(before)}' before :// is not a scheme")
+        if before.lower() not in HTTP_SCHEMES:
+            raise _url_refusal(f"not an http or https URL (its scheme is {before.lower()})")
+    elif text.startswith("//"):
+        raise _url_refusal("not a URL: it starts with // and has no scheme (write http:// or https://)")
+    else:
+        match = _SCHEME.match(text)
+        after = text[match.end():] if match else ""
+        if match and match.group(1).lower() in HTTP_SCHEMES:
+            raise _url_refusal(f"not a URL: {match.group(1).lower()}: must be followed by //")
+        if match and after and not after[0].isdigit():
+            # "kb.dk:8080/x" is a host and a port; "mailto:x@kb.dk" is another scheme, not a user and password
+            # (NetarchiveSuite, adding http:// to it, harvested kb.dk as user "mailto")
+            raise _url_refusal(f"not an http or https URL (its scheme is {match.group(1).lower()})")
+        text, scheme_added = "http://" + text, True
     try:
-        host = urlsplit(text).hostname
+        parts = urlsplit(text)
     except ValueError as exc:
-        raise DomainNameError(f"{url!r} is not a valid URL: {exc}") from exc
+        raise _url_refusal("not a URL: its host has a [ without a ] (an IPv6 address is written [::1])") from exc
+    host = parts.hostname
     if not host:
-        raise DomainNameError(f"{url!r} has no host name")
-    return host
+        raise _url_refusal("not a URL: no host")
+    port_text = parts.netloc.rpartition("]")[2].rpartition("@")[2].partition(":")[2] if ":" in parts.netloc else ""
+    port = ""
+    if port_text:
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise _url_refusal(f"not a URL: its port '{shown(port_text)}' is not a number from 1 to 65535")
+        port = f":{int(port_text)}"
+    host = host.rstrip(".")
+    # an address ends in a digit (IPv4) or holds a colon (IPv6); parsing every name as one costs more
+    if (host[-1:].isdigit() or ":" in host) and is_ip_address(host):
+        ascii_host = f"[{host}]" if ":" in host else host
+    else:
+        if not _PLAIN_HOST.fullmatch(host) and not all(_is_host_character(char) for char in host):
+            raise DomainNameError(_idna_reason(host), _idna_reason(host))
+        ascii_host = to_punycode(host)
+    userinfo = parts.netloc.rpartition("@")[0]
+    rest = text[len(parts.scheme) + 3 + len(parts.netloc):]
+    return HttpUrl(parts.scheme.lower(), f"{userinfo}@" if userinfo else "", ascii_host, port, rest, scheme_added)
+
+
+def host_of_url(url: str) -> str:
+    """The host of a URL or of a bare ``host/path`` line, lower-cased, without port (ASCII form)."""
+    try:
+        return http_url(url).host.strip("[]")
+    except (UrlError, DomainNameError) as exc:
+        raise DomainNameError(f"'{shown(url.strip())}': {exc.reason}", exc.reason) from exc
 
 
 def domain_of_url(url: str) -> str:
@@ -127,14 +260,43 @@ def domain_of_url(url: str) -> str:
     return registered_domain(host_of_url(url))
 
 
+@dataclass(frozen=True)
+class TypedDomain:
+    """The domain a user meant by what they typed, and a note when it is not what they typed
+    (``http://www.kb.dk/x was taken as kb.dk``)."""
+
+    domain: str
+    note: str | None
+
+
+def domain_of_typed(text: str) -> TypedDomain:
+    """What a user typed where a domain name is expected, as a registered domain (stored form).
+
+    A URL or a host becomes its registered domain, and the note says so; a bad name raises DomainNameError
+    whose ``reason`` says in words what is wrong (the same words a seed with that line gets).
+    """
+    typed = text.strip()
+    try:
+        domain = registered_domain(http_url(typed).host)
+    except (UrlError, DomainNameError) as exc:
+        raise DomainNameError(f"'{shown(typed)}': {exc.reason}", exc.reason) from exc
+    given = unicodedata.normalize("NFC", typed.rstrip(".").lower())
+    if given in (domain, to_punycode(domain)) or (is_ip_address(given) and given.strip("[]") == domain):
+        return TypedDomain(domain, None)
+    return TypedDomain(domain, f"{shown(typed)} was taken as {domain}")
+
+
 def default_seeds(domain: str) -> list[str]:
     """A new domain's default seeds (reference §2.8): http://www.D, https://www.D, http://D, https://D.
 
-    IDNs are written in punycode; an IP domain gets http and https without www.
+    IDNs are written in punycode; an IP domain gets http and https without www, and so does a domain that
+    is itself a www host under a public suffix (``www.gov.pl``, whose www.www. seeds could only fail DNS).
     """
     if is_ip_address(domain):
         host = f"[{domain}]" if ":" in domain else domain
         return [f"http://{host}", f"https://{host}"]
     ascii_name = to_punycode(domain)
+    if ascii_name.startswith("www."):
+        return [f"http://{ascii_name}", f"https://{ascii_name}"]
     return [f"http://www.{ascii_name}", f"https://www.{ascii_name}", f"http://{ascii_name}",
             f"https://{ascii_name}"]

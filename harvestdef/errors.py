@@ -7,6 +7,8 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── SettingsError              a settings file or variable is wrong (names key, source, expected type)
     ├── ValidationError            bad input from a person or a file (names the input and what is wrong)
     │   ├── DomainNameError        not a valid domain name (with the reason)
+    │   ├── UrlError               a URL that cannot be a seed or name a domain (with the reason)
+    │   ├── RefusedLinesError      lines of seeds or domain names refused, each with line, text and reason
     │   ├── TemplateError          a crawl template that is not well-formed (line and column)
     │   ├── CrawlerTrapError       a crawler trap that is not a valid regular expression (line)
     │   ├── PatternError           a regular expression that cannot be used as given (the construct, column)
@@ -44,6 +46,17 @@ joined, so ``except ValueError``/``KeyError``/``RuntimeError`` still catches the
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# How much of a refused line an error shows; a longer one is cut, with its length said.
+SHOWN_LINE_CHARACTERS = 120
+# How many refused lines the message of a RefusedLinesError lists; its ``refusals`` hold all of them.
+LISTED_REFUSALS = 20
+# Unicode categories a line shows as escapes: controls, format characters, line and paragraph separators.
+_INVISIBLE = frozenset(("Cc", "Cf", "Zl", "Zp"))
+
 
 class HarvestSuiteError(Exception):
     """Base of every error HarvestSuite raises on purpose."""
@@ -58,7 +71,71 @@ class ValidationError(HarvestSuiteError):
 
 
 class DomainNameError(ValidationError):
-    """A name that is not a valid domain name; the message says why."""
+    """A name that is not a valid domain name; the message names it and says why, ``reason`` says only why."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
+
+
+class UrlError(ValidationError):
+    """A URL that cannot be used as a seed or to name a domain; ``reason`` says why in words."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
+
+
+def shown(text: str) -> str:
+    """A line as an error shows it: invisible characters escaped (``\\x00``, ``\\u200b``), cut if very long."""
+    escaped = "".join(char.encode("unicode_escape").decode("ascii")
+                      if unicodedata.category(char) in _INVISIBLE else char for char in text)
+    if len(escaped) <= SHOWN_LINE_CHARACTERS:
+        return escaped
+    return f"{escaped[:SHOWN_LINE_CHARACTERS - 20]}… ({len(text)} characters)"
+
+
+@dataclass(frozen=True)
+class LineRefusal:
+    """One refused line of an input: its 1-based number, the line as shown (``shown``), the reason in words."""
+
+    line: int
+    text: str
+    reason: str
+
+    @classmethod
+    def of(cls, line: int, raw: str, reason: str) -> LineRefusal:
+        return cls(line, shown(raw), reason)
+
+    def __str__(self) -> str:
+        return f"line {self.line}: '{self.text}': {self.reason}"
+
+
+class RefusedLinesError(ValidationError):
+    """Lines of an input (a seed list, event seeds, domain names, a file) that were refused: every one of
+    them, in ``refusals``; nothing of the request was stored. ``what`` names the input, ``field`` the
+    request field it came in (for the API's answer). ``total`` counts the refused lines when ``refusals``
+    holds only the first of very many (a file of millions of lines)."""
+
+    def __init__(self, what: str, refusals: Sequence[LineRefusal], field: str | None = None,
+                 total: int | None = None) -> None:
+        self.what = what
+        self.refusals = tuple(refusals)
+        self.field = field
+        self.total = max(total or 0, len(self.refusals))
+        count = self.total
+        listed = min(len(self.refusals), LISTED_REFUSALS)
+        more = f"; and {count - listed} more" if count > listed else ""
+        super().__init__(f"{what}: {count} line{'' if count == 1 else 's'} refused, nothing was stored: "
+                         + "; ".join(str(refusal) for refusal in self.refusals[:LISTED_REFUSALS]) + more)
+
+    @property
+    def summary(self) -> str:
+        """The message without the lines, for a page that lists them beneath it."""
+        return f"{self.what}: {self.total} line{'' if self.total == 1 else 's'} refused, nothing was stored"
+
+    def __reduce__(self) -> tuple[type, tuple[str, tuple[LineRefusal, ...], str | None, int]]:
+        return type(self), (self.what, self.refusals, self.field, self.total)
 
 
 class TemplateError(ValidationError):

@@ -24,11 +24,13 @@ def domains() -> None:
 def import_domains(app: AppContext, file: Path, actor: str, batch_size: int | None) -> None:
     """Create a domain, with its default configuration and seed list, for every domain or URL in FILE.
 
-    One name or URL per line (UTF-8); blank lines and lines starting with # are ignored. Bad lines are
-    reported as FILE:LINE: text: reason and skipped. Running it again (for instance after an interruption)
-    creates only what is missing. Exit status 0 if every line was good, 1 if some were bad.
+    One name, host or URL per line (UTF-8); blank lines and lines starting with # are ignored; a host or
+    URL is taken as its registered domain (www.kb.dk as kb.dk). The whole file is checked first: bad lines
+    are reported as FILE:LINE: text: reason, and if there is one, nothing is imported (exit status 1).
+    Running it again (for instance after an interruption) creates only what is missing.
     """
     from harvestdef.bulkimport import BadLine, DomainImporter
+    from harvestdef.errors import RefusedLinesError
 
     def report(bad: BadLine) -> None:
         click.echo(str(bad), err=True)
@@ -40,11 +42,12 @@ def import_domains(app: AppContext, file: Path, actor: str, batch_size: int | No
             on_bad_line=report, on_progress=bar.update)
         try:
             counts = importer.run(file)
+        except RefusedLinesError as exc:
+            # a ClickException, not ctx.exit(1): harvestsuite's main() drops the status of a plain exit
+            raise click.ClickException(f"{file}: {exc.total} bad line(s), reported above; nothing was imported, "
+                                       f"correct them and run the import again") from exc
         except KeyboardInterrupt:
             click.echo("\ninterrupted: the batches committed so far stay; run the same import again to complete "
                        "it (nothing is created twice)", err=True)
             raise
     click.echo(counts.summary())
-    if counts.bad_lines:
-        # a ClickException, not ctx.exit(1): harvestsuite's main() drops the status of a plain exit
-        raise click.ClickException(f"{counts.bad_lines} bad line(s), reported above; the good lines were imported")

@@ -1,10 +1,13 @@
 """Harvest configurations of a domain: a crawl template, seed lists and limits (reference §1.1).
 
 Limits use NetarchiveSuite's convention, -1 = unlimited, and anything below -1 is refused. The seed lists
-of a configuration must belong to its own domain. The domain's default configuration (the one snapshot
-harvests use) cannot be deleted, nor can a configuration that a harvest definition, a job or the harvest
-history refers to. A change to a configuration is a change to its domain: it takes the domain edition
-the editor read (see harvestdef.repositories.domains).
+of a configuration must belong to its own domain, and their seeds must pass harvestdef.seeds' rule when
+a configuration is created or its seed lists are chosen: a list stored before the rule held (or written
+past it into the database) is refused with its bad lines named, rather than harvested as ``http://this/``.
+The domain's default configuration (the one snapshot harvests use) cannot be deleted, nor can a
+configuration that a harvest definition, a job or the harvest history refers to. A change to a
+configuration is a change to its domain: it takes the domain edition the editor read
+(see harvestdef.repositories.domains).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, exists, func, insert, select, update
 
 from harvestdef.db import schema as s
-from harvestdef.errors import NotFoundError, ValidationError
+from harvestdef.errors import NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import DomainConfiguration
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
@@ -27,6 +30,8 @@ from harvestdef.repositories.base import (
 )
 from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
+from harvestdef.seeds import ANY_SEED, check_seed_list
+from harvestdef.settings import Settings
 
 _config_select = (
     select(s.configurations, s.domains.c.name.label("domain_name"), s.domains.c.defaultconfig,
@@ -53,10 +58,16 @@ def check_limit(what: str, value: int | None) -> None:
 
 
 class ConfigurationRepository:
-    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR) -> None:
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, valid_seed_regex: str = ANY_SEED) -> None:
         self.conn = conn
         self.actor = actor
+        self.valid_seed_regex = valid_seed_regex
         self.domains = DomainRepository(conn, actor)
+
+    @classmethod
+    def from_settings(cls, conn: Connection, settings: Settings, actor: str = SYSTEM_ACTOR
+                      ) -> ConfigurationRepository:
+        return cls(conn, actor, settings.domain.validSeedRegex)
 
     def _to_configuration(self, row: Any) -> DomainConfiguration:
         seedlist_ids = tuple(self.conn.scalars(select(s.config_seedlists.c.seedlist_id).where(
@@ -130,6 +141,7 @@ class ConfigurationRepository:
                                      .where(column == seedlist)).all()
             own = [r for r in rows if r.domain_id == domain_id]
             if own:
+                self._check_seeds(own[0].seedlist_id, domain_name)
                 ids.append(own[0].seedlist_id)
             elif rows and isinstance(seedlist, int):
                 raise ValidationError(
@@ -140,6 +152,14 @@ class ConfigurationRepository:
         if not ids:
             raise ValidationError("a configuration needs at least one seed list")
         return list(dict.fromkeys(ids))
+
+    def _check_seeds(self, seedlist_id: int, domain_name: str) -> None:
+        """Refuse a seed list whose stored seeds break harvestdef.seeds' rule, naming every bad line."""
+        row = self.conn.execute(select(s.seedlists.c.name, s.seedlists.c.seeds).where(
+            s.seedlists.c.seedlist_id == seedlist_id)).one()
+        refusals = check_seed_list(domain_name, row.seeds or "", self.valid_seed_regex).refusals
+        if refusals:
+            raise RefusedLinesError(f"seed list {domain_name}/{row.name}", refusals, "seedlists")
 
     def _set_seedlists(self, config_id: int, seedlist_ids: Sequence[int]) -> None:
         self.conn.execute(delete(s.config_seedlists).where(s.config_seedlists.c.config_id == config_id))

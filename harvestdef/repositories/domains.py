@@ -14,7 +14,7 @@ addition): snapshot harvests then leave it out, and it keeps its history.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -26,15 +26,17 @@ from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.domainnames import (
     default_seeds,
+    domain_of_typed,
     is_ip_address,
     normalize_domain_name,
     to_punycode,
     to_unicode,
 )
 from harvestdef.errors import (
-    ConflictError,
     DomainNameError,
+    LineRefusal,
     NotFoundError,
+    RefusedLinesError,
     StaleEditionError,
     ValidationError,
 )
@@ -48,6 +50,7 @@ from harvestdef.repositories.base import (
     update_with_edition,
 )
 from harvestdef.repositories.definitioncounts import add_tld_counts
+from harvestdef.seeds import numbered_lines, seed_of_line
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
 
@@ -129,6 +132,16 @@ def like_prefix(like: str) -> str:
 
 # What a domain search looks in: the name (with * wildcards), the crawler traps or the comments (text).
 SEARCH_FIELDS = ("name", "crawlertraps", "comments")
+
+
+@dataclass(frozen=True)
+class DomainsCreated:
+    """What ``create_many`` did: the domains it created, those that existed already (both by stored name,
+    each once), and a note for every line that was taken as another name (``www.kb.dk was taken as kb.dk``)."""
+
+    created: list[str]
+    existing: list[str]
+    notes: list[str]
 
 
 @dataclass(frozen=True)
@@ -296,25 +309,40 @@ class DomainRepository:
             return _to_domain(row), False
         return self.create(stored), True
 
-    def create_many(self, names: list[str]) -> tuple[list[str], list[str], list[tuple[str, str]]]:
-        """Create the valid names; returns (created, existing, [(name, reason)] of the invalid ones).
+    def create_many(self, lines: str | Iterable[str], what: str = "domain names", field: str | None = "names"
+                    ) -> DomainsCreated:
+        """Create the domains that ``lines`` name (a text, or one line per item): all of them or none.
 
-        Each name is created on its own savepoint, so one that fails leaves the others in place.
+        Each line is a domain name, a host or a URL (harvestdef.domainnames.domain_of_typed): it becomes
+        its registered domain, with a note when that is not what was typed. Blank and ``#`` lines are
+        skipped. If any line is refused, RefusedLinesError names every refused line (number, line,
+        reason) and nothing is created.
         """
+        typed: list[tuple[str, str | None]] = []
+        refusals: list[LineRefusal] = []
+        for number, line in numbered_lines(lines):
+            name = seed_of_line(line)
+            if name is None:
+                continue
+            try:
+                result = domain_of_typed(name)
+            except DomainNameError as exc:
+                refusals.append(LineRefusal.of(number, name, exc.reason))
+                continue
+            typed.append((result.domain, result.note))
+        if refusals:
+            raise RefusedLinesError(what, refusals, field)
         created: list[str] = []
         existing: list[str] = []
-        errors: list[tuple[str, str]] = []
-        for name in names:
-            try:
-                with self.conn.begin_nested():
-                    domain, is_new = self.get_or_create(name)
-            except (ValidationError, ConflictError) as exc:
-                errors.append((name, str(exc)))
+        notes: list[str] = []
+        for name, note in typed:
+            if note is not None:
+                notes.append(note)
+            if name in created or name in existing:
                 continue
-            if domain.name in created or domain.name in existing:
-                continue
-            (created if is_new else existing).append(domain.name)
-        return created, existing, errors
+            _, is_new = self.get_or_create(name)
+            (created if is_new else existing).append(name)
+        return DomainsCreated(created, existing, notes)
 
     # ------------------------------------------------------------ editing
     def _update(self, domain: str, expected_edition: int, values: dict[str, Any]) -> Domain:

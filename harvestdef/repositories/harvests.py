@@ -5,8 +5,9 @@
 second gets ConflictError rather than a silent overwrite.
 
 Selective and event harvests are the same type. An event harvest is a selective harvest filled through
-"add seeds" (NetarchiveSuite's event harvest form, reference §7): the seeds are grouped by domain, missing
-domains are created, and each domain gets a configuration and a seed list named
+"add seeds" (NetarchiveSuite's event harvest form, reference §7): the seeds are checked by harvestdef.seeds'
+rule (one refused line refuses them all, and nothing is stored), grouped by domain, missing domains are
+created, and each domain gets a configuration and a seed list named
 ``<HD>_<template>_<maxBytes|Unlimited>Bytes_<maxObjects|Unlimited>Objects`` (with a timestamp suffix if the
 domain has that name already), which is added to the harvest.
 
@@ -25,8 +26,7 @@ from sqlalchemy import Connection, Select, delete, exists, func, insert, select,
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.domainnames import domain_of_url
-from harvestdef.errors import ConflictError, DomainNameError, NotFoundError, ValidationError
+from harvestdef.errors import ConflictError, NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import (
     DomainConfiguration,
     HarvestConfigEntry,
@@ -50,8 +50,9 @@ from harvestdef.repositories.configurations import ConfigurationRepository, chec
 from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainDefaults, DomainRepository
 from harvestdef.repositories.schedules import ScheduleRepository
-from harvestdef.repositories.seedlists import MAX_REPORTED_SEEDS, SeedListRepository, normalize_seeds
+from harvestdef.repositories.seedlists import SeedListRepository
 from harvestdef.schedules import scheduler_zone
+from harvestdef.seeds import ANY_SEED, check_event_seeds
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
 
@@ -96,7 +97,7 @@ def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobject
 
 class HarvestRepository:
     def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, domain_defaults: DomainDefaults | None = None,
-                 valid_seed_regex: str = r"^.*$", clock: Callable[[], datetime] = utcnow,
+                 valid_seed_regex: str = ANY_SEED, clock: Callable[[], datetime] = utcnow,
                  zone: ZoneInfo | None = None) -> None:
         self.conn = conn
         self.zone = zone
@@ -104,7 +105,7 @@ class HarvestRepository:
         self.clock = clock
         self.valid_seed_regex = valid_seed_regex
         self._domains = DomainRepository(conn, actor, domain_defaults)
-        self._configurations = ConfigurationRepository(conn, actor)
+        self._configurations = ConfigurationRepository(conn, actor, valid_seed_regex)
         self._seedlists = SeedListRepository(conn, actor, valid_seed_regex)
 
     @classmethod
@@ -449,8 +450,8 @@ class HarvestRepository:
                   maxbytes: int = -1, maxobjects: int = -1, maxrate: int | None = None) -> list[DomainConfiguration]:
         """NetarchiveSuite's event harvest form: turn seeds into per-domain configurations of this harvest.
 
-        Every seed is checked before anything is written; ValidationError lists the ones whose domain
-        cannot be found. Returns the configurations made, one per domain.
+        Every seed is checked (harvestdef.seeds.check_event_seeds) before anything is written;
+        RefusedLinesError names every refused line. Returns the configurations made, one per domain.
         """
         harvest = self.get_selective(name)
         check_limit("maxbytes", maxbytes)
@@ -458,16 +459,10 @@ class HarvestRepository:
         check_limit("maxrate", maxrate)
         if not self.conn.scalar(select(s.ordertemplates.c.isactive).where(s.ordertemplates.c.name == template)):
             raise NotFoundError("active template", template)
-        by_domain: dict[str, list[str]] = {}
-        bad: list[str] = []
-        for seed in normalize_seeds(seeds, self.valid_seed_regex):
-            try:
-                by_domain.setdefault(domain_of_url(seed), []).append(seed)
-            except DomainNameError as exc:
-                bad.append(f"{seed!r}: {exc}")
-        if bad:
-            raise ValidationError(f"{len(bad)} seed(s) without a valid domain: "
-                                  + "; ".join(bad[:MAX_REPORTED_SEEDS]))
+        checked = check_event_seeds(seeds, self.valid_seed_regex)
+        if checked.refusals:
+            raise RefusedLinesError(f"seeds of harvest {harvest.name}", checked.refusals, "seeds")
+        by_domain = checked.by_domain
         if not by_domain:
             raise ValidationError("no seeds given")
         self._update(name, expected_edition, {})

@@ -1,15 +1,16 @@
 """Seed lists of a domain: creation and update, with every seed checked before it is stored.
 
-Seeds are normalised to one per line: what harvestdef.seeds counts as a seed line, stripped; blank and
-comment lines and duplicates are dropped. Each must match the site's ``validSeedRegex`` as a whole
-(Java's ``matches()``, which NetarchiveSuite uses) and name a host;
-IDN hosts are accepted and kept as the curator wrote them. A list holds at most 8 MiB (reference §1.1).
-A change to a seed list is a change to its domain: it takes the domain edition the editor read.
+Every line goes through harvestdef.seeds' rule (``check_seed_list``): an http(s) URL of the list's own
+domain, matching the site's ``validSeedRegex``. One refused line refuses the whole list:
+RefusedLinesError names every refused line with its number and the reason, and nothing is written.
+Accepted seeds are stored one per line as the crawler will use them (``http://`` added where the line had
+no scheme, the host in punycode); blank and comment lines and duplicates are dropped. A list holds at
+most 8 MiB (reference §1.1). A change to a seed list is a change to its domain: it takes the domain
+edition the editor read.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -17,8 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select
 
 from harvestdef.db import schema as s
-from harvestdef.domainnames import host_of_url
-from harvestdef.errors import DomainNameError, NotFoundError, ValidationError
+from harvestdef.errors import NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import SeedList
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
@@ -28,12 +28,10 @@ from harvestdef.repositories.base import (
 )
 from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
-from harvestdef.seeds import seed_of_line
+from harvestdef.seeds import ANY_SEED, check_seed_list
 from harvestdef.settings import Settings
 
 MAX_SEEDLIST_BYTES = 8 * 1024 * 1024
-# How many bad seeds one error message lists; the rest are counted.
-MAX_REPORTED_SEEDS = 10
 
 
 @dataclass(frozen=True)
@@ -45,33 +43,18 @@ class UnusedSeedList:
     name: str
 
 
-def normalize_seeds(seeds: str | Iterable[str], valid_seed_regex: str = r"^.*$") -> tuple[str, ...]:
-    """The seed lines (harvestdef.seeds), stripped, without duplicates; ValidationError lists bad ones."""
-    lines = seeds.splitlines() if isinstance(seeds, str) else [line for item in seeds for line in
-                                                               str(item).splitlines()]
-    pattern = re.compile(valid_seed_regex)
-    kept: dict[str, None] = {}
-    bad: list[str] = []
-    for number, raw in enumerate(lines, start=1):
-        seed = seed_of_line(raw)
-        if seed is None:
-            continue
-        if not pattern.fullmatch(seed):
-            bad.append(f"line {number}: {seed!r} does not match {valid_seed_regex!r}")
-            continue
-        try:
-            host_of_url(seed)
-        except DomainNameError as exc:
-            bad.append(f"line {number}: {exc}")
-            continue
-        kept.setdefault(seed, None)
-    if bad:
-        more = f" (and {len(bad) - MAX_REPORTED_SEEDS} more)" if len(bad) > MAX_REPORTED_SEEDS else ""
-        raise ValidationError(f"{len(bad)} invalid seed(s): " + "; ".join(bad[:MAX_REPORTED_SEEDS]) + more)
-    size = len("\n".join(kept).encode("utf-8"))
+def checked_seeds(domain: str, seeds: str | Iterable[str], valid_seed_regex: str = ANY_SEED,
+                  field: str | None = "seeds", what: str | None = None) -> tuple[str, ...]:
+    """The seeds of a seed list of ``domain`` as they are stored; RefusedLinesError names every refused
+    line (``what`` names the input in the message, ``field`` the request field), ValidationError if the
+    list is over 8 MiB."""
+    checked = check_seed_list(domain, seeds, valid_seed_regex)
+    if checked.refusals:
+        raise RefusedLinesError(what or f"seeds of {domain}", checked.refusals, field)
+    size = len("\n".join(checked.seeds).encode("utf-8"))
     if size > MAX_SEEDLIST_BYTES:
         raise ValidationError(f"the seed list is {size} bytes; a seed list holds at most {MAX_SEEDLIST_BYTES}")
-    return tuple(kept)
+    return checked.seeds
 
 
 def _to_seedlist(row: Any) -> SeedList:
@@ -80,7 +63,7 @@ def _to_seedlist(row: Any) -> SeedList:
 
 
 class SeedListRepository:
-    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, valid_seed_regex: str = r"^.*$") -> None:
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, valid_seed_regex: str = ANY_SEED) -> None:
         self.conn = conn
         self.actor = actor
         self.valid_seed_regex = valid_seed_regex
@@ -131,7 +114,8 @@ class SeedListRepository:
         owner = self.domains.get(domain)
         if not name.strip():
             raise ValidationError("a seed list needs a name")
-        normalized = normalize_seeds(seeds, self.valid_seed_regex)
+        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex,
+                                   what=f"seed list {owner.name}/{name.strip()}")
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
         with translate_errors("seed list", f"{owner.name}/{name}"):
             seedlist_id = self.conn.execute(insert(s.seedlists).values(
@@ -148,7 +132,9 @@ class SeedListRepository:
         current = self.get(domain, name)
         values: dict[str, Any] = {}
         if seeds is not None:
-            values["seeds"] = "\n".join(normalize_seeds(seeds, self.valid_seed_regex))
+            owner = self.domains.get(domain).name
+            values["seeds"] = "\n".join(checked_seeds(owner, seeds, self.valid_seed_regex,
+                                                      what=f"seed list {owner}/{current.name}"))
         if comments is not None:
             values["comments"] = comments
         bump_domain_edition(self.conn, self.actor, current.domain_id, domain_edition)

@@ -15,12 +15,12 @@ import pytest
 from sqlalchemy import Engine, create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 
-from harvestdef.bulkimport import BadLine, DomainImporter, domain_of_line, seeds_of
+from harvestdef.bulkimport import BadLine, DomainImporter, TakenLine, domain_of_line, seeds_of
 from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
 from harvestdef.domainnames import default_seeds, domain_of_url
-from harvestdef.errors import DomainNameError, NotFoundError
+from harvestdef.errors import DomainNameError, NotFoundError, RefusedLinesError
 from harvestdef.repositories.domains import DomainDefaults
 from harvestdef.settings import Settings
 
@@ -36,6 +36,7 @@ GOOD_LINES = {
     "127.0.0.1": "127.0.0.1",
     "http://10.1.2.3:8080/": "10.1.2.3",
     "user.github.io": "user.github.io",
+    "http://www.gov.pl/web/": "www.gov.pl",
 }
 BAD_LINES = ["co.uk", "foo", "bad..name.dk", "-dash.dk", "http://", "under_score.dk"]
 
@@ -77,8 +78,10 @@ def count(engine: Engine, table: str) -> int:
 
 @pytest.mark.parametrize("line", [*GOOD_LINES, *BAD_LINES, "ab--cd.dk", "xn--zz.dk", "www.example.dk.",
                                   "1.2.3.4.dk", "a.b", "ftp://ftp.example.org/pub", "http://user@example.com/",
-                                  "EXAMPLE.COM", "x" * 64 + ".dk", "example.123"])
+                                  "EXAMPLE.COM", "x" * 64 + ".dk", "example.123", "kb.dk:0/", "kb.dk:65536",
+                                  "kb.dk/a b", "kb.dk/\x00", "kb.dk/" + "x" * 3000, "http://kb.dk:8080/ø"])
 def test_fast_path_agrees_with_domain_of_url(line: str) -> None:
+    """The fast path answers what the general rule (domain_of_typed, here through domain_of_url) answers."""
     try:
         expected = domain_of_url(line)
     except DomainNameError:
@@ -118,20 +121,22 @@ def test_import_creates_domains_with_configuration_and_seed_list(engine: Engine,
     assert json.loads(audit["after"])["complete"] is True
 
 
-def test_bad_lines_are_reported_with_line_numbers_and_good_ones_imported(engine: Engine, tmp_path: Path) -> None:
+def test_bad_lines_are_reported_with_line_numbers_and_nothing_is_imported(engine: Engine, tmp_path: Path) -> None:
     ensure_template(engine)
     lines = ["good-one.dk", *BAD_LINES, "good-two.se"]
     path = write_lines(tmp_path / "mixed.txt", lines)
     with path.open("ab") as stream:
         stream.write(b"caf\xe9.fr\n")  # Latin-1, not UTF-8
     reported: list[BadLine] = []
-    counts = DomainImporter(engine, DEFAULTS, on_bad_line=reported.append).run(path)
+    with pytest.raises(RefusedLinesError) as refused:
+        DomainImporter(engine, DEFAULTS, on_bad_line=reported.append).run(path)
     assert [(bad.line_number, bad.text) for bad in reported] == [
         *((number, line) for number, line in enumerate(BAD_LINES, start=2)), (len(lines) + 1, "caf\ufffd.fr")]
     assert str(reported[0]) == f"{path}:2: co.uk: {reported[0].reason}" and "public suffix" in reported[0].reason
     assert "UTF-8" in reported[-1].reason
-    assert counts.bad_lines == len(BAD_LINES) + 1 and counts.domains_created == 2
-    assert sorted(complete_domains(engine)) == ["good-one.dk", "good-two.se"]
+    assert refused.value.total == len(BAD_LINES) + 1 and refused.value.field == "file"
+    assert [(r.line, r.reason) for r in refused.value.refusals] == [(b.line_number, b.reason) for b in reported]
+    assert count(engine, "domains") == count(engine, "seedlists") == count(engine, "audit_log") == 0
 
 
 def test_second_run_creates_nothing(engine: Engine, tmp_path: Path) -> None:
@@ -219,13 +224,15 @@ def test_cli_exit_status_and_output(engine: Engine, database_url: str, tmp_path:
     result = harvestsuite(database_url, "domains", "import", str(clean), "--actor", "alice")
     assert result.returncode == 0, result.stderr
     assert ("lines read: 3, domains created: 2, already present: 0 (repaired: 0), duplicates in file: 1, "
-            "bad lines: 0") in result.stdout
+            "bad lines: 0, taken as their registered domain: 1") in result.stdout
     mixed = write_lines(tmp_path / "mixed.txt", ["kb.dk", "co.uk", "new.dk"])
     result = harvestsuite(database_url, "domains", "import", str(mixed))
     assert result.returncode == 1
-    assert f"{mixed}:2: co.uk: 'co.uk' is a public suffix" in result.stderr
-    assert "domains created: 1, already present: 1" in result.stdout and "bad lines: 1" in result.stdout
-    assert sorted(complete_domains(engine)) == ["example.dk", "kb.dk", "new.dk"]
+    assert f"{mixed}:2: co.uk: the host 'co.uk' is a public suffix" in result.stderr
+    assert f"{mixed}: 1 bad line(s), reported above; nothing was imported" in result.stderr
+    assert sorted(complete_domains(engine)) == ["example.dk", "kb.dk"]
+    result = harvestsuite(database_url, "domains", "import", str(write_lines(mixed, ["kb.dk", "new.dk"])))
+    assert result.returncode == 0 and "domains created: 1, already present: 1" in result.stdout
     with engine.connect() as conn:
         actors = list(conn.scalars(select(s.audit_log.c.actor).where(s.audit_log.c.action == "import")
                                    .order_by(s.audit_log.c.audit_id)))
@@ -242,12 +249,20 @@ def test_parallel_parsing_and_parts_give_the_same_result(engine: Engine, tmp_pat
             lines += ["co.uk", f"site{number}.dk", f"ærø{number}.dk"]
     path = write_lines(tmp_path / "domains.txt", lines)
     reported: list[BadLine] = []
-    counts = DomainImporter(engine, DEFAULTS, parse_workers=1, parallel_from_bytes=0, copy_size=7,
-                            batch_size=40, on_bad_line=reported.append).run(path)
+    taken: list[TakenLine] = []
+    importer = DomainImporter(engine, DEFAULTS, parse_workers=1, parallel_from_bytes=0, copy_size=7,
+                              batch_size=40, on_bad_line=reported.append, on_note=taken.append)
+    with pytest.raises(RefusedLinesError):
+        importer.run(path)
     assert [bad.line_number for bad in reported] == [number for number, line in enumerate(lines, 1)
                                                      if line == "co.uk"]
+    assert count(engine, "domains") == 0
+    lines = [line for line in lines if line != "co.uk"]
+    counts = importer.run(write_lines(path, lines))
     assert (counts.lines_read, counts.domains_created, counts.duplicates_in_file, counts.bad_lines) == (
-        len(lines), 125, 5, 5)
+        len(lines), 125, 5, 0)
+    assert counts.taken_as_domain == len(taken) == sum(line.startswith("https://") for line in lines)
+    assert str(taken[0]) == f"{path}:4: https://www.site1.dk/ was taken as site1.dk"
     domains = complete_domains(engine)
     assert len(domains) == 125 and domains["ærø0.dk"]["seeds"].split("\n") == default_seeds("ærø0.dk")
 

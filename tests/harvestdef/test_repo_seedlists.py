@@ -1,10 +1,10 @@
-"""Seed lists: normalisation, validSeedRegex, IDN hosts, the 8 MiB cap, editions. Both databases."""
+"""Seed lists: normalisation, the seed rule, validSeedRegex, IDN hosts, the 8 MiB cap, editions. Both databases."""
 
 from __future__ import annotations
 
 import pytest
 
-from harvestdef.errors import ConflictError, StaleEditionError, ValidationError
+from harvestdef.errors import ConflictError, RefusedLinesError, StaleEditionError, ValidationError
 from harvestdef.repositories.domains import DomainRepository
 from harvestdef.repositories.seedlists import MAX_SEEDLIST_BYTES, SeedListRepository
 from harvestdef.settings import load_settings
@@ -20,13 +20,14 @@ def test_seeds_are_normalised_one_per_line(engine):
     assert seedlist.seeds_text == "https://kb.dk/a\nhttps://kb.dk/b"
 
 
-def test_idn_hosts_are_accepted_and_kept(engine):
+def test_idn_hosts_are_accepted_and_stored_as_the_crawler_uses_them(engine):
     with engine.begin() as conn:
         domain = make_domain(conn, "københavn.dk")
         seedlist = SeedListRepository(conn).create(
-            "xn--kbenhavn-54a.dk", "idn", ["http://www.københavn.dk/", "https://xn--kbenhavn-54a.dk/"],
-            domain.edition)
-    assert seedlist.seeds == ("http://www.københavn.dk/", "https://xn--kbenhavn-54a.dk/")
+            "xn--kbenhavn-54a.dk", "idn",
+            ["http://www.københavn.dk/", "https://xn--kbenhavn-54a.dk/", "KØBENHAVN.dk/x"], domain.edition)
+    assert seedlist.seeds == ("http://www.xn--kbenhavn-54a.dk/", "https://xn--kbenhavn-54a.dk/",
+                              "http://xn--kbenhavn-54a.dk/x")
 
 
 def test_valid_seed_regex_from_settings_is_enforced_and_reports_lines(engine, database_url):
@@ -35,8 +36,10 @@ def test_valid_seed_regex_from_settings_is_enforced_and_reports_lines(engine, da
     with engine.begin() as conn:
         domain = make_domain(conn, "kb.dk")
         repository = SeedListRepository.from_settings(conn, settings)
-        with pytest.raises(ValidationError, match=r"2 invalid seed\(s\): line 2: 'ftp://kb.dk'.*line 4: 'kb.dk/x'"):
-            repository.create("kb.dk", "bad", "http://kb.dk\nftp://kb.dk\n\nkb.dk/x", domain.edition)
+        with pytest.raises(RefusedLinesError) as refused:
+            repository.create("kb.dk", "bad", "http://kb.dk\nHTTP://kb.dk/y\n\nkb.dk/x", domain.edition)
+        assert [(r.line, r.text) for r in refused.value.refusals] == [(2, "HTTP://kb.dk/y"), (4, "kb.dk/x")]
+        assert "validSeedRegex" in refused.value.refusals[0].reason
         assert repository.create("kb.dk", "good", "http://kb.dk\nhttps://kb.dk", domain.edition).seeds == (
             "http://kb.dk", "https://kb.dk")
 
@@ -44,7 +47,7 @@ def test_valid_seed_regex_from_settings_is_enforced_and_reports_lines(engine, da
 def test_a_seed_without_a_host_is_refused(engine):
     with engine.begin() as conn:
         domain = make_domain(conn, "kb.dk")
-        with pytest.raises(ValidationError, match="line 1: 'http:///path' has no host"):
+        with pytest.raises(ValidationError, match="line 1: 'http:///path': not a URL: no host"):
             SeedListRepository(conn).create("kb.dk", "bad", "http:///path", domain.edition)
 
 

@@ -191,9 +191,17 @@ def test_uploading_a_domain_file_adds_its_domains(page, webui, tmp_path):
     page.get_by_label("Or a file").set_input_files(str(upload))
     page.get_by_role("button", name="Create").click()
     page.wait_for_load_state()
+    refused = page.locator("#refused-lines")
+    assert refused.is_visible()
+    assert refused.locator("table tbody tr").first.inner_text().split("\t")[:2] == ["4", "bad..name"]
+    screenshot(page, tmp_path, "domains-refused")
+    upload.write_text("# new culture sites\nkulturarv.dk\nhttps://www.kulturnaut.dk/kalender\n", encoding="utf-8")
+    page.get_by_label("Or a file").set_input_files(str(upload))
+    page.get_by_role("button", name="Create").click()
+    page.wait_for_load_state()
     imported = page.locator(".card", has=page.get_by_role("heading", name="File imported"))
     assert imported.is_visible()
-    assert imported.locator("table tbody tr").first.inner_text().split("\t")[1:2] == ["bad..name"]
+    assert "https://www.kulturnaut.dk/kalender was taken as kulturnaut.dk" in imported.inner_text()
     screenshot(page, tmp_path, "domains-uploaded")
     page.goto("/definitions/domains")
     page.get_by_label("Search for").fill("kultur*")

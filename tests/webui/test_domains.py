@@ -1,4 +1,4 @@
-"""Domains through the API and the Definitions pages: creation (one, many, a file) with per-name errors,
+"""Domains through the API and the Definitions pages: creation (one, many, a file), all or nothing,
 search with keyset paging, editing with editions, seed lists, configurations, deactivation (left out of
 snapshots) and deletion (refused while history refers to the domain), permissions and CSRF."""
 
@@ -40,20 +40,22 @@ def create(api, *names):
 
 
 # ------------------------------------------------------------------ API: creating and reading
-def test_post_creates_valid_names_and_reports_invalid_ones(api, webui_engine):
+def test_post_creates_all_names_or_none(api, webui_engine):
     response = api("curator", "post", "/api/v1/domains",
-                   json={"names": ["kb.dk", "www.dr.dk", "not a domain", "økologi.dk", "co.uk", "KB.dk", 7]})
-    assert response.status_code == 201
-    data = response.get_json()
-    assert data["created"] == ["kb.dk", "økologi.dk"]
-    assert data["existing"] == []
-    refused = {error["name"]: error["reason"] for error in data["errors"]}
-    assert set(refused) == {"www.dr.dk", "not a domain", "co.uk", 7}
-    assert "kb.dk" not in refused and "registered domain" in refused["www.dr.dk"]
-    assert "public suffix" in refused["co.uk"]
-    assert domain_count(webui_engine) == 2
+                   json={"names": ["kb.dk", "www.dr.dk", "not a domain", "økologi.dk", "co.uk", "KB.dk"]})
+    assert response.status_code == 400
+    error = response.get_json()["error"]
+    assert error["field"] == "names" and error["refused"] == 2
+    assert [(line["line"], line["text"]) for line in error["lines"]] == [(3, "not a domain"), (5, "co.uk")]
+    assert "public suffix" in error["lines"][1]["reason"]
+    assert domain_count(webui_engine) == 0
+    assert api("curator", "post", "/api/v1/domains", json={"names": ["kb.dk", 7]}).status_code == 400
+    data = create(api, "kb.dk", "www.dr.dk", "økologi.dk", "KB.dk")
+    assert data == {"created": ["kb.dk", "dr.dk", "økologi.dk"], "existing": [],
+                    "notes": ["www.dr.dk was taken as dr.dk"]}
+    assert domain_count(webui_engine) == 3
     again = create(api, "kb.dk")
-    assert again == {"created": [], "existing": ["kb.dk"], "errors": []}
+    assert again == {"created": [], "existing": ["kb.dk"], "notes": []}
     # every new domain has its default configuration and seed list
     configurations = api("archivist", "get", "/api/v1/domains/kb.dk/configurations").get_json()
     assert [c["name"] for c in configurations["items"]] == ["defaultconfig"]
@@ -100,7 +102,7 @@ def test_paging_walks_every_domain_once(api):
 
 
 def test_search_wildcards_traps_and_comments(api):
-    create(api, "abc.dk", "abcd.dk", "xabc.dk", "abc.se", "a_c.dk")
+    create(api, "abc.dk", "abcd.dk", "xabc.dk", "abc.se")
     def names(query):
         return [item["name"] for item in api("curator", "get", f"/api/v1/domains?{query}").get_json()["items"]]
     assert names("q=abc*") == ["abc.dk", "abc.se", "abcd.dk"]
@@ -181,6 +183,7 @@ def test_seedlists_and_configurations(api):
     assert response.get_json()["seeds"] == ["http://kb.dk/news", "https://www.kb.dk/"]
     bad = api("curator", "post", "/api/v1/domains/kb.dk/seedlists", json={"name": "bad", "seeds": ["http://"]})
     assert bad.status_code == 400
+    assert bad.get_json()["error"]["lines"] == [{"line": 1, "text": "http://", "reason": "not a URL: no host"}]
     duplicate = api("curator", "post", "/api/v1/domains/kb.dk/seedlists", json={"name": "news", "seeds": ["kb.dk"]})
     assert duplicate.status_code == 409
     lists = api("archivist", "get", "/api/v1/domains/kb.dk/seedlists").get_json()
@@ -288,12 +291,20 @@ def test_definitions_index_and_search_pages(login, api):
 def test_create_page_one_list_and_errors_per_line(login, webui_engine):
     client = login("curator")
     assert 'name="csrf_token"' in client.get("/definitions/domains/new").get_data(as_text=True)
+    names = "dr.dk\nbad name\n\n" + SCRIPT + "\nhttp://www.tv2.dk/nyheder"
+    response = client.post("/definitions/domains/new", data={"csrf_token": client.csrf, "name": "kb.dk",
+                                                              "names": names})
+    page = response.get_data(as_text=True)
+    assert response.status_code == 400
+    assert "2 lines refused, nothing was stored" in page and "bad name" in page
+    assert SCRIPT not in page and "&lt;script&gt;" in page
+    assert "http://www.tv2.dk/nyheder</textarea>" in page  # the input is kept
+    assert domain_count(webui_engine) == 0
     response = client.post("/definitions/domains/new", data={
-        "csrf_token": client.csrf, "name": "kb.dk", "names": "dr.dk\nbad name\n\n" + SCRIPT + "\ntv2.dk"})
+        "csrf_token": client.csrf, "name": "kb.dk", "names": "dr.dk\nhttp://www.tv2.dk/nyheder"})
     page = response.get_data(as_text=True)
     assert response.status_code == 200
-    assert "Created: 3" in page and "invalid: 2" in page and "bad name" in page
-    assert SCRIPT not in page and "&lt;script&gt;" in page
+    assert "Created: 3" in page and "http://www.tv2.dk/nyheder was taken as tv2.dk" in page
     assert domain_row(webui_engine, "tv2.dk") is not None and domain_count(webui_engine) == 3
     empty = client.post("/definitions/domains/new", data={"csrf_token": client.csrf, "names": ""})
     assert empty.status_code == 400
@@ -305,8 +316,15 @@ def test_create_page_file_upload(login, webui_engine):
     response = client.post("/definitions/domains/new", content_type="multipart/form-data", data={
         "csrf_token": client.csrf, "file": (io.BytesIO(content), "domains.txt")})
     page = response.get_data(as_text=True)
+    assert response.status_code == 400, page
+    assert "file domains.txt: 1 line refused, nothing was stored" in page and "not a name" in page
+    assert domain_count(webui_engine) == 0
+    content = content.replace(b"not a name\n", b"")
+    response = client.post("/definitions/domains/new", content_type="multipart/form-data", data={
+        "csrf_token": client.csrf, "file": (io.BytesIO(content), "domains.txt")})
+    page = response.get_data(as_text=True)
     assert response.status_code == 200, page
-    assert "domains created: 3" in page and "not a name" in page
+    assert "domains created: 3" in page and "line 2: http://www.dr.dk/news was taken as dr.dk" in page
     assert {domain_row(webui_engine, n) is not None for n in ("kb.dk", "dr.dk", "økologi.dk")} == {True}
 
 
@@ -402,7 +420,7 @@ def test_seedlist_pages(login, webui_engine, api):
     assert seeds == "http://kb.dk/a\nhttp://kb.dk/b"
     bad = client.post("/definitions/domains/kb.dk/seedlists/news", data={
         "csrf_token": client.csrf, "edition": 3, "seeds": "http://"}, follow_redirects=True)
-    assert "invalid seed" in bad.get_data(as_text=True)
+    assert bad.status_code == 400 and "not a URL: no host" in bad.get_data(as_text=True)
     assert client.get("/definitions/domains/kb.dk/seedlists/nosuch").status_code == 404
 
 
@@ -442,10 +460,8 @@ def test_repository_search_paging_and_delete_on_both_databases(engine):
     """The queries behind the pages on SQLite and PostgreSQL (the ``engine`` fixture runs both)."""
     with engine.begin() as conn:
         domains = DomainRepository(conn, "tester")
-        created, existing, errors = domains.create_many(["abc.dk", "abd.dk", "abcx.dk", "bad name", "økologi.dk",
-                                                         "abc.dk"])
-        assert created == ["abc.dk", "abd.dk", "abcx.dk", "økologi.dk"] and existing == []
-        assert [name for name, _ in errors] == ["bad name"]
+        made = domains.create_many(["abc.dk", "abd.dk", "abcx.dk", "økologi.dk", "abc.dk"])
+        assert made.created == ["abc.dk", "abd.dk", "abcx.dk", "økologi.dk"] and made.existing == []
         first = domains.search_page("ab*", None, 2)
         second = domains.search_page("ab*", first[-1].domain.name, 2)
         assert [row.domain.name for row in first + second] == ["abc.dk", "abcx.dk", "abd.dk"]

@@ -1,8 +1,9 @@
 """API routes: domains, their seed lists and their configurations (``/api/v1/domains...``).
 
-Domains are named in the path in Unicode or punycode. ``POST /domains`` creates every valid name of its
-list and reports the invalid ones; every other write is all or nothing: one transaction, and a PATCH
-names the ``edition`` it was based on (409 if the domain has moved on). A change to a seed list or a
+Domains are named in the path in Unicode or punycode. Every write is all or nothing: one transaction, and a
+PATCH names the ``edition`` it was based on (409 if the domain has moved on). Seeds and domain names are
+checked line by line (harvestdef.seeds, harvestdef.domainnames): a request with a refused line is answered
+400 with every refused line listed (webui/api/refusals.py) and stores nothing. A change to a seed list or a
 configuration is a change to its domain, so those writes take the domain's edition too.
 """
 
@@ -16,6 +17,7 @@ from harvestdef.model.definitions import Domain, DomainConfiguration, SeedList
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import DomainRepository, ListedDomain
 from harvestdef.repositories.seedlists import SeedListRepository
+from webui.api import refusals  # noqa: F401 - its handler answers RefusedLinesError with the lines
 from webui.api.core import (
     PAGED,
     SEARCH_FIELD,
@@ -83,15 +85,16 @@ def list_domains() -> Any:
 @blueprint.route("/domains", methods=["POST"])
 @require(CURATE)
 def create_domains() -> Any:
-    """Create domains: ``{"names": [...]}``; valid names are created, invalid ones reported."""
+    """Create domains: ``{"names": [...]}`` (names, hosts or URLs: each becomes its registered domain, with a
+    note); all or none: 400 with every refused line if any is refused."""
     names = field(body(), "names", list)
     if len(names) > MAX_NAMES:
         raise ApiError("invalid", f"at most {MAX_NAMES} names at a time; upload a file for more", "names")
-    errors = [{"name": name, "reason": "not a string"} for name in names if not isinstance(name, str)]
+    if not all(isinstance(name, str) for name in names):
+        raise ApiError("invalid", "names must be a list of strings", "names")
     with database().begin() as conn:
-        created, existing, bad = _repository(conn).create_many([n for n in names if isinstance(n, str)])
-    errors += [{"name": name, "reason": reason} for name, reason in bad]
-    return {"created": created, "existing": existing, "errors": errors}, 201 if created else 200
+        made = _repository(conn).create_many(names)
+    return {"created": made.created, "existing": made.existing, "notes": made.notes}, 201 if made.created else 200
 
 
 @blueprint.route("/domains/<name>", methods=["GET"])
@@ -182,7 +185,7 @@ def create_configuration(name: str) -> Any:
         raise ApiError("invalid", "seedlists must be a list of seed list names", "seedlists")
     with database().begin() as conn:
         domain_edition = _domain_edition(conn, name, data)
-        configuration = ConfigurationRepository(conn, actor()).create(
+        configuration = ConfigurationRepository.from_settings(conn, settings(), actor()).create(
             name, field(data, "name", str), field(data, "template", str), seedlists, domain_edition,
             maxobjects=field(data, "max_objects", int, required=False, default=-1),
             maxbytes=field(data, "max_bytes", int, required=False, default=-1),
@@ -204,7 +207,7 @@ def update_configuration(name: str, config: str) -> Any:
         raise ApiError("invalid", "seedlists must be a list of seed list names", "seedlists")
     make_default = field(data, "default", bool, required=False, default=False)
     with database().begin() as conn:
-        configurations = ConfigurationRepository(conn, actor())
+        configurations = ConfigurationRepository.from_settings(conn, settings(), actor())
         configuration = configurations.update(
             name, config, expected, template=field(data, "template", str, required=False), seedlists=seedlists,
             maxobjects=field(data, "max_objects", int, required=False),

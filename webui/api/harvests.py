@@ -2,7 +2,8 @@
 
 Records are addressed by name and listed by name with keyset paging. Every write runs in one transaction,
 so a request that fails half-way (an unknown configuration in the third entry, a seed without a domain)
-stores nothing. A name the request refers to that does not exist (a schedule, a configuration, a template,
+stores nothing; refused seeds are answered 400 with every refused line listed (webui/api/refusals.py). A
+name the request refers to that does not exist (a schedule, a configuration, a template,
 a channel, a previous snapshot) is bad input, so it is answered 400 naming the field, not 404.
 """
 
@@ -17,6 +18,7 @@ from harvestdef.model.definitions import HarvestDefinition, HarvestKind, Snapsho
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.schedules import ScheduleRepository
+from webui.api import refusals  # noqa: F401 - its handler answers RefusedLinesError with the lines
 from webui.api.core import PAGED, blueprint, body, edition, field, input_named, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
@@ -119,14 +121,21 @@ def create_harvest_from(conn: Any, data: dict[str, Any]) -> HarvestDefinition:
             with input_named("configurations"):
                 return harvests.add_configurations(created.name, pairs, created.edition)
         return created
+    add_seeds_from(conn, created.name, data, created.edition)
+    return harvests.get(created.name)
+
+
+def add_seeds_from(conn: Any, name: str, data: dict[str, Any], expected: int) -> list[Any]:
+    """The event harvest form's seeds (``seeds``: a list of lines or one text), ``template``, ``max_bytes`` and
+    ``max_objects`` added to harvest ``name`` at edition ``expected``: one configuration per domain."""
     seeds = field(data, "seeds", (list, str))
     if isinstance(seeds, list) and not all(isinstance(seed, str) for seed in seeds):
         raise ApiError("invalid", "seeds must be a list of URLs", "seeds")
     with input_named("template"):
-        harvests.add_seeds(created.name, seeds, field(data, "template", str), created.edition,
-                           maxbytes=field(data, "max_bytes", int, required=False, default=-1),
-                           maxobjects=field(data, "max_objects", int, required=False, default=-1))
-    return harvests.get(created.name)
+        return harvest_repository(conn).add_seeds(
+            name, seeds, field(data, "template", str), expected,
+            maxbytes=field(data, "max_bytes", int, required=False, default=-1),
+            maxobjects=field(data, "max_objects", int, required=False, default=-1))
 
 
 @blueprint.get("/harvests")
@@ -231,6 +240,21 @@ def update_harvest(name: str) -> Any:
     with database().begin() as conn:
         update_harvest_from(conn, name, data)
     return _harvest_detail(name, warn=True)
+
+
+@blueprint.post("/harvests/<name>/seeds")
+@require(CURATE)
+def add_harvest_seeds(name: str) -> Any:
+    """Add seeds (the event harvest form): ``{"seeds", "template", "max_bytes", "max_objects", "edition"}``.
+
+    Each seed's domain gets a configuration and a seed list in this harvest; the answer lists them
+    (``added``) with the harvest. 400 with every refused line if any is refused, and nothing is stored."""
+    data = body()
+    expected = edition(data)
+    with database().begin() as conn:
+        made = add_seeds_from(conn, name, data, expected)
+        added = [{"domain": config.domain_name, "configuration": config.name} for config in made]
+    return {"added": added, "harvest": _harvest_detail(name)}, 201
 
 
 def _set_active(name: str, active: bool) -> Any:

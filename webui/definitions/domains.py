@@ -2,8 +2,9 @@
 seed lists (reference §7: Find domains, Create domain, the domain, configuration and seed-list pages).
 
 Every write is one transaction; an error (a bad name, a stale edition, a refused deletion) rolls it back
-and is flashed on the page it came from. Only curators and admins see the forms, and the views refuse the
-others (``require(CURATE)``).
+and is flashed on the page it came from. Refused seeds or domain names show the form again with what was
+typed in it and every refused line listed (webui/definitions/refused.py), status 400. Only curators and
+admins see the forms, and the views refuse the others (``require(CURATE)``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 from flask import flash, redirect, render_template, request, url_for
 from sqlalchemy import Connection, select
 
-from harvestdef.bulkimport import BadLine, DomainImporter
+from harvestdef.bulkimport import DomainImporter, TakenLine
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.errors import CrawlerTrapError, HarvestSuiteError
+from harvestdef.errors import CrawlerTrapError, HarvestSuiteError, RefusedLinesError, shown
 from harvestdef.model.definitions import ExtendedFieldType
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
@@ -34,20 +35,26 @@ from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
+from webui.definitions.refused import show_refusals
 
-# Bad lines of an uploaded file shown on the page; the rest are counted.
-MAX_SHOWN_ERRORS = 500
+# Lines of an uploaded file taken as their registered domain that the page shows; the rest are counted.
+MAX_SHOWN_NOTES = 100
 
 
 def _domains(conn: Connection) -> DomainRepository:
     return DomainRepository.from_settings(conn, settings(), actor())
 
 
-def _write(change: Callable[[Connection], Any], done: str, back: str) -> Any:
-    """Run ``change`` in one transaction; flash ``done`` or the error (nothing stored), then go to ``back``."""
+def _write(change: Callable[[Connection], Any], done: str, back: str, page: Callable[[], Any] | None = None) -> Any:
+    """Run ``change`` in one transaction; flash ``done`` or the error (nothing stored), then go to ``back``;
+    refused lines show ``page`` again, with the input and the lines."""
     try:
         with database().begin() as conn:
             change(conn)
+    except RefusedLinesError as exc:
+        if page is None:
+            raise
+        return show_refusals(exc, page)
     except (ApiError, HarvestSuiteError) as exc:
         flash(translate(exc).message, "error")
     else:
@@ -96,42 +103,57 @@ def domains() -> Any:
 @blueprint.route("/domains/new", methods=["GET"])
 @require(READ)
 def domains_new() -> Any:
-    return render_template("definitions/domains_new.html", result=None)
+    return render_template("definitions/domains_new.html", result=None, form=request.form)
 
 
 @blueprint.route("/domains/new", methods=["POST"])
 @require(CURATE)
 def domains_create() -> Any:
+    """One name, a list or a file: each line a name, host or URL, taken as its registered domain (with a
+    note); a refused line refuses them all."""
+    def page() -> str:
+        return render_template("definitions/domains_new.html", result=None, form=request.form)
+
     upload = request.files.get("file")
     if upload is not None and upload.filename:
-        return render_template("definitions/domains_new.html", result=None, imported=_import_file(upload))
-    names = [line.strip() for line in (request.form.get("name", "") + "\n" + request.form.get("names", ""))
-             .splitlines() if line.strip() and not line.strip().startswith("#")]
-    if not names:
-        flash("Give a domain name, a list of names or a file.", "error")
-        return render_template("definitions/domains_new.html", result=None), 400
+        try:
+            imported = _import_file(upload)
+        except RefusedLinesError as exc:
+            return show_refusals(exc, page)
+        return render_template("definitions/domains_new.html", result=None, imported=imported, form={})
+    name, names = request.form.get("name", "").strip(), request.form.get("names", "")
+    lines = [name, *names.splitlines()] if name and names.strip() else name or names
+    what = "domain names (line 1 is the single name)" if name and names.strip() else "domain names"
     try:
         with database().begin() as conn:
-            created, existing, errors = _domains(conn).create_many(names)
+            made = _domains(conn).create_many(lines, what, "name" if name and not names.strip() else "names")
+    except RefusedLinesError as exc:
+        return show_refusals(exc, page)
     except HarvestSuiteError as exc:
         flash(str(exc), "error")
-        return render_template("definitions/domains_new.html", result=None), 400
-    result = {"created": created, "existing": existing, "errors": errors}
-    return render_template("definitions/domains_new.html", result=result), 400 if errors and not created else 200
+        return page(), 400
+    if not made.created and not made.existing:
+        flash("Give a domain name, a list of names or a file.", "error")
+        return page(), 400
+    return render_template("definitions/domains_new.html", result=made, form={})
 
 
 def _import_file(upload: Any) -> dict[str, Any]:
-    """An uploaded file of names, imported as ``harvestsuite domains import`` does (reference §7: millions)."""
-    bad: list[BadLine] = []
+    """An uploaded file of names, imported as ``harvestsuite domains import`` does (reference §7: millions):
+    checked whole first, so a refused line stores nothing (RefusedLinesError)."""
+    notes: list[TakenLine] = []
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "domains.txt"
+        path = Path(directory) / "domains.txt"  # never the client's name: it could be "..", or hold a NUL
         upload.save(path)
         importer = DomainImporter.from_settings(database(), settings(), actor=actor(), parse_workers=0,
-                                                on_bad_line=lambda line: bad.append(line)
-                                                if len(bad) < MAX_SHOWN_ERRORS else None)
+                                                on_note=lambda note: notes.append(note)
+                                                if len(notes) < MAX_SHOWN_NOTES else None)
         # named by the upload's own name: the temporary path means nothing to the curator
-        counts = importer.run(path, source_name=upload.filename)
-    return {"counts": counts, "bad": bad, "more": counts.bad_lines - len(bad)}
+        try:
+            counts = importer.run(path, source_name=upload.filename)
+        except RefusedLinesError as exc:
+            raise RefusedLinesError(f"file {shown(upload.filename or '')}", exc.refusals, "file", exc.total) from exc
+    return {"counts": counts, "notes": notes, "more_notes": counts.taken_as_domain - len(notes)}
 
 
 @blueprint.route("/domains/<name>")
@@ -213,7 +235,7 @@ def _templates(conn: Connection) -> list[str]:
 def _configuration_page(name: str, config: str | None) -> Any:
     with database().connect() as conn:
         current = _domains(conn).get(name)
-        page = {"domain": current, "templates": _templates(conn),
+        page = {"domain": current, "templates": _templates(conn), "form": request.form,
                 "seedlists": SeedListRepository(conn).list_for_domain(name),
                 "configuration": ConfigurationRepository(conn).get(name, config) if config else None}
         if config:
@@ -240,10 +262,11 @@ def configuration_create(name: str) -> Any:
     new = form.get("name", "").strip()
 
     def change(conn: Connection) -> None:
-        ConfigurationRepository(conn, actor()).create(
+        ConfigurationRepository.from_settings(conn, settings(), actor()).create(
             name, new, form.get("template", ""), form.getlist("seedlists"), _edition(),
             maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments", ""))
-    return _write(change, f"Configuration {new} created.", url_for("definitions.domain", name=name))
+    return _write(change, f"Configuration {new} created.", url_for("definitions.domain", name=name),
+                  lambda: _configuration_page(name, None))
 
 
 @blueprint.route("/domains/<name>/configurations/<config>", methods=["POST"])
@@ -252,13 +275,15 @@ def configuration_update(name: str, config: str) -> Any:
     form = request.form
 
     def change(conn: Connection) -> None:
-        ConfigurationRepository(conn, actor()).update(
+        configurations = ConfigurationRepository.from_settings(conn, settings(), actor())
+        configurations.update(
             name, config, _edition(), template=form.get("template"), seedlists=form.getlist("seedlists"),
             maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments"))
         if form.get("default") == "1":
-            ConfigurationRepository(conn, actor()).set_default(name, config, _edition() + 1)
+            configurations.set_default(name, config, _edition() + 1)
     return _write(change, f"Configuration {config} saved.",
-                  url_for("definitions.configuration", name=name, config=config))
+                  url_for("definitions.configuration", name=name, config=config),
+                  lambda: _configuration_page(name, config))
 
 
 def _seedlist_page(name: str, listname: str | None) -> Any:
@@ -267,7 +292,7 @@ def _seedlist_page(name: str, listname: str | None) -> Any:
         seedlist = SeedListRepository(conn).get(name, listname) if listname else None
         changes = AuditRepository(conn).changes_of("seedlists", seedlist.seedlist_id) if seedlist else []
     return render_template("definitions/domains_seedlist.html", domain=current, seedlist=seedlist,
-                           changes=changes)
+                           changes=changes, form=request.form)
 
 
 @blueprint.route("/domains/<name>/seedlists/<listname>")
@@ -291,7 +316,8 @@ def seedlist_create(name: str) -> Any:
     def change(conn: Connection) -> None:
         SeedListRepository.from_settings(conn, settings(), actor()).create(
             name, new, form.get("seeds", ""), _edition(), form.get("comments", ""))
-    return _write(change, f"Seed list {new} created.", url_for("definitions.domain", name=name))
+    return _write(change, f"Seed list {new} created.", url_for("definitions.domain", name=name),
+                  lambda: _seedlist_page(name, None))
 
 
 @blueprint.route("/domains/<name>/seedlists/<listname>", methods=["POST"])
@@ -303,4 +329,5 @@ def seedlist_update(name: str, listname: str) -> Any:
         SeedListRepository.from_settings(conn, settings(), actor()).update(
             name, listname, _edition(), seeds=form.get("seeds"), comments=form.get("comments"))
     return _write(change, f"Seed list {listname} saved.",
-                  url_for("definitions.seedlist", name=name, listname=listname))
+                  url_for("definitions.seedlist", name=name, listname=listname),
+                  lambda: _seedlist_page(name, listname))

@@ -4,7 +4,8 @@ the list, the forms that create each kind, a harvest's page with its configurati
 
 The pages turn form fields into the API's request bodies and reuse its functions (webui/api/harvests.py),
 so a form and a JSON call are checked by the same code. A form with bad input is shown again with the
-error (400) and nothing is stored: each post is one transaction.
+error (400) and nothing is stored: each post is one transaction. Refused seeds keep the form as it was
+typed and list every refused line (webui/definitions/refused.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
 
+from harvestdef.errors import RefusedLinesError
 from harvestdef.model.definitions import ExtendedFieldType, HarvestKind, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.harvests import HarvestRepository
@@ -27,6 +29,7 @@ from webui.context import database
 from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
 from webui.definitions.forms import attempt, form_data
+from webui.definitions.refused import show_refusals
 
 
 def _harvests_page() -> str:
@@ -51,6 +54,30 @@ def _choices(conn: Any) -> dict[str, Any]:
             "template_names": TemplateRepository(conn).names(active_only=True),
             "channels": ChannelRepository(conn).all_channels(),
             "snapshot_names": [h.name for h in HarvestRepository(conn).all_harvests(HarvestKind.SNAPSHOT)]}
+
+
+# The largest seeds file the event harvest form takes: NetarchiveSuite's limit for a job's combined seed list.
+MAX_SEEDS_FILE_BYTES = 64 * 1024 * 1024
+
+
+def event_seeds() -> str:
+    """The event harvest form's seeds: the text area's lines, or those of the uploaded file (UTF-8), which
+    NetarchiveSuite's form also takes; not both, so that line numbers name one input."""
+    typed = request.form.get("seeds", "")
+    upload = request.files.get("seedsfile")
+    if upload is None or not upload.filename:
+        return typed
+    if typed.strip():
+        raise ApiError("invalid", "give the seeds in the text area or as a file, not both", "seedsfile")
+    content = upload.stream.read(MAX_SEEDS_FILE_BYTES + 1)
+    if len(content) > MAX_SEEDS_FILE_BYTES:
+        raise ApiError("invalid", f"a seeds file holds at most {MAX_SEEDS_FILE_BYTES} bytes", "seedsfile")
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = content[:exc.start].count(b"\n") + 1
+        raise ApiError("invalid", f"the seeds file is not UTF-8: line {line} holds a byte that UTF-8 does not "
+                                  f"allow there", "seedsfile") from exc
 
 
 def parse_configurations(text: str) -> list[dict[str, Any]]:
@@ -84,10 +111,13 @@ def new_harvest(kind: str) -> Any:
         if kind == "selective":
             data["configurations"] = parse_configurations(request.form.get("configurations", ""))
         if kind == "event":
-            data["seeds"] = request.form.get("seeds", "")
-        with database().begin() as conn:
-            created = api.create_harvest_from(conn, data)
-            warning = api.save_warning(api.harvest_repository(conn), created)
+            data["seeds"] = event_seeds()
+        try:
+            with database().begin() as conn:
+                created = api.create_harvest_from(conn, data)
+                warning = api.save_warning(api.harvest_repository(conn), created)
+        except RefusedLinesError as exc:
+            return show_refusals(exc, show)
         flash(f"Harvest {created.name} created.")
         if warning:
             flash(warning, "warning")
@@ -166,10 +196,13 @@ def harvest_seeds(name: str) -> Any:
     """The event harvest form on an existing harvest: seeds become per-domain configurations (reference §7)."""
     def add() -> Any:
         data = form_data(("edition", "template", "max_objects", "max_bytes"))
-        with database().begin() as conn:
-            made = api.harvest_repository(conn).add_seeds(
-                name, request.form.get("seeds", ""), data.get("template", ""), data.get("edition", 0),
-                maxbytes=data.get("max_bytes", -1), maxobjects=data.get("max_objects", -1))
+        try:
+            with database().begin() as conn:
+                made = api.harvest_repository(conn).add_seeds(
+                    name, event_seeds(), data.get("template", ""), data.get("edition", 0),
+                    maxbytes=data.get("max_bytes", -1), maxobjects=data.get("max_objects", -1))
+        except RefusedLinesError as exc:
+            return show_refusals(exc, lambda: _harvest_page(name))
         flash(f"Seeds added: {len(made)} configuration(s).")
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(add, lambda: _harvest_page(name))
