@@ -96,7 +96,10 @@ class HistoryBatch:
         self.rows: list[dict[str, Any]] = []
         self.runs: dict[tuple[int, int], dict[str, Any]] = {}
 
-    def add(self, job: JobFigures, final_status: JobStatus, rows: list[dict[str, Any]]) -> None:
+    def add(self, job: JobFigures, final_status: JobStatus, rows: list[dict[str, Any]],
+            replaces_failed: bool = False) -> None:
+        """Add a job's rows and its count to its run's totals; ``replaces_failed``: the job was counted
+        FAILED before (a job failed by an archive store outage, DONE now), so that count is taken back."""
         self.rows.extend(rows)
         totals = self.runs.get((job.harvest_id, job.harvest_num))
         if totals is None:
@@ -105,7 +108,7 @@ class HistoryBatch:
                 "configurations": 0, "objects": 0, "bytes": 0, "novel_objects": 0, "novel_bytes": 0,
                 "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0)}
         totals["jobs_done"] += int(final_status == JobStatus.DONE)
-        totals["jobs_failed"] += int(final_status == JobStatus.FAILED)
+        totals["jobs_failed"] += int(final_status == JobStatus.FAILED) - int(replaces_failed)
         totals["configurations"] += len(rows)
         for row in rows:
             totals["objects"] += row["objectcount"]
@@ -142,11 +145,12 @@ class HistoryWriter:
         self.batch = batch
 
     def record_job(self, job: JobFigures, final_status: JobStatus, default_stop_reason: StopReason | None,
-                   domains: Mapping[str, DomainFigures] | None, harvest_time: datetime | None = None) -> int:
+                   domains: Mapping[str, DomainFigures] | None, harvest_time: datetime | None = None,
+                   replaces_failed: bool = False) -> int:
         """Write the job's historyinfo rows (none when ``domains`` is None: a failed job without a
         report) and update both summaries; returns the number of rows written. Without a batch, call it
         last in the transaction: it ends by updating the run's summary row, which concurrent jobs of the
-        run wait for."""
+        run wait for. ``replaces_failed``: see ``HistoryBatch.add``."""
         harvest_time = harvest_time or utcnow()
         rows: list[dict[str, Any]] = []
         if domains is not None:
@@ -163,10 +167,10 @@ class HistoryWriter:
                     "novel_bytes": figures.novel_bytes, "duplicate_objects": figures.duplicate_objects,
                     "duplicate_bytes": figures.duplicate_bytes})
         if self.batch is not None:
-            self.batch.add(job, final_status, rows)
+            self.batch.add(job, final_status, rows, replaces_failed)
         else:
             batch = HistoryBatch()
-            batch.add(job, final_status, rows)
+            batch.add(job, final_status, rows, replaces_failed)
             batch.flush(self.conn)
         return len(rows)
 

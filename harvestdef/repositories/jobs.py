@@ -79,6 +79,7 @@ def _to_job(row: Mapping[str, Any]) -> Job:
     values = dict(row)
     values["status"] = JobStatus(values["status"])
     values["interrupted"] = bool(values.get("interrupted"))
+    values["store_failed"] = bool(values.get("store_failed"))
     for name in _DOCUMENT_COLUMNS:
         values[name] = values.get(name) or ""
     return Job(**values)
