@@ -155,7 +155,8 @@ class StatusIntake:
         if message.store_outage and message.status == JobStatus.DONE and job.status == JobStatus.FAILED:
             return self._stored_after_outage(batch, message, job, now)
         final_status = message.status
-        if job.status == JobStatus.FAILED_REJECTED and not message.store_outage and not batch.conn.scalar(
+        second_report = message.store_outage and message.status == JobStatus.DONE
+        if job.status == JobStatus.FAILED_REJECTED and not second_report and not batch.conn.scalar(
                 select(func.count()).where(s.historyinfo.c.job_id == job.job_id)):
             # The supervisor failed the job, an archivist rejected it, and its report arrives now:
             # NetarchiveSuite sets it back to FAILED and takes the report (reference §4.4). A repeat of
