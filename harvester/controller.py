@@ -379,22 +379,19 @@ class HarvestController:
             self._postprocess(jobdir)
             return
         console = f"{url}/engine/job/{jobdir.name}"
-        # Checkpoints the crawl holds already (a resumed crawl's) were reported when they were written.
-        checkpoints_seen: set[str] = set()
-        first_status = True
+        # Checkpoints of earlier launches (a resumed crawl's) were reported when they were written; a new
+        # one in a status poll was asked for through the crawler's REST API while the crawl ran.
+        checkpoints_dir = jobdir.path / "checkpoints"
+        checkpoints_seen = {p.name for p in checkpoints_dir.iterdir()} if checkpoints_dir.is_dir() else set()
 
         def on_status(status: CrawlerStatus) -> None:
-            nonlocal first_status
             try:
                 self.link.send_progress(crawl_progress(job, status, self.controller_id, console))
             except HarvestSuiteError as exc:
                 log.warning("job %d: progress not sent: %s", job.job_id, exc)
-            new = set(status.checkpoint_files) - checkpoints_seen
-            checkpoints_seen.update(new)
-            if not first_status:
-                for name in sorted(new):  # asked for through the crawler's REST API while it ran
-                    self._job_event(job, "checkpoint", name)
-            first_status = False
+            for name in sorted(set(status.checkpoint_files) - checkpoints_seen):
+                checkpoints_seen.add(name)
+                self._job_event(job, "checkpoint", name)
 
         options = self.options.driver
         if job.max_running_time:
@@ -409,7 +406,8 @@ class HarvestController:
                 engine.stop()
         if result.checkpoint is not None:
             jobdir.mark_resumable(result.checkpoint)
-            self._job_event(job, "checkpoint", result.checkpoint)
+            if result.checkpoint not in checkpoints_seen:
+                self._job_event(job, "checkpoint", result.checkpoint)
             log.warning("job %d checkpointed as %s at shutdown; it resumes at the next start if the scheduler "
                         "grants it again", job.job_id, result.checkpoint)
             self.current = None
