@@ -6,6 +6,7 @@ harvester/crawldriver.py, as ``harvestsuite harvester run`` uses it), and at the
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections import Counter
 from pathlib import Path
@@ -13,6 +14,9 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.crawldriver import CrawlDriver, DriveResult, DriverOptions
+from harvester.engine.crawl import STORE_FILE
+from harvester.engine.frontier import DONE
+from harvester.engine.urlstore import UrlStore
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite, wait_for
 
@@ -120,3 +124,55 @@ def test_a_crawl_checkpointed_mid_fetch_at_engine_shutdown_resumes_without_anyth
             finished = client.wait_for("slowjob", lambda status: status.is_finished, timeout=180)
             assert finished.crawl_exit_status == "FINISHED"
         assert_nothing_twice(site, job_dir, requests_at_checkpoint)
+
+
+def test_a_checkpoint_asked_for_through_the_rest_api_while_running_waits_for_the_fetches_in_flight(tmp_path):
+    """The crawl goes on after such a checkpoint, so a resume from it fetches again what came after it; but
+    nothing that was requested before it: the fetches in flight were finished and written into it."""
+    with TestSite(hosts=HOSTS, pages=6, response_delay=0.2) as site:
+        hosts_file = site.write_hosts_file(tmp_path / "hosts")
+        jobs_dir = tmp_path / "engine-jobs"
+        job_dir = slow_job(site, jobs_dir / "slowjob")
+        with EngineProcess(jobs_dir, hosts_file=hosts_file) as engine:
+            client = engine.client()
+            client.rescan()
+            client.build("slowjob")
+            client.launch("slowjob")
+            client.unpause("slowjob")
+            assert wait_for(fetches_in_flight(site, job_dir), timeout=60, interval=0.02)
+            asked_before = len(site.requests)
+            checkpoint = client.checkpoint("slowjob").checkpoint_files[-1]
+            assert client.job_status("slowjob").crawl_controller_state == "RUNNING"
+            # Every page requested before the checkpoint was asked for is done in it: the fetches in flight
+            # were waited for, none is left neither queued nor done (it would never be fetched again).
+            copy = tmp_path / "checkpoint-frontier.sqlite"
+            shutil.copyfile(job_dir / "checkpoints" / checkpoint / STORE_FILE, copy)
+            store = UrlStore(copy, fresh=False)
+            try:
+                states = {(host, target): (store.lookup(f"http://{host}:{site.port}{target}") or ("?",))[0]
+                          for host, target in site.requests[:asked_before] if target != "/robots.txt"}
+            finally:
+                store.close()
+            assert states and set(states.values()) == {DONE}, states
+            client.pause("slowjob")
+            client.wait_for("slowjob", lambda status: status.crawl_controller_state == "PAUSED", timeout=30)
+            client.terminate("slowjob")
+            client.wait_for("slowjob", lambda status: status.is_finished, timeout=30)
+        first_launch = {url for url in crawl_log_urls(job_dir)}
+        requests_before_resume = len(site.requests)
+        with EngineProcess(jobs_dir, hosts_file=hosts_file) as engine:
+            client = engine.client()
+            client.build("slowjob")
+            client.launch("slowjob", checkpoint=checkpoint)
+            client.unpause("slowjob")
+            assert client.wait_for("slowjob", lambda status: status.is_finished,
+                                   timeout=180).crawl_exit_status == "FINISHED"
+        again = {(host, target) for host, target in site.requests[requests_before_resume:]}
+        first_asked = {}
+        for index, request in enumerate(site.requests[:requests_before_resume]):
+            first_asked.setdefault(request, index)
+        refetched = {request: first_asked[request] for request in again if request in first_asked}
+        assert all(index >= asked_before for index in refetched.values()), (
+            f"requested before the checkpoint and fetched again after the resume: "
+            f"{sorted(r for r, i in refetched.items() if i < asked_before)}")
+        assert first_launch and {"/page/6", "/page/1", "/"} <= {target for _, target in site.requests}
