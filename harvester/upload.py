@@ -9,7 +9,8 @@ checksum verified, rename), then writes SHA256SUMS. What the pass meets decides 
   with the others and the job's upload fails for good;
 - any other failure is the store's (its root missing, unwritable, full, unmounted): the pass stops at
   once, since the next file would fail the same way, and the whole job's upload waits one backoff before
-  the next pass retries every file not stored yet.
+  the next pass retries every file not stored yet. A root that does not exist is such a failure too: an
+  upload never makes it, so an unmounted store is not filled on the local disk.
 
 So an outage costs one backoff schedule per job, not one per file: ``passes`` passes at most, the waits
 between them starting at ``first_delay`` seconds and doubling up to ``max_delay``. The caller decides
@@ -118,6 +119,13 @@ class JobUpload:
         result.store_failure = None
         result.conflicts = []
         ledger = self._read_ledger()
+        result.stored = sum(1 for _, name in self.files if name in ledger)
+        try:
+            # The harvester never makes the store's root: a missing one is an unmounted store.
+            self.store.require_root()
+        except HarvestSuiteError as exc:
+            result.store_failure = str(exc)
+            return
         for path, name in self.files:
             if name in ledger:
                 continue

@@ -175,7 +175,7 @@ def test_sigterm_checkpoints_the_crawl_and_the_next_start_resumes_it(harvesting)
 def test_files_that_cannot_be_stored_stay_and_are_stored_and_reported_by_upload_leftovers(harvesting, tmp_path):
     h = harvesting()
     harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
-    h.archive.parent.mkdir(parents=True, exist_ok=True)
+    h.archive.rmdir()
     h.archive.write_text("not a directory: the store cannot be written\n")
     h.start_scheduler()
     controller = h.start_controller(**{"harvestsuite.harvester.uploadRetries": 2})
@@ -188,6 +188,7 @@ def test_files_that_cannot_be_stored_stay_and_are_stored_and_reported_by_upload_
     assert controller.stop() == 0
 
     h.archive.unlink()
+    h.archive.mkdir()
     settings = h.settings_file()
     done = subprocess.run([sys.executable, "-m", "harvestdef", "--config", str(settings), "harvester",
                            "upload-leftovers"], capture_output=True, text=True, cwd=tmp_path)

@@ -1,7 +1,7 @@
-"""An archive store outage, the whole path with real processes (see conftest.py): the controller's upload
-of a job costs one backoff however many files it has, the job is reported FAILED while the store is
-down, and once the store is back the controller stores the files in its retries between jobs and the
-job is reported again: DONE, with its history rows."""
+"""An archive store outage (its root missing, as when the store is not mounted), the whole path with real
+processes (see conftest.py): the controller's upload of a job costs one backoff however many files it
+has, the job is reported FAILED while the store is down, and once the store is back the controller stores
+the files in its retries between jobs and the job is reported again: DONE, with its history rows."""
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from tests.harvester.test_controller_failures import job_directory, wait_for
 def test_a_store_outage_costs_one_backoff_and_the_job_is_done_once_stored(harvesting):
     h = harvesting()
     harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
-    h.archive.parent.mkdir(parents=True, exist_ok=True)
-    h.archive.write_text("not a directory: the archive store is down\n")
+    h.archive.rmdir()  # the store is not mounted: its root is missing, and an upload must not make it
     h.start_scheduler()
     controller = h.start_controller(**{"harvestsuite.harvester.uploadRetries": 2,
                                        "harvestsuite.harvester.uploadRetryDelay": 1,
@@ -40,7 +39,8 @@ def test_a_store_outage_costs_one_backoff_and_the_job_is_done_once_stored(harves
                           controller.text())
     assert len(backoffs) == 1, controller.text()[-3000:]
 
-    h.archive.unlink()  # the store is back
+    assert not h.archive.exists()
+    h.archive.mkdir()  # the store is back
     (job,) = h.wait_for_jobs(harvest_id, statuses=(JobStatus.DONE,), timeout=60)
     assert not job.upload_errors
     (row,) = h.history(job.job_id)

@@ -38,6 +38,7 @@ class Outage:
         self.waits.append(seconds)
         if self.root.is_file():
             self.root.unlink()
+            self.root.mkdir()
         if self.repair is not None:
             self.repair()
         return False
@@ -107,3 +108,29 @@ def test_bad_options_are_refused_by_name():
         UploadOptions(passes=0)
     with pytest.raises(Exception, match="at most uploadRetryMaxDelay"):
         UploadOptions(first_delay=5, max_delay=1)
+
+
+def test_a_missing_root_is_an_outage_and_is_never_made_by_an_upload(tmp_path):
+    files = three_files(tmp_path)
+    root = tmp_path / "archive"  # not mounted: the directory is not there
+    made_by_upload = []
+
+    def store_comes_back(seconds: float) -> bool:
+        made_by_upload.append(root.exists())
+        root.mkdir()
+        return False
+
+    upload = JobUpload(ArchiveStore(root), 1, 1, tmp_path / "job", files,
+                       UploadOptions(passes=3, first_delay=1, max_delay=1), store_comes_back)
+    result = upload.run()
+    assert made_by_upload == [False]  # the first pass failed without making the root
+    assert result.is_complete and result.passes == 2 and result.waits == [1]
+    assert (root / "1" / "1" / "SHA256SUMS").is_file()
+
+
+def test_the_failure_names_a_missing_root(tmp_path):
+    upload = JobUpload(ArchiveStore(tmp_path / "gone"), 1, 1, tmp_path, three_files(tmp_path),
+                       UploadOptions(passes=1, first_delay=0, max_delay=0), lambda seconds: False)
+    (line,) = upload.run().errors()
+    assert f"the archive store's root {tmp_path / 'gone'} is missing; is the store mounted?" in line
+    assert not (tmp_path / "gone").exists()
