@@ -71,6 +71,16 @@ class ArchiveStore:
         """``root / relative``; absolute paths and '..' are refused, so nothing outside the store is reached."""
         return self.root / _checked_relative(relative, "path")
 
+    def require_root(self) -> None:
+        """Refuse to go on when the root is not an existing directory: an unmounted or removed store must
+        fail as an outage, not be made anew on the local disk by ``store``'s directories.
+
+        :raise ArchiveStoreError: naming the root and what it is instead.
+        """
+        if not self.root.is_dir():
+            what = "not a directory" if self.root.exists() else "missing"
+            raise ArchiveStoreError(f"the archive store's root {self.root} is {what}; is the store mounted?")
+
     def has(self, harvest_id: int, job_id: int, name: str) -> bool:
         return (self.job_path(harvest_id, job_id) / _checked_name(name)).is_file()
 

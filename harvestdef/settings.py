@@ -214,9 +214,15 @@ class HarvesterSettings:
                                   "if the scheduler grants the job again) or finish (stopped, post-processed "
                                   "and reported)")
     uploadRetries: int = setting("harvestsuite.harvester.uploadRetries", 5,
-                                 "attempts to store each file in the archive store")
+                                 "passes over a job's files while the archive store fails, before the job is "
+                                 "reported FAILED and its upload left to the retries between jobs")
     uploadRetryDelay: int = setting("harvestsuite.harvester.uploadRetryDelay", 2,
-                                    "seconds before the first upload retry; doubles each time")
+                                    "seconds before the second pass of a job's upload; doubles each pass")
+    uploadRetryMaxDelay: int = setting("harvestsuite.harvester.uploadRetryMaxDelay", 60,
+                                       "the longest wait between two passes of a job's upload, in seconds")
+    leftoverUploadInterval: int = setting("harvestsuite.harvester.leftoverUploadInterval", 300,
+                                          "seconds between tries, while idle or between jobs, to store the files "
+                                          "of jobs the archive store could not take")
     metadataFileNameFormat: str = setting(
         "harvester.harvesting.metadata.metadataFileNameFormat", "default",
         "default: <job>-metadata-1.warc.gz; prefix: <collectionName>-<job>-<harvest>-metadata-1.warc.gz")

@@ -100,17 +100,28 @@ def run(app: AppContext, channels: tuple[str, ...]) -> None:
 def upload_leftovers(app: AppContext) -> None:
     """Store in the archive store the files of reported jobs that could not be stored earlier.
 
-    Only for a serverDir whose controller is not running (the controller does the same at its start).
+    One pass over each such job's files not stored yet. A job reported FAILED only because of an archive
+    store outage is reported again, DONE, once all its files are stored. Only for a serverDir whose
+    controller is not running (the controller does the same between jobs and at its start).
     """
-    from harvestdef.archive import ArchiveStore
-    from harvester.finish import PostProcessor
-    from harvester.jobdir import JobDirectory, JobDirectoryError, unfinished_job_directories
+    import socket
 
-    server_dir = Path(app.settings.harvester.serverDir).resolve()
-    store = ArchiveStore.from_settings(app.settings)
-    postprocessor = PostProcessor.from_settings(app.settings, store)
+    from harvestdef.archive import ArchiveStore
+    from harvestdef.queues import QueueNames, open_transport
+    from harvester.finish import PostProcessor
+    from harvester.identity import controller_id_from_settings
+    from harvester.jobdir import JobDirectory, JobDirectoryError, unfinished_job_directories
+    from harvester.protocol import SchedulerLink
+
+    settings = app.settings
+    server_dir = Path(settings.harvester.serverDir).resolve()
+    store = ArchiveStore.from_settings(settings)
+    postprocessor = PostProcessor.from_settings(settings, store)
     left = stored = 0
-    with server_dir_lock(server_dir):
+    with server_dir_lock(server_dir), open_transport(settings.queue) as transport:
+        link = SchedulerLink(transport, QueueNames(settings.queue.environmentName),
+                             controller_id_from_settings(settings.harvester), socket.gethostname(),
+                             list(settings.harvester.channels))
         for directory in unfinished_job_directories(server_dir):
             try:
                 jobdir = JobDirectory.load(directory)
@@ -120,7 +131,7 @@ def upload_leftovers(app: AppContext) -> None:
             if not postprocessor.pending_uploads(jobdir):
                 click.echo(f"{directory.name}: not reported yet; the controller post-processes it at its next start")
                 continue
-            if postprocessor.store_leftover(jobdir):
+            if postprocessor.store_leftover(jobdir, link, passes=1):
                 stored += 1
                 click.echo(f"{directory.name}: stored, moved to {jobdir.path}")
             else:

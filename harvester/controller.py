@@ -13,6 +13,18 @@ Its states and the moves between them are one table, ``CONTROLLER_TRANSITIONS``:
 While IDLE it sends a ready message every sendReadyDelay seconds and waits for a job; while PAUSED it
 sends none and takes none, says why in its log and heartbeat, and resumes by itself once space is back.
 Heartbeats go out from their own thread every heartbeatInterval seconds in every state.
+
+An archive store outage holds the controller for one backoff schedule per job (harvester/upload.py),
+never per file. A job whose files are still not stored after it is reported FAILED and left in its job
+directory, and the controller takes other work: between jobs and while idle, every
+leftoverUploadInterval seconds, it makes one more pass over such directories, and at its next start it
+does the same (design.md step 10). That is safe because the job directory is the controller's durable
+state: ``reported.json`` and the upload ledger survive a restart, and the retries run in the controller's
+own loop, never beside a crawl's post-processing of the same directory. Once every file is stored, a
+job that failed only because of the store is reported again, DONE.
+
+The crawl's checkpoints (at shutdown, or asked for through the crawler's REST API) and resumes are
+reported to the scheduler as JobEvent messages, for the job page.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from harvestdef import __version__
@@ -82,6 +95,7 @@ class ControllerOptions:
     engine_start_timeout: float
     request_timeout: float = 30.0
     answer_timeout: float = 30.0
+    leftover_upload_interval: float = 300.0
 
     @classmethod
     def from_settings(cls, settings: Settings, channels: tuple[str, ...] | None = None) -> ControllerOptions:
@@ -99,7 +113,7 @@ class ControllerOptions:
             heritrix_url=h.heritrixUrl, heritrix_user=h.heritrixUser, heritrix_password=h.heritrixPassword,
             engine_port=settings.crawler.port, engine_bind=settings.crawler.bind,
             hosts_file=settings.crawler.hostsFile, engine_start_timeout=h.engineStartTimeout,
-            request_timeout=h.statusPollTimeout)
+            request_timeout=h.statusPollTimeout, leftover_upload_interval=h.leftoverUploadInterval)
 
 
 class HarvestController:
@@ -117,6 +131,8 @@ class HarvestController:
         self.controller_id = controller_id
         self.host = host or socket.gethostname()
         self.stop_event = threading.Event()
+        # A shutdown ends an upload's backoff at once: the job directory keeps what is left to store.
+        self.postprocessor.wait = self.stop_event.wait
         self.link = SchedulerLink(transport, names, controller_id, self.host, list(options.channels),
                                   options.answer_timeout, stop=self.stop_event)
         self.state = STARTING
@@ -199,7 +215,11 @@ class HarvestController:
                 self._resume(directory)
             self._move(IDLE)
             last_ready = 0.0
+            last_upload_retry = time.monotonic()
             while not self._should_stop():
+                if time.monotonic() - last_upload_retry >= options.leftover_upload_interval:
+                    self.retry_uploads()
+                    last_upload_retry = time.monotonic()
                 if not self._has_space():
                     self.stop_event.wait(min(options.send_ready_delay, 5.0))
                     continue
@@ -323,6 +343,7 @@ class HarvestController:
             log.warning("job %d: no answer to the resume claim: %s", jobdir.job.job_id, exc)
         if answer is not None and answer.granted:
             log.info("job %d resumes from checkpoint %s", jobdir.job.job_id, checkpoint)
+            self._job_event(jobdir.job, "resume", checkpoint)
             jobdir.clear_resumable()
             self._crawl_and_finish(directory, checkpoint=checkpoint)
             return
@@ -358,12 +379,19 @@ class HarvestController:
             self._postprocess(jobdir)
             return
         console = f"{url}/engine/job/{jobdir.name}"
+        # Checkpoints of earlier launches (a resumed crawl's) were reported when they were written; a new
+        # one in a status poll was asked for through the crawler's REST API while the crawl ran.
+        checkpoints_dir = jobdir.path / "checkpoints"
+        checkpoints_seen = {p.name for p in checkpoints_dir.iterdir()} if checkpoints_dir.is_dir() else set()
 
         def on_status(status: CrawlerStatus) -> None:
             try:
                 self.link.send_progress(crawl_progress(job, status, self.controller_id, console))
             except HarvestSuiteError as exc:
                 log.warning("job %d: progress not sent: %s", job.job_id, exc)
+            for name in sorted(set(status.checkpoint_files) - checkpoints_seen):
+                checkpoints_seen.add(name)
+                self._job_event(job, "checkpoint", name)
 
         options = self.options.driver
         if job.max_running_time:
@@ -378,6 +406,8 @@ class HarvestController:
                 engine.stop()
         if result.checkpoint is not None:
             jobdir.mark_resumable(result.checkpoint)
+            if result.checkpoint not in checkpoints_seen:
+                self._job_event(job, "checkpoint", result.checkpoint)
             log.warning("job %d checkpointed as %s at shutdown; it resumes at the next start if the scheduler "
                         "grants it again", job.job_id, result.checkpoint)
             self.current = None
@@ -397,7 +427,31 @@ class HarvestController:
             if not self.stop_event.is_set():
                 self._move(IDLE)
 
+    def _job_event(self, job: DoOneCrawl, kind: str, checkpoint: str) -> None:
+        try:
+            self.link.send_job_event(job, kind, checkpoint, datetime.now(UTC))
+        except HarvestSuiteError as exc:  # the job page misses a line; the crawl goes on
+            log.warning("job %d: %s of %s not reported: %s", job.job_id, kind, checkpoint, exc)
+
     # ------------------------------------------------------------------ leftovers
+    def retry_uploads(self) -> int:
+        """One upload pass over every reported job directory whose files the archive store did not take;
+        returns how many were completed (and moved to oldjobs)."""
+        completed = 0
+        for directory in unfinished_job_directories(self.options.server_dir):
+            if self.stop_event.is_set():
+                break
+            if self.current is not None and directory.name.startswith(f"{self.current.job_id}_"):
+                continue
+            try:
+                jobdir = JobDirectory.load(directory)
+                if self.postprocessor.pending_uploads(jobdir) and self.postprocessor.store_leftover(
+                        jobdir, self.link, passes=1):
+                    completed += 1
+            except (OSError, HarvestSuiteError) as exc:  # one directory must not stop the others' retries
+                log.error("%s: the upload could not be retried: %s", directory, exc)
+        return completed
+
     def process_leftovers(self) -> list[Path]:
         """Post-process and report FAILED every job directory a dead controller left; returns those that
         carry a resume marker instead (checkpointed at a shutdown, they are claimed again)."""

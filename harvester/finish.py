@@ -11,14 +11,18 @@ skips none of the others, and every failure is listed in the report:
 3. the job's deduplication entries (``dedup/<job_id>.gz``);
 4. the metadata WARC (``metadata/<name>``);
 5. the domain report from crawl.log and progress-statistics.log;
-6. every file stored in the archive store (temporary name, fsync, checksum verified, rename), retried with
-   backoff, then SHA256SUMS;
+6. every file stored in the archive store (temporary name, fsync, checksum verified, rename), then
+   SHA256SUMS: one operation with one backoff schedule for the whole job (harvester/upload.py);
 7. DONE, or FAILED when the crawl failed or a file could not be stored, sent with the report and errors.
 
-A job whose files could not all be stored stays in serverDir, marked as reported (``reported.json``): the
-next start of the controller, or ``harvestsuite harvester upload-leftovers``, stores what is missing and
-only then moves the directory to oldjobs. Stored WARCs are deleted from the job directory once verified in
-the store; logs, reports and indexes move to oldjobs with the directory.
+A job whose files could not all be stored stays in serverDir, marked as reported (``reported.json``):
+the controller retries it between jobs and at its next start (or ``harvestsuite harvester
+upload-leftovers`` does), each time one pass over the files not stored yet, and only once all are
+stored moves the directory to oldjobs. A job that failed only because the store failed (an outage: the
+crawl went well) is reported FAILED with ``store_outage``, and once its files are stored it is reported
+again, DONE with the same report (kept in ``reported.json``): the scheduler then records it DONE with its
+history. Stored WARCs are deleted from the job directory once verified in the store; logs, reports and
+indexes move to oldjobs with the directory.
 """
 
 from __future__ import annotations
@@ -27,14 +31,15 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
 from harvestdef.dedup import DedupIndex, entries_name, write_entries
-from harvestdef.errors import ArchiveConflictError, HarvestSuiteError
+from harvestdef.errors import HarvestSuiteError
+from harvestdef.messages import CrawlStatus, MessageError, decode, encode
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
 from harvester.jobdir import (
@@ -53,6 +58,7 @@ from harvester.postprocess.metadata import MetadataInfo, metadata_file_name, wri
 from harvester.postprocess.reconcile import UNARCHIVED_LOG, Reconciliation, reconcile_crawl_log
 from harvester.postprocess.warcfiles import close_open_warc
 from harvester.protocol import SchedulerLink
+from harvester.upload import JobUpload, UploadOptions, UploadResult
 
 REPORTED = "reported.json"
 CDXJ_DIR = "cdxj"
@@ -68,15 +74,18 @@ class FinishOptions:
     oldjobs_dir: Path
     organization: str
     collection: str | None        # the metadata file's prefix (metadataFileNameFormat = prefix), else None
-    upload_retries: int = 5
-    upload_retry_delay: float = 2.0
+    upload: UploadOptions = UploadOptions()
     crawler_version: str = f"HarvestSuite engine {__version__}"
 
 
 class PostProcessor:
-    def __init__(self, options: FinishOptions, store: ArchiveStore) -> None:
+    """``wait(seconds)`` sleeps between upload passes and returns True to give up (a stop requested)."""
+
+    def __init__(self, options: FinishOptions, store: ArchiveStore,
+                 wait: Callable[[float], bool] | None = None) -> None:
         self.options = options
         self.store = store
+        self.wait = wait or _sleep
 
     @classmethod
     def from_settings(cls, settings: Settings, store: ArchiveStore) -> PostProcessor:
@@ -90,7 +99,8 @@ class PostProcessor:
         crawler = f"HarvestSuite engine {__version__}" if not h.heritrixUrl else "Heritrix 3"
         return cls(FinishOptions(oldjobs_dir=oldjobs if oldjobs.is_absolute() else server_dir / oldjobs,
                                  organization=h.organization, collection=collection,
-                                 upload_retries=h.uploadRetries, upload_retry_delay=h.uploadRetryDelay,
+                                 upload=UploadOptions(passes=h.uploadRetries, first_delay=h.uploadRetryDelay,
+                                                      max_delay=h.uploadRetryMaxDelay),
                                  crawler_version=crawler), store)
 
     # ------------------------------------------------------------------ the files of a job
@@ -117,7 +127,7 @@ class PostProcessor:
         reported = self._reported(jobdir)
         if reported is not None:
             log.info("job %d was reported %s earlier; storing what is left", jobdir.job.job_id, reported.name)
-            self.store_leftover(jobdir)
+            self.store_leftover(jobdir, link, passes=1)
             return reported
         job = jobdir.job
         outcome = jobdir.outcome or CrawlOutcome(failed=True, errors=["the crawl's outcome was not recorded"])
@@ -155,14 +165,27 @@ class PostProcessor:
         step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs))
         result = step("the domain report", lambda: self._domain_report(jobdir, outcome))
         report = result.report if result is not None else None
-        upload_errors = self._store_all(jobdir)
+        upload = self._store_all(jobdir)
+        upload_errors = upload.errors()
         status = JobStatus.FAILED if outcome.failed or upload_errors else JobStatus.DONE
+        # Only an outage of a job that would be DONE is reported again once stored: the scheduler turns
+        # such a FAILED job DONE, and no other.
+        store_outage = upload.is_outage and not outcome.failed and report is not None
         harvest_errors = "; ".join(errors)
-        link.report(job, status, report, harvest_errors=harvest_errors[:4000], harvest_error_details=harvest_errors,
-                    upload_errors="; ".join(upload_errors)[:4000], upload_error_details="\n".join(upload_errors))
-        log.info("job %d reported %s%s", job.job_id, status.name, f": {harvest_errors}" if harvest_errors else "")
-        self._mark_reported(jobdir, status, upload_errors)
-        if not upload_errors:
+        message = CrawlStatus(job_id=job.job_id, attempt_id=job.attempt_id, controller_id=link.controller_id,
+                              status=status, domain_report=report, harvest_errors=harvest_errors[:4000],
+                              harvest_error_details=harvest_errors, upload_errors="; ".join(upload_errors)[:4000],
+                              upload_error_details="\n".join(upload_errors), store_outage=store_outage)
+        link.send_status(message)
+        log.info("job %d reported %s%s", job.job_id, status.name, f": {'; '.join(errors + upload_errors)}"
+                 if errors or upload_errors else "")
+        second = None
+        if store_outage:
+            second = CrawlStatus(job_id=job.job_id, attempt_id=job.attempt_id, controller_id=link.controller_id,
+                                 status=JobStatus.DONE, domain_report=report, harvest_errors=harvest_errors[:4000],
+                                 harvest_error_details=harvest_errors, store_outage=True)
+        self._mark_reported(jobdir, status, upload_errors, second)
+        if upload.is_complete:
             self._move(jobdir)
         return status
 
@@ -258,42 +281,37 @@ class PostProcessor:
             files.append((dedup, entries_name(jobdir.job.job_id)))
         return files
 
-    def _store_all(self, jobdir: JobDirectory) -> list[str]:
-        """Store every file; the errors of those that could not be stored, one line each."""
+    def _store_all(self, jobdir: JobDirectory, passes: int | None = None) -> UploadResult:
+        """Store every file not stored yet, as one operation with one backoff schedule of ``passes`` passes
+        (default: uploadRetries); the WARCs leave the harvester once all is stored and verified."""
         job = jobdir.job
-        errors = []
-        for path, name in self._files_to_store(jobdir):
-            delay = self.options.upload_retry_delay
-            for attempt in range(1, self.options.upload_retries + 1):
-                try:
-                    self.store.store(path, job.harvest_id, job.job_id, name)
-                    break
-                except (OSError, HarvestSuiteError) as exc:
-                    if attempt == self.options.upload_retries or not _is_transient(exc):
-                        errors.append(f"{name} could not be stored after {attempt} attempts: {exc}")
-                        log.error("job %d: %s could not be stored: %s", job.job_id, name, exc)
-                        break
-                    log.warning("job %d: storing %s failed (attempt %d of %d), retrying in %.0f s: %s",
-                                job.job_id, name, attempt, self.options.upload_retries, delay, exc)
-                    time.sleep(delay)
-                    delay *= 2
-        try:
-            self.store.write_checksums(job.harvest_id, job.job_id)
-        except (OSError, HarvestSuiteError) as exc:
-            errors.append(f"SHA256SUMS could not be written: {exc}")
-        if not errors:
-            # Stored and verified: the WARCs leave the harvester.
+        upload = JobUpload(self.store, job.harvest_id, job.job_id, jobdir.path, self._files_to_store(jobdir),
+                           self.options.upload, self.wait)
+        result = upload.run(passes)
+        if result.is_complete:
             for path in self.warc_files(jobdir):
                 path.unlink()
-        return errors
+        return result
 
-    def store_leftover(self, jobdir: JobDirectory) -> bool:
-        """Store what a reported job could not store before; True (and moved to oldjobs) once all is stored."""
-        errors = self._store_all(jobdir)
-        if errors:
-            log.error("job %d: %d files are still not stored; they stay in %s", jobdir.job.job_id, len(errors),
-                      jobdir.path)
+    def store_leftover(self, jobdir: JobDirectory, link: SchedulerLink | None, passes: int | None = None) -> bool:
+        """Store what a reported job could not store before; True (and moved to oldjobs) once all is stored.
+
+        A job reported FAILED because of a store outage is then reported again, DONE (through ``link``;
+        without one the directory stays, stored, until a controller sends that report at its start)."""
+        result = self._store_all(jobdir, passes)
+        if not result.is_complete:
+            log.error("job %d: %d of %d files are still not stored; they stay in %s: %s", jobdir.job.job_id,
+                      result.files - result.stored, result.files, jobdir.path, "; ".join(result.errors()))
             return False
+        second = self._second_report(jobdir)
+        if second is not None:
+            if link is None:
+                log.warning("job %d: all files stored; its DONE report is sent by the controller at its next start",
+                            jobdir.job.job_id)
+                return False
+            link.send_status(second)
+            log.info("job %d: all files stored after an archive store outage; reported again as DONE",
+                     jobdir.job.job_id)
         self._move(jobdir)
         return True
 
@@ -309,15 +327,36 @@ class PostProcessor:
             return None
 
     @staticmethod
-    def _mark_reported(jobdir: JobDirectory, status: JobStatus, upload_errors: list[str]) -> None:
+    def _second_report(jobdir: JobDirectory) -> CrawlStatus | None:
+        """The DONE report kept for a job FAILED by a store outage, to be sent once its files are stored."""
+        try:
+            kept = json.loads((jobdir.path / REPORTED).read_text(encoding="utf-8")).get("second_report")
+        except (FileNotFoundError, ValueError):
+            return None
+        if not kept:
+            return None
+        try:
+            message = decode(kept.encode("utf-8"), (CrawlStatus,))
+        except MessageError as exc:
+            log.error("job %d: the DONE report kept in %s is unreadable (%s); the job stays FAILED",
+                      jobdir.job.job_id, jobdir.path / REPORTED, exc)
+            return None
+        assert isinstance(message, CrawlStatus)
+        return message
+
+    @staticmethod
+    def _mark_reported(jobdir: JobDirectory, status: JobStatus, upload_errors: list[str],
+                       second_report: CrawlStatus | None = None) -> None:
+        kept = encode(second_report).decode("utf-8") if second_report is not None else None
         temporary = jobdir.path / f".{REPORTED}.tmp"
-        temporary.write_text(json.dumps({"status": status.name, "upload_errors": upload_errors}), encoding="utf-8")
+        temporary.write_text(json.dumps({"status": status.name, "upload_errors": upload_errors,
+                                         "second_report": kept}), encoding="utf-8")
         os.replace(temporary, jobdir.path / REPORTED)
 
     def pending_uploads(self, jobdir: JobDirectory) -> bool:
         return self._reported(jobdir) is not None
 
 
-def _is_transient(exc: Exception) -> bool:
-    """A conflict (different data under the same name) will not go away by waiting."""
-    return not isinstance(exc, ArchiveConflictError)
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return False

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.messages import (
@@ -32,6 +33,7 @@ from harvestdef.messages import (
     FrontierReport,
     HarvesterReady,
     HarvesterStatus,
+    JobEvent,
     MessageError,
     RegistrationAnswer,
     RegistrationRequest,
@@ -173,6 +175,17 @@ class SchedulerLink:
             job_id=job.job_id, attempt_id=job.attempt_id, controller_id=self.controller_id, status=status,
             domain_report=domain_report, harvest_errors=harvest_errors, harvest_error_details=harvest_error_details,
             upload_errors=upload_errors, upload_error_details=upload_error_details)))
+
+    def send_status(self, status: CrawlStatus) -> None:
+        """A CrawlStatus made by the caller (post-processing's final report, or the second report of a job
+        whose files were stored after an archive store outage)."""
+        self.transport.publish(self.names.scheduler, encode(status))
+
+    def send_job_event(self, job: DoOneCrawl, kind: str, checkpoint: str, happened_at: datetime) -> None:
+        """A checkpoint or resume of the job's crawl, for the job page."""
+        self.transport.publish(self.names.scheduler, encode(JobEvent(
+            job_id=job.job_id, attempt_id=job.attempt_id, controller_id=self.controller_id, kind=kind,
+            checkpoint=checkpoint, happened_at=happened_at.isoformat())))
 
     def send_progress(self, progress: CrawlProgress) -> None:
         self.transport.publish(self.names.monitor, encode(progress))

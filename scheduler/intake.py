@@ -10,6 +10,16 @@ The handlers of the scheduler queue's messages write into a ``scheduler.batch.Ba
 of one message or of several taken together; what they answer or notify goes out after its commit.
 The usual STARTED and final status are one compare-and-set each (the attempt, its controller, the
 status it moves from); anything else is read under the job's row lock first and decided as below.
+
+An archive store outage: a controller whose crawl went well but whose files the store would not take
+reports FAILED with ``store_outage``. The job is FAILED (and counted so in its run's summary) with
+jobs.store_failed set, and gets no historyinfo rows: what it harvested is not archived yet. Once its
+files are stored the controller reports DONE with ``store_outage``; only a job of that attempt and
+controller that is FAILED with store_failed turns DONE (JobTransitionReason.STORED_AFTER_STORE_OUTAGE,
+audited), and its historyinfo rows are written then, as for any DONE job. A job FAILED for any other
+reason, rejected or resubmitted meanwhile, keeps its status.
+
+Job events (checkpoints and resumes) are stored in job_events for the job page, once per event.
 """
 
 from __future__ import annotations
@@ -34,13 +44,15 @@ from harvestdef.messages import (
     CrawlStatus,
     FrontierReport,
     HarvesterStatus,
+    JobEvent,
     RegistrationAnswer,
     RegistrationRequest,
     encode,
 )
-from harvestdef.model.status import JobStatus
+from harvestdef.model.status import JobStatus, JobTransitionReason
 from harvestdef.queues import Transport
 from harvestdef.repositories.history import DomainFigures, JobFigures
+from harvestdef.repositories.jobevents import JobEventRepository
 from harvestdef.repositories.jobs import NOT_NULL, JobRepository, not_before
 from scheduler.batch import Batch, run_one
 from scheduler.notify import Notifier
@@ -67,6 +79,7 @@ def _final_values(message: CrawlStatus) -> dict[str, Any]:
         "harvest_error_details": _clip(message.harvest_error_details, 10000) or None,
         "upload_errors": _clip(message.upload_errors, 300) or None,
         "upload_error_details": _clip(message.upload_error_details, 10000) or None,
+        "store_failed": message.status == JobStatus.FAILED and message.store_outage,
     }
 
 
@@ -139,8 +152,11 @@ class StatusIntake:
             jobs.change_status(job.job_id, JobStatus.SUBMITTED, JobStatus.STARTED, attempt_id=job.attempt_id,
                                values={"startdate": now})
             return True
+        if message.store_outage and message.status == JobStatus.DONE and job.status == JobStatus.FAILED:
+            return self._stored_after_outage(batch, message, job, now)
         final_status = message.status
-        if job.status == JobStatus.FAILED_REJECTED and not batch.conn.scalar(
+        second_report = message.store_outage and message.status == JobStatus.DONE
+        if job.status == JobStatus.FAILED_REJECTED and not second_report and not batch.conn.scalar(
                 select(func.count()).where(s.historyinfo.c.job_id == job.job_id)):
             # The supervisor failed the job, an archivist rejected it, and its report arrives now:
             # NetarchiveSuite sets it back to FAILED and takes the report (reference §4.4). A repeat of
@@ -159,12 +175,28 @@ class StatusIntake:
         self._record_final(batch, message, job, final_status, now)
         return True
 
+    def _stored_after_outage(self, batch: Batch, message: CrawlStatus, job: Any, now: datetime) -> bool:
+        """The second report of a job FAILED by an archive store outage: DONE now, with its history."""
+        if not job.store_failed:
+            log.warning("DONE of job %d after a store outage refused: the job FAILED for another reason (%s)",
+                        job.job_id, job.harvest_errors or "no harvest errors recorded")
+            return False
+        row = batch.jobs(message.controller_id).change_status(
+            job.job_id, JobStatus.FAILED, JobStatus.DONE, attempt_id=job.attempt_id,
+            where={"controller": message.controller_id, "store_failed": True},
+            values={**_final_values(message), "enddate": now}, returning=_HISTORY_COLUMNS,
+            reason=JobTransitionReason.STORED_AFTER_STORE_OUTAGE)
+        assert row is not None
+        self._record_final(batch, message, row, JobStatus.DONE, now, replaces_failed=True)
+        return True
+
     def _record_final(self, batch: Batch, message: CrawlStatus, job: JobFigures, final_status: JobStatus,
-                      now: datetime) -> None:
+                      now: datetime, replaces_failed: bool = False) -> None:
         """A final status's history and summaries, the job out of the monitor, and, after the commit, the log
-        line and the notification of a failure."""
+        line and the notification of a failure. A job failed by a store outage gets no history rows yet:
+        its files are not archived (see the module docstring)."""
         batch.job_ended(job.job_id)
-        report = message.domain_report
+        report = None if message.store_outage and final_status == JobStatus.FAILED else message.domain_report
         domains = None
         if report is not None:
             domains = {stats.domain: DomainFigures(
@@ -172,11 +204,12 @@ class StatusIntake:
                 stats.duplicate_objects, stats.duplicate_bytes, stats.nothing_harvested)
                 for stats in report.domains}
         rows = batch.history_writer().record_job(job, final_status, report.default_stop_reason if report else None,
-                                                 domains, harvest_time=now)
+                                                 domains, harvest_time=now, replaces_failed=replaces_failed)
 
         def ended() -> None:
             self._last_sample.pop(job.job_id, None)
-            log.info("job %d %s: %d historyinfo rows", job.job_id, message.status, rows)
+            log.info("job %d %s%s: %d historyinfo rows", job.job_id, message.status,
+                     " (its files stored after an archive store outage)" if replaces_failed else "", rows)
             if message.status == JobStatus.FAILED:
                 self.notifier.notify(
                     f"Job {job.job_id} failed",
@@ -186,6 +219,21 @@ class StatusIntake:
                     f"{message.upload_error_details}")
 
         batch.after_commit(ended)
+
+    # ------------------------------------------------------------------ job events
+    def on_job_event(self, message: JobEvent, now: datetime | None = None) -> bool:
+        """Store a checkpoint or resume of a job's crawl; True if it was new."""
+        return run_one(self.engine, self.transport, lambda batch: self.job_event_in(batch, message, now))
+
+    def job_event_in(self, batch: Batch, message: JobEvent, now: datetime | None = None) -> bool:
+        """``on_job_event`` within ``batch``. An event of an unknown job is logged and dropped."""
+        if batch.conn.scalar(select(s.jobs.c.job_id).where(s.jobs.c.job_id == message.job_id)) is None:
+            log.warning("%s of unknown job %d ignored", message.kind, message.job_id)
+            return False
+        return JobEventRepository(batch.conn).record(
+            job_id=message.job_id, attempt_id=message.attempt_id, controller_id=message.controller_id,
+            kind=message.kind, checkpoint=message.checkpoint,
+            happened_at=datetime.fromisoformat(message.happened_at), received_at=now or utcnow())
 
     # ------------------------------------------------------------------ harvesters
     def on_registration(self, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAnswer:

@@ -55,6 +55,7 @@ from harvestdef.messages import (
     FrontierReport,
     HarvesterReady,
     HarvesterStatus,
+    JobEvent,
     MessageError,
     RegistrationRequest,
     decode_with_time,
@@ -72,7 +73,7 @@ from scheduler.tick import Ticker, TickOptions, TickReport
 
 log = logging.getLogger(__name__)
 
-_SCHEDULER_MESSAGES = (HarvesterReady, ClaimRequest, RegistrationRequest, HarvesterStatus, CrawlStatus)
+_SCHEDULER_MESSAGES = (HarvesterReady, ClaimRequest, RegistrationRequest, HarvesterStatus, CrawlStatus, JobEvent)
 _MONITOR_MESSAGES = (CrawlProgress, FrontierReport)
 
 
@@ -161,6 +162,8 @@ class SchedulerService:
             self.intake.on_heartbeat(message, sent_at)
         elif isinstance(message, RegistrationRequest):
             self.intake.on_registration(message)
+        elif isinstance(message, JobEvent):
+            self.intake.on_job_event(message)
         elif isinstance(message, CrawlProgress):
             self.intake.on_progress(message, sent_at)
         elif isinstance(message, FrontierReport):
@@ -177,6 +180,8 @@ class SchedulerService:
             self.intake.heartbeat_in(batch, message, sent_at)
         elif isinstance(message, RegistrationRequest):
             self.intake.registration_in(batch, message)
+        elif isinstance(message, JobEvent):
+            self.intake.job_event_in(batch, message)
 
     # ------------------------------------------------------------------ several messages
     def handle_batch(self, deliveries: list[Delivery]) -> None:

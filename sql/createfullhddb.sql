@@ -363,6 +363,21 @@ CREATE TABLE dead_letters (
 	PRIMARY KEY (dead_letter_id)
 );
 
+CREATE TABLE job_events (
+	event_id BIGSERIAL NOT NULL, 
+	job_id BIGINT NOT NULL, 
+	attempt_id VARCHAR(64) NOT NULL, 
+	controller_id VARCHAR(100) NOT NULL, 
+	kind VARCHAR(30) NOT NULL, 
+	checkpoint VARCHAR(300) NOT NULL, 
+	happened_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	received_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (event_id), 
+	CONSTRAINT job_events_once UNIQUE (job_id, kind, checkpoint, happened_at)
+);
+
+CREATE INDEX job_events_job ON job_events (job_id, happened_at);
+
 CREATE TABLE harvest_run_summary (
 	harvest_id BIGINT NOT NULL, 
 	harvest_num INTEGER NOT NULL, 
@@ -711,6 +726,7 @@ CREATE TABLE jobs (
 	interrupted BOOLEAN DEFAULT false NOT NULL, 
 	expected_objects BIGINT, 
 	claimed_at TIMESTAMP WITHOUT TIME ZONE, 
+	store_failed BOOLEAN DEFAULT false NOT NULL, 
 	PRIMARY KEY (job_id), 
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
 );

@@ -40,6 +40,7 @@ BASELINE_REVISION = "0001_baseline"
 # tables loaded from a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
 MARKER_TABLES = (("0014_dedup_coverage", "harvest_run_dedup_index.refusal"),
                  ("0013_harvest_findings", "harvest_findings"),
+                 ("0012_job_events", "job_events"),
                  ("0011_user_sessions", "login_failures"),
                  ("0010_definition_summaries", "domain_tld_counts"),
                  ("0009_domain_trigram", "domains#domainnametrgm"),

@@ -366,6 +366,9 @@ jobs = Table(
     Column("expected_objects", BigInteger),
     # ours: when the attempt was granted to `controller`
     Column("claimed_at", UTCDateTime),
+    # ours: FAILED only because the archive store could not take the job's files; its controller keeps
+    # them and reports the job again once they are stored (JobTransitionReason.STORED_AFTER_STORE_OUTAGE)
+    Column("store_failed", Boolean, nullable=False, server_default=text("false")),
 )
 Index("jobstatus", jobs.c.status)
 # ours: the dispatcher's oldest NEW job of a channel is the first entry of one range (migration 0008)
@@ -616,6 +619,22 @@ dead_letters = Table(
     Column("job_id", BigInteger),
     Column("body", Text, nullable=False),
 )
+
+# What happened to a job's crawl beside its status: checkpoints and resumes, as its controller reported
+# them (message JobEvent). One row per event; a repeated message matches its row and adds none.
+job_events = Table(
+    "job_events", metadata,
+    Column("event_id", Id, primary_key=True, autoincrement=True),
+    Column("job_id", BigInteger, nullable=False),
+    Column("attempt_id", String(64), nullable=False),
+    Column("controller_id", String(100), nullable=False),
+    Column("kind", String(30), nullable=False),  # checkpoint, resume
+    Column("checkpoint", String(300), nullable=False),
+    Column("happened_at", UTCDateTime, nullable=False),
+    Column("received_at", UTCDateTime, nullable=False),
+    UniqueConstraint("job_id", "kind", "checkpoint", "happened_at", name="job_events_once"),
+)
+Index("job_events_job", job_events.c.job_id, job_events.c.happened_at)
 
 # Per harvest run (harvest_num): totals of the final reports, kept up to date at status intake.
 harvest_run_summary = Table(

@@ -186,6 +186,7 @@ class Demo:
         """Run until Ctrl-C or SIGTERM (0), or until a role fails (1)."""
         _narration_logging()
         self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / "archive").mkdir(exist_ok=True)  # the archive store's root: uploads never make it
         with directory_lock(self.directory):
             if _port_in_use(self.web_port):
                 raise DemoError(f"port {self.web_port} is in use (another demo, or another program); stop it, or "

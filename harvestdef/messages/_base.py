@@ -14,7 +14,7 @@ from harvestdef.errors import ValidationError
 
 #: (major, minor) of the wire schema this side speaks. A change of major is incompatible and refused with
 #: MessageVersionError; a newer minor only adds fields, which older readers ignore. 1.1 added
-#: DomainStats.nothing_harvested.
+#: DomainStats.nothing_harvested, the JobEvent message and CrawlStatus.store_outage.
 SCHEMA_VERSION: tuple[int, int] = (1, 1)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -9,6 +9,7 @@ MessageError with the field's path. Inside bodies, times are ISO-8601 strings on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from harvestdef.messages._base import Message, MessageError, shown
 from harvestdef.model.status import JobStatus, StopReason
@@ -121,6 +122,10 @@ class CrawlStatus(Message):
 
     DONE carries the domain report; FAILED carries it when anything was harvested; on STARTED it is ignored.
     The error fields list every failed step, one per line, with details in the ``*_details`` fields.
+
+    ``store_outage`` (schema 1.1) on FAILED: the crawl and its post-processing went well, only the archive
+    store could not take the files; the controller keeps them and reports again. On DONE: that second
+    report, sent once every file is stored, which may turn the FAILED job DONE.
     """
 
     job_id: int
@@ -132,6 +137,7 @@ class CrawlStatus(Message):
     harvest_error_details: str = ""
     upload_errors: str = ""
     upload_error_details: str = ""
+    store_outage: bool = False
 
     def __post_init__(self) -> None:
         if self.status not in CRAWL_STATUS_REPORTED:
@@ -308,11 +314,43 @@ class RegistrationAnswer(Message):
     reason: str = ""
 
 
+#: JobEvent.kind values.
+JOB_EVENT_KINDS: tuple[str, ...] = ("checkpoint", "resume")
+
+
+@dataclass(frozen=True, slots=True)
+class JobEvent(Message):
+    """Harvest controller -> scheduler's status queue (schema 1.1): something that happened to a job's
+    crawl beside its status, for the job page. ``checkpoint``: the crawl wrote checkpoint ``checkpoint``
+    (at the controller's shutdown, or asked for through the API); ``resume``: the crawl was launched again
+    from checkpoint ``checkpoint``. ``happened_at`` is ISO-8601 with a UTC offset."""
+
+    job_id: int
+    attempt_id: str
+    controller_id: str
+    kind: str
+    checkpoint: str
+    happened_at: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in JOB_EVENT_KINDS:
+            raise MessageError("kind", f"expected one of {', '.join(JOB_EVENT_KINDS)}, got {shown(self.kind)}")
+        if not self.checkpoint or len(self.checkpoint) > 300:
+            raise MessageError("checkpoint", "expected a checkpoint name of 1 to 300 characters")
+        try:
+            when = datetime.fromisoformat(self.happened_at)
+        except (TypeError, ValueError):
+            when = None
+        if when is None or when.utcoffset() is None:
+            raise MessageError("happened_at", f"expected an ISO-8601 time with a UTC offset, got "
+                                              f"{shown(self.happened_at)}")
+
+
 #: Wire name (the ``type`` of the envelope) -> message class.
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.__name__: cls
     for cls in (
         DoOneCrawl, CrawlStatus, CrawlProgress, FrontierReport, HarvesterReady, HarvesterStatus,
-        ClaimRequest, ClaimAnswer, RegistrationRequest, RegistrationAnswer,
+        ClaimRequest, ClaimAnswer, RegistrationRequest, RegistrationAnswer, JobEvent,
     )
 }

@@ -40,6 +40,7 @@ class Job:
     claimed_at: datetime | None = None
     interrupted: bool = False
     expected_objects: int | None = None
+    store_failed: bool = False  # FAILED only because the archive store could not take its files (yet)
     orderxmldoc: str = ""
     seedlist: str = ""
 

@@ -4,11 +4,15 @@ The ordinals are stored in jobs.status and historyinfo.stopreason and must never
 §6.5). ``check_job_transition`` is the only judge of a status change; the repository function that
 changes a job's status calls it and then updates with ``WHERE status = :from AND attempt_id = :attempt``
 so a stale attempt changes nothing.
+
+A transition of the table either needs no reason or exactly one ``JobTransitionReason``: FAILED -> DONE
+is allowed only as STORED_AFTER_STORE_OUTAGE (a job reported FAILED because the archive store could not
+take its files, whose files were all stored later), never for a job that failed for anything else.
 """
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 from harvestdef.errors import IllegalTransitionError
 
@@ -39,7 +43,17 @@ class StopReason(IntEnum):
         return self.name
 
 
+class JobTransitionReason(Enum):
+    """Why a transition that needs a reason is made; the table names the one reason it accepts."""
+
+    STORED_AFTER_STORE_OUTAGE = "the job's files were stored after an archive store outage"
+
+    def __str__(self) -> str:
+        return self.name
+
+
 _S = JobStatus
+_STORED_LATER = JobTransitionReason.STORED_AFTER_STORE_OUTAGE
 
 # from-state -> the states a job may move to (reference §4.4). Who triggers each:
 #   NEW -> SUBMITTED            the dispatcher published the DoOneCrawl message (confirmed)
@@ -49,22 +63,31 @@ _S = JobStatus
 #   FAILED -> RESUBMITTED       an operator's restart (the copy carries continuationof)
 #   FAILED <-> FAILED_REJECTED  an operator's reject / unreject
 #   STARTED -> FAILED           the job timeout supervisor
-JOB_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
-    _S.NEW: frozenset({_S.SUBMITTED, _S.STARTED, _S.DONE, _S.FAILED}),
-    _S.SUBMITTED: frozenset({_S.STARTED, _S.DONE, _S.FAILED, _S.RESUBMITTED}),
-    _S.STARTED: frozenset({_S.DONE, _S.FAILED}),
-    _S.DONE: frozenset(),
-    _S.FAILED: frozenset({_S.RESUBMITTED, _S.FAILED_REJECTED}),
-    _S.RESUBMITTED: frozenset(),
-    _S.FAILED_REJECTED: frozenset({_S.FAILED}),
+#   FAILED -> DONE              the controller's second report of a job it reported FAILED because the
+#                               archive store failed, once every file is stored (only with that reason)
+# Each target maps to the reason it needs, None for none.
+JOB_TRANSITIONS: dict[JobStatus, dict[JobStatus, JobTransitionReason | None]] = {
+    _S.NEW: {_S.SUBMITTED: None, _S.STARTED: None, _S.DONE: None, _S.FAILED: None},
+    _S.SUBMITTED: {_S.STARTED: None, _S.DONE: None, _S.FAILED: None, _S.RESUBMITTED: None},
+    _S.STARTED: {_S.DONE: None, _S.FAILED: None},
+    _S.DONE: {},
+    _S.FAILED: {_S.RESUBMITTED: None, _S.FAILED_REJECTED: None, _S.DONE: _STORED_LATER},
+    _S.RESUBMITTED: {},
+    _S.FAILED_REJECTED: {_S.FAILED: None},
 }
 
 
-def can_change_job_status(from_status: JobStatus, to_status: JobStatus) -> bool:
-    return to_status in JOB_TRANSITIONS[from_status]
+def can_change_job_status(from_status: JobStatus, to_status: JobStatus,
+                          reason: JobTransitionReason | None = None) -> bool:
+    targets = JOB_TRANSITIONS[from_status]
+    return to_status in targets and targets[to_status] in (None, reason)
 
 
-def check_job_transition(job_id: int, from_status: JobStatus, to_status: JobStatus) -> None:
-    """Raise IllegalTransitionError naming the job and both states unless the table allows the change."""
-    if not can_change_job_status(from_status, to_status):
-        raise IllegalTransitionError(f"job {job_id}", from_status, to_status)
+def check_job_transition(job_id: int, from_status: JobStatus, to_status: JobStatus,
+                         reason: JobTransitionReason | None = None) -> None:
+    """Raise IllegalTransitionError naming the job and both states unless the table allows the change
+    (with ``reason`` where the table asks for one; a reason the change does not need is ignored)."""
+    if not can_change_job_status(from_status, to_status, reason):
+        needed = JOB_TRANSITIONS[from_status].get(to_status)
+        what = f"job {job_id}" if needed is None else f"job {job_id} (only as {needed.name}, not {reason})"
+        raise IllegalTransitionError(what, from_status, to_status)

@@ -114,8 +114,10 @@ class HistoryBatch:
         self.runs: dict[tuple[int, int], dict[str, Any]] = {}
 
     def add(self, job: JobFigures, final_status: JobStatus, rows: list[dict[str, Any]],
-            findings: list[NothingHarvested | None] | None = None) -> None:
-        """Add a job's historyinfo rows and, in the same order, each one's finding (None: it got something)."""
+            findings: list[NothingHarvested | None] | None = None, replaces_failed: bool = False) -> None:
+        """Add a job's historyinfo rows and, in the same order, each one's finding (None: it got something),
+        and its count to its run's totals; ``replaces_failed``: the job was counted FAILED before (a job
+        failed by an archive store outage, DONE now), so that count is taken back."""
         findings = findings if findings is not None else [None] * len(rows)
         self.rows.extend(rows)
         self.findings.extend(
@@ -132,7 +134,7 @@ class HistoryBatch:
                 "duplicate_objects": 0, "duplicate_bytes": 0, **dict.fromkeys(_STOP_COLUMNS.values(), 0),
                 "nothing_harvested": 0}
         totals["jobs_done"] += int(final_status == JobStatus.DONE)
-        totals["jobs_failed"] += int(final_status == JobStatus.FAILED)
+        totals["jobs_failed"] += int(final_status == JobStatus.FAILED) - int(replaces_failed)
         totals["configurations"] += len(rows)
         totals["nothing_harvested"] += sum(finding is not None for finding in findings)
         for row in rows:
@@ -175,11 +177,12 @@ class HistoryWriter:
         self.batch = batch
 
     def record_job(self, job: JobFigures, final_status: JobStatus, default_stop_reason: StopReason | None,
-                   domains: Mapping[str, DomainFigures] | None, harvest_time: datetime | None = None) -> int:
+                   domains: Mapping[str, DomainFigures] | None, harvest_time: datetime | None = None,
+                   replaces_failed: bool = False) -> int:
         """Write the job's historyinfo rows (none when ``domains`` is None: a failed job without a
         report) and update both summaries; returns the number of rows written. Without a batch, call it
         last in the transaction: it ends by updating the run's summary row, which concurrent jobs of the
-        run wait for."""
+        run wait for. ``replaces_failed``: see ``HistoryBatch.add``."""
         harvest_time = harvest_time or utcnow()
         rows: list[dict[str, Any]] = []
         findings: list[NothingHarvested | None] = []
@@ -198,10 +201,10 @@ class HistoryWriter:
                     "novel_bytes": figures.novel_bytes, "duplicate_objects": figures.duplicate_objects,
                     "duplicate_bytes": figures.duplicate_bytes})
         if self.batch is not None:
-            self.batch.add(job, final_status, rows, findings)
+            self.batch.add(job, final_status, rows, findings, replaces_failed)
         else:
             batch = HistoryBatch()
-            batch.add(job, final_status, rows, findings)
+            batch.add(job, final_status, rows, findings, replaces_failed)
             batch.flush(self.conn)
         return len(rows)
 

@@ -31,7 +31,7 @@ from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.errors import NotFoundError, StaleJobError, ValidationError
 from harvestdef.model.jobs import Job
-from harvestdef.model.status import JobStatus, check_job_transition
+from harvestdef.model.status import JobStatus, JobTransitionReason, check_job_transition
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 
@@ -79,6 +79,7 @@ def _to_job(row: Mapping[str, Any]) -> Job:
     values = dict(row)
     values["status"] = JobStatus(values["status"])
     values["interrupted"] = bool(values.get("interrupted"))
+    values["store_failed"] = bool(values.get("store_failed"))
     for name in _DOCUMENT_COLUMNS:
         values[name] = values.get(name) or ""
     return Job(**values)
@@ -243,18 +244,21 @@ class JobRepository:
 
     def change_status(self, job_id: int, from_status: JobStatus, to_status: JobStatus, *,
                       attempt_id: str | None, values: Mapping[str, Any] | None = None,
-                      where: Mapping[str, Any] | None = None, returning: Sequence[str] = ()) -> Row[Any] | None:
+                      where: Mapping[str, Any] | None = None, returning: Sequence[str] = (),
+                      reason: JobTransitionReason | None = None) -> Row[Any] | None:
         """Move the job from ``from_status`` to ``to_status`` if it is still there with ``attempt_id`` and
         meets ``where`` (column name -> the value it must have; None: IS NULL; ``NOT_NULL``). A value may be
         a ``NotBefore``; what it came to is read back for the audit row, as are the ``returning``
-        columns, and the row of them is returned (None when nothing is read back).
+        columns, and the row of them is returned (None when nothing is read back). ``reason`` is the one a
+        transition of the table may need; it is written into the audit row.
 
-        :raise IllegalTransitionError: the transition table forbids the change (nothing is read or written).
+        :raise IllegalTransitionError: the transition table forbids the change, or it needs another reason
+            (nothing is read or written).
         :raise StaleJobError: the job is in another status or attempt now, or fails ``where``; nothing was
             written.
         :raise NotFoundError: no such job.
         """
-        check_job_transition(job_id, from_status, to_status)
+        check_job_transition(job_id, from_status, to_status, reason)
         values = dict(values or {})
         where = dict(where or {})
         computed = [name for name, value in values.items() if isinstance(value, NotBefore)]
@@ -288,6 +292,8 @@ class JobRepository:
         after = _audit_values({"status": int(to_status), **{
             name: (row._mapping[name] if name in computed and row is not None else value)
             for name, value in values.items()}})
+        if reason is not None:
+            after["reason"] = reason.name
         self._record(job_id, "update", {"status": int(from_status), "attempt_id": attempt_id}, after)
         return row
 

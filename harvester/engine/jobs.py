@@ -354,13 +354,19 @@ class CrawlJob:
         self.job_log.info("Job torn down")
 
     def stop_for_shutdown(self) -> None:
-        """Checkpoint a live crawl when its state allows, then terminate it and wait for it to end."""
+        """Checkpoint a live crawl when its state allows, then terminate it and wait for it to end.
+
+        A running crawl is paused first, as Heritrix checkpoints a paused crawl: the checkpoint waits for
+        the fetches in flight, and none starts between it and the terminate, so a resume from it fetches
+        and writes nothing again."""
         with self._lock:
             if self._controller is None or self._state() is not JobState.ACTIVE:
                 return
             controller_state = self._controller.status().controller_state
             if Action.CHECKPOINT in CONTROLLER_ACTIONS.get(controller_state, ()):
                 try:
+                    if controller_state in ("RUNNING", "EMPTY"):
+                        self._controller.pause()
                     name = self._controller.checkpoint()
                     self.job_log.info(f"Checkpoint {name} written at engine shutdown; launch from it to resume")
                 except Exception:

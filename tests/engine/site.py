@@ -77,8 +77,12 @@ class TestSite:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, hosts: tuple[str, ...] = DEFAULT_HOSTS, pages: int = 8, stall_seconds: float = 30.0):
+    def __init__(self, hosts: tuple[str, ...] = DEFAULT_HOSTS, pages: int = 8, stall_seconds: float = 30.0,
+                 response_delay: float = 0.0):
         self.host_names = tuple(punycode(h) for h in hosts)
+        # a slow site: every response but robots.txt waits this long after its request is logged, so a
+        # crawl always has fetches in flight
+        self.response_delay = response_delay
         self.hosts = {name: "127.0.0.1" for name in self.host_names}
         self.pages = pages
         self.stall_seconds = stall_seconds
@@ -178,6 +182,8 @@ class TestSite:
                 with self._lock:
                     self.requests.append((host, target))
                     self.request_heads.append(head)
+                if self.response_delay and target != "/robots.txt" and self._stop.wait(self.response_delay):
+                    return
                 keep_open = self._respond(connection, host, target, is_http10)
                 if not keep_open or is_http10 or headers.get("connection", "").lower() == "close":
                     return

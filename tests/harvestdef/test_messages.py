@@ -30,6 +30,7 @@ from harvestdef.messages import (
     FrontierReport,
     HarvesterReady,
     HarvesterStatus,
+    JobEvent,
     Message,
     MessageError,
     MessageVersionError,
@@ -133,6 +134,12 @@ SAMPLES: dict[str, Message] = {
         channels=[ChannelInfo(name="FOCUSED", snapshot=False), ChannelInfo(name="SNAPSHOT", snapshot=True)]),
     "RegistrationAnswer-refused": RegistrationAnswer(controller_id="c", accepted=False, channels=[],
                                                      reason="unknown channels: ÆØÅ, NOPE"),
+    "CrawlStatus-FAILED-store": CrawlStatus(
+        job_id=7, attempt_id="7-1", controller_id="c", status=JobStatus.FAILED, store_outage=True,
+        upload_errors="the archive store failed"),
+    "JobEvent": JobEvent(job_id=4711, attempt_id="4711-1-9f1c", controller_id="harv01-1a2b3c4d",
+                         kind="checkpoint", checkpoint="cp00001-20250301120000",
+                         happened_at="2025-03-01T12:00:00.250000+00:00"),
 }
 
 
@@ -430,3 +437,24 @@ def test_crawl_progress_status_is_checked_when_built():
 def test_messages_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         SAMPLES["ClaimRequest"].job_id = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("field", "value", "reason"), [
+    ("kind", "rewind", "expected one of checkpoint, resume"),
+    ("checkpoint", "", "checkpoint name"),
+    ("happened_at", "2025-03-01T12:00:00", "with a UTC offset"),
+    ("happened_at", "yesterday", "with a UTC offset"),
+])
+def test_a_job_event_names_what_is_wrong(field, value, reason):
+    document = _document("JobEvent")
+    document["body"][field] = value
+    with pytest.raises(MessageError) as err:
+        decode(_bytes(document))
+    assert err.value.path == f"body.{field}" and reason in err.value.reason
+
+
+def test_a_crawl_status_without_store_outage_is_an_ordinary_report():
+    document = _document("CrawlStatus-FAILED-store")
+    assert document["body"]["store_outage"] is True
+    del document["body"]["store_outage"]
+    assert decode(_bytes(document)).store_outage is False

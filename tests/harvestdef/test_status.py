@@ -7,7 +7,13 @@ import itertools
 import pytest
 
 from harvestdef.errors import IllegalTransitionError
-from harvestdef.model.status import JOB_TRANSITIONS, JobStatus, StopReason, check_job_transition
+from harvestdef.model.status import (
+    JOB_TRANSITIONS,
+    JobStatus,
+    JobTransitionReason,
+    StopReason,
+    check_job_transition,
+)
 
 
 def test_ordinals_never_change():
@@ -30,15 +36,27 @@ def test_allowed_changes(old, new):
 
 
 def test_every_other_change_is_refused_naming_job_and_states():
-    allowed = {(a, b) for a, targets in JOB_TRANSITIONS.items() for b in targets}
+    allowed = {(a, b) for a, targets in JOB_TRANSITIONS.items() for b, reason in targets.items() if reason is None}
     for old, new in itertools.product(JobStatus, JobStatus):
         if (old, new) in allowed:
             continue
         with pytest.raises(IllegalTransitionError) as err:
             check_job_transition(42, old, new)
-        assert f"job 42: illegal status change {old.name} -> {new.name}" == str(err.value)
+        assert str(err.value).startswith("job 42")
+        assert str(err.value).endswith(f"illegal status change {old.name} -> {new.name}")
+
+
+def test_failed_turns_done_only_for_files_stored_after_a_store_outage():
+    with pytest.raises(IllegalTransitionError) as err:
+        check_job_transition(42, JobStatus.FAILED, JobStatus.DONE)
+    assert str(err.value) == ("job 42 (only as STORED_AFTER_STORE_OUTAGE, not None): illegal status change "
+                              "FAILED -> DONE")
+    check_job_transition(42, JobStatus.FAILED, JobStatus.DONE, JobTransitionReason.STORED_AFTER_STORE_OUTAGE)
+    # the reason opens no other door
+    with pytest.raises(IllegalTransitionError):
+        check_job_transition(42, JobStatus.DONE, JobStatus.FAILED, JobTransitionReason.STORED_AFTER_STORE_OUTAGE)
 
 
 def test_done_and_resubmitted_are_final():
-    assert JOB_TRANSITIONS[JobStatus.DONE] == frozenset()
-    assert JOB_TRANSITIONS[JobStatus.RESUBMITTED] == frozenset()
+    assert JOB_TRANSITIONS[JobStatus.DONE] == {}
+    assert JOB_TRANSITIONS[JobStatus.RESUBMITTED] == {}

@@ -119,6 +119,7 @@ class Harvesting:
         self.site = site
         self.environment = f"T{uuid.uuid4().hex[:10]}"
         self.archive = tmp_path / "archive"
+        self.archive.mkdir(exist_ok=True)  # the store as an operator mounts it: uploads never make its root
         self.server_dir = tmp_path / "server"
         hosts_file = tmp_path / "hosts"
         site.write_hosts_file(hosts_file)

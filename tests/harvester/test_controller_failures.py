@@ -172,22 +172,23 @@ def test_sigterm_checkpoints_the_crawl_and_the_next_start_resumes_it(harvesting)
     assert row.objectcount > lines_before - 3
 
 
-def test_files_that_cannot_be_stored_stay_and_are_stored_by_upload_leftovers(harvesting, tmp_path):
+def test_files_that_cannot_be_stored_stay_and_are_stored_and_reported_by_upload_leftovers(harvesting, tmp_path):
     h = harvesting()
     harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
-    h.archive.parent.mkdir(parents=True, exist_ok=True)
+    h.archive.rmdir()
     h.archive.write_text("not a directory: the store cannot be written\n")
     h.start_scheduler()
     controller = h.start_controller(**{"harvestsuite.harvester.uploadRetries": 2})
     (job,) = h.wait_for_jobs(harvest_id, timeout=120)
     assert JobStatus(job.status) == JobStatus.FAILED
-    assert "could not be stored after 2 attempts" in job.upload_errors
+    assert "files not stored yet after 2 passes and 1 backoffs" in job.upload_errors
     directory = job_directory(h.server_dir)  # still in serverDir, with its WARCs
     warcs = list(directory.glob("[0-9]*/warcs/*.warc.gz"))
     assert warcs and (directory / "reported.json").exists()
     assert controller.stop() == 0
 
     h.archive.unlink()
+    h.archive.mkdir()
     settings = h.settings_file()
     done = subprocess.run([sys.executable, "-m", "harvestdef", "--config", str(settings), "harvester",
                            "upload-leftovers"], capture_output=True, text=True, cwd=tmp_path)
@@ -197,8 +198,9 @@ def test_files_that_cannot_be_stored_stay_and_are_stored_by_upload_leftovers(har
     assert {p.name for p in warcs} <= {p.name for p in stored.iterdir()}
     assert (stored / "SHA256SUMS").exists() and (stored / f"{job.job_id}-metadata-1.warc.gz").exists()
     assert not directory.exists() and (h.server_dir / "oldjobs" / directory.name).is_dir()
-    # the job keeps the status it was reported with: the scheduler is told nothing more
-    assert JobStatus(h.jobs(harvest_id)[0].status) == JobStatus.FAILED
+    # it failed only because of the store: reported again, it is DONE now, with its history
+    (job,) = h.wait_for_jobs(harvest_id, statuses=(JobStatus.DONE,), timeout=30)
+    assert len(h.history(job.job_id)) == 1
 
 
 def silence_the_engine_mid_crawl(harvesting, retries: int, until_log: str):

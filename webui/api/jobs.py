@@ -18,6 +18,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.errors import NotFoundError
 from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.repositories.jobevents import JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
@@ -170,8 +171,18 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
                   for name in ("creationdate", "submitteddate", "startdate", "enddate")},
         "controller": job.controller, "interrupted": job.interrupted, "attempt_id": job.attempt_id,
         "resubmitted_as_job": job.resubmitted_as_job, "continuationof": job.continuationof,
+        "store_failed": job.store_failed,
         "files": job_files(job.harvest_id, job.job_id),
+        "events": job_events(conn, job_id),
     }
+
+
+def job_events(conn: Connection, job_id: int) -> list[dict[str, Any]]:
+    """The checkpoints and resumes of the job's crawl, oldest first: when, which controller, which
+    checkpoint, and the attempt they belong to."""
+    return [{"kind": event.kind, "checkpoint": event.checkpoint, "controller": event.controller_id,
+             "attempt_id": event.attempt_id, "happened_at": jsonable(event.happened_at)}
+            for event in JobEventRepository(conn).for_job(job_id)]
 
 
 def job_configurations(conn: Connection, job_id: int) -> list[dict[str, Any]]:

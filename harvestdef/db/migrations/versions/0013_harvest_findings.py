@@ -1,7 +1,7 @@
 """harvest_findings: historyinfo's companion for configurations that got nothing, and its count per run
 
 Revision ID: 0013_harvest_findings
-Revises: 0011_user_sessions
+Revises: 0012_job_events
 Create Date: 2026-11-25 00:00:00.000000
 
 A configuration whose seeds all failed, or that harvested no object, is flagged with the reason from
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0013_harvest_findings'
-down_revision = '0011_user_sessions'
+down_revision = '0012_job_events'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,56 @@
+"""Job events: the checkpoints and resumes of a job's crawl, as its controller reported them.
+
+Written by the scheduler's status intake (message JobEvent), read by the job page and the job's API
+answer. An event is stored once: a message delivered twice matches the row of its first delivery
+(job, kind, checkpoint, time) and adds nothing. Events are not job status changes: they never move a
+job and are not audited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql
+
+_events = s.job_events
+
+
+@dataclass(frozen=True)
+class JobEventEntry:
+    """One checkpoint or resume of a job's crawl."""
+
+    job_id: int
+    attempt_id: str
+    controller_id: str
+    kind: str            # checkpoint, resume
+    checkpoint: str      # the checkpoint written, or resumed from
+    happened_at: datetime
+    received_at: datetime
+
+
+class JobEventRepository:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def record(self, *, job_id: int, attempt_id: str, controller_id: str, kind: str, checkpoint: str,
+               happened_at: datetime, received_at: datetime) -> bool:
+        """Store one event; False if it was stored before (a repeated message)."""
+        dialect = postgresql if is_postgresql(self.conn.engine) else sqlite
+        statement = dialect.insert(_events).values(
+            job_id=job_id, attempt_id=attempt_id, controller_id=controller_id, kind=kind, checkpoint=checkpoint,
+            happened_at=happened_at, received_at=received_at).on_conflict_do_nothing(
+            index_elements=["job_id", "kind", "checkpoint", "happened_at"]).returning(_events.c.event_id)
+        return self.conn.execute(statement).first() is not None
+
+    def for_job(self, job_id: int) -> list[JobEventEntry]:
+        """The job's events, oldest first (a job has a handful: one per checkpoint and resume)."""
+        rows = self.conn.execute(
+            select(_events.c.job_id, _events.c.attempt_id, _events.c.controller_id, _events.c.kind,
+                   _events.c.checkpoint, _events.c.happened_at, _events.c.received_at)
+            .where(_events.c.job_id == job_id).order_by(_events.c.happened_at, _events.c.event_id))
+        return [JobEventEntry(**row._mapping) for row in rows]
