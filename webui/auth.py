@@ -122,7 +122,7 @@ def _load_user() -> Response | None:
         return redirect(url_for("auth.login", next=request.full_path if request.query_string else request.path))
     if request.method in UNSAFE_METHODS:
         sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token", "")
-        if not sent or not hmac.compare_digest(sent, session.get("csrf", "")):
+        if not sent or not hmac.compare_digest(sent.encode(), session.get("csrf", "").encode()):
             raise AuthError(403, "the form's CSRF token is missing or wrong: reload the page and try again")
     return None
 
@@ -159,7 +159,7 @@ def _safe_next(target: str | None) -> str:
 def login() -> Any:
     if request.method == "POST":
         sent = request.form.get("csrf_token", "")
-        if not sent or not hmac.compare_digest(sent, session.get("csrf", "")):
+        if not sent or not hmac.compare_digest(sent.encode(), session.get("csrf", "").encode()):
             abort(400, "the login form's CSRF token is missing or wrong: reload the page")
         with database().begin() as conn:
             user = UserRepository(conn).authenticate(request.form.get("name", ""), request.form.get("password", ""))

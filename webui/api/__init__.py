@@ -57,18 +57,20 @@ def _permission_of(view: Any) -> dict[str, Any]:
     return {"x-permission": permission, "x-roles": sorted(role.value for role in PERMISSIONS[permission])}
 
 
-def _api_error(error: Exception) -> Any:
-    if not is_api_request() and isinstance(error, HTTPException):
+def answer_error(error: Exception) -> Any:
+    """Every exception a view lets out, answered by the rule of webui/api/errors.py: a JSON error under
+    /api/v1, an error page elsewhere (Werkzeug's own page for its 4xx, as before)."""
+    if not is_api_request() and isinstance(error, HTTPException) and errors.is_client_error(error):
         return error
     translated = errors.translate(error)
     if not is_api_request():
-        status = errors.STATUS_OF_CODE[translated.code]
-        return render_template("error.html", status=status, message=translated.message), status
-    return errors.error_response(translated.code, translated.message, translated.field)
+        return render_template("error.html", status=translated.status, message=translated.message), \
+            translated.status
+    return errors.error_response(translated.code, translated.message, translated.field,
+                                 error_id=translated.error_id)
 
 
 def init_app(app: Flask) -> None:
-    from harvestdef.errors import HarvestSuiteError
     from webui.api import (  # noqa: F401 - their routes join the blueprint
         crawltemplates,
         domains,
@@ -82,6 +84,6 @@ def init_app(app: Flask) -> None:
         system,
     )
     app.register_blueprint(blueprint)
-    app.register_error_handler(errors.ApiError, _api_error)
-    app.register_error_handler(HarvestSuiteError, _api_error)
-    app.register_error_handler(HTTPException, _api_error)
+    # Exception: every error, ours or not, goes through the one translation (Flask picks the handler of
+    # the nearest class, so webui.auth's AuthError keeps its own).
+    app.register_error_handler(Exception, answer_error)

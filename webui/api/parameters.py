@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from flask import current_app, request
 
+from harvestdef.validation import INT64
 from webui.api.errors import ApiError
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -66,6 +67,17 @@ def query(name: str, default: str | None = None) -> str | None:
         raise UndeclaredQueryParameter(f"{request.endpoint} reads the query parameter {name!r}, which its route "
                                        f"does not declare with @takes")
     value = request.args.get(name, default)
+    if parameter.type == "integer" and value is not None and value.strip():
+        _check_integer(name, value)
     if parameter.enum and value is not None and value not in parameter.enum:
         raise ApiError("invalid", f"{name} must be one of {', '.join(parameter.enum)}, not {value!r}", name)
     return value
+
+
+def _check_integer(name: str, text: str) -> None:
+    """An integer parameter's text: a whole number within 64 bits, or an invalid error naming it."""
+    stripped = text.strip()
+    if not (stripped.isascii() and stripped.lstrip("+-").isdigit()) or len(stripped) > 25 \
+            or not INT64[0] <= int(stripped) <= INT64[1]:
+        raise ApiError("invalid", f"{name} must be a whole number between {INT64[0]} and {INT64[1]}, "
+                                  f"not {text[:40]!r}", name)
