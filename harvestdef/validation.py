@@ -13,7 +13,8 @@ The rules:
 - integers: within the column's type (Integer: 32 bits, BigInteger: 64 bits), never a float or a boolean;
 - names (of templates, trap lists, schedules, harvests, configurations, seed lists, extended fields):
   ``check_name``: not empty, no control characters (C0, C1, DEL, line and paragraph separators, the
-  bidirectional overrides) and no ``/``, so a name can be shown on one line, sent in a download's
+  bidirectional overrides), and no ``/`` where the name is part of the URLs that address it (all but
+  extended fields, which are addressed by id), so a name can be shown on one line, sent in a download's
   ``filename*`` and addressed as one segment of a URL path. Names stored before this rule keep working:
   the web UI addresses a name by everything after its path's prefix (webui/routing.py).
 
@@ -108,21 +109,24 @@ def check_column_value(value: Any, field: str, column_type: Any) -> None:
             raise FieldError(field, f"must be between {low} and {high}, not {value}")
 
 
-def is_name_character(character: str) -> bool:
+def is_name_character(character: str, in_path: bool = True) -> bool:
+    """Whether a name may hold ``character`` (with ``in_path``: a name that addresses a URL path)."""
     return not (unicodedata.category(character) in ("Cc", "Cs", "Zl", "Zp") or character in _BIDI_CONTROLS
-                or character == "/")
+                or (in_path and character == "/"))
 
 
-def check_name(value: str, what: str, column: Column[Any], field: str = "name") -> str:
+def check_name(value: str, what: str, column: Column[Any], field: str = "name", in_path: bool = True) -> str:
     """``value`` without surrounding blanks, if it is a usable name of a ``what`` (a template, a schedule...):
-    not empty, no control character and no ``/``, within the column's length. FieldError otherwise."""
+    not empty, no control character, within the column's length, and with ``in_path`` (the name is a
+    segment of the URLs that address it) no ``/``. FieldError otherwise."""
     name = check_text(value, field).strip()
     if not name:
         raise FieldError(field, f"a {what} needs a name")
-    bad = sorted({character for character in name if not is_name_character(character)})
+    bad = sorted({character for character in name if not is_name_character(character, in_path)})
     if bad:
         shown = ", ".join("'/'" if character == "/" else f"U+{ord(character):04X}" for character in bad)
-        raise FieldError(field, f"a {what}'s name must not contain control characters or '/': it has {shown}")
+        refused = "control characters or '/'" if in_path else "control characters"
+        raise FieldError(field, f"a {what}'s name must not contain {refused}: it has {shown}")
     return check_length(name, field, column)
 
 

@@ -30,6 +30,7 @@ from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
 from harvestdef.seeds import seed_of_line
 from harvestdef.settings import Settings
+from harvestdef.validation import check_name
 
 MAX_SEEDLIST_BYTES = 8 * 1024 * 1024
 # How many bad seeds one error message lists; the rest are counted.
@@ -129,8 +130,7 @@ class SeedListRepository:
                comments: str = "") -> SeedList:
         """A new seed list of ``domain``; ConflictError if the domain has one of that name."""
         owner = self.domains.get(domain)
-        if not name.strip():
-            raise ValidationError("a seed list needs a name")
+        name = check_name(name, "seed list", s.seedlists.c.name)
         normalized = normalize_seeds(seeds, self.valid_seed_regex)
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
         with translate_errors("seed list", f"{owner.name}/{name}"):
