@@ -74,3 +74,29 @@ def test_the_api_modules_read_query_parameters_only_through_their_declarations()
                     and node.value.id == "request":
                 offenders.append(f"{module.name}:{node.lineno}")
     assert offenders == []
+
+
+def test_every_route_that_reads_a_body_describes_it_and_every_operation_its_answers(app, api):
+    """A view that reads a JSON body (``body()``, ``request.get_json``) has a requestBody in the description,
+    so the fuzzing of tests/webui/test_api_fuzz.py sends it one; every operation lists its success status
+    and the error object of its 4xx, and no 5xx."""
+    from webui.api.openapi import REQUEST_BODIES
+
+    document = api("admin", "get", "/api/v1/openapi.json").get_json()
+    operations = {op["operationId"].rsplit(".", 1)[0]: op for methods in document["paths"].values()
+                  for op in methods.values()}
+    assert set(REQUEST_BODIES) <= set(operations)
+    for module in sorted(API_DIR.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef) or f"api.{node.name}" not in operations:
+                continue
+            reads = {n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(node)
+                     if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)}
+            called = {f"api.{name}" for name in reads} & {"api._patch_body", "api._set_active"}
+            if {"body", "get_json"} & reads or called:
+                assert "requestBody" in operations[f"api.{node.name}"], node.name
+    for endpoint, operation in operations.items():
+        statuses = set(operation["responses"])
+        assert statuses & {"200", "201"} and {"400", "401", "403", "404"} <= statuses, endpoint
+        assert not [status for status in statuses if status.startswith("5")], endpoint
+    assert document["components"]["schemas"]["Error"]["required"] == ["error"]
