@@ -26,6 +26,7 @@ value an engine writes.
 from __future__ import annotations
 
 import unicodedata
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, Column, Integer, String
@@ -107,6 +108,15 @@ def check_column_value(value: Any, field: str, column_type: Any) -> None:
         low, high = integer_range(column_type)
         if not low <= value <= high:
             raise FieldError(field, f"must be between {low} and {high}, not {value}")
+
+
+def to_utc(value: datetime, field: str) -> datetime:
+    """``value`` as an aware UTC time (a time without zone is taken as UTC); FieldError if that falls
+    outside the years 1 to 9999, as 0001-01-01T00:00+05:00 does."""
+    try:
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        raise FieldError(field, f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from None
 
 
 def is_name_character(character: str, in_path: bool = True) -> bool:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import Engine, func, insert, select, text
@@ -15,6 +17,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
 from harvestdef.repositories.users import UserRepository
+from harvestdef.schedules import Schedule, TimeUnit
 from tests.webui.conftest import PASSWORD, ROLES
 
 CXML = '<?xml version="1.0"?>\n<beans>\n  <bean id="x"/>\n</beans>\n'
@@ -211,3 +214,29 @@ def test_a_name_stored_with_a_slash_is_still_shown_addressed_and_downloaded(api,
     assert patched.status_code == 200 and patched.get_json()["name"] == "old/one"
     page = login("curator").get("/definitions/templates/old/one/download")
     assert page.status_code == 200 and page.get_data(as_text=True) == CXML
+
+
+# ------------------------------------------------------------------ times at the ends of the calendar
+def test_a_time_outside_the_calendar_in_utc_is_refused_naming_it(api, webui_engine):
+    before = count(webui_engine, s.schedules)
+    body = {"name": "early", "timeunit": "DAILY", "startdate": "0001-01-01T00:00:00+05:00"}
+    assert "outside the years 1 to 9999" in refused(api("curator", "post", "/api/v1/schedules", json=body),
+                                                    "startdate")["message"]
+    refused(api("archivist", "get", "/api/v1/jobs?since=0001-01-01T00:00:00%2B05:00"), "since")
+    refused(api("archivist", "get", "/api/v1/jobs?until=9999-12-31T23:00:00-05:00"), "until")
+    assert count(webui_engine, s.schedules) == before
+
+
+@pytest.mark.parametrize("unit", list(TimeUnit))
+def test_a_schedule_whose_next_event_passes_the_year_9999_has_none(unit):
+    """A schedule the API accepts (numtimeunits within 64 bits) never makes the scheduler overflow: a step
+    past the last representable time means the schedule has no more events."""
+    now = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+    zone = ZoneInfo("Europe/Copenhagen")
+    huge = Schedule(name="huge", timeunit=unit, numtimeunits=2**62)
+    assert huge.first_event(now, zone) is not None
+    assert huge.next_event(now, 1, zone) is None
+    slotted = Schedule(name="late", timeunit=unit, anytime=False, onminute=59, onhour=23, ondayofweek=7,
+                       ondayofmonth=31, startdate=datetime(9999, 12, 31, 23, 59, 30, tzinfo=UTC))
+    first = slotted.first_event(now, zone)
+    assert first is None or slotted.next_event(first, 1, zone) is None
