@@ -54,10 +54,15 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 
 @pytest.fixture(scope="module")
-def fuzzed_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Flask, str]]:
-    """The web UI on a fresh SQLite database with its default rows, and an admin's API token."""
+def fuzzed_app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[tuple[Flask, str]]:
+    """The web UI on a fresh SQLite database with its default rows, and an admin's API token; with
+    HARVESTSUITE_FUZZ_POSTGRESQL=1, on a fresh PostgreSQL database of the test run instead."""
     root: Path = tmp_path_factory.mktemp("fuzz")
-    engine: Engine = open_engine(f"sqlite:///{root / 'harvest.db'}")
+    url = f"sqlite:///{root / 'harvest.db'}"
+    if os.environ.get("HARVESTSUITE_FUZZ_POSTGRESQL") == "1":
+        url = request.getfixturevalue("postgresql_database")
+    engine: Engine = open_engine(url)
     init_database(engine)
     with engine.begin() as conn:
         UserRepository(conn).create("admin", "admin", password="correct horse battery")
