@@ -42,11 +42,11 @@ def count(engine: Engine, table) -> int:
         return conn.scalar(select(func.count()).select_from(table))
 
 
-def refused(response, field: str, status: int = 400) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)[:500]
+def refused(response, field: str) -> dict:
+    """The error of a 400 answer, which must name ``field``."""
+    assert response.status_code == 400, response.get_data(as_text=True)[:500]
     error = response.get_json()["error"]
-    assert error["field"] == field, error
-    assert error["code"] == "invalid" if status == 400 else True
+    assert error["field"] == field and error["code"] == "invalid", error
     return error
 
 

@@ -2,7 +2,8 @@
 
 A route lists what it takes with ``@takes(LIMIT, AFTER, ...)``; ``/api/v1/openapi.json`` describes each
 one from that list (name, type, required, description), and the views read them with ``query(name)``,
-which refuses a name its route did not declare, and a value outside the parameter's ``enum``. So a
+which refuses a name its route did not declare, a value outside the parameter's ``enum``, and for an
+integer parameter a value that is not a whole number within 64 bits. So a
 parameter cannot be read without being described: the API's modules never touch ``request.args``
 themselves (tests/webui/test_openapi.py checks both).
 """
@@ -60,7 +61,8 @@ def declared(view: Any) -> tuple[QueryParameter, ...]:
 
 def query(name: str, default: str | None = None) -> str | None:
     """The query parameter ``name`` of this request (``default`` when absent); the route must declare it.
-    A value outside a declared ``enum`` is the client's error (400, naming the parameter)."""
+    A value outside a declared ``enum``, or an integer parameter's value that is not a whole number within
+    64 bits, is the client's error (400, naming the parameter)."""
     view = current_app.view_functions.get(request.endpoint or "")
     parameter = next((p for p in declared(view) if p.name == name), None)
     if parameter is None:
