@@ -11,6 +11,7 @@ The rules:
 
 - text: no NUL, no lone surrogate (neither can be stored as UTF-8), at most the column's length;
 - integers: within the column's type (Integer: 32 bits, BigInteger: 64 bits), never a float or a boolean;
+- times: within the years 1 to 9999 once converted to UTC (``to_utc``);
 - names (of templates, trap lists, schedules, harvests, configurations, seed lists, extended fields):
   ``check_name``: not empty, no control characters (C0, C1, DEL, line and paragraph separators, the
   bidirectional overrides), and no ``/`` where the name is part of the URLs that address it (all but
