@@ -8,6 +8,9 @@ varchar(300), and a database that holds one can no longer move to PostgreSQL. He
 the database sees it, with a FieldError naming the column; the transaction then rolls back as for any
 error, so nothing of the request is stored.
 
+Every other statement (a lookup) gets its integers checked against 64 bits at least: a number beyond
+that is refused (a ValidationError) instead of overflowing SQLite's driver.
+
 The web UI guards its engine (everything it writes comes from outside); the scheduler and the importers
 write what they computed or read from checked files.
 """
@@ -21,7 +24,8 @@ from typing import Any
 from sqlalchemy import Engine, event
 from sqlalchemy.sql.dml import Insert, Update
 
-from harvestdef.validation import check_column_value
+from harvestdef.errors import ValidationError
+from harvestdef.validation import INT64, check_column_value
 
 # SQLAlchemy names the bind of a column by its key, with _1, _2 in WHERE clauses and _m0, _m1 in
 # multi-row VALUES: the field is the column's key.
@@ -29,10 +33,24 @@ _BIND_SUFFIX = re.compile(r"_(?:m)?\d+$")
 
 
 def guard_writes(engine: Engine) -> Engine:
-    """Check every INSERT and UPDATE ``engine`` runs against the schema's limits (idempotent)."""
+    """Check every INSERT and UPDATE ``engine`` runs against the schema's limits, and every statement's
+    integers against 64 bits (idempotent)."""
     if not event.contains(engine, "before_execute", _check_write):
         event.listen(engine, "before_execute", _check_write)
+    if not event.contains(engine, "before_cursor_execute", _check_integers):
+        event.listen(engine, "before_cursor_execute", _check_integers)
     return engine
+
+
+def _check_integers(_conn: Any, _cursor: Any, _statement: str, parameters: Any, _context: Any,
+                    executemany: bool) -> None:
+    """A number beyond 64 bits in any statement, a lookup included (a page that reads ``?after=`` as an
+    integer itself), is refused before SQLite overflows on it; no column holds one, so nothing can match."""
+    for row in parameters if executemany else [parameters]:
+        values = row.values() if isinstance(row, Mapping) else row
+        for value in values or ():
+            if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+                raise ValidationError(f"a whole number of the request, {value}, is beyond 64 bits")
 
 
 def _check_write(conn: Any, statement: Any, multiparams: Sequence[Mapping[str, Any]], params: Mapping[str, Any],

@@ -75,6 +75,14 @@ def test_a_23_digit_id_finds_nothing_and_a_23_digit_cursor_or_filter_is_refused(
     refused(api("archivist", "get", f"/api/v1/domains?limit={huge}"), "limit")
 
 
+def test_a_page_that_reads_a_number_itself_refuses_one_beyond_64_bits(api, login):
+    """The guard of the web UI's engine refuses a lookup by such a number on both databases: SQLite's driver
+    overflowed on it (a 500)."""
+    api("curator", "post", "/api/v1/domains", json={"names": ["kb.dk"]})
+    page = login("archivist").get(f"/history/domains/kb.dk?after={10**30}")
+    assert page.status_code == 400 and "beyond 64 bits" in page.get_data(as_text=True)
+
+
 def test_json_nested_5000_deep_is_refused_before_it_is_parsed(api, webui_engine):
     before = count(webui_engine, s.schedules)
     response = api("curator", "post", "/api/v1/schedules", data="[" * 5000 + "]" * 5000,
