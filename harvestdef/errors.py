@@ -6,6 +6,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     HarvestSuiteError
     ├── SettingsError              a settings file or variable is wrong (names key, source, expected type)
     ├── ValidationError            bad input from a person or a file (names the input and what is wrong)
+    │   ├── FieldError             one field's value is refused (``field`` names it: too long, out of range…)
     │   ├── DomainNameError        not a valid domain name (with the reason)
     │   ├── UrlError               a URL that cannot be a seed or name a domain (with the reason)
     │   ├── RefusedLinesError      lines of seeds or domain names refused, each with line, text and reason
@@ -67,7 +68,22 @@ class SettingsError(HarvestSuiteError):
 
 
 class ValidationError(HarvestSuiteError):
-    """Bad input: the message names the input and what is wrong with it."""
+    """Bad input: the message names the input and what is wrong with it; ``field`` names the field of a
+    request it came from, where one is known."""
+
+    field: str | None = None
+
+
+class FieldError(ValidationError):
+    """One field's value is refused: ``field`` names it, ``problem`` says what is wrong."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return type(self), (self.field, self.problem)
 
 
 class DomainNameError(ValidationError):

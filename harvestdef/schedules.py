@@ -26,7 +26,7 @@ import calendar
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import MAXYEAR, MINYEAR, UTC, datetime, timedelta
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
@@ -137,6 +137,8 @@ def _add_months(wall: datetime, months: int, day: int | None = None) -> datetime
     """``wall`` moved by whole months, the day clamped to the month's length (java.util.Calendar.add)."""
     month_index = wall.month - 1 + months
     year, month = wall.year + month_index // 12, month_index % 12 + 1
+    if not MINYEAR <= year <= MAXYEAR:
+        raise OverflowError(f"{months} months from {wall.isoformat()} is out of the range of dates")
     wanted = wall.day if day is None else day
     return wall.replace(year=year, month=month, day=min(wanted, calendar.monthrange(year, month)[1]))
 
@@ -234,7 +236,10 @@ class Schedule:
         _require_aware(now, "now")
         start = now if self.startdate is None or now >= self.startdate else self.startdate
         start = start.astimezone(UTC)
-        event = start if self.is_anytime else self._snap(start, tz)
+        try:
+            event = start if self.is_anytime else self._snap(start, tz)
+        except OverflowError:  # the first slot lies after the year 9999: there is none
+            return None
         event = event.replace(microsecond=0)
         return self._within_end(event)
 
@@ -244,15 +249,18 @@ class Schedule:
         if self.maxrepeats is not None and num_previous_events >= self.maxrepeats:
             return None
         last_event = last_event.astimezone(UTC)
-        if self.is_anytime:
-            event = self._add_units(last_event, tz)
-        elif self.timeunit is TimeUnit.HOURLY:
-            event = self._snap(self._add_units(self._snap(last_event, tz), tz), tz)
-        else:
-            # Day, week and month steps work on the nominal wall-clock slot, not on where a
-            # daylight-saving gap moved it, so a moved slot does not push the schedule a unit further.
-            slot = self._nominal_slot(last_event, tz)
-            event = from_wall(self._snap_wall(self._add_wall_units(slot)), tz)
+        try:
+            if self.is_anytime:
+                event = self._add_units(last_event, tz)
+            elif self.timeunit is TimeUnit.HOURLY:
+                event = self._snap(self._add_units(self._snap(last_event, tz), tz), tz)
+            else:
+                # Day, week and month steps work on the nominal wall-clock slot, not on where a
+                # daylight-saving gap moved it, so a moved slot does not push the schedule a unit further.
+                slot = self._nominal_slot(last_event, tz)
+                event = from_wall(self._snap_wall(self._add_wall_units(slot)), tz)
+        except OverflowError:  # a step of numtimeunits from last_event passes the year 9999: no next event
+            return None
         return self._within_end(event)
 
     def end_reason(self, num_previous_events: int, now: datetime, tz: ZoneInfo) -> str | None:

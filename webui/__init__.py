@@ -23,8 +23,10 @@ log = logging.getLogger(__name__)
 def create_app(settings: Settings | None = None, engine: Engine | None = None,
                test_config: dict[str, Any] | None = None) -> Flask:
     """The web UI on the harvest database of ``settings`` (or ``engine``, which the caller keeps owning)."""
-    from webui import api, auth, definitions, formatting, history, status, system
+    from harvestdef.db.guard import guard_writes
+    from webui import api, auth, definitions, formatting, history, routing, status, system
     from webui.context import WebuiContext
+    from webui.jsonbody import JsonBodyProvider
 
     settings = settings or load_settings()
     app = Flask(__name__)
@@ -43,8 +45,12 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
     )
     if test_config:
         app.config.update(test_config)
-    WebuiContext.attach(app, settings, engine)
+    app.json = JsonBodyProvider(app)
+    context = WebuiContext.attach(app, settings, engine)
+    guard_writes(context.engine)
+    routing.init_app(app)
     auth.init_app(app)
+    app.before_request(routing.refuse_unstorable_text)
     formatting.init_app(app)
     for section in (auth, definitions, status, history, system):
         app.register_blueprint(section.blueprint)

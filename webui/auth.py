@@ -136,7 +136,7 @@ def _load_user() -> Response | None:
         return redirect(url_for("auth.login", next=request.full_path if request.query_string else request.path))
     if request.method in UNSAFE_METHODS:
         sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token", "")
-        if not sent or not hmac.compare_digest(sent, session.get("csrf", "")):
+        if not sent or not hmac.compare_digest(sent.encode(), session.get("csrf", "").encode()):
             raise AuthError(403, "the form's CSRF token is missing or wrong: reload the page and try again")
     return None
 
@@ -218,7 +218,8 @@ def _start_session(user: User) -> None:
 
 def _check_form_csrf(what: str) -> None:
     sent = request.form.get("csrf_token", "")
-    if not sent or not hmac.compare_digest(sent, session.get("csrf", "")):
+    # bytes: compare_digest raises on a str that is not ASCII, which a client may send
+    if not sent or not hmac.compare_digest(sent.encode(), session.get("csrf", "").encode()):
         abort(400, f"the {what} form's CSRF token is missing or wrong: reload the page")
 
 

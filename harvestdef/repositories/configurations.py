@@ -32,6 +32,7 @@ from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
 from harvestdef.seeds import ANY_SEED, check_seed_list
 from harvestdef.settings import Settings
+from harvestdef.validation import check_name
 
 _config_select = (
     select(s.configurations, s.domains.c.name.label("domain_name"), s.domains.c.defaultconfig,
@@ -172,8 +173,7 @@ class ConfigurationRepository:
                comments: str = "") -> DomainConfiguration:
         """A new configuration of ``domain``; ConflictError if the domain has one of that name."""
         owner = self.domains.get(domain)
-        if not name.strip():
-            raise ValidationError("a configuration needs a name")
+        name = check_name(name, "configuration", s.configurations.c.name)
         for what, value in (("maxobjects", maxobjects), ("maxbytes", maxbytes), ("maxrate", maxrate)):
             check_limit(what, value)
         template_id = self._template_id(template)
@@ -212,9 +212,7 @@ class ConfigurationRepository:
         if comments is not None:
             values["comments"] = comments
         if new_name is not None:
-            if not new_name.strip():
-                raise ValidationError("a configuration needs a name")
-            values["name"] = new_name.strip()
+            values["name"] = check_name(new_name, "configuration", s.configurations.c.name)
         seedlist_ids = (None if seedlists is None
                         else self._seedlist_ids(current.domain_id, current.domain_name, seedlists))
         bump_domain_edition(self.conn, self.actor, current.domain_id, domain_edition)

@@ -24,6 +24,7 @@ from harvestdef.model.definitions import (
     ExtendedFieldValue,
 )
 from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit, translate_errors
+from harvestdef.validation import check_name
 
 MAX_CONTENT = 30000  # extendedfieldvalue.content is varchar(30000)
 _fields = s.extendedfield
@@ -93,9 +94,7 @@ class ExtendedFieldRepository:
                mandatory: bool = False, defaultvalue: str = "", options: tuple[str, ...] = (), format: str = "",
                sequencenr: int | None = None, maxlen: int | None = None) -> ExtendedField:
         """A new field; ConflictError if its type has a field of that name."""
-        name = name.strip()
-        if not name:
-            raise ValidationError("an extended field needs a name")
+        name = check_name(name, "extended field", s.extendedfield.c.name, in_path=False)
         if datatype is ExtendedFieldDatatype.SELECT and not options:
             raise ValidationError(f"extended field {name!r} is a SELECT and needs options")
         if any("," in option for option in options):

@@ -55,6 +55,7 @@ from harvestdef.schedules import scheduler_zone
 from harvestdef.seeds import ANY_SEED, check_event_seeds
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps, traps_text, validate_trap_expressions
+from harvestdef.validation import check_name
 
 STREAM_BATCH = 1000
 UNCHANGED: Any = object()  # marks an optional argument that was not given (None is a real value)
@@ -231,9 +232,7 @@ class HarvestRepository:
 
     def _insert_definition(self, name: str, comments: str, audience: str | None, active: bool,
                            channel_id: int | None) -> int:
-        name = name.strip()
-        if not name:
-            raise ValidationError("a harvest definition needs a name")
+        name = check_name(name, "harvest definition", s.harvestdefinitions.c.name)
         if self.conn.scalar(select(exists().where(s.harvestdefinitions.c.name == name))):
             raise ConflictError("harvest definition", name)
         harvest_id = self.next_harvest_id()
@@ -298,10 +297,9 @@ class HarvestRepository:
                      fetch_row(self.conn, table, "harvest_id", harvest_id))
 
     def rename(self, name: str, new_name: str, expected_edition: int) -> HarvestDefinition:
-        if not new_name.strip():
-            raise ValidationError("a harvest definition needs a name")
-        with translate_errors("harvest definition", new_name.strip()):
-            return self._update(name, expected_edition, {"name": new_name.strip()})
+        new_name = check_name(new_name, "harvest definition", s.harvestdefinitions.c.name)
+        with translate_errors("harvest definition", new_name):
+            return self._update(name, expected_edition, {"name": new_name})
 
     def set_comments(self, name: str, comments: str, expected_edition: int) -> HarvestDefinition:
         return self._update(name, expected_edition, {"comments": comments})

@@ -20,6 +20,7 @@ from harvestdef.repositories.base import (
     update_with_edition,
 )
 from harvestdef.schedules import Schedule
+from harvestdef.validation import check_name
 
 KIND = "schedule"
 
@@ -34,6 +35,7 @@ class ScheduleRepository:
     def create(self, schedule: Schedule) -> Schedule:
         """Insert a new schedule (edition 1); ConflictError if the name is taken."""
         values = schedule.to_values()
+        values["name"] = check_name(values["name"], KIND, s.schedules.c.name)
         with translate_errors(KIND, values["name"]):
             schedule_id = self.conn.execute(
                 insert(s.schedules).values(**values, edition=1)).inserted_primary_key[0]
@@ -79,9 +81,16 @@ class ScheduleRepository:
         """
         if schedule.schedule_id is None:
             raise NotFoundError(KIND, schedule.name)
+        values = schedule.to_values()
+        stored_name = self.conn.scalar(select(s.schedules.c.name).where(
+            s.schedules.c.schedule_id == schedule.schedule_id))
+        if values["name"] == stored_name:
+            del values["name"]  # a name stored before the rule of check_name stays as it is
+        else:
+            values["name"] = check_name(values["name"], KIND, s.schedules.c.name)
         with translate_errors(KIND, schedule.name):
             after = update_with_edition(self.conn, self.actor, s.schedules, "schedule_id", schedule.schedule_id,
-                                        schedule.edition, schedule.to_values(), KIND)
+                                        schedule.edition, values, KIND)
         return Schedule.from_row(after)
 
     def harvests_using(self, schedule_id: int) -> list[str]:

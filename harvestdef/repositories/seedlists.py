@@ -30,6 +30,7 @@ from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
 from harvestdef.seeds import ANY_SEED, check_seed_list
 from harvestdef.settings import Settings
+from harvestdef.validation import check_name
 
 MAX_SEEDLIST_BYTES = 8 * 1024 * 1024
 
@@ -112,10 +113,8 @@ class SeedListRepository:
                comments: str = "") -> SeedList:
         """A new seed list of ``domain``; ConflictError if the domain has one of that name."""
         owner = self.domains.get(domain)
-        if not name.strip():
-            raise ValidationError("a seed list needs a name")
-        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex,
-                                   what=f"seed list {owner.name}/{name.strip()}")
+        name = check_name(name, "seed list", s.seedlists.c.name)
+        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex, what=f"seed list {owner.name}/{name}")
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
         with translate_errors("seed list", f"{owner.name}/{name}"):
             seedlist_id = self.conn.execute(insert(s.seedlists).values(

@@ -25,6 +25,7 @@ from harvestdef.repositories.base import (
     translate_errors,
     update_with_edition,
 )
+from harvestdef.validation import check_name
 
 
 def _to_template(row: Any) -> CrawlTemplate:
@@ -73,9 +74,7 @@ class TemplateRepository:
 
     def create(self, name: str, orderxml: str, description: str = "", active: bool = True) -> CrawlTemplate:
         """A new template; TemplateError (line, column) if not well-formed, ConflictError if the name exists."""
-        name = name.strip()
-        if not name:
-            raise ValidationError("a template needs a name")
+        name = check_name(name, "template", s.ordertemplates.c.name)
         check_orderxml(orderxml, f"template {name!r}")
         with translate_errors("template", name):
             template_id = self.conn.execute(insert(s.ordertemplates).values(

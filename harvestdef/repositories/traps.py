@@ -14,10 +14,11 @@ from typing import Any
 from sqlalchemy import Connection, delete, insert, select, update
 
 from harvestdef.db import schema as s
-from harvestdef.errors import NotFoundError, ValidationError
+from harvestdef.errors import NotFoundError
 from harvestdef.model.definitions import GlobalCrawlerTrapList
 from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit, translate_errors
 from harvestdef.traps import MAX_EXPRESSION_LENGTH, validate_trap_expressions
+from harvestdef.validation import check_name
 
 _lists = s.global_crawler_trap_lists
 _expressions = s.global_crawler_trap_expressions
@@ -72,9 +73,7 @@ class GlobalCrawlerTrapRepository:
     def create(self, name: str, expressions: str | Iterable[str], description: str = "",
                active: bool = False) -> GlobalCrawlerTrapList:
         """A new list; CrawlerTrapError names a line that does not compile, ConflictError a taken name."""
-        name = name.strip()
-        if not name:
-            raise ValidationError("a crawler trap list needs a name")
+        name = check_name(name, "crawler trap list", _lists.c.name)
         valid = validate_trap_expressions(expressions, MAX_EXPRESSION_LENGTH)
         with translate_errors("global crawler trap list", name):
             list_id = self.conn.execute(insert(_lists).values(
@@ -88,9 +87,7 @@ class GlobalCrawlerTrapRepository:
         current = self.get(name)
         values: dict[str, Any] = {}
         if new_name is not None:
-            if not new_name.strip():
-                raise ValidationError("a crawler trap list needs a name")
-            values["name"] = new_name.strip()
+            values["name"] = check_name(new_name, "crawler trap list", _lists.c.name)
         if description is not None:
             values["description"] = description
         valid = None if expressions is None else validate_trap_expressions(expressions, MAX_EXPRESSION_LENGTH)

@@ -17,8 +17,9 @@ from typing import Any, TypeVar
 
 from flask import Blueprint, request
 
-from harvestdef.errors import HarvestSuiteError, NotFoundError
+from harvestdef.errors import FieldError, HarvestSuiteError, NotFoundError
 from harvestdef.repositories.domains import SEARCH_FIELDS
+from harvestdef.validation import INT64, check_text
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query
 from webui.context import settings
@@ -75,11 +76,22 @@ def decode_cursor(cursor: str | None) -> list[Any] | None:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         key = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise ApiError("invalid", "after is not a cursor this API gave out", "after") from None
-    if not isinstance(key, list):
+    if not isinstance(key, list) or not all(_is_cursor_value(value) for value in key):
         raise ApiError("invalid", "after is not a cursor this API gave out", "after")
     return key
+
+
+def _is_cursor_value(value: Any) -> bool:
+    """Whether ``value`` can be part of a cursor this API gave out: a name or a 64-bit id."""
+    if isinstance(value, str):
+        try:
+            check_text(value, "after")
+        except FieldError:
+            return False
+        return True
+    return isinstance(value, int) and not isinstance(value, bool) and INT64[0] <= value <= INT64[1]
 
 
 def limit() -> int:

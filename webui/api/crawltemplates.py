@@ -21,6 +21,7 @@ from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
 from webui.auth import ADMIN, READ, require
 from webui.context import actor, database
+from webui.downloads import attachment
 
 
 def template_json(template: CrawlTemplate, with_cxml: bool = False) -> dict[str, Any]:
@@ -73,8 +74,7 @@ def get_template(name: str) -> Any:
     with database().connect() as conn:
         template = TemplateRepository(conn).get(name)
     if query("format") == "cxml":
-        return Response(template.orderxml, mimetype="application/xml", headers={
-            "Content-Disposition": f'attachment; filename="{template.name}.cxml"'})
+        return Response(template.orderxml, mimetype="application/xml", headers=attachment(f"{template.name}.cxml"))
     return template_json(template, with_cxml=True)
 
 

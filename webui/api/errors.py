@@ -1,11 +1,22 @@
-"""The API's errors: ``{"error": {"code", "message", "field"}}`` with the matching 4xx status.
+"""The one boundary where errors become answers: ``{"error": {"code", "message", "field"}}`` with its status.
 
-HarvestSuite's own errors are translated here, at the one boundary between the repositories and the API
-(style.md: errors translated at one boundary).
+The rule (style.md: errors translated at one boundary):
+
+- what the client can fix is a 4xx naming the field where there is one: ApiError raised by a view,
+  ValidationError (FieldError names its field), NotFoundError, ConflictError, StaleEditionError,
+  StaleJobError, IllegalTransitionError, and Werkzeug's 4xx (unknown path, wrong method, body too large);
+- everything else (DatabaseError, a failed queue or archive store, any exception we did not raise on
+  purpose) is the server's fault: a 500 whose body says only "internal error" and an error id. The log
+  gets the id with the traceback; the client never sees SQL, parameters, paths or the exception's text.
+
+The pages (webui/definitions/, webui/status/) use the same ``translate``, so a flashed message or an error
+page follows the same rule.
 """
 
 from __future__ import annotations
 
+import logging
+import secrets
 from typing import Any
 
 from flask import jsonify
@@ -13,7 +24,7 @@ from werkzeug.exceptions import HTTPException
 
 from harvestdef.errors import (
     ConflictError,
-    HarvestSuiteError,
+    FieldError,
     IllegalTransitionError,
     NotFoundError,
     StaleEditionError,
@@ -21,42 +32,81 @@ from harvestdef.errors import (
     ValidationError,
 )
 
-STATUS_OF_CODE = {"unauthorized": 401, "forbidden": 403, "not_found": 404, "invalid": 400, "conflict": 409}
+log = logging.getLogger(__name__)
+
+STATUS_OF_CODE = {"invalid": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404,
+                  "method_not_allowed": 405, "conflict": 409, "too_large": 413, "unsupported_media_type": 415,
+                  "internal": 500}
+_CODE_OF_STATUS = {status: code for code, status in STATUS_OF_CODE.items()}
+
+# The schema's column names where the API's field has another name (a FieldError of harvestdef/db/guard.py
+# names the column it was bound for).
+FIELD_OF_COLUMN = {"maxobjects": "max_objects", "maxbytes": "max_bytes", "maxrate": "max_rate",
+                   "maxjobrunningtime": "max_running_time", "orderxml": "cxml", "trap_expression": "expressions"}
 
 
 class ApiError(Exception):
     """An error a view raises on purpose: ``code`` is one of STATUS_OF_CODE; ``field`` names the input."""
 
-    def __init__(self, code: str, message: str, field: str | None = None) -> None:
+    def __init__(self, code: str, message: str, field: str | None = None, error_id: str | None = None) -> None:
         super().__init__(message)
         if code not in STATUS_OF_CODE:
             raise ValueError(f"unknown API error code {code!r}")
         self.code = code
         self.message = message
         self.field = field
+        self.error_id = error_id
+
+    @property
+    def status(self) -> int:
+        return STATUS_OF_CODE[self.code]
 
 
-def error_response(code: str, message: str, field: str | None, status: int | None = None) -> Any:
-    response = jsonify({"error": {"code": code, "message": message, "field": field}})
+def error_response(code: str, message: str, field: str | None, status: int | None = None,
+                   error_id: str | None = None) -> Any:
+    error: dict[str, Any] = {"code": code, "message": message, "field": field}
+    if error_id is not None:
+        error["id"] = error_id
+    response = jsonify({"error": error})
     response.status_code = status or STATUS_OF_CODE[code]
     return response
 
 
+def is_client_error(error: BaseException) -> bool:
+    """Whether the client caused ``error`` and can fix it (a 4xx), rather than the server (a 500)."""
+    if isinstance(error, ApiError):
+        return error.status < 500
+    if isinstance(error, HTTPException):
+        return error.code is not None and error.code < 500
+    return isinstance(error, ValidationError | NotFoundError | ConflictError | StaleEditionError | StaleJobError
+                      | IllegalTransitionError)
+
+
 def translate(error: Exception) -> ApiError:
-    """The API error of one of ours (or of Werkzeug's HTTP errors)."""
+    """The answer to ``error``: a 4xx ApiError naming the field, or, for anything the client did not cause,
+    an "internal" one with an error id under which the traceback is logged here."""
     if isinstance(error, ApiError):
         return error
+    if not is_client_error(error):
+        return internal_error(error)
     field = getattr(error, "field", None)
+    if isinstance(error, FieldError):
+        field = FIELD_OF_COLUMN.get(error.field, error.field)
+        return ApiError("invalid", f"{field}: {error.problem}", field)
     if isinstance(error, NotFoundError):
         return ApiError("not_found", str(error), field)
     if isinstance(error, ConflictError | StaleEditionError | StaleJobError | IllegalTransitionError):
         return ApiError("conflict", str(error), field)
-    if isinstance(error, ValidationError):
-        return ApiError("invalid", str(error), field)
     if isinstance(error, HTTPException):
-        code = {401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict"}.get(error.code or 400,
-                                                                                                "invalid")
-        return ApiError(code, error.description or error.name)
-    if isinstance(error, HarvestSuiteError):
-        return ApiError("invalid", str(error), field)
-    raise error
+        status = error.code or 400
+        return ApiError(_CODE_OF_STATUS.get(status, "invalid"), error.description or error.name)
+    return ApiError("invalid", str(error), field)
+
+
+def internal_error(error: BaseException) -> ApiError:
+    """Log ``error`` with its traceback under a new error id; the ApiError that tells the client only the id."""
+    error_id = secrets.token_hex(6)
+    log.error("internal error %s: %s: %s", error_id, type(error).__name__, error,
+              exc_info=(type(error), error, error.__traceback__))
+    return ApiError("internal", f"internal error {error_id}: the request could not be carried out; the web UI's "
+                                f"log has the details under this id", None, error_id)

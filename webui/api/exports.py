@@ -29,6 +29,7 @@ from webui.api.jobs import JOB_FILTERS, find_jobs, job_filters, render_job_row
 from webui.api.parameters import query, takes
 from webui.auth import EXPORT, require
 from webui.context import database, settings
+from webui.downloads import attachment
 
 EXPORT_BATCH = 1000
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection): such text gets a
@@ -67,9 +68,7 @@ def csv_lines(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[
 
 
 def csv_response(lines: Iterator[str], filename: str) -> Response:
-    safe = "".join(ch if (ch.isascii() and ch.isalnum()) or ch in "-_." else "_" for ch in filename)  # latin-1 header
-    return Response(lines, mimetype="text/csv",
-                    headers={"Content-Disposition": f'attachment; filename="{safe}"', "X-Accel-Buffering": "no"})
+    return Response(lines, mimetype="text/csv", headers={**attachment(filename), "X-Accel-Buffering": "no"})
 
 
 def keyset_pages(engine: Engine, read: Callable[[Connection, Any], list[Any]], key: Callable[[Any], Any],

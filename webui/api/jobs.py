@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Row, select, type_coerce
@@ -20,6 +20,7 @@ from harvestdef.errors import NotFoundError
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.jobevents import JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
+from harvestdef.validation import to_utc
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
@@ -68,9 +69,7 @@ def parse_time(text: str | None, field: str, end_of_day: bool = False) -> dateti
             value += timedelta(days=1, microseconds=-1)
     except ValueError:
         raise ApiError("invalid", f"{field} must be an ISO 8601 date or time, not {text!r}", field) from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value
+    return to_utc(value, field)
 
 
 # the job list's filters (the API's list and CSV export, and the status page's form)

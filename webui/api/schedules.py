@@ -7,11 +7,12 @@ names the ``edition`` it was based on (409 if the schedule has moved on). The sc
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.schedules import Schedule, TimeUnit
+from harvestdef.validation import to_utc
 from webui.api.core import PAGED, blueprint, body, edition, field, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
 from webui.api.parameters import takes
@@ -31,7 +32,7 @@ def parse_time(data: dict[str, Any], name: str) -> datetime | None:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ApiError("invalid", f"{name} must be an ISO 8601 time, not {text!r}", name) from None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    return to_utc(value, name)
 
 
 def parse_timeunit(value: Any) -> TimeUnit:

@@ -14,6 +14,7 @@ from webui.auth import ADMIN, READ, require
 from webui.context import actor, database
 from webui.definitions import blueprint
 from webui.definitions.forms import attempt, form_data
+from webui.downloads import attachment
 
 
 def _templates_page() -> str:
@@ -55,8 +56,7 @@ def _upload_template() -> Any:
 def download_template(name: str) -> Any:
     with database().connect() as conn:
         template = TemplateRepository(conn).get(name)
-    return Response(template.orderxml, mimetype="application/xml",
-                    headers={"Content-Disposition": f'attachment; filename="{template.name}.cxml"'})
+    return Response(template.orderxml, mimetype="application/xml", headers=attachment(f"{template.name}.cxml"))
 
 
 @blueprint.post("/templates/<name>/active")

@@ -13,27 +13,39 @@ from typing import Any
 from flask import flash, request
 
 from harvestdef.errors import HarvestSuiteError
-from webui.api.errors import ApiError, translate
+from harvestdef.validation import check_integer
+from webui.api.errors import ApiError, is_client_error, translate
 
 FORM_INTEGERS = ("numtimeunits", "onminute", "onhour", "ondayofweek", "ondayofmonth", "maxrepeats",
                  "max_objects", "max_bytes", "max_running_time", "edition")
 
 
-def _message(error: Exception) -> str:
-    if isinstance(error, ApiError):
-        return f"{error.field}: {error.message}" if error.field else error.message
-    return str(error)
+def _message(error: ApiError) -> str:
+    if error.field and not error.message.startswith(error.field):
+        return f"{error.field}: {error.message}"
+    return error.message
 
 
 def attempt(action: Callable[[], Any], page: Callable[[], Any]) -> Any:
-    """Run ``action`` (one transaction); on bad input show ``page`` again with the error, status 400/409."""
+    """Run ``action`` (one transaction); on bad input show ``page`` again with the error, status 400/409.
+    An error that is not the input's (the database failed) goes on to the app's error boundary: a 500."""
     try:
         return action()
     except (ApiError, HarvestSuiteError) as error:
+        if not is_client_error(error):
+            raise
         translated = translate(error)
-        flash(_message(error), "error")
-        status = {"conflict": 409, "not_found": 404}.get(translated.code, 400)
-        return page(), status
+        flash(_message(translated), "error")
+        return page(), translated.status
+
+
+def form_integer(name: str, text: str) -> int:
+    """A form field that must be a whole number (digits, an optional sign): ``1e23`` or ``2.0`` is refused
+    naming the field, as is one outside 64 bits (the column's own width is checked where it is written)."""
+    stripped = text.strip()
+    if not stripped.lstrip("+-").isdigit() or not stripped.isascii() or len(stripped) > 25:
+        raise ApiError("invalid", f"{name} must be a whole number, not {text[:40]!r}", name)
+    return check_integer(int(stripped), name)
 
 
 def form_data(names: tuple[str, ...] | None = None) -> dict[str, Any]:
@@ -46,10 +58,7 @@ def form_data(names: tuple[str, ...] | None = None) -> dict[str, Any]:
         if value == "":
             continue
         if name in FORM_INTEGERS:
-            try:
-                data[name] = int(value)
-            except ValueError:
-                raise ApiError("invalid", f"{name} must be a whole number, not {value!r}", name) from None
+            data[name] = form_integer(name, value)
         else:
             data[name] = value
     return data

@@ -15,6 +15,7 @@ from webui.auth import CURATE, READ, require
 from webui.context import actor, database
 from webui.definitions import blueprint
 from webui.definitions.forms import attempt
+from webui.downloads import attachment
 
 
 def _traps_page() -> str:
@@ -60,4 +61,4 @@ def download_traps(name: str) -> Any:
     with database().connect() as conn:
         trap_list = GlobalCrawlerTrapRepository(conn).get(name)
     return Response("\n".join(trap_list.expressions) + "\n", mimetype="text/plain",
-                    headers={"Content-Disposition": f'attachment; filename="{trap_list.name}.txt"'})
+                    headers=attachment(f"{trap_list.name}.txt"))

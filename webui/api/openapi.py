@@ -1,0 +1,190 @@
+"""``/api/v1/openapi.json``: the API's description, made from the routes themselves.
+
+Paths, methods, summaries (the view's first docstring line), path parameters (``<int:...>`` as 64-bit
+ids) and query parameters (their ``@takes`` declarations, webui/api/parameters.py) come from the URL map;
+request bodies come from REQUEST_BODIES below, one JSON Schema per route that reads a body, and responses
+follow the error boundary's rule (webui/api/errors.py): the route's success status, and every 4xx it may
+answer with the one error object. No 5xx is described: a 500 is a bug, never an answer
+(tests/webui/test_api_fuzz.py fuzzes every operation from this description and fails on one).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import current_app, jsonify
+
+from harvestdef.db import schema as s
+from harvestdef.validation import INT64, column_length
+from webui.api.core import MAX_LIMIT, blueprint
+from webui.api.errors import STATUS_OF_CODE
+from webui.api.parameters import declared
+from webui.auth import PERMISSIONS
+
+_PARAMETER = re.compile(r"<(?:([^:<>()]+)(?:\([^<>]*\))?:)?([^<>]+)>")
+
+INT64_RANGE = INT64
+NAME_LENGTH = column_length(s.schedules.c.name)
+TEXT_LENGTH = column_length(s.schedules.c.comments)
+_STRING_LIST = {"type": "array", "items": {"type": "string"}}
+_NAME = {"type": "string", "minLength": 1, "maxLength": NAME_LENGTH}
+_TEXT = {"type": "string", "maxLength": TEXT_LENGTH}
+_INT64 = {"type": "integer", "minimum": INT64_RANGE[0], "maximum": INT64_RANGE[1]}
+_LIMIT = {"type": "integer", "minimum": -1, "maximum": INT64_RANGE[1], "description": "-1: unlimited"}
+_EDITION = {**_INT64, "description": "the edition the change is based on (409 if it is not the current one)"}
+_TIME = {"type": ["string", "null"], "description": "ISO 8601 (UTC when no zone is given)"}
+_SCHEDULE = {
+    "name": _NAME, "comments": _TEXT, "anytime": {"type": "boolean"},
+    "timeunit": {"type": ["string", "integer"], "description": "MINUTE, HOURLY, DAILY, WEEKLY, MONTHLY or 1-5"},
+    "numtimeunits": {"type": "integer", "minimum": 1}, "onminute": {"type": ["integer", "null"]},
+    "onhour": {"type": ["integer", "null"]}, "ondayofweek": {"type": ["integer", "null"]},
+    "ondayofmonth": {"type": ["integer", "null"]}, "maxrepeats": {"type": ["integer", "null"]},
+    "startdate": _TIME, "enddate": _TIME,
+}
+_CONFIGURATION = {"name": _NAME, "template": _NAME, "seedlists": _STRING_LIST, "max_objects": _LIMIT,
+                  "max_bytes": _LIMIT, "max_rate": {"type": ["integer", "null"]}, "comments": _TEXT}
+_EXTENDED_FIELDS = {"edition": _EDITION, "values": {"type": "object", "additionalProperties": {"type": "string"}}}
+
+
+def _object(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+# The JSON body of each route that reads one, by endpoint.
+REQUEST_BODIES: dict[str, dict[str, Any]] = {
+    "api.create_domains": _object({"names": {**_STRING_LIST, "maxItems": 10_000}}, "names"),
+    "api.patch_domain": _object({"edition": _EDITION, "comments": _TEXT, "crawler_traps": _STRING_LIST,
+                                 "alias": {"type": ["string", "null"]}, "active": {"type": "boolean"}}, "edition"),
+    "api.create_seedlist": _object({"name": _NAME, "seeds": _STRING_LIST, "comments": _TEXT, "edition": _EDITION},
+                                   "name", "seeds"),
+    "api.update_seedlist": _object({"edition": _EDITION, "seeds": _STRING_LIST, "comments": _TEXT}, "edition"),
+    "api.create_configuration": _object({**_CONFIGURATION, "edition": _EDITION}, "name", "template", "seedlists"),
+    "api.update_configuration": _object({**_CONFIGURATION, "edition": _EDITION, "default": {"type": "boolean"}},
+                                        "edition"),
+    "api.patch_domain_fields": _object(_EXTENDED_FIELDS, "edition", "values"),
+    "api.patch_harvest_fields": _object(_EXTENDED_FIELDS, "edition", "values"),
+    "api.create_harvest": _object({
+        "type": {"enum": ["selective", "event", "snapshot"]}, "name": _NAME, "comments": _TEXT,
+        "audience": {"type": ["string", "null"]}, "active": {"type": "boolean"}, "channel": {"type": "string"},
+        "schedule": {"type": "string", "description": "selective and event harvests"},
+        "configurations": {"type": "array", "items": _object({"domain": {"type": "string"},
+                                                              "configuration": {"type": ["string", "null"]}},
+                                                             "domain")},
+        "seeds": {"type": ["array", "string"], "items": {"type": "string"}, "description": "event harvests"},
+        "template": {"type": "string", "description": "event harvests"},
+        "previous": {"type": "string", "description": "snapshot harvests: the step this one continues"},
+        "max_objects": _LIMIT, "max_bytes": _LIMIT, "max_running_time": {"type": "integer", "minimum": 0}},
+        "type", "name"),
+    "api.update_harvest": _object({
+        "edition": _EDITION, "comments": _TEXT, "audience": {"type": ["string", "null"]},
+        "schedule": {"type": "string"}, "crawlertraps": {"type": "string"},
+        "configurations": {"type": "array", "items": _object({"domain": {"type": "string"},
+                                                              "configuration": {"type": ["string", "null"]}},
+                                                             "domain")},
+        "max_objects": _LIMIT, "max_bytes": _LIMIT, "max_running_time": {"type": "integer", "minimum": 0}},
+        "edition"),
+    "api.activate_harvest": _object({"edition": _EDITION}),
+    "api.deactivate_harvest": _object({"edition": _EDITION}),
+    "api.create_schedule": _object(_SCHEDULE, "name", "timeunit"),
+    "api.update_schedule": _object({**_SCHEDULE, "edition": _EDITION}, "edition"),
+    "api.create_template": _object({"name": _NAME, "cxml": {"type": "string"}, "description": _TEXT,
+                                    "active": {"type": "boolean"}}, "name", "cxml"),
+    "api.update_template": _object({"edition": _EDITION, "cxml": {"type": "string"}, "description": _TEXT,
+                                    "active": {"type": "boolean"}}, "edition"),
+}
+# Bodies that may be left out (the edition of an activation is optional).
+OPTIONAL_BODIES = frozenset({"api.activate_harvest", "api.deactivate_harvest"})
+# Success statuses other than 200, by endpoint.
+SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
+    "api.create_domains": (200, 201), "api.create_seedlist": (201,), "api.create_configuration": (201,),
+    "api.create_harvest": (201,), "api.create_schedule": (201,), "api.create_template": (201,),
+    "api.restart": (201,),
+}
+# What a success answers other than a JSON object, by endpoint.
+SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
+    "api.export_domains": {"text/csv": {"schema": {"type": "string"}}},
+    "api.export_jobs": {"text/csv": {"schema": {"type": "string"}}},
+    "api.export_harvest_statistics": {"text/csv": {"schema": {"type": "string"}}},
+    "api.get_template": {"application/json": {"schema": {"type": "object"}},
+                         "application/xml": {"schema": {"type": "string"}}},
+}
+
+ERROR = _object({"error": _object({
+    "code": {"enum": list(STATUS_OF_CODE)}, "message": {"type": "string"},
+    "field": {"type": ["string", "null"], "description": "the input that is wrong, where there is one"},
+    "id": {"type": "string", "description": "an internal error's id, under which the log has the details"},
+}, "code", "message", "field")}, "error")
+PAGE = _object({"items": {"type": "array", "items": {"type": "object"}}, "next": {"type": ["string", "null"]}},
+               "items", "next")
+_ERROR_DESCRIPTIONS = {400: "the input is wrong: error.field names it", 401: "not logged in",
+                       403: "the user's role may not do this", 404: "no such thing",
+                       405: "the path has no such method", 409: "changed meanwhile, or the state forbids it",
+                       413: "the body is too large", 415: "the body is not JSON"}
+
+
+def _path_parameter(name: str, converter: str | None) -> dict[str, Any]:
+    schema = {"type": "integer", "minimum": 0, "maximum": INT64_RANGE[1]} if converter == "int" else \
+        {"type": "string", "minLength": 1}
+    return {"name": name, "in": "path", "required": True, "schema": schema}
+
+
+def _operation(endpoint: str, view: Any, method: str, rule: Any) -> dict[str, Any]:
+    converters = {name: converter for converter, name in _PARAMETER.findall(rule.rule)}
+    parameters = [_path_parameter(name, converters.get(name) or None) for name in rule.arguments]
+    parameters += [parameter.describe() for parameter in declared(view)]
+    statuses = SUCCESS_STATUSES.get(endpoint, (200,))
+    success_content = SUCCESS_CONTENT.get(endpoint) or {
+        "application/json": {"schema": PAGE if any(p.name == "limit" for p in declared(view)) else
+                             {"type": "object"}}}
+    responses: dict[str, Any] = {str(status): {"description": "done", "content": success_content}
+                                 for status in statuses}
+    errors = [400, 401, 403, 404, 405]
+    if method != "get":
+        errors.append(409)
+    if endpoint in REQUEST_BODIES:
+        errors += [413, 415]
+    for status in errors:
+        responses[str(status)] = {"description": _ERROR_DESCRIPTIONS[status],
+                                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    operation: dict[str, Any] = {
+        "summary": (view.__doc__ or "").strip().split("\n")[0], "operationId": f"{endpoint}.{method}",
+        "parameters": parameters, "responses": responses, "security": [{"bearer": []}, {"session": []}],
+        **_permission_of(view)}
+    if endpoint in REQUEST_BODIES:
+        operation["requestBody"] = {"required": endpoint not in OPTIONAL_BODIES,
+                                    "content": {"application/json": {"schema": REQUEST_BODIES[endpoint]}}}
+    return operation
+
+
+def _permission_of(view: Any) -> dict[str, Any]:
+    """The route's permission of webui.auth.PERMISSIONS and the roles that have it (every logged-in user
+    may read this description itself)."""
+    permission = getattr(view, "permission", None)
+    if permission is None:
+        return {}
+    return {"x-permission": permission, "x-roles": sorted(role.value for role in PERMISSIONS[permission])}
+
+
+@blueprint.route("/openapi.json")
+def openapi() -> Any:
+    """This description: every route of the API with its parameters, request body and responses."""
+    paths: dict[str, dict[str, Any]] = {}
+    prefix = blueprint.url_prefix or ""
+    for rule in current_app.url_map.iter_rules():
+        if not rule.rule.startswith(prefix):
+            continue
+        view = current_app.view_functions[rule.endpoint]
+        path = _PARAMETER.sub(r"{\2}", rule.rule[len(prefix):])
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            paths.setdefault(path, {})[method.lower()] = _operation(rule.endpoint, view, method.lower(), rule)
+    return jsonify({
+        "openapi": "3.1.0",
+        "info": {"title": "HarvestSuite API", "version": "1",
+                 "description": f"Lists are pages of at most {MAX_LIMIT} items: {{\"items\", \"next\"}}."},
+        "servers": [{"url": prefix}],
+        "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"},
+                                           "session": {"type": "apiKey", "in": "cookie", "name": "session"}},
+                       "schemas": {"Error": ERROR}},
+        "paths": paths,
+    })
