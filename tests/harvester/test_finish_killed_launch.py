@@ -70,6 +70,7 @@ def _finish(tmp_path: Path, jobdir: JobDirectory, status: JobStatus = JobStatus.
     try:
         link = SchedulerLink(transport, names, "controller-1", "host", ["FOCUSED"])
         options = FinishOptions(oldjobs_dir=tmp_path / "oldjobs", organization="kb", collection=None)
+        (tmp_path / "archive").mkdir(exist_ok=True)  # the store's root is mounted, never made by an upload
         assert PostProcessor(options, ArchiveStore(tmp_path / "archive")).finish(jobdir, link) == status
         delivery = transport.receive(names.scheduler, timeout=5)
         assert delivery is not None
