@@ -63,7 +63,15 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.domainnames import MAX_URL_LENGTH, default_seeds, domain_of_typed
-from harvestdef.errors import DatabaseError, DomainNameError, LineRefusal, NotFoundError, RefusedLinesError, shown
+from harvestdef.errors import (
+    DatabaseBusyError,
+    DatabaseError,
+    DomainNameError,
+    LineRefusal,
+    NotFoundError,
+    RefusedLinesError,
+    shown,
+)
 from harvestdef.repositories.definitioncounts import add_tld_counts, recheck_unused
 from harvestdef.repositories.domains import DomainDefaults
 from harvestdef.settings import Settings
@@ -427,7 +435,7 @@ class DomainImporter:
                             time.sleep(_SQLITE_PAUSE)
         except OperationalError as exc:
             if not self.postgresql and "locked" in str(exc.orig):
-                raise DatabaseError(
+                raise DatabaseBusyError(
                     f"the import of {name} stopped: the harvest database stayed locked by other writers for "
                     f"{self.lock_timeout:g} s. The {counts.batches} batches committed before "
                     f"({counts.domains_created} domains created) stay stored; import the same file again to "

@@ -253,6 +253,11 @@ class DatabaseError(HarvestSuiteError):
     """The harvest database failed; the cause is chained."""
 
 
+class DatabaseBusyError(DatabaseError):
+    """The harvest database stayed locked by other writers past a wait: nobody's fault, and over once they
+    are done. Its message is a sentence for people (what stopped, what was kept, what to do), with no SQL."""
+
+
 class JobGenerationError(HarvestSuiteError):
     """A harvest definition could not be split into jobs."""
 

@@ -5,6 +5,8 @@ The rule (style.md: errors translated at one boundary):
 - what the client can fix is a 4xx naming the field where there is one: ApiError raised by a view,
   ValidationError (FieldError names its field), NotFoundError, ConflictError, StaleEditionError,
   StaleJobError, IllegalTransitionError, and Werkzeug's 4xx (unknown path, wrong method, body too large);
+- a database that stayed locked by other writers (DatabaseBusyError, SQLite) is a 503 with its sentence,
+  which says what was kept and to try again: nobody's fault, and no bug;
 - everything else (DatabaseError, a failed queue or archive store, any exception we did not raise on
   purpose) is the server's fault: a 500 whose body says only "internal error" and an error id. The log
   gets the id with the traceback; the client never sees SQL, parameters, paths or the exception's text.
@@ -24,6 +26,7 @@ from werkzeug.exceptions import HTTPException
 
 from harvestdef.errors import (
     ConflictError,
+    DatabaseBusyError,
     FieldError,
     IllegalTransitionError,
     NotFoundError,
@@ -36,7 +39,7 @@ log = logging.getLogger(__name__)
 
 STATUS_OF_CODE = {"invalid": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404,
                   "method_not_allowed": 405, "conflict": 409, "too_large": 413, "unsupported_media_type": 415,
-                  "internal": 500}
+                  "internal": 500, "unavailable": 503}
 _CODE_OF_STATUS = {status: code for code, status in STATUS_OF_CODE.items()}
 
 # The schema's column names where the API's field has another name (a FieldError of harvestdef/db/guard.py
@@ -87,6 +90,10 @@ def translate(error: Exception) -> ApiError:
     an "internal" one with an error id under which the traceback is logged here."""
     if isinstance(error, ApiError):
         return error
+    if isinstance(error, DatabaseBusyError):
+        # Not the client's fault, yet no bug either: a 503 whose sentence says what was kept and to try again.
+        log.warning("%s", error)
+        return ApiError("unavailable", str(error))
     if not is_client_error(error):
         return internal_error(error)
     field = getattr(error, "field", None)

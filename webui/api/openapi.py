@@ -84,6 +84,9 @@ REQUEST_BODIES: dict[str, dict[str, Any]] = {
                                                              "domain")},
         "max_objects": _LIMIT, "max_bytes": _LIMIT, "max_running_time": {"type": "integer", "minimum": 0}},
         "edition"),
+    "api.add_harvest_seeds": _object({
+        "edition": _EDITION, "seeds": {"type": ["array", "string"], "items": {"type": "string"}},
+        "template": {"type": "string"}, "max_objects": _LIMIT, "max_bytes": _LIMIT}, "edition", "seeds", "template"),
     "api.activate_harvest": _object({"edition": _EDITION}),
     "api.deactivate_harvest": _object({"edition": _EDITION}),
     "api.create_schedule": _object(_SCHEDULE, "name", "timeunit"),
@@ -98,7 +101,8 @@ OPTIONAL_BODIES = frozenset({"api.activate_harvest", "api.deactivate_harvest"})
 # Success statuses other than 200, by endpoint.
 SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "api.create_domains": (200, 201), "api.create_seedlist": (201,), "api.create_configuration": (201,),
-    "api.create_harvest": (201,), "api.create_schedule": (201,), "api.create_template": (201,),
+    "api.create_harvest": (201,), "api.add_harvest_seeds": (201,), "api.create_schedule": (201,),
+    "api.create_template": (201,),
     "api.restart": (201,),
 }
 # What a success answers other than a JSON object, by endpoint.
