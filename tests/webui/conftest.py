@@ -23,9 +23,10 @@ ROLES = ("curator", "operator", "archivist", "admin")
 PASSWORD = "correct horse battery"
 
 
-@pytest.fixture
-def webui_engine(tmp_path: Path) -> Iterator[Engine]:
-    engine = open_engine(f"sqlite:///{tmp_path / 'harvest.db'}")
+def database_with_users(url: str) -> Iterator[Engine]:
+    """A harvest database at ``url`` with a user of every role, disposed of after: the ``webui_engine`` of
+    this conftest (SQLite), and of a test module that runs on both databases (``database_url``)."""
+    engine = open_engine(url)
     init_database(engine)
     with engine.begin() as conn:
         users = UserRepository(conn)
@@ -33,6 +34,11 @@ def webui_engine(tmp_path: Path) -> Iterator[Engine]:
             users.create(role, role, password=PASSWORD)
     yield engine
     engine.dispose()
+
+
+@pytest.fixture
+def webui_engine(tmp_path: Path) -> Iterator[Engine]:
+    yield from database_with_users(f"sqlite:///{tmp_path / 'harvest.db'}")
 
 
 @pytest.fixture

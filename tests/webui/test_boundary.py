@@ -14,11 +14,8 @@ import pytest
 from sqlalchemy import Engine, func, insert, select, text
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import open_engine
-from harvestdef.db.init import init_database
-from harvestdef.repositories.users import UserRepository
 from harvestdef.schedules import Schedule, TimeUnit
-from tests.webui.conftest import PASSWORD, ROLES
+from tests.webui.conftest import database_with_users
 
 CXML = '<?xml version="1.0"?>\n<beans>\n  <bean id="x"/>\n</beans>\n'
 UNICODE_NAME = "skabelon-模板"
@@ -28,13 +25,7 @@ UNICODE_FILENAME = "filename*=UTF-8''skabelon-%E6%A8%A1%E6%9D%BF"
 @pytest.fixture
 def webui_engine(database_url: str) -> Iterator[Engine]:
     """The conftest's harvest database on both databases (the conftest's is SQLite only)."""
-    engine = open_engine(database_url)
-    init_database(engine)
-    with engine.begin() as conn:
-        for role in ROLES:
-            UserRepository(conn).create(role, role, password=PASSWORD)
-    yield engine
-    engine.dispose()
+    yield from database_with_users(database_url)
 
 
 def count(engine: Engine, table) -> int:

@@ -11,11 +11,8 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import Engine
 
-from harvestdef.db.engine import open_engine
-from harvestdef.db.init import init_database
 from harvestdef.model.status import JobStatus
-from harvestdef.repositories.users import UserRepository
-from tests.webui.conftest import PASSWORD, ROLES
+from tests.webui.conftest import database_with_users
 from tests.webui.test_history import record_runs
 from tests.webui.test_jobs import seed
 
@@ -23,13 +20,7 @@ from tests.webui.test_jobs import seed
 @pytest.fixture
 def webui_engine(database_url: str) -> Iterator[Engine]:
     """The harvest database of the web UI on both databases (the conftest's is SQLite only)."""
-    engine = open_engine(database_url)
-    init_database(engine)
-    with engine.begin() as conn:
-        for role in ROLES:
-            UserRepository(conn).create(role, role, password=PASSWORD)
-    yield engine
-    engine.dispose()
+    yield from database_with_users(database_url)
 
 
 @pytest.fixture(autouse=True)

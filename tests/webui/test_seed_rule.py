@@ -24,13 +24,10 @@ import pytest
 from sqlalchemy import Engine, func, insert, select
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import open_engine
-from harvestdef.db.init import init_database
 from harvestdef.errors import shown
 from harvestdef.repositories.domains import DomainRepository
 from harvestdef.repositories.harvests import HarvestRepository
-from harvestdef.repositories.users import UserRepository
-from tests.webui.conftest import PASSWORD, ROLES
+from tests.webui.conftest import database_with_users
 
 LONG = "http://kb.dk/" + "x" * 2100
 # (line, the reason every entry point gives for it)
@@ -82,15 +79,11 @@ def api_refusals(response: Any) -> list[tuple[int, str, str]]:
 @pytest.fixture
 def webui_engine(database_url: str) -> Iterator[Engine]:
     """The web UI's database on SQLite and on PostgreSQL, with kb.dk and a selective harvest."""
-    engine = open_engine(database_url)
-    init_database(engine)
-    with engine.begin() as conn:
-        for role in ROLES:
-            UserRepository(conn).create(role, role, password=PASSWORD)
-        DomainRepository(conn).create("kb.dk")
-        HarvestRepository(conn).create_selective("sel", "Once_a_day")
-    yield engine
-    engine.dispose()
+    for engine in database_with_users(database_url):
+        with engine.begin() as conn:
+            DomainRepository(conn).create("kb.dk")
+            HarvestRepository(conn).create_selective("sel", "Once_a_day")
+        yield engine
 
 
 def form(client: Any, **fields: str) -> dict[str, str]:
