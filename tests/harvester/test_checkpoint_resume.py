@@ -10,6 +10,7 @@ import shutil
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -71,6 +72,18 @@ def slow_job(site: TestSite, directory: Path) -> Path:
                      crawler_beans(max_hops=25, reject_regex=".*/(trap|stall|huge|big).*"))
 
 
+def crawl_until_fetches_are_in_flight(engine: EngineProcess, site: TestSite, job_dir: Path) -> Any:
+    """Build, launch and run the job of ``job_dir`` on ``engine`` until the slow site has fetches in flight;
+    the engine's client."""
+    client = engine.client()
+    client.rescan()
+    client.build(job_dir.name)
+    client.launch(job_dir.name)
+    client.unpause(job_dir.name)
+    assert wait_for(fetches_in_flight(site, job_dir), timeout=60, interval=0.02)
+    return client
+
+
 def drive(engine: EngineProcess, job_dir: Path, shutdown: threading.Event, checkpoint: str | None,
           results: list[DriveResult]) -> threading.Thread:
     driver = CrawlDriver(engine.client(), job_dir.name, job_dir, OPTIONS, lambda status: None, shutdown)
@@ -108,12 +121,7 @@ def test_a_crawl_checkpointed_mid_fetch_at_engine_shutdown_resumes_without_anyth
         jobs_dir = tmp_path / "engine-jobs"
         job_dir = slow_job(site, jobs_dir / "slowjob")
         with EngineProcess(jobs_dir, hosts_file=hosts_file) as engine:
-            client = engine.client()
-            client.rescan()
-            client.build("slowjob")
-            client.launch("slowjob")
-            client.unpause("slowjob")
-            assert wait_for(fetches_in_flight(site, job_dir), timeout=60, interval=0.02)
+            client = crawl_until_fetches_are_in_flight(engine, site, job_dir)
             assert engine.stop() == 0  # SIGTERM: the engine checkpoints the running crawl and stops
         requests_at_checkpoint = len(site.requests)
         with EngineProcess(jobs_dir, hosts_file=hosts_file) as engine:
@@ -134,12 +142,7 @@ def test_a_checkpoint_asked_for_through_the_rest_api_while_running_waits_for_the
         jobs_dir = tmp_path / "engine-jobs"
         job_dir = slow_job(site, jobs_dir / "slowjob")
         with EngineProcess(jobs_dir, hosts_file=hosts_file) as engine:
-            client = engine.client()
-            client.rescan()
-            client.build("slowjob")
-            client.launch("slowjob")
-            client.unpause("slowjob")
-            assert wait_for(fetches_in_flight(site, job_dir), timeout=60, interval=0.02)
+            client = crawl_until_fetches_are_in_flight(engine, site, job_dir)
             asked_before = len(site.requests)
             checkpoint = client.checkpoint("slowjob").checkpoint_files[-1]
             assert client.job_status("slowjob").crawl_controller_state == "RUNNING"
