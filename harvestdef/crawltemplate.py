@@ -1,4 +1,4 @@
-"""Crawl template validation: a template must be well-formed XML before it is stored.
+"""Crawl templates: their placeholders, the one way to parse them, and the check before one is stored.
 
 A crawl template is a Heritrix 3 crawler-beans .cxml with NetarchiveSuite's %{...} placeholders
 (reference §1.4). A template that does not parse would only fail at the start of every job built from it,
@@ -8,10 +8,15 @@ For the same reason the regexes of its MatchesListRegexDecideRule and MatchesReg
 ones the bundled crawl engine can run (harvestdef.patterns.compile_crawl_pattern); a value holding a
 placeholder is filled in later and checked then, by the engine.
 
-This module parses text only: it never resolves entities or fetches DTDs, and never touches the database.
+Every place that parses a crawl template (this check, job generation's reading back of the warcinfo map,
+the harvester's DeDuplicator switch, the bundled engine's bean reader) uses ``template_parser``: it never
+resolves entities, loads a DTD or touches the network, so a template cannot make a harvester read its
+files or call out while it is parsed. This module never touches the database.
 """
 
 from __future__ import annotations
+
+import re
 
 from lxml import etree
 
@@ -22,10 +27,46 @@ from harvestdef.patterns import compile_crawl_pattern
 MAX_TEMPLATE_BYTES = 64 * 1024 * 1024
 REGEX_RULES = ("MatchesListRegexDecideRule", "MatchesRegexDecideRule")
 
+#: A NetarchiveSuite placeholder, ``%{NAME}``; group 1 is the name.
+PLACEHOLDER = re.compile(r"%\{([A-Za-z0-9_]+)\}")
+#: The one placeholder job generation leaves: a path on the harvester, filled there (reference §2.6).
+DEDUPLICATION_INDEX_LOCATION = "DEDUPLICATION_INDEX_LOCATION_PLACEHOLDER"
+#: Where job generation puts the warcinfo map (harvestInfo.*) of the WARC writer bean.
+METADATA_ITEMS = "METADATA_ITEMS_PLACEHOLDER"
 
-def _parser() -> etree.XMLParser:
-    # No entity expansion and no network: a template is data from a person, not a document to resolve.
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
+
+def placeholder(name: str) -> str:
+    """The placeholder ``name`` as it is written in a template: ``%{NAME}``."""
+    return f"%{{{name}}}"
+
+
+def template_parser(remove_comments: bool = False) -> etree.XMLParser:
+    """A new parser for crawl templates; lxml parsers must not be shared between threads, so one per parse.
+
+    No entity expansion, no DTD and no network: a template is data from a person, not a document to
+    resolve. huge_tree because templates may be as large as NetarchiveSuite allows (MAX_TEMPLATE_BYTES), and
+    a template stored here must parse the same way on the harvester. ``remove_comments`` drops comments
+    for readers that walk elements only.
+    """
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True,
+                           remove_comments=remove_comments)
+
+
+def warcinfo_items(document: str) -> dict[str, str] | None:
+    """The ``metadataItems`` map of a filled template's WARC writer bean (key -> value, in order), or None
+    when the document holds none: a template without %{METADATA_ITEMS_PLACEHOLDER}, one not filled by job
+    generation, or one that is not XML at all (the crawler refuses that one at the job's start).
+    """
+    if "metadataItems" not in document:
+        return None
+    try:
+        root = etree.fromstring(document.encode("utf-8"), parser=template_parser(remove_comments=True))
+    except etree.XMLSyntaxError:
+        return None
+    for prop in root.iter("{*}property"):
+        if prop.get("name") == "metadataItems":
+            return {str(entry.get("key")): str(entry.get("value", "")) for entry in prop.iter("{*}entry")}
+    return None
 
 
 def check_orderxml(orderxml: str, name: str = "template") -> str:
@@ -39,7 +80,7 @@ def check_orderxml(orderxml: str, name: str = "template") -> str:
     if len(data) > MAX_TEMPLATE_BYTES:
         raise TemplateError(f"{name}: the template is {len(data)} bytes, more than {MAX_TEMPLATE_BYTES}")
     try:
-        root = etree.fromstring(data, parser=_parser())
+        root = etree.fromstring(data, parser=template_parser())
     except etree.XMLSyntaxError as exc:
         line, column = exc.position if exc.position else (None, None)
         raise TemplateError(f"{name} is not well-formed XML: line {line}, column {column}: {exc.msg}",

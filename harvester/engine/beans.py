@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
+from harvestdef.crawltemplate import template_parser
 from harvestdef.errors import ValidationError
 
 SPRING_NS = "{http://www.springframework.org/schema/beans}"
@@ -103,7 +104,7 @@ def _bean(element: etree._Element) -> Bean:
 
 def parse_beans(data: bytes) -> list[Bean]:
     """Top-level beans in document order. Raises BeanError with line and column for malformed XML."""
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True, huge_tree=False)
+    parser = template_parser(remove_comments=True)
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
