@@ -29,8 +29,9 @@ from pathlib import Path
 
 from lxml import etree
 
+from harvestdef.crawltemplate import DEDUPLICATION_INDEX_LOCATION, placeholder, template_parser
 from harvestdef.files import fsync_directory, write_atomically
-from harvestdef.messages import DoOneCrawl, MessageError, decode, encode
+from harvestdef.messages import HARVEST_INFO_VERSION, DoOneCrawl, HarvestInfo, MessageError, decode, encode
 
 HARVEST_INFO = "harvestInfo.xml"
 JOB_MESSAGE = "job.json"
@@ -40,8 +41,7 @@ DEDUP_INDEX = "dedup-index.sqlite"
 METADATA_DIR = "metadata"
 RESUME = "resume.json"
 OUTCOME = "outcome.json"
-INDEX_PLACEHOLDER = "%{DEDUPLICATION_INDEX_LOCATION_PLACEHOLDER}"
-HARVEST_INFO_VERSION = "0.6"
+INDEX_PLACEHOLDER = placeholder(DEDUPLICATION_INDEX_LOCATION)
 
 log = logging.getLogger(__name__)
 
@@ -64,17 +64,29 @@ class CrawlOutcome:
     errors: list[str] = field(default_factory=list)
 
 
-def harvest_info_xml(job: DoOneCrawl, submitted: str) -> bytes:
-    """NetarchiveSuite's PersistentJobData (v0.6) for ``job``: the file its tools look for."""
+def harvest_info_xml(job: DoOneCrawl, written_at: str) -> bytes:
+    """NetarchiveSuite's PersistentJobData (v0.6) for ``job``: the file its tools look for.
+
+    Its values are the message's, and version and jobSubmitDate those job generation fixed
+    (``job.harvest_info``), so the file says what the job's WARCs say. A message without harvest info (sent
+    by a scheduler from before it, or for a job whose template fixed none) is still a job to crawl: the
+    file then says what it said before, this harvester's version and ``written_at`` as jobSubmitDate, and
+    a comment at its top says so, for whoever compares it with the WARCs.
+    """
+    info = job.harvest_info
     root = etree.Element("harvestInfo")
+    if info is None:
+        root.append(etree.Comment(" jobSubmitDate is when the harvester wrote this file: the job message "
+                                  "carried no harvest info fixed at job generation "))
+        info = HarvestInfo(version=HARVEST_INFO_VERSION, job_submit_date=written_at)
     values = [
-        ("version", HARVEST_INFO_VERSION), ("jobId", job.job_id), ("harvestNum", job.harvest_num),
+        ("version", info.version), ("jobId", job.job_id), ("harvestNum", job.harvest_num),
         ("origHarvestDefinitionID", job.harvest_id), ("maxBytesPerDomain", job.max_bytes_per_domain),
         ("maxObjectsPerDomain", job.max_objects_per_domain), ("orderXMLName", job.template_name),
         ("origHarvestDefinitionName", job.harvest_name), ("origHarvestDefinitionComments", job.harvest_comments),
         ("scheduleName", job.schedule_name), ("harvestFilenamePrefix", job.archive_file_prefix),
-        ("jobSubmitDate", submitted), ("performer", ""), ("audience", job.audience), ("channel", job.channel),
-        ("snapshot", str(job.snapshot).lower()), ("attemptId", job.attempt_id),
+        ("jobSubmitDate", info.job_submit_date), ("performer", ""), ("audience", job.audience),
+        ("channel", job.channel), ("snapshot", str(job.snapshot).lower()), ("attemptId", job.attempt_id),
     ]
     for name, value in values:
         etree.SubElement(root, name).text = str(value)
@@ -186,7 +198,7 @@ class JobDirectory:
 
 def without_deduplication(template: str) -> str:
     """The crawler-beans.cxml with every DeDuplicator bean's ``enabled`` property set to false."""
-    root = etree.fromstring(template.encode("utf-8"), etree.XMLParser(remove_blank_text=False))
+    root = etree.fromstring(template.encode("utf-8"), template_parser())
     for bean in root.iter("{*}bean"):
         if not bean.get("class", "").endswith(".DeDuplicator"):
             continue

@@ -62,6 +62,7 @@ from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.jobs import JobRepository
 from scheduler.batch import Batch, run_one
 from scheduler.dedupindex import HarvestRun, find_run_index, has_index_ready
+from scheduler.jobgen.building import fixed_harvest_info
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,12 @@ class DispatchOptions:
 
 
 def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplication_enabled: bool) -> DoOneCrawl:
-    """The job as its DoOneCrawl message: template, seeds, limits and pre-harvest metadata.
+    """The job as its DoOneCrawl message: template, seeds, limits, harvest info and pre-harvest metadata.
+
+    The harvest info is what job generation fixed in the template's warcinfo map (read back by
+    scheduler.jobgen.building.fixed_harvest_info), so a harvest renamed since then does not make
+    harvestInfo.xml disagree with the job's WARCs. Only a job whose template holds no such map (its WARCs
+    name no harvest either) gets the harvest's values as they are now, and no ``harvest_info``.
 
     With deduplication on, the metadata carries the jobs of the run's deduplication index (reference
     §6.4) and the index's path in the archive store, from harvest_run_dedup_index; a run without a row
@@ -96,23 +102,31 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
         index = find_run_index(conn, HarvestRun(job.harvest_id, job.harvest_num))
         dedup_ids = list(index.job_ids) if index is not None else []
         dedup_index = index.index_path if index is not None else None
+    fixed = fixed_harvest_info(job.orderxmldoc)
+    if fixed is not None:
+        names, harvest_info = fixed
+    else:
+        names = {"harvest_name": harvest.harvest_name, "harvest_comments": harvest.comments or "",
+                 "audience": harvest.audience or "", "schedule_name": harvest.schedule_name or ""}
+        harvest_info = None
     return DoOneCrawl(
-        job_id=job.job_id, attempt_id=attempt_id, harvest_id=job.harvest_id, harvest_name=harvest.harvest_name,
-        harvest_comments=harvest.comments or "", audience=harvest.audience or "",
-        schedule_name=harvest.schedule_name or "", channel=job.channel, snapshot=job.snapshot,
+        job_id=job.job_id, attempt_id=attempt_id, harvest_id=job.harvest_id, **names,
+        channel=job.channel, snapshot=job.snapshot,
         max_objects_per_domain=job.forcemaxcount if job.forcemaxcount is not None else -1,
         max_bytes_per_domain=job.forcemaxbytes, max_running_time=job.forcemaxrunningtime or 0,
         template_name=job.orderxml, template=job.orderxmldoc, seeds=job.seeds,
         domain_configurations={row.name: row.config for row in members}, harvest_num=job.harvest_num,
         archive_file_prefix=job.harvestname_prefix or f"{job.job_id}-{job.harvest_id}",
         metadata=PreHarvestMetadata(aliases=aliases, deduplication_job_ids=dedup_ids,
-                                    deduplication_index=dedup_index))
+                                    deduplication_index=dedup_index),
+        harvest_info=harvest_info)
 
 
 def _harvest_and_members() -> Any:
     """The harvest's fields of a DoOneCrawl and the job's domains, configurations and aliases in one query:
     one row per domain of the job, the harvest's fields on each (a single row with no domain if the job
-    has none)."""
+    has none). The harvest's names are used only for a job whose template fixed none; they cost nothing
+    here, as the harvest's row is read anyway to know that it still exists."""
     hd, partial, sched = s.harvestdefinitions, s.partialharvests, s.schedules
     jc, c, d = s.job_configs, s.configurations, s.domains
     alias_target = d.alias("alias_target")

@@ -27,6 +27,7 @@ from harvestdef.messages._codec import decode, decode_with_time, encode
 from harvestdef.messages._types import (
     CRAWL_PROGRESS_STATUSES,
     CRAWL_STATUS_REPORTED,
+    HARVEST_INFO_VERSION,
     JOB_EVENT_KINDS,
     MESSAGE_TYPES,
     AliasInfo,
@@ -42,6 +43,7 @@ from harvestdef.messages._types import (
     FrontierReport,
     HarvesterReady,
     HarvesterStatus,
+    HarvestInfo,
     JobEvent,
     NothingHarvested,
     PreHarvestMetadata,
@@ -52,6 +54,7 @@ from harvestdef.messages._types import (
 __all__ = [
     "CRAWL_PROGRESS_STATUSES",
     "CRAWL_STATUS_REPORTED",
+    "HARVEST_INFO_VERSION",
     "MESSAGE_TYPES",
     "SCHEMA_VERSION",
     "AliasInfo",
@@ -65,6 +68,7 @@ __all__ = [
     "DomainStats",
     "FrontierLine",
     "FrontierReport",
+    "HarvestInfo",
     "HarvesterReady",
     "HarvesterStatus",
     "JOB_EVENT_KINDS",

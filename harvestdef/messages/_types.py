@@ -35,12 +35,35 @@ class PreHarvestMetadata:
     deduplication_index: str | None = None  # archive-store relative path of the index file, once built
 
 
+#: NetarchiveSuite's PersistentJobData version, written as harvestInfo.version (reference §5.1, §2.6).
+HARVEST_INFO_VERSION = "0.6"
+
+
+@dataclass(frozen=True, slots=True)
+class HarvestInfo:
+    """What harvestInfo.xml says beyond the rest of a DoOneCrawl, as job generation fixed it.
+
+    Job generation writes these values once, into the warcinfo map of the job's crawl template (so every
+    WARC of the job repeats them); the dispatcher reads them back from there, and the harvester writes
+    them into harvestInfo.xml as they are, so the file and the WARCs agree.
+    """
+
+    version: str  # harvestInfo.version
+    job_submit_date: str  # harvestInfo.jobSubmitDate: ISO-8601, when job generation created the job
+
+
 @dataclass(frozen=True, slots=True)
 class DoOneCrawl(Message):
     """Scheduler -> the job queue of the job's harvest channel, when the dispatcher submits a NEW job.
 
     A controller serving that channel takes it, claims ``attempt_id`` (ClaimRequest) and acknowledges it
     only after the job is persisted in its job directory. Limits use NetarchiveSuite's -1 = unlimited.
+
+    ``harvest_name``, ``harvest_comments``, ``audience`` and ``schedule_name`` are the values job
+    generation fixed in the template's warcinfo map, with ``harvest_info``; a job whose template holds no
+    such map has nothing fixed, and then carries the harvest's values at dispatch and no ``harvest_info``.
+    A scheduler from before ``harvest_info`` never sends it either (messages still queued at an upgrade):
+    the harvester then writes harvestInfo.xml as it did, see harvester.jobdir.harvest_info_xml.
     """
 
     job_id: int
@@ -62,6 +85,7 @@ class DoOneCrawl(Message):
     harvest_num: int
     archive_file_prefix: str
     metadata: PreHarvestMetadata
+    harvest_info: HarvestInfo | None = None
 
 
 # --- CrawlStatus -------------------------------------------------------------------------------------------

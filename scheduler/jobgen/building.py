@@ -1,6 +1,12 @@
 """Building jobs (reference §2.6): job rows, job_configs, the combined seed list, and the crawl template
 with every NetarchiveSuite placeholder filled except the deduplication index location.
 
+The job's harvest info (harvest name and comments, schedule, audience, jobSubmitDate = the run's creation
+date, harvestInfo.version) is fixed here, once, in the warcinfo map of the filled template
+(``metadata_items``). The dispatcher reads it back from there into the DoOneCrawl message, and the
+harvester writes harvestInfo.xml from the message, so the file and the WARCs' warcinfo records say the
+same even when the harvest is renamed between generation and dispatch.
+
 Writing goes in three bulk steps inside the caller's transaction: the job rows (without seeds and
 template), their job_configs rows (COPY on PostgreSQL, executemany on SQLite), then one streamed query
 over the run's job_configs joined with domains and seed lists, ordered by job, which yields each job's
@@ -27,10 +33,18 @@ from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text, up
 from sqlalchemy.dialects import postgresql
 
 from harvestdef.bulkload import constraints_set_aside, copy_rows, lock_tables_nowait
+from harvestdef.crawltemplate import (
+    DEDUPLICATION_INDEX_LOCATION,
+    METADATA_ITEMS,
+    PLACEHOLDER,
+    placeholder,
+    warcinfo_items,
+)
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.domainnames import is_ip_address, to_punycode
 from harvestdef.errors import DomainNameError, JobGenerationError
+from harvestdef.messages import HARVEST_INFO_VERSION, HarvestInfo
 from harvestdef.repositories.jobs import JobRepository, new_job_row
 from harvestdef.seeds import seed_lines
 from harvestdef.traps import parse_stored_traps
@@ -42,9 +56,6 @@ log = logging.getLogger(__name__)
 
 LEGACY_NAMING = "LegacyNamingConvention"
 COLLECTION_PREFIX_NAMING = "CollectionPrefixNamingConvention"
-DEDUPLICATION_INDEX_LOCATION = "DEDUPLICATION_INDEX_LOCATION_PLACEHOLDER"
-_PLACEHOLDER = re.compile(r"%\{([A-Za-z0-9_]+)\}")
-HARVEST_INFO_VERSION = "0.6"
 # From this many job_configs rows on, PostgreSQL checks their foreign keys once for the whole load.
 BULK_CHECK_THRESHOLD = 50_000
 
@@ -166,7 +177,8 @@ def attribute_values(names: Sequence[str], values: Sequence[int]) -> dict[str, s
 
 def metadata_items(context: RunContext, template: TemplateInfo, job_id: int, job: PackedJob,
                    prefix: str) -> str:
-    """The warcinfo fields of the WARC writer (H3HeritrixTemplate.insertWarcInfoMetadata)."""
+    """The warcinfo fields of the WARC writer (H3HeritrixTemplate.insertWarcInfoMetadata): the job's harvest
+    info as it is fixed for good (harvestdef.crawltemplate.warcinfo_items reads it back)."""
     items = [
         ("harvestInfo.version", HARVEST_INFO_VERSION),
         ("harvestInfo.jobId", str(job_id)),
@@ -196,6 +208,22 @@ def metadata_items(context: RunContext, template: TemplateInfo, job_id: int, job
     return f'    <property name="metadataItems">\n      <map>\n{entries}\n      </map>\n    </property>'
 
 
+def fixed_harvest_info(document: str) -> tuple[dict[str, str], HarvestInfo] | None:
+    """What ``metadata_items`` fixed in a job's filled template, read back for its DoOneCrawl: the harvest's
+    names (the message's harvest_name, harvest_comments, audience, schedule_name) and its HarvestInfo;
+    None when the template holds no warcinfo map of ours."""
+    items = warcinfo_items(document)
+    if items is None or "harvestInfo.jobSubmitDate" not in items:
+        return None
+    names = {"harvest_name": items.get("harvestInfo.origHarvestDefinitionName", ""),
+             # written only when the harvest has comments, as NetarchiveSuite does
+             "harvest_comments": items.get("harvestInfo.origHarvestDefinitionComments", ""),
+             "audience": items.get("harvestInfo.audience", ""),
+             "schedule_name": items.get("harvestInfo.scheduleName", "")}
+    return names, HarvestInfo(version=items.get("harvestInfo.version", HARVEST_INFO_VERSION),
+                              job_submit_date=items["harvestInfo.jobSubmitDate"])
+
+
 def warc_writer_bean(options: WarcWriterOptions) -> str:
     """The archiver bean (NetarchiveSuite's NasWARCProcessor); prefix and metadata are placeholders in it."""
     def flag(value: bool) -> str:
@@ -212,7 +240,7 @@ def warc_writer_bean(options: WarcWriterOptions) -> str:
         f'    <property name="writeMetadataOutlinks" value="{flag(options.write_metadata_outlinks)}"/>\n'
         f'    <property name="skipIdenticalDigests" value="{flag(options.skip_identical_digests)}"/>\n'
         f'    <property name="startNewFilesOnCheckpoint" value="{flag(options.start_new_files_on_checkpoint)}"/>\n'
-        '%{METADATA_ITEMS_PLACEHOLDER}\n'
+        f'{placeholder(METADATA_ITEMS)}\n'
         '  </bean>'
     )
 
@@ -232,7 +260,7 @@ def fill_placeholders(text: str, values: dict[str, str], template_name: str) -> 
             return ""
         raise JobGenerationError(f"template {template_name!r} has the placeholder %{{{name}}}, "
                                  f"which job generation does not know how to fill")
-    return _PLACEHOLDER.sub(replace, text)
+    return PLACEHOLDER.sub(replace, text)
 
 
 def filled_template(context: RunContext, template: TemplateInfo, job_id: int, job: PackedJob,
@@ -243,7 +271,7 @@ def filled_template(context: RunContext, template: TemplateInfo, job_id: int, jo
         "DEDUPLICATION_ENABLED_PLACEHOLDER": "true" if context.deduplication_enabled else "false",
         "ARCHIVER_BEAN_REFERENCE_PLACEHOLDER": '<ref bean="warcWriter"/>',
         "ARCHIVE_FILE_PREFIX_PLACEHOLDER": escape(prefix),
-        "METADATA_ITEMS_PLACEHOLDER": metadata_items(context, template, job_id, job, prefix),
+        METADATA_ITEMS: metadata_items(context, template, job_id, job, prefix),
         "MAX_TIME_SECONDS_PLACEHOLDER": str(job.max_running_time),
         **quota_values(job, context.object_limit_by_quota_enforcer),
         **attribute_values(context.attribute_names, job.attributes),
