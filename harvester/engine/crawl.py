@@ -10,7 +10,8 @@ Order of work for each URI (do not reorder: each step relies on the one before):
 7. outlinks and redirects offered to scope and frontier with their hop paths.
 Crawl limits end the crawl with FINISHED_DATA_LIMIT / FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT.
 
-Controller states and the actions allowed in each are one table, CONTROLLER_TRANSITIONS. Public methods are
+Controller states and the actions allowed in each are one table, harvester/crawlstates.py's
+CONTROLLER_TRANSITIONS. Public methods are
 thread-safe and return at once (checkpoint waits for in-flight fetches, which is brief).
 """
 
@@ -31,6 +32,14 @@ from urllib.parse import urlsplit
 from harvestdef.dedup import DedupIndex
 from harvestdef.domainnames import to_punycode
 from harvestdef.errors import CrawlEngineError
+from harvester.crawlstates import (
+    CONTROLLER_TRANSITIONS,
+    FRONTIER_STATE_OF,
+    ControllerEvent,
+    ControllerState,
+    CrawlExitStatus,
+    FrontierState,
+)
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs, iso_now
@@ -60,23 +69,12 @@ DNS_FAILED = -1
 MAX_BACKOFF_SECONDS = 300.0
 ROBOTS_MAX_BYTES = 500_000  # robots.txt read beyond this is ignored, as by Heritrix's Robotstxt
 STORE_FILE = "frontier.sqlite"
-# state -> action -> next state. Operators' actions: start, pause, unpause, terminate, checkpoint. The crawl's
-# own events: run (preparation done), paused (the last fetch in flight ended while pausing), finish (a limit,
-# an empty frontier, or the workers' end), stopped (logs and reports written), crash (an unexpected error in
-# the crawl's thread: it ends at once, FINISHED_ABNORMAL).
-CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
-    "NASCENT": {"start": "PREPARING"},
-    "PREPARING": {"run": "RUNNING", "pause": "PAUSED", "paused": "PAUSED", "unpause": "PREPARING",
-                  "terminate": "STOPPING", "finish": "STOPPING", "crash": "FINISHED"},
-    "RUNNING": {"pause": "PAUSING", "terminate": "STOPPING", "finish": "STOPPING", "checkpoint": "RUNNING",
-                "crash": "FINISHED"},
-    "PAUSING": {"paused": "PAUSED", "unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSING",
-                "finish": "STOPPING", "crash": "FINISHED"},
-    "PAUSED": {"unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSED", "finish": "STOPPING",
-               "crash": "FINISHED"},
-    "STOPPING": {"stopped": "FINISHED", "terminate": "STOPPING", "finish": "STOPPING", "crash": "FINISHED"},
-    "FINISHED": {},
-}
+
+
+# The crawl status the reports give a crawl that has not ended (Heritrix's CrawlController sets these as it
+# pauses); RUNNING for the other states.
+_EXIT_STATUS_WHILE = {ControllerState.PAUSED: CrawlExitStatus.PAUSED,
+                      ControllerState.PAUSING: CrawlExitStatus.WAITING_FOR_PAUSE}
 
 
 class CrawlStateError(CrawlEngineError, RuntimeError):
@@ -85,8 +83,8 @@ class CrawlStateError(CrawlEngineError, RuntimeError):
 
 @dataclass(frozen=True)
 class CrawlStatus:
-    controller_state: str
-    exit_status: str | None
+    controller_state: ControllerState
+    exit_status: CrawlExitStatus | None
     uri_totals: dict
     size_totals: dict
     rates: dict
@@ -111,8 +109,8 @@ class CrawlController:
         self.job_log = job_log
         self.resume_from = Path(checkpoint) if checkpoint else None
         self.api_port = api_port  # the engine's REST port: Heritrix ends WARC names with it (~PORT)
-        self._state = "NASCENT"
-        self._exit_status: str | None = None
+        self._state = ControllerState.NASCENT
+        self._exit_status: CrawlExitStatus | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -147,7 +145,7 @@ class CrawlController:
         self.busy = 0
         self._paused = False
         self._start_unpaused = False
-        self._stop_status: str | None = None
+        self._stop_status: CrawlExitStatus | None = None
         self._started_monotonic = 0.0
         # Heritrix's crawl clock (StatisticsTracker.getCrawlElapsedTime) runs only while the crawl runs:
         # paused time is left out and the clock stops at crawl end, so the averages agree with crawl-report.txt.
@@ -157,15 +155,15 @@ class CrawlController:
         self._wakeup: asyncio.Event | None = None
 
     # -- public, thread-safe --------------------------------------------------------------------------
-    def _transition(self, action: str) -> None:
+    def _transition(self, action: ControllerEvent) -> None:
         """Take ``action``; CrawlStateError (and no change) if the current state does not allow it."""
         if not self._transition_if_allowed(action):
             raise self._refusal(action)
 
-    def _refusal(self, action: str) -> CrawlStateError:
+    def _refusal(self, action: ControllerEvent) -> CrawlStateError:
         return CrawlStateError(f"crawl {self.config.job_name!r}: cannot {action} while {self._state}")
 
-    def _transition_if_allowed(self, action: str) -> bool:
+    def _transition_if_allowed(self, action: ControllerEvent) -> bool:
         """Take ``action`` if the current state allows it; False (and no change) if not. For the crawl's own
         events that may find the state moved on (an operator's terminate while the last fetch ends)."""
         with self._lock:
@@ -176,29 +174,29 @@ class CrawlController:
             return True
 
     def start(self) -> None:
-        self._transition("start")
+        self._transition(ControllerEvent.START)
         self._thread = threading.Thread(target=self._run_thread, name=f"crawl-{self.config.job_name}", daemon=True)
         self._thread.start()
 
     def pause(self) -> None:
-        self._transition("pause")
+        self._transition(ControllerEvent.PAUSE)
         self._call(self._set_paused, True)
 
     def unpause(self) -> None:
         # An unpause that comes while the crawl still prepares (a client acting on launch's answer at once)
         # cancels pauseAtStart rather than being lost.
         self._start_unpaused = True
-        self._transition("unpause")
+        self._transition(ControllerEvent.UNPAUSE)
         self._call(self._set_paused, False)
 
     def terminate(self) -> None:
-        self._transition("terminate")
-        self._call(self._request_stop, "ABORTED")
+        self._transition(ControllerEvent.TERMINATE)
+        self._call(self._request_stop, CrawlExitStatus.ABORTED)
 
     def checkpoint(self) -> str:
         with self._lock:
-            if "checkpoint" not in CONTROLLER_TRANSITIONS[self._state] or self._loop is None:
-                raise self._refusal("checkpoint")
+            if ControllerEvent.CHECKPOINT not in CONTROLLER_TRANSITIONS[self._state] or self._loop is None:
+                raise self._refusal(ControllerEvent.CHECKPOINT)
             loop = self._loop
         return asyncio.run_coroutine_threadsafe(self._checkpoint(), loop).result(timeout=300)
 
@@ -244,8 +242,7 @@ class CrawlController:
                            "readyQueues": max(0, active - in_process - snoozed), "snoozedQueues": snoozed,
                            "activeQueues": active, "inactiveQueues": 0, "ineligibleQueues": 0,
                            "retiredQueues": counts.retired, "exhaustedQueues": counts.total - active,
-                           "lastReachedState": {"RUNNING": "RUN", "PAUSED": "PAUSE", "PAUSING": "PAUSE",
-                                                "FINISHED": "FINISH", "STOPPING": "FINISH"}.get(state, "HOLD")}
+                           "lastReachedState": FRONTIER_STATE_OF.get(state, FrontierState.HOLD)}
         return CrawlStatus(
             controller_state=state, exit_status=self._exit_status, uri_totals=uri_totals, size_totals=size_totals,
             rates=rates, load=load, elapsed_ms=elapsed_ms, toe_count=self.config.max_toe_threads,
@@ -279,11 +276,11 @@ class CrawlController:
     def _run_thread(self) -> None:
         try:
             asyncio.run(self._main())
-            self._transition("stopped")
+            self._transition(ControllerEvent.STOPPED)
         except Exception:
             self.job_log.exception("crawl %s failed", self.config.job_name)
-            self._exit_status = self._exit_status or "FINISHED_ABNORMAL"
-            self._transition_if_allowed("crash")
+            self._exit_status = self._exit_status or CrawlExitStatus.FINISHED_ABNORMAL
+            self._transition_if_allowed(ControllerEvent.CRASH)
         finally:
             self._finished.set()
 
@@ -322,12 +319,12 @@ class CrawlController:
         self._note("CRAWL RUNNING - Preparing")
         with self._lock:
             state = self._state  # an operator may have paused or terminated before the loop existed
-        if state == "STOPPING":
-            self._request_stop("ABORTED")
-        elif (config.pause_at_start and not self._start_unpaused) or state == "PAUSED":
+        if state is ControllerState.STOPPING:
+            self._request_stop(CrawlExitStatus.ABORTED)
+        elif config.pause_at_start and not self._start_unpaused:
             self._set_paused(True)
         else:
-            self._transition("run")
+            self._transition(ControllerEvent.RUN)
             self._note("CRAWL RUNNING - Running")
         self.job_log.info("crawl started: %d seeds, %d URIs queued", len(config.seeds), self.frontier.queued_count)
         workers = [asyncio.create_task(self._worker(n + 1)) for n in range(config.max_toe_threads)]
@@ -336,9 +333,9 @@ class CrawlController:
             while self._stop_status is None:
                 await asyncio.sleep(0.05)
                 if self.frontier.is_empty() and not self._paused:
-                    self._request_stop("FINISHED")
+                    self._request_stop(CrawlExitStatus.FINISHED)
             # Let in-flight fetches end (limits are soft, as in Heritrix); an operator's terminate does not wait.
-            grace = 0.0 if self._stop_status == "ABORTED" else min(5.0, config.so_timeout_ms / 1000)
+            grace = 0.0 if self._stop_status == CrawlExitStatus.ABORTED else min(5.0, config.so_timeout_ms / 1000)
             _, pending = await asyncio.wait(workers, timeout=grace if grace > 0 else 0.01)
             for task in pending:
                 task.cancel()
@@ -349,7 +346,7 @@ class CrawlController:
         self._exit_status = self._stop_status
         self._ended_monotonic = time.monotonic()
         self._progress()
-        self._transition("finish")  # already STOPPING unless the workers ended on their own
+        self._transition(ControllerEvent.FINISH)  # already STOPPING unless the workers ended on their own
 
     def _note(self, note: str) -> None:
         """A state line of progress-statistics.log, as StatisticsTracker.logNote writes it: CRAWL RUNNING,
@@ -365,13 +362,13 @@ class CrawlController:
         if self.logs is not None:
             self.logs.write("progress-statistics.log", f"{iso_seconds()} {note}")
 
-    def _request_stop(self, exit_status: str) -> None:
+    def _request_stop(self, exit_status: CrawlExitStatus) -> None:
         if self._stop_status is None:
             self._stop_status = exit_status
             self._note(f"CRAWL ENDING - {CRAWL_STATUS_TEXT.get(exit_status, exit_status)}")
-            if exit_status != "ABORTED":
+            if exit_status != CrawlExitStatus.ABORTED:
                 with contextlib.suppress(CrawlStateError):
-                    self._transition("finish")
+                    self._transition(ControllerEvent.FINISH)
         if self._wakeup is not None:
             self._wakeup.set()
 
@@ -379,7 +376,7 @@ class CrawlController:
         if paused and not self._pause_started:
             self._pause_started = time.monotonic()
             if self.busy:
-                self._note(f"CRAWL WAITING - {CRAWL_STATUS_TEXT['WAITING_FOR_PAUSE']}")
+                self._note(f"CRAWL WAITING - {CRAWL_STATUS_TEXT[CrawlExitStatus.WAITING_FOR_PAUSE]}")
         elif not paused and self._pause_started:
             self._paused_total += time.monotonic() - self._pause_started
             self._pause_started = 0.0
@@ -392,7 +389,7 @@ class CrawlController:
 
     def _check_paused(self) -> None:
         # Paused for a checkpoint while RUNNING, the table has no "paused": the state stays RUNNING.
-        if self._paused and self.busy == 0 and self._transition_if_allowed("paused"):
+        if self._paused and self.busy == 0 and self._transition_if_allowed(ControllerEvent.PAUSED):
             self._progress()
             self._note("CRAWL PAUSED - Paused")
 
@@ -403,7 +400,7 @@ class CrawlController:
             await asyncio.sleep(min(1.0, max(0.05, config.stats_interval_seconds / 4)))
             self.rates.snapshot(self.stats.downloaded, self.stats.total_bytes)
             if config.max_time_seconds > 0 and self._elapsed_ms() >= config.max_time_seconds * 1000:
-                self._request_stop("FINISHED_TIME_LIMIT")
+                self._request_stop(CrawlExitStatus.FINISHED_TIME_LIMIT)
             if time.monotonic() - last_progress >= config.stats_interval_seconds:
                 last_progress = time.monotonic()
                 self._progress()
@@ -455,9 +452,9 @@ class CrawlController:
     def _check_limits(self) -> None:
         config, stats = self.config, self.stats
         if config.max_documents_download > 0 and stats.downloaded >= config.max_documents_download:
-            self._request_stop("FINISHED_DOCUMENT_LIMIT")
+            self._request_stop(CrawlExitStatus.FINISHED_DOCUMENT_LIMIT)
         elif config.max_bytes_download > 0 and stats.total_bytes >= config.max_bytes_download:
-            self._request_stop("FINISHED_DATA_LIMIT")
+            self._request_stop(CrawlExitStatus.FINISHED_DATA_LIMIT)
 
     def _source(self, uri: CrawlUri) -> str | None:
         return uri.seed if self.config.source_tag_seeds else None
@@ -633,7 +630,7 @@ class CrawlController:
 
     # -- checkpoint -----------------------------------------------------------------------------------
     async def _checkpoint(self) -> str:
-        self._transition("checkpoint")
+        self._transition(ControllerEvent.CHECKPOINT)
         was_paused = self._paused
         self._paused = True
         while self.busy:
@@ -676,8 +673,8 @@ class CrawlController:
     def _report_input(self) -> ReportInput:
         frontier, now = self.frontier, time.monotonic()
         queues = [queue.report(now) for queue in frontier.queues.values()]
-        status = self._exit_status or {"PAUSED": "PAUSED", "PAUSING": "WAITING_FOR_PAUSE"}.get(self._state, "RUNNING")
-        last_state = ("EMPTY" if frontier.is_empty() and self._exit_status == "FINISHED"
+        status = self._exit_status or _EXIT_STATUS_WHILE.get(self._state, CrawlExitStatus.RUNNING)
+        last_state = (FrontierState.EMPTY if frontier.is_empty() and self._exit_status is CrawlExitStatus.FINISHED
                       else self.status().frontier["lastReachedState"])
         summary = FrontierSummary(job_name=self.config.job_name, queued=frontier.queued_count,
                                   already_included=len(frontier.state), last_state=last_state, queues=queues)
