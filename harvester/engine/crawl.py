@@ -34,7 +34,6 @@ from harvestdef.domainnames import to_punycode
 from harvestdef.errors import CrawlEngineError
 from harvester.crawlstates import (
     CONTROLLER_TRANSITIONS,
-    FRONTIER_STATE_OF,
     ControllerEvent,
     ControllerState,
     CrawlExitStatus,
@@ -45,6 +44,7 @@ from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.fetch import Fetcher, FetchResult, RequestSettings
+from harvester.engine.figures import CrawlFigures, crawl_figures
 from harvester.engine.frontier import DONE, CrawlUri, Frontier
 from harvester.engine.links import extract_links, is_extractable
 from harvester.engine.queuepolicy import QueueAssignment, is_ip_address
@@ -85,13 +85,9 @@ class CrawlStateError(CrawlEngineError, RuntimeError):
 class CrawlStatus:
     controller_state: ControllerState
     exit_status: CrawlExitStatus | None
-    uri_totals: dict
-    size_totals: dict
-    rates: dict
-    load: dict
+    figures: CrawlFigures
     elapsed_ms: int
     toe_count: int
-    frontier: dict
     crawl_log_tail: tuple[str, ...]
     alert_count: int
 
@@ -218,36 +214,14 @@ class CrawlController:
         return self._finished.wait(timeout)
 
     def status(self) -> CrawlStatus:
-        stats, frontier = self.stats, self.frontier
-        elapsed_ms = self._elapsed_ms()
-        avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms)
-        counts = frontier.queue_counts(time.monotonic())
-        depths, active, in_process, snoozed = counts.depths, counts.active, counts.in_process, counts.snoozed
-        uri_totals = {"downloadedUriCount": stats.downloaded, "queuedUriCount": frontier.queued_count,
-                      "totalUriCount": stats.downloaded + frontier.queued_count + frontier.in_flight,
-                      "futureUriCount": 0}
-        size_totals = {"dupByHash": stats.dup_bytes, "dupByHashCount": stats.dup_count, "notModified": 0,
-                       "notModifiedCount": 0, "novel": stats.novel_bytes, "novelCount": stats.novel_count,
-                       "total": stats.total_bytes, "totalCount": stats.downloaded,
-                       "warcNovelContentBytes": stats.novel_bytes, "warcNovelUrls": stats.novel_count,
-                       "sizeOnDisk": self.warc.bytes_written if self.warc else 0}
-        rates = {"currentDocsPerSecond": round(self.rates.current_docs, 2), "averageDocsPerSecond": round(avg_docs, 2),
-                 "currentKiBPerSec": int(self.rates.current_kib), "averageKiBPerSec": int(avg_kib)}
-        load = {"busyThreads": self.busy, "totalThreads": self.config.max_toe_threads,
-                "congestionRatio": round(active / max(1, self.busy or 1), 2) if active else 0.0,
-                "averageQueueDepth": round(sum(depths) / len(depths), 2) if depths else 0,
-                "deepestQueueDepth": max(depths) if depths else 0}
-        state = self._state
-        frontier_report = {"totalQueues": counts.total, "inProcessQueues": in_process,
-                           "readyQueues": max(0, active - in_process - snoozed), "snoozedQueues": snoozed,
-                           "activeQueues": active, "inactiveQueues": 0, "ineligibleQueues": 0,
-                           "retiredQueues": counts.retired, "exhaustedQueues": counts.total - active,
-                           "lastReachedState": FRONTIER_STATE_OF.get(state, FrontierState.HOLD)}
+        frontier, elapsed_ms, state = self.frontier, self._elapsed_ms(), self._state
+        figures = crawl_figures(self.stats, self.rates, frontier.queue_counts(time.monotonic()), frontier.queued_count,
+                                frontier.in_flight, elapsed_ms, self.busy, self.config.max_toe_threads,
+                                self.warc.bytes_written if self.warc else 0, state)
         return CrawlStatus(
-            controller_state=state, exit_status=self._exit_status, uri_totals=uri_totals, size_totals=size_totals,
-            rates=rates, load=load, elapsed_ms=elapsed_ms, toe_count=self.config.max_toe_threads,
-            frontier={**uri_totals, **size_totals, **rates, **load, **frontier_report},
-            crawl_log_tail=self.logs.tail_lines() if self.logs else (), alert_count=self.alert_count)
+            controller_state=state, exit_status=self._exit_status, figures=figures, elapsed_ms=elapsed_ms,
+            toe_count=self.config.max_toe_threads, crawl_log_tail=self.logs.tail_lines() if self.logs else (),
+            alert_count=self.alert_count)
 
     def offer(self, url: str, hop_path: str, via: str, seed: str, hop: str = "L") -> None:
         """Offer a URL found by ``via`` to the crawl (harvester/engine/discovery.py has the rule)."""
@@ -675,7 +649,7 @@ class CrawlController:
         queues = [queue.report(now) for queue in frontier.queues.values()]
         status = self._exit_status or _EXIT_STATUS_WHILE.get(self._state, CrawlExitStatus.RUNNING)
         last_state = (FrontierState.EMPTY if frontier.is_empty() and self._exit_status is CrawlExitStatus.FINISHED
-                      else self.status().frontier["lastReachedState"])
+                      else self.status().figures.last_reached_state)
         summary = FrontierSummary(job_name=self.config.job_name, queued=frontier.queued_count,
                                   already_included=len(frontier.state), last_state=last_state, queues=queues)
         return ReportInput(job_name=self.config.job_name, crawl_status=status, elapsed_ms=self._elapsed_ms(),
