@@ -1,18 +1,14 @@
 """The crawl controller: one launch of one job, in its own thread with its own asyncio event loop.
 
-Order of work for each URI (do not reorder: each step relies on the one before):
-1. DNS prerequisite once per host (``dns:`` record and crawl.log line, answered from ``--hosts``);
-2. robots.txt prerequisite once per host:port, unless the policy is ``ignore``;
-3. quota of the URI's group (-5003 with ``Q:groupMaxFetchSuccesses`` / ``Q:groupMaxAllKb``);
-4. robots rules (-9998);
-5. fetch; network errors are retried with backoff up to maxRetries;
-6. deduplication (revisit record) or a response record; crawl.log; statistics; quotas;
-7. outlinks and redirects offered to scope and frontier with their hop paths.
-Crawl limits end the crawl with FINISHED_DATA_LIMIT / FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT.
+It owns the launch's lifecycle and nothing of a URI's processing: it starts the crawl (seeds, or a
+checkpoint's state), runs the crawl threads, each taking a URI from the frontier and handing it to the
+processor chain (harvester/engine/chain.py, which holds the order of work for each URI) until the frontier
+is empty, a crawl limit is hit (FINISHED_DATA_LIMIT / FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT) or an
+operator terminates; it pauses, takes checkpoints, writes progress lines and reports, and answers status.
 
 Controller states and the actions allowed in each are one table, harvester/crawlstates.py's
-CONTROLLER_TRANSITIONS. Public methods are
-thread-safe and return at once (checkpoint waits for in-flight fetches, which is brief).
+CONTROLLER_TRANSITIONS. Public methods are thread-safe and return at once (checkpoint waits for in-flight
+fetches, which is brief).
 """
 
 from __future__ import annotations
@@ -27,7 +23,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from harvestdef.dedup import DedupIndex
 from harvestdef.domainnames import to_punycode
@@ -40,15 +35,20 @@ from harvester.crawlstates import (
     FrontierState,
 )
 from harvester.engine import checkpoint as checkpoints
+from harvester.engine.chain import Curi, ProcessorChain
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.discovery import LinkDiscovery
-from harvester.engine.fetch import Fetcher, FetchResult, RequestSettings
+from harvester.engine.disposition import Disposition
+from harvester.engine.fetch import Fetcher, RequestSettings
+from harvester.engine.fetching import FetchProcessor
 from harvester.engine.figures import CrawlFigures, crawl_figures
-from harvester.engine.frontier import DONE, CrawlUri, Frontier
-from harvester.engine.links import extract_links, is_extractable
-from harvester.engine.queuepolicy import QueueAssignment, is_ip_address
-from harvester.engine.recorder import DUPLICATE_ANNOTATION, CaptureRecorder, DedupRules
+from harvester.engine.frontier import DONE, Frontier
+from harvester.engine.links import is_extractable
+from harvester.engine.prerequisites import DnsPrerequisite, RobotsPrerequisite
+from harvester.engine.queuepolicy import QueueAssignment
+from harvester.engine.quota import QuotaEnforcer, QuotaRules
+from harvester.engine.recorder import CaptureRecorder, DedupRules
 from harvester.engine.reports import (
     CRAWL_STATUS_TEXT,
     FrontierSummary,
@@ -60,14 +60,8 @@ from harvester.engine.scope import Scope, canonical_url
 from harvester.engine.servercache import ServerCache
 from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, iso_seconds, progress_line
 from harvester.engine.urlstore import UrlStore
-from harvester.engine.warc import WarcFileWriter, sha1_digest
+from harvester.engine.warc import WarcFileWriter
 
-QUOTA_BLOCKED = -5003
-ROBOTS_PRECLUDED = -9998
-DOMAIN_LOOKUP_FAILED = -6
-DNS_FAILED = -1
-MAX_BACKOFF_SECONDS = 300.0
-ROBOTS_MAX_BYTES = 500_000  # robots.txt read beyond this is ignored, as by Heritrix's Robotstxt
 STORE_FILE = "frontier.sqlite"
 
 
@@ -123,6 +117,8 @@ class CrawlController:
         self.scope = Scope(config.scope_rules, config.seeds)
         self.queue_assignment = QueueAssignment(config.queue_policy, config.queue_by_domain)
         self.stats = CrawlStats()
+        self.quota = QuotaEnforcer(QuotaRules(config.group_max_fetch_successes, config.group_max_all_kb,
+                                              config.quota_counts_prerequisites), self.frontier)
         self.discovery = LinkDiscovery(self.frontier, self.scope, self.queue_assignment,
                                        on_discovered=self._count_discovered, on_scheduled=self._wake_workers)
         self.rates = RateTracker()
@@ -130,6 +126,7 @@ class CrawlController:
         self.warc: WarcFileWriter | None = None
         self.dedup: DedupIndex | None = None
         self.recorder: CaptureRecorder | None = None
+        self.chain: ProcessorChain | None = None
         self.servers = ServerCache(self.hosts, config.user_agent)
         self.fetcher = Fetcher(RequestSettings(
             user_agent=config.user_agent, operator_from=config.operator_from, accept_headers=config.accept_headers,
@@ -223,10 +220,6 @@ class CrawlController:
             toe_count=self.config.max_toe_threads, crawl_log_tail=self.logs.tail_lines() if self.logs else (),
             alert_count=self.alert_count)
 
-    def offer(self, url: str, hop_path: str, via: str, seed: str, hop: str = "L") -> None:
-        """Offer a URL found by ``via`` to the crawl (harvester/engine/discovery.py has the rule)."""
-        self.discovery.offer(url, hop_path, via, seed, hop)
-
     # -- thread and loop ------------------------------------------------------------------------------
     def _call(self, function, *args) -> None:
         loop = self._loop
@@ -274,6 +267,7 @@ class CrawlController:
                 if config.dedup_index is not None:
                     self.dedup = DedupIndex(config.dedup_index).__enter__()
                 self.recorder = CaptureRecorder(self.warc, self.store, self.dedup, DedupRules.from_config(config))
+                self.chain = self._build_chain()
                 try:
                     await self._crawl()
                 finally:
@@ -285,6 +279,22 @@ class CrawlController:
                     self._note(f"CRAWL ENDED - {CRAWL_STATUS_TEXT.get(self._exit_status or '', self._exit_status)}")
             logs.flush()
         self.job_log.info("crawl ended: %s", self._exit_status)
+
+    def _build_chain(self) -> ProcessorChain:
+        """The steps of harvester/engine/chain.py's order of work, over this launch's logs and statistics."""
+        assert self.logs is not None and self.recorder is not None  # built inside _main, after both
+
+        def is_stopping() -> bool:
+            return self._stop_status is not None
+
+        disposition = Disposition(self.config, self.stats, self.logs, self.recorder, self.frontier,
+                                  self.queue_assignment, self.quota, self.discovery, is_stopping)
+        return ProcessorChain((
+            DnsPrerequisite(self.servers, disposition),
+            self.quota,
+            RobotsPrerequisite(self.config.robots_policy, self.servers, self.fetcher, self.frontier, disposition),
+            FetchProcessor(self.config, self.fetcher, self.frontier, self.servers, disposition, is_stopping),
+        ), disposition)
 
     async def _crawl(self) -> None:
         config = self.config
@@ -407,7 +417,7 @@ class CrawlController:
             self.busy += 1
             ready_at = time.monotonic()
             try:
-                ready_at = await self._process(queue, uri, number)
+                ready_at = await self.chain.process(Curi.taken(uri, queue, number))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # one bad URI must not end the crawl: log it where Heritrix does
@@ -429,167 +439,6 @@ class CrawlController:
             self._request_stop(CrawlExitStatus.FINISHED_DOCUMENT_LIMIT)
         elif config.max_bytes_download > 0 and stats.total_bytes >= config.max_bytes_download:
             self._request_stop(CrawlExitStatus.FINISHED_DATA_LIMIT)
-
-    def _source(self, uri: CrawlUri) -> str | None:
-        return uri.seed if self.config.source_tag_seeds else None
-
-    async def _process(self, queue, uri: CrawlUri, thread: int) -> float | None:
-        """Handle one URI; returns when its queue may be used again (None: already released)."""
-        config = self.config
-        parts = urlsplit(uri.url)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        authority = f"{host}:{port}"
-        now = time.monotonic()
-        servers = self.servers
-        if not servers.knows_host(host):
-            if is_ip_address(host):
-                servers.take_literal(host)
-            else:
-                self._resolve(host, uri, thread, queue)
-        address = servers.address(host)
-        if address is None:
-            self._log_final(uri, DOMAIN_LOOKUP_FAILED, thread, [])
-            return now
-        if not uri.is_prerequisite:
-            reason = self._quota_reason(queue)
-            if reason:
-                self._log_final(uri, QUOTA_BLOCKED, thread, [reason])
-                return now
-        if config.robots_policy != "ignore" and not uri.is_prerequisite:
-            if not servers.has_robots(authority):
-                await self._fetch_robots(queue, uri, host, port, authority, address, thread)
-            if not servers.is_allowed(authority, uri.url):
-                self.stats.host(host).robots_denied += 1
-                queue.robots_denials += 1
-                self._log_final(uri, ROBOTS_PRECLUDED, thread, [])
-                return now
-        with await self.fetcher.fetch(uri.url, uri.via, uri.is_prerequisite, address) as result:
-            return self._fetched(queue, uri, result, thread, authority)
-
-    def _fetched(self, queue, uri: CrawlUri, result: FetchResult, thread: int, authority: str) -> float | None:
-        """Record one fetch's outcome; returns when its queue may be used again (None: already released)."""
-        config = self.config
-        if result.status < 0:
-            uri.attempts += 1
-            if uri.attempts <= config.max_retries and self._stop_status is None:
-                backoff = min(MAX_BACKOFF_SECONDS, config.retry_delay_seconds * (2 ** (uri.attempts - 1)))
-                self.frontier.retry_later(queue, uri, time.monotonic() + backoff)
-                return None
-            self._log_final(uri, result.status, thread, [f"{uri.attempts}t"], started=result.started,
-                            duration_ms=result.duration_ms)
-            return time.monotonic()
-        self._record(queue, uri, result, thread)
-        delay_ms = min(config.max_delay_ms, max(config.min_delay_ms, config.delay_factor * result.duration_ms))
-        crawl_delay = self.servers.crawl_delay(authority)
-        if crawl_delay:
-            delay_ms = max(delay_ms, min(crawl_delay, config.respect_crawl_delay_up_to_seconds) * 1000)
-        return time.monotonic() + delay_ms / 1000
-
-    def _quota_reason(self, queue) -> str | None:
-        config = self.config
-        if config.group_max_fetch_successes >= 0 and queue.fetch_successes >= config.group_max_fetch_successes:
-            queue.retired_reason = "Q:groupMaxFetchSuccesses"
-        elif config.group_max_all_kb >= 0 and queue.all_bytes >= config.group_max_all_kb * 1024:
-            queue.retired_reason = "Q:groupMaxAllKb"
-        return queue.retired_reason
-
-    def _resolve(self, host: str, uri: CrawlUri, thread: int, queue) -> None:
-        started = time.time()
-        address = self.servers.look_up(host)
-        dns_uri = f"dns:{host}"
-        if address is None:
-            self.stats.note_unsuccessful(DNS_FAILED)
-            queue.note(DNS_FAILED, 0, dns_uri)
-            self.logs.crawl(DNS_FAILED, None, dns_uri, uri.hop_path + "P", uri.url, "text/dns", thread, started, 0,
-                            None, self._source(uri), [])
-            return
-        answer = (time.strftime("%Y%m%d%H%M%S", time.gmtime(started)) + f"\n{host}.\t3600\tIN\tA\t{address}\n").encode()
-        digest = sha1_digest(answer)
-        self.recorder.record_dns(dns_uri, started, answer)
-        # Heritrix tallies DNS lookups under the host "dns:", as text/dns, with status 1.
-        self.stats.note_success("dns:", 1, "text/dns", len(answer), self._source(uri))
-        self.stats.note_capture("dns:", len(answer), is_duplicate=False)
-        queue.note(1, len(answer), dns_uri)
-        if self.config.quota_counts_prerequisites:
-            queue.fetch_successes += 1
-            queue.all_bytes += len(answer)
-        annotations = [f"content-size:{len(answer)}"] if self.config.content_size_annotation else []
-        self.logs.crawl(1, len(answer), dns_uri, "P", uri.url, "text/dns", thread, started,
-                        int((time.time() - started) * 1000), digest, self._source(uri), annotations)
-
-    async def _fetch_robots(self, queue, uri: CrawlUri, host: str, port: int, authority: str, address: str,
-                            thread: int) -> None:
-        robots_url = f"{uri.url.split('://', 1)[0]}://{host}{'' if port in (80, 443) else f':{port}'}/robots.txt"
-        robots_uri = CrawlUri(robots_url, uri.hop_path + "P", uri.url, uri.seed, is_prerequisite=True)
-        if not self.frontier.knows(robots_url) or self.frontier.state.get(robots_url) != DONE:
-            text = None
-            with await self.fetcher.fetch(robots_url, uri.url, True, address) as result:
-                if result.status >= 0:
-                    self._record(queue, robots_uri, result, thread, extract=False)
-                    if 200 <= result.status < 300:
-                        text = result.read_payload(ROBOTS_MAX_BYTES).decode("utf-8", "replace")
-                else:
-                    self._log_final(robots_uri, result.status, thread, [], started=result.started)
-            self.frontier.state[robots_url] = DONE
-            self.servers.set_robots(authority, text)
-        else:
-            self.servers.use_known_robots(authority)
-
-    # -- results --------------------------------------------------------------------------------------
-    def _log_final(self, uri: CrawlUri, status: int, thread: int, annotations: list[str], started: float = 0,
-                   duration_ms: int = 0) -> None:
-        self.stats.note_unsuccessful(status)
-        self.stats.host(urlsplit(uri.url).hostname or "")  # a host tried is a host visited, as in Heritrix
-        queue = self.frontier.queues.get(self.queue_assignment.key(uri.url))
-        if queue is not None:
-            queue.note(status, 0, uri.url)
-        if not uri.hop_path and not uri.is_prerequisite:
-            self.stats.seeds[uri.url] = (status, "")
-        self.logs.crawl(status, None, uri.url, uri.hop_path, uri.via, "unknown", thread, started, duration_ms, None,
-                        self._source(uri), annotations)
-        self.frontier.mark_done(uri)
-
-    def _record(self, queue, uri: CrawlUri, result: FetchResult, thread: int, extract: bool = True) -> None:
-        config, stats = self.config, self.stats
-        content_type = result.header("content-type")
-        mime = content_type.split(";", 1)[0].strip().lower() or "unknown"
-        size = result.payload_length
-        content_size = result.content_size
-        digest = result.payload_digest
-        annotations = list(result.annotations)
-        if uri.attempts:
-            annotations.insert(0, f"{uri.attempts}t")
-        is_duplicate = self.recorder.record_exchange(uri.url, result, mime, annotations)
-        if is_duplicate:
-            annotations.append(DUPLICATE_ANNOTATION)
-        if config.content_size_annotation:
-            annotations.append(f"content-size:{content_size}")
-        host = urlsplit(uri.url).hostname or ""
-        stats.note_success(host, result.status, mime, content_size, self._source(uri))
-        queue.note(result.status, content_size, uri.url)
-        stats.note_capture(host, content_size, is_duplicate)
-        if config.quota_counts_prerequisites or not uri.is_prerequisite:
-            if 200 <= result.status < 300:
-                queue.fetch_successes += 1
-            queue.all_bytes += content_size
-        self.logs.crawl(result.status, size, uri.url, uri.hop_path, uri.via, mime, thread, result.started,
-                        result.duration_ms, digest, self._source(uri), annotations)
-        self.frontier.mark_done(uri)
-        location = result.header("location") if 300 <= result.status < 400 else ""
-        if not uri.hop_path and not uri.is_prerequisite:
-            stats.seeds[uri.url] = (result.status, canonical_url(location, uri.url) or "" if location else "")
-        if not extract or self._stop_status is not None:
-            return
-        if location:
-            self.discovery.discover(location, "R", uri, uri.url)
-        if 200 <= result.status < 300 and size:
-            assert result.spool is not None
-            links, base = extract_links(result.spool.payload_pieces(size), content_type,
-                                        result.header("content-encoding"))
-            base_url = canonical_url(base, uri.url) if base else uri.url
-            for raw, hop in links:
-                self.discovery.discover(raw, hop, uri, base_url or uri.url)
 
     def _seed(self) -> int:
         for seed in self.config.seeds:
@@ -617,7 +466,7 @@ class CrawlController:
         frontier.spill_heads()
         state = checkpoints.CheckpointState(
             job=self.config.job_name, stats={**self.stats.to_json(), "elapsed_before_ms": self._elapsed_ms()},
-            quotas={key: (q.fetch_successes, q.all_bytes, q.retired_reason) for key, q in frontier.queues.items()},
+            quotas={key: (*self.quota.counts(key), q.retired_reason) for key, q in frontier.queues.items()},
             warc_serial=self.warc.serial if self.warc else 0, robots=dict(self.servers.robots_texts),
             dns=dict(self.servers.addresses))
         checkpoints.save_checkpoint(self.job_dir / "checkpoints", name, state,
@@ -634,8 +483,8 @@ class CrawlController:
         frontier = self.frontier
         frontier.restore_queues()
         for key, (successes, all_bytes, reason) in state.quotas.items():
-            queue = frontier.queue_for(key)
-            queue.fetch_successes, queue.all_bytes, queue.retired_reason = successes, all_bytes, reason
+            frontier.retire(key, reason)
+            self.quota.restore(key, successes, all_bytes)
         self.stats = CrawlStats.from_json(state.stats)
         self.servers.restore(state.dns, state.robots)
         for seed in self.stats.seeds:
@@ -651,7 +500,7 @@ class CrawlController:
         last_state = (FrontierState.EMPTY if frontier.is_empty() and self._exit_status is CrawlExitStatus.FINISHED
                       else self.status().figures.last_reached_state)
         summary = FrontierSummary(job_name=self.config.job_name, queued=frontier.queued_count,
-                                  already_included=len(frontier.state), last_state=last_state, queues=queues)
+                                  already_included=frontier.seen_count, last_state=last_state, queues=queues)
         return ReportInput(job_name=self.config.job_name, crawl_status=status, elapsed_ms=self._elapsed_ms(),
                            stats=self.stats, dedup_present=self.config.dedup_enabled, frontier=summary,
                            stamp12=time.strftime("%Y%m%d%H%M", time.gmtime()))
