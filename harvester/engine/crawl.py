@@ -36,6 +36,7 @@ from harvester.crawlstates import (
 )
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.chain import Curi, ProcessorChain
+from harvester.engine.clock import CrawlClock
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.discovery import LinkDiscovery
@@ -139,12 +140,7 @@ class CrawlController:
         self._paused = False
         self._start_unpaused = False
         self._stop_status: CrawlExitStatus | None = None
-        self._started_monotonic = 0.0
-        # Heritrix's crawl clock (StatisticsTracker.getCrawlElapsedTime) runs only while the crawl runs:
-        # paused time is left out and the clock stops at crawl end, so the averages agree with crawl-report.txt.
-        self._ended_monotonic = 0.0
-        self._pause_started = 0.0
-        self._paused_total = 0.0
+        self.clock = CrawlClock()
         self._wakeup: asyncio.Event | None = None
 
     # -- public, thread-safe --------------------------------------------------------------------------
@@ -234,11 +230,7 @@ class CrawlController:
             self._wakeup.set()
 
     def _elapsed_ms(self) -> int:
-        if not self._started_monotonic:
-            return self.stats.elapsed_before_ms
-        now = self._ended_monotonic or time.monotonic()
-        paused = self._paused_total + ((now - self._pause_started) if self._pause_started else 0.0)
-        return self.stats.elapsed_before_ms + int(max(0.0, now - self._started_monotonic - paused) * 1000)
+        return self.clock.elapsed_ms(self.stats.elapsed_before_ms)
 
     def _run_thread(self) -> None:
         try:
@@ -298,7 +290,7 @@ class CrawlController:
 
     async def _crawl(self) -> None:
         config = self.config
-        self._started_monotonic = time.monotonic()
+        self.clock.start()
         self.logs.write("progress-statistics.log", PROGRESS_HEADER)
         self._note("CRAWL RUNNING - Preparing")
         with self._lock:
@@ -328,7 +320,7 @@ class CrawlController:
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
         self._exit_status = self._stop_status
-        self._ended_monotonic = time.monotonic()
+        self.clock.end()
         self._progress()
         self._transition(ControllerEvent.FINISH)  # already STOPPING unless the workers ended on their own
 
@@ -357,13 +349,10 @@ class CrawlController:
             self._wakeup.set()
 
     def _set_paused(self, paused: bool) -> None:
-        if paused and not self._pause_started:
-            self._pause_started = time.monotonic()
+        if paused and self.clock.pause():
             if self.busy:
                 self._note(f"CRAWL WAITING - {CRAWL_STATUS_TEXT[CrawlExitStatus.WAITING_FOR_PAUSE]}")
-        elif not paused and self._pause_started:
-            self._paused_total += time.monotonic() - self._pause_started
-            self._pause_started = 0.0
+        elif not paused and self.clock.resume():
             self._note("CRAWL RUNNING - Running")
         self._paused = paused
         if paused:
