@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvestdef.errors import HeritrixError
+from harvester.crawlstates import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, ControllerState
 from harvester.heritrix import HeritrixClient, JobStatus
 from harvester.jobdir import CrawlOutcome
 
-# Controller states in which a launched crawl is under way (peers.md §1.2).
-UNDER_WAY = {"PREPARING", "RUNNING", "PAUSING", "PAUSED", "EMPTY", "STOPPING", "NASCENT"}
 STOP_WAIT_SECONDS = 120.0
 
 log = logging.getLogger(__name__)
@@ -91,14 +90,13 @@ class CrawlDriver:
         launches = status.launch_count
         status = self._act(lambda: self.client.launch(self.name, checkpoint), "launch",
                            lambda s: s.launch_count > launches or s.crawl_controller_state in UNDER_WAY)
-        if status.crawl_controller_state in ("PAUSED", "PAUSING", "NASCENT", "PREPARING"):
-            status = self.client.wait_for(self.name, lambda s: s.crawl_controller_state not in ("NASCENT", "PREPARING",
-                                                                                               "PAUSING"),
+        if status.crawl_controller_state in SETTLING or status.crawl_controller_state == ControllerState.PAUSED:
+            status = self.client.wait_for(self.name, lambda s: s.crawl_controller_state not in SETTLING,
                                           self.options.start_timeout)
-        if status.crawl_controller_state == "PAUSED":
+        if status.crawl_controller_state == ControllerState.PAUSED:
             # pauseAtStart: NetarchiveSuite's controller unpauses too (reference §5.2 step 5).
             self._act(lambda: self.client.unpause(self.name), "unpause",
-                      lambda s: s.crawl_controller_state != "PAUSED")
+                      lambda s: s.crawl_controller_state != ControllerState.PAUSED)
 
     def _stop(self, reason: str) -> None:
         """Terminate the crawl and wait until it has ended (its files closed)."""
@@ -123,7 +121,7 @@ class CrawlDriver:
         (and write) those URIs again."""
         try:
             paused = self._act(lambda: self.client.pause(self.name), "pause",
-                               lambda s: s.crawl_controller_state == "PAUSED" or s.is_finished)
+                               lambda s: s.crawl_controller_state == ControllerState.PAUSED or s.is_finished)
         except HeritrixError as exc:
             # A fetch slower than the wait: the bundled engine's checkpoint still waits for the fetches in
             # flight and starts none (it is pausing), so the checkpoint is still whole.
@@ -208,7 +206,7 @@ class CrawlDriver:
             frontier = status.frontier_report
             if frontier is None or frontier.active_queues or frontier.in_process_queues:
                 active_seen = now
-            paused = status.crawl_controller_state in ("PAUSED", "PAUSING")
+            paused = status.crawl_controller_state in PAUSED_OR_PAUSING
             reason = None
             if not paused and now - last_change >= options.noresponse_timeout:
                 reason = (f"no new bytes for {now - last_change:.0f} s "

@@ -29,6 +29,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from lxml import etree
 
 from harvestdef.errors import HeritrixError
+from harvester.crawlstates import ACTIVE, ENDING, PAUSED_OR_PAUSING, ControllerEvent, ControllerState
 from harvester.digestauth import authorization_header, parse_auth_params
 
 XML = "application/xml"
@@ -202,7 +203,8 @@ class JobStatus:
     @property
     def is_finished(self) -> bool:
         # NetarchiveSuite's test (netarchivesuite.md §5.2): the controller says FINISHED, or the description does.
-        return self.crawl_controller_state == "FINISHED" or self.status_description.startswith("Finished")
+        return (self.crawl_controller_state == ControllerState.FINISHED
+                or self.status_description.startswith("Finished"))
 
 
 @dataclass(frozen=True)
@@ -298,12 +300,12 @@ class _Response:
 
 # The controller states in which each job action has taken effect (or the crawl ended meanwhile). Heritrix
 # answers every action 303 whether or not it did anything, so the resulting state is the only verdict.
-_ENDED = ("STOPPING", "FINISHED")
 ACTION_DONE: dict[str, Callable[[JobStatus], bool]] = {
     "build": lambda status: not status.is_unbuilt,
-    "pause": lambda status: status.crawl_controller_state in ("PAUSING", "PAUSED", *_ENDED) or status.is_finished,
-    "unpause": lambda status: status.crawl_controller_state in ("RUNNING", "EMPTY", *_ENDED) or status.is_finished,
-    "terminate": lambda status: status.crawl_controller_state in _ENDED or status.is_finished
+    ControllerEvent.PAUSE: lambda status: status.crawl_controller_state in PAUSED_OR_PAUSING | ENDING
+    or status.is_finished,
+    ControllerEvent.UNPAUSE: lambda status: status.crawl_controller_state in ACTIVE | ENDING or status.is_finished,
+    ControllerEvent.TERMINATE: lambda status: status.crawl_controller_state in ENDING or status.is_finished
     or not status.is_running,
     "teardown": lambda status: status.is_unbuilt,
 }

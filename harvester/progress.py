@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from harvestdef.messages import CrawlProgress, DoOneCrawl
+from harvester.crawlstates import ControllerState
 from harvester.heritrix import JobStatus
 
 # NetarchiveSuite's mapping of crawlControllerState to its crawl status (reference §5.2).
-_STATUS_OF_STATE = {"PAUSING": "CRAWLER_PAUSING", "PAUSED": "CRAWLER_PAUSED", "EMPTY": "CRAWLER_EMPTY",
-                    "FINISHED": "CRAWLING_FINISHED", None: "PRE_CRAWL"}
+_STATUS_OF_STATE = {ControllerState.PAUSING: "CRAWLER_PAUSING", ControllerState.PAUSED: "CRAWLER_PAUSED",
+                    ControllerState.EMPTY: "CRAWLER_EMPTY", ControllerState.FINISHED: "CRAWLING_FINISHED",
+                    None: "PRE_CRAWL"}
 
 
 def crawl_progress(job: DoOneCrawl, status: JobStatus, controller_id: str, console_url: str) -> CrawlProgress:

@@ -1,17 +1,14 @@
 """The crawl controller: one launch of one job, in its own thread with its own asyncio event loop.
 
-Order of work for each URI (do not reorder: each step relies on the one before):
-1. DNS prerequisite once per host (``dns:`` record and crawl.log line, answered from ``--hosts``);
-2. robots.txt prerequisite once per host:port, unless the policy is ``ignore``;
-3. quota of the URI's group (-5003 with ``Q:groupMaxFetchSuccesses`` / ``Q:groupMaxAllKb``);
-4. robots rules (-9998);
-5. fetch; network errors are retried with backoff up to maxRetries;
-6. deduplication (revisit record) or a response record; crawl.log; statistics; quotas;
-7. outlinks and redirects offered to scope and frontier with their hop paths.
-Crawl limits end the crawl with FINISHED_DATA_LIMIT / FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT.
+It owns the launch's lifecycle and nothing of a URI's processing: it starts the crawl (seeds, or a
+checkpoint's state), runs the crawl threads, each taking a URI from the frontier and handing it to the
+processor chain (harvester/engine/chain.py, which holds the order of work for each URI) until the frontier
+is empty, a crawl limit is hit (FINISHED_DATA_LIMIT / FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT) or an
+operator terminates; it pauses, takes checkpoints, writes progress lines and reports, and answers status.
 
-Controller states and the actions allowed in each are one table, CONTROLLER_TRANSITIONS. Public methods are
-thread-safe and return at once (checkpoint waits for in-flight fetches, which is brief).
+Controller states and the actions allowed in each are one table, harvester/crawlstates.py's
+CONTROLLER_TRANSITIONS. Public methods are thread-safe and return at once (checkpoint waits for in-flight
+fetches, which is brief).
 """
 
 from __future__ import annotations
@@ -26,20 +23,33 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from harvestdef.dedup import DedupIndex
 from harvestdef.domainnames import to_punycode
 from harvestdef.errors import CrawlEngineError
+from harvester.crawlstates import (
+    CONTROLLER_TRANSITIONS,
+    ControllerEvent,
+    ControllerState,
+    CrawlExitStatus,
+    FrontierState,
+)
 from harvester.engine import checkpoint as checkpoints
+from harvester.engine.chain import Curi, ProcessorChain
+from harvester.engine.clock import CrawlClock
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.discovery import LinkDiscovery
-from harvester.engine.fetch import Fetcher, FetchResult, RequestSettings
-from harvester.engine.frontier import DONE, CrawlUri, Frontier
-from harvester.engine.links import extract_links, is_extractable
-from harvester.engine.queuepolicy import QueueAssignment, is_ip_address
-from harvester.engine.recorder import DUPLICATE_ANNOTATION, CaptureRecorder, DedupRules
+from harvester.engine.disposition import Disposition
+from harvester.engine.fetch import Fetcher, RequestSettings
+from harvester.engine.fetching import FetchProcessor
+from harvester.engine.figures import CrawlFigures, crawl_figures
+from harvester.engine.frontier import DONE, Frontier
+from harvester.engine.links import is_extractable
+from harvester.engine.prerequisites import DnsPrerequisite, RobotsPrerequisite
+from harvester.engine.queuepolicy import QueueAssignment
+from harvester.engine.quota import QuotaEnforcer, QuotaRules
+from harvester.engine.recorder import CaptureRecorder, DedupRules
 from harvester.engine.reports import (
     CRAWL_STATUS_TEXT,
     FrontierSummary,
@@ -51,32 +61,15 @@ from harvester.engine.scope import Scope, canonical_url
 from harvester.engine.servercache import ServerCache
 from harvester.engine.stats import PROGRESS_HEADER, CrawlStats, RateTracker, iso_seconds, progress_line
 from harvester.engine.urlstore import UrlStore
-from harvester.engine.warc import WarcFileWriter, sha1_digest
+from harvester.engine.warc import WarcFileWriter
 
-QUOTA_BLOCKED = -5003
-ROBOTS_PRECLUDED = -9998
-DOMAIN_LOOKUP_FAILED = -6
-DNS_FAILED = -1
-MAX_BACKOFF_SECONDS = 300.0
-ROBOTS_MAX_BYTES = 500_000  # robots.txt read beyond this is ignored, as by Heritrix's Robotstxt
 STORE_FILE = "frontier.sqlite"
-# state -> action -> next state. Operators' actions: start, pause, unpause, terminate, checkpoint. The crawl's
-# own events: run (preparation done), paused (the last fetch in flight ended while pausing), finish (a limit,
-# an empty frontier, or the workers' end), stopped (logs and reports written), crash (an unexpected error in
-# the crawl's thread: it ends at once, FINISHED_ABNORMAL).
-CONTROLLER_TRANSITIONS: dict[str, dict[str, str]] = {
-    "NASCENT": {"start": "PREPARING"},
-    "PREPARING": {"run": "RUNNING", "pause": "PAUSED", "paused": "PAUSED", "unpause": "PREPARING",
-                  "terminate": "STOPPING", "finish": "STOPPING", "crash": "FINISHED"},
-    "RUNNING": {"pause": "PAUSING", "terminate": "STOPPING", "finish": "STOPPING", "checkpoint": "RUNNING",
-                "crash": "FINISHED"},
-    "PAUSING": {"paused": "PAUSED", "unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSING",
-                "finish": "STOPPING", "crash": "FINISHED"},
-    "PAUSED": {"unpause": "RUNNING", "terminate": "STOPPING", "checkpoint": "PAUSED", "finish": "STOPPING",
-               "crash": "FINISHED"},
-    "STOPPING": {"stopped": "FINISHED", "terminate": "STOPPING", "finish": "STOPPING", "crash": "FINISHED"},
-    "FINISHED": {},
-}
+
+
+# The crawl status the reports give a crawl that has not ended (Heritrix's CrawlController sets these as it
+# pauses); RUNNING for the other states.
+_EXIT_STATUS_WHILE = {ControllerState.PAUSED: CrawlExitStatus.PAUSED,
+                      ControllerState.PAUSING: CrawlExitStatus.WAITING_FOR_PAUSE}
 
 
 class CrawlStateError(CrawlEngineError, RuntimeError):
@@ -85,15 +78,11 @@ class CrawlStateError(CrawlEngineError, RuntimeError):
 
 @dataclass(frozen=True)
 class CrawlStatus:
-    controller_state: str
-    exit_status: str | None
-    uri_totals: dict
-    size_totals: dict
-    rates: dict
-    load: dict
+    controller_state: ControllerState
+    exit_status: CrawlExitStatus | None
+    figures: CrawlFigures
     elapsed_ms: int
     toe_count: int
-    frontier: dict
     crawl_log_tail: tuple[str, ...]
     alert_count: int
 
@@ -111,8 +100,8 @@ class CrawlController:
         self.job_log = job_log
         self.resume_from = Path(checkpoint) if checkpoint else None
         self.api_port = api_port  # the engine's REST port: Heritrix ends WARC names with it (~PORT)
-        self._state = "NASCENT"
-        self._exit_status: str | None = None
+        self._state = ControllerState.NASCENT
+        self._exit_status: CrawlExitStatus | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -129,6 +118,8 @@ class CrawlController:
         self.scope = Scope(config.scope_rules, config.seeds)
         self.queue_assignment = QueueAssignment(config.queue_policy, config.queue_by_domain)
         self.stats = CrawlStats()
+        self.quota = QuotaEnforcer(QuotaRules(config.group_max_fetch_successes, config.group_max_all_kb,
+                                              config.quota_counts_prerequisites), self.frontier)
         self.discovery = LinkDiscovery(self.frontier, self.scope, self.queue_assignment,
                                        on_discovered=self._count_discovered, on_scheduled=self._wake_workers)
         self.rates = RateTracker()
@@ -136,6 +127,7 @@ class CrawlController:
         self.warc: WarcFileWriter | None = None
         self.dedup: DedupIndex | None = None
         self.recorder: CaptureRecorder | None = None
+        self.chain: ProcessorChain | None = None
         self.servers = ServerCache(self.hosts, config.user_agent)
         self.fetcher = Fetcher(RequestSettings(
             user_agent=config.user_agent, operator_from=config.operator_from, accept_headers=config.accept_headers,
@@ -147,25 +139,20 @@ class CrawlController:
         self.busy = 0
         self._paused = False
         self._start_unpaused = False
-        self._stop_status: str | None = None
-        self._started_monotonic = 0.0
-        # Heritrix's crawl clock (StatisticsTracker.getCrawlElapsedTime) runs only while the crawl runs:
-        # paused time is left out and the clock stops at crawl end, so the averages agree with crawl-report.txt.
-        self._ended_monotonic = 0.0
-        self._pause_started = 0.0
-        self._paused_total = 0.0
+        self._stop_status: CrawlExitStatus | None = None
+        self.clock = CrawlClock()
         self._wakeup: asyncio.Event | None = None
 
     # -- public, thread-safe --------------------------------------------------------------------------
-    def _transition(self, action: str) -> None:
+    def _transition(self, action: ControllerEvent) -> None:
         """Take ``action``; CrawlStateError (and no change) if the current state does not allow it."""
         if not self._transition_if_allowed(action):
             raise self._refusal(action)
 
-    def _refusal(self, action: str) -> CrawlStateError:
+    def _refusal(self, action: ControllerEvent) -> CrawlStateError:
         return CrawlStateError(f"crawl {self.config.job_name!r}: cannot {action} while {self._state}")
 
-    def _transition_if_allowed(self, action: str) -> bool:
+    def _transition_if_allowed(self, action: ControllerEvent) -> bool:
         """Take ``action`` if the current state allows it; False (and no change) if not. For the crawl's own
         events that may find the state moved on (an operator's terminate while the last fetch ends)."""
         with self._lock:
@@ -176,29 +163,29 @@ class CrawlController:
             return True
 
     def start(self) -> None:
-        self._transition("start")
+        self._transition(ControllerEvent.START)
         self._thread = threading.Thread(target=self._run_thread, name=f"crawl-{self.config.job_name}", daemon=True)
         self._thread.start()
 
     def pause(self) -> None:
-        self._transition("pause")
+        self._transition(ControllerEvent.PAUSE)
         self._call(self._set_paused, True)
 
     def unpause(self) -> None:
         # An unpause that comes while the crawl still prepares (a client acting on launch's answer at once)
         # cancels pauseAtStart rather than being lost.
         self._start_unpaused = True
-        self._transition("unpause")
+        self._transition(ControllerEvent.UNPAUSE)
         self._call(self._set_paused, False)
 
     def terminate(self) -> None:
-        self._transition("terminate")
-        self._call(self._request_stop, "ABORTED")
+        self._transition(ControllerEvent.TERMINATE)
+        self._call(self._request_stop, CrawlExitStatus.ABORTED)
 
     def checkpoint(self) -> str:
         with self._lock:
-            if "checkpoint" not in CONTROLLER_TRANSITIONS[self._state] or self._loop is None:
-                raise self._refusal("checkpoint")
+            if ControllerEvent.CHECKPOINT not in CONTROLLER_TRANSITIONS[self._state] or self._loop is None:
+                raise self._refusal(ControllerEvent.CHECKPOINT)
             loop = self._loop
         return asyncio.run_coroutine_threadsafe(self._checkpoint(), loop).result(timeout=300)
 
@@ -220,41 +207,14 @@ class CrawlController:
         return self._finished.wait(timeout)
 
     def status(self) -> CrawlStatus:
-        stats, frontier = self.stats, self.frontier
-        elapsed_ms = self._elapsed_ms()
-        avg_docs, avg_kib = self.rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms)
-        counts = frontier.queue_counts(time.monotonic())
-        depths, active, in_process, snoozed = counts.depths, counts.active, counts.in_process, counts.snoozed
-        uri_totals = {"downloadedUriCount": stats.downloaded, "queuedUriCount": frontier.queued_count,
-                      "totalUriCount": stats.downloaded + frontier.queued_count + frontier.in_flight,
-                      "futureUriCount": 0}
-        size_totals = {"dupByHash": stats.dup_bytes, "dupByHashCount": stats.dup_count, "notModified": 0,
-                       "notModifiedCount": 0, "novel": stats.novel_bytes, "novelCount": stats.novel_count,
-                       "total": stats.total_bytes, "totalCount": stats.downloaded,
-                       "warcNovelContentBytes": stats.novel_bytes, "warcNovelUrls": stats.novel_count,
-                       "sizeOnDisk": self.warc.bytes_written if self.warc else 0}
-        rates = {"currentDocsPerSecond": round(self.rates.current_docs, 2), "averageDocsPerSecond": round(avg_docs, 2),
-                 "currentKiBPerSec": int(self.rates.current_kib), "averageKiBPerSec": int(avg_kib)}
-        load = {"busyThreads": self.busy, "totalThreads": self.config.max_toe_threads,
-                "congestionRatio": round(active / max(1, self.busy or 1), 2) if active else 0.0,
-                "averageQueueDepth": round(sum(depths) / len(depths), 2) if depths else 0,
-                "deepestQueueDepth": max(depths) if depths else 0}
-        state = self._state
-        frontier_report = {"totalQueues": counts.total, "inProcessQueues": in_process,
-                           "readyQueues": max(0, active - in_process - snoozed), "snoozedQueues": snoozed,
-                           "activeQueues": active, "inactiveQueues": 0, "ineligibleQueues": 0,
-                           "retiredQueues": counts.retired, "exhaustedQueues": counts.total - active,
-                           "lastReachedState": {"RUNNING": "RUN", "PAUSED": "PAUSE", "PAUSING": "PAUSE",
-                                                "FINISHED": "FINISH", "STOPPING": "FINISH"}.get(state, "HOLD")}
+        frontier, elapsed_ms, state = self.frontier, self._elapsed_ms(), self._state
+        figures = crawl_figures(self.stats, self.rates, frontier.queue_counts(time.monotonic()), frontier.queued_count,
+                                frontier.in_flight, elapsed_ms, self.busy, self.config.max_toe_threads,
+                                self.warc.bytes_written if self.warc else 0, state)
         return CrawlStatus(
-            controller_state=state, exit_status=self._exit_status, uri_totals=uri_totals, size_totals=size_totals,
-            rates=rates, load=load, elapsed_ms=elapsed_ms, toe_count=self.config.max_toe_threads,
-            frontier={**uri_totals, **size_totals, **rates, **load, **frontier_report},
-            crawl_log_tail=self.logs.tail_lines() if self.logs else (), alert_count=self.alert_count)
-
-    def offer(self, url: str, hop_path: str, via: str, seed: str, hop: str = "L") -> None:
-        """Offer a URL found by ``via`` to the crawl (harvester/engine/discovery.py has the rule)."""
-        self.discovery.offer(url, hop_path, via, seed, hop)
+            controller_state=state, exit_status=self._exit_status, figures=figures, elapsed_ms=elapsed_ms,
+            toe_count=self.config.max_toe_threads, crawl_log_tail=self.logs.tail_lines() if self.logs else (),
+            alert_count=self.alert_count)
 
     # -- thread and loop ------------------------------------------------------------------------------
     def _call(self, function, *args) -> None:
@@ -270,20 +230,16 @@ class CrawlController:
             self._wakeup.set()
 
     def _elapsed_ms(self) -> int:
-        if not self._started_monotonic:
-            return self.stats.elapsed_before_ms
-        now = self._ended_monotonic or time.monotonic()
-        paused = self._paused_total + ((now - self._pause_started) if self._pause_started else 0.0)
-        return self.stats.elapsed_before_ms + int(max(0.0, now - self._started_monotonic - paused) * 1000)
+        return self.clock.elapsed_ms(self.stats.elapsed_before_ms)
 
     def _run_thread(self) -> None:
         try:
             asyncio.run(self._main())
-            self._transition("stopped")
+            self._transition(ControllerEvent.STOPPED)
         except Exception:
             self.job_log.exception("crawl %s failed", self.config.job_name)
-            self._exit_status = self._exit_status or "FINISHED_ABNORMAL"
-            self._transition_if_allowed("crash")
+            self._exit_status = self._exit_status or CrawlExitStatus.FINISHED_ABNORMAL
+            self._transition_if_allowed(ControllerEvent.CRASH)
         finally:
             self._finished.set()
 
@@ -303,6 +259,7 @@ class CrawlController:
                 if config.dedup_index is not None:
                     self.dedup = DedupIndex(config.dedup_index).__enter__()
                 self.recorder = CaptureRecorder(self.warc, self.store, self.dedup, DedupRules.from_config(config))
+                self.chain = self._build_chain()
                 try:
                     await self._crawl()
                 finally:
@@ -315,19 +272,35 @@ class CrawlController:
             logs.flush()
         self.job_log.info("crawl ended: %s", self._exit_status)
 
+    def _build_chain(self) -> ProcessorChain:
+        """The steps of harvester/engine/chain.py's order of work, over this launch's logs and statistics."""
+        assert self.logs is not None and self.recorder is not None  # built inside _main, after both
+
+        def is_stopping() -> bool:
+            return self._stop_status is not None
+
+        disposition = Disposition(self.config, self.stats, self.logs, self.recorder, self.frontier,
+                                  self.queue_assignment, self.quota, self.discovery, is_stopping)
+        return ProcessorChain((
+            DnsPrerequisite(self.servers, disposition),
+            self.quota,
+            RobotsPrerequisite(self.config.robots_policy, self.servers, self.fetcher, self.frontier, disposition),
+            FetchProcessor(self.config, self.fetcher, self.frontier, self.servers, disposition, is_stopping),
+        ), disposition)
+
     async def _crawl(self) -> None:
         config = self.config
-        self._started_monotonic = time.monotonic()
+        self.clock.start()
         self.logs.write("progress-statistics.log", PROGRESS_HEADER)
         self._note("CRAWL RUNNING - Preparing")
         with self._lock:
             state = self._state  # an operator may have paused or terminated before the loop existed
-        if state == "STOPPING":
-            self._request_stop("ABORTED")
-        elif (config.pause_at_start and not self._start_unpaused) or state == "PAUSED":
+        if state is ControllerState.STOPPING:
+            self._request_stop(CrawlExitStatus.ABORTED)
+        elif config.pause_at_start and not self._start_unpaused:
             self._set_paused(True)
         else:
-            self._transition("run")
+            self._transition(ControllerEvent.RUN)
             self._note("CRAWL RUNNING - Running")
         self.job_log.info("crawl started: %d seeds, %d URIs queued", len(config.seeds), self.frontier.queued_count)
         workers = [asyncio.create_task(self._worker(n + 1)) for n in range(config.max_toe_threads)]
@@ -336,9 +309,9 @@ class CrawlController:
             while self._stop_status is None:
                 await asyncio.sleep(0.05)
                 if self.frontier.is_empty() and not self._paused:
-                    self._request_stop("FINISHED")
+                    self._request_stop(CrawlExitStatus.FINISHED)
             # Let in-flight fetches end (limits are soft, as in Heritrix); an operator's terminate does not wait.
-            grace = 0.0 if self._stop_status == "ABORTED" else min(5.0, config.so_timeout_ms / 1000)
+            grace = 0.0 if self._stop_status == CrawlExitStatus.ABORTED else min(5.0, config.so_timeout_ms / 1000)
             _, pending = await asyncio.wait(workers, timeout=grace if grace > 0 else 0.01)
             for task in pending:
                 task.cancel()
@@ -347,9 +320,9 @@ class CrawlController:
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
         self._exit_status = self._stop_status
-        self._ended_monotonic = time.monotonic()
+        self.clock.end()
         self._progress()
-        self._transition("finish")  # already STOPPING unless the workers ended on their own
+        self._transition(ControllerEvent.FINISH)  # already STOPPING unless the workers ended on their own
 
     def _note(self, note: str) -> None:
         """A state line of progress-statistics.log, as StatisticsTracker.logNote writes it: CRAWL RUNNING,
@@ -365,24 +338,21 @@ class CrawlController:
         if self.logs is not None:
             self.logs.write("progress-statistics.log", f"{iso_seconds()} {note}")
 
-    def _request_stop(self, exit_status: str) -> None:
+    def _request_stop(self, exit_status: CrawlExitStatus) -> None:
         if self._stop_status is None:
             self._stop_status = exit_status
             self._note(f"CRAWL ENDING - {CRAWL_STATUS_TEXT.get(exit_status, exit_status)}")
-            if exit_status != "ABORTED":
+            if exit_status != CrawlExitStatus.ABORTED:
                 with contextlib.suppress(CrawlStateError):
-                    self._transition("finish")
+                    self._transition(ControllerEvent.FINISH)
         if self._wakeup is not None:
             self._wakeup.set()
 
     def _set_paused(self, paused: bool) -> None:
-        if paused and not self._pause_started:
-            self._pause_started = time.monotonic()
+        if paused and self.clock.pause():
             if self.busy:
-                self._note(f"CRAWL WAITING - {CRAWL_STATUS_TEXT['WAITING_FOR_PAUSE']}")
-        elif not paused and self._pause_started:
-            self._paused_total += time.monotonic() - self._pause_started
-            self._pause_started = 0.0
+                self._note(f"CRAWL WAITING - {CRAWL_STATUS_TEXT[CrawlExitStatus.WAITING_FOR_PAUSE]}")
+        elif not paused and self.clock.resume():
             self._note("CRAWL RUNNING - Running")
         self._paused = paused
         if paused:
@@ -392,7 +362,7 @@ class CrawlController:
 
     def _check_paused(self) -> None:
         # Paused for a checkpoint while RUNNING, the table has no "paused": the state stays RUNNING.
-        if self._paused and self.busy == 0 and self._transition_if_allowed("paused"):
+        if self._paused and self.busy == 0 and self._transition_if_allowed(ControllerEvent.PAUSED):
             self._progress()
             self._note("CRAWL PAUSED - Paused")
 
@@ -403,7 +373,7 @@ class CrawlController:
             await asyncio.sleep(min(1.0, max(0.05, config.stats_interval_seconds / 4)))
             self.rates.snapshot(self.stats.downloaded, self.stats.total_bytes)
             if config.max_time_seconds > 0 and self._elapsed_ms() >= config.max_time_seconds * 1000:
-                self._request_stop("FINISHED_TIME_LIMIT")
+                self._request_stop(CrawlExitStatus.FINISHED_TIME_LIMIT)
             if time.monotonic() - last_progress >= config.stats_interval_seconds:
                 last_progress = time.monotonic()
                 self._progress()
@@ -436,7 +406,7 @@ class CrawlController:
             self.busy += 1
             ready_at = time.monotonic()
             try:
-                ready_at = await self._process(queue, uri, number)
+                ready_at = await self.chain.process(Curi.taken(uri, queue, number))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # one bad URI must not end the crawl: log it where Heritrix does
@@ -455,170 +425,9 @@ class CrawlController:
     def _check_limits(self) -> None:
         config, stats = self.config, self.stats
         if config.max_documents_download > 0 and stats.downloaded >= config.max_documents_download:
-            self._request_stop("FINISHED_DOCUMENT_LIMIT")
+            self._request_stop(CrawlExitStatus.FINISHED_DOCUMENT_LIMIT)
         elif config.max_bytes_download > 0 and stats.total_bytes >= config.max_bytes_download:
-            self._request_stop("FINISHED_DATA_LIMIT")
-
-    def _source(self, uri: CrawlUri) -> str | None:
-        return uri.seed if self.config.source_tag_seeds else None
-
-    async def _process(self, queue, uri: CrawlUri, thread: int) -> float | None:
-        """Handle one URI; returns when its queue may be used again (None: already released)."""
-        config = self.config
-        parts = urlsplit(uri.url)
-        host = parts.hostname or ""
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        authority = f"{host}:{port}"
-        now = time.monotonic()
-        servers = self.servers
-        if not servers.knows_host(host):
-            if is_ip_address(host):
-                servers.take_literal(host)
-            else:
-                self._resolve(host, uri, thread, queue)
-        address = servers.address(host)
-        if address is None:
-            self._log_final(uri, DOMAIN_LOOKUP_FAILED, thread, [])
-            return now
-        if not uri.is_prerequisite:
-            reason = self._quota_reason(queue)
-            if reason:
-                self._log_final(uri, QUOTA_BLOCKED, thread, [reason])
-                return now
-        if config.robots_policy != "ignore" and not uri.is_prerequisite:
-            if not servers.has_robots(authority):
-                await self._fetch_robots(queue, uri, host, port, authority, address, thread)
-            if not servers.is_allowed(authority, uri.url):
-                self.stats.host(host).robots_denied += 1
-                queue.robots_denials += 1
-                self._log_final(uri, ROBOTS_PRECLUDED, thread, [])
-                return now
-        with await self.fetcher.fetch(uri.url, uri.via, uri.is_prerequisite, address) as result:
-            return self._fetched(queue, uri, result, thread, authority)
-
-    def _fetched(self, queue, uri: CrawlUri, result: FetchResult, thread: int, authority: str) -> float | None:
-        """Record one fetch's outcome; returns when its queue may be used again (None: already released)."""
-        config = self.config
-        if result.status < 0:
-            uri.attempts += 1
-            if uri.attempts <= config.max_retries and self._stop_status is None:
-                backoff = min(MAX_BACKOFF_SECONDS, config.retry_delay_seconds * (2 ** (uri.attempts - 1)))
-                self.frontier.retry_later(queue, uri, time.monotonic() + backoff)
-                return None
-            self._log_final(uri, result.status, thread, [f"{uri.attempts}t"], started=result.started,
-                            duration_ms=result.duration_ms)
-            return time.monotonic()
-        self._record(queue, uri, result, thread)
-        delay_ms = min(config.max_delay_ms, max(config.min_delay_ms, config.delay_factor * result.duration_ms))
-        crawl_delay = self.servers.crawl_delay(authority)
-        if crawl_delay:
-            delay_ms = max(delay_ms, min(crawl_delay, config.respect_crawl_delay_up_to_seconds) * 1000)
-        return time.monotonic() + delay_ms / 1000
-
-    def _quota_reason(self, queue) -> str | None:
-        config = self.config
-        if config.group_max_fetch_successes >= 0 and queue.fetch_successes >= config.group_max_fetch_successes:
-            queue.retired_reason = "Q:groupMaxFetchSuccesses"
-        elif config.group_max_all_kb >= 0 and queue.all_bytes >= config.group_max_all_kb * 1024:
-            queue.retired_reason = "Q:groupMaxAllKb"
-        return queue.retired_reason
-
-    def _resolve(self, host: str, uri: CrawlUri, thread: int, queue) -> None:
-        started = time.time()
-        address = self.servers.look_up(host)
-        dns_uri = f"dns:{host}"
-        if address is None:
-            self.stats.note_unsuccessful(DNS_FAILED)
-            queue.note(DNS_FAILED, 0, dns_uri)
-            self.logs.crawl(DNS_FAILED, None, dns_uri, uri.hop_path + "P", uri.url, "text/dns", thread, started, 0,
-                            None, self._source(uri), [])
-            return
-        answer = (time.strftime("%Y%m%d%H%M%S", time.gmtime(started)) + f"\n{host}.\t3600\tIN\tA\t{address}\n").encode()
-        digest = sha1_digest(answer)
-        self.recorder.record_dns(dns_uri, started, answer)
-        # Heritrix tallies DNS lookups under the host "dns:", as text/dns, with status 1.
-        self.stats.note_success("dns:", 1, "text/dns", len(answer), self._source(uri))
-        self.stats.note_capture("dns:", len(answer), is_duplicate=False)
-        queue.note(1, len(answer), dns_uri)
-        if self.config.quota_counts_prerequisites:
-            queue.fetch_successes += 1
-            queue.all_bytes += len(answer)
-        annotations = [f"content-size:{len(answer)}"] if self.config.content_size_annotation else []
-        self.logs.crawl(1, len(answer), dns_uri, "P", uri.url, "text/dns", thread, started,
-                        int((time.time() - started) * 1000), digest, self._source(uri), annotations)
-
-    async def _fetch_robots(self, queue, uri: CrawlUri, host: str, port: int, authority: str, address: str,
-                            thread: int) -> None:
-        robots_url = f"{uri.url.split('://', 1)[0]}://{host}{'' if port in (80, 443) else f':{port}'}/robots.txt"
-        robots_uri = CrawlUri(robots_url, uri.hop_path + "P", uri.url, uri.seed, is_prerequisite=True)
-        if not self.frontier.knows(robots_url) or self.frontier.state.get(robots_url) != DONE:
-            text = None
-            with await self.fetcher.fetch(robots_url, uri.url, True, address) as result:
-                if result.status >= 0:
-                    self._record(queue, robots_uri, result, thread, extract=False)
-                    if 200 <= result.status < 300:
-                        text = result.read_payload(ROBOTS_MAX_BYTES).decode("utf-8", "replace")
-                else:
-                    self._log_final(robots_uri, result.status, thread, [], started=result.started)
-            self.frontier.state[robots_url] = DONE
-            self.servers.set_robots(authority, text)
-        else:
-            self.servers.use_known_robots(authority)
-
-    # -- results --------------------------------------------------------------------------------------
-    def _log_final(self, uri: CrawlUri, status: int, thread: int, annotations: list[str], started: float = 0,
-                   duration_ms: int = 0) -> None:
-        self.stats.note_unsuccessful(status)
-        self.stats.host(urlsplit(uri.url).hostname or "")  # a host tried is a host visited, as in Heritrix
-        queue = self.frontier.queues.get(self.queue_assignment.key(uri.url))
-        if queue is not None:
-            queue.note(status, 0, uri.url)
-        if not uri.hop_path and not uri.is_prerequisite:
-            self.stats.seeds[uri.url] = (status, "")
-        self.logs.crawl(status, None, uri.url, uri.hop_path, uri.via, "unknown", thread, started, duration_ms, None,
-                        self._source(uri), annotations)
-        self.frontier.mark_done(uri)
-
-    def _record(self, queue, uri: CrawlUri, result: FetchResult, thread: int, extract: bool = True) -> None:
-        config, stats = self.config, self.stats
-        content_type = result.header("content-type")
-        mime = content_type.split(";", 1)[0].strip().lower() or "unknown"
-        size = result.payload_length
-        content_size = result.content_size
-        digest = result.payload_digest
-        annotations = list(result.annotations)
-        if uri.attempts:
-            annotations.insert(0, f"{uri.attempts}t")
-        is_duplicate = self.recorder.record_exchange(uri.url, result, mime, annotations)
-        if is_duplicate:
-            annotations.append(DUPLICATE_ANNOTATION)
-        if config.content_size_annotation:
-            annotations.append(f"content-size:{content_size}")
-        host = urlsplit(uri.url).hostname or ""
-        stats.note_success(host, result.status, mime, content_size, self._source(uri))
-        queue.note(result.status, content_size, uri.url)
-        stats.note_capture(host, content_size, is_duplicate)
-        if config.quota_counts_prerequisites or not uri.is_prerequisite:
-            if 200 <= result.status < 300:
-                queue.fetch_successes += 1
-            queue.all_bytes += content_size
-        self.logs.crawl(result.status, size, uri.url, uri.hop_path, uri.via, mime, thread, result.started,
-                        result.duration_ms, digest, self._source(uri), annotations)
-        self.frontier.mark_done(uri)
-        location = result.header("location") if 300 <= result.status < 400 else ""
-        if not uri.hop_path and not uri.is_prerequisite:
-            stats.seeds[uri.url] = (result.status, canonical_url(location, uri.url) or "" if location else "")
-        if not extract or self._stop_status is not None:
-            return
-        if location:
-            self.discovery.discover(location, "R", uri, uri.url)
-        if 200 <= result.status < 300 and size:
-            assert result.spool is not None
-            links, base = extract_links(result.spool.payload_pieces(size), content_type,
-                                        result.header("content-encoding"))
-            base_url = canonical_url(base, uri.url) if base else uri.url
-            for raw, hop in links:
-                self.discovery.discover(raw, hop, uri, base_url or uri.url)
+            self._request_stop(CrawlExitStatus.FINISHED_DATA_LIMIT)
 
     def _seed(self) -> int:
         for seed in self.config.seeds:
@@ -633,7 +442,7 @@ class CrawlController:
 
     # -- checkpoint -----------------------------------------------------------------------------------
     async def _checkpoint(self) -> str:
-        self._transition("checkpoint")
+        self._transition(ControllerEvent.CHECKPOINT)
         was_paused = self._paused
         self._paused = True
         while self.busy:
@@ -646,7 +455,7 @@ class CrawlController:
         frontier.spill_heads()
         state = checkpoints.CheckpointState(
             job=self.config.job_name, stats={**self.stats.to_json(), "elapsed_before_ms": self._elapsed_ms()},
-            quotas={key: (q.fetch_successes, q.all_bytes, q.retired_reason) for key, q in frontier.queues.items()},
+            quotas={key: (*self.quota.counts(key), q.retired_reason) for key, q in frontier.queues.items()},
             warc_serial=self.warc.serial if self.warc else 0, robots=dict(self.servers.robots_texts),
             dns=dict(self.servers.addresses))
         checkpoints.save_checkpoint(self.job_dir / "checkpoints", name, state,
@@ -663,8 +472,8 @@ class CrawlController:
         frontier = self.frontier
         frontier.restore_queues()
         for key, (successes, all_bytes, reason) in state.quotas.items():
-            queue = frontier.queue_for(key)
-            queue.fetch_successes, queue.all_bytes, queue.retired_reason = successes, all_bytes, reason
+            frontier.retire(key, reason)
+            self.quota.restore(key, successes, all_bytes)
         self.stats = CrawlStats.from_json(state.stats)
         self.servers.restore(state.dns, state.robots)
         for seed in self.stats.seeds:
@@ -676,11 +485,11 @@ class CrawlController:
     def _report_input(self) -> ReportInput:
         frontier, now = self.frontier, time.monotonic()
         queues = [queue.report(now) for queue in frontier.queues.values()]
-        status = self._exit_status or {"PAUSED": "PAUSED", "PAUSING": "WAITING_FOR_PAUSE"}.get(self._state, "RUNNING")
-        last_state = ("EMPTY" if frontier.is_empty() and self._exit_status == "FINISHED"
-                      else self.status().frontier["lastReachedState"])
+        status = self._exit_status or _EXIT_STATUS_WHILE.get(self._state, CrawlExitStatus.RUNNING)
+        last_state = (FrontierState.EMPTY if frontier.is_empty() and self._exit_status is CrawlExitStatus.FINISHED
+                      else self.status().figures.last_reached_state)
         summary = FrontierSummary(job_name=self.config.job_name, queued=frontier.queued_count,
-                                  already_included=len(frontier.state), last_state=last_state, queues=queues)
+                                  already_included=frontier.seen_count, last_state=last_state, queues=queues)
         return ReportInput(job_name=self.config.job_name, crawl_status=status, elapsed_ms=self._elapsed_ms(),
                            stats=self.stats, dedup_present=self.config.dedup_enabled, frontier=summary,
                            stamp12=time.strftime("%Y%m%d%H%M", time.gmtime()))

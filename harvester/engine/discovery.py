@@ -12,16 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harvester.engine.frontier import DONE, HOP_REJECTED, QUEUED, CrawlUri, Frontier
+from harvester.engine.frontier import DONE, QUEUED, CrawlUri, Frontier
 from harvester.engine.queuepolicy import QueueAssignment
 from harvester.engine.scope import Scope, canonical_url
-
-OUT_OF_SCOPE = "O"
 
 
 class LinkDiscovery:
     """Offers found URLs to scope and frontier. ``on_discovered`` is called once for each URL met for the
-    first time and scheduled; ``on_scheduled`` whenever a URL was (re)queued, to wake idle workers."""
+    first time and scheduled; ``on_scheduled`` whenever a URL was (re)queued, to wake idle workers.
+
+    ``scope`` is read afresh for every URL offered, so a Scope put in its place (on the crawl's loop) decides
+    from the next URL on."""
 
     def __init__(self, frontier: Frontier, scope: Scope, queue_assignment: QueueAssignment,
                  on_discovered: Callable[[], None], on_scheduled: Callable[[], None]) -> None:
@@ -49,7 +50,7 @@ class LinkDiscovery:
         if state is not None and not frontier.is_shorter(url, hop_path):
             return
         if state == DONE:
-            frontier.best_path[url] = hop_path
+            frontier.note_shorter_path(url, hop_path)
             # A fetched page found closer to a seed: outlinks it lost to the hop limit may now be in scope.
             for child, child_hop in frontier.take_deferred(url):
                 self.offer(child, hop_path + child_hop, url, seed, child_hop)
@@ -66,9 +67,6 @@ class LinkDiscovery:
                 frontier.schedule(key, uri)
             self.on_scheduled()
         elif by_hops:
-            frontier.state[url] = HOP_REJECTED
-            frontier.best_path[url] = hop_path
-            frontier.defer_outlink(via, url, hop)
+            frontier.note_hop_rejected(url, hop_path, via, hop)
         elif state is None:
-            frontier.state[url] = OUT_OF_SCOPE
-            frontier.best_path[url] = hop_path
+            frontier.note_out_of_scope(url, hop_path)

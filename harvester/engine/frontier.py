@@ -34,7 +34,7 @@ from harvester.engine.urlstore import UrlStore
 
 HEAD_SIZE = 8  # URIs of a queue kept in memory; the rest wait on disk
 
-QUEUED, DONE, HOP_REJECTED = "Q", "D", "H"
+QUEUED, DONE, HOP_REJECTED, OUT_OF_SCOPE = "Q", "D", "H", "O"
 
 
 @dataclass(slots=True)
@@ -54,8 +54,6 @@ class WorkQueue:
     ready_at: float = 0.0
     in_flight: int = 0
     retired_reason: str | None = None                 # quota annotation once the group is over budget
-    fetch_successes: int = 0                          # quota counters (2xx, and bytes of every fetch)
-    all_bytes: int = 0
     # Heritrix's FetchStats of the queue, for the frontier report.
     total_scheduled: int = 0
     successes: int = 0
@@ -122,7 +120,7 @@ class WorkQueue:
 
 
 class _StateView:
-    """``frontier.state``: a URL's state (QUEUED, DONE, HOP_REJECTED, or the caller's own) from the store."""
+    """``frontier.state``, read only: a URL's state (QUEUED, DONE, HOP_REJECTED, OUT_OF_SCOPE) from the store."""
 
     def __init__(self, store: UrlStore) -> None:
         self._store = store
@@ -134,35 +132,19 @@ class _StateView:
     def __contains__(self, url: str) -> bool:
         return self._store.lookup(url) is not None
 
-    def __setitem__(self, url: str, state: str) -> None:
-        self._store.note(url, state=state)
-
     def __len__(self) -> int:
         return self._store.seen_count
 
 
-class _BestPathView:
-    """``frontier.best_path``: the shortest hop path a URL was found by."""
-
-    def __init__(self, store: UrlStore) -> None:
-        self._store = store
-
-    def get(self, url: str, default: str | None = None) -> str | None:
-        entry = self._store.lookup(url)
-        return entry[1] if entry is not None else default
-
-    def __setitem__(self, url: str, hop_path: str) -> None:
-        self._store.note(url, best_path=hop_path)
-
-
 class Frontier:
+    """The queues and every URL's state; the only writer of both, and of each queue's figures."""
+
     def __init__(self, store: UrlStore, parallel_queues: int = 1, head_size: int = HEAD_SIZE):
         self.store = store
         self.parallel_queues = parallel_queues
         self.head_size = head_size
         self.queues: dict[str, WorkQueue] = {}
         self.state = _StateView(store)
-        self.best_path = _BestPathView(store)
         self.pending: dict[str, CrawlUri] = {}            # url -> its entry, for URIs in a queue's head
         self._ready: list[tuple[float, int, str]] = []    # (ready_at, sequence, queue key)
         self._sequence = itertools.count(store.max_sequence() + 1)
@@ -209,15 +191,27 @@ class Frontier:
             self.schedule(key, uri)
 
     def is_shorter(self, url: str, hop_path: str) -> bool:
-        best = self.best_path.get(url)
-        return best is None or len(hop_path) < len(best)
+        entry = self.store.lookup(url)
+        return entry is None or len(hop_path) < len(entry[1])
 
     def knows(self, url: str) -> bool:
         return url in self.state
 
-    def defer_outlink(self, via: str, url: str, hop: str) -> None:
-        """Remember an outlink of ``via`` that the hop limit rejected."""
+    def is_done(self, url: str) -> bool:
+        return self.state.get(url) == DONE
+
+    def note_shorter_path(self, url: str, hop_path: str) -> None:
+        """A URL (fetched already) was found by a shorter path."""
+        self.store.note(url, best_path=hop_path)
+
+    def note_hop_rejected(self, url: str, hop_path: str, via: str, hop: str) -> None:
+        """The hop limit rejected ``url`` found by ``hop_path``: remember it as an outlink of ``via``, which
+        comes back if ``via`` is found by a shorter path."""
+        self.store.note(url, HOP_REJECTED, hop_path)
         self.store.defer(via, url, hop)
+
+    def note_out_of_scope(self, url: str, hop_path: str) -> None:
+        self.store.note(url, OUT_OF_SCOPE, hop_path)
 
     def take_deferred(self, via: str) -> list[tuple[str, str]]:
         return self.store.take_deferred(via)
@@ -282,6 +276,29 @@ class Frontier:
 
     def mark_done(self, uri: CrawlUri) -> None:
         self.store.note(uri.url, DONE)
+
+    # -- each queue's figures -------------------------------------------------------------------------
+    def note_outcome(self, key: str, status: int, content_size: int, url: str) -> None:
+        """Tally a finished URI on its queue's figures (none if no such queue exists)."""
+        queue = self.queues.get(key)
+        if queue is not None:
+            queue.note(status, content_size, url)
+
+    def note_robots_denial(self, key: str) -> None:
+        self.queues[key].robots_denials += 1
+
+    def retire(self, key: str, reason: str | None) -> None:
+        """Mark a queue over its group's budget with the quota's annotation (None: not retired)."""
+        self.queue_for(key).retired_reason = reason
+
+    def retired_reason(self, key: str) -> str | None:
+        queue = self.queues.get(key)
+        return queue.retired_reason if queue is not None else None
+
+    @property
+    def seen_count(self) -> int:
+        """URLs met so far, in whatever state."""
+        return self.store.seen_count
 
     def is_empty(self) -> bool:
         return self.queued_count == 0 and self.in_flight == 0

@@ -6,8 +6,9 @@ action a client may POST is allowed or refused by ``JOB_TRANSITIONS`` alone (sty
     UNBUILT --build--> READY --launch--> ACTIVE --(crawl ends)--> FINISHED --teardown--> UNBUILT
                          \\--teardown--> UNBUILT
 
-While ACTIVE, the crawl controller's own state narrows the actions further (``CONTROLLER_ACTIONS``: one
-cannot pause a PAUSED crawl). A failed build leaves the job UNBUILT with the reason in ``job.log``.
+While ACTIVE, the crawl controller's own state narrows the actions further to those its one table allows
+(harvester/crawlstates.py, ``available_actions``: one cannot pause a PAUSED crawl). A failed build leaves
+the job UNBUILT with the reason in ``job.log``.
 
 On disk, per job: ``job.log`` (this module's file), one ``<launchId>/`` directory per launch (14-digit UTC
 timestamp, with a copy of the cxml) and a ``latest`` symlink to the newest; ``checkpoints/`` is written by
@@ -33,6 +34,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from harvestdef.errors import CrawlEngineError, NotFoundError
+from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
 from harvester.engine.crawl import CrawlController, CrawlStatus
 from harvester.engine.reports import REPORT_FILES
@@ -83,20 +85,6 @@ JOB_TRANSITIONS: dict[JobState, dict[Action, JobState]] = {
     JobState.FINISHED: {Action.TEARDOWN: JobState.UNBUILT},
 }
 
-# While ACTIVE, which of the ACTIVE actions the crawl controller's state admits (Heritrix's rules: pause a
-# running crawl, unpause a paused one, checkpoint while running or paused, terminate unless already stopping).
-CONTROLLER_ACTIONS: dict[str, tuple[Action, ...]] = {
-    "NASCENT": (Action.TERMINATE,),
-    "PREPARING": (Action.UNPAUSE, Action.TERMINATE),
-    "RUNNING": (Action.PAUSE, Action.CHECKPOINT, Action.TERMINATE),
-    "EMPTY": (Action.PAUSE, Action.CHECKPOINT, Action.TERMINATE),
-    "PAUSING": (Action.UNPAUSE, Action.TERMINATE),
-    "PAUSED": (Action.UNPAUSE, Action.CHECKPOINT, Action.TERMINATE),
-    "STOPPING": (),
-    "FINISHED": (),
-}
-
-
 class JobActionError(CrawlEngineError):
     """An action the job cannot take now (illegal in its state, or failed); the message says why."""
 
@@ -122,8 +110,8 @@ class JobSnapshot:
     directory: Path
     primary_config: Path
     state: JobState
-    controller_state: str | None
-    exit_status: str | None
+    controller_state: ControllerState | None
+    exit_status: CrawlExitStatus | None
     available_actions: tuple[str, ...]
     launch_count: int
     last_launch: str | None
@@ -214,15 +202,16 @@ class CrawlJob:
         """The job's state; ``crawl_status`` is the controller's status when the caller has one already."""
         if self._controller is not None:
             crawl_status = crawl_status or self._controller.status()
-            return JobState.FINISHED if crawl_status.controller_state == "FINISHED" else JobState.ACTIVE
+            return (JobState.FINISHED if crawl_status.controller_state is ControllerState.FINISHED
+                    else JobState.ACTIVE)
         return JobState.READY if self._config is not None else JobState.UNBUILT
 
-    def _available_actions(self, state: JobState, controller_state: str | None) -> tuple[Action, ...]:
+    def _available_actions(self, state: JobState, controller_state: ControllerState | None) -> tuple[Action, ...]:
         allowed = tuple(JOB_TRANSITIONS[state])
         if self.is_profile:
             allowed = tuple(action for action in allowed if action is not Action.LAUNCH)
         if state is JobState.ACTIVE:
-            narrowed = CONTROLLER_ACTIONS.get(controller_state or "", ())
+            narrowed = {Action(str(event)) for event in available_actions(controller_state)}
             allowed = tuple(action for action in allowed if action in narrowed)
         return allowed
 
@@ -363,9 +352,9 @@ class CrawlJob:
             if self._controller is None or self._state() is not JobState.ACTIVE:
                 return
             controller_state = self._controller.status().controller_state
-            if Action.CHECKPOINT in CONTROLLER_ACTIONS.get(controller_state, ()):
+            if ControllerEvent.CHECKPOINT in available_actions(controller_state):
                 try:
-                    if controller_state in ("RUNNING", "EMPTY"):
+                    if controller_state in ACTIVE:
                         self._controller.pause()
                     name = self._controller.checkpoint()
                     self.job_log.info(f"Checkpoint {name} written at engine shutdown; launch from it to resume")
@@ -404,7 +393,7 @@ class CrawlJob:
             state = self._state(crawl_status)
             controller_state = crawl_status.controller_state if crawl_status else None
             if state is JobState.READY:
-                controller_state = "NASCENT"  # Heritrix's state of a built, unlaunched crawl
+                controller_state = ControllerState.NASCENT  # Heritrix's state of a built, unlaunched crawl
             launches = self.launch_ids()
             last_launch = None
             if launches:

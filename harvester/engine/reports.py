@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote_plus
 
+from harvester.crawlstates import CrawlExitStatus
 from harvester.engine.stats import (
     CrawlStats,
     docs_per_second,
@@ -28,14 +29,15 @@ REPORT_FILES = {"CrawlSummaryReport": "crawl-report.txt", "SeedsReport": "seeds-
                 "FrontierSummaryReport": "frontier-summary-report.txt"}
 # CrawlStatus descriptions (heritrix3 engine/src/main/java/org/archive/crawler/framework/CrawlStatus.java):
 # the "crawl status:" of crawl-report.txt and the words after "CRAWL ENDED - " in progress-statistics.log.
-CRAWL_STATUS_TEXT = {
-    "RUNNING": "Running", "PAUSED": "Paused", "PREPARING": "Preparing",
-    "WAITING_FOR_PAUSE": "Pausing - Waiting for threads to finish",
-    "ABORTED": "Finished - Ended by operator", "FINISHED_ABNORMAL": "Finished - Abnormal exit from crawling",
-    "FINISHED": "Finished", "FINISHED_TIME_LIMIT": "Finished - Timelimit hit",
-    "FINISHED_DATA_LIMIT": "Finished - Maximum amount of data limit hit",
-    "FINISHED_DOCUMENT_LIMIT": "Finished - Maximum number of documents limit hit",
-    "FINISHED_WRITE_LIMIT": "Finished - Maximum bytes written",
+_X = CrawlExitStatus
+CRAWL_STATUS_TEXT: dict[str, str] = {
+    _X.RUNNING: "Running", _X.PAUSED: "Paused", _X.PREPARING: "Preparing",
+    _X.WAITING_FOR_PAUSE: "Pausing - Waiting for threads to finish",
+    _X.ABORTED: "Finished - Ended by operator", _X.FINISHED_ABNORMAL: "Finished - Abnormal exit from crawling",
+    _X.FINISHED: "Finished", _X.FINISHED_TIME_LIMIT: "Finished - Timelimit hit",
+    _X.FINISHED_DATA_LIMIT: "Finished - Maximum amount of data limit hit",
+    _X.FINISHED_DOCUMENT_LIMIT: "Finished - Maximum number of documents limit hit",
+    _X.FINISHED_WRITE_LIMIT: "Finished - Maximum bytes written",
 }
 # Queues listed in full per category, as WorkQueueFrontier's maxQueuesPerReportCategory.
 MAX_QUEUES_PER_CATEGORY = 2000

@@ -24,19 +24,31 @@ from harvester.engine.reports import REPORT_FILES
 from harvester.engine.stats import format_duration
 
 if TYPE_CHECKING:
+    from harvester.engine.figures import CrawlFigures
     from harvester.engine.jobs import EngineSnapshot, JobSnapshot
 
 ENGINE_VERSION = "HarvestSuite crawl engine 0.1.0 (Heritrix 3 REST API subset)"
 XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
-# Which keys belong in which of Heritrix's nested reports (peers.md §1.2), in Heritrix's order.
-URI_TOTALS_KEYS = ("downloadedUriCount", "queuedUriCount", "totalUriCount", "futureUriCount")
-SIZE_TOTALS_KEYS = ("dupByHash", "dupByHashCount", "notModified", "notModifiedCount", "novel", "novelCount",
-                    "total", "totalCount", "warcNovelContentBytes", "warcNovelUrls", "sizeOnDisk")
-RATE_KEYS = ("currentDocsPerSecond", "averageDocsPerSecond", "currentKiBPerSec", "averageKiBPerSec")
-LOAD_KEYS = ("busyThreads", "totalThreads", "congestionRatio", "averageQueueDepth", "deepestQueueDepth")
-FRONTIER_KEYS = ("totalQueues", "inProcessQueues", "readyQueues", "snoozedQueues", "activeQueues",
-                 "inactiveQueues", "ineligibleQueues", "retiredQueues", "exhaustedQueues", "lastReachedState")
+# Heritrix's nested reports (peers.md §1.2), each field in Heritrix's order with the CrawlFigures attribute
+# it shows: the one place where the engine's figures take Heritrix's names.
+URI_TOTALS_FIELDS = (("downloadedUriCount", "downloaded_uri_count"), ("queuedUriCount", "queued_uri_count"),
+                     ("totalUriCount", "total_uri_count"), ("futureUriCount", "future_uri_count"))
+SIZE_TOTALS_FIELDS = (("dupByHash", "dup_by_hash_bytes"), ("dupByHashCount", "dup_by_hash_count"),
+                      ("notModified", "not_modified_bytes"), ("notModifiedCount", "not_modified_count"),
+                      ("novel", "novel_bytes"), ("novelCount", "novel_count"), ("total", "total_bytes"),
+                      ("totalCount", "total_count"), ("warcNovelContentBytes", "warc_novel_content_bytes"),
+                      ("warcNovelUrls", "warc_novel_urls"), ("sizeOnDisk", "size_on_disk"))
+RATE_FIELDS = (("currentDocsPerSecond", "current_docs_per_second"), ("averageDocsPerSecond", "average_docs_per_second"),
+               ("currentKiBPerSec", "current_kib_per_sec"), ("averageKiBPerSec", "average_kib_per_sec"))
+LOAD_FIELDS = (("busyThreads", "busy_threads"), ("totalThreads", "total_threads"),
+               ("congestionRatio", "congestion_ratio"), ("averageQueueDepth", "average_queue_depth"),
+               ("deepestQueueDepth", "deepest_queue_depth"))
+FRONTIER_FIELDS = (("totalQueues", "total_queues"), ("inProcessQueues", "in_process_queues"),
+                   ("readyQueues", "ready_queues"), ("snoozedQueues", "snoozed_queues"),
+                   ("activeQueues", "active_queues"), ("inactiveQueues", "inactive_queues"),
+                   ("ineligibleQueues", "ineligible_queues"), ("retiredQueues", "retired_queues"),
+                   ("exhaustedQueues", "exhausted_queues"), ("lastReachedState", "last_reached_state"))
 REPORTS = tuple((class_name, class_name.removesuffix("Report")) for class_name in REPORT_FILES)
 
 
@@ -57,14 +69,8 @@ def elapsed_pretty(milliseconds: int) -> str:
     return format_duration(milliseconds)
 
 
-def _pick(keys: Sequence[str], *sources: Mapping[str, Any]) -> dict[str, Any]:
-    report: dict[str, Any] = {}
-    for key in keys:
-        for source in sources:
-            if key in source:
-                report[key] = source[key]
-                break
-    return report
+def _report(fields: Sequence[tuple[str, str]], figures: CrawlFigures) -> dict[str, Any]:
+    return {name: getattr(figures, attribute) for name, attribute in fields}
 
 
 def job_model(job: JobSnapshot, base_url: str) -> dict[str, Any]:
@@ -98,14 +104,14 @@ def job_model(job: JobSnapshot, base_url: str) -> dict[str, Any]:
         launch_logs = job.launch_dir / "logs" if job.launch_dir else None
         model.update({
             "checkpointName": job.resumed_checkpoint,
-            "uriTotalsReport": _pick(URI_TOTALS_KEYS, crawl.uri_totals, crawl.frontier),
-            "sizeTotalsReport": _pick(SIZE_TOTALS_KEYS, crawl.size_totals, crawl.frontier),
-            "rateReport": _pick(RATE_KEYS, crawl.rates, crawl.frontier),
-            "loadReport": _pick(LOAD_KEYS, crawl.load, crawl.frontier),
+            "uriTotalsReport": _report(URI_TOTALS_FIELDS, crawl.figures),
+            "sizeTotalsReport": _report(SIZE_TOTALS_FIELDS, crawl.figures),
+            "rateReport": _report(RATE_FIELDS, crawl.figures),
+            "loadReport": _report(LOAD_FIELDS, crawl.figures),
             "elapsedReport": {"elapsedMilliseconds": crawl.elapsed_ms,
                               "elapsedPretty": elapsed_pretty(crawl.elapsed_ms)},
             "threadReport": {"toeCount": crawl.toe_count},
-            "frontierReport": _pick(FRONTIER_KEYS, crawl.frontier),
+            "frontierReport": _report(FRONTIER_FIELDS, crawl.figures),
             "crawlLogFilePath": str(launch_logs / "crawl.log") if launch_logs else None,
             "alertLogFilePath": str(launch_logs / "alerts.log") if launch_logs else None,
             "reports": [{"className": class_name, "shortName": short_name,

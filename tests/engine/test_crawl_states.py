@@ -1,11 +1,21 @@
 """The crawl controller's states change only by its transition table: an action the table refuses raises and
-changes nothing, and a crawl whose thread fails ends FINISHED through the table's crash event."""
+changes nothing, and a crawl whose thread fails ends FINISHED through the table's crash event. The states are
+named in harvester/crawlstates.py alone: the engine, the Heritrix client and the crawl driver import them."""
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
-from harvester.engine.crawl import CONTROLLER_TRANSITIONS, CrawlStateError
+from harvester.crawlstates import CONTROLLER_TRANSITIONS, ControllerState, available_actions
+from harvester.engine.crawl import CrawlStateError
+
+HARVESTER = Path(__file__).resolve().parents[2] / "harvester"
+# Modules whose own machines share a name with a crawl controller state: the harvest controller's states
+# (IDLE, PAUSED, CRAWLING, ..., STOPPING) are not Heritrix's.
+OWN_MACHINES = {"controller.py"}
 
 
 def test_every_state_but_finished_can_end_and_finished_allows_nothing() -> None:
@@ -31,3 +41,28 @@ def test_a_crawl_that_fails_in_its_thread_ends_finished_abnormal_and_refuses_act
     with pytest.raises(CrawlStateError, match="cannot pause while FINISHED"):
         run.controller.pause()
     assert run.controller.status().controller_state == "FINISHED"
+
+
+def test_the_actions_a_client_may_post_are_the_operator_events_the_table_allows() -> None:
+    assert available_actions("RUNNING") == ("pause", "checkpoint", "terminate")
+    assert available_actions(ControllerState.PAUSED) == ("unpause", "checkpoint", "terminate")
+    # A checkpoint asked for while the crawl still pauses waits for its fetches, as one while running does.
+    assert available_actions(ControllerState.PAUSING) == ("unpause", "checkpoint", "terminate")
+    # Heritrix pauses only an active crawl; an unpause while preparing cancels pauseAtStart.
+    assert available_actions(ControllerState.PREPARING) == ("unpause", "terminate")
+    assert available_actions(ControllerState.STOPPING) == ("terminate",)
+    assert available_actions(ControllerState.FINISHED) == available_actions(None) == ()
+    # A real Heritrix reports EMPTY; the bundled engine never takes it, so its table has no row for it.
+    assert ControllerState.EMPTY not in CONTROLLER_TRANSITIONS and available_actions("EMPTY") == ()
+
+
+def test_no_module_but_crawlstates_writes_a_controller_state_as_a_string() -> None:
+    names = {state.value for state in ControllerState}
+    offences = []
+    for path in sorted(HARVESTER.rglob("*.py")):
+        if path.relative_to(HARVESTER).as_posix() in OWN_MACHINES | {"crawlstates.py"}:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                offences.append(f"{path.relative_to(HARVESTER.parent)}:{node.lineno} {node.value!r}")
+    assert not offences, "\n".join(offences)
