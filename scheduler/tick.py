@@ -49,7 +49,6 @@ from harvestdef.errors import JobGenerationError, QueueError, StaleJobError, Val
 from harvestdef.model.definitions import RunOutlook
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
-from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.schedules import scheduler_zone
@@ -315,9 +314,7 @@ class Ticker:
                         if note is not None:
                             self._wait(conn, harvest_id, name, note, now, report)
                             continue
-                    conn.execute(update(full).where(full.c.harvest_id == harvest_id).values(isindexready=True))
-                    record_audit(conn, SYSTEM_ACTOR, "fullharvests", harvest_id, "update",
-                                 {"isindexready": False}, {"isindexready": True})
+                    HarvestRepository(conn).mark_index_ready(harvest_id)
                 ready.append((harvest_id, name))
         return ready
 
