@@ -31,6 +31,10 @@ One idle controller releases one job: a ready message releases nothing while the
 controller's previous ready message still waits in the queue unclaimed, and ready messages older than
 readyMaxAge (sent before an outage) release nothing. A paused controller sends none (harvester issue),
 so queues never fill with jobs nobody takes.
+
+Direct statements, not a repository, for the controller's row: a ready message, the most frequent of
+all, is one statement on harvesters (checked and touched) and the release mark, built once below; the
+job's changes (NEW -> SUBMITTED, the grant) go through JobRepository.
 """
 
 from __future__ import annotations

@@ -31,6 +31,11 @@ for one, it only asks for builds and reads their outcomes from harvest_run_dedup
 
 Why each harvest waits, was generated or was deactivated is kept in harvest_state for the UI and API,
 written only when it changes.
+
+The tick reads harvests and jobs directly for readiness and supervision (a few queries over every
+active harvest and running job, each shaped for its question) and writes harvest_state, the scheduler's
+own note for the UI; every change of a job or a definition goes through JobRepository or
+HarvestRepository, audited.
 """
 
 from __future__ import annotations

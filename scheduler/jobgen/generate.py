@@ -11,6 +11,10 @@ takes at its start on SQLite. Job ids come from the database (harvestdef.reposit
 else that makes jobs meanwhile collides with a run either.
 
 ``preview`` does the selection and packing only, in a transaction that is rolled back.
+
+A run's inputs (the harvest, its channel, traps, templates, schedule) are read directly, in the run's
+transaction under its lock, as selection and building stream theirs; what the run changes goes through
+the repositories (jobs: JobRepository; numevents, nextdate and a deactivation: HarvestRepository).
 """
 
 from __future__ import annotations

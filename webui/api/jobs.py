@@ -2,6 +2,9 @@
 
 The queries here are shared with the harvest status pages (webui/status/jobs.py), so a page and its API
 call always show the same jobs. Status changes go through JobRepository, which owns the transition table.
+
+The job list and a job's figures are read with direct, read-only queries (keyset paging over jobs
+joined with the harvest's name); every change goes through JobRepository.
 """
 
 from __future__ import annotations
