@@ -17,6 +17,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     │   └── DedupFormatError       a deduplication entries or index file that is not in its format (line)
     ├── NotFoundError              no such row (names the kind and the key)
     ├── ConflictError              the row exists already (names the kind and the key)
+    │   └── JobStillCrawlingError  a FAILED job's attempt still crawls, so it cannot be restarted yet
     ├── StaleEditionError          optimistic locking: somebody else changed the row since it was read
     ├── IllegalTransitionError     a job status change that the transition table forbids
     ├── StaleJobError              a job is no longer in the status or attempt a change expected
@@ -211,6 +212,21 @@ class ConflictError(HarvestSuiteError):
         super().__init__(f"{kind} {key!r} exists already" + (f": {detail}" if detail else ""))
         self.kind = kind
         self.key = key
+
+
+class JobStillCrawlingError(ConflictError):
+    """An operator's restart of a FAILED job whose controller still reports crawling its attempt: the job may
+    be restarted once that crawl stops, so the request conflicts with the harvesters' state, not with
+    itself."""
+
+    def __init__(self, job_id: int, controller_id: str, last_heartbeat: str, silence_timeout: int) -> None:
+        HarvestSuiteError.__init__(
+            self, f"job {job_id} cannot be restarted yet: its controller {controller_id} still reported crawling "
+                  f"it at {last_heartbeat} (less than {silence_timeout} s ago); stop that crawl or wait until the "
+                  f"controller reports it no more")
+        self.kind = "job"
+        self.key = job_id
+        self.controller_id = controller_id
 
 
 class StaleEditionError(HarvestSuiteError):

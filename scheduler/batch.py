@@ -16,10 +16,16 @@ leave with it what has to wait:
 Both kinds of publishes go to the transport together (``Transport.publish_many``): one handoff, and
 their confirms awaited side by side, not one after another.
 
-``transaction`` opens and finishes a batch; ``Batch.run_after_commit`` then publishes the answers, runs
-the steps it was given and says which messages' answers or steps failed. The handlers of
-scheduler.dispatch and scheduler.intake take a batch, and their public methods run a batch of one
-message, as before.
+``transaction`` opens and finishes a batch; it is the only way the scheduler's message handlers get a
+transaction, and where the database's errors become ours (DatabaseError, through
+harvestdef.repositories.base.database_errors), so the intake catches HarvestSuiteError only.
+``Batch.run_after_commit`` then publishes the answers, runs the steps it was given and says which
+messages' answers or steps failed. The handlers (scheduler.handlers has their table) take a batch,
+whether it carries one message or several.
+
+``finish`` removes the running-job monitor rows of the jobs that ended with a direct statement: those
+rows are the live figures of a running job, written by the intake (scheduler.intake) and shown by the
+web UI, never a definition or a job's state, and they have no repository.
 """
 
 from __future__ import annotations
@@ -29,7 +35,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, delete
 
@@ -38,14 +43,11 @@ from harvestdef.db.engine import write_transaction
 from harvestdef.messages import ClaimRequest, CrawlStatus, HarvesterReady
 from harvestdef.queues import Delivery, PublishFailures, QueueError, Transport
 from harvestdef.repositories.audit import AuditBatch
-from harvestdef.repositories.base import SYSTEM_ACTOR
+from harvestdef.repositories.base import SYSTEM_ACTOR, database_errors
 from harvestdef.repositories.history import HistoryBatch, HistoryWriter
 from harvestdef.repositories.jobs import JobRepository
 
 log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
-
 
 @dataclass
 class Batch:
@@ -130,7 +132,7 @@ class Batch:
 def transaction(engine: Engine, transport: Transport) -> Iterator[Batch]:
     """A batch in a write transaction, finished and committed when the block ends (rolled back if it raises).
     The caller runs ``run_after_commit`` afterwards."""
-    with write_transaction(engine) as conn:
+    with database_errors("recording messages of the scheduler's queues"), write_transaction(engine) as conn:
         batch = Batch(conn, transport)
         yield batch
         batch.finish()
@@ -161,13 +163,3 @@ def in_lock_order(decoded: list[tuple[Delivery, object, datetime]]
             work.append(((0, getattr(message, "controller_id", ""), 0, index), item))
     work.sort(key=lambda keyed: keyed[0])
     return [item for _, item in work], spare
-
-
-def run_one(engine: Engine, transport: Transport, handle: Callable[[Batch], _T]) -> _T:
-    """``handle`` in a batch of its own; the steps after the commit run, and the first failure is raised."""
-    with transaction(engine, transport) as batch:
-        result = handle(batch)
-    failed = batch.run_after_commit()
-    if failed:
-        raise next(iter(failed.values()))
-    return result

@@ -32,6 +32,10 @@ in the store is reused.
 
 This module decides neither when a harvest is ready (scheduler.tick) nor which job goes next
 (scheduler.dispatch).
+
+harvest_run_dedup_index is read and written here directly: the row is this module's own record of a
+build (its job set, its file, its failures), shared by the scheduler's processes, and no definition or
+job's state; the snapshot's isindexready goes through HarvestRepository.mark_index_ready.
 """
 
 from __future__ import annotations

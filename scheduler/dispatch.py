@@ -1,6 +1,6 @@
 """Dispatch and claims: how a NEW job reaches exactly one harvest controller (design.md §Queues).
 
-Releasing a job (``Dispatcher.on_ready``), for a ready message of an idle, registered controller:
+Releasing a job (``Dispatcher.ready``), for a ready message of an idle, registered controller:
 
 1. in one write transaction: the oldest NEW job of the first of the controller's channels that has one
    (selective channels first, as the controller lists them) gets a fresh attempt id and moves NEW ->
@@ -13,9 +13,10 @@ Releasing a job (``Dispatcher.on_ready``), for a ready message of an idle, regis
    dies after the confirm and before the commit leaves a message whose attempt the database never
    recorded: its claim is refused, and the job, still NEW, is released again.
 
-Claiming (``Dispatcher.on_claim``): the controller that took the message asks for its attempt before it
-crawls. The grant is a compare-and-set on jobs.controller (NULL -> the controller), so of two controllers
-holding copies of one message (a redelivery after a broker restart) exactly one gets it. The same
+Claiming (``Dispatcher.claim``): the controller that took the message asks for its attempt before it
+crawls. The grant is a compare-and-set on jobs.controller (NULL -> the controller,
+``JobRepository.grant_claim``, which audits it), so of two controllers holding copies of one message (a
+redelivery after a broker restart) exactly one gets it. The same
 controller asking again (it restarted, or it resumes a checkpointed crawl) gets it again while the job is
 SUBMITTED or STARTED with that attempt; a resubmitted, finished or re-dispatched job is never granted.
 
@@ -30,6 +31,10 @@ One idle controller releases one job: a ready message releases nothing while the
 controller's previous ready message still waits in the queue unclaimed, and ready messages older than
 readyMaxAge (sent before an outage) release nothing. A paused controller sends none (harvester issue),
 so queues never fill with jobs nobody takes.
+
+Direct statements, not a repository, for the controller's row: a ready message, the most frequent of
+all, is one statement on harvesters (checked and touched) and the release mark, built once below; the
+job's changes (NEW -> SUBMITTED, the grant) go through JobRepository.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, func, select, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
@@ -58,9 +63,9 @@ from harvestdef.messages import (
 )
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus
-from harvestdef.queues import QueueNames, Transport
+from harvestdef.queues import QueueNames
 from harvestdef.repositories.jobs import JobRepository
-from scheduler.batch import Batch, run_one
+from scheduler.batch import Batch
 from scheduler.dedupindex import HarvestRun, find_run_index, has_index_ready
 from scheduler.jobgen.building import fixed_harvest_info
 
@@ -155,20 +160,14 @@ def _may_go(conn: Connection, job: Job) -> bool:
 class Dispatcher:
     """Releases jobs for ready messages and answers claims."""
 
-    def __init__(self, engine: Engine, transport: Transport, names: QueueNames, options: DispatchOptions) -> None:
-        self.engine = engine
-        self.transport = transport
+    def __init__(self, names: QueueNames, options: DispatchOptions) -> None:
         self.names = names
         self.options = options
 
-    def on_ready(self, ready: HarvesterReady, sent_at: datetime, now: datetime | None = None) -> int | None:
-        """Release one job for an idle controller; returns its id, or None when nothing was released."""
-        return run_one(self.engine, self.transport, lambda batch: self.ready_in(batch, ready, sent_at, now))
-
-    def ready_in(self, batch: Batch, ready: HarvesterReady, sent_at: datetime, now: datetime | None = None
-                 ) -> int | None:
-        """``on_ready`` within ``batch``: the DoOneCrawl is published, confirmed, before the batch commits."""
-        now = now or utcnow()
+    def ready(self, batch: Batch, ready: HarvesterReady, sent_at: datetime) -> int | None:
+        """Release one job for an idle controller; returns its id, or None when nothing was released. The
+        DoOneCrawl is published, confirmed, before the batch commits."""
+        now = utcnow()
         if now - sent_at > timedelta(seconds=self.options.ready_max_age):
             log.info("ready message of %s sent at %s is older than %d s; ignored", ready.controller_id, sent_at,
                      self.options.ready_max_age)
@@ -231,15 +230,11 @@ class Dispatcher:
             j.c.channel == channel, j.c.status == int(JobStatus.SUBMITTED), j.c.controller.is_(None)))
         return waiting >= self.options.submitted_jobs_in_queue_limit
 
-    def on_claim(self, claim: ClaimRequest, now: datetime | None = None) -> ClaimAnswer:
+    def claim(self, batch: Batch, claim: ClaimRequest, sent_at: datetime) -> ClaimAnswer:
         """Grant the attempt to the asking controller if nobody else holds it; the answer is published to
-        the claim's reply queue after the commit (a lost answer makes the controller ask again, and the
-        same controller is granted again)."""
-        return run_one(self.engine, self.transport, lambda batch: self.claim_in(batch, claim, now))
-
-    def claim_in(self, batch: Batch, claim: ClaimRequest, now: datetime | None = None) -> ClaimAnswer:
-        """``on_claim`` within ``batch``: the answer goes out once the batch has committed."""
-        answer = self._decide_claim(batch, claim, now or utcnow())
+        the claim's reply queue after the batch has committed (a lost answer makes the controller ask
+        again, and the same controller is granted again)."""
+        answer = self._decide_claim(batch, claim, utcnow())
         batch.answer_after_commit(claim.reply_queue, encode(answer))
 
         def sent() -> None:
@@ -258,15 +253,12 @@ class Dispatcher:
                                granted=granted, reason=reason,
                                control_queue=self.names.controller(claim.controller_id) if granted else "")
 
-        conn = batch.conn
-        grant = {"b_job_id": claim.job_id, "b_attempt_id": claim.attempt_id, "b_cid": claim.controller_id,
-                 "b_now": now}
+        jobs = batch.jobs(claim.controller_id)
         # The usual claim, the first of a SUBMITTED job's attempt, is the compare-and-set alone; every
         # other case is read and decided below.
-        if conn.execute(_GRANT, grant).rowcount == 1:
-            self._audit_grant(batch, claim, now)
+        if jobs.grant_claim(claim.job_id, claim.attempt_id, claim.controller_id, now):
             return answer(True)
-        job = batch.jobs().find(claim.job_id, with_documents=False, for_update=True)
+        job = jobs.find(claim.job_id, with_documents=False, for_update=True)
         if job is None:
             return answer(False, f"there is no job {claim.job_id}")
         if job.attempt_id != claim.attempt_id:
@@ -282,22 +274,16 @@ class Dispatcher:
             return answer(True, "granted again to the same controller")
         if job.status != JobStatus.SUBMITTED:
             return answer(False, f"job {job.job_id} is {job.status} without a controller")
-        if conn.execute(_GRANT, grant).rowcount != 1:
+        if not jobs.grant_claim(job.job_id, claim.attempt_id, claim.controller_id, now):
             # another claim committed between our read and our update (PostgreSQL's row lock made us wait)
-            holder = conn.scalar(select(s.jobs.c.controller).where(s.jobs.c.job_id == job.job_id))
+            holder = jobs.get(job.job_id, with_documents=False).controller
             if holder == claim.controller_id:
                 return answer(True, "granted again to the same controller")
             return answer(False, f"job {job.job_id} attempt {job.attempt_id} is granted to {holder}")
-        self._audit_grant(batch, claim, now)
         return answer(True)
 
-    @staticmethod
-    def _audit_grant(batch: Batch, claim: ClaimRequest, now: datetime) -> None:
-        batch.audit.record(claim.controller_id, "jobs", claim.job_id, "update", {"controller": None},
-                           {"controller": claim.controller_id, "claimed_at": now.isoformat()})
 
-
-def _statements() -> tuple[Any, Any, Any, Any, Any]:
+def _statements() -> tuple[Any, Any, Any, Any]:
     """The dispatcher's statements, built once: a ready message or a claim costs their execution only."""
     h, j = s.harvesters, s.jobs
     # A ready message is the most frequent of all (every idle controller sends them): its controller's
@@ -316,10 +302,7 @@ def _statements() -> tuple[Any, Any, Any, Any, Any]:
                      .values(released_job_id=bindparam("b_job_id"), released_at=bindparam("b_now")))
     unclaimed = select(func.count()).where(j.c.job_id == bindparam("b_job_id"), j.c.status == int(JobStatus.SUBMITTED),
                                            j.c.controller.is_(None))
-    grant = (update(j).where(and_(j.c.job_id == bindparam("b_job_id"), j.c.attempt_id == bindparam("b_attempt_id"),
-                                  j.c.controller.is_(None), j.c.status == int(JobStatus.SUBMITTED)))
-             .values(controller=bindparam("b_cid"), claimed_at=bindparam("b_now"), edition=j.c.edition + 1))
-    return touch_ready, touch_ready_pg, mark_released, unclaimed, grant
+    return touch_ready, touch_ready_pg, mark_released, unclaimed
 
 
-_TOUCH_READY, _TOUCH_READY_PG, _MARK_RELEASED, _UNCLAIMED, _GRANT = _statements()
+_TOUCH_READY, _TOUCH_READY_PG, _MARK_RELEASED, _UNCLAIMED = _statements()

@@ -6,8 +6,9 @@ dispatched again or resubmitted) is stale and changes nothing either. A final st
 transaction, the job's status, errors and end date, its historyinfo rows and both summaries
 (harvestdef/repositories/history.py), and clears the job's running-job monitor rows.
 
-The handlers of the scheduler queue's messages write into a ``scheduler.batch.Batch``, the transaction
-of one message or of several taken together; what they answer or notify goes out after its commit.
+Each handler writes into a ``scheduler.batch.Batch``, the transaction of one message or of several taken
+together (scheduler.handlers has the table of handlers); what they answer or notify goes out after its
+commit.
 The usual STARTED and final status are one compare-and-set each (the attempt, its controller, the
 status it moves from); anything else is read under the job's row lock first and decided as below.
 
@@ -20,6 +21,12 @@ audited), and its historyinfo rows are written then, as for any DONE job. A job 
 reason, rejected or resubmitted meanwhile, keeps its status.
 
 Job events (checkpoints and resumes) are stored in job_events for the job page, once per event.
+
+Written here directly, not through a repository: the controllers' rows (harvesters: registrations and
+heartbeats), the running-job monitor (runningjobsmonitor, runningjobshistory, frontierreportmonitor) and
+dead_letters. They are what the harvesters last said, kept for supervision and the web UI, none of them
+a definition or a job's state, and none audited; a job's status, its history and its events go through
+their repositories (JobRepository, HistoryWriter, JobEventRepository).
 """
 
 from __future__ import annotations
@@ -28,13 +35,14 @@ import json
 import logging
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import upsert, write_transaction
+from harvestdef.db.engine import upsert
 from harvestdef.db.types import utcnow
 from harvestdef.errors import StaleJobError
 from harvestdef.messages import (
@@ -50,11 +58,10 @@ from harvestdef.messages import (
     encode,
 )
 from harvestdef.model.status import JobStatus, JobTransitionReason
-from harvestdef.queues import Transport
 from harvestdef.repositories.history import DomainFigures, JobFigures
 from harvestdef.repositories.jobevents import JobEventRepository
-from harvestdef.repositories.jobs import NOT_NULL, JobRepository, not_before
-from scheduler.batch import Batch, run_one
+from harvestdef.repositories.jobs import NOT_NULL, not_before
+from scheduler.batch import Batch
 from scheduler.notify import Notifier
 
 log = logging.getLogger(__name__)
@@ -87,13 +94,19 @@ def _final_values(message: CrawlStatus) -> dict[str, Any]:
 _HISTORY_COLUMNS = ("job_id", "harvest_id", "harvest_num", "forcemaxbytes", "forcemaxcount")
 
 
-class StatusIntake:
-    """Handlers for the messages of the scheduler's and the monitor's queues."""
+@dataclass(frozen=True)
+class DeadLetter:
+    """A message somebody dead-lettered, as the dead-letter queue holds it: where from, why, and its bytes."""
 
-    def __init__(self, engine: Engine, transport: Transport, notifier: Notifier, history_sample_rate: int = 300
-                 ) -> None:
-        self.engine = engine
-        self.transport = transport
+    queue: str
+    reason: str
+    body: bytes
+
+
+class StatusIntake:
+    """Handlers for the messages of the scheduler's and the monitor's queues, and for dead letters."""
+
+    def __init__(self, notifier: Notifier, history_sample_rate: int = 300) -> None:
         self.notifier = notifier
         self.history_sample_rate = timedelta(seconds=history_sample_rate)
         self._harvest_names: OrderedDict[int, str] = OrderedDict()
@@ -101,13 +114,9 @@ class StatusIntake:
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ job status
-    def on_crawl_status(self, message: CrawlStatus, now: datetime | None = None) -> bool:
+    def crawl_status(self, batch: Batch, message: CrawlStatus, sent_at: datetime) -> bool:
         """Record a STARTED, DONE or FAILED status; True if it changed the job."""
-        return run_one(self.engine, self.transport, lambda batch: self.crawl_status_in(batch, message, now))
-
-    def crawl_status_in(self, batch: Batch, message: CrawlStatus, now: datetime | None = None) -> bool:
-        """``on_crawl_status`` within ``batch``."""
-        now = now or utcnow()
+        now = utcnow()
         jobs = batch.jobs(message.controller_id)
         # The usual case first, decided by the compare-and-set alone: the status of the attempt granted to
         # this controller, with the job where that status moves it from. The dates are written never
@@ -221,29 +230,22 @@ class StatusIntake:
         batch.after_commit(ended)
 
     # ------------------------------------------------------------------ job events
-    def on_job_event(self, message: JobEvent, now: datetime | None = None) -> bool:
-        """Store a checkpoint or resume of a job's crawl; True if it was new."""
-        return run_one(self.engine, self.transport, lambda batch: self.job_event_in(batch, message, now))
-
-    def job_event_in(self, batch: Batch, message: JobEvent, now: datetime | None = None) -> bool:
-        """``on_job_event`` within ``batch``. An event of an unknown job is logged and dropped."""
-        if batch.conn.scalar(select(s.jobs.c.job_id).where(s.jobs.c.job_id == message.job_id)) is None:
+    def job_event(self, batch: Batch, message: JobEvent, sent_at: datetime) -> bool:
+        """Store a checkpoint or resume of a job's crawl; True if it was new. An event of an unknown job is
+        logged and dropped."""
+        if batch.jobs().find(message.job_id, with_documents=False) is None:
             log.warning("%s of unknown job %d ignored", message.kind, message.job_id)
             return False
         return JobEventRepository(batch.conn).record(
             job_id=message.job_id, attempt_id=message.attempt_id, controller_id=message.controller_id,
             kind=message.kind, checkpoint=message.checkpoint,
-            happened_at=datetime.fromisoformat(message.happened_at), received_at=now or utcnow())
+            happened_at=datetime.fromisoformat(message.happened_at), received_at=utcnow())
 
     # ------------------------------------------------------------------ harvesters
-    def on_registration(self, request: RegistrationRequest, now: datetime | None = None) -> RegistrationAnswer:
-        """Accept a controller for its channels, or refuse it naming every unknown channel."""
-        return run_one(self.engine, self.transport, lambda batch: self.registration_in(batch, request, now))
-
-    def registration_in(self, batch: Batch, request: RegistrationRequest, now: datetime | None = None
-                        ) -> RegistrationAnswer:
-        """``on_registration`` within ``batch``: the answer goes out once the batch has committed."""
-        now = now or utcnow()
+    def registration(self, batch: Batch, request: RegistrationRequest, sent_at: datetime) -> RegistrationAnswer:
+        """Accept a controller for its channels, or refuse it naming every unknown channel; the answer goes out
+        once the batch has committed."""
+        now = utcnow()
         wanted = [name.strip().upper() for name in request.channels if name.strip()]
         conn = batch.conn
         known = {row.name: row.issnapshot for row in conn.execute(
@@ -278,12 +280,8 @@ class StatusIntake:
         batch.after_commit(sent)
         return answer
 
-    def on_heartbeat(self, status: HarvesterStatus, sent_at: datetime, now: datetime | None = None) -> None:
+    def heartbeat(self, batch: Batch, status: HarvesterStatus, sent_at: datetime) -> None:
         """Keep the controller's latest heartbeat; a job it reports running again loses its interrupted mark."""
-        run_one(self.engine, self.transport, lambda batch: self.heartbeat_in(batch, status, sent_at))
-
-    def heartbeat_in(self, batch: Batch, status: HarvesterStatus, sent_at: datetime) -> None:
-        """``on_heartbeat`` within ``batch``."""
         h = s.harvesters
         values = {
             "host": status.host, "pid": status.pid, "version": status.version,
@@ -317,63 +315,64 @@ class StatusIntake:
                     self._harvest_names.popitem(last=False)
         return name
 
-    def on_progress(self, progress: CrawlProgress, sent_at: datetime) -> None:
+    def progress(self, batch: Batch, progress: CrawlProgress, sent_at: datetime) -> None:
         """runningjobsmonitor holds the newest figures of a running job; runningjobshistory a sample every
         historySampleRate seconds."""
-        with write_transaction(self.engine) as conn:
-            j = s.jobs
-            status = conn.execute(select(j.c.status, j.c.attempt_id).where(j.c.job_id == progress.job_id)).first()
-            if status is None or status.attempt_id != progress.attempt_id or status.status != JobStatus.STARTED:
-                return  # a finished or stale attempt's late progress
-            name = self._harvest_name(conn, progress.job_id)
-            if name is None:
-                return
-            row = {
-                "jobid": progress.job_id, "harvestname": name, "hosturl": _clip(progress.host_url, 300),
-                "progress": progress.progress, "queuedfilescount": progress.queued_files,
-                "totalqueuescount": progress.total_queues, "activequeuescount": progress.active_queues,
-                "retiredqueuescount": progress.retired_queues, "exhaustedqueuescount": progress.exhausted_queues,
-                "elapsedseconds": progress.elapsed_seconds, "alertscount": progress.alert_count,
-                "downloadedfilescount": progress.downloaded_files,
-                "currentprocessedkbpersec": progress.current_processed_kb_per_sec,
-                "processedkbpersec": progress.processed_kb_per_sec,
-                "currentprocesseddocspersec": int(progress.current_processed_docs_per_sec),
-                "processeddocspersec": int(progress.processed_docs_per_sec),
-                "activetoecount": progress.active_toe_count,
-                "status": CRAWL_PROGRESS_STATUSES.index(progress.status), "tstamp": sent_at}
-            upsert(conn, s.runningjobsmonitor, ["jobid", "harvestname"],
-                   [{**row, "totalbyteswritten": progress.total_bytes_written}])
-            last = self._last_sample.get(progress.job_id)
-            if last is None or sent_at - last >= self.history_sample_rate:
-                upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], [row])
-                self._last_sample[progress.job_id] = sent_at
+        conn = batch.conn
+        j = s.jobs
+        status = conn.execute(select(j.c.status, j.c.attempt_id).where(j.c.job_id == progress.job_id)).first()
+        if status is None or status.attempt_id != progress.attempt_id or status.status != JobStatus.STARTED:
+            return  # a finished or stale attempt's late progress
+        name = self._harvest_name(conn, progress.job_id)
+        if name is None:
+            return
+        row = {
+            "jobid": progress.job_id, "harvestname": name, "hosturl": _clip(progress.host_url, 300),
+            "progress": progress.progress, "queuedfilescount": progress.queued_files,
+            "totalqueuescount": progress.total_queues, "activequeuescount": progress.active_queues,
+            "retiredqueuescount": progress.retired_queues, "exhaustedqueuescount": progress.exhausted_queues,
+            "elapsedseconds": progress.elapsed_seconds, "alertscount": progress.alert_count,
+            "downloadedfilescount": progress.downloaded_files,
+            "currentprocessedkbpersec": progress.current_processed_kb_per_sec,
+            "processedkbpersec": progress.processed_kb_per_sec,
+            "currentprocesseddocspersec": int(progress.current_processed_docs_per_sec),
+            "processeddocspersec": int(progress.processed_docs_per_sec),
+            "activetoecount": progress.active_toe_count,
+            "status": CRAWL_PROGRESS_STATUSES.index(progress.status), "tstamp": sent_at}
+        upsert(conn, s.runningjobsmonitor, ["jobid", "harvestname"],
+               [{**row, "totalbyteswritten": progress.total_bytes_written}])
+        last = self._last_sample.get(progress.job_id)
+        if last is None or sent_at - last >= self.history_sample_rate:
+            upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], [row])
+            self._last_sample[progress.job_id] = sent_at
 
-    def on_frontier_report(self, report: FrontierReport, sent_at: datetime) -> None:
+    def frontier_report(self, batch: Batch, report: FrontierReport, sent_at: datetime) -> None:
         """The newest frontier report of a running job and filter replaces the previous one."""
         f = s.frontierreportmonitor
-        with write_transaction(self.engine) as conn:
-            attempt = conn.scalar(select(s.jobs.c.attempt_id).where(s.jobs.c.job_id == report.job_id))
-            if attempt != report.attempt_id:
-                return
-            conn.execute(delete(f).where(f.c.jobid == report.job_id, f.c.filterid == report.filter_id))
-            rows = [{
-                "jobid": report.job_id, "filterid": report.filter_id, "tstamp": sent_at,
-                "domainname": _clip(line.domain_name, 300), "currentsize": line.current_size,
-                "totalenqueues": line.total_enqueues, "sessionbalance": line.session_balance,
-                "lastcost": line.last_cost, "averagecost": line.average_cost,
-                "lastdequeuetime": _clip(line.last_dequeue_time, 100), "waketime": _clip(line.wake_time, 100),
-                "totalspend": line.total_spend, "totalbudget": line.total_budget, "errorcount": line.error_count,
-                "lastpeekuri": _clip(line.last_peek_uri, 1000), "lastqueueduri": _clip(line.last_queued_uri, 1000),
-            } for line in {line.domain_name: line for line in report.lines}.values()]
-            if rows:
-                conn.execute(insert(f), rows)
+        conn = batch.conn
+        attempt = conn.scalar(select(s.jobs.c.attempt_id).where(s.jobs.c.job_id == report.job_id))
+        if attempt != report.attempt_id:
+            return
+        conn.execute(delete(f).where(f.c.jobid == report.job_id, f.c.filterid == report.filter_id))
+        rows = [{
+            "jobid": report.job_id, "filterid": report.filter_id, "tstamp": sent_at,
+            "domainname": _clip(line.domain_name, 300), "currentsize": line.current_size,
+            "totalenqueues": line.total_enqueues, "sessionbalance": line.session_balance,
+            "lastcost": line.last_cost, "averagecost": line.average_cost,
+            "lastdequeuetime": _clip(line.last_dequeue_time, 100), "waketime": _clip(line.wake_time, 100),
+            "totalspend": line.total_spend, "totalbudget": line.total_budget, "errorcount": line.error_count,
+            "lastpeekuri": _clip(line.last_peek_uri, 1000), "lastqueueduri": _clip(line.last_queued_uri, 1000),
+        } for line in {line.domain_name: line for line in report.lines}.values()]
+        if rows:
+            conn.execute(insert(f), rows)
 
     # ------------------------------------------------------------------ dead letters
-    def on_dead_letter(self, queue: str, reason: str, body: bytes, now: datetime | None = None) -> int | None:
+    def dead_letter(self, batch: Batch, letter: DeadLetter, sent_at: datetime) -> int | None:
         """Keep a dead letter for the UI; a dead-lettered DoOneCrawl fails its job, which no controller
         will crawl. Returns the job id it failed, if any."""
-        now = now or utcnow()
-        text = body.decode("utf-8", errors="replace")
+        now = utcnow()
+        queue, reason = letter.queue, letter.reason
+        text = letter.body.decode("utf-8", errors="replace")
         job_id = attempt_id = None
         kind = ""
         try:
@@ -387,21 +386,24 @@ class StatusIntake:
         if not isinstance(job_id, int) or isinstance(job_id, bool):
             job_id = None
         failed = None
-        with write_transaction(self.engine) as conn:
-            conn.execute(insert(s.dead_letters).values(received_at=now, queue=_clip(queue, 300),
-                                                       reason=_clip(reason, 2000), job_id=job_id, body=text))
-            if kind == "DoOneCrawl" and job_id is not None and isinstance(attempt_id, str):
-                try:
-                    JobRepository(conn).change_status(
-                        job_id, JobStatus.SUBMITTED, JobStatus.FAILED, attempt_id=attempt_id,
-                        values={"enddate": now, "harvest_errors": "DoOneCrawl message dead-lettered",
-                                "harvest_error_details": _clip(f"the message was dead-lettered from {queue}: "
-                                                               f"{reason}", 10000)})
-                    failed = job_id
-                except StaleJobError as exc:
-                    log.info("dead-lettered DoOneCrawl of job %s changes nothing: %s", job_id, exc)
-        log.error("dead letter from %s: %s", queue, reason)
-        if failed is not None:
-            self.notifier.notify(f"Job {failed} failed", f"The DoOneCrawl message of job {failed} was "
-                                                         f"dead-lettered from {queue}: {reason}")
+        batch.conn.execute(insert(s.dead_letters).values(received_at=now, queue=_clip(queue, 300),
+                                                         reason=_clip(reason, 2000), job_id=job_id, body=text))
+        if kind == "DoOneCrawl" and job_id is not None and isinstance(attempt_id, str):
+            try:
+                batch.jobs().change_status(
+                    job_id, JobStatus.SUBMITTED, JobStatus.FAILED, attempt_id=attempt_id,
+                    values={"enddate": now, "harvest_errors": "DoOneCrawl message dead-lettered",
+                            "harvest_error_details": _clip(f"the message was dead-lettered from {queue}: "
+                                                           f"{reason}", 10000)})
+                failed = job_id
+            except StaleJobError as exc:
+                log.info("dead-lettered DoOneCrawl of job %s changes nothing: %s", job_id, exc)
+
+        def kept() -> None:
+            log.error("dead letter from %s: %s", queue, reason)
+            if failed is not None:
+                self.notifier.notify(f"Job {failed} failed", f"The DoOneCrawl message of job {failed} was "
+                                                             f"dead-lettered from {queue}: {reason}")
+
+        batch.after_commit(kept)
         return failed

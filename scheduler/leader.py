@@ -10,6 +10,11 @@ leaderLeaseTime; a second scheduler takes the row over once the lease has run ou
 
 A waiting scheduler calls ``try_acquire`` now and then (``SchedulerService`` does so every few seconds),
 so it takes over within a minute of the first one's death.
+
+The lock is the database's own locking, not a definition or a job's state: this module takes it with
+direct statements (the advisory lock's functions, the scheduler_lock row), unaudited, and no repository
+holds it. Their errors become DatabaseError in ``database_errors``, which is what this module catches:
+a database that cannot be asked means "not the leader", never a crash.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ import uuid
 from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, delete, insert, select, text, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql, write_transaction
 from harvestdef.db.types import utcnow
+from harvestdef.errors import DatabaseError
+from harvestdef.repositories.base import database_errors
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +60,9 @@ class LeaderLock:
         if self._held:
             return self.renew()
         try:
-            self._held = self._acquire_postgresql() if is_postgresql(self.engine) else self._acquire_sqlite()
-        except SQLAlchemyError as exc:
+            with database_errors("taking the scheduler lock"):
+                self._held = self._acquire_postgresql() if is_postgresql(self.engine) else self._acquire_sqlite()
+        except DatabaseError as exc:
             log.warning("could not try the scheduler lock: %s", exc)
             self._close_connection()
             self._held = False
@@ -68,16 +75,17 @@ class LeaderLock:
         if not self._held:
             return False
         try:
-            if is_postgresql(self.engine):
-                assert self._connection is not None
-                self._connection.execute(text("SELECT 1"))
-                return True
-            now = utcnow()
-            with write_transaction(self.engine) as conn:
-                renewed = conn.execute(update(s.scheduler_lock).where(
-                    s.scheduler_lock.c.name == _ROW, s.scheduler_lock.c.holder == self.holder)
-                    .values(expires_at=now + self.lease)).rowcount == 1
-        except SQLAlchemyError as exc:
+            with database_errors("renewing the scheduler lock"):
+                if is_postgresql(self.engine):
+                    assert self._connection is not None
+                    self._connection.execute(text("SELECT 1"))
+                    return True
+                now = utcnow()
+                with write_transaction(self.engine) as conn:
+                    renewed = conn.execute(update(s.scheduler_lock).where(
+                        s.scheduler_lock.c.name == _ROW, s.scheduler_lock.c.holder == self.holder)
+                        .values(expires_at=now + self.lease)).rowcount == 1
+        except DatabaseError as exc:
             log.error("scheduler %s lost its lock: %s", self.holder, exc)
             renewed = False
         if not renewed:
@@ -91,14 +99,15 @@ class LeaderLock:
             return
         self._held = False
         try:
-            if is_postgresql(self.engine):
-                if self._connection is not None:
-                    self._connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _ADVISORY_KEY})
-            else:
-                with write_transaction(self.engine) as conn:
-                    conn.execute(delete(s.scheduler_lock).where(s.scheduler_lock.c.name == _ROW,
-                                                                s.scheduler_lock.c.holder == self.holder))
-        except SQLAlchemyError as exc:
+            with database_errors("releasing the scheduler lock"):
+                if is_postgresql(self.engine):
+                    if self._connection is not None:
+                        self._connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _ADVISORY_KEY})
+                else:
+                    with write_transaction(self.engine) as conn:
+                        conn.execute(delete(s.scheduler_lock).where(s.scheduler_lock.c.name == _ROW,
+                                                                    s.scheduler_lock.c.holder == self.holder))
+        except DatabaseError as exc:
             log.warning("releasing the scheduler lock: %s", exc)
         finally:
             self._close_connection()
@@ -131,12 +140,10 @@ class LeaderLock:
         with write_transaction(self.engine) as conn:
             row = conn.execute(select(lock).where(lock.c.name == _ROW)).first()
             if row is None:
-                try:
-                    conn.execute(insert(lock).values(name=_ROW, holder=self.holder, acquired_at=now,
-                                                     expires_at=now + self.lease))
-                except IntegrityError:
-                    return False
-                return True
+                # BEGIN IMMEDIATE holds the write lock since the read, so nobody inserted meanwhile; OR IGNORE
+                # makes sure a row that is there anyway means "not ours", not an error
+                return conn.execute(insert(lock).prefix_with("OR IGNORE").values(
+                    name=_ROW, holder=self.holder, acquired_at=now, expires_at=now + self.lease)).rowcount == 1
             if row.holder != self.holder and row.expires_at > now:
                 return False
             if row.holder != self.holder:
@@ -147,6 +154,6 @@ class LeaderLock:
 
     def _close_connection(self) -> None:
         if self._connection is not None:
-            with contextlib.suppress(SQLAlchemyError):
+            with contextlib.suppress(DatabaseError), database_errors("closing the scheduler lock's connection"):
                 self._connection.close()
             self._connection = None

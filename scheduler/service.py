@@ -12,14 +12,19 @@ A message is acknowledged only after the transaction that recorded it has commit
 dies in between sees it again (every handler is idempotent). One that cannot be decoded, or whose major
 schema version is not ours, is dead-lettered with the reason and the intake goes on.
 
+Messages are handled in batches (``handle_batch``) by the handlers of scheduler.handlers, whose table
+says which handler takes which message type; a single message is a batch of one, the same code path.
 An intake thread of the scheduler queue takes the messages that wait for it (up to ``intake_batch``)
 and records them in one transaction (scheduler.batch): one commit, one INSERT of audit rows and one
 update of each run summary for all of them, and a controller's ready messages taken together count as
 its newest one (one idle controller releases one job whichever it is). The transaction takes its row
 locks in one order: the controllers' rows (ready messages, heartbeats, registrations, by controller)
 before the jobs' (claims and statuses, by job, a job's messages in the order they came), the summaries
-last. If anything in it fails, it is rolled back and each message is handled again on its own, as if it
-had come alone; a message whose answer could not be sent after the commit is returned to its queue.
+last. If anything in a batch of several fails, it is rolled back and each message is handled again as a
+batch of its own, as if it had come alone; a single message that fails is returned to its queue for a
+later try, and so is a message whose answer could not be sent after the commit. The database's errors
+reach this module as DatabaseError (scheduler.batch.transaction translates them), so it catches our
+errors only.
 
 The tick's deduplication indexes are built on threads of the ticker's index builder
 (scheduler.dedupindex), beside the tick and never in it; only the leading scheduler builds, so only its
@@ -45,8 +50,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
 
+from harvestdef.db.types import utcnow
 from harvestdef.errors import HarvestSuiteError, QueueError, StaleJobError
 from harvestdef.messages import (
     ClaimRequest,
@@ -62,10 +67,11 @@ from harvestdef.messages import (
 )
 from harvestdef.queues import Delivery, QueueNames, Transport
 from harvestdef.settings import Settings
-from scheduler.batch import Batch, in_lock_order, transaction
+from scheduler.batch import in_lock_order
 from scheduler.dedupindex import DedupIndexBuilder
 from scheduler.dispatch import Dispatcher, DispatchOptions
-from scheduler.intake import StatusIntake
+from scheduler.handlers import MessageHandlers
+from scheduler.intake import DeadLetter, StatusIntake
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.leader import LeaderLock
 from scheduler.notify import Notifier
@@ -97,13 +103,12 @@ class ServiceOptions:
 
 class SchedulerService:
     def __init__(self, engine: Engine, transport: Transport, names: QueueNames, ticker: Ticker,
-                 dispatcher: Dispatcher, intake: StatusIntake, options: ServiceOptions) -> None:
+                 handlers: MessageHandlers, options: ServiceOptions) -> None:
         self.engine = engine
         self.transport = transport
         self.names = names
         self.ticker = ticker
-        self.dispatcher = dispatcher
-        self.intake = intake
+        self.handlers = handlers
         self.options = options
         self.leader = LeaderLock(engine, options.leader_lease)
         self.handled = 0
@@ -123,95 +128,67 @@ class SchedulerService:
             claim_grace_time=sched.claimGraceTime,
             postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel), notifier,
             indexer=indexer, transport=transport, names=names)
-        dispatcher = Dispatcher(engine, transport, names, DispatchOptions(
+        dispatcher = Dispatcher(names, DispatchOptions(
             ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,
             limit_submitted_jobs_in_queue=sched.limitSubmittedJobsInQueue,
             submitted_jobs_in_queue_limit=sched.submittedJobsInQueueLimit))
-        intake = StatusIntake(engine, transport, notifier, sched.historySampleRate)
-        service = cls(engine, transport, names, ticker, dispatcher, intake, ServiceOptions.from_settings(settings))
+        intake = StatusIntake(notifier, sched.historySampleRate)
+        service = cls(engine, transport, names, ticker, MessageHandlers(engine, transport, dispatcher, intake),
+                      ServiceOptions.from_settings(settings))
         service.settings = settings
         return service
 
-    # ------------------------------------------------------------------ one message
-    def handle(self, delivery: Delivery) -> None:
-        """Decode, carry out and acknowledge one message; a bad one is dead-lettered, never raised."""
+    # ------------------------------------------------------------------ messages
+    def _decode(self, delivery: Delivery) -> tuple[Delivery, object, datetime] | None:
+        """The delivery's message and when it was sent; None when it could not be decoded, in which case it
+        has been dead-lettered saying why (or, if even that failed, returned to its queue)."""
         if delivery.queue == self.names.dead_letter:
-            self.intake.on_dead_letter(delivery.headers.get("x-original-queue", "?"),
-                                       delivery.headers.get("x-reason", "no reason given"), delivery.body)
-            self.transport.ack(delivery)
-            return
+            return delivery, DeadLetter(delivery.headers.get("x-original-queue", "?"),
+                                        delivery.headers.get("x-reason", "no reason given"), delivery.body), utcnow()
         expected = _MONITOR_MESSAGES if delivery.queue == self.names.monitor else _SCHEDULER_MESSAGES
         try:
             message, sent_at = decode_with_time(delivery.body, expected)
         except MessageError as exc:
             log.error("message on %s dead-lettered: %s", delivery.queue, exc)
-            self.transport.dead_letter(delivery, str(exc))
-            return
-        self._carry_out(message, sent_at)
-        self.transport.ack(delivery)
-        self.handled += 1
-
-    def _carry_out(self, message: object, sent_at: datetime) -> None:
-        if isinstance(message, HarvesterReady):
-            self.dispatcher.on_ready(message, sent_at)
-        elif isinstance(message, ClaimRequest):
-            self.dispatcher.on_claim(message)
-        elif isinstance(message, CrawlStatus):
-            self.intake.on_crawl_status(message)
-        elif isinstance(message, HarvesterStatus):
-            self.intake.on_heartbeat(message, sent_at)
-        elif isinstance(message, RegistrationRequest):
-            self.intake.on_registration(message)
-        elif isinstance(message, JobEvent):
-            self.intake.on_job_event(message)
-        elif isinstance(message, CrawlProgress):
-            self.intake.on_progress(message, sent_at)
-        elif isinstance(message, FrontierReport):
-            self.intake.on_frontier_report(message, sent_at)
-
-    def _carry_out_in(self, batch: Batch, message: object, sent_at: datetime) -> None:
-        if isinstance(message, HarvesterReady):
-            self.dispatcher.ready_in(batch, message, sent_at)
-        elif isinstance(message, ClaimRequest):
-            self.dispatcher.claim_in(batch, message)
-        elif isinstance(message, CrawlStatus):
-            self.intake.crawl_status_in(batch, message)
-        elif isinstance(message, HarvesterStatus):
-            self.intake.heartbeat_in(batch, message, sent_at)
-        elif isinstance(message, RegistrationRequest):
-            self.intake.registration_in(batch, message)
-        elif isinstance(message, JobEvent):
-            self.intake.job_event_in(batch, message)
-
-    # ------------------------------------------------------------------ several messages
-    def handle_batch(self, deliveries: list[Delivery]) -> None:
-        """Decode, carry out and acknowledge messages of the scheduler queue in one transaction; falls back
-        to ``_handle_guarded`` for each of them if the transaction fails. Never raises."""
-        decoded: list[tuple[Delivery, object, datetime]] = []
-        for delivery in deliveries:
             try:
-                message, sent_at = decode_with_time(delivery.body, _SCHEDULER_MESSAGES)
-            except MessageError:
-                self._handle_guarded(delivery)  # dead-letters it, saying why
-                continue
-            decoded.append((delivery, message, sent_at))
-        if len(decoded) <= 1:
-            for delivery, _, _ in decoded:
-                self._handle_guarded(delivery)
+                self.transport.dead_letter(delivery, str(exc))
+            except QueueError as failure:
+                log.error("message on %s could not be dead-lettered now, returned to its queue: %s",
+                          delivery.queue, failure)
+                with contextlib.suppress(QueueError):
+                    self.transport.nack(delivery, requeue=True)
+            return None
+        return delivery, message, sent_at
+
+    def handle_batch(self, deliveries: list[Delivery]) -> None:
+        """Decode, carry out and acknowledge messages of one queue in one transaction; one message is a batch
+        of one. If a batch of several fails, each message is handled again as a batch of its own; a single
+        message that fails is returned to its queue for a later try. Never raises."""
+        decoded = [item for item in map(self._decode, deliveries) if item is not None]
+        if not decoded:
             return
         work, spare = in_lock_order(decoded)
         try:
-            with transaction(self.engine, self.transport) as batch:
-                for index, (_, message, sent_at) in enumerate(work):
-                    batch.message = index
-                    self._carry_out_in(batch, message, sent_at)
-        except (HarvestSuiteError, SQLAlchemyError, OSError) as exc:
-            log.info("%d messages of %s could not be recorded together (%s); one by one instead", len(decoded),
-                     self.names.scheduler, exc)
-            for delivery, _, _ in decoded:
-                self._handle_guarded(delivery)
+            _, failed = self.handlers.carry_out([(message, sent_at) for _, message, sent_at in work])
+        except (HarvestSuiteError, OSError) as exc:
+            if len(decoded) > 1:
+                log.info("%d messages of %s could not be recorded together (%s); one by one instead",
+                         len(decoded), decoded[0][0].queue, exc)
+                for delivery, _, _ in decoded:
+                    self.handle_batch([delivery])
+                return
+            (delivery, _, _), = decoded
+            if isinstance(exc, StaleJobError):
+                # another handler changed the job meanwhile: a second look sees its new state
+                log.info("message on %s raced another change of its job, returned to its queue: %s",
+                         delivery.queue, exc)
+            else:
+                log.error("message on %s could not be handled now, returned to its queue: %s", delivery.queue, exc)
+            with contextlib.suppress(QueueError):
+                self.transport.nack(delivery, requeue=True)
+            if not isinstance(exc, StaleJobError):
+                time.sleep(0.5)  # the database or broker is failing: do not spin on the same message
             return
-        failed = batch.run_after_commit()
         handled = list(spare)
         for index, (delivery, _, _) in enumerate(work):
             if index in failed:
@@ -224,25 +201,13 @@ class SchedulerService:
         # The batch's acknowledgements together: one handoff to the transport, and on RabbitMQ a single
         # multiple-ack when this thread holds every message up to the last of them.
         try:
-            self.transport.ack_many(handled)
+            if len(handled) == 1:
+                self.transport.ack(handled[0])
+            elif handled:
+                self.transport.ack_many(handled)
         except QueueError as exc:  # recorded already: a redelivery is a repeat, which changes nothing
-            log.warning("acknowledging messages of %s: %s", self.names.scheduler, exc)
+            log.warning("acknowledging messages of %s: %s", decoded[0][0].queue, exc)
         self.handled += len(decoded)
-
-    def _handle_guarded(self, delivery: Delivery) -> None:
-        """``handle``, where a failure to carry a message out leaves it unacknowledged for a later try."""
-        try:
-            self.handle(delivery)
-        except StaleJobError as exc:
-            # another handler changed the job meanwhile: a second look sees its new state
-            log.info("message on %s raced another change of its job, returned to its queue: %s", delivery.queue, exc)
-            with contextlib.suppress(QueueError):
-                self.transport.nack(delivery, requeue=True)
-        except (HarvestSuiteError, SQLAlchemyError, OSError) as exc:
-            log.error("message on %s could not be handled now, returned to its queue: %s", delivery.queue, exc)
-            with contextlib.suppress(QueueError):
-                self.transport.nack(delivery, requeue=True)
-            time.sleep(0.5)  # the database or broker is failing: do not spin on the same message
 
     # ------------------------------------------------------------------ draining and ticking
     def drain(self, max_messages: int | None = None) -> int:
@@ -253,7 +218,7 @@ class SchedulerService:
                 delivery = self.transport.get(queue)
                 if delivery is None:
                     break
-                self._handle_guarded(delivery)
+                self.handle_batch([delivery])
                 count += 1
         return count
 
@@ -290,10 +255,8 @@ class SchedulerService:
                 if not deliveries:
                     stop.wait(1.0)
                     continue
-            if batched:
+            if deliveries:
                 self.handle_batch(deliveries)
-            elif deliveries:
-                self._handle_guarded(deliveries[0])
 
     def run(self, stop: threading.Event, on_leader: Callable[[], None] | None = None) -> None:
         """Wait for leadership, then tick and take messages until ``stop`` is set or leadership is lost."""

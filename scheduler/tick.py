@@ -31,6 +31,11 @@ for one, it only asks for builds and reads their outcomes from harvest_run_dedup
 
 Why each harvest waits, was generated or was deactivated is kept in harvest_state for the UI and API,
 written only when it changes.
+
+The tick reads harvests and jobs directly for readiness and supervision (a few queries over every
+active harvest and running job, each shaped for its question) and writes harvest_state, the scheduler's
+own note for the UI; every change of a job or a definition goes through JobRepository or
+HarvestRepository, audited.
 """
 
 from __future__ import annotations
@@ -49,7 +54,6 @@ from harvestdef.errors import JobGenerationError, QueueError, StaleJobError, Val
 from harvestdef.model.definitions import RunOutlook
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
-from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.schedules import scheduler_zone
@@ -315,9 +319,7 @@ class Ticker:
                         if note is not None:
                             self._wait(conn, harvest_id, name, note, now, report)
                             continue
-                    conn.execute(update(full).where(full.c.harvest_id == harvest_id).values(isindexready=True))
-                    record_audit(conn, SYSTEM_ACTOR, "fullharvests", harvest_id, "update",
-                                 {"isindexready": False}, {"isindexready": True})
+                    HarvestRepository(conn).mark_index_ready(harvest_id)
                 ready.append((harvest_id, name))
         return ready
 

@@ -71,6 +71,17 @@ def update_with_edition(conn: Connection, actor: str, table: Table, key_column: 
 
 
 @contextmanager
+def database_errors(what: str) -> Iterator[None]:
+    """Any SQLAlchemy error inside becomes DatabaseError naming ``what``, its cause chained: the boundary of
+    code that opens its own transactions around the repositories (the scheduler's), so that code catches
+    our errors only."""
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        raise DatabaseError(f"{what}: {exc}") from exc
+
+
+@contextmanager
 def translate_errors(kind: str, key: object) -> Iterator[None]:
     """Turn SQLAlchemy errors into ours: a unique-key violation becomes ConflictError."""
     try:

@@ -12,7 +12,10 @@ created, and each domain gets a configuration and a seed list named
 domain has that name already), which is added to the harvest.
 
 Schedules belong to harvestdef.schedules; this module refers to them only by id and name, reading the
-schedules table directly. Readiness, job generation and run numbers (numevents) belong to the scheduler.
+schedules table directly. Readiness, job generation and run numbers (numevents) are the scheduler's to
+decide; what it changes of a definition is written here, audited like any change: a run recorded
+(``record_run``), the deactivation after a failed run (``deactivate`` without an edition), a snapshot
+step's deduplication index ready (``mark_index_ready``).
 """
 
 from __future__ import annotations
@@ -314,8 +317,49 @@ class HarvestRepository:
             self._check_previous_complete(current)
         return self._update(name, expected_edition, {"isactive": True})
 
-    def deactivate(self, name: str, expected_edition: int) -> HarvestDefinition:
-        return self._update(name, expected_edition, {"isactive": False})
+    def deactivate(self, harvest: str | int, expected_edition: int | None = None) -> HarvestDefinition:
+        """Deactivate the harvest (by name or id) at ``expected_edition``; without one, whatever edition it is
+        at: the scheduler's deactivation after a failed run (reference §2.1), decided on what it has just
+        read, not on an editor's form."""
+        if expected_edition is not None:
+            name = harvest if isinstance(harvest, str) else self.get_by_id(harvest).name
+            return self._update(name, expected_edition, {"isactive": False})
+        harvest_id = harvest if isinstance(harvest, int) else self.get(harvest).harvest_id
+        self._update_by_id(harvest_id, {"isactive": False})
+        return self.get_by_id(harvest_id)
+
+    # ------------------------------------------------------------ the scheduler's changes
+    def _update_by_id(self, harvest_id: int, values: dict[str, Any]) -> None:
+        """Update the definition's row at whatever edition it is (the scheduler acts on what it has just read
+        under its own lock, not on an editor's form), moving the edition on and auditing the change."""
+        hd = s.harvestdefinitions
+        before = fetch_row(self.conn, hd, "harvest_id", harvest_id)
+        if before is None:
+            raise NotFoundError("harvest definition", harvest_id)
+        self.conn.execute(update(hd).where(hd.c.harvest_id == harvest_id).values(**values, edition=hd.c.edition + 1))
+        record_audit(self.conn, self.actor, hd.name, harvest_id, "update", before,
+                     fetch_row(self.conn, hd, "harvest_id", harvest_id))
+
+    def record_run(self, harvest_id: int, harvest_num: int, next_date: datetime | None = UNCHANGED) -> None:
+        """A run's jobs were generated: numevents becomes ``harvest_num``, and a selective or event harvest's
+        nextdate becomes ``next_date`` (None: no more runs). One audit row holds both, the next date
+        in the harvest definition's ``after``, as the run's jobs are not audited one by one."""
+        hd = s.harvestdefinitions
+        before = fetch_row(self.conn, hd, "harvest_id", harvest_id)
+        if before is None:
+            raise NotFoundError("harvest definition", harvest_id)
+        self.conn.execute(update(hd).where(hd.c.harvest_id == harvest_id)
+                          .values(numevents=harvest_num, edition=hd.c.edition + 1))
+        after = fetch_row(self.conn, hd, "harvest_id", harvest_id)
+        if next_date is not UNCHANGED:
+            self.conn.execute(update(s.partialharvests).where(s.partialharvests.c.harvest_id == harvest_id)
+                              .values(nextdate=next_date))
+            after = {**(after or {}), "nextdate": next_date}
+        record_audit(self.conn, self.actor, hd.name, harvest_id, "update", before, after)
+
+    def mark_index_ready(self, harvest_id: int) -> None:
+        """The snapshot step's deduplication index is built (or none is needed): isindexready, audited."""
+        self._update_detail(harvest_id, s.fullharvests, {"isindexready": True})
 
     def _check_previous_complete(self, harvest: SnapshotHarvest) -> None:
         previous = self.get_by_id(harvest.previoushd or 0)

@@ -29,11 +29,12 @@ from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, func, in
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
-from harvestdef.errors import NotFoundError, StaleJobError, ValidationError
+from harvestdef.errors import JobStillCrawlingError, NotFoundError, StaleJobError, ValidationError
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, JobTransitionReason, check_job_transition
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
+from harvestdef.times import utc_text
 
 _DOCUMENT_COLUMNS = ("orderxmldoc", "seedlist")
 _LIST_COLUMNS = [c for c in s.jobs.c if c.name not in _DOCUMENT_COLUMNS]
@@ -135,6 +136,14 @@ def _status_update(key: tuple[Any, ...]) -> Any:
     _status_updates[key] = statement
     return statement
 
+
+# The grant of a claim: the attempt goes to the asking controller only while nobody holds it (scheduler.dispatch).
+_GRANT = (update(s.jobs).where(s.jobs.c.job_id == bindparam("b_job_id"),
+                               s.jobs.c.attempt_id == bindparam("b_attempt_id"),
+                               s.jobs.c.controller.is_(None), s.jobs.c.status == int(JobStatus.SUBMITTED))
+          .values(controller=bindparam("b_cid"), claimed_at=bindparam("b_now"), edition=s.jobs.c.edition + 1))
+_WRITE_DOCUMENTS = (update(s.jobs).where(s.jobs.c.job_id == bindparam("b_job_id"))
+                    .values(seedlist=bindparam("b_seedlist"), orderxmldoc=bindparam("b_orderxmldoc")))
 
 _OLDEST_NEW = (select(s.jobs).where(s.jobs.c.status == int(JobStatus.NEW), s.jobs.c.channel == bindparam("channel"))
                .order_by(s.jobs.c.job_id).limit(1))
@@ -242,6 +251,25 @@ class JobRepository:
                 self._record(row["job_id"], "insert", None,
                              {k: v for k, v in row.items() if k not in _DOCUMENT_COLUMNS})
 
+    def write_documents(self, documents: Sequence[tuple[int, str, str]]) -> None:
+        """Fill the seed list and the crawl template of NEW jobs just inserted: (job id, seeds, template), in
+        one executemany. Not audited, as the jobs' insertion is not: the run's own audit row on the harvest
+        definition records it (scheduler.jobgen)."""
+        if documents:
+            self.conn.execute(_WRITE_DOCUMENTS, [{"b_job_id": job_id, "b_seedlist": seeds, "b_orderxmldoc": template}
+                                                 for job_id, seeds, template in documents])
+
+    def grant_claim(self, job_id: int, attempt_id: str, controller_id: str, now: datetime) -> bool:
+        """Grant the job's attempt to ``controller_id`` if the job is SUBMITTED with that attempt and nobody
+        holds it: a compare-and-set on jobs.controller (NULL -> the controller), so of two controllers
+        asking for one attempt exactly one is granted. True if this call granted it (audited); False
+        changes nothing, and the caller reads the job to say why."""
+        granted = self.conn.execute(_GRANT, {"b_job_id": job_id, "b_attempt_id": attempt_id, "b_cid": controller_id,
+                                             "b_now": now}).rowcount == 1
+        if granted:
+            self._record(job_id, "update", {"controller": None}, {"controller": controller_id, "claimed_at": now})
+        return granted
+
     def change_status(self, job_id: int, from_status: JobStatus, to_status: JobStatus, *,
                       attempt_id: str | None, values: Mapping[str, Any] | None = None,
                       where: Mapping[str, Any] | None = None, returning: Sequence[str] = (),
@@ -345,7 +373,8 @@ class JobRepository:
         attempt may still run, i.e. while its controller reports that attempt in a heartbeat younger than
         ``silence_timeout`` seconds (a job the timeout supervisor failed may still be crawling).
 
-        :raise ValidationError: the job is not FAILED, or its attempt still runs; the message says which.
+        :raise ValidationError: the job is not FAILED.
+        :raise JobStillCrawlingError: its attempt still runs (a conflict that ends with that crawl).
         """
         now = now or utcnow()
         job = self.get(job_id, with_documents=False, for_update=True)
@@ -353,9 +382,8 @@ class JobRepository:
             raise ValidationError(f"job {job_id} is {job.status}: only a FAILED job can be restarted")
         running = self.crawling_controller(job, silence_timeout, now)
         if running is not None:
-            raise ValidationError(
-                f"job {job_id} cannot be restarted yet: its controller {running.controller_id} still reported "
-                f"crawling it at {running.last_heartbeat.isoformat()}; stop that crawl first")
+            raise JobStillCrawlingError(job_id, running.controller_id, utc_text(running.last_heartbeat),
+                                        silence_timeout)
         return self.resubmit(job_id, next_job_id_setting, now)
 
     def crawling_controller(self, job: Job, silence_timeout: int, now: datetime | None = None) -> Any:

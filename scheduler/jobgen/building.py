@@ -29,7 +29,7 @@ from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 from xml.sax.saxutils import escape, quoteattr
 
-from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text, update
+from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
 from sqlalchemy.dialects import postgresql
 
 from harvestdef.bulkload import constraints_set_aside, copy_rows, lock_tables_nowait
@@ -400,8 +400,6 @@ class JobWriter:
         self._write_updates(updates)
 
     def _write_updates(self, updates: list[dict]) -> None:
-        if updates:
-            self.conn.execute(update(s.jobs).where(s.jobs.c.job_id == bindparam("b_job_id"))
-                              .values(seedlist=bindparam("seedlist"), orderxmldoc=bindparam("orderxmldoc")),
-                              updates)
-            updates.clear()
+        JobRepository(self.conn).write_documents(
+            [(row["b_job_id"], row["seedlist"], row["orderxmldoc"]) for row in updates])
+        updates.clear()

@@ -11,6 +11,10 @@ takes at its start on SQLite. Job ids come from the database (harvestdef.reposit
 else that makes jobs meanwhile collides with a run either.
 
 ``preview`` does the selection and packing only, in a transaction that is rolled back.
+
+A run's inputs (the harvest, its channel, traps, templates, schedule) are read directly, in the run's
+transaction under its lock, as selection and building stream theirs; what the run changes goes through
+the repositories (jobs: JobRepository; numevents, nextdate and a deactivation: HarvestRepository).
 """
 
 from __future__ import annotations
@@ -19,16 +23,15 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, Engine, select, text, update
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Connection, Engine, select, text
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql, write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import JobGenerationError, NotFoundError
-from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit
+from harvestdef.errors import DatabaseError, JobGenerationError, NotFoundError
+from harvestdef.repositories.base import database_errors
+from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.jobs import allocate_job_ids
 from harvestdef.settings import Settings
 from harvestdef.traps import parse_stored_traps
@@ -150,7 +153,7 @@ def preview(engine: Engine, harvest: str | int, options: GenerationOptions,
     """The jobs the next run would make; writes nothing."""
     now = now or utcnow()
     try:
-        with engine.connect() as conn:
+        with database_errors(f"previewing harvest definition {harvest!r}"), engine.connect() as conn:
             try:
                 _tune_transaction(conn)
                 hd = load_harvest(conn, harvest)
@@ -158,8 +161,8 @@ def preview(engine: Engine, harvest: str | int, options: GenerationOptions,
                 jobs = list(job_generator(options.rules).pack(candidates))
             finally:
                 conn.rollback()
-    except SQLAlchemyError as exc:
-        raise JobGenerationError(f"previewing harvest definition {harvest!r} failed: {exc}") from exc
+    except DatabaseError as exc:
+        raise JobGenerationError(f"previewing harvest definition {harvest!r} failed: {exc.__cause__}") from exc
     return hd, candidates, jobs
 
 
@@ -254,17 +257,12 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
              harvest.name, len(candidates), selected - started, len(jobs), packed - selected,
              time.monotonic() - packed)
     next_date = None
-    before = fetch_row(conn, s.harvestdefinitions, "harvest_id", harvest.harvest_id)
-    conn.execute(update(s.harvestdefinitions).where(s.harvestdefinitions.c.harvest_id == harvest.harvest_id)
-                 .values(numevents=harvest_num, edition=s.harvestdefinitions.c.edition + 1))
-    if not harvest.snapshot:
+    harvests = HarvestRepository(conn)
+    if harvest.snapshot:
+        harvests.record_run(harvest.harvest_id, harvest_num)
+    else:
         next_date = next_run_date(conn, harvest, harvest_num, now, options.timezone)
-        conn.execute(update(s.partialharvests).where(s.partialharvests.c.harvest_id == harvest.harvest_id)
-                     .values(nextdate=next_date))
-    after: dict[str, Any] | None = fetch_row(conn, s.harvestdefinitions, "harvest_id", harvest.harvest_id)
-    if after is not None and not harvest.snapshot:
-        after = {**after, "nextdate": next_date}
-    record_audit(conn, SYSTEM_ACTOR, "harvestdefinitions", harvest.harvest_id, "update", before, after)
+        harvests.record_run(harvest.harvest_id, harvest_num, next_date)
     return GenerationResult(harvest.harvest_id, harvest.name, harvest_num, job_ids, jobs, next_date)
 
 
@@ -304,17 +302,14 @@ def _deactivate(engine: Engine, harvest: HarvestToGenerate, cause: str) -> str |
     The caller's message must not claim a deactivation that did not happen (the harvest would still be
     picked by the next tick), so the outcome is returned rather than only logged.
     """
-    hd = s.harvestdefinitions
     try:
-        with engine.begin() as conn:
-            before = fetch_row(conn, hd, "harvest_id", harvest.harvest_id)
-            conn.execute(update(hd).where(hd.c.harvest_id == harvest.harvest_id)
-                         .values(isactive=False, edition=hd.c.edition + 1))
-            after = fetch_row(conn, hd, "harvest_id", harvest.harvest_id)
-            record_audit(conn, SYSTEM_ACTOR, "harvestdefinitions", harvest.harvest_id, "update", before, after)
-    except SQLAlchemyError as exc:
+        with database_errors(f"deactivating harvest definition {harvest.name!r}"), \
+                write_transaction(engine) as conn:
+            HarvestRepository(conn).deactivate(harvest.harvest_id)
+    except DatabaseError as exc:
         # The run's own error is the one raised; this one is logged beside it and named in its message.
         log.error("could not deactivate harvest definition %r after failed job generation (%s)",
                   harvest.name, cause, exc_info=True)
-        return f"{type(exc).__name__}: {exc}"
+        cause_of_failure = exc.__cause__ or exc
+        return f"{type(cause_of_failure).__name__}: {cause_of_failure}"
     return None

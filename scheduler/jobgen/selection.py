@@ -23,6 +23,9 @@ Rules (each a WHERE clause below):
 
 Candidates are added ordered by domain name, then configuration name (code-point order on both
 databases), which is the packing's tie-break.
+
+It queries the schema directly: a streamed read of millions of rows shaped for the planner, which no
+row-at-a-time repository method could be.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def ticker(engine, store, notifier):
 
 @pytest.fixture
 def dispatcher(engine, transport) -> Dispatcher:
-    return Dispatcher(engine, transport, NAMES, DispatchOptions())
+    return Dispatcher(NAMES, DispatchOptions())
 
 
 def daily_harvest_after_a_run_of_ten_jobs(engine) -> list[int]:

@@ -25,6 +25,7 @@ from harvestdef.repositories.jobs import JobRepository, allocate_job_ids, new_jo
 from harvestdef.settings import QueueSettings, load_settings
 from scheduler.dedupindex import DedupIndexBuilder, HarvestRun, deduplication_jobs, find_run_index
 from scheduler.dispatch import Dispatcher, DispatchOptions
+from scheduler.handlers import MessageHandlers
 from scheduler.intake import StatusIntake
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from scheduler.notify import Notifier
@@ -68,7 +69,7 @@ def ticker(engine, notifier, indexer) -> Ticker:
 
 @pytest.fixture
 def dispatcher(engine, transport) -> Dispatcher:
-    return Dispatcher(engine, transport, NAMES, DispatchOptions())
+    return Dispatcher(NAMES, DispatchOptions())
 
 
 def digest(text: str) -> str:
@@ -98,9 +99,10 @@ def add_jobs(engine, harvest_id: int, harvest_num: int, count: int, status: JobS
 
 def release(engine, transport, dispatcher, controller: str, channel: str) -> tuple[int | None, DoOneCrawl | None]:
     """Register ``controller`` for ``channel`` and send its ready message; the job released and its message."""
-    StatusIntake(engine, transport, Notifier()).on_registration(RegistrationRequest(
-        controller_id=controller, host="h", channels=[channel], reply_queue=NAMES.controller(controller)))
-    job_id = dispatcher.on_ready(HarvesterReady(controller_id=controller, host="h", channels=[channel]), utcnow())
+    handle = MessageHandlers(engine, transport, dispatcher, StatusIntake(Notifier())).carry_out_one
+    handle(RegistrationRequest(controller_id=controller, host="h", channels=[channel],
+                               reply_queue=NAMES.controller(controller)))
+    job_id = handle(HarvesterReady(controller_id=controller, host="h", channels=[channel]), utcnow())
     delivery = transport.get(NAMES.jobs(channel))
     if delivery is None:
         return job_id, None
@@ -304,7 +306,7 @@ def test_deduplication_off_builds_nothing_and_sets_isindexready_directly(engine,
     store_entries(store, 1, step1[0], ["http://kb.dk/"])
     ticker = Ticker(engine, GenerationOptions(deduplication_enabled=False),
                     TickOptions(postpone_unregistered_channel=False), notifier, indexer=None)
-    dispatcher = Dispatcher(engine, transport, NAMES, DispatchOptions(deduplication_enabled=False))
+    dispatcher = Dispatcher(NAMES, DispatchOptions(deduplication_enabled=False))
     report = ticker.tick()
     assert list(report.generated) == ["step2"] and index_ready(engine, 2) and not report.indexing
     released, message = release(engine, transport, dispatcher, "ctl-1", "SNAPSHOT")

@@ -30,6 +30,7 @@ from harvestdef.repositories.history import legacy_stop_reason, rebuild_summarie
 from harvestdef.repositories.jobs import JobRepository, allocate_job_ids, new_job_row
 from harvestdef.settings import QueueSettings
 from scheduler.dispatch import Dispatcher, DispatchOptions
+from scheduler.handlers import MessageHandlers
 from scheduler.intake import StatusIntake
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from scheduler.notify import Notifier
@@ -52,24 +53,22 @@ def notifier():
 
 
 @pytest.fixture
-def parts(engine, transport, notifier):
-    dispatcher = Dispatcher(engine, transport, NAMES, DispatchOptions())
-    intake = StatusIntake(engine, transport, notifier)
-    return dispatcher, intake
+def handlers(engine, transport, notifier):
+    return MessageHandlers(engine, transport, Dispatcher(NAMES, DispatchOptions()), StatusIntake(notifier))
 
 
-def register(intake, controller: str, channels=("FOCUSED",)):
-    return intake.on_registration(RegistrationRequest(controller_id=controller, host="h", channels=list(channels),
-                                                      reply_queue=NAMES.controller(controller)))
+def register(handle, controller: str, channels=("FOCUSED",)):
+    return handle(RegistrationRequest(controller_id=controller, host="h", channels=list(channels),
+                                      reply_queue=NAMES.controller(controller)))
 
 
-def ready(dispatcher, controller: str, channels=("FOCUSED",)):
-    return dispatcher.on_ready(HarvesterReady(controller_id=controller, host="h", channels=list(channels)), utcnow())
+def ready(handle, controller: str, channels=("FOCUSED",)):
+    return handle(HarvesterReady(controller_id=controller, host="h", channels=list(channels)), utcnow())
 
 
-def claim(dispatcher, job_id: int, attempt: str, controller: str):
-    return dispatcher.on_claim(ClaimRequest(job_id=job_id, attempt_id=attempt, controller_id=controller,
-                                            reply_queue=NAMES.controller(controller)))
+def claim(handle, job_id: int, attempt: str, controller: str):
+    return handle(ClaimRequest(job_id=job_id, attempt_id=attempt, controller_id=controller,
+                               reply_queue=NAMES.controller(controller)))
 
 
 def job(engine, job_id):
@@ -91,14 +90,14 @@ def one_job(engine, domains=(("a.dk", 1000, -1), ("b.dk", 1000, -1)), forcemaxby
     return job_id, configs
 
 
-def started_job(engine, parts, controller="ctl-1"):
-    dispatcher, intake = parts
+def started_job(engine, handlers, controller="ctl-1"):
+    handle = handlers.carry_out_one
     job_id, configs = one_job(engine)
-    register(intake, controller)
-    assert ready(dispatcher, controller) == job_id
+    register(handle, controller)
+    assert ready(handle, controller) == job_id
     attempt = job(engine, job_id).attempt_id
-    assert claim(dispatcher, job_id, attempt, controller).granted
-    assert intake.on_crawl_status(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id=controller,
+    assert claim(handle, job_id, attempt, controller).granted
+    assert handle(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id=controller,
                                               status=JobStatus.STARTED))
     return job_id, attempt, configs
 
@@ -109,12 +108,12 @@ def report(*stats, default=StopReason.DOWNLOAD_COMPLETE):
                     duplicate_objects=0, duplicate_bytes=0, stop_reason=r) for d, o, b, r in stats])
 
 
-def test_ready_releases_the_oldest_new_job_once_per_idle_controller(engine, parts, transport):
-    dispatcher, intake = parts
+def test_ready_releases_the_oldest_new_job_once_per_idle_controller(engine, handlers, transport):
+    handle = handlers.carry_out_one
     job_id, _ = one_job(engine)
-    assert ready(dispatcher, "ctl-1") is None, "an unregistered controller releases nothing"
-    register(intake, "ctl-1")
-    assert ready(dispatcher, "ctl-1", ["SNAPSHOT", "FOCUSED"]) == job_id
+    assert ready(handle, "ctl-1") is None, "an unregistered controller releases nothing"
+    register(handle, "ctl-1")
+    assert ready(handle, "ctl-1", ["SNAPSHOT", "FOCUSED"]) == job_id
     row = job(engine, job_id)
     assert row.status == JobStatus.SUBMITTED and row.attempt_id and row.submitteddate
     assert transport.message_count(NAMES.jobs("FOCUSED")) == 1
@@ -122,28 +121,28 @@ def test_ready_releases_the_oldest_new_job_once_per_idle_controller(engine, part
         (second,) = allocate_job_ids(conn, 1)
         JobRepository(conn).insert([new_job_row(job_id=second, harvest_id=1, channel="FOCUSED", snapshot=False,
                                                 orderxml="default_orderxml", harvest_num=1, creationdate=utcnow())])
-    assert ready(dispatcher, "ctl-1") is None, "the released job still waits for this controller"
-    assert claim(dispatcher, job_id, row.attempt_id, "ctl-1").granted
-    assert ready(dispatcher, "ctl-1") == second, "once claimed, the next ready message releases the next job"
+    assert ready(handle, "ctl-1") is None, "the released job still waits for this controller"
+    assert claim(handle, job_id, row.attempt_id, "ctl-1").granted
+    assert ready(handle, "ctl-1") == second, "once claimed, the next ready message releases the next job"
 
 
-def test_old_ready_message_releases_nothing(engine, parts):
-    dispatcher, intake = parts
+def test_old_ready_message_releases_nothing(engine, handlers):
+    handle = handlers.carry_out_one
     one_job(engine)
-    register(intake, "ctl-1")
+    register(handle, "ctl-1")
     stale = HarvesterReady(controller_id="ctl-1", host="h", channels=["FOCUSED"])
-    assert dispatcher.on_ready(stale, utcnow() - timedelta(hours=1)) is None
+    assert handle(stale, utcnow() - timedelta(hours=1)) is None
 
 
-def test_an_attempt_is_granted_to_one_controller_only(engine, parts):
-    dispatcher, intake = parts
+def test_an_attempt_is_granted_to_one_controller_only(engine, handlers):
+    handle = handlers.carry_out_one
     job_id, _ = one_job(engine)
-    register(intake, "ctl-1")
-    register(intake, "ctl-2")
-    ready(dispatcher, "ctl-1")
+    register(handle, "ctl-1")
+    register(handle, "ctl-2")
+    ready(handle, "ctl-1")
     attempt = job(engine, job_id).attempt_id
     answers = {}
-    threads = [threading.Thread(target=lambda c=c: answers.setdefault(c, claim(dispatcher, job_id, attempt, c)))
+    threads = [threading.Thread(target=lambda c=c: answers.setdefault(c, claim(handle, job_id, attempt, c)))
                for c in ("ctl-1", "ctl-2")]
     for thread in threads:
         thread.start()
@@ -153,20 +152,20 @@ def test_an_attempt_is_granted_to_one_controller_only(engine, parts):
     assert len(granted) == 1
     loser = next(c for c in answers if c not in granted)
     assert f"granted to {granted[0]}" in answers[loser].reason
-    assert claim(dispatcher, job_id, attempt, granted[0]).granted, "the same controller is granted again"
-    assert not claim(dispatcher, job_id, "not-the-attempt", granted[0]).granted
+    assert claim(handle, job_id, attempt, granted[0]).granted, "the same controller is granted again"
+    assert not claim(handle, job_id, "not-the-attempt", granted[0]).granted
     assert job(engine, job_id).controller == granted[0]
 
 
-def test_final_status_writes_history_for_every_configuration_with_legacy_stop_reasons(engine, parts):
-    dispatcher, intake = parts
+def test_final_status_writes_history_for_every_configuration_with_legacy_stop_reasons(engine, handlers):
+    handle = handlers.carry_out_one
     job_id, configs = one_job(engine, domains=(("a.dk", 1000, -1), ("b.dk", 1000, 7), ("c.dk", 1000, -1),
                                                ("d.dk", 1000, -1)))
-    register(intake, "ctl-1")
-    ready(dispatcher, "ctl-1")
+    register(handle, "ctl-1")
+    ready(handle, "ctl-1")
     attempt = job(engine, job_id).attempt_id
-    claim(dispatcher, job_id, attempt, "ctl-1")
-    intake.on_crawl_status(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1",
+    claim(handle, job_id, attempt, "ctl-1")
+    handle(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1",
                                        status=JobStatus.STARTED))
     done = CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1", status=JobStatus.DONE,
                        domain_report=report(("a.dk", 3, 1200, StopReason.SIZE_LIMIT),
@@ -175,8 +174,8 @@ def test_final_status_writes_history_for_every_configuration_with_legacy_stop_re
                                             ("elsewhere.org", 99, 99, StopReason.DOWNLOAD_COMPLETE),
                                             default=StopReason.DOWNLOAD_UNFINISHED),
                        harvest_errors="1 alert")
-    assert intake.on_crawl_status(done)
-    assert not intake.on_crawl_status(done), "a repeated final status changes nothing"
+    assert handle(done)
+    assert not handle(done), "a repeated final status changes nothing"
     with engine.connect() as conn:
         rows = {r["config_id"]: r for r in conn.execute(select(s.historyinfo)).mappings()}
         assert sorted(rows) == sorted(configs), "one row per configuration, none for other domains"
@@ -203,18 +202,18 @@ def test_legacy_conversion_keeps_the_harvest_limit_when_the_job_limit_bound():
     assert legacy_stop_reason(StopReason.OBJECT_LIMIT, 5, -1, 10, -1, 5) == StopReason.OBJECT_LIMIT
 
 
-def test_statuses_of_a_stale_attempt_or_another_controller_change_nothing(engine, parts):
-    dispatcher, intake = parts
-    job_id, attempt, _ = started_job(engine, parts)
-    assert not intake.on_crawl_status(CrawlStatus(job_id=job_id, attempt_id="old", controller_id="ctl-1",
+def test_statuses_of_a_stale_attempt_or_another_controller_change_nothing(engine, handlers):
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    assert not handle(CrawlStatus(job_id=job_id, attempt_id="old", controller_id="ctl-1",
                                                   status=JobStatus.FAILED))
-    assert not intake.on_crawl_status(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-9",
+    assert not handle(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-9",
                                                   status=JobStatus.FAILED))
     assert job(engine, job_id).status == JobStatus.STARTED
 
 
-def test_status_changes_follow_the_table_and_compare_and_set(engine, parts):
-    job_id, attempt, _ = started_job(engine, parts)
+def test_status_changes_follow_the_table_and_compare_and_set(engine, handlers):
+    job_id, attempt, _ = started_job(engine, handlers)
     with write_transaction(engine) as conn:
         jobs = JobRepository(conn)
         with pytest.raises(IllegalTransitionError, match=f"job {job_id}: illegal status change STARTED -> NEW"):
@@ -226,16 +225,16 @@ def test_status_changes_follow_the_table_and_compare_and_set(engine, parts):
     assert job(engine, job_id).status == JobStatus.STARTED
 
 
-def test_supervision_times_out_marks_silent_controllers_and_resubmits_abandoned_grants(engine, parts, notifier):
-    dispatcher, intake = parts
-    job_id, attempt, _ = started_job(engine, parts)
+def test_supervision_times_out_marks_silent_controllers_and_resubmits_abandoned_grants(engine, handlers, notifier):
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
     ticker = Ticker(engine, GenerationOptions(), TickOptions(job_timeout=3600, controller_silence_timeout=60,
                                                              claim_grace_time=30), notifier)
     later = utcnow() + timedelta(minutes=5)
     report_ = TickReport()
     ticker.supervise(later, report_)
     assert report_.interrupted == [job_id] and job(engine, job_id).interrupted
-    intake.on_heartbeat(HarvesterStatus(controller_id="ctl-1", host="h", pid=1, version="t", channels=["FOCUSED"],
+    handle(HarvesterStatus(controller_id="ctl-1", host="h", pid=1, version="t", channels=["FOCUSED"],
                                         free_disk_bytes=1, load_average=0.0, memory_rss_bytes=1, paused=False,
                                         current_job_id=job_id, current_attempt_id=attempt), utcnow())
     assert not job(engine, job_id).interrupted, "a heartbeat naming the job clears the mark"
@@ -247,16 +246,16 @@ def test_supervision_times_out_marks_silent_controllers_and_resubmits_abandoned_
     assert any(f"Job {job_id} failed" in subject for subject, _ in notifier.sent)
 
 
-def test_abandoned_grant_is_resubmitted_and_never_granted_again(engine, parts, notifier):
-    dispatcher, intake = parts
+def test_abandoned_grant_is_resubmitted_and_never_granted_again(engine, handlers, notifier):
+    handle = handlers.carry_out_one
     job_id, _ = one_job(engine)
-    register(intake, "ctl-1")
-    ready(dispatcher, "ctl-1")
+    register(handle, "ctl-1")
+    ready(handle, "ctl-1")
     attempt = job(engine, job_id).attempt_id
-    assert claim(dispatcher, job_id, attempt, "ctl-1").granted
+    assert claim(handle, job_id, attempt, "ctl-1").granted
     with engine.begin() as conn:
         conn.execute(update(s.jobs).values(claimed_at=utcnow() - timedelta(minutes=10)))
-    intake.on_heartbeat(HarvesterStatus(controller_id="ctl-1", host="h", pid=1, version="t", channels=["FOCUSED"],
+    handle(HarvesterStatus(controller_id="ctl-1", host="h", pid=1, version="t", channels=["FOCUSED"],
                                         free_disk_bytes=1, load_average=0.0, memory_rss_bytes=1, paused=False),
                         utcnow())
     report_ = TickReport()
@@ -265,7 +264,7 @@ def test_abandoned_grant_is_resubmitted_and_never_granted_again(engine, parts, n
     old, new = job(engine, job_id), job(engine, new_id)
     assert old.status == JobStatus.RESUBMITTED and old.resubmitted_as_job == new_id
     assert new.status == JobStatus.NEW and new.orderxmldoc == old.orderxmldoc and new.num_configs == old.num_configs
-    assert not claim(dispatcher, job_id, attempt, "ctl-1").granted
+    assert not claim(handle, job_id, attempt, "ctl-1").granted
 
 
 def test_snapshot_step_waits_for_the_previous_step(engine, notifier):
@@ -290,8 +289,8 @@ def test_snapshot_step_waits_for_the_previous_step(engine, notifier):
         assert conn.scalar(select(s.fullharvests.c.isindexready).where(s.fullharvests.c.harvest_id == 2))
 
 
-def test_selective_harvest_waits_for_a_controller_of_its_channel_and_failures_deactivate(engine, parts, notifier):
-    dispatcher, intake = parts
+def test_selective_harvest_waits_for_a_controller_of_its_channel_and_failures_deactivate(engine, handlers, notifier):
+    handle = handlers.carry_out_one
     with engine.begin() as conn:
         _, config = make_domain(conn, "a.dk", template="broken")
         conn.execute(update(s.ordertemplates).where(s.ordertemplates.c.name == "broken")
@@ -299,7 +298,7 @@ def test_selective_harvest_waits_for_a_controller_of_its_channel_and_failures_de
         make_selective(conn, 1, "daily", [config], nextdate=utcnow() - timedelta(minutes=1))
     ticker = Ticker(engine, GenerationOptions(), TickOptions(), notifier)
     assert "no registered harvest controller serves channel FOCUSED" in ticker.tick().waiting["daily"]
-    register(intake, "ctl-1")
+    register(handle, "ctl-1")
     report_ = ticker.tick()
     assert "daily" in report_.deactivated
     with engine.connect() as conn:
@@ -332,10 +331,10 @@ def test_two_generations_at_once_on_one_database_never_collide(engine):
     assert len(set(ids)) == len(ids) == 2
 
 
-def test_rebuilt_summaries_equal_the_ones_kept_at_intake(engine, parts):
-    dispatcher, intake = parts
-    job_id, attempt, configs = started_job(engine, parts)
-    intake.on_crawl_status(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1",
+def test_rebuilt_summaries_equal_the_ones_kept_at_intake(engine, handlers):
+    handle = handlers.carry_out_one
+    job_id, attempt, configs = started_job(engine, handlers)
+    handle(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1",
                                        status=JobStatus.DONE, domain_report=report(
                                            ("a.dk", 5, 500, StopReason.DOWNLOAD_COMPLETE),
                                            ("b.dk", 2, 900, StopReason.SIZE_LIMIT))))
@@ -362,23 +361,23 @@ def test_rebuilt_summaries_equal_the_ones_kept_at_intake(engine, parts):
     assert runs[0][2:5] == (1, 0, 3)
 
 
-def test_an_operator_restarts_a_failed_job_only_once_its_attempt_cannot_run(engine, parts, database_url, capsys):
+def test_an_operator_restarts_a_failed_job_only_once_its_attempt_cannot_run(engine, handlers, database_url, capsys):
     from harvestdef.cli import main
-    from harvestdef.errors import ValidationError
+    from harvestdef.errors import JobStillCrawlingError
 
-    dispatcher, intake = parts
-    job_id, attempt, _ = started_job(engine, parts)
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
     heartbeat = HarvesterStatus(controller_id="ctl-1", host="h", pid=1, version="t", channels=["FOCUSED"],
                                 free_disk_bytes=1, load_average=0.0, memory_rss_bytes=1, paused=False,
                                 current_job_id=job_id, current_attempt_id=attempt)
-    intake.on_heartbeat(heartbeat, utcnow())
+    handle(heartbeat, utcnow())
     Ticker(engine, GenerationOptions(), TickOptions(job_timeout=0), Notifier()).supervise(utcnow(), TickReport())
     assert job(engine, job_id).status == JobStatus.FAILED, "timed out while its controller still crawls"
-    with write_transaction(engine) as conn, pytest.raises(ValidationError, match="still reported crawling it"):
+    with write_transaction(engine) as conn, pytest.raises(JobStillCrawlingError, match="still reported crawling it"):
         JobRepository(conn).restart(job_id, silence_timeout=300)
     overrides = ["--set", f"harvestsuite.database.url={database_url}"]
     assert main([*overrides, "jobs", "restart", str(job_id)]) == 2, "refused on the command line too"
-    intake.on_heartbeat(dataclasses.replace(heartbeat, current_job_id=None, current_attempt_id=None), utcnow())
+    handle(dataclasses.replace(heartbeat, current_job_id=None, current_attempt_id=None), utcnow())
     capsys.readouterr()
     assert main([*overrides, "jobs", "restart", str(job_id)]) == 0
     new_id = int(capsys.readouterr().out.split()[-1])
@@ -388,11 +387,11 @@ def test_an_operator_restarts_a_failed_job_only_once_its_attempt_cannot_run(engi
     assert main([*overrides, "jobs", "reject", str(new_id)]) == 2, "only FAILED jobs are rejected"
 
 
-def test_an_unclaimed_job_whose_message_is_lost_is_resubmitted(engine, parts, transport, notifier):
-    dispatcher, intake = parts
+def test_an_unclaimed_job_whose_message_is_lost_is_resubmitted(engine, handlers, transport, notifier):
+    handle = handlers.carry_out_one
     job_id, _ = one_job(engine)
-    register(intake, "ctl-1")
-    ready(dispatcher, "ctl-1")
+    register(handle, "ctl-1")
+    ready(handle, "ctl-1")
     ticker = Ticker(engine, GenerationOptions(), TickOptions(claim_grace_time=60), notifier, transport=transport,
                     names=NAMES)
     report_ = TickReport()
@@ -406,19 +405,19 @@ def test_an_unclaimed_job_whose_message_is_lost_is_resubmitted(engine, parts, tr
     assert job(engine, job_id).status == JobStatus.RESUBMITTED and job(engine, new_id).status == JobStatus.NEW
 
 
-def test_a_late_report_of_a_rejected_job_sets_it_back_to_failed_once(engine, parts, notifier):
-    dispatcher, intake = parts
-    job_id, attempt, configs = started_job(engine, parts)
+def test_a_late_report_of_a_rejected_job_sets_it_back_to_failed_once(engine, handlers, notifier):
+    handle = handlers.carry_out_one
+    job_id, attempt, configs = started_job(engine, handlers)
     Ticker(engine, GenerationOptions(), TickOptions(job_timeout=0), notifier).supervise(utcnow(), TickReport())
     with write_transaction(engine) as conn:
         JobRepository(conn).reject(job_id)
     late = CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1", status=JobStatus.DONE,
                        domain_report=report(("a.dk", 5, 500, StopReason.DOWNLOAD_COMPLETE)))
-    assert intake.on_crawl_status(late)
+    assert handle(late)
     assert job(engine, job_id).status == JobStatus.FAILED
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(s.historyinfo)) == len(configs)
     with write_transaction(engine) as conn:
         JobRepository(conn).reject(job_id)
-    assert not intake.on_crawl_status(late), "a repeat of a report already taken changes nothing"
+    assert not handle(late), "a repeat of a report already taken changes nothing"
     assert job(engine, job_id).status == JobStatus.FAILED_REJECTED

@@ -16,19 +16,18 @@ from harvestdef.repositories.jobs import JobRepository, allocate_job_ids, new_jo
 from scheduler.service import SchedulerService, ServiceOptions
 from tests.scheduler.test_intake import (  # noqa: F401 - fixtures
     NAMES,
+    handlers,
     job,
     notifier,
     one_job,
-    parts,
     register,
     report,
     transport,
 )
 
 
-def service_of(engine, transport, parts) -> SchedulerService:  # noqa: F811
-    dispatcher, intake = parts
-    return SchedulerService(engine, transport, NAMES, None, dispatcher, intake, ServiceOptions())  # type: ignore[arg-type]
+def service_of(engine, transport, handlers) -> SchedulerService:  # noqa: F811
+    return SchedulerService(engine, transport, NAMES, None, handlers, ServiceOptions())  # type: ignore[arg-type]
 
 
 def send_and_take(transport, *messages):  # noqa: F811
@@ -56,12 +55,12 @@ def audit_rows(engine, job_id: int) -> int:
                                                       s.audit_log.c.row_key == str(job_id)))
 
 
-def test_a_batch_records_the_whole_cycle_of_two_controllers(engine, transport, parts):  # noqa: F811
-    service = service_of(engine, transport, parts)
-    _, intake = parts
+def test_a_batch_records_the_whole_cycle_of_two_controllers(engine, transport, handlers):  # noqa: F811
+    service = service_of(engine, transport, handlers)
+    handle = handlers.carry_out_one
     first, second = two_new_jobs(engine)
-    register(intake, "ctl-1")
-    register(intake, "ctl-2")
+    register(handle, "ctl-1")
+    register(handle, "ctl-2")
     for controller in ("ctl-1", "ctl-2"):
         transport.purge(NAMES.controller(controller))  # the registration answers
     ready_1 = HarvesterReady(controller_id="ctl-1", host="h", channels=["FOCUSED"])
@@ -103,23 +102,23 @@ def test_a_batch_records_the_whole_cycle_of_two_controllers(engine, transport, p
     assert transport.message_count(NAMES.scheduler) == 0
 
 
-def test_a_failed_batch_is_handled_again_message_by_message(engine, transport, parts, monkeypatch):  # noqa: F811
-    service = service_of(engine, transport, parts)
-    dispatcher, intake = parts
+def test_a_failed_batch_is_handled_again_message_by_message(engine, transport, handlers, monkeypatch):  # noqa: F811
+    service = service_of(engine, transport, handlers)
+    handle = handlers.carry_out_one
     first, second = two_new_jobs(engine)
-    register(intake, "ctl-1")
-    register(intake, "ctl-2")
+    register(handle, "ctl-1")
+    register(handle, "ctl-2")
     audited = {job_id: audit_rows(engine, job_id) for job_id in (first, second)}
     calls = []
-    original = dispatcher.ready_in
+    original = handlers.table[HarvesterReady]
 
-    def ready_failing_once(batch, ready, sent_at, now=None):
+    def ready_failing_once(batch, ready, sent_at):
         calls.append(ready.controller_id)
         if len(calls) == 2:  # the batch's second message: its whole transaction is rolled back
             raise DatabaseError("the database went away")
-        return original(batch, ready, sent_at, now)
+        return original(batch, ready, sent_at)
 
-    monkeypatch.setattr(dispatcher, "ready_in", ready_failing_once)
+    monkeypatch.setitem(handlers.table, HarvesterReady, ready_failing_once)
     service.handle_batch(send_and_take(
         transport, HarvesterReady(controller_id="ctl-1", host="h", channels=["FOCUSED"]),
         HarvesterReady(controller_id="ctl-2", host="h", channels=["FOCUSED"])))
@@ -130,14 +129,14 @@ def test_a_failed_batch_is_handled_again_message_by_message(engine, transport, p
     assert {job_id: audit_rows(engine, job_id) - audited[job_id] for job_id in audited} == {first: 1, second: 1}
 
 
-def test_an_answer_that_cannot_be_sent_returns_only_its_message(engine, transport, parts):  # noqa: F811
+def test_an_answer_that_cannot_be_sent_returns_only_its_message(engine, transport, handlers):  # noqa: F811
     """The batch's answers go out together after the commit; the one that fails puts its own message back
     in the queue, and the others are answered and acknowledged."""
-    service = service_of(engine, transport, parts)
-    _, intake = parts
+    service = service_of(engine, transport, handlers)
+    handle = handlers.carry_out_one
     first, second = two_new_jobs(engine)
-    register(intake, "ctl-1")
-    register(intake, "ctl-2")
+    register(handle, "ctl-1")
+    register(handle, "ctl-2")
     for controller in ("ctl-1", "ctl-2"):
         transport.purge(NAMES.controller(controller))
     service.handle_batch(send_and_take(transport, HarvesterReady(controller_id="ctl-1", host="h", channels=["FOCUSED"]),

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
-import scheduler.jobgen.generate as generate
+import harvestdef.repositories.harvests as harvests
 from harvestdef.db import schema as s
 from harvestdef.errors import JobGenerationError
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
@@ -27,7 +27,7 @@ def test_failed_run_whose_deactivation_fails_too_says_the_harvest_is_still_activ
         raise OperationalError("INSERT INTO audit_log", {}, Exception('relation "audit_log" does not exist'))
 
     # both the run and its deactivation write an audit row, so both fail
-    monkeypatch.setattr(generate, "record_audit", no_audit_table)
+    monkeypatch.setattr(harvests, "record_audit", no_audit_table)
     with pytest.raises(JobGenerationError) as raised:
         generate_jobs(engine, "broad", GenerationOptions(), NOW)
     message = str(raised.value)

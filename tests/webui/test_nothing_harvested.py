@@ -10,9 +10,10 @@ import io
 import json
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -39,6 +40,7 @@ from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import QueueSettings, load_settings
 from harvester.postprocess.domainreport import build_domain_report
 from scheduler.dispatch import Dispatcher, DispatchOptions
+from scheduler.handlers import MessageHandlers
 from scheduler.intake import StatusIntake
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from scheduler.notify import Notifier
@@ -71,26 +73,24 @@ def transport(tmp_path: Path) -> Iterator:
     transport.close()
 
 
-def started_job(engine: Engine, transport, seeds: dict[str, str]) -> tuple[int, str, StatusIntake]:
+def started_job(engine: Engine, transport, seeds: dict[str, str]) -> tuple[int, str, Callable[..., Any]]:
     """A selective harvest of the three domains, its job dispatched, claimed and STARTED as a controller would."""
     with engine.begin() as conn:
         configs = [make_domain(conn, domain, seeds=seeds[domain])[1]
                    for domain in ("good.dk", "forbidden.dk", "dead.invalid")]
         make_selective(conn, 1, HARVEST, configs, nextdate=utcnow() - timedelta(minutes=1))
     (job_id,) = generate_jobs(engine, 1, GenerationOptions()).job_ids
-    dispatcher = Dispatcher(engine, transport, NAMES, DispatchOptions())
-    intake = StatusIntake(engine, transport, Notifier())
-    intake.on_registration(RegistrationRequest(controller_id=CONTROLLER, host="h", channels=["FOCUSED"],
-                                               reply_queue=NAMES.controller(CONTROLLER)))
-    assert dispatcher.on_ready(HarvesterReady(controller_id=CONTROLLER, host="h", channels=["FOCUSED"]),
-                               utcnow()) == job_id
+    handle = MessageHandlers(engine, transport, Dispatcher(NAMES, DispatchOptions()),
+                             StatusIntake(Notifier())).carry_out_one
+    handle(RegistrationRequest(controller_id=CONTROLLER, host="h", channels=["FOCUSED"],
+                               reply_queue=NAMES.controller(CONTROLLER)))
+    assert handle(HarvesterReady(controller_id=CONTROLLER, host="h", channels=["FOCUSED"]), utcnow()) == job_id
     with engine.connect() as conn:
         attempt = JobRepository(conn).get(job_id).attempt_id
-    assert dispatcher.on_claim(ClaimRequest(job_id=job_id, attempt_id=attempt, controller_id=CONTROLLER,
-                                            reply_queue=NAMES.controller(CONTROLLER))).granted
-    assert intake.on_crawl_status(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id=CONTROLLER,
-                                              status=JobStatus.STARTED))
-    return job_id, attempt, intake
+    assert handle(ClaimRequest(job_id=job_id, attempt_id=attempt, controller_id=CONTROLLER,
+                               reply_queue=NAMES.controller(CONTROLLER))).granted
+    assert handle(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id=CONTROLLER, status=JobStatus.STARTED))
+    return job_id, attempt, handle
 
 
 def done(job_id: int, attempt: str, report: DomainReport) -> bytes:
@@ -127,8 +127,8 @@ def test_a_dead_seed_and_a_forbidden_seed_are_flagged_with_their_reasons_from_cr
         engine, transport, crawled, web):
     report, seeds = crawled
     forbidden_reason = f"robots.txt precluded (-9998) for {seeds['forbidden.dk']}"
-    job_id, attempt, intake = started_job(engine, transport, seeds)
-    assert intake.on_crawl_status(decode(done(job_id, attempt, report), CrawlStatus))
+    job_id, attempt, handle = started_job(engine, transport, seeds)
+    assert handle(decode(done(job_id, attempt, report), CrawlStatus))
 
     with engine.connect() as conn:
         findings = {row.name: row for row in conn.execute(
@@ -200,12 +200,12 @@ def test_a_dead_seed_and_a_forbidden_seed_are_flagged_with_their_reasons_from_cr
 def test_a_report_of_schema_1_0_is_accepted_and_a_configuration_without_objects_is_flagged_without_a_reason(
         engine, transport, crawled):
     report, seeds = crawled
-    job_id, attempt, intake = started_job(engine, transport, seeds)
+    job_id, attempt, handle = started_job(engine, transport, seeds)
     document = json.loads(done(job_id, attempt, report))
     document["version"] = "1.0"
     for stats in document["body"]["domain_report"]["domains"]:
         del stats["nothing_harvested"]
-    assert intake.on_crawl_status(decode(json.dumps(document).encode(), CrawlStatus))
+    assert handle(decode(json.dumps(document).encode(), CrawlStatus))
     with engine.connect() as conn:
         findings = conn.execute(select(s.domains.c.name, s.harvest_findings.c.reason)
                                 .join(s.configurations, s.configurations.c.config_id == s.harvest_findings.c.config_id)
@@ -216,8 +216,8 @@ def test_a_report_of_schema_1_0_is_accepted_and_a_configuration_without_objects_
 
 def test_rebuilt_summaries_count_what_got_nothing_as_intake_did(engine, transport, crawled):
     report, seeds = crawled
-    job_id, attempt, intake = started_job(engine, transport, seeds)
-    assert intake.on_crawl_status(decode(done(job_id, attempt, report), CrawlStatus))
+    job_id, attempt, handle = started_job(engine, transport, seeds)
+    assert handle(decode(done(job_id, attempt, report), CrawlStatus))
     with engine.begin() as conn:
         conn.execute(update(s.harvest_run_summary).values(nothing_harvested=0))
         rebuild_summaries(conn)
@@ -226,8 +226,8 @@ def test_rebuilt_summaries_count_what_got_nothing_as_intake_did(engine, transpor
 
 def test_the_demo_narrators_done_line_names_what_got_nothing_and_why(engine, transport, crawled, tmp_path, caplog):
     report, seeds = crawled
-    job_id, attempt, intake = started_job(engine, transport, seeds)
-    assert intake.on_crawl_status(decode(done(job_id, attempt, report), CrawlStatus))
+    job_id, attempt, handle = started_job(engine, transport, seeds)
+    assert handle(decode(done(job_id, attempt, report), CrawlStatus))
     caplog.set_level(logging.INFO, logger="harvestsuite.demo")
     Narrator(engine, "http://127.0.0.1:8080", tmp_path).look()
     (line,) = [record.getMessage() for record in caplog.records if " DONE: " in record.getMessage()]

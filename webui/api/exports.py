@@ -5,6 +5,9 @@ connection of its own that is closed before the page's lines are sent, so an exp
 holds one page in memory and no transaction open while a slow client reads (style.md §6). The input is
 checked before the first line is sent, so a bad filter is still a 400 with a JSON error, not a broken file.
 The history page's statistics export (webui/history/views.py) uses the same generator.
+
+The lists are read with direct queries (keyset pages of the schema's tables), not repositories: they
+only read, and stream more rows than a repository would hand back at once.
 """
 
 from __future__ import annotations

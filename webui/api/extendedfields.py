@@ -5,6 +5,9 @@ The values belong to their domain or harvest definition as its other columns do,
 ``edition`` and moves it on: two curators editing one definition cannot overwrite each other. Every field
 is checked before any is written (one transaction), and each changed value is audited by the repository.
 The reading and writing functions are shared with the domain and harvest pages (webui/definitions/).
+
+The schema is imported only to name the table whose row carries the fields, so the repository moves
+that row's edition on; the values are read and written by ExtendedFieldRepository.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ tables kept at status intake (harvest_run_summary per run, config_history_summar
 never from a scan of historyinfo, which holds billions of rows in a national archive; a run's list of
 configurations that got nothing is an index range of harvest_findings. The queries are shared with the
 history pages (webui/history/views.py).
+
+These are direct, read-only queries by index ranges over the summary tables, shaped for each page; the
+writes behind them are the intake's, through HistoryWriter.
 """
 
 from __future__ import annotations

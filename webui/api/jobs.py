@@ -2,6 +2,9 @@
 
 The queries here are shared with the harvest status pages (webui/status/jobs.py), so a page and its API
 call always show the same jobs. Status changes go through JobRepository, which owns the transition table.
+
+The job list and a job's figures are read with direct, read-only queries (keyset paging over jobs
+joined with the harvest's name); every change goes through JobRepository.
 """
 
 from __future__ import annotations
@@ -235,20 +238,13 @@ def job_files(harvest_id: int, job_id: int) -> list[dict[str, Any]]:
 def restart_job(job_id: int) -> dict[str, Any]:
     """NetarchiveSuite's resubmit of a FAILED job in one transaction: the new NEW job, as a list row.
 
-    :raise ApiError: conflict (409) while a controller still reports crawling the job: the job is fine as
-        a request, but the harvesters' state forbids it now, and it may succeed once that crawl stops.
+    JobRepository.restart refuses a job whose controller still reports crawling it with
+    JobStillCrawlingError, a ConflictError, which webui.api.errors answers as 409: the job is fine as a
+    request, but the harvesters' state forbids it now, and it may succeed once that crawl stops.
     """
-    silence = settings().scheduler.controllerSilenceTimeout
     with write_transaction(database()) as conn:
-        jobs = JobRepository(conn, actor())
-        job = jobs.get(job_id, with_documents=False, for_update=True)
-        crawling = jobs.crawling_controller(job, silence)
-        if crawling is not None:
-            raise ApiError("conflict", f"job {job_id} cannot be restarted yet: its controller "
-                                       f"{crawling.controller_id} still reported crawling it at "
-                                       f"{jsonable(crawling.last_heartbeat)} (less than {silence} s ago); "
-                                       f"stop that crawl or wait until the controller reports it no more")
-        new = jobs.restart(job_id, silence, settings().database.nextJobId)
+        new = JobRepository(conn, actor()).restart(job_id, settings().scheduler.controllerSilenceTimeout,
+                                                   settings().database.nextJobId)
         row = conn.execute(select(*JOB_LIST_COLUMNS).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
                            .where(_j.c.job_id == new.job_id)).one()
         return render_job_row(row)

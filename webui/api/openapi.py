@@ -6,6 +6,8 @@ request bodies come from REQUEST_BODIES below, one JSON Schema per route that re
 follow the error boundary's rule (webui/api/errors.py): the route's success status, and every 4xx it may
 answer with the one error object. No 5xx is described: a 500 is a bug, never an answer
 (tests/webui/test_api_fuzz.py fuzzes every operation from this description and fails on one).
+
+The schema is read only for column lengths, which the request schemas state as limits.
 """
 
 from __future__ import annotations

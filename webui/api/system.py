@@ -3,6 +3,9 @@ per harvest channel, and the scheduler's liveness. Shared with the System page (
 
 The queue transport is opened per call and closed before returning; a broker that cannot be reached gives
 depths of None with the reason, never an error page (the page is where an operator looks when it is down).
+
+These are direct, read-only queries of what the scheduler and the controllers keep (harvesters,
+harvest_state, the scheduler's lock): status to show, not definitions, with no repository.
 """
 
 from __future__ import annotations

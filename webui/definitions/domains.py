@@ -5,6 +5,9 @@ Every write is one transaction; an error (a bad name, a stale edition, a refused
 and is flashed on the page it came from. Refused seeds or domain names show the form again with what was
 typed in it and every refused line listed (webui/definitions/refused.py), status 400. Only curators and
 admins see the forms, and the views refuse the others (``require(CURATE)``).
+
+The one direct query reads the active crawl templates' names for the forms' choices; every write goes
+through the repositories.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@ statistics with charts, the configurations of a run that got nothing, and the CS
 
 Charts are inline SVG drawn on the server from the summary tables (no JavaScript library): ``bar_chart``
 turns labelled values into bar geometry, and the template macro in history/_charts.html draws it.
+
+The one direct query lists the harvest definitions' names for the index page, read-only.
 """
 
 from __future__ import annotations

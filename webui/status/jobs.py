@@ -6,6 +6,9 @@ The job queries and actions are the API's (webui/api/jobs.py), so a page shows w
 The crawl.log is searched in the job's metadata WARC in the archive store by a worker of its own
 (webui/status/crawllog.py), within a time limit, and at most MAX_CRAWL_LOG_MATCHES matching lines are shown:
 a crawl.log has millions of lines.
+
+The running jobs' monitor figures and harvest_state are read with direct, read-only queries: live
+status kept by the scheduler, not definitions, with no repository.
 """
 
 from __future__ import annotations

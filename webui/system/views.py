@@ -1,6 +1,8 @@
 """Pages of the system section: harvest controllers, queue depths per channel, scheduler liveness; and the
 figures of the overview (home) page: running jobs, failed jobs needing attention, waiting harvests,
 harvesters. The data come from the API module webui/api/system.py, so page and API agree.
+
+The overview's counts are direct, read-only aggregate queries.
 """
 
 from __future__ import annotations
