@@ -33,6 +33,7 @@ from harvestdef.domainnames import is_ip_address, to_punycode
 from harvestdef.errors import DomainNameError, JobGenerationError
 from harvestdef.repositories.jobs import JobRepository, new_job_row
 from harvestdef.seeds import seed_lines
+from harvestdef.settings import NamingConvention
 from harvestdef.traps import parse_stored_traps
 from scheduler.jobgen.expectation import UNLIMITED
 from scheduler.jobgen.packing import Candidates, PackedJob
@@ -40,8 +41,8 @@ from scheduler.jobgen.streaming import stream_rows
 
 log = logging.getLogger(__name__)
 
-LEGACY_NAMING = "LegacyNamingConvention"
-COLLECTION_PREFIX_NAMING = "CollectionPrefixNamingConvention"
+LEGACY_NAMING: NamingConvention = "LegacyNamingConvention"
+COLLECTION_PREFIX_NAMING: NamingConvention = "CollectionPrefixNamingConvention"
 DEDUPLICATION_INDEX_LOCATION = "DEDUPLICATION_INDEX_LOCATION_PLACEHOLDER"
 _PLACEHOLDER = re.compile(r"%\{([A-Za-z0-9_]+)\}")
 HARVEST_INFO_VERSION = "0.6"
@@ -81,7 +82,7 @@ class RunContext:
     creation_date: datetime
     deduplication_enabled: bool = True
     object_limit_by_quota_enforcer: bool = True
-    naming_convention: str = LEGACY_NAMING
+    naming_convention: NamingConvention = LEGACY_NAMING
     collection_name: str = "netarkivet"
     operator: str = "HarvestSuite"
     warc_writer: WarcWriterOptions = WarcWriterOptions()
