@@ -7,8 +7,10 @@ command line. An environment variable ``HARVESTSUITE__SECTION__KEY`` (sections j
 without regard to case) overrides the file.
 
 An unknown key or a value of the wrong type stops start-up with an error naming the key, where it came
-from and the type expected. Components never read settings themselves: a ``from_settings()`` classmethod
-picks the values it needs and passes plain arguments to ``__init__``.
+from and the type expected. A setting with a fixed set of values is typed as a ``Literal`` of them, and a
+value outside the set stops start-up the same way, naming the allowed values: a misspelt naming convention
+must not quietly name every WARC file the other way. Components never read settings themselves: a
+``from_settings()`` classmethod picks the values it needs and passes plain arguments to ``__init__``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import typing
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from harvestdef.errors import SettingsError
 
@@ -30,6 +32,12 @@ log = logging.getLogger(__name__)
 ENV_PREFIX = "HARVESTSUITE__"
 CONFIG_ENV = "HARVESTSUITE_CONFIG"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+# The settings that take one of a fixed set of values; the components that act on them import these types.
+JobGeneratorClass = Literal["DefaultJobGenerator", "FixedDomainConfigurationCountJobGenerator"]
+NamingConvention = Literal["LegacyNamingConvention", "CollectionPrefixNamingConvention"]
+ShutdownAction = Literal["checkpoint", "finish"]
+MetadataFileNameFormat = Literal["default", "prefix"]
 
 
 def setting(key: str, default: Any, doc: str) -> Any:
@@ -82,8 +90,10 @@ class DomainSettings:
 class JobGenSettings:
     """Job generation (reference §2.7)."""
 
-    generatorClass: str = setting("harvester.scheduler.jobGen.class", "DefaultJobGenerator",
-                                  "DefaultJobGenerator or FixedDomainConfigurationCountJobGenerator")
+    generatorClass: JobGeneratorClass = setting(
+        "harvester.scheduler.jobGen.class", "DefaultJobGenerator",
+        "DefaultJobGenerator (packs by expected size) or FixedDomainConfigurationCountJobGenerator (a fixed "
+        "number of configurations per job)")
     domainConfigSubsetSize: int = setting("harvester.scheduler.jobGen.domainConfigSubsetSize", 10_000,
                                           "configurations written per batch (the sort itself is global)")
     maxTimeToCompleteJob: int = setting("harvester.scheduler.jobGen.maxTimeToCompleteJob", 0,
@@ -123,9 +133,10 @@ class JobGenSettings:
         "generate no selective jobs for a channel no harvester serves")
     deduplicationEnabled: bool = setting("harvester.deduplication.enabled", True,
                                          "jobs are built with the DeDuplicator switched on")
-    namingConvention: str = setting("harvestsuite.jobgen.namingConvention", "LegacyNamingConvention",
-                                    "LegacyNamingConvention (<job>-<harvest>) or "
-                                    "CollectionPrefixNamingConvention (<collection>-<job>-<harvest>)")
+    namingConvention: NamingConvention = setting(
+        "harvestsuite.jobgen.namingConvention", "LegacyNamingConvention",
+        "LegacyNamingConvention (<job>-<harvest>) or CollectionPrefixNamingConvention "
+        "(<collection>-<job>-<harvest>)")
     collectionName: str = setting("harvester.harvesting.heritrix.archiveNaming.collectionName", "netarkivet",
                                   "prefix of CollectionPrefixNamingConvention")
 
@@ -209,10 +220,10 @@ class HarvesterSettings:
                                      "seconds one request to the crawler may take before it counts as failed")
     engineStartTimeout: int = setting("harvestsuite.harvester.engineStartTimeout", 60,
                                       "seconds to wait for the crawler to answer, to build and to launch a job")
-    shutdownAction: str = setting("harvestsuite.harvester.shutdownAction", "checkpoint",
-                                  "what SIGTERM does to a running crawl: checkpoint (resumed at the next start "
-                                  "if the scheduler grants the job again) or finish (stopped, post-processed "
-                                  "and reported)")
+    shutdownAction: ShutdownAction = setting(
+        "harvestsuite.harvester.shutdownAction", "checkpoint",
+        "what SIGTERM does to a running crawl: checkpoint (resumed at the next start if the scheduler grants the "
+        "job again) or finish (stopped, post-processed and reported)")
     uploadRetries: int = setting("harvestsuite.harvester.uploadRetries", 5,
                                  "passes over a job's files while the archive store fails, before the job is "
                                  "reported FAILED and its upload left to the retries between jobs")
@@ -223,7 +234,7 @@ class HarvesterSettings:
     leftoverUploadInterval: int = setting("harvestsuite.harvester.leftoverUploadInterval", 300,
                                           "seconds between tries, while idle or between jobs, to store the files "
                                           "of jobs the archive store could not take")
-    metadataFileNameFormat: str = setting(
+    metadataFileNameFormat: MetadataFileNameFormat = setting(
         "harvester.harvesting.metadata.metadataFileNameFormat", "default",
         "default: <job>-metadata-1.warc.gz; prefix: <collectionName>-<job>-<harvest>-metadata-1.warc.gz")
     heritrixUrl: str = setting("harvestsuite.harvester.heritrixUrl", "",
@@ -351,7 +362,7 @@ class _Spec:
     key: str
     area: str
     attr: str
-    type: type
+    type: Any  # a class, tuple[str, ...] (a list setting) or a Literal of the allowed values
     default: Any
 
 
@@ -380,6 +391,23 @@ def _is_list(spec: _Spec) -> bool:
     return typing.get_origin(spec.type) is tuple
 
 
+def _choices(spec: _Spec) -> tuple[str, ...] | None:
+    """The allowed values of a setting typed as a ``Literal``, else None."""
+    return typing.get_args(spec.type) if typing.get_origin(spec.type) is Literal else None
+
+
+def _type_name(spec: _Spec) -> str:
+    choices = _choices(spec)
+    return spec.type.__name__ if choices is None else "one of " + ", ".join(choices)
+
+
+def _check_choice(spec: _Spec, choices: tuple[str, ...], value: Any, preposition: str, source: str) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise SettingsError(f"{spec.key} {preposition} {source}: {value!r} is not an allowed value; expected one of "
+                            f"{', '.join(choices)}")
+    return value
+
+
 def _coerce_text(spec: _Spec, text: str, source: str) -> Any:
     """Turn an environment or command-line string into the key's type, or fail naming both."""
     if _is_list(spec):
@@ -397,6 +425,9 @@ def _coerce_text(spec: _Spec, text: str, source: str) -> Any:
             return int(text.strip())
         except ValueError:
             raise SettingsError(f"{spec.key} from {source}: expected an integer, got {text!r}") from None
+    choices = _choices(spec)
+    if choices is not None:
+        return _check_choice(spec, choices, text, "from", source)
     return text
 
 
@@ -406,6 +437,9 @@ def _check_type(spec: _Spec, value: Any, source: str) -> Any:
             return tuple(value)
         raise SettingsError(f"{spec.key} in {source}: expected an array of strings, got "
                             f"{type(value).__name__} {value!r}")
+    choices = _choices(spec)
+    if choices is not None:
+        return _check_choice(spec, choices, value, "in", source)
     # bool is a subclass of int: an int setting must not accept true/false silently.
     ok = isinstance(value, spec.type) and not (spec.type is int and isinstance(value, bool))
     if not ok:
@@ -460,7 +494,7 @@ def load_settings(
         spec = specs.get(dotted.lower())
         if spec is None:
             raise SettingsError(f"unknown setting {dotted} given as an override")
-        if isinstance(value, str) and spec.type is not str:
+        if isinstance(value, str) and spec.type is not str and _choices(spec) is None:
             value = _coerce_text(spec, value, "an override")
         values[spec.key] = _check_type(spec, value, "an override")
 
@@ -487,5 +521,6 @@ def describe() -> list[tuple[str, str, Any, str]]:
         area_cls = area_field.default_factory  # type: ignore[misc]
         hints = get_type_hints(area_cls)
         for f in dataclasses.fields(area_cls):
-            rows.append((f.metadata["key"], hints[f.name].__name__, f.default, f.metadata["doc"]))
+            spec = _Spec(f.metadata["key"], area_field.name, f.name, hints[f.name], f.default)
+            rows.append((spec.key, _type_name(spec), f.default, f.metadata["doc"]))
     return rows

@@ -119,9 +119,6 @@ class ControllerOptions:
 class HarvestController:
     def __init__(self, options: ControllerOptions, transport: Transport, names: QueueNames, store: ArchiveStore,
                  postprocessor: PostProcessor, controller_id: str, host: str | None = None) -> None:
-        if options.driver.shutdown_action not in ("checkpoint", "finish"):
-            raise HarvestSuiteError(f"harvestsuite.harvester.shutdownAction must be checkpoint or finish, not "
-                                    f"{options.driver.shutdown_action!r}")
         if options.min_space_left <= 0:
             raise HarvestSuiteError(f"harvester.harvesting.minSpaceLeft must be > 0, not {options.min_space_left}")
         self.options = options

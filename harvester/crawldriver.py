@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvestdef.errors import HeritrixError
+from harvestdef.settings import ShutdownAction
 from harvester.crawlstates import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, ControllerState
 from harvester.heritrix import HeritrixClient, JobStatus
 from harvester.jobdir import CrawlOutcome
@@ -40,7 +41,7 @@ class DriverOptions:
     max_running_time: float = 0.0  # 0 = no limit of ours (the template's maxTimeSeconds still applies)
     poll_retries: int = 5
     start_timeout: float = 60.0
-    shutdown_action: str = "checkpoint"  # or "finish"
+    shutdown_action: ShutdownAction = "checkpoint"
 
 
 @dataclass

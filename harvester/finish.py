@@ -38,7 +38,6 @@ from pathlib import Path
 from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
 from harvestdef.dedup import DedupIndex, entries_name, write_entries
-from harvestdef.errors import HarvestSuiteError
 from harvestdef.messages import CrawlStatus, MessageError, decode, encode
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
@@ -93,9 +92,6 @@ class PostProcessor:
         server_dir = Path(h.serverDir).resolve()
         oldjobs = Path(h.oldjobsDir)
         collection = settings.jobgen.collectionName if h.metadataFileNameFormat == "prefix" else None
-        if h.metadataFileNameFormat not in ("default", "prefix"):
-            raise HarvestSuiteError(f"harvester.harvesting.metadata.metadataFileNameFormat must be default or prefix, "
-                                    f"not {h.metadataFileNameFormat!r}")
         crawler = f"HarvestSuite engine {__version__}" if not h.heritrixUrl else "Heritrix 3"
         return cls(FinishOptions(oldjobs_dir=oldjobs if oldjobs.is_absolute() else server_dir / oldjobs,
                                  organization=h.organization, collection=collection,

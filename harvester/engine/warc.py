@@ -1,16 +1,17 @@
-"""WARC 1.1 output: files opened, named and rolled over here; records written by warcio's WARCWriter.
+"""WARC 1.1 output: files opened, named and rolled over here; each record's fields chosen here and its bytes
+written by harvester/engine/warcrecords.py.
 
-Each record is its own gzip member (zlib level 6: level 9 costs CPU for little gain), so offsets stay
-seekable. Response and request blocks are the bytes that went over the wire; a response's block is copied
-from its spool (harvester/engine/spool.py) in bounded pieces and compressed as it goes, so a large response
-is never in memory whole. WARC-Payload-Digest is taken, as the bytes arrived, over the de-chunked, still
+Each record is its own gzip member, so offsets stay seekable. Response and request blocks are the bytes
+that went over the wire; a response's block is copied from its spool (harvester/engine/spool.py) in bounded
+pieces and compressed as it goes, so a large response is never in memory whole. A revisit's block is the
+response's head as received. WARC-Payload-Digest is taken, as the bytes arrived, over the de-chunked, still
 content-encoded body (the spec's entity body, iipc/warc-specifications#22), which warcio would take over
-the chunked bytes (warcio #74). A request record's payload is the request's
-body, so a GET's payload digest is that of the empty string. A warcinfo record opens every file, with
-Heritrix's fields. File names follow Heritrix:
-``{prefix}-{timestamp17}-{serial:05d}-{pid}~{hostname}~{port}.warc.gz``, port being the engine's API port.
-Each capture's records are handed to the OS (flushed) once written, before its crawl.log line is written
-(harvester/engine/crawllog.py): the order that keeps crawl.log and the WARCs in agreement after a kill.
+the chunked bytes (warcio #74). A request record's payload is the request's body, so a GET's payload digest
+is that of the empty string. A warcinfo record opens every file, with Heritrix's fields. File names follow
+Heritrix: ``{prefix}-{timestamp17}-{serial:05d}-{pid}~{hostname}~{port}.warc.gz``, port being the engine's
+API port. Each capture's records are handed to the OS (flushed) once written, before its crawl.log line is
+written (harvester/engine/crawllog.py): the order that keeps crawl.log and the WARCs in agreement after a
+kill.
 """
 
 from __future__ import annotations
@@ -20,25 +21,19 @@ import io
 import os
 import socket
 import time
-import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
-from warcio.recordbuilder import RecordBuilder
-from warcio.recordloader import ArcWarcRecord
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
-
 from harvester.engine.spool import ResponseSpool, sha1_label
+from harvester.engine.warcrecords import new_record_id, warc_fields, warcinfo_date, write_record
 
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 SOFTWARE = "HarvestSuite crawl engine (Heritrix 3 compatible)"
 # We write WARC/1.1 records, so the 1.1 format and specification, where Heritrix names 1.0.
 WARC_FORMAT = "WARC File Format 1.1"
 WARC_CONFORMS_TO = "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
-MEMBER_BUFFER = 1024 * 1024
 
 
 def sha1_digest(data: bytes) -> str:
@@ -66,53 +61,6 @@ def warc_date(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
-class _RawHeaders:
-    """HTTP header bytes handed to warcio as they are, so it neither re-parses nor re-serialises them."""
-
-    def __init__(self, raw: bytes):
-        self.headers_buff = raw
-
-    def compute_headers_buffer(self, header_filter: object = None) -> None:
-        """The buffer is the received bytes; nothing to compute."""
-
-
-class _Member:
-    """One record's bytes on their way into the file: gathered up to MEMBER_BUFFER bytes, then compressed
-    (or not) and written, so a small record costs one compress call and a large one bounded memory."""
-
-    def __init__(self, file: BinaryIO, compress: bool) -> None:
-        self.file = file
-        self.compressor = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS + 16) if compress else None
-        self.parts: list[bytes] = []
-        self.pending = 0
-        self.written = 0
-
-    def write(self, data: bytes) -> None:
-        self.parts.append(data)
-        self.pending += len(data)
-        if self.pending >= MEMBER_BUFFER:
-            self._drain()
-
-    def flush(self) -> None:
-        """warcio flushes after each record; the member is finished by ``finish`` instead."""
-
-    def _drain(self) -> None:
-        data = b"".join(self.parts)
-        self.parts.clear()
-        self.pending = 0
-        if self.compressor is not None:
-            data = self.compressor.compress(data)
-        self.file.write(data)
-        self.written += len(data)
-
-    def finish(self) -> None:
-        self._drain()
-        if self.compressor is not None:
-            tail = self.compressor.flush()
-            self.file.write(tail)
-            self.written += len(tail)
-
-
 @dataclass(frozen=True)
 class WrittenRecord:
     record_id: str
@@ -135,10 +83,8 @@ class WarcFileWriter:
         self._ip = local_address()
         self.serial = serial
         self.port = port
-        self.builder = RecordBuilder(warc_version="WARC/1.1")
         self._file: io.BufferedWriter | None = None
         self._name = ""
-        self._writer = WARCWriter(None, gzip=False, warc_version="WARC/1.1")
         self.bytes_written = 0
 
     def __enter__(self) -> WarcFileWriter:
@@ -171,16 +117,16 @@ class WarcFileWriter:
         # BaseWARCWriterProcessor.java, getMetadata), then the writer's metadataItems (NetarchiveSuite's).
         info = {"software": SOFTWARE, "ip": self._ip, "hostname": socket.getfqdn(), "format": WARC_FORMAT,
                 "conformsTo": WARC_CONFORMS_TO, **dict(self.crawl_metadata), **dict(self.warcinfo_items)}
-        self._append(self.builder.create_warcinfo_record(self._name, info))
+        block = warc_fields(info.items())
+        fields = [("WARC-Type", "warcinfo"), ("WARC-Record-ID", new_record_id()), ("WARC-Filename", self._name),
+                  ("WARC-Date", warcinfo_date(datetime.now(UTC).replace(tzinfo=None))),
+                  ("WARC-Block-Digest", sha1_digest(block)), ("Content-Type", "application/warc-fields")]
+        self._append(fields, io.BytesIO(block), len(block))
 
-    def _append(self, record: ArcWarcRecord) -> int:
+    def _append(self, fields: list[tuple[str, str]], block: BinaryIO, block_length: int) -> int:
         assert self._file is not None
         offset = self._file.tell()
-        member = _Member(self._file, self.compress)
-        self._writer.out = member
-        self._writer.write_record(record)
-        member.finish()
-        self.bytes_written += member.written
+        self.bytes_written += write_record(self._file, fields, block, block_length, self.compress)
         return offset
 
     def _hand_to_os(self) -> None:
@@ -197,29 +143,26 @@ class WarcFileWriter:
             self._open_next()
 
     def _record(self, record_type: str, uri: str, date: str, block: bytes, content_type: str,
-                extra: dict[str, str], http_head: bytes | None = None) -> tuple[ArcWarcRecord, str]:
-        return self._streamed_record(record_type, uri, date, io.BytesIO(block), len(block),
-                                     sha1_digest((http_head or b"") + block), content_type, extra, http_head)
+                extra: dict[str, str]) -> tuple[list[tuple[str, str]], str]:
+        """The fields of a record whose block is ``block``, and its record ID."""
+        return self._fields(record_type, uri, date, sha1_digest(block), content_type, extra)
 
-    def _streamed_record(self, record_type: str, uri: str, date: str, block: BinaryIO, block_length: int,
-                         block_digest: str, content_type: str, extra: dict[str, str],
-                         http_head: bytes | None = None) -> tuple[ArcWarcRecord, str]:
-        """A record whose block warcio copies from ``block`` (read to its end) in pieces."""
-        record_id = self.builder._make_warc_id()
-        headers = {"WARC-Record-ID": record_id, "WARC-Date": date, **extra, "WARC-Block-Digest": block_digest}
-        warc_headers = StatusAndHeaders("", list(headers.items()), protocol="WARC/1.1")
-        warc_headers.replace_header("WARC-Type", record_type)
-        warc_headers.replace_header("WARC-Target-URI", uri)
-        record = ArcWarcRecord("warc", record_type, warc_headers, block,
-                               _RawHeaders(http_head) if http_head is not None else None, content_type, block_length)
-        record.payload_length = block_length
-        return record, record_id
+    @staticmethod
+    def _fields(record_type: str, uri: str, date: str, block_digest: str, content_type: str,
+                extra: dict[str, str]) -> tuple[list[tuple[str, str]], str]:
+        """A record's header fields in the order every record of ours has them, and its record ID."""
+        record_id = new_record_id()
+        fields = [("WARC-Record-ID", record_id), ("WARC-Date", date), *extra.items(),
+                  ("WARC-Block-Digest", block_digest), ("WARC-Type", record_type), ("WARC-Target-URI", uri),
+                  ("Content-Type", content_type)]
+        return fields, record_id
 
-    def _request_record(self, uri: str, date: str, raw_request: bytes, concurrent_to: str):
-        # Set here, or warcio would digest the whole block as the payload, which its own checker refuses.
-        return self._record("request", uri, date, raw_request, "application/http; msgtype=request",
-                            {"WARC-Concurrent-To": concurrent_to,
-                             "WARC-Payload-Digest": sha1_digest(http_body(raw_request))})
+    def _request_record(self, uri: str, date: str, raw_request: bytes, concurrent_to: str) -> None:
+        # A request's payload is its body (a GET's is empty), not the whole block.
+        fields, _ = self._record("request", uri, date, raw_request, "application/http; msgtype=request",
+                                 {"WARC-Concurrent-To": concurrent_to,
+                                  "WARC-Payload-Digest": sha1_digest(http_body(raw_request))})
+        self._append(fields, io.BytesIO(raw_request), len(raw_request))
 
     def write_exchange(self, uri: str, started: float, address: str, raw_request: bytes, response: ResponseSpool,
                        truncated: str | None = None) -> WrittenRecord:
@@ -230,12 +173,10 @@ class WarcFileWriter:
         extra = {"WARC-IP-Address": address, "WARC-Payload-Digest": response.payload_digest}
         if truncated:
             extra["WARC-Truncated"] = truncated
-        response_record, response_id = self._streamed_record(
-            "response", uri, date, response.raw_file(), response.raw_length, response.block_digest,
-            "application/http; msgtype=response", extra)
-        offset = self._append(response_record)
-        request, _ = self._request_record(uri, date, raw_request, response_id)
-        self._append(request)
+        fields, response_id = self._fields("response", uri, date, response.block_digest,
+                                           "application/http; msgtype=response", extra)
+        offset = self._append(fields, response.raw_file(), response.raw_length)
+        self._request_record(uri, date, raw_request, response_id)
         self._hand_to_os()
         return WrittenRecord(response_id, self._name, offset)
 
@@ -250,18 +191,20 @@ class WarcFileWriter:
                  "WARC-Truncated": "length"}
         if refers_to_record:
             extra["WARC-Refers-To"] = refers_to_record
-        revisit, revisit_id = self._record("revisit", uri, date, b"", "application/http; msgtype=response", extra,
-                                           http_head=response_head)
-        offset = self._append(revisit)
-        request, _ = self._request_record(uri, date, raw_request, revisit_id)
-        self._append(request)
+        # The block is the response's head as received, and nothing of its body.
+        fields, revisit_id = self._record("revisit", uri, date, response_head, "application/http; msgtype=response",
+                                          extra)
+        offset = self._append(fields, io.BytesIO(response_head), len(response_head))
+        self._request_record(uri, date, raw_request, revisit_id)
         self._hand_to_os()
         return WrittenRecord(revisit_id, self._name, offset)
 
     def write_dns(self, uri: str, started: float, answer: bytes) -> WrittenRecord:
         self._ensure_file()
-        record, record_id = self._record("response", uri, warc_date(started), answer, "text/dns", {})
-        offset = self._append(record)
+        # No HTTP head: the payload is the whole block.
+        fields, record_id = self._record("response", uri, warc_date(started), answer, "text/dns",
+                                         {"WARC-Payload-Digest": sha1_digest(answer)})
+        offset = self._append(fields, io.BytesIO(answer), len(answer))
         self._hand_to_os()
         return WrittenRecord(record_id, self._name, offset)
 

@@ -47,6 +47,7 @@ from harvestdef.errors import DomainNameError, JobGenerationError
 from harvestdef.messages import HARVEST_INFO_VERSION, HarvestInfo
 from harvestdef.repositories.jobs import JobRepository, new_job_row
 from harvestdef.seeds import seed_lines
+from harvestdef.settings import NamingConvention
 from harvestdef.traps import parse_stored_traps
 from scheduler.jobgen.expectation import UNLIMITED
 from scheduler.jobgen.packing import Candidates, PackedJob
@@ -54,8 +55,8 @@ from scheduler.jobgen.streaming import stream_rows
 
 log = logging.getLogger(__name__)
 
-LEGACY_NAMING = "LegacyNamingConvention"
-COLLECTION_PREFIX_NAMING = "CollectionPrefixNamingConvention"
+LEGACY_NAMING: NamingConvention = "LegacyNamingConvention"
+COLLECTION_PREFIX_NAMING: NamingConvention = "CollectionPrefixNamingConvention"
 # From this many job_configs rows on, PostgreSQL checks their foreign keys once for the whole load.
 BULK_CHECK_THRESHOLD = 50_000
 
@@ -92,7 +93,7 @@ class RunContext:
     creation_date: datetime
     deduplication_enabled: bool = True
     object_limit_by_quota_enforcer: bool = True
-    naming_convention: str = LEGACY_NAMING
+    naming_convention: NamingConvention = LEGACY_NAMING
     collection_name: str = "netarkivet"
     operator: str = "HarvestSuite"
     warc_writer: WarcWriterOptions = WarcWriterOptions()

@@ -33,7 +33,7 @@ from harvestdef.errors import DatabaseError, JobGenerationError, NotFoundError
 from harvestdef.repositories.base import database_errors
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.jobs import allocate_job_ids
-from harvestdef.settings import Settings
+from harvestdef.settings import NamingConvention, Settings
 from harvestdef.traps import parse_stored_traps
 from scheduler.jobgen.building import BULK_CHECK_THRESHOLD, JobWriter, RunContext, TemplateInfo
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackedJob, PackingRules, job_generator
@@ -55,7 +55,7 @@ class GenerationOptions:
     next_job_id: int = 0
     deduplication_enabled: bool = True
     object_limit_by_quota_enforcer: bool = True
-    naming_convention: str = "LegacyNamingConvention"
+    naming_convention: NamingConvention = "LegacyNamingConvention"
     collection_name: str = "netarkivet"
     operator: str = "HarvestSuite"
     timezone: str = ""

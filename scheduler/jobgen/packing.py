@@ -14,12 +14,12 @@ This module never touches the database or the settings (``PackingRules.from_sett
 
 from __future__ import annotations
 
+import typing
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from harvestdef.errors import ValidationError
-from harvestdef.settings import JobGenSettings
+from harvestdef.settings import JobGeneratorClass, JobGenSettings
 from scheduler.jobgen.expectation import (
     NO_HISTORY,
     UNLIMITED,
@@ -29,9 +29,9 @@ from scheduler.jobgen.expectation import (
     expected_objects,
 )
 
-DEFAULT_GENERATOR = "DefaultJobGenerator"
-FIXED_COUNT_GENERATOR = "FixedDomainConfigurationCountJobGenerator"
-GENERATORS = (DEFAULT_GENERATOR, FIXED_COUNT_GENERATOR)
+DEFAULT_GENERATOR: JobGeneratorClass = "DefaultJobGenerator"
+FIXED_COUNT_GENERATOR: JobGeneratorClass = "FixedDomainConfigurationCountJobGenerator"
+GENERATORS: tuple[JobGeneratorClass, ...] = typing.get_args(JobGeneratorClass)
 
 _U64 = (1 << 64) - 1
 _I63 = (1 << 63) - 1
@@ -42,7 +42,8 @@ _INDEX_BITS = 32
 class PackingRules:
     """The job-generation settings packing obeys (reference §2.7)."""
 
-    generator: str = DEFAULT_GENERATOR
+    # Checked once where it comes in: by the settings loader, and by the planner for its JSON input.
+    generator: JobGeneratorClass = DEFAULT_GENERATOR
     split_by_object_limit: bool = False
     max_relative_size_difference: int = 100
     min_absolute_size_difference: int = 2000
@@ -51,10 +52,6 @@ class PackingRules:
     fixed_domain_count_focused: int = 0
     exclude_domains_with_zero_budget: bool = False
     expectation: ExpectationParams = field(default_factory=ExpectationParams)
-
-    def __post_init__(self) -> None:
-        if self.generator not in GENERATORS:
-            raise ValidationError(f"unknown job generator {self.generator!r}; use one of {', '.join(GENERATORS)}")
 
     @classmethod
     def from_settings(cls, jobgen: JobGenSettings) -> PackingRules:

@@ -7,12 +7,16 @@ the broker. Tests that stop the broker or change its settings are in test_queue_
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import shutil
+import socket
+import struct
 import subprocess
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -107,18 +111,99 @@ def test_unacked_messages_go_back_when_the_transport_closes(open_transport: Open
     assert delivery is not None and (delivery.body, delivery.redelivered) == (b"held", True)
 
 
+class HeartbeatCounter:
+    """A TCP relay between AMQP clients and the broker that counts the heartbeat frames going each way.
+
+    It parses the frame stream of AMQP 0-9-1 (§4.2.3: type, channel, size, payload, frame-end), after the
+    8-byte protocol header the client sends first; a heartbeat is a frame of type 8."""
+
+    HEARTBEAT = 8
+
+    def __init__(self, broker_url: str) -> None:
+        parts = urllib.parse.urlsplit(broker_url)
+        self.broker = (parts.hostname or "127.0.0.1", parts.port or 5672)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = parts._replace(netloc=f"{parts.username}:{parts.password}@127.0.0.1:"
+                                         f"{self.listener.getsockname()[1]}").geturl()
+        self.sent = {"client": 0, "broker": 0}  # heartbeat frames sent by each side
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.sent)
+
+    def close(self) -> None:
+        self.listener.close()
+        for sock in self._sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            broker = socket.create_connection(self.broker)
+            self._sockets += [client, broker]
+            threading.Thread(target=self._relay, args=(client, broker, "client", 8), daemon=True).start()
+            threading.Thread(target=self._relay, args=(broker, client, "broker", 0), daemon=True).start()
+
+    def _relay(self, source: socket.socket, target: socket.socket, side: str, header_length: int) -> None:
+        pending = b""
+        while True:
+            try:
+                data = source.recv(65536)
+                if not data:
+                    break
+                target.sendall(data)
+            except OSError:
+                break
+            pending += data
+            if header_length:
+                skipped = min(header_length, len(pending))
+                pending, header_length = pending[skipped:], header_length - skipped
+            while len(pending) >= 7:
+                frame_type, _channel, size = struct.unpack(">BHI", pending[:7])
+                if len(pending) < 7 + size + 1:
+                    break
+                if frame_type == self.HEARTBEAT:
+                    with self._lock:
+                        self.sent[side] += 1
+                pending = pending[7 + size + 1:]
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
+
+
 def test_heartbeats_flow_while_a_caller_holds_a_delivery(open_transport: OpenTransport, new_queue: NewQueue) -> None:
     queue = new_queue()
-    transport = open_transport(heartbeat=2)
-    transport.publish(queue, b"long job")
-    delivery = transport.receive(queue, timeout=5)
-    assert delivery is not None
-    time.sleep(8)  # four heartbeat intervals of "work" in this thread; the I/O thread keeps answering
+    counter = HeartbeatCounter(AMQP_URL)
+    try:
+        transport = open_transport(url=counter.url, heartbeat=2)
+        transport.publish(queue, b"long job")
+        delivery = transport.receive(queue, timeout=5)
+        assert delivery is not None
+        held = counter.counts()
+        # This thread holds the delivery and does nothing with the transport until the broker has had its
+        # chance to drop a silent client. With a 2 s heartbeat the broker sends a heartbeat every second
+        # while it has nothing else to send, and looks for bytes from the client every 2 s, closing the
+        # connection after two looks that found none. A client that stops sending gets at most six
+        # heartbeats before it is dropped (a pika connection left without I/O through this relay gets six,
+        # then EOF), so the seventh is one a client whose I/O stopped while its caller worked never sees;
+        # the client's own heartbeats in that span show that its I/O thread kept answering.
+        wait_until(lambda: counter.counts()["broker"] - held["broker"] >= 7, timeout=30,
+                   what="seven heartbeats from the broker while the delivery is held")
+        assert counter.counts()["client"] - held["client"] >= 4
 
-    transport.ack(delivery)
-    assert transport.connections_opened == 1  # never lost the connection
-    transport.close()
-    assert open_transport().get(queue) is None  # the ack counted: not redelivered
+        transport.ack(delivery)
+        assert transport.connections_opened == 1  # never lost the connection
+        transport.close()
+        assert open_transport().get(queue) is None  # the ack counted: not redelivered
+    finally:
+        counter.close()
 
 
 def test_close_stops_the_io_thread(new_queue: NewQueue) -> None:

@@ -121,3 +121,46 @@ def test_a_list_setting_is_a_toml_array_or_comma_separated(tmp_path):
     path.write_text('[harvester.harvesting]\nchannel = ["FOCUSED", 3]\n')
     with pytest.raises(SettingsError, match="expected an array of strings"):
         load_settings(path, environ={})
+
+
+# Each setting with a fixed set of values: its key, its allowed values and a misspelling of one of them.
+FIXED_VALUE_SETTINGS = [
+    ("harvestsuite.harvester.shutdownAction", ("checkpoint", "finish"), "chekpoint"),
+    ("harvester.harvesting.metadata.metadataFileNameFormat", ("default", "prefix"), "Prefix"),
+    ("harvester.scheduler.jobGen.class", ("DefaultJobGenerator", "FixedDomainConfigurationCountJobGenerator"),
+     "FixedDomainConfigurationCountGenerator"),
+    ("harvestsuite.jobgen.namingConvention", ("LegacyNamingConvention", "CollectionPrefixNamingConvention"),
+     "CollectionPrefixNaming"),
+]
+
+
+def _refusal(key: str, allowed: tuple[str, ...], bad: str) -> str:
+    return rf"{key} .*'{bad}' is not an allowed value; expected one of {', '.join(allowed)}"
+
+
+@pytest.mark.parametrize(("key", "allowed", "bad"), FIXED_VALUE_SETTINGS, ids=[row[0] for row in FIXED_VALUE_SETTINGS])
+def test_a_value_outside_a_settings_fixed_set_is_refused_at_load(tmp_path, key, allowed, bad):
+    section, name = key.rsplit(".", 1)
+    config = tmp_path / "hs.toml"
+    config.write_text(f'[{section}]\n{name} = "{bad}"\n')
+    with pytest.raises(SettingsError, match=_refusal(key, allowed, bad)) as from_file:
+        load_settings(config, environ={})
+    assert str(config) in str(from_file.value)
+    variable = "HARVESTSUITE__" + key.replace(".", "__").upper()
+    with pytest.raises(SettingsError, match=_refusal(key, allowed, bad)) as from_environment:
+        load_settings(environ={variable: bad})
+    assert variable in str(from_environment.value)
+    with pytest.raises(SettingsError, match=_refusal(key, allowed, bad)):
+        load_settings(environ={}, overrides={key: bad})
+    config.write_text(f"[{section}]\n{name} = 1\n")
+    with pytest.raises(SettingsError, match=rf"{key} .*1 is not an allowed value"):
+        load_settings(config, environ={})
+    for value in allowed:
+        loaded = load_settings(environ={}, overrides={key: value}).effective()
+        assert loaded[key] == value
+
+
+def test_describe_names_the_allowed_values():
+    types = {key: kind for key, kind, _default, _doc in describe()}
+    assert types["harvestsuite.harvester.shutdownAction"] == "one of checkpoint, finish"
+    assert types["harvester.scheduler.jobGen.config.maxTotalSize"] == "int"

@@ -12,11 +12,15 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 from warcio.archiveiterator import ArchiveIterator
 
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
 from harvestdef.model.status import JobStatus, StopReason
 from tests.harvester.conftest import OUR_TEMPLATE, fast_politeness
 
@@ -60,6 +64,18 @@ def wait_for(predicate, timeout: float, what: str):
             return value
         time.sleep(0.2)
     raise AssertionError(f"not within {timeout} s: {what}")
+
+
+def paused_heartbeat_since(h, since: datetime):
+    """The controller's row in the harvest database once the scheduler has stored a heartbeat of it, sent at
+    ``since`` or later, that says it is paused; else None."""
+    with h.engine.connect() as conn:
+        row = conn.execute(select(s.harvesters.c.paused, s.harvesters.c.last_heartbeat,
+                                  s.harvesters.c.last_ready)).one_or_none()
+    if row is None or row.last_heartbeat is None or row.last_heartbeat < since:
+        return None
+    assert row.paused
+    return row
 
 
 def crawled_lines(server_dir: Path) -> int:
@@ -141,8 +157,16 @@ def test_too_little_disk_pauses_the_controller_until_space_is_back(harvesting, t
         controller.wait_for_log(r"paused: [\d,]+ bytes free", 30)
         # the job is generated, but a paused controller sends no ready message, so it is never dispatched
         h.wait_for_jobs(harvest_id, (JobStatus.NEW,), timeout=20)
-        time.sleep(4)
+        # Ready messages and heartbeats go to the scheduler's one queue, and the scheduler releases a NEW job
+        # in the batch that handles a ready message. A controller that sent ready messages while paused
+        # would send one every sendReadyDelay (1 s), so one would be queued at least a second ahead of any
+        # heartbeat sent 3 s after the job was seen NEW. Once the scheduler has stored such a heartbeat, it
+        # has taken that ready message too, and the job would no longer be NEW.
+        seen_new = utcnow()
+        row = wait_for(lambda: paused_heartbeat_since(h, seen_new + timedelta(seconds=3)), 30,
+                       "a heartbeat of the paused controller sent 3 s after the job was seen NEW")
         assert [JobStatus(j.status) for j in h.jobs(harvest_id)] == [JobStatus.NEW]
+        assert row.last_ready is None
     finally:
         filler.unlink()
     controller.wait_for_log(r"bytes free again", 30)
