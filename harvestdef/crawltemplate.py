@@ -17,6 +17,7 @@ files or call out while it is parsed. This module never touches the database.
 from __future__ import annotations
 
 import re
+from xml.sax.saxutils import escape
 
 from lxml import etree
 
@@ -67,6 +68,53 @@ def warcinfo_items(document: str) -> dict[str, str] | None:
         if prop.get("name") == "metadataItems":
             return {str(entry.get("key")): str(entry.get("value", "")) for entry in prop.iter("{*}entry")}
     return None
+
+
+def renumbered(document: str, old_prefix: str, new_prefix: str, job_id: int, submit_date: str) -> str:
+    """A filled template of one job made the template of its resubmitted copy: the WARC writer's file
+    prefix ``old_prefix`` becomes ``new_prefix``, and the warcinfo map names job ``job_id``, that prefix and
+    ``submit_date`` (the copy's creation).
+
+    Job generation fills both in once per job; a copy that kept them would write WARCs named after, and
+    describing, the job it replaces. The values are replaced in the text, so the rest of the document stays
+    byte for byte what the original job ran; a template that spells them in a shape the text replacement
+    misses is rewritten through lxml instead. A document that is not XML is returned as it is: the crawler
+    refuses it at the job's start, as it would have refused the original.
+    """
+    items = {"harvestInfo.jobId": str(job_id), "harvestInfo.harvestFilenamePrefix": new_prefix,
+             "harvestInfo.jobSubmitDate": submit_date}
+    text = re.sub(r"""(<property\s+name=(["'])prefix\2\s+value=)(["'])""" + re.escape(escape(old_prefix)) + r"\3",
+                  lambda m: f"{m.group(1)}{m.group(3)}{escape(new_prefix)}{m.group(3)}", document)
+    for key, value in items.items():
+        text = re.sub(r"""(<entry\s+key=(["'])""" + re.escape(key) + r"""\2\s+value=)(["'])[^"'<>]*\3""",
+                      lambda m, value=value: f"{m.group(1)}{m.group(3)}{escape(value)}{m.group(3)}", text)
+    try:
+        root = etree.fromstring(text.encode("utf-8"), parser=template_parser())
+    except etree.XMLSyntaxError:
+        return document
+    if _names_the_copy(root, old_prefix, items):
+        return text
+    for prop in root.iter("{*}property"):
+        if prop.get("name") == "prefix" and prop.get("value") == old_prefix:
+            prop.set("value", new_prefix)
+        elif prop.get("name") == "metadataItems":
+            for entry in prop.iter("{*}entry"):
+                if entry.get("key") in items:
+                    entry.set("value", items[str(entry.get("key"))])
+    declared = document.lstrip().startswith("<?xml")
+    return etree.tostring(root.getroottree(), encoding="UTF-8", xml_declaration=declared).decode("utf-8")
+
+
+def _names_the_copy(root: etree._Element, old_prefix: str, items: dict[str, str]) -> bool:
+    for prop in root.iter("{*}property"):
+        if prop.get("name") == "prefix" and prop.get("value") == old_prefix:
+            return False
+        if prop.get("name") == "metadataItems":
+            for entry in prop.iter("{*}entry"):
+                key = entry.get("key")
+                if key in items and entry.get("value") != items[str(key)]:
+                    return False
+    return True
 
 
 def check_orderxml(orderxml: str, name: str = "template") -> str:

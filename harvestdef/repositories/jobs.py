@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, func, insert, select, text, update
 
+from harvestdef.crawltemplate import renumbered
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
@@ -354,10 +355,14 @@ class JobRepository:
             parts = prefix.split("-")
             parts[-2] = str(new_id)
             prefix = "-".join(parts)
+        orderxmldoc = old.orderxmldoc
+        if orderxmldoc:
+            orderxmldoc = renumbered(orderxmldoc, old.harvestname_prefix or f"{job_id}-{old.harvest_id}",
+                                     prefix or f"{new_id}-{old.harvest_id}", new_id, now.isoformat())
         row = new_job_row(
             job_id=new_id, harvest_id=old.harvest_id, channel=old.channel, snapshot=old.snapshot,
             orderxml=old.orderxml, harvest_num=old.harvest_num, creationdate=now, forcemaxbytes=old.forcemaxbytes,
-            forcemaxcount=old.forcemaxcount, orderxmldoc=old.orderxmldoc, seedlist=old.seedlist,
+            forcemaxcount=old.forcemaxcount, orderxmldoc=orderxmldoc, seedlist=old.seedlist,
             num_configs=old.num_configs, harvestname_prefix=prefix, expected_objects=old.expected_objects,
             continuationof=job_id if old.status == JobStatus.FAILED else None)
         config_ids = list(self.conn.scalars(select(s.job_configs.c.config_id)

@@ -98,3 +98,41 @@ def test_a_message_from_a_scheduler_without_harvest_info_is_still_a_job(engine, 
     path = JobDirectory.create(tmp_path / "server", older).path
     assert "<!-- jobSubmitDate is when the harvester wrote this file" in (path / HARVEST_INFO).read_text("utf-8")
     assert harvest_info_fields(path)["jobId"] == str(job_id)
+
+
+def test_a_restarted_job_writes_warcs_named_and_described_as_itself(engine, tmp_path):
+    """A resubmitted copy keeps the harvest's fixed info but not the job's: its WARC prefix, jobId and
+    submit date are its own, in the template the crawler reads and in the message it is sent."""
+    from harvestdef.model.status import JobStatus
+    from harvester.engine.config import load_crawl_config
+
+    def warc_prefix(document: str, name: str) -> str:
+        path = tmp_path / name
+        path.mkdir()
+        (path / "crawler-beans.cxml").write_text(document, encoding="utf-8")
+        (path / "seeds.txt").write_text("http://kb.dk/\n", encoding="utf-8")
+        return load_crawl_config(path / "crawler-beans.cxml", path).warc_prefix
+
+    job_id = generated_job(engine)
+    later = NOW + timedelta(hours=2)
+    with engine.begin() as conn:
+        jobs = JobRepository(conn)
+        jobs.change_status(job_id, JobStatus.NEW, JobStatus.SUBMITTED, attempt_id=None,
+                           values={"attempt_id": "attempt-1"})
+        copy = jobs.resubmit(job_id, now=later)
+        old = jobs.get(job_id)
+        message = build_do_one_crawl(conn, copy, "attempt-2", deduplication_enabled=True)
+    assert copy.job_id != job_id
+    assert copy.harvestname_prefix == f"{copy.job_id}-3"
+    items = warcinfo_items(copy.orderxmldoc)
+    assert items is not None
+    assert items["harvestInfo.jobId"] == str(copy.job_id)
+    assert items["harvestInfo.harvestFilenamePrefix"] == f"{copy.job_id}-3"
+    assert items["harvestInfo.jobSubmitDate"] == later.isoformat()
+    assert items["harvestInfo.origHarvestDefinitionName"] == "news"
+    assert message.archive_file_prefix == f"{copy.job_id}-3"
+    assert message.harvest_info == HarvestInfo(version="0.6", job_submit_date=later.isoformat())
+    # the crawler names its WARCs from the template's writer bean
+    assert warc_prefix(copy.orderxmldoc, "copy") == f"{copy.job_id}-3"
+    assert warc_prefix(old.orderxmldoc, "old") == f"{job_id}-3"
+    assert old.status == JobStatus.RESUBMITTED
