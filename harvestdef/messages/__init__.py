@@ -27,6 +27,8 @@ from harvestdef.messages._codec import decode, decode_with_time, encode
 from harvestdef.messages._types import (
     CRAWL_PROGRESS_STATUSES,
     CRAWL_STATUS_REPORTED,
+    ERROR_DETAILS_LIMIT,
+    ERROR_SUMMARY_LIMIT,
     JOB_EVENT_KINDS,
     MESSAGE_TYPES,
     AliasInfo,
@@ -47,11 +49,14 @@ from harvestdef.messages._types import (
     PreHarvestMetadata,
     RegistrationAnswer,
     RegistrationRequest,
+    clip,
 )
 
 __all__ = [
     "CRAWL_PROGRESS_STATUSES",
     "CRAWL_STATUS_REPORTED",
+    "ERROR_DETAILS_LIMIT",
+    "ERROR_SUMMARY_LIMIT",
     "MESSAGE_TYPES",
     "SCHEMA_VERSION",
     "AliasInfo",
@@ -76,6 +81,7 @@ __all__ = [
     "PreHarvestMetadata",
     "RegistrationAnswer",
     "RegistrationRequest",
+    "clip",
     "decode",
     "decode_with_time",
     "encode",
