@@ -22,13 +22,13 @@ skips none of the others, and every failure is listed in the report:
 
 A job whose files could not all be stored stays in serverDir, marked as reported (``reported.json``):
 the controller retries it between jobs and at its next start (or ``harvestsuite harvester
-upload-leftovers`` does), each time one pass over the files not stored yet (``store_leftover``), and only
-once all are stored moves the directory to oldjobs. A job that failed only because the store failed (an outage: the
-crawl went well) is reported FAILED with ``store_outage``, and once its files are stored it is reported
-again, DONE with the same report (kept in ``reported.json``): the scheduler then records it DONE with its
-history. Stored WARCs are deleted from the job directory once verified in the store; logs, reports and
-indexes move to oldjobs with the directory. Where each file is, is the job directory's to say
-(harvester/jobdir.py).
+upload-leftovers`` does), each time one pass over the files not stored yet (``store_leftover``), and
+only once all are stored moves the directory to oldjobs. A job that failed only because the store failed
+(an outage: the crawl went well) is reported FAILED with ``store_outage``, and once its files are stored
+it is reported again, DONE with the same report (kept in ``reported.json``): the scheduler then records
+it DONE with its history. Stored WARCs are deleted from the job directory once verified in the store;
+logs, reports and indexes move to oldjobs with the directory. Where each of these files lives is
+harvester/jobdir.py's to say.
 """
 
 from __future__ import annotations

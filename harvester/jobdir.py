@@ -159,7 +159,10 @@ def harvest_info_xml(job: DoOneCrawl, submitted: str) -> bytes:
 
 
 class JobDirectory:
-    """One job's directory; ``create`` persists a new job, ``load`` reads one back (leftovers, resume)."""
+    """One job's directory; ``create`` persists a new job, ``load`` reads one back (leftovers, resume).
+
+    It names every path and marker in the directory (the module docstring draws them): ask it, never
+    join a name to ``path`` elsewhere."""
 
     def __init__(self, path: Path, job: DoOneCrawl):
         self.path = Path(path)
