@@ -181,8 +181,8 @@ def close_open_warc(path: Path) -> Path | None:
 
 
 def is_crawl_warc(name: str) -> bool:
-    """A closed WARC file of the crawl (``*.warc.gz``, ``*.warc``); a metadata WARC's name
-    (``*-metadata-N.warc*``) is not one, so it is never stored twice under the one name."""
+    """A closed WARC file of the crawl (``*.warc.gz``, ``*.warc``). A metadata WARC's name
+    (``*-metadata-N.warc*``) is not one: that name belongs to the job's metadata WARC in the store."""
     return name.endswith(WARC_SUFFIXES) and not _METADATA_NAME.search(name)
 
 
