@@ -234,6 +234,7 @@ def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str
     """``harvestsuite engine`` driven over its REST API; pages/s over the crawl's own clock."""
     sys.path.insert(0, str(ROOT))
     from harvester.heritrix import HeritrixClient
+    from harvester.jobdir import Launch
 
     jobs = work / f"engine-{label}"
     job_dir = jobs / "bench"
@@ -280,8 +281,7 @@ def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(120)
-    launch = job_dir / "latest"
-    warcs = sorted((launch / "warcs").glob("*.warc.gz"))
+    warcs = Launch(job_dir / "latest").warc_files()
     records, pages = warc_page_urls(warcs)
     seconds = status.elapsed_report.elapsed_milliseconds / 1000
     return {"seconds": seconds, "records": records, "pages": len(pages), "cpu": cpu,

@@ -104,34 +104,26 @@ def upload_leftovers(app: AppContext) -> None:
     store outage is reported again, DONE, once all its files are stored. Only for a serverDir whose
     controller is not running (the controller does the same between jobs and at its start).
     """
-    import socket
-
-    from harvestdef.archive import ArchiveStore
-    from harvestdef.queues import QueueNames, open_transport
-    from harvester.finish import PostProcessor
-    from harvester.identity import controller_id_from_settings
+    from harvestdef.queues import open_transport
+    from harvester.controller import HarvestController
     from harvester.jobdir import JobDirectory, JobDirectoryError, unfinished_job_directories
-    from harvester.protocol import SchedulerLink
 
     settings = app.settings
     server_dir = Path(settings.harvester.serverDir).resolve()
-    store = ArchiveStore.from_settings(settings)
-    postprocessor = PostProcessor.from_settings(settings, store)
     left = stored = 0
     with server_dir_lock(server_dir), open_transport(settings.queue) as transport:
-        link = SchedulerLink(transport, QueueNames(settings.queue.environmentName),
-                             controller_id_from_settings(settings.harvester), socket.gethostname(),
-                             list(settings.harvester.channels))
+        # The controller's own code stores the files and sends the reports, as between its jobs.
+        controller = HarvestController.from_settings(settings, transport)
         for directory in unfinished_job_directories(server_dir):
             try:
                 jobdir = JobDirectory.load(directory)
             except JobDirectoryError as exc:
                 click.echo(f"skipped: {exc}", err=True)
                 continue
-            if not postprocessor.pending_uploads(jobdir):
+            if not controller.postprocessor.pending_uploads(jobdir):
                 click.echo(f"{directory.name}: not reported yet; the controller post-processes it at its next start")
                 continue
-            if postprocessor.store_leftover(jobdir, link, passes=1):
+            if controller.store_leftover(jobdir):
                 stored += 1
                 click.echo(f"{directory.name}: stored, moved to {jobdir.path}")
             else:

@@ -25,6 +25,10 @@ job that failed only because of the store is reported again, DONE.
 
 The crawl's checkpoints (at shutdown, or asked for through the crawler's REST API) and resumes are
 reported to the scheduler as JobEvent messages, for the job page.
+
+The controller alone sends what it tells the scheduler: STARTED, the FAILED of a job it could not set
+up, and the final status and second report that post-processing makes (harvester/finish.py's
+``JobReport``), each sent before the job directory records it sent (``_send_report``).
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from harvestdef.queues import QueueNames, Transport
 from harvestdef.settings import Settings
 from harvester.crawldriver import CrawlDriver, DriverOptions
 from harvester.engineprocess import BundledEngine
-from harvester.finish import PostProcessor
+from harvester.finish import JobReport, PostProcessor
 from harvester.heritrix import HeritrixClient
 from harvester.heritrix import JobStatus as CrawlerStatus
 from harvester.identity import controller_id_from_settings
@@ -308,8 +312,9 @@ class HarvestController:
         except Exception as exc:
             log.error("job %d could not be persisted: %s", job.job_id, exc)
             self.transport.ack(taken.delivery)
-            self.link.report(job, JobStatus.FAILED, harvest_errors=f"the harvest controller could not set up the "
-                                                                  f"job: {exc}")
+            reason = f"the harvest controller could not set up the job: {exc}"
+            # the summary may be cut to its limit; the details keep the whole reason
+            self.link.report(job, JobStatus.FAILED, harvest_errors=reason, harvest_error_details=reason)
             return False
         # Acknowledged once persisted: the crawl outlives the broker's consumer_timeout (design.md §Queues).
         self.transport.ack(taken.delivery)
@@ -378,7 +383,7 @@ class HarvestController:
         console = f"{url}/engine/job/{jobdir.name}"
         # Checkpoints of earlier launches (a resumed crawl's) were reported when they were written; a new
         # one in a status poll was asked for through the crawler's REST API while the crawl ran.
-        checkpoints_dir = jobdir.path / "checkpoints"
+        checkpoints_dir = jobdir.checkpoints_dir
         checkpoints_seen = {p.name for p in checkpoints_dir.iterdir()} if checkpoints_dir.is_dir() else set()
 
         def on_status(status: CrawlerStatus) -> None:
@@ -417,12 +422,33 @@ class HarvestController:
             self._move(POSTPROCESSING)
         self.current = jobdir.job
         try:
-            status = self.postprocessor.finish(jobdir, self.link)
-            self.jobs_done.append((jobdir.job.job_id, status))
+            report = self.postprocessor.finish(jobdir, self.controller_id)
+            self._send_report(jobdir, report)
+            self.jobs_done.append((jobdir.job.job_id, report.status))
         finally:
             self.current = None
             if not self.stop_event.is_set():
                 self._move(IDLE)
+
+    def _send_report(self, jobdir: JobDirectory, report: JobReport) -> None:
+        """Send what post-processing has to report, then let it record that in the job directory. In this order:
+        a controller that stops between the two sends the report again, which the scheduler takes as a
+        repeat; the other order could leave the job never reported."""
+        if report.message is not None:
+            self.link.send_status(report.message)
+            if jobdir.reported_status is None:
+                log.info("job %d reported %s", jobdir.job.job_id, report.message.status.name)
+            else:
+                log.info("job %d: all files stored after an archive store outage; reported again as DONE",
+                         jobdir.job.job_id)
+        self.postprocessor.reported(jobdir, report)
+
+    def store_leftover(self, jobdir: JobDirectory) -> bool:
+        """One upload pass over a reported job's files not stored yet; True once all are stored (the directory
+        is then in oldjobs, and a job FAILED by an archive store outage reported again, DONE)."""
+        report = self.postprocessor.store_leftover(jobdir, passes=1)
+        self._send_report(jobdir, report)
+        return report.is_stored
 
     def _job_event(self, job: DoOneCrawl, kind: str, checkpoint: str) -> None:
         try:
@@ -442,8 +468,7 @@ class HarvestController:
                 continue
             try:
                 jobdir = JobDirectory.load(directory)
-                if self.postprocessor.pending_uploads(jobdir) and self.postprocessor.store_leftover(
-                        jobdir, self.link, passes=1):
+                if self.postprocessor.pending_uploads(jobdir) and self.store_leftover(jobdir):
                     completed += 1
             except (OSError, HarvestSuiteError) as exc:  # one directory must not stop the others' retries
                 log.error("%s: the upload could not be retried: %s", directory, exc)

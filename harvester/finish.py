@@ -1,4 +1,4 @@
-"""After the crawl: post-process a job directory, store its files in the archive store, report to the scheduler.
+"""After the crawl: post-process a job directory, store its files in the archive store, and say what to report.
 
 The steps of reference §6 (design.md §The flow, step 8), each guarded on its own so that one failing step
 skips none of the others, and every failure is listed in the report:
@@ -13,57 +13,47 @@ skips none of the others, and every failure is listed in the report:
 5. the domain report from crawl.log and progress-statistics.log;
 6. every file stored in the archive store (temporary name, fsync, checksum verified, rename), then
    SHA256SUMS: one operation with one backoff schedule for the whole job (harvester/upload.py);
-7. DONE, or FAILED when the crawl failed or a file could not be stored, sent with the report and errors.
+7. DONE, or FAILED when the crawl failed or a file could not be stored, with the report and errors: the
+   ``JobReport`` that ``finish`` returns. The controller sends its message (it alone sends what a
+   controller tells the scheduler), then hands it back to ``reported``, which keeps it in the job
+   directory and moves the directory to oldjobs once every file is stored. In that order: a controller
+   that dies between the two sends the report again at its next start, and the scheduler takes a repeat
+   as one, where the other order could leave a job never reported.
 
 A job whose files could not all be stored stays in serverDir, marked as reported (``reported.json``):
 the controller retries it between jobs and at its next start (or ``harvestsuite harvester
-upload-leftovers`` does), each time one pass over the files not stored yet, and only once all are
-stored moves the directory to oldjobs. A job that failed only because the store failed (an outage: the
-crawl went well) is reported FAILED with ``store_outage``, and once its files are stored it is reported
-again, DONE with the same report (kept in ``reported.json``): the scheduler then records it DONE with its
-history. Stored WARCs are deleted from the job directory once verified in the store; logs, reports and
-indexes move to oldjobs with the directory.
+upload-leftovers`` does), each time one pass over the files not stored yet (``store_leftover``), and
+only once all are stored moves the directory to oldjobs. A job that failed only because the store failed
+(an outage: the crawl went well) is reported FAILED with ``store_outage``, and once its files are stored
+it is reported again, DONE with the same report (kept in ``reported.json``): the scheduler then records
+it DONE with its history. Stored WARCs are deleted from the job directory once verified in the store;
+logs, reports and indexes move to oldjobs with the directory. Where each of these files lives is
+harvester/jobdir.py's to say.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
-from harvestdef.dedup import DedupIndex, entries_name, write_entries
-from harvestdef.messages import CrawlStatus, MessageError, decode, encode
+from harvestdef.dedup import DedupIndex, write_entries
+from harvestdef.errors import HarvestSuiteError
+from harvestdef.messages import ERROR_DETAILS_LIMIT, ERROR_SUMMARY_LIMIT, CrawlStatus, DomainReport, clip
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
-from harvester.jobdir import (
-    CRAWLER_BEANS,
-    DEDUP_INDEX,
-    HARVEST_INFO,
-    METADATA_DIR,
-    SEEDS,
-    CrawlOutcome,
-    JobDirectory,
-)
+from harvester.jobdir import CrawlOutcome, JobDirectory, Launch
 from harvester.postprocess.cdxj import CdxjIndexResult, write_cdxj
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import build_domain_report
 from harvester.postprocess.metadata import MetadataInfo, metadata_file_name, write_metadata_warc
 from harvester.postprocess.reconcile import UNARCHIVED_LOG, Reconciliation, reconcile_crawl_log
 from harvester.postprocess.warcfiles import close_open_warc
-from harvester.protocol import SchedulerLink
 from harvester.upload import JobUpload, UploadOptions, UploadResult
-
-REPORTED = "reported.json"
-CDXJ_DIR = "cdxj"
-WARC_SUFFIXES = (".warc.gz", ".warc")
-# Reference §6.1: Heritrix files that go into the metadata WARC.
-SETUP_FILES = (CRAWLER_BEANS, SEEDS, HARVEST_INFO)
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +65,26 @@ class FinishOptions:
     collection: str | None        # the metadata file's prefix (metadataFileNameFormat = prefix), else None
     upload: UploadOptions = UploadOptions()
     crawler_version: str = f"HarvestSuite engine {__version__}"
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """What post-processing has to tell the scheduler about one job; the controller sends ``message``, then
+    hands the report to ``PostProcessor.reported``.
+
+    ``status``: the job's status as reported, now or earlier. ``message``: the CrawlStatus to send now;
+    None when there is nothing to send (a job reported earlier whose files are still not all stored).
+    ``is_stored``: every file is in the archive store, so the directory goes to oldjobs once ``message`` is
+    sent. ``upload_errors`` and ``second_report`` go with a job's first report into its directory:
+    ``second_report`` is the DONE report of a job FAILED only by an archive store outage, sent once all its
+    files are stored.
+    """
+
+    status: JobStatus
+    message: CrawlStatus | None
+    is_stored: bool
+    upload_errors: tuple[str, ...] = ()
+    second_report: CrawlStatus | None = None
 
 
 class PostProcessor:
@@ -99,32 +109,16 @@ class PostProcessor:
                                                       max_delay=h.uploadRetryMaxDelay),
                                  crawler_version=crawler), store)
 
-    # ------------------------------------------------------------------ the files of a job
-    @staticmethod
-    def warc_files(jobdir: JobDirectory) -> list[Path]:
-        """Closed WARC files of every launch, oldest launch first."""
-        found = []
-        for launch in jobdir.launch_directories():
-            warcs = launch / "warcs"
-            if warcs.is_dir():
-                found += sorted(p for p in warcs.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES))
-        return found
-
-    @staticmethod
-    def _launch_files(jobdir: JobDirectory, subdirectory: str, suffixes: tuple[str, ...]) -> Iterator[Path]:
-        for launch in jobdir.launch_directories():
-            directory = launch / subdirectory
-            if directory.is_dir():
-                yield from sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(suffixes))
-
     # ------------------------------------------------------------------ the steps
-    def finish(self, jobdir: JobDirectory, link: SchedulerLink) -> JobStatus:
-        """Post-process, store and report the job; returns the status reported."""
-        reported = self._reported(jobdir)
+    def finish(self, jobdir: JobDirectory, controller_id: str) -> JobReport:
+        """Post-process the job and store its files; returns what ``controller_id`` is to report.
+
+        A job reported earlier (a controller that stopped after its report) is not post-processed again:
+        one more pass stores what is left (``store_leftover``)."""
+        reported = jobdir.reported_status
         if reported is not None:
             log.info("job %d was reported %s earlier; storing what is left", jobdir.job.job_id, reported.name)
-            self.store_leftover(jobdir, link, passes=1)
-            return reported
+            return self.store_leftover(jobdir, passes=1)
         job = jobdir.job
         outcome = jobdir.outcome or CrawlOutcome(failed=True, errors=["the crawl's outcome was not recorded"])
         errors: list[str] = list(outcome.errors)
@@ -141,7 +135,7 @@ class PostProcessor:
         if outcome.failed:
             # A controller that died between closing and reconciling left no open file to tell by; reconciling
             # a launch that agrees already changes nothing.
-            killed_launches = jobdir.launch_directories()
+            killed_launches = jobdir.launches()
         for launch in killed_launches:
             reconciled = step("reconciling crawl.log with the WARC files",
                               lambda launch=launch: self._reconcile(launch))
@@ -149,7 +143,7 @@ class PostProcessor:
                 errors.append(f"crawl.log of {launch.name} did not agree with its WARC files (the crawler was "
                               f"killed): {reconciled.unarchived_lines} lines without records moved to "
                               f"{UNARCHIVED_LOG}, {reconciled.recovered_lines} lines made from records")
-        warcs = self.warc_files(jobdir)
+        warcs = jobdir.warc_files()
         if not warcs:
             errors.append("no WARC files were written")
         for warc in warcs:  # each WARC guarded on its own: one that cannot be read takes no other index down
@@ -167,32 +161,19 @@ class PostProcessor:
         # Only an outage of a job that would be DONE is reported again once stored: the scheduler turns
         # such a FAILED job DONE, and no other.
         store_outage = upload.is_outage and not outcome.failed and report is not None
-        harvest_errors = "; ".join(errors)
-        message = CrawlStatus(job_id=job.job_id, attempt_id=job.attempt_id, controller_id=link.controller_id,
-                              status=status, domain_report=report, harvest_errors=harvest_errors[:4000],
-                              harvest_error_details=harvest_errors, upload_errors="; ".join(upload_errors)[:4000],
-                              upload_error_details="\n".join(upload_errors), store_outage=store_outage)
-        link.send_status(message)
-        log.info("job %d reported %s%s", job.job_id, status.name, f": {'; '.join(errors + upload_errors)}"
+        message = _crawl_status(jobdir, controller_id, status, report, errors, upload_errors, store_outage)
+        log.info("job %d ends %s%s", job.job_id, status.name, f": {'; '.join(errors + upload_errors)}"
                  if errors or upload_errors else "")
         second = None
         if store_outage:
-            second = CrawlStatus(job_id=job.job_id, attempt_id=job.attempt_id, controller_id=link.controller_id,
-                                 status=JobStatus.DONE, domain_report=report, harvest_errors=harvest_errors[:4000],
-                                 harvest_error_details=harvest_errors, store_outage=True)
-        self._mark_reported(jobdir, status, upload_errors, second)
-        if upload.is_complete:
-            self._move(jobdir)
-        return status
+            second = _crawl_status(jobdir, controller_id, JobStatus.DONE, report, errors, store_outage=True)
+        return JobReport(status, message, upload.is_complete, tuple(upload_errors), second)
 
-    def _close_open_warcs(self, jobdir: JobDirectory) -> list[Path]:
+    def _close_open_warcs(self, jobdir: JobDirectory) -> list[Launch]:
         """Close the WARC files a killed crawler left open; the launches that had any."""
         killed = []
-        for launch in jobdir.launch_directories():
-            warcs = launch / "warcs"
-            if not warcs.is_dir():
-                continue
-            for path in sorted(warcs.glob("*.open")):
+        for launch in jobdir.launches():
+            for path in launch.open_warc_files():
                 closed = close_open_warc(path)
                 log.warning("job %d: WARC file %s was left open by the crawler: %s", jobdir.job.job_id, path.name,
                             f"closed as {closed.name}" if closed else "nothing complete in it")
@@ -201,25 +182,23 @@ class PostProcessor:
         return killed
 
     @staticmethod
-    def _reconcile(launch: Path) -> Reconciliation | None:
+    def _reconcile(launch: Launch) -> Reconciliation | None:
         """Reconcile the launch's crawl.log with its WARCs; None for a launch without WARC files (its crawler
         wrote none, with its writer off or killed before a first whole record): nothing to say it against."""
-        directory = launch / "warcs"
-        warcs = sorted(p for p in directory.iterdir() if p.is_file() and p.name.endswith(WARC_SUFFIXES)) \
-            if directory.is_dir() else []
-        return reconcile_crawl_log(launch / "logs" / "crawl.log", warcs) if warcs else None
+        warcs = launch.warc_files()
+        return reconcile_crawl_log(launch.crawl_log, warcs) if warcs else None
 
     @staticmethod
     def _write_cdxj(jobdir: JobDirectory, warc: Path) -> CdxjIndexResult:
-        out = jobdir.path / CDXJ_DIR
-        out.mkdir(exist_ok=True)
-        return write_cdxj(warc, out / f"{warc.name}.cdxj")
+        out = jobdir.cdxj_index(warc)
+        out.parent.mkdir(exist_ok=True)
+        return write_cdxj(warc, out)
 
     def _write_dedup_entries(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
-        path = jobdir.path / entries_name(jobdir.job.job_id)
+        path = jobdir.dedup_entries
         path.parent.mkdir(exist_ok=True)
         # the index the crawl read tells where the originals of its revisits are stored
-        count = write_entries(path, extract_dedup_entries(warcs, jobdir.path / DEDUP_INDEX))
+        count = write_entries(path, extract_dedup_entries(warcs, jobdir.dedup_index))
         log.info("job %d: %d deduplication entries", jobdir.job.job_id, count)
 
     def _write_metadata(self, jobdir: JobDirectory, warcs: list[Path]) -> Path:
@@ -229,9 +208,8 @@ class PostProcessor:
         if job.metadata.deduplication_job_ids is not None:
             requested = tuple(job.metadata.deduplication_job_ids)
             index_jobs, missing = requested, ()
-            index_file = jobdir.path / DEDUP_INDEX
-            if index_file.is_file():
-                with DedupIndex(index_file) as index:
+            if jobdir.dedup_index.is_file():
+                with DedupIndex(jobdir.dedup_index) as index:
                     index_jobs, missing = tuple(index.job_ids), tuple(index.missing_job_ids)
             elif requested:
                 index_jobs, missing = (), requested
@@ -239,19 +217,19 @@ class PostProcessor:
                             organization=self.options.organization, heritrix_version=self.options.crawler_version,
                             software_version=__version__, aliases=list(job.metadata.aliases),
                             deduplication_job_ids=index_jobs, deduplication_job_ids_left_out=missing or ())
-        setup = [jobdir.path / name for name in SETUP_FILES if (jobdir.path / name).is_file()]
-        reports = list(self._launch_files(jobdir, "reports", ("-report.txt",)))
-        logs = list(self._launch_files(jobdir, "logs", (".log", ".out")))
-        if (jobdir.path / "job.log").is_file():
-            logs.append(jobdir.path / "job.log")
-        out = jobdir.path / METADATA_DIR / metadata_file_name(job.job_id, job.harvest_id, self.options.collection)
+        launches = jobdir.launches()
+        reports = [path for launch in launches for path in launch.reports()]
+        logs = [path for launch in launches for path in launch.logs()]
+        if jobdir.job_log.is_file():
+            logs.append(jobdir.job_log)
+        out = jobdir.metadata_warc(metadata_file_name(job.job_id, job.harvest_id, self.options.collection))
         out.parent.mkdir(exist_ok=True)
-        return write_metadata_warc(out, info, setup, reports, logs, warcs)
+        return write_metadata_warc(out, info, jobdir.setup_files(), reports, logs, warcs)
 
     def _domain_report(self, jobdir: JobDirectory, outcome: CrawlOutcome):
-        launches = jobdir.launch_directories()
-        crawl_logs = [launch / "logs" / "crawl.log" for launch in launches]
-        progress = launches[-1] / "logs" / "progress-statistics.log" if launches else None
+        launches = jobdir.launches()
+        crawl_logs = [launch.crawl_log for launch in launches]
+        progress = launches[-1].progress_log if launches else None
         forced = StopReason.DOWNLOAD_UNFINISHED if (outcome.stalled or outcome.failed) else None
         result = build_domain_report(crawl_logs, progress, jobdir.job.domain_configurations,
                                      forced_stop_reason=forced)
@@ -263,94 +241,58 @@ class PostProcessor:
         return result
 
     # ------------------------------------------------------------------ storing
-    def _files_to_store(self, jobdir: JobDirectory) -> list[tuple[Path, str]]:
-        """(local file, name in the store) of everything the job leaves in the archive."""
-        files = [(path, path.name) for path in self.warc_files(jobdir)]
-        metadata = jobdir.path / METADATA_DIR
-        if metadata.is_dir():
-            files += [(p, p.name) for p in sorted(metadata.iterdir()) if p.is_file() and p.name.endswith(WARC_SUFFIXES)]
-        cdxj = jobdir.path / CDXJ_DIR
-        if cdxj.is_dir():
-            files += [(p, f"{CDXJ_DIR}/{p.name}") for p in sorted(cdxj.iterdir()) if p.name.endswith(".cdxj")]
-        dedup = jobdir.path / entries_name(jobdir.job.job_id)
-        if dedup.is_file():
-            files.append((dedup, entries_name(jobdir.job.job_id)))
-        return files
-
     def _store_all(self, jobdir: JobDirectory, passes: int | None = None) -> UploadResult:
         """Store every file not stored yet, as one operation with one backoff schedule of ``passes`` passes
         (default: uploadRetries); the WARCs leave the harvester once all is stored and verified."""
         job = jobdir.job
-        upload = JobUpload(self.store, job.harvest_id, job.job_id, jobdir.path, self._files_to_store(jobdir),
+        upload = JobUpload(self.store, job.harvest_id, job.job_id, jobdir.upload_ledger, jobdir.files_to_store(),
                            self.options.upload, self.wait)
         result = upload.run(passes)
         if result.is_complete:
-            for path in self.warc_files(jobdir):
+            for path in jobdir.warc_files():
                 path.unlink()
         return result
 
-    def store_leftover(self, jobdir: JobDirectory, link: SchedulerLink | None, passes: int | None = None) -> bool:
-        """Store what a reported job could not store before; True (and moved to oldjobs) once all is stored.
+    def store_leftover(self, jobdir: JobDirectory, passes: int | None = None) -> JobReport:
+        """Store what a reported job could not store before; ``is_stored`` in the answer once all is stored.
 
-        A job reported FAILED because of a store outage is then reported again, DONE (through ``link``;
-        without one the directory stays, stored, until a controller sends that report at its start)."""
+        A job reported FAILED because of a store outage is then to be reported again, DONE: that report is
+        the answer's ``message``."""
+        status = jobdir.reported_status
+        if status is None:
+            raise HarvestSuiteError(f"job {jobdir.job.job_id} in {jobdir.path} was not reported yet: it is "
+                                    f"post-processed first")
         result = self._store_all(jobdir, passes)
         if not result.is_complete:
             log.error("job %d: %d of %d files are still not stored; they stay in %s: %s", jobdir.job.job_id,
                       result.files - result.stored, result.files, jobdir.path, "; ".join(result.errors()))
-            return False
-        second = self._second_report(jobdir)
-        if second is not None:
-            if link is None:
-                log.warning("job %d: all files stored; its DONE report is sent by the controller at its next start",
-                            jobdir.job.job_id)
-                return False
-            link.send_status(second)
-            log.info("job %d: all files stored after an archive store outage; reported again as DONE",
-                     jobdir.job.job_id)
-        self._move(jobdir)
-        return True
+            return JobReport(status, None, is_stored=False)
+        return JobReport(status, jobdir.kept_second_report(), is_stored=True)
 
-    def _move(self, jobdir: JobDirectory) -> None:
-        target = jobdir.move_to(self.options.oldjobs_dir)
-        log.info("job %d: job directory moved to %s", jobdir.job.job_id, target)
-
-    @staticmethod
-    def _reported(jobdir: JobDirectory) -> JobStatus | None:
-        try:
-            return JobStatus[json.loads((jobdir.path / REPORTED).read_text(encoding="utf-8"))["status"]]
-        except (FileNotFoundError, KeyError, ValueError):
-            return None
-
-    @staticmethod
-    def _second_report(jobdir: JobDirectory) -> CrawlStatus | None:
-        """The DONE report kept for a job FAILED by a store outage, to be sent once its files are stored."""
-        try:
-            kept = json.loads((jobdir.path / REPORTED).read_text(encoding="utf-8")).get("second_report")
-        except (FileNotFoundError, ValueError):
-            return None
-        if not kept:
-            return None
-        try:
-            message = decode(kept.encode("utf-8"), (CrawlStatus,))
-        except MessageError as exc:
-            log.error("job %d: the DONE report kept in %s is unreadable (%s); the job stays FAILED",
-                      jobdir.job.job_id, jobdir.path / REPORTED, exc)
-            return None
-        assert isinstance(message, CrawlStatus)
-        return message
-
-    @staticmethod
-    def _mark_reported(jobdir: JobDirectory, status: JobStatus, upload_errors: list[str],
-                       second_report: CrawlStatus | None = None) -> None:
-        kept = encode(second_report).decode("utf-8") if second_report is not None else None
-        temporary = jobdir.path / f".{REPORTED}.tmp"
-        temporary.write_text(json.dumps({"status": status.name, "upload_errors": upload_errors,
-                                         "second_report": kept}), encoding="utf-8")
-        os.replace(temporary, jobdir.path / REPORTED)
+    def reported(self, jobdir: JobDirectory, report: JobReport) -> None:
+        """``report``'s message was sent: keep a first report in the job directory, so it is not made again,
+        and move the directory to oldjobs once every file is stored."""
+        if jobdir.reported_status is None:
+            jobdir.mark_reported(report.status, list(report.upload_errors), report.second_report)
+        if report.is_stored:
+            target = jobdir.move_to(self.options.oldjobs_dir)
+            log.info("job %d: job directory moved to %s", jobdir.job.job_id, target)
 
     def pending_uploads(self, jobdir: JobDirectory) -> bool:
-        return self._reported(jobdir) is not None
+        return jobdir.reported_status is not None
+
+
+def _crawl_status(jobdir: JobDirectory, controller_id: str, status: JobStatus, report: DomainReport | None,
+                  harvest_errors: list[str], upload_errors: list[str] | None = None,
+                  store_outage: bool = False) -> CrawlStatus:
+    """A final CrawlStatus of the job, its error texts cut to the contract's limits."""
+    harvest = "; ".join(harvest_errors)
+    upload = upload_errors or []
+    return CrawlStatus(job_id=jobdir.job.job_id, attempt_id=jobdir.job.attempt_id, controller_id=controller_id,
+                       status=status, domain_report=report, harvest_errors=clip(harvest, ERROR_SUMMARY_LIMIT),
+                       harvest_error_details=clip(harvest, ERROR_DETAILS_LIMIT),
+                       upload_errors=clip("; ".join(upload), ERROR_SUMMARY_LIMIT),
+                       upload_error_details=clip("\n".join(upload), ERROR_DETAILS_LIMIT), store_outage=store_outage)
 
 
 def _sleep(seconds: float) -> bool:

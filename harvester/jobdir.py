@@ -1,6 +1,8 @@
 """A job's directory on the harvester: the controller's durable state from the moment a job is taken.
 
-Layout (reference §5.1, with one file of ours)::
+Every path and marker of a job directory is named here and nowhere else; post-processing, the controller
+and the upload ask ``JobDirectory`` (and ``Launch``, for one of the crawler's launch directories).
+Layout (reference §5.1, with files of ours)::
 
     <serverDir>/<jobID>_<epochMillis>/
         job.json            the DoOneCrawl message as received: everything needed to crawl, report and store
@@ -8,10 +10,26 @@ Layout (reference §5.1, with one file of ours)::
         seeds.txt
         crawler-beans.cxml  the job's template with the deduplication index location filled in
         dedup-index.sqlite  the deduplication index copied from the archive store (when the job has one)
-        metadata/           the metadata WARC, once written
         resume.json         written at shutdown when the crawl was checkpointed; removed when it resumes
         outcome.json        how the crawl ended, written before post-processing starts
-        <launchId>/         the crawler's launch directories (logs/, warcs/, reports/), one per launch
+        job.log             the crawler's log of the job (builds, launches, checkpoints)
+        checkpoints/        the crawler's checkpoints, one directory each
+        <launchId>/         the crawler's launch directories (14-digit UTC names), one per launch:
+            logs/           crawl.log, progress-statistics.log and the crawler's other logs (*.log, *.out);
+                            crawl-unarchived.log when crawl.log was reconciled with the WARC files
+            warcs/          the WARC files, ``*.warc.gz.open`` while written, ``*.warc.gz`` once closed
+            reports/        the crawler's ``*-report.txt`` files
+        latest              the crawler's link to the newest launch (not a launch of its own)
+        metadata/           the metadata WARC, once written
+        cdxj/               one sorted CDXJ index per WARC file, ``<warc name>.cdxj``
+        dedup/              the job's deduplication entries, ``<jobID>.gz``
+        stored.json         the upload's ledger: the files already stored, with their sha256 (harvester/upload.py)
+        reported.json       the status sent to the scheduler, once sent; the job stays here until every file
+                            is stored (harvester/finish.py)
+
+cdxj/, dedup/ and the WARC files are stored under the same names in the job's archive-store directory
+(``files_to_store``). The crawler's files (job.log, checkpoints/, the launches, latest) are Heritrix's
+layout, written by a real Heritrix 3 or by the bundled engine (harvester/engine/jobs.py) and only read here.
 
 The directory is written under a temporary name and renamed, so a directory with a ``harvestInfo.xml``
 is always complete. Nothing here opens the harvest database: it all comes from the message.
@@ -24,14 +42,26 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lxml import etree
 
 from harvestdef.crawltemplate import DEDUPLICATION_INDEX_LOCATION, placeholder, template_parser
+from harvestdef.dedup import entries_name
 from harvestdef.files import fsync_directory, write_atomically
-from harvestdef.messages import HARVEST_INFO_VERSION, DoOneCrawl, HarvestInfo, MessageError, decode, encode
+from harvestdef.messages import (
+    HARVEST_INFO_VERSION,
+    CrawlStatus,
+    DoOneCrawl,
+    HarvestInfo,
+    MessageError,
+    decode,
+    encode,
+)
+from harvestdef.model.status import JobStatus
+from harvester.postprocess.warcfiles import OPEN_SUFFIX, WARC_SUFFIXES, is_crawl_warc
 
 HARVEST_INFO = "harvestInfo.xml"
 JOB_MESSAGE = "job.json"
@@ -41,6 +71,20 @@ DEDUP_INDEX = "dedup-index.sqlite"
 METADATA_DIR = "metadata"
 RESUME = "resume.json"
 OUTCOME = "outcome.json"
+JOB_LOG = "job.log"
+CHECKPOINTS_DIR = "checkpoints"
+CDXJ_DIR = "cdxj"
+CDXJ_SUFFIX = ".cdxj"
+UPLOAD_LEDGER = "stored.json"
+REPORTED = "reported.json"
+# Reference §6.1: the job's own files that go into the metadata WARC, in this order.
+SETUP_FILES = (CRAWLER_BEANS, SEEDS, HARVEST_INFO)
+# A launch directory (Heritrix's layout)
+LOGS_DIR, WARCS_DIR, REPORTS_DIR = "logs", "warcs", "reports"
+CRAWL_LOG = "crawl.log"
+PROGRESS_LOG = "progress-statistics.log"
+REPORT_SUFFIX = "-report.txt"
+LOG_SUFFIXES = (".log", ".out")
 INDEX_PLACEHOLDER = placeholder(DEDUPLICATION_INDEX_LOCATION)
 
 log = logging.getLogger(__name__)
@@ -62,6 +106,47 @@ class CrawlOutcome:
     failed: bool = False
     stalled: bool = False
     errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One of the crawler's launch directories, ``<launchId>/``: its logs, WARC files and reports."""
+
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def crawl_log(self) -> Path:
+        return self.path / LOGS_DIR / CRAWL_LOG
+
+    @property
+    def progress_log(self) -> Path:
+        return self.path / LOGS_DIR / PROGRESS_LOG
+
+    def warc_files(self) -> list[Path]:
+        """The crawl's closed WARC files of this launch, sorted by name."""
+        return _files(self.path / WARCS_DIR, is_crawl_warc)
+
+    def open_warc_files(self) -> list[Path]:
+        """The files the crawler left open (``*.open``), sorted by name."""
+        return _files(self.path / WARCS_DIR, lambda name: name.endswith(OPEN_SUFFIX))
+
+    def reports(self) -> list[Path]:
+        """The crawler's ``*-report.txt`` files, sorted by name."""
+        return _files(self.path / REPORTS_DIR, lambda name: name.endswith(REPORT_SUFFIX))
+
+    def logs(self) -> list[Path]:
+        """The crawler's logs (``*.log``, ``*.out``), sorted by name."""
+        return _files(self.path / LOGS_DIR, lambda name: name.endswith(LOG_SUFFIXES))
+
+
+def _files(directory: Path, wanted: Callable[[str], bool]) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.is_file() and wanted(p.name))
 
 
 def harvest_info_xml(job: DoOneCrawl, written_at: str) -> bytes:
@@ -94,7 +179,10 @@ def harvest_info_xml(job: DoOneCrawl, written_at: str) -> bytes:
 
 
 class JobDirectory:
-    """One job's directory; ``create`` persists a new job, ``load`` reads one back (leftovers, resume)."""
+    """One job's directory; ``create`` persists a new job, ``load`` reads one back (leftovers, resume).
+
+    It names every path and marker in the directory (the module docstring draws them): ask it, never
+    join a name to ``path`` elsewhere."""
 
     def __init__(self, path: Path, job: DoOneCrawl):
         self.path = Path(path)
@@ -179,11 +267,95 @@ class JobDirectory:
     def record_outcome(self, outcome: CrawlOutcome) -> None:
         write_atomically(self.path / OUTCOME, json.dumps(asdict(outcome)).encode())
 
+    @property
+    def reported_status(self) -> JobStatus | None:
+        """The status sent to the scheduler after post-processing, once sent; None before."""
+        try:
+            return JobStatus[json.loads((self.path / REPORTED).read_text(encoding="utf-8"))["status"]]
+        except (FileNotFoundError, KeyError, ValueError):
+            return None
+
+    def kept_second_report(self) -> CrawlStatus | None:
+        """The DONE report kept for a job FAILED by an archive store outage, to be sent once its files are
+        stored; None when there is none, or it cannot be read (logged: the job then stays FAILED)."""
+        try:
+            kept = json.loads((self.path / REPORTED).read_text(encoding="utf-8")).get("second_report")
+        except (FileNotFoundError, ValueError):
+            return None
+        if not kept:
+            return None
+        try:
+            message = decode(kept.encode("utf-8"), (CrawlStatus,))
+        except MessageError as exc:
+            log.error("job %d: the DONE report kept in %s is unreadable (%s); the job stays FAILED",
+                      self.job.job_id, self.path / REPORTED, exc)
+            return None
+        assert isinstance(message, CrawlStatus)
+        return message
+
+    def mark_reported(self, status: JobStatus, upload_errors: list[str],
+                      second_report: CrawlStatus | None = None) -> None:
+        """Record that ``status`` was sent, with the upload's errors and the DONE report to send once every
+        file is stored (``second_report``, for a job FAILED by an archive store outage)."""
+        kept = encode(second_report).decode("utf-8") if second_report is not None else None
+        write_atomically(self.path / REPORTED, json.dumps({"status": status.name, "upload_errors": upload_errors,
+                                                           "second_report": kept}).encode())
+
     # ------------------------------------------------------------------ the crawler's files
-    def launch_directories(self) -> list[Path]:
-        """The crawler's launch directories (14-digit names), oldest first."""
-        return sorted(p for p in self.path.iterdir()
-                      if p.is_dir() and not p.is_symlink() and p.name.isdigit() and len(p.name) == 14)
+    def launches(self) -> list[Launch]:
+        """The crawler's launch directories (14-digit names), oldest first; the ``latest`` link is none."""
+        return [Launch(p) for p in sorted(self.path.iterdir())
+                if p.is_dir() and not p.is_symlink() and p.name.isdigit() and len(p.name) == 14]
+
+    def warc_files(self) -> list[Path]:
+        """The crawl's closed WARC files of every launch, oldest launch first."""
+        return [path for launch in self.launches() for path in launch.warc_files()]
+
+    @property
+    def job_log(self) -> Path:
+        return self.path / JOB_LOG
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / CHECKPOINTS_DIR
+
+    # ------------------------------------------------------------------ what post-processing writes
+    @property
+    def dedup_index(self) -> Path:
+        """The deduplication index the crawl read (present only when the job has one)."""
+        return self.path / DEDUP_INDEX
+
+    def setup_files(self) -> list[Path]:
+        """The job's own files for the metadata WARC (reference §6.1), those present, in their order."""
+        return [self.path / name for name in SETUP_FILES if (self.path / name).is_file()]
+
+    def metadata_warc(self, name: str) -> Path:
+        return self.path / METADATA_DIR / name
+
+    def cdxj_index(self, warc: Path) -> Path:
+        """Where the CDXJ index of ``warc`` goes."""
+        return self.path / CDXJ_DIR / f"{warc.name}{CDXJ_SUFFIX}"
+
+    @property
+    def dedup_entries(self) -> Path:
+        """The job's deduplication entries, under the name they have in the archive store."""
+        return self.path / entries_name(self.job.job_id)
+
+    @property
+    def upload_ledger(self) -> Path:
+        return self.path / UPLOAD_LEDGER
+
+    def files_to_store(self) -> list[tuple[Path, str]]:
+        """(local file, name in the job's archive-store directory) of everything the job leaves in the archive:
+        the crawl's WARC files, the metadata WARC, the CDXJ indexes and the deduplication entries."""
+        files = [(path, path.name) for path in self.warc_files()]
+        files += [(path, path.name) for path in _files(self.path / METADATA_DIR,
+                                                       lambda name: name.endswith(WARC_SUFFIXES))]
+        files += [(path, f"{CDXJ_DIR}/{path.name}") for path in _files(self.path / CDXJ_DIR,
+                                                                       lambda name: name.endswith(CDXJ_SUFFIX))]
+        if self.dedup_entries.is_file():
+            files.append((self.dedup_entries, entries_name(self.job.job_id)))
+        return files
 
     def move_to(self, oldjobs_dir: Path) -> Path:
         """Move the finished directory to ``oldjobs_dir`` (harvestInfo.xml stays: the copy is complete)."""

@@ -24,6 +24,8 @@ from datetime import datetime
 
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.messages import (
+    ERROR_DETAILS_LIMIT,
+    ERROR_SUMMARY_LIMIT,
     ClaimAnswer,
     ClaimRequest,
     CrawlProgress,
@@ -37,6 +39,7 @@ from harvestdef.messages import (
     MessageError,
     RegistrationAnswer,
     RegistrationRequest,
+    clip,
     decode,
     encode,
 )
@@ -171,14 +174,17 @@ class SchedulerLink:
     def report(self, job: DoOneCrawl, status: JobStatus, domain_report: DomainReport | None = None,
                harvest_errors: str = "", harvest_error_details: str = "", upload_errors: str = "",
                upload_error_details: str = "") -> None:
+        """A CrawlStatus of ``job``, its error texts cut to the contract's limits."""
         self.transport.publish(self.names.scheduler, encode(CrawlStatus(
             job_id=job.job_id, attempt_id=job.attempt_id, controller_id=self.controller_id, status=status,
-            domain_report=domain_report, harvest_errors=harvest_errors, harvest_error_details=harvest_error_details,
-            upload_errors=upload_errors, upload_error_details=upload_error_details)))
+            domain_report=domain_report, harvest_errors=clip(harvest_errors, ERROR_SUMMARY_LIMIT),
+            harvest_error_details=clip(harvest_error_details, ERROR_DETAILS_LIMIT),
+            upload_errors=clip(upload_errors, ERROR_SUMMARY_LIMIT),
+            upload_error_details=clip(upload_error_details, ERROR_DETAILS_LIMIT))))
 
     def send_status(self, status: CrawlStatus) -> None:
-        """A CrawlStatus made by the caller (post-processing's final report, or the second report of a job
-        whose files were stored after an archive store outage)."""
+        """A CrawlStatus made by the caller (from post-processing's report: the final status, or the second
+        report of a job whose files were stored after an archive store outage)."""
         self.transport.publish(self.names.scheduler, encode(status))
 
     def send_job_event(self, job: DoOneCrawl, kind: str, checkpoint: str, happened_at: datetime) -> None:

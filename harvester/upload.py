@@ -3,8 +3,8 @@
 A pass offers every file not stored yet to the store (harvestdef/archive.py: temporary name, fsync,
 checksum verified, rename), then writes SHA256SUMS. What the pass meets decides what comes next:
 
-- a file stored: its name and sha256 go into the job directory's ledger (``stored.json``, replaced
-  atomically after each file), so no later pass, controller start or ``upload-leftovers`` sends it again;
+- a file stored: its name and sha256 go into the job directory's ledger (``JobDirectory.upload_ledger``,
+  replaced atomically after each file), so no later pass, controller start or ``upload-leftovers`` sends it again;
 - a conflict (other bytes under the name in the store): that file can never be stored, the pass goes on
   with the others and the job's upload fails for good;
 - any other failure is the store's (its root missing, unwritable, full, unmounted): the pass stops at
@@ -29,8 +29,6 @@ from pathlib import Path
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.errors import ArchiveConflictError, HarvestSuiteError
-
-LEDGER = "stored.json"
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +84,13 @@ class JobUpload:
     stop event's ``wait``, so a shutdown does not sit out a backoff).
     """
 
-    def __init__(self, store: ArchiveStore, harvest_id: int, job_id: int, job_directory: Path,
+    def __init__(self, store: ArchiveStore, harvest_id: int, job_id: int, ledger: Path,
                  files: Sequence[tuple[Path, str]], options: UploadOptions,
                  wait: Callable[[float], bool]) -> None:
         self.store = store
         self.harvest_id = harvest_id
         self.job_id = job_id
-        self.ledger_path = Path(job_directory) / LEDGER
+        self.ledger_path = Path(ledger)
         self.files = list(files)
         self.options = options
         self.wait = wait
@@ -161,6 +159,6 @@ class JobUpload:
         return {str(name): str(sha256) for name, sha256 in data.items()} if isinstance(data, dict) else {}
 
     def _write_ledger(self, ledger: dict[str, str]) -> None:
-        temporary = self.ledger_path.with_name(f".{LEDGER}.tmp")
+        temporary = self.ledger_path.with_name(f".{self.ledger_path.name}.tmp")
         temporary.write_text(json.dumps(ledger, sort_keys=True), encoding="utf-8")
         os.replace(temporary, self.ledger_path)

@@ -47,6 +47,8 @@ from harvestdef.db.types import utcnow
 from harvestdef.errors import StaleJobError
 from harvestdef.messages import (
     CRAWL_PROGRESS_STATUSES,
+    ERROR_DETAILS_LIMIT,
+    ERROR_SUMMARY_LIMIT,
     ChannelInfo,
     CrawlProgress,
     CrawlStatus,
@@ -55,6 +57,7 @@ from harvestdef.messages import (
     JobEvent,
     RegistrationAnswer,
     RegistrationRequest,
+    clip,
     encode,
 )
 from harvestdef.model.status import JobStatus, JobTransitionReason
@@ -69,10 +72,6 @@ log = logging.getLogger(__name__)
 _FINAL = (JobStatus.DONE, JobStatus.FAILED)
 
 
-def _clip(text: str, length: int) -> str:
-    return text if len(text) <= length else text[:length - 1] + "…"
-
-
 def remove_monitor_rows(conn: Connection, job_id: int) -> None:
     """A job that ended leaves the running-jobs monitor (NetarchiveSuite's JobEndedMessage)."""
     conn.execute(delete(s.runningjobsmonitor).where(s.runningjobsmonitor.c.jobid == job_id))
@@ -80,12 +79,14 @@ def remove_monitor_rows(conn: Connection, job_id: int) -> None:
 
 
 def _final_values(message: CrawlStatus) -> dict[str, Any]:
+    # The controller sends the texts cut to the contract's limits already; cut again, because a message is
+    # only checked for its types, and a longer text would not fit its column.
     return {
         "interrupted": False,
-        "harvest_errors": _clip(message.harvest_errors, 300) or None,
-        "harvest_error_details": _clip(message.harvest_error_details, 10000) or None,
-        "upload_errors": _clip(message.upload_errors, 300) or None,
-        "upload_error_details": _clip(message.upload_error_details, 10000) or None,
+        "harvest_errors": clip(message.harvest_errors, ERROR_SUMMARY_LIMIT) or None,
+        "harvest_error_details": clip(message.harvest_error_details, ERROR_DETAILS_LIMIT) or None,
+        "upload_errors": clip(message.upload_errors, ERROR_SUMMARY_LIMIT) or None,
+        "upload_error_details": clip(message.upload_error_details, ERROR_DETAILS_LIMIT) or None,
         "store_failed": message.status == JobStatus.FAILED and message.store_outage,
     }
 
@@ -327,7 +328,7 @@ class StatusIntake:
         if name is None:
             return
         row = {
-            "jobid": progress.job_id, "harvestname": name, "hosturl": _clip(progress.host_url, 300),
+            "jobid": progress.job_id, "harvestname": name, "hosturl": clip(progress.host_url, 300),
             "progress": progress.progress, "queuedfilescount": progress.queued_files,
             "totalqueuescount": progress.total_queues, "activequeuescount": progress.active_queues,
             "retiredqueuescount": progress.retired_queues, "exhaustedqueuescount": progress.exhausted_queues,
@@ -356,12 +357,12 @@ class StatusIntake:
         conn.execute(delete(f).where(f.c.jobid == report.job_id, f.c.filterid == report.filter_id))
         rows = [{
             "jobid": report.job_id, "filterid": report.filter_id, "tstamp": sent_at,
-            "domainname": _clip(line.domain_name, 300), "currentsize": line.current_size,
+            "domainname": clip(line.domain_name, 300), "currentsize": line.current_size,
             "totalenqueues": line.total_enqueues, "sessionbalance": line.session_balance,
             "lastcost": line.last_cost, "averagecost": line.average_cost,
-            "lastdequeuetime": _clip(line.last_dequeue_time, 100), "waketime": _clip(line.wake_time, 100),
+            "lastdequeuetime": clip(line.last_dequeue_time, 100), "waketime": clip(line.wake_time, 100),
             "totalspend": line.total_spend, "totalbudget": line.total_budget, "errorcount": line.error_count,
-            "lastpeekuri": _clip(line.last_peek_uri, 1000), "lastqueueduri": _clip(line.last_queued_uri, 1000),
+            "lastpeekuri": clip(line.last_peek_uri, 1000), "lastqueueduri": clip(line.last_queued_uri, 1000),
         } for line in {line.domain_name: line for line in report.lines}.values()]
         if rows:
             conn.execute(insert(f), rows)
@@ -386,15 +387,15 @@ class StatusIntake:
         if not isinstance(job_id, int) or isinstance(job_id, bool):
             job_id = None
         failed = None
-        batch.conn.execute(insert(s.dead_letters).values(received_at=now, queue=_clip(queue, 300),
-                                                         reason=_clip(reason, 2000), job_id=job_id, body=text))
+        batch.conn.execute(insert(s.dead_letters).values(received_at=now, queue=clip(queue, 300),
+                                                         reason=clip(reason, 2000), job_id=job_id, body=text))
         if kind == "DoOneCrawl" and job_id is not None and isinstance(attempt_id, str):
             try:
                 batch.jobs().change_status(
                     job_id, JobStatus.SUBMITTED, JobStatus.FAILED, attempt_id=attempt_id,
                     values={"enddate": now, "harvest_errors": "DoOneCrawl message dead-lettered",
-                            "harvest_error_details": _clip(f"the message was dead-lettered from {queue}: "
-                                                           f"{reason}", 10000)})
+                            "harvest_error_details": clip(f"the message was dead-lettered from {queue}: "
+                                                          f"{reason}", ERROR_DETAILS_LIMIT)})
                 failed = job_id
             except StaleJobError as exc:
                 log.info("dead-lettered DoOneCrawl of job %s changes nothing: %s", job_id, exc)

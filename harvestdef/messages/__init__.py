@@ -27,6 +27,8 @@ from harvestdef.messages._codec import decode, decode_with_time, encode
 from harvestdef.messages._types import (
     CRAWL_PROGRESS_STATUSES,
     CRAWL_STATUS_REPORTED,
+    ERROR_DETAILS_LIMIT,
+    ERROR_SUMMARY_LIMIT,
     HARVEST_INFO_VERSION,
     JOB_EVENT_KINDS,
     MESSAGE_TYPES,
@@ -49,11 +51,14 @@ from harvestdef.messages._types import (
     PreHarvestMetadata,
     RegistrationAnswer,
     RegistrationRequest,
+    clip,
 )
 
 __all__ = [
     "CRAWL_PROGRESS_STATUSES",
     "CRAWL_STATUS_REPORTED",
+    "ERROR_DETAILS_LIMIT",
+    "ERROR_SUMMARY_LIMIT",
     "HARVEST_INFO_VERSION",
     "MESSAGE_TYPES",
     "SCHEMA_VERSION",
@@ -80,6 +85,7 @@ __all__ = [
     "PreHarvestMetadata",
     "RegistrationAnswer",
     "RegistrationRequest",
+    "clip",
     "decode",
     "decode_with_time",
     "encode",

@@ -138,6 +138,18 @@ class DomainReport:
 #: The only statuses a controller reports (reference §4.2): the rest are the scheduler's to set.
 CRAWL_STATUS_REPORTED: tuple[JobStatus, ...] = (JobStatus.STARTED, JobStatus.DONE, JobStatus.FAILED)
 
+#: The most characters of CrawlStatus.harvest_errors and .upload_errors the scheduler keeps: the size of
+#: NetarchiveSuite's jobs.harvest_errors and jobs.upload_errors columns (VARCHAR(300)).
+ERROR_SUMMARY_LIMIT = 300
+#: The most characters of CrawlStatus.harvest_error_details and .upload_error_details the scheduler keeps:
+#: the size of jobs.harvest_error_details and jobs.upload_error_details (VARCHAR(10000)).
+ERROR_DETAILS_LIMIT = 10_000
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters; a cut text ends with "…", so a reader sees it was cut."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
 
 @dataclass(frozen=True, slots=True)
 class CrawlStatus(Message):

@@ -25,7 +25,7 @@ from harvester.postprocess.metadata import (
     write_metadata_warc,
 )
 from harvester.postprocess.reconcile import Reconciliation, reconcile_crawl_log
-from harvester.postprocess.warcfiles import archive_files, close_open_warc, open_archive_files
+from harvester.postprocess.warcfiles import close_open_warc, is_crawl_warc, is_open_warc
 
 __all__ = [
     "CrawlLogLine",
@@ -34,15 +34,15 @@ __all__ = [
     "InvalidLine",
     "MetadataInfo",
     "Reconciliation",
-    "archive_files",
     "build_domain_report",
     "cdx_lines",
     "close_open_warc",
     "extract_dedup_entries",
     "heritrix_file_category",
+    "is_crawl_warc",
+    "is_open_warc",
     "iter_crawl_log",
     "metadata_file_name",
-    "open_archive_files",
     "reconcile_crawl_log",
     "stop_reason_from_progress_log",
     "write_cdxj",

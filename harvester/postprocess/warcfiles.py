@@ -1,4 +1,7 @@
-"""Finding a crawl's WARC files, and closing the ``.open`` files a killed crawler leaves behind.
+"""The names of a crawl's WARC files, and closing the ``.open`` files a killed crawler leaves behind.
+
+Where the files are is the job directory's to say (harvester/jobdir.py); this module only tells a crawl's
+WARC file by its name (``is_crawl_warc``, ``is_open_warc``).
 
 Heritrix and the bundled engine write ``<name>.warc.gz.open`` and rename it to ``<name>.warc.gz`` when the
 file is closed. After a crash the ``.open`` file may end inside a record. ``close_open_warc`` keeps every
@@ -137,7 +140,7 @@ def _cut_points(path: Path, compressed: bool) -> Iterator[tuple[int, int]]:
 
 
 def _final_name(path: Path) -> Path:
-    if not path.name.endswith(OPEN_SUFFIX) or not path.name[:-len(OPEN_SUFFIX)].endswith(WARC_SUFFIXES):
+    if not is_open_warc(path.name):
         raise ValidationError(f"{path} is not an open WARC file (expected a name ending .warc.gz.open or "
                               ".warc.open)")
     return path.with_name(path.name[:-len(OPEN_SUFFIX)])
@@ -177,22 +180,12 @@ def close_open_warc(path: Path) -> Path | None:
     return final
 
 
-def _walk(directory: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    found = []
-    # os.walk does not follow symbolic links, so Heritrix's "latest" link does not list a launch twice.
-    for root, _dirs, files in os.walk(directory):
-        for name in files:
-            if name.endswith(suffixes):
-                found.append(Path(root) / name)
-    return sorted(found)
+def is_crawl_warc(name: str) -> bool:
+    """A closed WARC file of the crawl (``*.warc.gz``, ``*.warc``). A metadata WARC's name
+    (``*-metadata-N.warc*``) is not one: that name belongs to the job's metadata WARC in the store."""
+    return name.endswith(WARC_SUFFIXES) and not _METADATA_NAME.search(name)
 
 
-def archive_files(directory: Path) -> list[Path]:
-    """The closed WARC files (``*.warc.gz``, ``*.warc``) anywhere under a launch or job directory, sorted by
-    path; metadata WARCs (``*-metadata-N.warc*``) are not archive files of the crawl and are left out."""
-    return [path for path in _walk(Path(directory), WARC_SUFFIXES) if not _METADATA_NAME.search(path.name)]
-
-
-def open_archive_files(directory: Path) -> list[Path]:
-    """The WARC files still carrying ``.open`` anywhere under a directory, sorted by path."""
-    return _walk(Path(directory), tuple(suffix + OPEN_SUFFIX for suffix in WARC_SUFFIXES))
+def is_open_warc(name: str) -> bool:
+    """A WARC file the crawler has not closed yet (``*.warc.gz.open``, ``*.warc.open``)."""
+    return name.endswith(OPEN_SUFFIX) and name[:-len(OPEN_SUFFIX)].endswith(WARC_SUFFIXES)

@@ -15,6 +15,8 @@ import pytest
 from harvestdef.errors import ValidationError
 from harvestdef.messages import (
     CRAWL_PROGRESS_STATUSES,
+    ERROR_DETAILS_LIMIT,
+    ERROR_SUMMARY_LIMIT,
     MESSAGE_TYPES,
     SCHEMA_VERSION,
     AliasInfo,
@@ -37,6 +39,7 @@ from harvestdef.messages import (
     PreHarvestMetadata,
     RegistrationAnswer,
     RegistrationRequest,
+    clip,
     decode,
     decode_with_time,
     encode,
@@ -458,3 +461,11 @@ def test_a_crawl_status_without_store_outage_is_an_ordinary_report():
     assert document["body"]["store_outage"] is True
     del document["body"]["store_outage"]
     assert decode(_bytes(document)).store_outage is False
+
+
+@pytest.mark.parametrize("limit", [ERROR_SUMMARY_LIMIT, ERROR_DETAILS_LIMIT])
+def test_an_error_text_is_cut_to_its_limit_and_shows_the_cut(limit):
+    assert clip("x" * limit, limit) == "x" * limit
+    cut = clip("x" * (limit + 1), limit)
+    assert len(cut) == limit and cut == "x" * (limit - 1) + "…"
+    assert clip("", limit) == ""

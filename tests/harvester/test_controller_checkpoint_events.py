@@ -18,6 +18,7 @@ from harvestdef.settings import load_settings
 from harvester.engine.tls import CERT_FILE
 from harvester.engineprocess import ENGINE_DIR
 from harvester.heritrix import HeritrixClient
+from harvester.jobdir import RESUME
 from tests.harvester.conftest import OUR_TEMPLATE, fast_politeness
 from tests.harvester.test_controller_failures import crawled_lines, job_directory, wait_for
 from tests.webui.conftest import PASSWORD, csrf_of
@@ -50,7 +51,7 @@ def test_sigterm_checkpoints_the_crawl_and_the_job_page_lists_checkpoint_and_res
     wait_for(lambda: crawled_lines(h.server_dir) >= 10, 60, "ten crawl.log lines")
     assert first.stop() == 0
     directory = job_directory(h.server_dir)
-    checkpoint = json.loads((directory / "resume.json").read_text())["checkpoint"]
+    checkpoint = json.loads((directory / RESUME).read_text())["checkpoint"]
     assert checkpoint != asked
     second = h.start_controller("second")
     (job,) = h.wait_for_jobs(harvest_id, timeout=120)

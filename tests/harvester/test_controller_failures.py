@@ -22,6 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.model.status import JobStatus, StopReason
+from harvester.jobdir import HARVEST_INFO, REPORTED, RESUME
 from tests.harvester.conftest import OUR_TEMPLATE, fast_politeness
 
 
@@ -51,7 +52,7 @@ def stored_record_ids(archive: Path, harvest_id: int, job_id: int) -> set[str]:
 
 
 def job_directory(server_dir: Path) -> Path:
-    found = [p for p in server_dir.iterdir() if p.is_dir() and (p / "harvestInfo.xml").exists()]
+    found = [p for p in server_dir.iterdir() if p.is_dir() and (p / HARVEST_INFO).exists()]
     assert len(found) == 1, found
     return found[0]
 
@@ -182,7 +183,7 @@ def test_sigterm_checkpoints_the_crawl_and_the_next_start_resumes_it(harvesting)
     wait_for(lambda: crawled_lines(h.server_dir) >= 5, 60, "five crawl.log lines")
     assert first.stop() == 0
     directory = job_directory(h.server_dir)
-    marker = json.loads((directory / "resume.json").read_text())
+    marker = json.loads((directory / RESUME).read_text())
     assert marker["checkpoint"]
     (job,) = h.jobs(harvest_id)
     assert JobStatus(job.status) == JobStatus.STARTED
@@ -208,7 +209,7 @@ def test_files_that_cannot_be_stored_stay_and_are_stored_and_reported_by_upload_
     assert "files not stored yet after 2 passes and 1 backoffs" in job.upload_errors
     directory = job_directory(h.server_dir)  # still in serverDir, with its WARCs
     warcs = list(directory.glob("[0-9]*/warcs/*.warc.gz"))
-    assert warcs and (directory / "reported.json").exists()
+    assert warcs and (directory / REPORTED).exists()
     assert controller.stop() == 0
 
     h.archive.unlink()
@@ -292,4 +293,4 @@ def test_sigterm_with_shutdown_action_finish_reports_the_stopped_crawl(harvestin
     (row,) = h.history(job.job_id)
     assert row.objectcount >= 3
     assert StopReason(row.stopreason) == StopReason.DOWNLOAD_UNFINISHED  # "Ended by operator"
-    assert not [p for p in h.server_dir.iterdir() if (p / "harvestInfo.xml").exists()]
+    assert not [p for p in h.server_dir.iterdir() if (p / HARVEST_INFO).exists()]

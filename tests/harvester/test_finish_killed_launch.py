@@ -12,7 +12,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.archive import ArchiveStore
-from harvestdef.messages import CrawlStatus, DoOneCrawl, PreHarvestMetadata, decode
+from harvestdef.messages import ERROR_SUMMARY_LIMIT, CrawlStatus, DoOneCrawl, PreHarvestMetadata, clip, decode
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames
 from harvestdef.queues.sqlite import SqliteTransport
@@ -63,7 +63,7 @@ def _launch(tmp_path: Path) -> tuple[JobDirectory, Path]:
 
 
 def _finish(tmp_path: Path, jobdir: JobDirectory, status: JobStatus = JobStatus.FAILED) -> CrawlStatus:
-    """Post-process the job as the controller does; the report it sent to the scheduler."""
+    """Post-process the job and send its report as the controller does; the report the scheduler received."""
     transport = SqliteTransport(tmp_path / "queue.db", dead_letter_queue="test.dead")
     names = QueueNames("test")
     transport.declare(names.scheduler)
@@ -71,7 +71,11 @@ def _finish(tmp_path: Path, jobdir: JobDirectory, status: JobStatus = JobStatus.
         link = SchedulerLink(transport, names, "controller-1", "host", ["FOCUSED"])
         options = FinishOptions(oldjobs_dir=tmp_path / "oldjobs", organization="kb", collection=None)
         (tmp_path / "archive").mkdir(exist_ok=True)  # the store's root is mounted, never made by an upload
-        assert PostProcessor(options, ArchiveStore(tmp_path / "archive")).finish(jobdir, link) == status
+        postprocessor = PostProcessor(options, ArchiveStore(tmp_path / "archive"))
+        finished = postprocessor.finish(jobdir, link.controller_id)
+        assert finished.status == status
+        link.send_status(finished.message)
+        postprocessor.reported(jobdir, finished)
         delivery = transport.receive(names.scheduler, timeout=5)
         assert delivery is not None
         report = decode(delivery.body)
@@ -79,6 +83,8 @@ def _finish(tmp_path: Path, jobdir: JobDirectory, status: JobStatus = JobStatus.
     finally:
         transport.close()
     assert isinstance(report, CrawlStatus)
+    # Every error is in the details; the summary is the details cut to the contract's limit.
+    assert report.harvest_errors == clip(report.harvest_error_details, ERROR_SUMMARY_LIMIT)
     return report
 
 
@@ -96,7 +102,7 @@ def test_a_killed_launch_is_reconciled_indexed_and_reported(tmp_path: Path) -> N
                                                + phantom, encoding="utf-8")
 
     report = _finish(tmp_path, jobdir)  # no outcome recorded: the crawl failed
-    errors = report.harvest_errors
+    errors = report.harvest_error_details
     assert f"1 lines without records moved to {UNARCHIVED_LOG}, 1 lines made from records" in errors
     assert f"CDXJ indexing of {WARC_NAME}: 1 records indexed without their payload's details" in errors
     assert BROKEN_FORM_URL in errors
@@ -121,7 +127,7 @@ def test_a_warc_that_cannot_be_read_takes_no_other_warcs_index_down(tmp_path: Pa
     (launch / "warcs" / UNREADABLE_NAME).write_bytes(whole.read_bytes()[:_first_record_end(whole)]
                                                       + b"not a WARC record\r\n" * 20)
     report = _finish(tmp_path, jobdir)
-    assert f"CDXJ indexing of {UNREADABLE_NAME} failed: " in report.harvest_errors
+    assert f"CDXJ indexing of {UNREADABLE_NAME} failed: " in report.harvest_error_details
     cdxj = tmp_path / "archive" / "3" / "7" / "cdxj"
     assert not (cdxj / f"{UNREADABLE_NAME}.cdxj").exists()
     assert len((cdxj / f"{WARC_NAME}.cdxj").read_text(encoding="utf-8").splitlines()) == 7
@@ -144,8 +150,8 @@ def test_the_launches_of_a_failed_crawl_are_reconciled_though_no_file_was_left_o
     [row] = report.domain_report.domains
     if failed:
         assert "0 lines without records moved to crawl-unarchived.log, 2 lines made from records" \
-            in report.harvest_errors
+            in report.harvest_error_details
         assert row.objects == len(captures)
     else:
-        assert "crawl.log" not in report.harvest_errors
+        assert "crawl.log" not in report.harvest_error_details
         assert row.objects == len(captures) - 2

@@ -19,9 +19,9 @@ from warcio.archiveiterator import ArchiveIterator
 from harvestdef.messages import AliasInfo
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
+from harvester.jobdir import Launch
 from harvester.postprocess import (
     MetadataInfo,
-    archive_files,
     cdx_lines,
     heritrix_file_category,
     metadata_file_name,
@@ -63,7 +63,7 @@ def job_files(job_dir: Path) -> tuple[list[Path], list[Path], list[Path], list[P
     setup = [job_dir / "seeds.txt", job_dir / "harvestInfo.xml", job_dir / "crawler-beans.cxml"]
     reports = sorted((launch / "reports").glob("*-report.txt"), reverse=True)
     logs = sorted((launch / "logs").glob("*.log"))
-    return setup, reports, logs, archive_files(launch)
+    return setup, reports, logs, Launch(launch).warc_files()
 
 
 def read_records(path: Path) -> list[tuple[str, str | None, object, bytes]]:

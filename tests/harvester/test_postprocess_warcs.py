@@ -23,18 +23,18 @@ from harvestdef.errors import ValidationError
 from harvestdef.model.status import StopReason
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
+from harvester.jobdir import JobDirectory, Launch
 from harvester.postprocess import (
-    archive_files,
     build_domain_report,
     cdx_lines,
     close_open_warc,
     extract_dedup_entries,
-    open_archive_files,
     reconcile_crawl_log,
     write_cdxj,
 )
 from tests.engine.conftest import write_job
 from tests.engine.site import TestSite
+from tests.harvester.test_finish_killed_launch import JOB
 
 HOSTS = ("www.kulturarv.dk", "www.bibliotek.no", "www.økologi.dk")
 
@@ -58,7 +58,7 @@ def launch_dir(tmp_path_factory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def warc(launch_dir) -> Path:
-    [path] = archive_files(launch_dir)
+    [path] = Launch(launch_dir).warc_files()
     return path
 
 
@@ -74,16 +74,20 @@ def parsed_records(path: Path) -> list[dict]:
     return records
 
 
-def test_archive_files_lists_closed_warcs_only(launch_dir, warc, tmp_path):
+def test_the_job_directory_lists_closed_warcs_only(launch_dir, warc, tmp_path):
     assert warc.name.endswith(".warc.gz") and warc.parent.name == "warcs"
-    assert open_archive_files(launch_dir) == []
-    shutil.copy(warc, tmp_path / "a.warc.gz")
-    shutil.copy(warc, tmp_path / "b.warc.gz.open")
-    (tmp_path / "sub").mkdir()
-    shutil.copy(warc, tmp_path / "sub" / "c.warc")
-    shutil.copy(warc, tmp_path / "7-metadata-1.warc.gz")
-    assert archive_files(tmp_path) == [tmp_path / "a.warc.gz", tmp_path / "sub" / "c.warc"]
-    assert open_archive_files(tmp_path) == [tmp_path / "b.warc.gz.open"]
+    assert Launch(launch_dir).open_warc_files() == []
+    job = tmp_path / "7_1767261600000"
+    first, second = job / "20260101000000", job / "20260102000000"
+    (first / "warcs").mkdir(parents=True)
+    (second / "warcs").mkdir(parents=True)
+    shutil.copy(warc, first / "warcs" / "a.warc.gz")
+    shutil.copy(warc, first / "warcs" / "b.warc.gz.open")
+    shutil.copy(warc, second / "warcs" / "c.warc")
+    shutil.copy(warc, first / "warcs" / "7-metadata-1.warc.gz")
+    (job / "latest").symlink_to(second)  # the crawler's link to its newest launch lists no WARC twice
+    assert JobDirectory(job, JOB).warc_files() == [first / "warcs" / "a.warc.gz", second / "warcs" / "c.warc"]
+    assert Launch(first).open_warc_files() == [first / "warcs" / "b.warc.gz.open"]
 
 
 def test_cdx_lines_match_the_records(warc):

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harvestdef.archive import ArchiveStore
-from harvester.upload import LEDGER, JobUpload, UploadOptions
+from harvester.jobdir import UPLOAD_LEDGER
+from harvester.upload import JobUpload, UploadOptions
 
 
 def three_files(tmp_path: Path) -> list[tuple[Path, str]]:
@@ -47,7 +48,7 @@ class Outage:
 def test_an_outage_of_three_files_costs_one_backoff(tmp_path):
     files = three_files(tmp_path)
     outage = Outage(tmp_path / "archive")
-    upload = JobUpload(ArchiveStore(tmp_path / "archive"), 1, 1, tmp_path / "job", files,
+    upload = JobUpload(ArchiveStore(tmp_path / "archive"), 1, 1, tmp_path / "job" / UPLOAD_LEDGER, files,
                        UploadOptions(passes=5, first_delay=1, max_delay=8), outage.wait)
     result = upload.run()
     assert result.is_complete and result.stored == 3 and result.passes == 2
@@ -56,7 +57,7 @@ def test_an_outage_of_three_files_costs_one_backoff(tmp_path):
     for path, name in files:
         assert (stored / name).read_bytes() == path.read_bytes()
     assert (stored / "SHA256SUMS").read_text().count("\n") == 3
-    assert set(json.loads((tmp_path / "job" / LEDGER).read_text())) == {name for _, name in files}
+    assert set(json.loads((tmp_path / "job" / UPLOAD_LEDGER).read_text())) == {name for _, name in files}
 
 
 def test_the_schedule_ends_after_its_passes_with_one_line_saying_what_is_left(tmp_path):
@@ -64,7 +65,7 @@ def test_the_schedule_ends_after_its_passes_with_one_line_saying_what_is_left(tm
     root = tmp_path / "archive"
     root.write_text("down\n")
     waits: list[float] = []
-    upload = JobUpload(ArchiveStore(root), 1, 1, tmp_path / "job", files,
+    upload = JobUpload(ArchiveStore(root), 1, 1, tmp_path / "job" / UPLOAD_LEDGER, files,
                        UploadOptions(passes=4, first_delay=1, max_delay=2), lambda s: waits.append(s) is not None)
     result = upload.run()
     assert not result.is_complete and result.is_outage and result.passes == 4
@@ -78,11 +79,12 @@ def test_a_file_stored_before_the_outage_is_not_sent_again(tmp_path):
     root = tmp_path / "archive"
     store = ArchiveStore(root)
     store.store(files[0][0], 1, 1, files[0][1])  # stored by an earlier pass ...
-    (tmp_path / "job" / LEDGER).write_text(json.dumps({files[0][1]: "recorded"}))
+    (tmp_path / "job" / UPLOAD_LEDGER).write_text(json.dumps({files[0][1]: "recorded"}))
     files[0][0].unlink()  # ... and its local copy gone: sending it again would fail
     blocker = root / "1" / "1" / "cdxj"
     blocker.write_text("a file where the directory belongs\n")  # the store fails at the third file
-    upload = JobUpload(store, 1, 1, tmp_path / "job", files, UploadOptions(passes=3, first_delay=1, max_delay=1),
+    upload = JobUpload(store, 1, 1, tmp_path / "job" / UPLOAD_LEDGER, files,
+                       UploadOptions(passes=3, first_delay=1, max_delay=1),
                        lambda seconds: blocker.unlink() or False)
     result = upload.run()
     assert result.is_complete and result.passes == 2 and result.waits == [1]
@@ -95,7 +97,8 @@ def test_a_conflict_is_no_outage_and_is_not_waited_for(tmp_path):
     other = tmp_path / "other"
     other.write_bytes(b"other bytes")
     store.store(other, 1, 1, files[1][1])
-    upload = JobUpload(store, 1, 1, tmp_path / "job", files, UploadOptions(passes=3, first_delay=1, max_delay=1),
+    upload = JobUpload(store, 1, 1, tmp_path / "job" / UPLOAD_LEDGER, files,
+                       UploadOptions(passes=3, first_delay=1, max_delay=1),
                        lambda seconds: pytest.fail("a conflict must not be waited for"))
     result = upload.run()
     assert not result.is_complete and not result.is_outage and result.passes == 1 and result.stored == 2
@@ -120,7 +123,7 @@ def test_a_missing_root_is_an_outage_and_is_never_made_by_an_upload(tmp_path):
         root.mkdir()
         return False
 
-    upload = JobUpload(ArchiveStore(root), 1, 1, tmp_path / "job", files,
+    upload = JobUpload(ArchiveStore(root), 1, 1, tmp_path / "job" / UPLOAD_LEDGER, files,
                        UploadOptions(passes=3, first_delay=1, max_delay=1), store_comes_back)
     result = upload.run()
     assert made_by_upload == [False]  # the first pass failed without making the root
@@ -129,7 +132,7 @@ def test_a_missing_root_is_an_outage_and_is_never_made_by_an_upload(tmp_path):
 
 
 def test_the_failure_names_a_missing_root(tmp_path):
-    upload = JobUpload(ArchiveStore(tmp_path / "gone"), 1, 1, tmp_path, three_files(tmp_path),
+    upload = JobUpload(ArchiveStore(tmp_path / "gone"), 1, 1, tmp_path / UPLOAD_LEDGER, three_files(tmp_path),
                        UploadOptions(passes=1, first_delay=0, max_delay=0), lambda seconds: False)
     (line,) = upload.run().errors()
     assert f"the archive store's root {tmp_path / 'gone'} is missing; is the store mounted?" in line
