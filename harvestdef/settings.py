@@ -97,7 +97,7 @@ class JobGenSettings:
     domainConfigSubsetSize: int = setting("harvester.scheduler.jobGen.domainConfigSubsetSize", 10_000,
                                           "configurations written per batch (the sort itself is global)")
     maxTimeToCompleteJob: int = setting("harvester.scheduler.jobGen.maxTimeToCompleteJob", 0,
-                                        "default max seconds per job for new snapshot harvests (0 = none)")
+                                        "max seconds per job of a new snapshot harvest created without one (0 = none)")
     objectLimitIsSetByQuotaEnforcer: bool = setting(
         "harvester.scheduler.jobGen.objectLimitIsSetByQuotaEnforcer", True,
         "put the per-domain object budget in the QuotaEnforcer (else in the frontier's queue budget)")
@@ -253,9 +253,6 @@ class HarvesterSettings:
 class CrawlerSettings:
     """The bundled crawl engine."""
 
-    userAgent: str = setting("harvestsuite.crawler.userAgent",
-                             "Mozilla/5.0 (compatible; HarvestSuite/0.1; +https://example.org/harvestsuite)",
-                             "user agent when a template names none")
     hostsFile: str = setting("harvestsuite.crawler.hostsFile", "",
                              "name-to-address file that overrides DNS for the engine (tests, demo)")
     port: int = setting("harvester.harvesting.heritrix.guiPort", 0,

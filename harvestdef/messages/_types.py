@@ -195,7 +195,8 @@ CRAWL_PROGRESS_STATUSES: tuple[str, ...] = (
 @dataclass(frozen=True, slots=True)
 class CrawlProgress(Message):
     """Harvest controller -> monitor queue, every crawl-loop turn (NetarchiveSuite's CrawlProgressMessage);
-    the fields are the runningjobsmonitor columns. The scheduler sends a PRE_CRAWL one when a job starts.
+    the fields are the runningjobsmonitor columns. Its status is PRE_CRAWL while the crawler has no
+    controller state yet (the job built, not launched).
     """
 
     job_id: int

@@ -102,9 +102,10 @@ def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobject
 class HarvestRepository:
     def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, domain_defaults: DomainDefaults | None = None,
                  valid_seed_regex: str = ANY_SEED, clock: Callable[[], datetime] = utcnow,
-                 zone: ZoneInfo | None = None) -> None:
+                 zone: ZoneInfo | None = None, snapshot_job_time: int = 0) -> None:
         self.conn = conn
         self.zone = zone
+        self.snapshot_job_time = snapshot_job_time  # a new snapshot's seconds per job when none is given
         self.actor = actor
         self.clock = clock
         self.valid_seed_regex = valid_seed_regex
@@ -115,7 +116,8 @@ class HarvestRepository:
     @classmethod
     def from_settings(cls, conn: Connection, settings: Settings, actor: str = SYSTEM_ACTOR) -> HarvestRepository:
         return cls(conn, actor, DomainDefaults.from_settings(settings), settings.domain.validSeedRegex,
-                   zone=scheduler_zone(settings.scheduler.timezone))
+                   zone=scheduler_zone(settings.scheduler.timezone),
+                   snapshot_job_time=settings.jobgen.maxTimeToCompleteJob)
 
     # ------------------------------------------------------------ reading
     def get(self, name: str) -> HarvestDefinition:
@@ -268,10 +270,15 @@ class HarvestRepository:
         self._audit_insert(harvest_id, s.partialharvests)
         return self.get_selective(name.strip())
 
-    def create_snapshot(self, name: str, *, maxobjects: int = -1, maxbytes: int = -1, maxjobrunningtime: int = 0,
-                        previous: str | None = None, comments: str = "", audience: str | None = None,
-                        channel: str | None = None, active: bool = False) -> SnapshotHarvest:
-        """A new snapshot harvest, continuing ``previous`` (a snapshot's name) if given."""
+    def create_snapshot(self, name: str, *, maxobjects: int = -1, maxbytes: int = -1,
+                        maxjobrunningtime: int | None = None, previous: str | None = None, comments: str = "",
+                        audience: str | None = None, channel: str | None = None,
+                        active: bool = False) -> SnapshotHarvest:
+        """A new snapshot harvest, continuing ``previous`` (a snapshot's name) if given. Without
+        ``maxjobrunningtime`` its jobs get the repository's ``snapshot_job_time`` (NetarchiveSuite's setting
+        harvester.scheduler.jobGen.maxTimeToCompleteJob)."""
+        if maxjobrunningtime is None:
+            maxjobrunningtime = self.snapshot_job_time
         check_limit("maxobjects", maxobjects)
         check_limit("maxbytes", maxbytes)
         if maxjobrunningtime < 0:

@@ -87,6 +87,18 @@ def test_snapshot_harvest_fields_and_previous(engine):
     assert snapshots == ["broad step 1", "broad step 2"]
 
 
+def test_a_snapshot_created_without_a_time_per_job_gets_the_settings_one(engine):
+    from harvestdef.settings import load_settings
+
+    settings = load_settings(environ={}, overrides={"harvester.scheduler.jobGen.maxTimeToCompleteJob": 7200})
+    with engine.begin() as conn:
+        harvests = HarvestRepository.from_settings(conn, settings)
+        given = harvests.create_snapshot("given", maxjobrunningtime=0)
+        defaulted = harvests.create_snapshot("defaulted")
+        plain = HarvestRepository(conn).create_snapshot("plain")
+    assert (given.maxjobrunningtime, defaulted.maxjobrunningtime, plain.maxjobrunningtime) == (0, 7200, 0)
+
+
 def test_snapshot_continuing_an_unfinished_one_cannot_be_activated(engine):
     with engine.begin() as conn:
         step1 = make_snapshot_harvest(conn, "step1")

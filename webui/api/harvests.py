@@ -106,7 +106,7 @@ def create_harvest_from(conn: Any, data: dict[str, Any]) -> HarvestDefinition:
         return harvests.create_snapshot(
             name, maxobjects=field(data, "max_objects", int, required=False, default=-1),
             maxbytes=field(data, "max_bytes", int, required=False, default=-1),
-            maxjobrunningtime=field(data, "max_running_time", int, required=False, default=0),
+            maxjobrunningtime=field(data, "max_running_time", int, required=False),
             previous=previous, comments=comments, audience=audience, channel=channel, active=active)
     if kind not in ("selective", "event"):
         raise ApiError("invalid", f"type must be selective, event or snapshot, not {kind!r}", "type")
