@@ -221,12 +221,6 @@ class JobRepository:
         row = self.conn.execute(query, {"channel": channel}).mappings().first()
         return _to_job(row) if row is not None else None
 
-    def count_by_status(self, harvest_id: int | None = None) -> dict[JobStatus, int]:
-        query = select(s.jobs.c.status, func.count()).group_by(s.jobs.c.status)
-        if harvest_id is not None:
-            query = query.where(s.jobs.c.harvest_id == harvest_id)
-        return {JobStatus(status): count for status, count in self.conn.execute(query)}
-
     def configurations(self, job_id: int) -> list[dict[str, Any]]:
         """The job's domain configurations: config_id, domain, name, maxobjects, maxbytes."""
         jc, c, d = s.job_configs, s.configurations, s.domains

@@ -120,9 +120,6 @@ class UserRepository:
         row = self.conn.execute(select(s.users).where(s.users.c.name == name.strip())).first()
         return _to_user(row) if row is not None else None
 
-    def all_users(self) -> list[User]:
-        return [_to_user(row) for row in self.conn.execute(select(s.users).order_by(s.users.c.name))]
-
     def create(self, name: str, role: str | Role, password: str | None = None, fullname: str = "",
                email: str = "") -> User:
         """A new user; ConflictError if the name is taken. Without a password the user cannot log in yet."""
@@ -224,11 +221,6 @@ class UserRepository:
 
     def set_role(self, name: str, role: str | Role, expected_edition: int) -> User:
         return self._update(name, expected_edition, {"role": check_role(role).value})
-
-    def set_details(self, name: str, expected_edition: int, fullname: str | None = None,
-                    email: str | None = None) -> User:
-        values = {k: v for k, v in (("fullname", fullname), ("email", email)) if v is not None}
-        return self._update(name, expected_edition, values)
 
     def set_active(self, name: str, active: bool, expected_edition: int) -> User:
         return self._update(name, expected_edition, {"isactive": active})
