@@ -22,6 +22,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── IllegalTransitionError     a job status change that the transition table forbids
     ├── StaleJobError              a job is no longer in the status or attempt a change expected
     ├── DatabaseError              the harvest database failed (translated from SQLAlchemy/psycopg)
+    │   └── DatabaseBusyError      other writers kept the database locked past its wait
     ├── JobGenerationError         a harvest definition could not be split into jobs
     ├── QueueError                 the queue transport failed (translated from pika / sqlite)
     ├── ArchiveStoreError          the archive store failed (upload, checksum, missing file)
@@ -44,6 +45,17 @@ joined, so ``except ValueError``/``KeyError``/``RuntimeError`` still catches the
     CrawlEngineError ─ engine.jobs.JobActionError    a job action refused in the job's state, or failed
                     ├─ engine.crawl.CrawlStateError  (also RuntimeError) a crawl action its state forbids
                     └─ engine.checkpoint.CheckpointError a checkpoint that cannot be resumed (names it, says why)
+
+The message contract and the harvest controller define theirs beside the code that raises them::
+
+    ValidationError ── messages.MessageError          a message that is not in its contract (names the field)
+                    └─ messages.MessageVersionError  a message of a schema version this code cannot read
+    HarvestSuiteError ├─ harvester.jobdir.JobDirectoryError a job directory that cannot be read back
+                      ├─ harvester.protocol.RegistrationRefusedError the scheduler refused the channels
+                      └─ harvester.protocol.SchedulerSilentError no answer within the claim timeout
+
+The web UI's ``AuthError`` (401/403) and the API's ``ApiError`` are the answers its one error boundary
+(webui/api/errors.py) sends, not errors of the harvest: they stay outside this tree.
 """
 
 from __future__ import annotations

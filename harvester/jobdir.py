@@ -50,6 +50,7 @@ from lxml import etree
 
 from harvestdef.crawltemplate import DEDUPLICATION_INDEX_LOCATION, placeholder, template_parser
 from harvestdef.dedup import entries_name
+from harvestdef.errors import HarvestSuiteError
 from harvestdef.files import fsync_directory, write_atomically
 from harvestdef.messages import (
     HARVEST_INFO_VERSION,
@@ -90,7 +91,7 @@ INDEX_PLACEHOLDER = placeholder(DEDUPLICATION_INDEX_LOCATION)
 log = logging.getLogger(__name__)
 
 
-class JobDirectoryError(Exception):
+class JobDirectoryError(HarvestSuiteError):
     """A job directory that cannot be read back; the message names the directory and the fault."""
 
 

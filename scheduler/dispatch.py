@@ -53,7 +53,7 @@ from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.errors import StaleJobError
 from harvestdef.messages import (
-    AliasInfo,
+    AliasRecord,
     ClaimAnswer,
     ClaimRequest,
     DoOneCrawl,
@@ -98,7 +98,7 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
         raise StaleJobError(job.job_id, f"a job of harvest {job.harvest_id}", "a job whose harvest is gone")
     harvest = rows[0]
     members = [row for row in rows if row.name is not None]
-    aliases = [AliasInfo(domain=row.name, alias_of=row.alias_of,
+    aliases = [AliasRecord(domain=row.name, alias_of=row.alias_of,
                          last_change=row.lastaliasupdate.isoformat() if row.lastaliasupdate else "")
                for row in members if row.alias_of is not None]
     dedup_ids: list[int] | None = None

@@ -18,7 +18,7 @@ from harvestdef.model.status import JobStatus, StopReason
 
 
 @dataclass(frozen=True, slots=True)
-class AliasInfo:
+class AliasRecord:
     """A domain of the job that is an alias of another one (written as an alias record in the metadata WARC)."""
 
     domain: str
@@ -30,7 +30,7 @@ class AliasInfo:
 class PreHarvestMetadata:
     """What the controller writes into the metadata WARC besides its own files (reference §6.1)."""
 
-    aliases: list[AliasInfo]
+    aliases: list[AliasRecord]
     deduplication_job_ids: list[int] | None  # None = deduplication is off for this job
     deduplication_index: str | None = None  # archive-store relative path of the index file, once built
 

@@ -42,7 +42,7 @@ from warcio.warcwriter import WARCWriter
 
 from harvestdef.errors import ValidationError
 from harvestdef.files import replacing
-from harvestdef.messages import AliasInfo
+from harvestdef.messages import AliasRecord
 from harvester.postprocess.cdx import cdx_lines
 
 WARC_VERSION = "WARC/1.1"
@@ -67,7 +67,7 @@ class MetadataInfo:
     organization: str
     heritrix_version: str
     software_version: str
-    aliases: Sequence[AliasInfo] = ()
+    aliases: Sequence[AliasRecord] = ()
     deduplication_job_ids: Sequence[int] | None = None
     deduplication_job_ids_left_out: Sequence[int] = ()
     hostname: str | None = None

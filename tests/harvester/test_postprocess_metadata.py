@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvestdef.messages import AliasInfo
+from harvestdef.messages import AliasRecord
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
 from harvester.jobdir import Launch
@@ -87,8 +87,8 @@ def test_heritrix_file_categories(name, category):
 
 def test_metadata_warc_passes_warcio_and_holds_everything_in_order(job_dir, tmp_path):
     setup, reports, logs, archives = job_files(job_dir)
-    aliases = [AliasInfo("kulturarv.com", "kulturarv.dk", "2026-01-01T00:00:00Z"),
-               AliasInfo("bibliotek.com", "bibliotek.no", "2026-01-01T00:00:00Z")]
+    aliases = [AliasRecord("kulturarv.com", "kulturarv.dk", "2026-01-01T00:00:00Z"),
+               AliasRecord("bibliotek.com", "bibliotek.no", "2026-01-01T00:00:00Z")]
     out = tmp_path / metadata_file_name(7, 3)
     result = write_metadata_warc(out, info(aliases=aliases, deduplication_job_ids=[4, 5],
                                            deduplication_job_ids_left_out=[6]), setup, reports, logs, archives)
