@@ -100,17 +100,19 @@ def limit_to_objects(object_limit: int, byte_limit: int, per_object: int, max_do
     return max_domain_size
 
 
-def expected_objects(object_limit: int, byte_limit: int, config_max_objects: int, config_max_bytes: int,
-                     best_objects: int, best_bytes: int, best_stop: int, params: ExpectationParams) -> int:
-    """The expectation of a configuration under the per-domain limits ``object_limit``/``byte_limit``.
+def expected_objects(max_objects_per_domain: int, max_bytes_per_domain: int, config_max_objects: int,
+                     config_max_bytes: int, best_objects: int, best_bytes: int, best_stop: int,
+                     params: ExpectationParams) -> int:
+    """The expectation of a configuration under the per-domain limits ``max_objects_per_domain`` and
+    ``max_bytes_per_domain``.
 
     ``best_*`` describe the best history row (``best_history``); ``best_stop`` is NO_HISTORY without one.
     Flat integer arguments, because this runs millions of times per snapshot.
     """
     per_object = bytes_per_object(best_objects, best_bytes, best_stop, params)
     # step 4: the largest number of objects the limits allow
-    if object_limit != UNLIMITED or byte_limit != UNLIMITED:
-        maximum = limit_to_objects(object_limit, byte_limit, per_object, params.max_domain_size)
+    if max_objects_per_domain != UNLIMITED or max_bytes_per_domain != UNLIMITED:
+        maximum = limit_to_objects(max_objects_per_domain, max_bytes_per_domain, per_object, params.max_domain_size)
     elif config_max_objects != UNLIMITED or config_max_bytes != UNLIMITED:
         maximum = limit_to_objects(config_max_objects, config_max_bytes, per_object, params.max_domain_size)
     else:

@@ -86,11 +86,11 @@ class HarvestLimits:
     max_job_running_time: int = 0
 
     @property
-    def forced_max_objects(self) -> int:
+    def max_objects_per_domain(self) -> int:
         return self.max_objects if self.snapshot else UNLIMITED
 
     @property
-    def forced_max_bytes(self) -> int:
+    def max_bytes_per_domain(self) -> int:
         return self.max_bytes if self.snapshot else UNLIMITED
 
     @property
@@ -152,11 +152,11 @@ class Candidates:
             expected = self._no_history.get((max_objects, max_bytes))
             if expected is None:
                 expected = self._no_history[(max_objects, max_bytes)] = expected_objects(
-                    self.limits.forced_max_objects, self.limits.forced_max_bytes, max_objects, max_bytes,
+                    self.limits.max_objects_per_domain, self.limits.max_bytes_per_domain, max_objects, max_bytes,
                     0, 0, NO_HISTORY, self.params)
         else:
-            expected = expected_objects(self.limits.forced_max_objects, self.limits.forced_max_bytes, max_objects,
-                                        max_bytes, best_objects, best_bytes, best_stop, self.params)
+            expected = expected_objects(self.limits.max_objects_per_domain, self.limits.max_bytes_per_domain,
+                                        max_objects, max_bytes, best_objects, best_bytes, best_stop, self.params)
         self.config_id.append(config_id)
         self.domain.append(domain)
         self.group.append(group)
@@ -169,9 +169,10 @@ class Candidates:
         self.expected.append(expected)
         return len(self.config_id) - 1
 
-    def expectation(self, index: int, object_limit: int, byte_limit: int) -> int:
+    def expectation(self, index: int, max_objects_per_domain: int, max_bytes_per_domain: int) -> int:
         """The expectation of candidate ``index`` under other per-domain limits (a job's effective ones)."""
-        return expected_objects(object_limit, byte_limit, self.max_objects[index], self.max_bytes[index],
+        return expected_objects(max_objects_per_domain, max_bytes_per_domain, self.max_objects[index],
+                                self.max_bytes[index],
                                 self.best_objects[index], self.best_bytes[index], self.best_stop[index],
                                 self.params)
 
@@ -207,8 +208,8 @@ class PackedJob:
 def _new_job(candidates: Candidates, index: int) -> PackedJob:
     """AbstractJobGenerator.getNewJob + the Job constructor: effective limits from the first configuration."""
     limits = candidates.limits
-    max_objects, sets_objects = limits.forced_max_objects, False
-    max_bytes, sets_bytes = limits.forced_max_bytes, False
+    max_objects, sets_objects = limits.max_objects_per_domain, False
+    max_bytes, sets_bytes = limits.max_bytes_per_domain, False
     if compare_inf(candidates.max_objects[index], max_objects) < 0:
         max_objects, sets_objects = candidates.max_objects[index], True
     if compare_inf(candidates.max_bytes[index], max_bytes) < 0:
@@ -234,7 +235,8 @@ def _job_expectation(job: PackedJob, candidates: Candidates, index: int) -> int:
     """The expectation under the job's effective limits; the sort key already holds it when those are the
     harvest's own (the usual case), which saves recomputing it for millions of configurations."""
     limits = candidates.limits
-    if job.max_objects_per_domain == limits.forced_max_objects and job.max_bytes_per_domain == limits.forced_max_bytes:
+    if (job.max_objects_per_domain, job.max_bytes_per_domain) == (limits.max_objects_per_domain,
+                                                                  limits.max_bytes_per_domain):
         return candidates.expected[index]
     return candidates.expectation(index, job.max_objects_per_domain, job.max_bytes_per_domain)
 
@@ -269,9 +271,9 @@ class DefaultJobGenerator:
         ranks = _group_ranks(candidates)
         limits = candidates.limits
         if self.rules.split_by_object_limit:
-            config_limits, forced = candidates.max_objects, limits.forced_max_objects
+            config_limits, forced = candidates.max_objects, limits.max_objects_per_domain
         else:
-            config_limits, forced = candidates.max_bytes, limits.forced_max_bytes
+            config_limits, forced = candidates.max_bytes, limits.max_bytes_per_domain
         keys = []
         group, expected = candidates.group, candidates.expected
         for index in range(len(candidates)):
