@@ -31,7 +31,7 @@ def preview(app: AppContext, harvest_name: str) -> None:
     click.echo(f"harvest {harvest.name} ({kind}, run {harvest.numevents + 1}): "
                f"{len(candidates)} configurations in {len(jobs)} jobs")
     for number, job in enumerate(jobs, start=1):
-        click.echo(f"job {number}: template {job.template}, {len(job)} configurations, "
+        click.echo(f"job {number}: template {job.template_name}, {len(job)} configurations, "
                    f"max objects/domain {job.max_objects_per_domain}, max bytes/domain {job.max_bytes_per_domain}, "
                    f"max seconds {job.max_running_time}, expected objects {job.expected_total}")
 

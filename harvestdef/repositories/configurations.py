@@ -49,7 +49,7 @@ class UnusedConfiguration:
     config_id: int
     domain: str
     name: str
-    template: str
+    template_name: str
 
 
 def check_limit(what: str, value: int | None) -> None:

@@ -107,7 +107,7 @@ class RunContext:
 @dataclass(frozen=True)
 class TemplateInfo:
     name: str
-    orderxml: str
+    document: str  # the template's crawler-beans.cxml, placeholders unfilled
     description: str
     lastupdated: datetime | None
 
@@ -279,7 +279,7 @@ def filled_template(context: RunContext, template: TemplateInfo, job_id: int, jo
     }
     values["ARCHIVER_PROCESSOR_BEAN_PLACEHOLDER"] = fill_placeholders(
         warc_writer_bean(context.warc_writer), values, template.name)
-    return fill_placeholders(template.orderxml, values, template.name)
+    return fill_placeholders(template.document, values, template.name)
 
 
 class JobWriter:
@@ -295,7 +295,7 @@ class JobWriter:
 
     def write(self, jobs: Sequence[PackedJob], candidates: Candidates) -> list[int]:
         """Write every job; returns the job ids in order."""
-        missing = {job.template for job in jobs} - set(self.templates)
+        missing = {job.template_name for job in jobs} - set(self.templates)
         if missing:
             raise JobGenerationError(f"no crawl template named {', '.join(sorted(missing))}")
         started = time.monotonic()
@@ -335,7 +335,7 @@ class JobWriter:
         rows = [new_job_row(
             job_id=job_id, harvest_id=context.harvest_id, channel=context.channel, snapshot=context.snapshot,
             forcemaxbytes=job.max_bytes_per_domain, forcemaxcount=job.max_objects_per_domain,
-            forcemaxrunningtime=job.max_running_time, orderxml=job.template, harvest_num=context.harvest_num,
+            forcemaxrunningtime=job.max_running_time, orderxml=job.template_name, harvest_num=context.harvest_num,
             creationdate=context.creation_date, num_configs=len(job),
             harvestname_prefix=context.harvestname_prefix(job_id), expected_objects=job.expected_total,
         ) for job_id, job in zip(job_ids, jobs, strict=True)]
@@ -378,7 +378,7 @@ class JobWriter:
         def finish() -> None:
             assert current is not None
             job = by_id[current]
-            template = self.templates[job.template]
+            template = self.templates[job.template_name]
             all_traps = dict.fromkeys(fixed_traps) | traps
             updates.append({"b_job_id": current, "seedlist": "\n".join(dict.fromkeys(seeds)),
                             "orderxmldoc": filled_template(self.context, template, current, job, all_traps)})

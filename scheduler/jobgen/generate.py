@@ -250,7 +250,7 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
         object_limit_by_quota_enforcer=options.object_limit_by_quota_enforcer,
         naming_convention=options.naming_convention, collection_name=options.collection_name,
         operator=options.operator)
-    writer = JobWriter(conn, context, _templates(conn, {job.template for job in jobs}),
+    writer = JobWriter(conn, context, _templates(conn, {job.template_name for job in jobs}),
                        allocate_job_ids(conn, len(jobs), options.next_job_id), options.bulk_check_threshold)
     job_ids = writer.write(jobs, candidates)
     log.info("harvest %r: %d configurations selected in %.1f s, packed into %d jobs in %.1f s, written in %.1f s",

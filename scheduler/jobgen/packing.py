@@ -176,7 +176,7 @@ class Candidates:
                                 self.best_objects[index], self.best_bytes[index], self.best_stop[index],
                                 self.params)
 
-    def template(self, index: int) -> str:
+    def template_name(self, index: int) -> str:
         return self.groups[self.group[index]][0]
 
     def attributes(self, index: int) -> tuple[int, ...]:
@@ -187,7 +187,7 @@ class Candidates:
 class PackedJob:
     """A job as packing made it: its limits and the indexes of its configurations, in the order added."""
 
-    template: str
+    template_name: str
     attributes: tuple[int, ...]
     max_objects_per_domain: int
     max_bytes_per_domain: int

@@ -196,7 +196,7 @@ def read_plan(document: Any, base: JobGenSettings | None = None) -> tuple[Candid
 
 def job_document(job: PackedJob, candidates: Candidates, domain_names: list[str]) -> dict[str, Any]:
     return {
-        "template": job.template,
+        "template": job.template_name,
         "max_objects_per_domain": job.max_objects_per_domain,
         "max_bytes_per_domain": job.max_bytes_per_domain,
         "expected_total": job.expected_total,

@@ -133,5 +133,5 @@ def test_selective_harvest_yields_its_harvest_configs_with_attributes(engine):
         assert ids == [default, extra]
         assert found.attributes(0) == (20, 0, 1)
         assert found.attributes(1) == (3, 1, 1)
-        assert found.template(1) == "default_orderxml"
+        assert found.template_name(1) == "default_orderxml"
         assert unused not in ids

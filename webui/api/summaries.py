@@ -76,7 +76,7 @@ def unused_configuration_page(conn: Connection, after: str | None, size: int) ->
 
 
 def unused_configuration_json(row: UnusedConfiguration) -> dict[str, Any]:
-    return {"domain": row.domain, "configuration": row.name, "template": row.template}
+    return {"domain": row.domain, "configuration": row.name, "template": row.template_name}
 
 
 def unused_seedlist_page(conn: Connection, after: str | None, size: int) -> dict[str, Any]:
