@@ -47,6 +47,15 @@ def jobs(engine):
         return conn.execute(select(s.jobs).order_by(s.jobs.c.job_id)).mappings().all()
 
 
+def queue_depths(queue: str) -> tuple[int, int] | None:
+    """The broker's (ready, unacknowledged) message counts of ``queue``; None while it lists no such queue."""
+    for line in rabbitmqctl("list_queues", "-q", "name", "messages_ready", "messages_unacknowledged").splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0] == queue:
+            return int(fields[1]), int(fields[2])
+    return None
+
+
 def start_controllers(open_queue, names, count: int, crawl_seconds: float):
     stop = threading.Event()
     controllers = [SimController(open_queue(), names, f"ctl-{n}", ["FOCUSED"], ready_delay=0.3,
@@ -103,7 +112,12 @@ def test_a_job_outlives_a_short_consumer_timeout(engine, run_scheduler, open_que
     controllers, threads, stop = start_controllers(open_queue, names, 2, crawl_seconds=8)
     try:
         wait_for(lambda: all_done(engine), timeout=60, what="the job DONE")
-        time.sleep(2)
+        # Nothing is left to deliver again: the job queue holds no message, ready or unacknowledged. A
+        # message acknowledged only at the crawl's end would have been taken back by the broker at the
+        # 3 s consumer_timeout and redelivered to the other controller during the 8 s crawl, which the
+        # assertions below would see; this checks that the broker agrees that none is pending now.
+        job_queue = names.jobs("FOCUSED")
+        wait_for(lambda: queue_depths(job_queue) == (0, 0), timeout=10, what=f"{job_queue} empty")
     finally:
         stop.set()
         for thread in threads:
