@@ -26,6 +26,9 @@ job that failed only because of the store is reported again, DONE.
 The crawl's checkpoints (at shutdown, or asked for through the crawler's REST API) and resumes are
 reported to the scheduler as JobEvent messages, for the job page.
 
+While a crawl runs, each status poll goes to the monitor queue as a CrawlProgress message, and every
+frontierReportWaitTime seconds the crawler's frontier as a FrontierReport (harvester/crawldriver.py).
+
 The controller alone sends what it tells the scheduler: STARTED, the FAILED of a job it could not set
 up, and the final status and second report that post-processing makes (harvester/finish.py's
 ``JobReport``), each sent before the job directory records it sent (``_send_report``).
