@@ -206,8 +206,11 @@ class HarvesterSettings:
                                      "stop a crawl with no active queues for this many seconds")
     noresponseTimeout: int = setting("harvester.harvesting.heritrix.noresponseTimeout", 1800,
                                      "stop a crawl that received no new bytes for this many seconds")
-    frontierReportWaitTime: int = setting("harvester.harvesting.frontier.frontierReportWaitTime", 600,
-                                          "seconds between frontier reports, when the crawler serves one")
+    frontierReportWaitTime: int = setting(
+        "harvester.harvesting.frontier.frontierReportWaitTime", 600,
+        "seconds between the frontier reports a controller sends while its crawl runs (the crawler's "
+        "FrontierSummaryReport through NetarchiveSuite's TopTotalEnqueuesFilter: the 200 active queues with "
+        "the most enqueues, stored in frontierreportmonitor); 0 sends none")
     sendReadyDelay: int = setting("harvester.harvesting.sendReadyDelay", 30,
                                   "seconds between ready messages of an idle controller that is not paused")
     heartbeatInterval: int = setting("harvestsuite.harvester.heartbeatInterval", 30,

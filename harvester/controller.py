@@ -26,6 +26,9 @@ job that failed only because of the store is reported again, DONE.
 The crawl's checkpoints (at shutdown, or asked for through the crawler's REST API) and resumes are
 reported to the scheduler as JobEvent messages, for the job page.
 
+While a crawl runs, each status poll goes to the monitor queue as a CrawlProgress message, and every
+frontierReportWaitTime seconds the crawler's frontier as a FrontierReport (harvester/crawldriver.py).
+
 The controller alone sends what it tells the scheduler: STARTED, the FAILED of a job it could not set
 up, and the final status and second report that post-processing makes (harvester/finish.py's
 ``JobReport``), each sent before the job directory records it sent (``_send_report``).
@@ -54,11 +57,12 @@ from harvestdef.settings import Settings
 from harvester.crawldriver import CrawlDriver, DriverOptions
 from harvester.engineprocess import BundledEngine
 from harvester.finish import JobReport, PostProcessor
+from harvester.frontierqueues import FrontierQueues
 from harvester.heritrix import HeritrixClient
 from harvester.heritrix import JobStatus as CrawlerStatus
 from harvester.identity import controller_id_from_settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, JobDirectoryError, unfinished_job_directories
-from harvester.progress import crawl_progress
+from harvester.progress import crawl_progress, frontier_report
 from harvester.protocol import RegistrationRefusedError, SchedulerLink, SchedulerSilentError, TakenJob
 
 log = logging.getLogger(__name__)
@@ -113,7 +117,8 @@ class ControllerOptions:
             heartbeat_interval=h.heartbeatInterval,
             driver=DriverOptions(poll_interval=h.crawlLoopWaitTime, inactivity_timeout=h.inactivityTimeout,
                                  noresponse_timeout=h.noresponseTimeout, poll_retries=h.statusPollRetries,
-                                 start_timeout=h.engineStartTimeout, shutdown_action=h.shutdownAction),
+                                 start_timeout=h.engineStartTimeout, shutdown_action=h.shutdownAction,
+                                 frontier_report_interval=h.frontierReportWaitTime),
             heritrix_url=h.heritrixUrl, heritrix_user=h.heritrixUser, heritrix_password=h.heritrixPassword,
             engine_port=settings.crawler.port, engine_bind=settings.crawler.bind,
             hosts_file=settings.crawler.hostsFile, engine_start_timeout=h.engineStartTimeout,
@@ -395,12 +400,18 @@ class HarvestController:
                 checkpoints_seen.add(name)
                 self._job_event(job, "checkpoint", name)
 
+        def on_frontier(queues: FrontierQueues) -> None:
+            try:
+                self.link.send_frontier_report(frontier_report(job, queues.queues, self.controller_id))
+            except HarvestSuiteError as exc:
+                log.warning("job %d: frontier report not sent: %s", job.job_id, exc)
+
         options = self.options.driver
         if job.max_running_time:
             options = DriverOptions(**{**options.__dict__, "max_running_time": float(job.max_running_time)})
         driver = CrawlDriver(client, jobdir.name, jobdir.path, options, on_status, self.stop_event,
                              engine_alive=engine.is_alive if engine else None,
-                             engine_gone=engine.exit_description if engine else None)
+                             engine_gone=engine.exit_description if engine else None, on_frontier=on_frontier)
         try:
             result = driver.run(checkpoint)
         finally:

@@ -10,6 +10,13 @@ is never read as the end of the crawl: it is retried, and only ``poll_retries`` 
 engine process that has died, end the crawl as failed. The stall watchdog stops a crawl that received no
 new bytes for ``noresponse_timeout`` or had no active queue for ``inactivity_timeout``, and a crawl over
 the job's time limit.
+
+While the crawl is RUNNING, every ``frontier_report_interval`` seconds (the first at the first poll that
+finds it running) the loop also fetches the FrontierSummaryReport and hands its queues to
+``on_frontier`` (the controller sends them as a FrontierReport message). A report that cannot be fetched
+is logged and the crawl goes on; so are queue blocks that do not parse. None is fetched at the end: by
+then every queue is exhausted, so the report would list no queue, and the scheduler drops a job's
+frontier rows when the job ends anyway.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from pathlib import Path
 from harvestdef.errors import HeritrixError
 from harvestdef.settings import ShutdownAction
 from harvester.crawlstates import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, ControllerState
+from harvester.frontierqueues import FrontierQueues
 from harvester.heritrix import HeritrixClient, JobStatus
 from harvester.jobdir import CrawlOutcome
 
@@ -42,6 +50,7 @@ class DriverOptions:
     poll_retries: int = 5
     start_timeout: float = 60.0
     shutdown_action: ShutdownAction = "checkpoint"
+    frontier_report_interval: float = 600.0  # 0: no frontier reports
 
 
 @dataclass
@@ -56,7 +65,8 @@ class CrawlDriver:
     def __init__(self, client: HeritrixClient, name: str, directory: Path, options: DriverOptions,
                  on_status: Callable[[JobStatus], None], shutdown: threading.Event,
                  engine_alive: Callable[[], bool] | None = None,
-                 engine_gone: Callable[[], str] | None = None) -> None:
+                 engine_gone: Callable[[], str] | None = None,
+                 on_frontier: Callable[[FrontierQueues], None] | None = None) -> None:
         self.client = client
         self.name = name
         self.directory = Path(directory)
@@ -65,6 +75,7 @@ class CrawlDriver:
         self.shutdown = shutdown
         self.engine_alive = engine_alive
         self.engine_gone = engine_gone or (lambda: "the crawl engine is gone")
+        self.on_frontier = on_frontier
 
     # ------------------------------------------------------------------ actions judged by their result
     def _act(self, action: Callable[[], object], what: str, done: Callable[[JobStatus], bool]) -> JobStatus:
@@ -149,6 +160,20 @@ class CrawlDriver:
         except HeritrixError as exc:
             log.warning("job %s: teardown: %s", self.name, exc)
 
+    # ------------------------------------------------------------------ the frontier report
+    def _report_frontier(self) -> None:
+        """Fetch the frontier's queues and hand them on; a failure is the log's business, not the crawl's."""
+        assert self.on_frontier is not None
+        try:
+            queues = self.client.frontier_queues(self.name)
+        except HeritrixError as exc:
+            log.warning("job %s: no frontier report this time: %s", self.name, exc)
+            return
+        if queues.skipped:
+            log.warning("job %s: %d queue blocks of the frontier report could not be read and were left out; "
+                        "the first: %s", self.name, queues.skipped, queues.first_problem)
+        self.on_frontier(queues)
+
     # ------------------------------------------------------------------ the watch loop
     def run(self, checkpoint: str | None = None) -> DriveResult:
         outcome = CrawlOutcome()
@@ -165,6 +190,8 @@ class CrawlDriver:
         active_seen = time.monotonic()
         last_progress: tuple[int, int] | None = None
         failures = 0
+        reports_frontier = self.on_frontier is not None and options.frontier_report_interval > 0
+        next_frontier_report = started
         while True:
             if self.shutdown.is_set():
                 if options.shutdown_action == "checkpoint":
@@ -200,6 +227,10 @@ class CrawlDriver:
                 outcome.errors.append(f"the crawl disappeared from the crawler (status {status.status_description!r})")
                 return DriveResult(outcome)
             now = time.monotonic()
+            if (reports_frontier and status.crawl_controller_state == ControllerState.RUNNING
+                    and now >= next_frontier_report):
+                next_frontier_report = now + options.frontier_report_interval
+                self._report_frontier()
             sizes, uris = status.size_totals_report, status.uri_totals_report
             progress = (sizes.total if sizes else 0, uris.downloaded_uri_count if uris else 0)
             if progress != last_progress:

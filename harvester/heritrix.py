@@ -31,10 +31,12 @@ from lxml import etree
 from harvestdef.errors import HeritrixError
 from harvester.crawlstates import ACTIVE, ENDING, PAUSED_OR_PAUSING, ControllerEvent, ControllerState
 from harvester.digestauth import authorization_header, parse_auth_params
+from harvester.frontierqueues import FrontierQueues, parse_frontier_summary
 
 XML = "application/xml"
 JSON = "application/json"
 MAX_REDIRECTS = 5
+FRONTIER_SUMMARY_REPORT = "FrontierSummaryReport"
 # Status documents are small; a bigger answer is not a status document.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -420,6 +422,11 @@ class HeritrixClient:
         path = f"{self._job_path(name)}/report/{quote(report, safe='')}"
         return self._request("GET", path, action=f"report {report} of job {name}", job=name).body.decode(
             "utf-8", errors="replace")
+
+    def frontier_queues(self, name: str) -> FrontierQueues:
+        """The queues of the job's FrontierSummaryReport as it stands now (HeritrixError if it could not be
+        fetched; blocks that do not parse are counted in the answer, never raised)."""
+        return parse_frontier_summary(self.job_report(name, FRONTIER_SUMMARY_REPORT))
 
     def wait_for(self, name: str, predicate: Callable[[JobStatus], bool], timeout: float,
                  poll_interval: float = 0.5) -> JobStatus:

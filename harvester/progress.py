@@ -1,9 +1,11 @@
-"""Turning the crawler's job status into the CrawlProgress message operators follow (reference §5.2)."""
+"""Turning what the crawler reports into the monitor messages operators follow: its job status into
+CrawlProgress (reference §5.2), its frontier's queues into FrontierReport (§10, FrontierReportMessage)."""
 
 from __future__ import annotations
 
-from harvestdef.messages import CrawlProgress, DoOneCrawl
+from harvestdef.messages import CrawlProgress, DoOneCrawl, FrontierLine, FrontierReport
 from harvester.crawlstates import ControllerState
+from harvester.frontierqueues import TOP_TOTAL_ENQUEUES_FILTER, TOP_TOTAL_ENQUEUES_SIZE, QueueLine, top_total_enqueues
 from harvester.heritrix import JobStatus
 
 # NetarchiveSuite's mapping of crawlControllerState to its crawl status (reference §5.2).
@@ -41,3 +43,17 @@ def crawl_progress(job: DoOneCrawl, status: JobStatus, controller_id: str, conso
         active_toe_count=status.thread_report.toe_count if status.thread_report else 0,
         total_bytes_written=sizes.total if sizes else 0,
     )
+
+
+def frontier_report(job: DoOneCrawl, queues: tuple[QueueLine, ...], controller_id: str,
+                    size: int = TOP_TOTAL_ENQUEUES_SIZE) -> FrontierReport:
+    """The TopTotalEnqueuesFilter report of ``queues``: NetarchiveSuite's default filter, the only one sent."""
+    return FrontierReport(
+        job_id=job.job_id, attempt_id=job.attempt_id, controller_id=controller_id,
+        filter_id=TOP_TOTAL_ENQUEUES_FILTER,
+        lines=[FrontierLine(
+            domain_name=queue.queue_name, current_size=queue.current_size, total_enqueues=queue.total_enqueues,
+            session_balance=queue.session_balance, last_cost=queue.last_cost, average_cost=queue.average_cost,
+            last_dequeue_time=queue.last_dequeue_time, wake_time=queue.wake_time, total_spend=queue.total_spend,
+            total_budget=queue.total_budget, error_count=queue.error_count, last_peek_uri=queue.last_peek_uri,
+            last_queued_uri=queue.last_queued_uri) for queue in top_total_enqueues(queues, size)])

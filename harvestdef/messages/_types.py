@@ -239,7 +239,7 @@ class FrontierLine:
     total_enqueues: int
     session_balance: int
     last_cost: int
-    average_cost: int
+    average_cost: float  # Heritrix prints it as a double: total expended over URIs charged
     last_dequeue_time: str
     wake_time: str
     total_spend: int

@@ -1,0 +1,55 @@
+"""Frontier reports from a running crawl to frontierreportmonitor: the harvest controller as a process
+driving the bundled engine over the local test site, the real RabbitMQ, the scheduler's monitor intake."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import select
+
+from harvestdef.db import schema as s
+from harvestdef.model.status import JobStatus
+from tests.engine.site import TestSite
+from tests.harvester.conftest import FINAL
+
+
+@pytest.fixture
+def harvest_site() -> Iterator[TestSite]:
+    # Every response a little late, so the crawl's queues still hold URIs when a report is taken.
+    with TestSite(stall_seconds=60.0, response_delay=0.1) as site:
+        yield site
+
+
+def test_frontier_reports_of_a_running_crawl_reach_frontierreportmonitor(harvesting):
+    h = harvesting()
+    harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")],
+                                                   "bibliotek.no": [h.seed("www.bibliotek.no")]})
+    h.start_scheduler()
+    controller = h.start_controller(**{"harvester.harvesting.frontier.frontierReportWaitTime": 1})
+    f = s.frontierreportmonitor
+    seen: dict[str, tuple] = {}
+    deadline = time.monotonic() + 120
+    job_ids: set[int] = set()
+    while time.monotonic() < deadline:
+        jobs = h.jobs(harvest_id)
+        job_ids |= {job.job_id for job in jobs}
+        with h.engine.connect() as conn:
+            for row in conn.execute(select(f).where(f.c.jobid.in_(job_ids))):
+                seen[row.domainname] = row
+        if jobs and all(JobStatus(job.status) in FINAL for job in jobs):
+            break
+        time.sleep(0.2)
+    (job,) = h.jobs(harvest_id)
+    assert JobStatus(job.status) == JobStatus.DONE, (job, controller.text()[-3000:])
+    assert seen, f"no frontier report was stored:\n{controller.text()[-3000:]}"
+    assert set(seen) <= {"kulturarv.dk", "bibliotek.no"}, seen
+    for row in seen.values():
+        assert row.jobid == job.job_id and row.filterid == "TopTotalEnqueuesFilter"
+        assert row.totalenqueues > 0 and row.currentsize > 0 and row.totalbudget == -1
+        assert row.lastqueueduri.startswith("http://") and row.sessionbalance > 0
+    assert "frontier report" not in controller.text()  # neither a failed fetch nor skipped blocks
+    # the job's end takes its rows off the monitor
+    with h.engine.connect() as conn:
+        assert conn.execute(select(f).where(f.c.jobid == job.job_id)).all() == []
