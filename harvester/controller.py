@@ -58,8 +58,7 @@ from harvester.crawldriver import CrawlDriver, DriverOptions
 from harvester.engineprocess import BundledEngine
 from harvester.finish import JobReport, PostProcessor
 from harvester.frontierqueues import FrontierQueues
-from harvester.heritrix import HeritrixClient
-from harvester.heritrix import JobStatus as CrawlerStatus
+from harvester.heritrix import HeritrixClient, JobResource
 from harvester.identity import controller_id_from_settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, JobDirectoryError, unfinished_job_directories
 from harvester.progress import crawl_progress, frontier_report
@@ -391,7 +390,7 @@ class HarvestController:
         checkpoints_dir = jobdir.checkpoints_dir
         checkpoints_seen = {p.name for p in checkpoints_dir.iterdir()} if checkpoints_dir.is_dir() else set()
 
-        def on_status(status: CrawlerStatus) -> None:
+        def on_status(status: JobResource) -> None:
             try:
                 self.link.send_progress(crawl_progress(job, status, self.controller_id, console))
             except HarvestSuiteError as exc:

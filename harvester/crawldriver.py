@@ -33,7 +33,7 @@ from harvestdef.errors import HeritrixError
 from harvestdef.settings import ShutdownAction
 from harvester.crawlstates import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, ControllerState
 from harvester.frontierqueues import FrontierQueues
-from harvester.heritrix import HeritrixClient, JobStatus
+from harvester.heritrix import HeritrixClient, JobResource
 from harvester.jobdir import CrawlOutcome
 
 STOP_WAIT_SECONDS = 120.0
@@ -63,7 +63,7 @@ class CrawlDriver:
     """Runs one job on one engine; ``run`` returns when the crawl has ended, been stopped or checkpointed."""
 
     def __init__(self, client: HeritrixClient, name: str, directory: Path, options: DriverOptions,
-                 on_status: Callable[[JobStatus], None], shutdown: threading.Event,
+                 on_status: Callable[[JobResource], None], shutdown: threading.Event,
                  engine_alive: Callable[[], bool] | None = None,
                  engine_gone: Callable[[], str] | None = None,
                  on_frontier: Callable[[FrontierQueues], None] | None = None) -> None:
@@ -78,7 +78,7 @@ class CrawlDriver:
         self.on_frontier = on_frontier
 
     # ------------------------------------------------------------------ actions judged by their result
-    def _act(self, action: Callable[[], object], what: str, done: Callable[[JobStatus], bool]) -> JobStatus:
+    def _act(self, action: Callable[[], object], what: str, done: Callable[[JobResource], bool]) -> JobResource:
         try:
             action()
         except HeritrixError as exc:

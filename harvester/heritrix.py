@@ -141,7 +141,10 @@ class ThreadReport:
 
 
 @dataclass(frozen=True)
-class FrontierReport:
+class FrontierCounts:
+    """The job resource's frontierReport element: how many queues are in each state. The queues themselves
+    come from the FrontierSummaryReport (harvester.frontierqueues)."""
+
     total_queues: int = 0
     in_process_queues: int = 0
     ready_queues: int = 0
@@ -162,8 +165,10 @@ class HeapReport:
 
 
 @dataclass(frozen=True)
-class JobStatus:
-    """GET /engine/job/NAME: the fields of peers.md §1.2 (reports None where the engine gave none)."""
+class JobResource:
+    """GET /engine/job/NAME, as Heritrix's JobResource represents a job: the fields of peers.md §1.2
+    (reports None where the engine gave none). Not the harvest database's JobStatus, which is the job's
+    place in NetarchiveSuite's life cycle (harvestdef.model.status)."""
 
     short_name: str = ""
     crawl_controller_state: str | None = None
@@ -191,7 +196,7 @@ class JobStatus:
     load_report: LoadReport | None = None
     elapsed_report: ElapsedReport | None = None
     thread_report: ThreadReport | None = None
-    frontier_report: FrontierReport | None = None
+    frontier_report: FrontierCounts | None = None
     heap_report: HeapReport | None = None
 
     @property
@@ -263,8 +268,8 @@ def parse_representation(body: bytes, content_type: str, root_name: str) -> Mapp
     return model if isinstance(model, dict) else {}
 
 
-def parse_job_status(body: bytes, content_type: str = XML) -> JobStatus:
-    return _build(JobStatus, parse_representation(body, content_type, "job"))
+def parse_job_resource(body: bytes, content_type: str = XML) -> JobResource:
+    return _build(JobResource, parse_representation(body, content_type, "job"))
 
 
 def parse_engine_status(body: bytes, content_type: str = XML) -> EngineStatus:
@@ -302,7 +307,7 @@ class _Response:
 
 # The controller states in which each job action has taken effect (or the crawl ended meanwhile). Heritrix
 # answers every action 303 whether or not it did anything, so the resulting state is the only verdict.
-ACTION_DONE: dict[str, Callable[[JobStatus], bool]] = {
+ACTION_DONE: dict[str, Callable[[JobResource], bool]] = {
     "build": lambda status: not status.is_unbuilt,
     ControllerEvent.PAUSE: lambda status: status.crawl_controller_state in PAUSED_OR_PAUSING | ENDING
     or status.is_finished,
@@ -361,14 +366,14 @@ class HeritrixClient:
 
     # -- jobs ----------------------------------------------------------------------------------------------
 
-    def job_status(self, name: str) -> JobStatus:
+    def job_status(self, name: str) -> JobResource:
         response = self._request("GET", self._job_path(name), action=f"status of job {name}", job=name)
-        return self._parse(response, parse_job_status, f"status of job {name}")
+        return self._parse(response, parse_job_resource, f"status of job {name}")
 
-    def build(self, name: str) -> JobStatus:
+    def build(self, name: str) -> JobResource:
         return self._job_action(name, {"action": "build"})
 
-    def launch(self, name: str, checkpoint: str | None = None) -> JobStatus:
+    def launch(self, name: str, checkpoint: str | None = None) -> JobResource:
         """Launch the built job; ``checkpoint`` is a checkpoint name or ``latest`` to resume from one.
         With pauseAtStart (Heritrix's default) the crawl then waits PAUSED for ``unpause``."""
         form = {"action": "launch"}
@@ -377,25 +382,25 @@ class HeritrixClient:
         launches = self.job_status(name).launch_count
         return self._job_action(name, form, lambda status: status.launch_count > launches)
 
-    def pause(self, name: str) -> JobStatus:
+    def pause(self, name: str) -> JobResource:
         return self._job_action(name, {"action": "pause"})
 
-    def unpause(self, name: str) -> JobStatus:
+    def unpause(self, name: str) -> JobResource:
         return self._job_action(name, {"action": "unpause"})
 
-    def checkpoint(self, name: str) -> JobStatus:
+    def checkpoint(self, name: str) -> JobResource:
         before = set(self.job_status(name).checkpoint_files)
         return self._job_action(name, {"action": "checkpoint"},
                                 lambda status: bool(set(status.checkpoint_files) - before))
 
-    def copy_job(self, name: str, new_name: str, as_profile: bool = False) -> JobStatus:
+    def copy_job(self, name: str, new_name: str, as_profile: bool = False) -> JobResource:
         """Heritrix's copyTo: a new job (or profile) with this job's configuration; the new job's status."""
         form = {"copyTo": new_name}
         if as_profile:
             form["asProfile"] = "on"
         action = f"copy of job {name} to {new_name}"
         response = self._request("POST", self._job_path(name), form=form, action=action, job=name)
-        status = self._parse(response, parse_job_status, action)
+        status = self._parse(response, parse_job_resource, action)
         if status.short_name != new_name:
             raise HeritrixError(f"{action}: not copied: {response.refusal or 'the engine gave no reason'}")
         return status
@@ -405,10 +410,10 @@ class HeritrixClient:
         path = f"{self._job_path(name)}/jobdir/{quote(relative_path)}"
         self._request("PUT", path, action=f"upload of {relative_path} to job {name}", job=name, body=data)
 
-    def terminate(self, name: str) -> JobStatus:
+    def terminate(self, name: str) -> JobResource:
         return self._job_action(name, {"action": "terminate"})
 
-    def teardown(self, name: str) -> JobStatus:
+    def teardown(self, name: str) -> JobResource:
         return self._job_action(name, {"action": "teardown"})
 
     def job_file(self, name: str, relative_path: str) -> bytes:
@@ -428,8 +433,8 @@ class HeritrixClient:
         fetched; blocks that do not parse are counted in the answer, never raised)."""
         return parse_frontier_summary(self.job_report(name, FRONTIER_SUMMARY_REPORT))
 
-    def wait_for(self, name: str, predicate: Callable[[JobStatus], bool], timeout: float,
-                 poll_interval: float = 0.5) -> JobStatus:
+    def wait_for(self, name: str, predicate: Callable[[JobResource], bool], timeout: float,
+                 poll_interval: float = 0.5) -> JobResource:
         """Poll the job's status until ``predicate`` holds; HeritrixError naming the last status on timeout."""
         deadline = time.monotonic() + timeout
         while True:
@@ -457,11 +462,11 @@ class HeritrixClient:
         return status
 
     def _job_action(self, name: str, form: dict[str, str],
-                    done: Callable[[JobStatus], bool] | None = None) -> JobStatus:
+                    done: Callable[[JobResource], bool] | None = None) -> JobResource:
         """POST an action, then judge it by the job's state (an action with nothing to do is no error)."""
         action = f"{form['action']} of job {name}"
         response = self._request("POST", self._job_path(name), form=form, action=action, job=name)
-        status = self._parse(response, parse_job_status, action)
+        status = self._parse(response, parse_job_resource, action)
         done = done or ACTION_DONE.get(form["action"])
         if done is not None and not done(status):
             # Our engine says why in the 303; a real Heritrix only in job.log, newest line first.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from harvestdef.messages import CrawlProgress, DoOneCrawl, FrontierLine, FrontierReport
 from harvester.crawlstates import ControllerState
 from harvester.frontierqueues import TOP_TOTAL_ENQUEUES_FILTER, TOP_TOTAL_ENQUEUES_SIZE, QueueLine, top_total_enqueues
-from harvester.heritrix import JobStatus
+from harvester.heritrix import JobResource
 
 # NetarchiveSuite's mapping of crawlControllerState to its crawl status (reference §5.2).
 _STATUS_OF_STATE = {ControllerState.PAUSING: "CRAWLER_PAUSING", ControllerState.PAUSED: "CRAWLER_PAUSED",
@@ -14,7 +14,7 @@ _STATUS_OF_STATE = {ControllerState.PAUSING: "CRAWLER_PAUSING", ControllerState.
                     None: "PRE_CRAWL"}
 
 
-def crawl_progress(job: DoOneCrawl, status: JobStatus, controller_id: str, console_url: str) -> CrawlProgress:
+def crawl_progress(job: DoOneCrawl, status: JobResource, controller_id: str, console_url: str) -> CrawlProgress:
     uris = status.uri_totals_report
     sizes = status.size_totals_report
     rates = status.rate_report

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harvestdef.errors import HeritrixError
-from harvester.heritrix import HeritrixClient, JobStatus
+from harvester.heritrix import HeritrixClient, JobResource
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite
 
@@ -47,7 +47,7 @@ def crawl_log_uris(launch_dir: Path) -> list[tuple[int, str]]:
     return entries
 
 
-def prepare(client: HeritrixClient, process: EngineProcess, name: str, seeds: list[str], cxml: str) -> JobStatus:
+def prepare(client: HeritrixClient, process: EngineProcess, name: str, seeds: list[str], cxml: str) -> JobResource:
     write_job(process.jobs_dir / name, seeds, cxml=cxml)
     client.rescan()
     status = client.build(name)

@@ -24,7 +24,7 @@ from lxml import etree
 
 from harvestdef.errors import HeritrixError
 from harvester.digestauth import digest_response, parse_auth_params
-from harvester.heritrix import JSON, HeritrixClient, parse_job_status
+from harvester.heritrix import JSON, HeritrixClient, parse_job_resource
 from tests.engine.engine_process import USER, EngineProcess, crawler_beans, write_job
 
 
@@ -201,7 +201,7 @@ def test_xml_representation_looks_like_heritrix_and_json_has_the_same_structure(
     model = json.loads(as_json.body)
     assert model["availableActions"] == ["launch", "teardown"] and model["shortName"] == "shapes"
     # The two answers come from two requests, so the heap figures may differ between them; all else agrees.
-    from_json, from_xml = parse_job_status(as_json.body, JSON), parse_job_status(xml.body)
+    from_json, from_xml = parse_job_resource(as_json.body, JSON), parse_job_resource(xml.body)
     assert from_json.heap_report.max_bytes > 0 and from_xml.heap_report.max_bytes > 0
     assert replace(from_json, heap_report=None) == replace(from_xml, heap_report=None)
     json_client = engine_process.client(representation=JSON)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from lxml import etree
 
 from harvester.engine.status import elapsed_pretty, to_json, to_xml
-from harvester.heritrix import JSON, parse_engine_status, parse_job_status
+from harvester.heritrix import JSON, parse_engine_status, parse_job_resource
 
 MODEL = {
     "shortName": "7_1732200000000",
@@ -35,8 +35,8 @@ def test_xml_follows_heritrix_marshalling() -> None:
 
 
 def test_xml_and_json_parse_to_the_same_status() -> None:
-    from_xml = parse_job_status(to_xml("job", MODEL))
-    from_json = parse_job_status(to_json(MODEL), JSON)
+    from_xml = parse_job_resource(to_xml("job", MODEL))
+    from_json = parse_job_resource(to_json(MODEL), JSON)
     assert from_xml == from_json
     assert from_xml.available_actions == ("unpause",) and from_xml.job_log_tail == ()
     assert from_xml.checkpoint_files == ("cp00001-20261121101500", "cp00002-20261121103000")

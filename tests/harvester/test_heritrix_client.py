@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harvestdef.errors import HeritrixError
-from harvester.heritrix import HeritrixClient, parse_engine_status, parse_job_status
+from harvester.heritrix import HeritrixClient, parse_engine_status, parse_job_resource
 from tests.engine.engine_process import USER, EngineProcess
 
 HERITRIX_STATUS = b"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
@@ -81,7 +81,7 @@ def not_an_engine() -> Iterator[str]:
 
 
 def test_status_with_an_encoding_declaration_parses_into_typed_reports() -> None:
-    status = parse_job_status(HERITRIX_STATUS)
+    status = parse_job_resource(HERITRIX_STATUS)
     assert status.short_name == "5_1700000000000"
     assert status.status_description == "Active: RUNNING" and status.is_running and not status.is_finished
     assert status.available_actions == ("pause", "checkpoint", "terminate")
