@@ -14,8 +14,8 @@ def test_changes_of_one_row_newest_first_with_before_and_after(engine):
     with engine.begin() as conn:
         domain = make_domain(conn, "kb.dk")
         repository = DomainRepository(conn, "alice")
-        domain = repository.update_comments("kb.dk", "one", domain.edition)
-        DomainRepository(conn, "bob").update_comments("kb.dk", "two", domain.edition)
+        domain = repository.edit("kb.dk", domain.edition, comments="one")
+        DomainRepository(conn, "bob").edit("kb.dk", domain.edition, comments="two")
         changes = AuditRepository(conn).changes_of("domains", domain.domain_id)
     assert [(c.actor, c.action) for c in changes] == [("bob", "update"), ("alice", "update"), ("system", "insert")]
     assert (changes[0].before["comments"], changes[0].after["comments"]) == ("one", "two")

@@ -90,7 +90,7 @@ def test_stale_domain_edition_refuses_configuration_change_and_leaves_it(engine)
     with engine.begin() as conn:
         config = make_configuration(conn, name="news", maxbytes=1000)
         stale = DomainRepository(conn).get(config.domain_name).edition
-        DomainRepository(conn).update_comments(config.domain_name, "someone else", stale)
+        DomainRepository(conn).edit(config.domain_name, stale, comments="someone else")
     with engine.begin() as conn, pytest.raises(StaleEditionError, match="domain"):
         ConfigurationRepository(conn).update(config.domain_name, "news", stale, maxbytes=5)
     with engine.connect() as conn:
