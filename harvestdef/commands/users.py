@@ -62,3 +62,21 @@ def password(app: AppContext, name: str) -> None:
         repository = UserRepository(conn)
         repository.set_password(name, new_password, repository.get(name).edition)
     click.echo(f"password of user {name} changed; every session of the user has ended")
+
+
+@users.command()
+@click.argument("name")
+@click.argument("role", type=click.Choice([role.value for role in Role]))
+@click.option("--actor", default="system", show_default=True, help="Who changes it (written to the audit log).")
+@pass_app
+def role(app: AppContext, name: str, role: str, actor: str) -> None:
+    """Give user NAME the role ROLE (curator, operator, archivist or admin). Each request reads the user's
+    role anew, so the user's sessions act in it from their next request, and its API tokens at the latest
+    harvestsuite.webui.tokenCacheSeconds later."""
+    from harvestdef.db.engine import write_transaction
+    from harvestdef.repositories.users import UserRepository
+
+    with write_transaction(app.engine()) as conn:
+        repository = UserRepository(conn, actor=actor)
+        changed = repository.set_role(name, role, repository.get(name).edition)
+    click.echo(f"user {changed.name} is now {changed.role.value}")

@@ -1,5 +1,5 @@
-"""Reading the audit trail (what changed in one row, newest first, and the recent changes everywhere), and
-``AuditBatch``, which writes the rows of many changes of one transaction together.
+"""Reading the audit trail (what changed in one row, newest first), and ``AuditBatch``, which writes the
+rows of many changes of one transaction together.
 
 The trail is written by the repositories (harvestdef.repositories.base.record_audit) in the same
 transaction as each change. ``before`` and ``after`` come back as dicts.
@@ -8,8 +8,7 @@ transaction as each change. ``before`` and ``after`` come back as dicts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Connection, insert, select
@@ -19,7 +18,6 @@ from harvestdef.db.types import utcnow
 from harvestdef.model.definitions import AuditEntry
 from harvestdef.repositories.base import row_json
 
-STREAM_BATCH = 500
 _log = s.audit_log
 
 
@@ -40,19 +38,6 @@ class AuditRepository:
             select(_log).where(_log.c.tablename == tablename, _log.c.row_key == str(key))
             .order_by(_log.c.changed_at.desc(), _log.c.audit_id.desc()).limit(limit))
         return [_to_entry(row) for row in rows]
-
-    def recent_changes(self, limit: int = 100, since: datetime | None = None, actor: str | None = None,
-                       tablename: str | None = None) -> Iterator[AuditEntry]:
-        """The newest changes (optionally since a time, by one actor or in one table), streamed."""
-        stmt = select(_log).order_by(_log.c.changed_at.desc(), _log.c.audit_id.desc()).limit(limit)
-        if since is not None:
-            stmt = stmt.where(_log.c.changed_at >= since)
-        if actor is not None:
-            stmt = stmt.where(_log.c.actor == actor)
-        if tablename is not None:
-            stmt = stmt.where(_log.c.tablename == tablename)
-        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
-            yield _to_entry(row)
 
 
 _ROWS_PER_INSERT = 500  # 3,500 bound parameters: within SQLite's limit (32,766), and PostgreSQL's

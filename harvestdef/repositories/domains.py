@@ -193,25 +193,6 @@ class DomainRepository:
         stored = lookup_name(name)
         return self.conn.scalar(select(s.domains.c.domain_id).where(s.domains.c.name == stored)) is not None
 
-    def search(self, pattern: str, limit: int = 100, offset: int = 0) -> Iterator[Domain]:
-        """Domains whose name matches ``pattern`` (``*`` = any text), ordered by name, one page of them."""
-        pattern = bounded_wildcard_search(pattern)
-        stmt = (_domain_select().where(s.domains.c.name.like(wildcard_to_like(pattern), escape="\\"))
-                .order_by(s.domains.c.name).limit(limit).offset(offset))
-        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
-            yield _to_domain(row)
-
-    def count_matching(self, pattern: str) -> int:
-        pattern = bounded_wildcard_search(pattern)
-        return self.conn.scalar(select(func.count()).select_from(s.domains).where(
-            s.domains.c.name.like(wildcard_to_like(pattern), escape="\\"))) or 0
-
-    def all_domains(self) -> Iterator[Domain]:
-        """Every domain, by name, streamed."""
-        stmt = _domain_select().order_by(s.domains.c.name)
-        for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
-            yield _to_domain(row)
-
     def count(self) -> int:
         return self.conn.scalar(select(func.count()).select_from(s.domains)) or 0
 
@@ -351,9 +332,6 @@ class DomainRepository:
                             values, "domain")
         return self.get_by_id(current.domain_id)
 
-    def update_comments(self, domain: str, comments: str, expected_edition: int) -> Domain:
-        return self._update(domain, expected_edition, {"comments": comments})
-
     def set_crawler_traps(self, domain: str, traps: str, expected_edition: int) -> Domain:
         """Replace the domain's crawler traps; each line must compile (CrawlerTrapError names the line)."""
         expressions = validate_trap_expressions(traps)
@@ -364,7 +342,10 @@ class DomainRepository:
              active: bool | None = None, now: datetime | None = None) -> Domain:
         """Change what is given (None = keep) as one update: one edition, one audit row, all or nothing.
 
-        ``alias_of`` naming the present alias target confirms (renews) the alias.
+        ``alias_of`` makes the domain an alias of that domain, confirmed at ``now`` (default: the present
+        time); naming the present alias target confirms (renews) the alias, so it expires a full timeout
+        from ``now``. ``clear_alias`` makes it a domain of its own again. The crawler traps must each
+        compile (CrawlerTrapError names the line); an alias is refused as ``_alias_values`` says.
         """
         current = self.get(domain)
         values: dict[str, Any] = {}
@@ -445,11 +426,6 @@ class DomainRepository:
         record_audit(self.conn, self.actor, d.name, key, "delete", before, None)
 
     # ------------------------------------------------------------ aliases (reference §2.8)
-    def set_alias(self, domain: str, alias_of: str, expected_edition: int, now: datetime | None = None) -> Domain:
-        """Mark ``domain`` as an alias of ``alias_of``, confirmed ``now``."""
-        current = self.get(domain)
-        return self._update(current.name, expected_edition, self._alias_values(current, alias_of, now))
-
     def _alias_values(self, current: Domain, alias_of: str, now: datetime | None) -> dict[str, Any]:
         """The columns that make ``current`` an alias of ``alias_of``.
 
@@ -469,16 +445,6 @@ class DomainRepository:
                 f"domain {current.name!r} cannot become an alias: {', '.join(aliased_by[:5])} "
                 f"{'is an alias' if len(aliased_by) == 1 else 'are aliases'} of it")
         return {"alias": target.domain_id, "lastaliasupdate": now or utcnow()}
-
-    def clear_alias(self, domain: str, expected_edition: int) -> Domain:
-        return self._update(domain, expected_edition, {"alias": None, "lastaliasupdate": None})
-
-    def renew_alias(self, domain: str, expected_edition: int, now: datetime | None = None) -> Domain:
-        """Confirm the alias again, so it expires a full timeout from ``now``."""
-        current = self.get(domain)
-        if not current.is_alias():
-            raise ValidationError(f"domain {current.name!r} is not an alias; there is nothing to renew")
-        return self._update(current.name, expected_edition, {"lastaliasupdate": now or utcnow()})
 
     def is_alias_expired(self, domain: Domain, now: datetime) -> bool:
         info = domain.alias_info()

@@ -463,14 +463,20 @@ class HarvestRepository:
 
     def remove_configuration(self, name: str, domain: str, config_name: str, expected_edition: int
                              ) -> SelectiveHarvest:
+        """Take a domain configuration out of the harvest (NetarchiveSuite's "remove config", reference §7).
+
+        The configuration stays with its domain; if no harvest names it any more and it is not the
+        domain's default, it counts as unused again. NotFoundError if the harvest does not name the
+        configuration; StaleEditionError if the harvest moved on from ``expected_edition``.
+        """
         current = self.get_selective(name)
         config = self._configurations.get(domain, config_name)
-        self._update(name, expected_edition, {})
-        removed = self.conn.execute(delete(s.harvest_configs).where(
-            s.harvest_configs.c.harvest_id == current.harvest_id,
-            s.harvest_configs.c.config_id == config.config_id)).rowcount
-        if removed != 1:
+        hc = s.harvest_configs
+        if not self.conn.scalar(select(exists().where(hc.c.harvest_id == current.harvest_id,
+                                                      hc.c.config_id == config.config_id))):
             raise NotFoundError("configuration of harvest definition", f"{name}: {domain}/{config_name}")
+        self._update(name, expected_edition, {})
+        self.conn.execute(delete(hc).where(hc.c.harvest_id == current.harvest_id, hc.c.config_id == config.config_id))
         record_audit(self.conn, self.actor, "harvest_configs", f"{current.harvest_id}:{config.config_id}", "delete",
                      {"harvest_id": current.harvest_id, "config_id": config.config_id}, None)
         recheck_unused(self.conn, [config.domain_id])

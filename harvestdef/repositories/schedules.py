@@ -102,9 +102,6 @@ class ScheduleRepository:
         with translate_errors(KIND, schedule_id):
             return list(self.conn.scalars(query))
 
-    def is_in_use(self, schedule_id: int) -> bool:
-        return bool(self.harvests_using(schedule_id))
-
     def delete(self, schedule_id: int) -> None:
         """Delete a schedule no harvest uses; NotFoundError if absent, ConflictError naming the users if used."""
         before = fetch_row(self.conn, s.schedules, "schedule_id", schedule_id)

@@ -8,7 +8,6 @@ that configurations use cannot be deleted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select
@@ -56,14 +55,6 @@ class TemplateRepository:
         if active_only:
             stmt = stmt.where(s.ordertemplates.c.isactive.is_(True))
         return list(self.conn.scalars(stmt))
-
-    def all_templates(self, active_only: bool = False) -> Iterator[CrawlTemplate]:
-        """Every template by name, streamed one row at a time (a template may be megabytes)."""
-        stmt = select(s.ordertemplates).order_by(s.ordertemplates.c.name)
-        if active_only:
-            stmt = stmt.where(s.ordertemplates.c.isactive.is_(True))
-        for row in self.conn.execute(stmt.execution_options(yield_per=10)):
-            yield _to_template(row)
 
     def page(self, after: str | None, size: int) -> list[CrawlTemplate]:
         """Up to ``size`` templates by name, those after the name ``after`` (keyset paging)."""

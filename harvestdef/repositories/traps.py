@@ -55,15 +55,6 @@ class GlobalCrawlerTrapRepository:
     def all_lists(self) -> list[GlobalCrawlerTrapList]:
         return [self._to_list(row) for row in self.conn.execute(select(_lists).order_by(_lists.c.name)).all()]
 
-    def active_expressions(self) -> tuple[str, ...]:
-        """Every expression of every active list, without duplicates: what each job's template receives."""
-        rows = self.conn.scalars(select(_expressions.c.trap_expression)
-                                 .join(_lists, _lists.c.global_crawler_trap_list_id
-                                       == _expressions.c.crawler_trap_list_id)
-                                 .where(_lists.c.isactive.is_(True), _expressions.c.trap_expression.is_not(None))
-                                 .order_by(_lists.c.name, _expressions.c.id))
-        return tuple(dict.fromkeys(rows))
-
     def _write_expressions(self, list_id: int, expressions: Iterable[str]) -> None:
         self.conn.execute(delete(_expressions).where(_expressions.c.crawler_trap_list_id == list_id))
         rows = [{"crawler_trap_list_id": list_id, "trap_expression": e} for e in expressions]

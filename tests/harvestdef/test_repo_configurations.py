@@ -90,7 +90,7 @@ def test_stale_domain_edition_refuses_configuration_change_and_leaves_it(engine)
     with engine.begin() as conn:
         config = make_configuration(conn, name="news", maxbytes=1000)
         stale = DomainRepository(conn).get(config.domain_name).edition
-        DomainRepository(conn).update_comments(config.domain_name, "someone else", stale)
+        DomainRepository(conn).edit(config.domain_name, stale, comments="someone else")
     with engine.begin() as conn, pytest.raises(StaleEditionError, match="domain"):
         ConfigurationRepository(conn).update(config.domain_name, "news", stale, maxbytes=5)
     with engine.connect() as conn:
@@ -108,6 +108,7 @@ def test_set_default_and_delete_rules(engine):
         now_default = repository.set_default(name, "news", edition)
         assert now_default.is_default and DomainRepository(conn).get(name).defaultconfig_id == config.config_id
         edition += 1
+        old_default = repository.get(name, "defaultconfig").config_id
         repository.delete(name, "defaultconfig", edition)
         assert [c.name for c in repository.list_for_domain(name)] == ["news"]
         make_configuration(conn, name, name="used")
@@ -116,5 +117,5 @@ def test_set_default_and_delete_rules(engine):
         harvests.add_configurations("hd", [(name, "used")], harvests.get("hd").edition)
         with pytest.raises(ValidationError, match="a harvest definition refers to it"):
             repository.delete(name, "used", DomainRepository(conn).get(name).edition)
-        deleted = AuditRepository(conn).recent_changes(tablename="configurations", limit=10)
-        assert any(entry.action == "delete" for entry in deleted)
+        deleted = AuditRepository(conn).changes_of("configurations", old_default)
+        assert deleted[0].action == "delete" and deleted[0].before["name"] == "defaultconfig"

@@ -81,7 +81,8 @@ def test_delete_only_when_no_harvest_uses_it(engine: Engine) -> None:
         ScheduleRepository(conn).delete(used.schedule_id)
     with engine.begin() as conn:
         repository = ScheduleRepository(conn, actor="alice")
-        assert repository.is_in_use(used.schedule_id) and not repository.is_in_use(unused.schedule_id)
+        assert repository.harvests_using(used.schedule_id) == ["news"]
+        assert repository.harvests_using(unused.schedule_id) == []
         repository.delete(unused.schedule_id)
     with engine.connect() as conn:
         with pytest.raises(NotFoundError):

@@ -27,16 +27,20 @@ def test_refused_with_line_and_reason(expression, reason):
     assert caught.value.line == 2 and caught.value.expression == expression
 
 
-def test_create_list_and_active_expressions(engine):
+def test_create_lists_and_activate_one(engine):
+    """The lists as the traps page shows them; what a job receives of the active ones is job generation's
+    (tests/scheduler/test_generate_global_traps.py)."""
     with engine.begin() as conn:
         make_trap_list(conn, "calendars", [".*/calendar/.*", ".*/kalender/.*"])
         make_trap_list(conn, "inactive", [".*/never/.*"], active=False)
         make_trap_list(conn, "sessions", [".*;jsessionid=.*", ".*/calendar/.*"])
         repository = GlobalCrawlerTrapRepository(conn)
-        assert repository.active_expressions() == (".*/calendar/.*", ".*/kalender/.*", ".*;jsessionid=.*")
-        assert [t.name for t in repository.all_lists()] == ["calendars", "inactive", "sessions"]
-        repository.set_active("inactive", True)
-        assert ".*/never/.*" in repository.active_expressions()
+        assert [(t.name, t.isactive, t.expressions) for t in repository.all_lists()] == [
+            ("calendars", True, (".*/calendar/.*", ".*/kalender/.*")),
+            ("inactive", False, (".*/never/.*",)),
+            ("sessions", True, (".*;jsessionid=.*", ".*/calendar/.*"))]
+        activated = repository.set_active("inactive", True)
+        assert activated.isactive and repository.get("inactive").expressions == (".*/never/.*",)
 
 
 def test_bad_expression_or_too_long_is_refused_and_nothing_stored(engine):

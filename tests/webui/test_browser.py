@@ -220,12 +220,20 @@ def test_defining_a_selective_harvest_with_a_schedule(page, webui, tmp_path):
     assert page.locator(".flash").inner_text() == "Harvest culture-weekly created."
     assert page.locator("main .card p").first.inner_text().startswith("Active · 0 run(s)")
     rows = page.locator("table").first.locator("tr:has(td)").all_inner_texts()
-    assert [row.split("\t") for row in rows] == [["kb.dk", "defaultconfig"], ["kunst.dk", "defaultconfig"]]
+    assert [row.split("\t")[:2] for row in rows] == [["kb.dk", "defaultconfig"], ["kunst.dk", "defaultconfig"]]
+    assert all(row.split("\t")[2].strip() == "Remove" for row in rows)
     changes = page.locator("table").last.locator("tr:has(td)").all_inner_texts()
     assert changes and all(row.split("\t")[1] == "curator" for row in changes)
     assert "name: culture-weekly" in changes[-1]
     assert page.get_by_label("Schedule").input_value() == "mondays-0230"
     screenshot(page, tmp_path, "harvest-defined")
+    page.locator("table").first.locator("tr", has_text="kunst.dk").get_by_role("button", name="Remove").click()
+    page.wait_for_load_state()
+    flashed = page.locator(".flash").inner_text()
+    assert flashed == "Configuration kunst.dk/defaultconfig removed from harvest culture-weekly."
+    rows = page.locator("table").first.locator("tr:has(td)").all_inner_texts()
+    assert [row.split("\t")[:2] for row in rows] == [["kb.dk", "defaultconfig"]]
+    screenshot(page, tmp_path, "harvest-configuration-removed")
     page.goto("/definitions/schedules")
     schedule = page.locator("table tr", has=page.get_by_role("link", name="mondays-0230"))
     assert schedule.inner_text().split("\t")[1:3] == ["1 weekly", "day 2 02:30"]

@@ -427,8 +427,8 @@ def test_global_crawler_traps_through_the_form(login, webui_engine):
     assert client.post("/definitions/traps/calendars/active", data=form(client, active="1")).status_code == 302
     with webui_engine.connect() as conn:
         traps = GlobalCrawlerTrapRepository(conn)
-        assert [t.name for t in traps.all_lists()] == ["calendars"]
-        assert traps.active_expressions() == (".*/calendar/.*", ".*\\?date=.*")
+        assert [(t.name, t.isactive, t.expressions) for t in traps.all_lists()] == [
+            ("calendars", True, (".*/calendar/.*", ".*\\?date=.*"))]
     assert client.get("/definitions/traps/calendars/download").get_data(as_text=True).startswith(".*/calendar/.*")
     archivist = login("archivist")
     assert archivist.post("/definitions/traps/calendars/active", data=form(archivist, active="0")).status_code == 403

@@ -19,6 +19,8 @@ from flask.testing import FlaskClient
 from sqlalchemy import Engine, select
 
 from harvestdef.db import schema as s
+from harvestdef.model.definitions import Role
+from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.users import UserRepository, _stand_in_hash
 from harvestdef.settings import load_settings
 from tests.webui.conftest import PASSWORD, csrf_of
@@ -106,6 +108,27 @@ def test_an_admin_sets_a_password_from_the_command_line_and_the_sessions_end(
     unknown = subprocess.run([*command, "nobody"], input=NEW_PASSWORD + "\n", capture_output=True, text=True,
                              timeout=60)
     assert unknown.returncode == 2 and "no user 'nobody'" in unknown.stderr
+
+
+def test_an_admin_changes_a_role_from_the_command_line_and_it_holds_from_the_next_request(
+        app: Flask, login: Callable[[str], FlaskClient], webui_engine: Engine):
+    client = login("curator")
+    assert client.get("/definitions/harvests/new/selective").status_code == 200
+    command = [sys.executable, "-m", "harvestdef", "--set", f"harvestsuite.database.url={webui_engine.url}",
+               "users", "role"]
+    changed = subprocess.run([*command, "curator", "archivist", "--actor", "admin"], capture_output=True,
+                             text=True, timeout=60)
+    assert changed.returncode == 0 and "user curator is now archivist" in changed.stdout, changed.stderr
+    assert client.get("/definitions/harvests/new/selective").status_code == 403 and is_logged_in(client)
+    with webui_engine.connect() as conn:
+        user = UserRepository(conn).get("curator")
+        (change, *_) = AuditRepository(conn).changes_of("users", user.user_id)
+    assert user.role is Role.ARCHIVIST and user.edition == 2
+    assert (change.actor, change.before["role"], change.after["role"]) == ("admin", "curator", "archivist")
+    unknown = subprocess.run([*command, "nobody", "admin"], capture_output=True, text=True, timeout=60)
+    assert unknown.returncode == 2 and "no user 'nobody'" in unknown.stderr
+    bad_role = subprocess.run([*command, "curator", "superuser"], capture_output=True, text=True, timeout=60)
+    assert bad_role.returncode == 2 and "superuser" in bad_role.stderr
 
 
 def test_a_bad_new_password_changes_nothing(app: Flask, login: Callable[[str], FlaskClient], webui_engine: Engine):

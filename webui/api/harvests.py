@@ -257,6 +257,18 @@ def add_harvest_seeds(name: str) -> Any:
     return {"added": added, "harvest": _harvest_detail(name)}, 201
 
 
+@blueprint.delete("/harvests/<name>/configurations/<domain>/<configuration>")
+@require(CURATE)
+def remove_harvest_configuration(name: str, domain: str, configuration: str) -> Any:
+    """Remove a domain configuration from a selective harvest: ``{"edition"}`` (the harvest's; 409 if stale).
+
+    404 if the harvest does not name that configuration; the configuration itself stays with its domain."""
+    expected = edition(body())
+    with database().begin() as conn:
+        harvest_repository(conn).remove_configuration(name, domain, configuration, expected)
+    return _harvest_detail(name)
+
+
 def _set_active(name: str, active: bool) -> Any:
     data = request.get_json(silent=True)
     expected = field(data, "edition", int, required=False) if isinstance(data, dict) else None

@@ -89,6 +89,7 @@ REQUEST_BODIES: dict[str, dict[str, Any]] = {
     "api.add_harvest_seeds": _object({
         "edition": _EDITION, "seeds": {"type": ["array", "string"], "items": {"type": "string"}},
         "template": {"type": "string"}, "max_objects": _LIMIT, "max_bytes": _LIMIT}, "edition", "seeds", "template"),
+    "api.remove_harvest_configuration": _object({"edition": _EDITION}, "edition"),
     "api.activate_harvest": _object({"edition": _EDITION}),
     "api.deactivate_harvest": _object({"edition": _EDITION}),
     "api.create_schedule": _object(_SCHEDULE, "name", "timeunit"),

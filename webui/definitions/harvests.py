@@ -1,6 +1,6 @@
 """Pages of the definitions section: harvest definitions, selective, event and snapshot (reference §7):
-the list, the forms that create each kind, a harvest's page with its configurations or seeds, and
-(de)activation.
+the list, the forms that create each kind, a harvest's page with its configurations (added, and removed
+one by one) or seeds, and (de)activation.
 
 The pages turn form fields into the API's request bodies and reuse its functions (webui/api/harvests.py),
 so a form and a JSON call are checked by the same code. A form with bad input is shown again with the
@@ -206,6 +206,19 @@ def harvest_seeds(name: str) -> Any:
         flash(f"Seeds added: {len(made)} configuration(s).")
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(add, lambda: _harvest_page(name))
+
+
+@blueprint.post("/harvests/<name>/configurations/<domain>/<configuration>/remove")
+@require(CURATE)
+def harvest_remove_configuration(name: str, domain: str, configuration: str) -> Any:
+    """A configuration row's Remove button: the configuration leaves the harvest, not its domain."""
+    def remove() -> Any:
+        with database().begin() as conn:
+            api.harvest_repository(conn).remove_configuration(
+                name, domain, configuration, form_data(("edition",)).get("edition", 0))
+        flash(f"Configuration {domain}/{configuration} removed from harvest {name}.")
+        return redirect(url_for("definitions.harvest", name=name))
+    return attempt(remove, lambda: _harvest_page(name))
 
 
 @blueprint.post("/harvests/<name>/extendedfields")
