@@ -40,6 +40,26 @@ ShutdownAction = Literal["checkpoint", "finish"]
 MetadataFileNameFormat = Literal["default", "prefix"]
 
 
+# Keys that were settings once and are no more, with what replaced them: an old settings file stops start-up
+# with this, not with "unknown setting", so whoever upgrades learns what to write instead.
+REPLACED_SETTINGS: dict[str, str] = {
+    "harvestsuite.scheduler.controllersilencetimeout": (
+        "harvestsuite.scheduler.controllerSilenceTimeout (seconds) is replaced by "
+        "harvestsuite.scheduler.lostAfterHeartbeats, a count of the controller's heartbeat intervals (each "
+        "heartbeat states its controller's interval, so controllers with different intervals are judged "
+        "alike), and harvestsuite.scheduler.resubmitLostAfter; for the old behaviour write lostAfterHeartbeats "
+        "= controllerSilenceTimeout / harvestsuite.harvester.heartbeatInterval (300 / 30 = 10) and "
+        "resubmitLostAfter = 0"),
+}
+
+
+def _unknown(dotted: str, where: str) -> SettingsError:
+    replaced = REPLACED_SETTINGS.get(dotted.lower())
+    if replaced is not None:
+        return SettingsError(f"setting {dotted} {where} is no longer read: {replaced}")
+    return SettingsError(f"unknown setting {dotted} {where}")
+
+
 def setting(key: str, default: Any, doc: str) -> Any:
     """A dataclass field bound to the settings key ``key`` (a dotted path)."""
     return field(default=default, metadata={"key": key, "doc": doc})
@@ -152,10 +172,14 @@ class SchedulerSettings:
                                              "max jobs waiting per channel when throttled")
     timezone: str = setting("harvestsuite.scheduler.timezone", "",
                             "zone schedules are evaluated in (IANA name); empty = the system's zone")
-    controllerSilenceTimeout: int = setting(
-        "harvestsuite.scheduler.controllerSilenceTimeout", 300,
-        "seconds without a heartbeat after which a controller counts as gone and its STARTED job is "
-        "marked interrupted")
+    lostAfterHeartbeats: int = setting(
+        "harvestsuite.scheduler.lostAfterHeartbeats", 10,
+        "heartbeat intervals without a heartbeat after which a controller counts as lost and its STARTED job "
+        "is marked interrupted; each controller's own interval, which its heartbeats state (at least 2)")
+    resubmitLostAfter: int = setting(
+        "harvestsuite.scheduler.resubmitLostAfter", 3600,
+        "seconds since the last heartbeat of a lost controller after which its job is resubmitted, so the "
+        "harvest is not stuck (its old attempt is never granted again); 0 = never resubmitted automatically")
     readyMaxAge: int = setting("harvestsuite.scheduler.readyMaxAge", 120,
                                "ready messages older than this many seconds release no job (sent before an "
                                "outage)")
@@ -180,6 +204,13 @@ class SchedulerSettings:
                                    "share two cores, one costs the least CPU per job)")
 
     def __post_init__(self) -> None:
+        if self.lostAfterHeartbeats < 2:
+            # one missed heartbeat is a delay, not a loss: a slow broker or a busy host misses one now and then
+            raise SettingsError("harvestsuite.scheduler.lostAfterHeartbeats: at least 2 heartbeat intervals, got "
+                                f"{self.lostAfterHeartbeats}")
+        if self.resubmitLostAfter < 0:
+            raise SettingsError("harvestsuite.scheduler.resubmitLostAfter: seconds, 0 (never) or more, got "
+                                f"{self.resubmitLostAfter}")
         if not 0 <= self.satisfactorythresholdpercentage <= 100:
             raise SettingsError("harvester.indexserver.satisfactorythresholdpercentage: a percentage from 0 to "
                                 f"100, got {self.satisfactorythresholdpercentage}")
@@ -214,8 +245,9 @@ class HarvesterSettings:
     sendReadyDelay: int = setting("harvester.harvesting.sendReadyDelay", 30,
                                   "seconds between ready messages of an idle controller that is not paused")
     heartbeatInterval: int = setting("harvestsuite.harvester.heartbeatInterval", 30,
-                                     "seconds between heartbeats (keep well below the scheduler's "
-                                     "controllerSilenceTimeout)")
+                                     "seconds between heartbeats; each heartbeat states it, and the scheduler "
+                                     "counts a controller lost after lostAfterHeartbeats of them (a controller "
+                                     "that states none is judged by the scheduler's own value of this setting)")
     statusPollRetries: int = setting("harvestsuite.harvester.statusPollRetries", 5,
                                      "failed status polls in a row, each retried after crawlLoopWaitTime, before "
                                      "the crawler counts as gone")
@@ -478,7 +510,7 @@ def load_settings(
                 dotted = dotted[len("settings."):]
             spec = specs.get(dotted.lower())
             if spec is None:
-                raise SettingsError(f"unknown setting {dotted} in {source}")
+                raise _unknown(dotted, f"in {source}")
             values[spec.key] = _check_type(spec, value, source)
 
     for name, text in environ.items():
@@ -487,13 +519,13 @@ def load_settings(
         dotted = name[len(ENV_PREFIX):].replace("__", ".").lower()
         spec = specs.get(dotted)
         if spec is None:
-            raise SettingsError(f"unknown setting {dotted} in environment variable {name}")
+            raise _unknown(dotted, f"in environment variable {name}")
         values[spec.key] = _coerce_text(spec, text, f"environment variable {name}")
 
     for dotted, value in (overrides or {}).items():
         spec = specs.get(dotted.lower())
         if spec is None:
-            raise SettingsError(f"unknown setting {dotted} given as an override")
+            raise _unknown(dotted, "given as an override")
         if isinstance(value, str) and spec.type is not str and _choices(spec) is None:
             value = _coerce_text(spec, value, "an override")
         values[spec.key] = _check_type(spec, value, "an override")

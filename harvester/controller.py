@@ -190,7 +190,8 @@ class HarvestController:
             channels=list(self.options.channels), free_disk_bytes=self.free_disk(), load_average=load,
             memory_rss_bytes=_rss_bytes(), paused=self.state == PAUSED, pause_reason=self.pause_reason,
             current_job_id=job.job_id if job else None, current_attempt_id=job.attempt_id if job else None,
-            current_job_state={CRAWLING: "crawling", POSTPROCESSING: "post-processing"}.get(self.state, "idle")))
+            current_job_state={CRAWLING: "crawling", POSTPROCESSING: "post-processing"}.get(self.state, "idle"),
+            heartbeat_interval=self.options.heartbeat_interval))
 
     def _heartbeats(self) -> None:
         while not self.stop_event.wait(self.options.heartbeat_interval):

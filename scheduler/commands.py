@@ -183,11 +183,12 @@ def restart(app: AppContext, job_id: int) -> None:
     import getpass
 
     from harvestdef.db.engine import write_transaction
+    from harvestdef.model.controllers import LostControllerRule
     from harvestdef.repositories.jobs import JobRepository
 
     with write_transaction(app.engine()) as conn:
         new = JobRepository(conn, actor=getpass.getuser()).restart(
-            job_id, app.settings.scheduler.controllerSilenceTimeout, app.settings.database.nextJobId)
+            job_id, LostControllerRule.from_settings(app.settings), app.settings.database.nextJobId)
     click.echo(f"job {job_id} restarted as job {new.job_id}")
 
 

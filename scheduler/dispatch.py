@@ -64,6 +64,7 @@ from harvestdef.messages import (
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames
+from harvestdef.repositories.jobevents import CONTROLLER_BACK, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from scheduler.batch import Batch
 from scheduler.dedupindex import HarvestRun, find_run_index, has_index_ready
@@ -269,8 +270,10 @@ class Dispatcher:
         if job.controller is not None:
             if job.controller != claim.controller_id:
                 return answer(False, f"job {job.job_id} attempt {job.attempt_id} is granted to {job.controller}")
-            if job.interrupted:
-                batch.jobs().set_interrupted(job.job_id, job.attempt_id, False)
+            if job.interrupted and batch.jobs().set_interrupted(job.job_id, job.attempt_id, False):
+                JobEventRepository(batch.conn).record(
+                    job_id=job.job_id, attempt_id=claim.attempt_id, controller_id=claim.controller_id,
+                    kind=CONTROLLER_BACK, checkpoint="", happened_at=now, received_at=now)
             return answer(True, "granted again to the same controller")
         if job.status != JobStatus.SUBMITTED:
             return answer(False, f"job {job.job_id} is {job.status} without a controller")

@@ -20,7 +20,8 @@ controller that is FAILED with store_failed turns DONE (JobTransitionReason.STOR
 audited), and its historyinfo rows are written then, as for any DONE job. A job FAILED for any other
 reason, rejected or resubmitted meanwhile, keeps its status.
 
-Job events (checkpoints and resumes) are stored in job_events for the job page, once per event.
+Job events (checkpoints and resumes) are stored in job_events for the job page, once per event; so is
+the return of a lost controller, when its heartbeat clears its job's interrupted mark.
 
 Written here directly, not through a repository: the controllers' rows (harvesters: registrations and
 heartbeats), the running-job monitor (runningjobsmonitor, runningjobshistory, frontierreportmonitor) and
@@ -31,6 +32,7 @@ their repositories (JobRepository, HistoryWriter, JobEventRepository).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -62,7 +64,7 @@ from harvestdef.messages import (
 )
 from harvestdef.model.status import JobStatus, JobTransitionReason
 from harvestdef.repositories.history import DomainFigures, JobFigures
-from harvestdef.repositories.jobevents import JobEventRepository
+from harvestdef.repositories.jobevents import CONTROLLER_BACK, JobEventRepository
 from harvestdef.repositories.jobs import NOT_NULL, not_before
 from scheduler.batch import Batch
 from scheduler.notify import Notifier
@@ -282,9 +284,12 @@ class StatusIntake:
         return answer
 
     def heartbeat(self, batch: Batch, status: HarvesterStatus, sent_at: datetime) -> None:
-        """Keep the controller's latest heartbeat; a job it reports running again loses its interrupted mark."""
+        """Keep the controller's latest heartbeat and the interval it states; a job it reports running again
+        loses its interrupted mark, and the job's events say the controller came back. A job resubmitted
+        meanwhile keeps its status: its attempt is not the job's any more, whatever the controller says."""
         h = s.harvesters
         values = {
+            "heartbeat_interval": status.heartbeat_interval if status.heartbeat_interval > 0 else None,
             "host": status.host, "pid": status.pid, "version": status.version,
             "free_disk_bytes": status.free_disk_bytes,
             "load_average": status.load_average, "memory_rss_bytes": status.memory_rss_bytes, "paused": status.paused,
@@ -299,8 +304,15 @@ class StatusIntake:
                 h.c.controller_id == status.controller_id)) is None:
             conn.execute(insert(h).values(controller_id=status.controller_id, channels=",".join(status.channels),
                                           accepted=False, refusal_reason="not registered", **values))
-        if status.current_job_id is not None:
-            batch.jobs(status.controller_id).set_interrupted(status.current_job_id, status.current_attempt_id, False)
+        if status.current_job_id is not None and status.current_attempt_id is not None and batch.jobs(
+                status.controller_id).set_interrupted(status.current_job_id, status.current_attempt_id, False):
+            JobEventRepository(conn).record(
+                job_id=status.current_job_id, attempt_id=status.current_attempt_id,
+                controller_id=status.controller_id, kind=CONTROLLER_BACK, checkpoint="", happened_at=sent_at,
+                received_at=utcnow())
+            batch.after_commit(functools.partial(log.warning, "job %d: its controller %s reports it again; the "
+                                                 "interrupted mark is cleared", status.current_job_id,
+                                                 status.controller_id))
 
     # ------------------------------------------------------------------ monitor
     def _harvest_name(self, conn: Connection, job_id: int) -> str | None:

@@ -65,6 +65,7 @@ from harvestdef.messages import (
     RegistrationRequest,
     decode_with_time,
 )
+from harvestdef.model.controllers import LostControllerRule
 from harvestdef.queues import Delivery, QueueNames, Transport
 from harvestdef.settings import Settings
 from scheduler.batch import in_lock_order
@@ -124,7 +125,7 @@ class SchedulerService:
         indexer = (DedupIndexBuilder.from_settings(settings, engine, notifier)
                    if settings.jobgen.deduplicationEnabled else None)
         ticker = Ticker(engine, generation, TickOptions(
-            job_timeout=sched.jobtimeouttime, controller_silence_timeout=sched.controllerSilenceTimeout,
+            job_timeout=sched.jobtimeouttime, lost=LostControllerRule.from_settings(settings),
             claim_grace_time=sched.claimGraceTime,
             postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel), notifier,
             indexer=indexer, transport=transport, names=names)

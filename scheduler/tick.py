@@ -4,8 +4,12 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
 --once``:
 
 1. Supervision. STARTED jobs older than jobtimeouttime become FAILED with the reason (every tick, unlike
-   NetarchiveSuite's one-shot timer). A STARTED job whose controller sent no heartbeat for
-   controllerSilenceTimeout gets the interrupted mark; its controller reports it when it comes back. A
+   NetarchiveSuite's one-shot timer). A STARTED job whose controller is lost (silent for
+   lostAfterHeartbeats of the heartbeat intervals it states, harvestdef.model.controllers) gets the
+   interrupted mark and a ``lost`` job event; its controller reports the job when it comes back. If it
+   stays lost past resubmitLostAfter, the job is resubmitted (STARTED -> RESUBMITTED as CONTROLLER_LOST,
+   audited, with a ``resubmitted`` job event), so the harvest is not stuck: the old attempt is never
+   granted again, and its controller's late report of it is never taken (scheduler.intake, dispatch). A
    job granted to a controller that, in a heartbeat sent after the grant and claimGraceTime later, reports
    other work or none is resubmitted: its attempt cannot run any more, because a resubmitted job is never
    granted again.
@@ -51,10 +55,12 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import JobGenerationError, QueueError, StaleJobError, ValidationError
+from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.definitions import RunOutlook
-from harvestdef.model.status import JobStatus
+from harvestdef.model.status import JobStatus, JobTransitionReason
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.harvests import HarvestRepository
+from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.schedules import scheduler_zone
 from harvestdef.times import utc_text
@@ -83,7 +89,7 @@ _UNFINISHED = [int(JobStatus.NEW), int(JobStatus.SUBMITTED), int(JobStatus.START
 @dataclass(frozen=True)
 class TickOptions:
     job_timeout: int = 604_800
-    controller_silence_timeout: int = 300
+    lost: LostControllerRule = field(default_factory=LostControllerRule)
     claim_grace_time: int = 120
     postpone_unregistered_channel: bool = True
 
@@ -184,18 +190,7 @@ class Ticker:
                 remove_monitor_rows(conn, job_id)
                 report.timed_out.append(job_id)
 
-            silent_since = now - timedelta(seconds=self.options.controller_silence_timeout)
-            silent = conn.execute(
-                select(j.c.job_id, j.c.attempt_id, j.c.controller)
-                .select_from(j.outerjoin(h, h.c.controller_id == j.c.controller))
-                .where(j.c.status == int(JobStatus.STARTED), j.c.interrupted.is_(False),
-                       j.c.startdate < silent_since,
-                       or_(h.c.last_heartbeat.is_(None), h.c.last_heartbeat < silent_since))).all()
-            for job_id, attempt_id, controller in silent:
-                if jobs.set_interrupted(job_id, attempt_id, True):
-                    log.warning("job %d: its controller %s sent no heartbeat for %d s; marked interrupted",
-                                job_id, controller, self.options.controller_silence_timeout)
-                    report.interrupted.append(job_id)
+            lost_jobs = self._mark_lost(conn, jobs, now, report)
 
             grace = now - timedelta(seconds=self.options.claim_grace_time)
             claimed = conn.execute(
@@ -213,10 +208,80 @@ class Ticker:
                 log.warning("job %d was granted to %s, which reports %s since; resubmitted as job %d", job_id,
                             controller, f"job {current}" if current else "no job", new_job.job_id)
                 report.resubmitted[job_id] = new_job.job_id
+        for job_id, attempt_id in lost_jobs:
+            self._resubmit_lost(job_id, attempt_id, now, report)
         self._resubmit_lost_messages(now, report)
         for job_id in report.timed_out:
             self.notifier.notify(f"Job {job_id} failed", f"Job {job_id} was STARTED longer than jobtimeouttime "
                                                          f"({timeout} s) and was marked FAILED.")
+
+    def _mark_lost(self, conn: Connection, jobs: JobRepository, now: datetime,
+                   report: TickReport) -> list[tuple[int, str]]:
+        """Give the STARTED jobs of lost controllers the interrupted mark and a ``lost`` event; returns those
+        (job id, attempt id) whose controller has been lost past resubmitLostAfter. One row per running job:
+        a few dozen, judged here rather than in SQL because each controller states its own interval."""
+        j, h = s.jobs, s.harvesters
+        rule = self.options.lost
+        running = conn.execute(
+            select(j.c.job_id, j.c.attempt_id, j.c.controller, j.c.startdate, j.c.interrupted,
+                   h.c.last_heartbeat, h.c.heartbeat_interval)
+            .select_from(j.outerjoin(h, h.c.controller_id == j.c.controller))
+            .where(j.c.status == int(JobStatus.STARTED))).all()
+        overdue: list[tuple[int, str]] = []
+        for row in running:
+            last_sign = last_sign_of_life(row.last_heartbeat, row.startdate)
+            if not rule.is_lost(last_sign, row.heartbeat_interval, now):
+                continue
+            if not row.interrupted and jobs.set_interrupted(row.job_id, row.attempt_id, True):
+                JobEventRepository(conn).record(
+                    job_id=row.job_id, attempt_id=row.attempt_id, controller_id=row.controller or "",
+                    kind=CONTROLLER_LOST, checkpoint="", happened_at=last_sign or now, received_at=now)
+                log.warning("job %d: its controller %s is lost, silent since %s; marked interrupted", row.job_id,
+                            row.controller, when(last_sign) if last_sign else "ever")
+                report.interrupted.append(row.job_id)
+            if last_sign is None or rule.needs_resubmission(last_sign, row.heartbeat_interval, now):
+                overdue.append((row.job_id, row.attempt_id))
+        return overdue
+
+    def _resubmit_lost(self, job_id: int, attempt_id: str, now: datetime, report: TickReport) -> None:
+        """Resubmit the job of a controller lost past resubmitLostAfter, in a transaction of its own, if it is
+        still so once its row is locked: a heartbeat or a report that came meanwhile wins."""
+        rule = self.options.lost
+        if rule.resubmit_lost_after <= 0:
+            return
+        h = s.harvesters
+        try:
+            with write_transaction(self.engine) as conn:
+                jobs = JobRepository(conn)
+                job = jobs.find(job_id, with_documents=False, for_update=True)
+                if (job is None or job.status != JobStatus.STARTED or job.attempt_id != attempt_id
+                        or not job.interrupted):
+                    return
+                controller = conn.execute(select(h.c.last_heartbeat, h.c.heartbeat_interval)
+                                          .where(h.c.controller_id == job.controller)).first()
+                last_heartbeat = controller.last_heartbeat if controller is not None else None
+                interval = controller.heartbeat_interval if controller is not None else None
+                last_sign = last_sign_of_life(last_heartbeat, job.startdate)
+                if last_sign is not None and not rule.needs_resubmission(last_sign, interval, now):
+                    return
+                new_job = jobs.resubmit(job_id, self.generation.next_job_id, now,
+                                        reason=JobTransitionReason.CONTROLLER_LOST)
+                JobEventRepository(conn).record(
+                    job_id=job_id, attempt_id=attempt_id, controller_id=job.controller or "", kind=RESUBMITTED,
+                    checkpoint="", happened_at=now, received_at=now)
+                remove_monitor_rows(conn, job_id)
+        except (StaleJobError, ValidationError) as exc:
+            log.info("job %d was not resubmitted: %s", job_id, exc)  # it moved on meanwhile
+            return
+        silent = f"silent since {when(last_sign)}" if last_sign else "never heard from"
+        log.warning("job %d: its controller %s stayed lost (%s) past resubmitLostAfter (%d s); resubmitted as "
+                    "job %d", job_id, job.controller, silent, rule.resubmit_lost_after, new_job.job_id)
+        report.resubmitted[job_id] = new_job.job_id
+        self.notifier.notify(
+            f"Job {job_id} resubmitted as job {new_job.job_id}",
+            f"The controller {job.controller} of job {job_id} is lost ({silent}) and did not come back within "
+            f"resubmitLostAfter ({rule.resubmit_lost_after} s). Job {job_id} is RESUBMITTED, its attempt will "
+            f"never be granted again, and job {new_job.job_id} harvests its domains.")
 
     def _resubmit_lost_messages(self, now: datetime, report: TickReport) -> None:
         """A SUBMITTED job nobody claimed whose channel queue is empty has lost its message (an operator
@@ -254,12 +319,14 @@ class Ticker:
 
     # ------------------------------------------------------------------ readiness
     def _served_channels(self, conn: Connection, now: datetime) -> set[str]:
+        """The channels of accepted controllers that are not lost (a registration counts as a sign of life)."""
         h = s.harvesters
-        fresh = now - timedelta(seconds=self.options.controller_silence_timeout)
         served: set[str] = set()
-        for (channels,) in conn.execute(select(h.c.channels).where(
-                h.c.accepted.is_(True), or_(h.c.last_heartbeat > fresh, h.c.registered_at > fresh))):
-            served.update(name for name in channels.split(",") if name)
+        for channels, last_heartbeat, registered_at, interval in conn.execute(select(
+                h.c.channels, h.c.last_heartbeat, h.c.registered_at, h.c.heartbeat_interval)
+                .where(h.c.accepted.is_(True))):
+            if not self.options.lost.is_lost(last_sign_of_life(last_heartbeat, registered_at), interval, now):
+                served.update(name for name in channels.split(",") if name)
         return served
 
     def _ready_harvests(self, now: datetime, report: TickReport,

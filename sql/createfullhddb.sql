@@ -347,6 +347,7 @@ CREATE TABLE harvesters (
 	current_attempt_id VARCHAR(64), 
 	current_job_state VARCHAR(100), 
 	last_heartbeat TIMESTAMP WITHOUT TIME ZONE, 
+	heartbeat_interval FLOAT, 
 	last_ready TIMESTAMP WITHOUT TIME ZONE, 
 	released_job_id BIGINT, 
 	released_at TIMESTAMP WITHOUT TIME ZONE, 
@@ -831,6 +832,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0014_dedup_coverage');
+INSERT INTO alembic_version (version_num) VALUES ('0015_heartbeat_interval');
 
 COMMIT;

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from harvestdef.times import utc_text
+from harvestdef.times import duration_text, utc_text
 
 _UNITS = ("bytes", "KB", "MB", "GB", "TB", "PB")
 
@@ -54,5 +54,10 @@ def when(value: Any) -> str:
     return str(value)
 
 
+def duration(value: Any) -> str:
+    """Seconds as "45 s", "4 min", "2 h 5 min"; None -> ""."""
+    return "" if value is None else duration_text(float(value))
+
+
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(count=count, size=size, when=when)
+    app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration)

@@ -603,6 +603,9 @@ harvesters = Table(
     Column("current_attempt_id", String(64)),
     Column("current_job_state", String(100)),
     Column("last_heartbeat", UTCDateTime),
+    # the seconds between this controller's heartbeats, as its latest heartbeat stated them (NULL: not stated);
+    # the scheduler counts it lost after lostAfterHeartbeats of them
+    Column("heartbeat_interval", Float),
     Column("last_ready", UTCDateTime),
     # the job released for this controller's latest ready message, so one idle controller releases one job
     Column("released_job_id", BigInteger),
@@ -628,7 +631,7 @@ job_events = Table(
     Column("job_id", BigInteger, nullable=False),
     Column("attempt_id", String(64), nullable=False),
     Column("controller_id", String(100), nullable=False),
-    Column("kind", String(30), nullable=False),  # checkpoint, resume
+    Column("kind", String(30), nullable=False),  # the kinds of repositories/jobevents.py
     Column("checkpoint", String(300), nullable=False),
     Column("happened_at", UTCDateTime, nullable=False),
     Column("received_at", UTCDateTime, nullable=False),

@@ -14,8 +14,9 @@ from harvestdef.errors import ValidationError
 
 #: (major, minor) of the wire schema this side speaks. A change of major is incompatible and refused with
 #: MessageVersionError; a newer minor only adds fields, which older readers ignore. 1.1 added
-#: DomainStats.nothing_harvested, the JobEvent message and CrawlStatus.store_outage.
-SCHEMA_VERSION: tuple[int, int] = (1, 1)
+#: DomainStats.nothing_harvested, the JobEvent message and CrawlStatus.store_outage; 1.2
+#: HarvesterStatus.heartbeat_interval.
+SCHEMA_VERSION: tuple[int, int] = (1, 2)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHOWN_MAX = 60  # characters of an offending value quoted in an error

@@ -292,6 +292,9 @@ class HarvesterStatus(Message):
     current_job_id: int | None = None
     current_attempt_id: str | None = None
     current_job_state: str = ""  # e.g. "crawling", "post-processing", "idle"
+    # Seconds until the next heartbeat (1.2): the scheduler counts this controller lost after
+    # lostAfterHeartbeats of them. 0: not stated (a 1.1 controller), judged by the scheduler's own setting.
+    heartbeat_interval: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,9 @@ so a stale attempt changes nothing.
 A transition of the table either needs no reason or exactly one ``JobTransitionReason``: FAILED -> DONE
 is allowed only as STORED_AFTER_STORE_OUTAGE (a job reported FAILED because the archive store could not
 take its files, whose files were all stored later), never for a job that failed for anything else.
+STARTED -> RESUBMITTED is allowed only as CONTROLLER_LOST (its controller went silent and did not come
+back within resubmitLostAfter, harvestdef.model.controllers), never as an operator's action on a
+running job.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class JobTransitionReason(Enum):
     """Why a transition that needs a reason is made; the table names the one reason it accepts."""
 
     STORED_AFTER_STORE_OUTAGE = "the job's files were stored after an archive store outage"
+    CONTROLLER_LOST = "the job's controller was lost and did not come back within resubmitLostAfter"
 
     def __str__(self) -> str:
         return self.name
@@ -54,6 +58,7 @@ class JobTransitionReason(Enum):
 
 _S = JobStatus
 _STORED_LATER = JobTransitionReason.STORED_AFTER_STORE_OUTAGE
+_LOST = JobTransitionReason.CONTROLLER_LOST
 
 # from-state -> the states a job may move to (reference §4.4). Who triggers each:
 #   NEW -> SUBMITTED            the dispatcher published the DoOneCrawl message (confirmed)
@@ -63,13 +68,15 @@ _STORED_LATER = JobTransitionReason.STORED_AFTER_STORE_OUTAGE
 #   FAILED -> RESUBMITTED       an operator's restart (the copy carries continuationof)
 #   FAILED <-> FAILED_REJECTED  an operator's reject / unreject
 #   STARTED -> FAILED           the job timeout supervisor
+#   STARTED -> RESUBMITTED      the scheduler's supervision: the controller was lost too long (only with
+#                               that reason); the attempt is never granted again, its report never taken
 #   FAILED -> DONE              the controller's second report of a job it reported FAILED because the
 #                               archive store failed, once every file is stored (only with that reason)
 # Each target maps to the reason it needs, None for none.
 JOB_TRANSITIONS: dict[JobStatus, dict[JobStatus, JobTransitionReason | None]] = {
     _S.NEW: {_S.SUBMITTED: None, _S.STARTED: None, _S.DONE: None, _S.FAILED: None},
     _S.SUBMITTED: {_S.STARTED: None, _S.DONE: None, _S.FAILED: None, _S.RESUBMITTED: None},
-    _S.STARTED: {_S.DONE: None, _S.FAILED: None},
+    _S.STARTED: {_S.DONE: None, _S.FAILED: None, _S.RESUBMITTED: _LOST},
     _S.DONE: {},
     _S.FAILED: {_S.RESUBMITTED: None, _S.FAILED_REJECTED: None, _S.DONE: _STORED_LATER},
     _S.RESUBMITTED: {},

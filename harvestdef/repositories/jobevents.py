@@ -1,9 +1,14 @@
-"""Job events: the checkpoints and resumes of a job's crawl, as its controller reported them.
+"""Job events: what happened to a job's crawl beside its status, for the job page and the job's API answer.
 
-Written by the scheduler's status intake (message JobEvent), read by the job page and the job's API
-answer. An event is stored once: a message delivered twice matches the row of its first delivery
-(job, kind, checkpoint, time) and adds nothing. Events are not job status changes: they never move a
-job and are not audited.
+Two sources. The controller reports its crawl's checkpoints and resumes (message JobEvent, taken by the
+scheduler's status intake). The scheduler records what it saw of the controller: ``lost`` (silent past
+lostAfterHeartbeats; ``happened_at`` is its last sign of life, ``received_at`` when the scheduler marked
+the job interrupted), ``back`` (its heartbeat named the job again) and ``resubmitted`` (it stayed lost past
+resubmitLostAfter; the copy is the job's resubmitted_as_job). Those carry no checkpoint.
+
+An event is stored once: a message delivered twice, or a second tick that sees the same silence, matches
+the row of its first record (job, kind, checkpoint, time) and adds nothing. Events never move a job; the
+status changes among them (the resubmission) are audited by JobRepository, not here.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ from harvestdef.db.engine import is_postgresql
 
 _events = s.job_events
 
+# kinds of event
+CHECKPOINT, RESUME = "checkpoint", "resume"
+CONTROLLER_LOST, CONTROLLER_BACK, RESUBMITTED = "lost", "back", "resubmitted"
+
 
 @dataclass(frozen=True)
 class JobEventEntry:
@@ -27,8 +36,8 @@ class JobEventEntry:
     job_id: int
     attempt_id: str
     controller_id: str
-    kind: str            # checkpoint, resume
-    checkpoint: str      # the checkpoint written, or resumed from
+    kind: str            # CHECKPOINT, RESUME, CONTROLLER_LOST, CONTROLLER_BACK, RESUBMITTED
+    checkpoint: str      # the checkpoint written, or resumed from; empty for the others
     happened_at: datetime
     received_at: datetime
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, bindparam, case, func, insert, select, text, update
@@ -31,8 +31,9 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.errors import JobStillCrawlingError, NotFoundError, StaleJobError, ValidationError
+from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.jobs import Job
-from harvestdef.model.status import JobStatus, JobTransitionReason, check_job_transition
+from harvestdef.model.status import JobStatus, JobTransitionReason, can_change_job_status, check_job_transition
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 from harvestdef.times import utc_text
@@ -331,16 +332,21 @@ class JobRepository:
             self._record(job_id, "update", {"interrupted": not interrupted}, {"interrupted": interrupted})
         return changed
 
-    def resubmit(self, job_id: int, next_job_id_setting: int = 0, now: datetime | None = None) -> Job:
+    def resubmit(self, job_id: int, next_job_id_setting: int = 0, now: datetime | None = None,
+                 reason: JobTransitionReason | None = None) -> Job:
         """NetarchiveSuite's resubmission (reference §3.4): a copy of the job with a new id goes NEW, the old
         one becomes RESUBMITTED and names the copy. From FAILED (an operator's restart) the copy is a
-        continuation of the old job. The caller makes sure no attempt of the job may still run.
+        continuation of the old job. The caller makes sure no attempt of the job may still run, or, for a
+        STARTED job (``reason`` CONTROLLER_LOST), that its attempt's controller is lost: that attempt is
+        never granted again and its report never taken, because the job is no longer SUBMITTED or STARTED.
 
-        :raise ValidationError: the job is not FAILED or SUBMITTED.
+        :raise ValidationError: the transition table does not let the job's status go RESUBMITTED (with
+            ``reason``).
         """
         old = self.get(job_id)
-        if old.status not in (JobStatus.FAILED, JobStatus.SUBMITTED):
-            raise ValidationError(f"job {job_id} is {old.status}: only FAILED and SUBMITTED jobs can be resubmitted")
+        if not can_change_job_status(old.status, JobStatus.RESUBMITTED, reason):
+            raise ValidationError(f"job {job_id} is {old.status}: only FAILED and SUBMITTED jobs, and STARTED jobs "
+                                  "of a lost controller, can be resubmitted")
         now = now or utcnow()
         (new_id,) = allocate_job_ids(self.conn, 1, next_job_id_setting)
         prefix = old.harvestname_prefix
@@ -363,14 +369,14 @@ class JobRepository:
                                             .where(s.job_configs.c.job_id == job_id)))
         self.insert([row], {new_id: config_ids})
         self.change_status(job_id, old.status, JobStatus.RESUBMITTED, attempt_id=old.attempt_id,
-                           values={"resubmitted_as_job": new_id})
+                           values={"resubmitted_as_job": new_id}, reason=reason)
         return self.get(new_id)
 
-    def restart(self, job_id: int, silence_timeout: int, next_job_id_setting: int = 0,
+    def restart(self, job_id: int, lost: LostControllerRule, next_job_id_setting: int = 0,
                 now: datetime | None = None) -> Job:
         """An operator's restart of a FAILED job (reference §3.4): ``resubmit``, refused while the job's
-        attempt may still run, i.e. while its controller reports that attempt in a heartbeat younger than
-        ``silence_timeout`` seconds (a job the timeout supervisor failed may still be crawling).
+        attempt may still run, i.e. while its controller reports that attempt and is not lost (``lost``)
+        (a job the timeout supervisor failed may still be crawling).
 
         :raise ValidationError: the job is not FAILED.
         :raise JobStillCrawlingError: its attempt still runs (a conflict that ends with that crawl).
@@ -379,23 +385,28 @@ class JobRepository:
         job = self.get(job_id, with_documents=False, for_update=True)
         if job.status != JobStatus.FAILED:
             raise ValidationError(f"job {job_id} is {job.status}: only a FAILED job can be restarted")
-        running = self.crawling_controller(job, silence_timeout, now)
+        running = self.crawling_controller(job, lost, now)
         if running is not None:
+            limit = lost.silence_limit(running.heartbeat_interval)
             raise JobStillCrawlingError(job_id, running.controller_id, utc_text(running.last_heartbeat),
-                                        silence_timeout)
+                                        round(limit.total_seconds()))
         return self.resubmit(job_id, next_job_id_setting, now)
 
-    def crawling_controller(self, job: Job, silence_timeout: int, now: datetime | None = None) -> Any:
-        """The controller (``controller_id``, ``last_heartbeat``) that still reports crawling the job's
-        current attempt in a heartbeat younger than ``silence_timeout`` seconds, or None.
+    def crawling_controller(self, job: Job, lost: LostControllerRule, now: datetime | None = None) -> Any:
+        """The controller (``controller_id``, ``last_heartbeat``, ``heartbeat_interval``) that still reports
+        crawling the job's current attempt and is not lost by ``lost``, or None.
 
         A job can be FAILED while its crawl goes on (the timeout supervisor failed a silent controller), so
         a restart asks this first: a second crawl of the same seeds would run beside the first.
         """
         h = s.harvesters
-        return self.conn.execute(select(h.c.controller_id, h.c.last_heartbeat).where(
-            h.c.current_job_id == job.job_id, h.c.current_attempt_id == job.attempt_id,
-            h.c.last_heartbeat > (now or utcnow()) - timedelta(seconds=silence_timeout))).first()
+        now = now or utcnow()
+        for row in self.conn.execute(select(h.c.controller_id, h.c.last_heartbeat, h.c.heartbeat_interval).where(
+                h.c.current_job_id == job.job_id, h.c.current_attempt_id == job.attempt_id,
+                h.c.last_heartbeat.is_not(None))):
+            if not lost.is_lost(last_sign_of_life(row.last_heartbeat, None), row.heartbeat_interval, now):
+                return row
+        return None
 
     def reject(self, job_id: int) -> None:
         """FAILED -> FAILED_REJECTED: an archivist's "not to be harvested again"."""

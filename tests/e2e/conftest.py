@@ -48,7 +48,7 @@ _T = TypeVar("_T")
 # not waited on: it only detects a dead peer, and at 1 or 2 s a busy 2-core machine would drop live ones.
 SCHEDULER_SETS: dict[str, object] = {
     "harvester.scheduler.jobgenerationperiod": 1,
-    "harvestsuite.scheduler.controllerSilenceTimeout": 10,
+    "harvestsuite.scheduler.lostAfterHeartbeats": 10,
     "harvestsuite.scheduler.claimGraceTime": 10,
     # one intake process instead of the example's two: the 2-core test machine runs every role at once
     "harvestsuite.scheduler.intakeProcesses": 1,
@@ -67,7 +67,7 @@ HARVESTER_SETS: dict[str, object] = {
     "harvestsuite.queue.reconnectMaxDelay": 1,
 }
 WEBUI_SETS: dict[str, object] = {
-    "harvestsuite.scheduler.controllerSilenceTimeout": 10,
+    "harvestsuite.scheduler.lostAfterHeartbeats": 10,
 }
 
 

@@ -71,9 +71,14 @@ def test_only_the_scheduler_and_the_web_ui_name_the_harvest_database():
 
 def test_the_intervals_agree_between_the_roles():
     scheduler, harvester, webui = (role_settings(role) for role in ROLES)
-    # a controller counts as gone only after several missed heartbeats
-    assert harvester.harvester.heartbeatInterval * 5 <= scheduler.scheduler.controllerSilenceTimeout
-    assert webui.scheduler.controllerSilenceTimeout == scheduler.scheduler.controllerSilenceTimeout
+    # a controller counts as lost only after several missed heartbeats, and its job is resubmitted later still
+    assert scheduler.scheduler.lostAfterHeartbeats >= 5
+    lost_after = harvester.harvester.heartbeatInterval * scheduler.scheduler.lostAfterHeartbeats
+    assert scheduler.scheduler.resubmitLostAfter > lost_after
+    # the System page and the job page judge controllers as the scheduler does
+    assert webui.scheduler.lostAfterHeartbeats == scheduler.scheduler.lostAfterHeartbeats
+    assert webui.scheduler.resubmitLostAfter == scheduler.scheduler.resubmitLostAfter
+    assert webui.harvester.heartbeatInterval == harvester.harvester.heartbeatInterval
     assert harvester.harvester.shutdownAction == "checkpoint"
     assert harvester.crawler.port == 0, "controllers sharing a host need the engine on any free port"
     assert harvester.harvester.channels[0] == "FOCUSED"

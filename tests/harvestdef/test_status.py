@@ -60,3 +60,12 @@ def test_failed_turns_done_only_for_files_stored_after_a_store_outage():
 def test_done_and_resubmitted_are_final():
     assert JOB_TRANSITIONS[JobStatus.DONE] == {}
     assert JOB_TRANSITIONS[JobStatus.RESUBMITTED] == {}
+
+
+def test_a_started_job_is_resubmitted_only_because_its_controller_was_lost():
+    with pytest.raises(IllegalTransitionError, match="only as CONTROLLER_LOST"):
+        check_job_transition(42, JobStatus.STARTED, JobStatus.RESUBMITTED)
+    with pytest.raises(IllegalTransitionError):
+        check_job_transition(42, JobStatus.STARTED, JobStatus.RESUBMITTED,
+                             JobTransitionReason.STORED_AFTER_STORE_OUTAGE)
+    check_job_transition(42, JobStatus.STARTED, JobStatus.RESUBMITTED, JobTransitionReason.CONTROLLER_LOST)

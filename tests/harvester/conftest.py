@@ -142,7 +142,7 @@ class Harvesting:
             "harvester.harvesting.heritrix.guiPort": 0,
             "harvester.scheduler.jobgenerationperiod": 1,
             "harvestsuite.scheduler.leaderLeaseTime": 2,
-            "harvestsuite.scheduler.controllerSilenceTimeout": 5,
+            "harvestsuite.scheduler.lostAfterHeartbeats": 5,
             "harvestsuite.scheduler.claimGraceTime": 5,
             "harvestsuite.queue.heartbeat": 5,
             "harvestsuite.queue.reconnectMaxDelay": 1,

@@ -83,8 +83,8 @@ def test_sigterm_checkpoints_the_crawl_and_the_job_page_lists_checkpoint_and_res
     assert (resumed["kind"], resumed["checkpoint"], resumed["controller"]) == ("resume", checkpoint, controller)
     assert checkpointed["happened_at"] <= resumed["happened_at"]
     page = re.sub(r"\s+", " ", client.get(f"/status/jobs/{job.job_id}").get_data(as_text=True))
-    assert "Checkpoints and resumes" in page
-    section = page[page.index("Checkpoints and resumes"):page.index("Domains and configurations")]
+    assert "<h2>Events</h2>" in page
+    section = page[page.index("<h2>Events</h2>"):page.index("Domains and configurations")]
     assert re.search(rf"checkpointed</td> ?<td>{asked}</td> ?<td>{controller}</td>", section), section
     assert re.search(rf"checkpointed</td> ?<td>{checkpoint}</td> ?<td>{controller}</td>", section), section
     assert re.search(rf"resumed</td> ?<td>{checkpoint}</td> ?<td>{controller}</td>", section), section

@@ -19,7 +19,9 @@ from tests.servers import AMQP_URL, require_rabbitmq
 TEST_SETTINGS = {
     "harvester.scheduler.jobgenerationperiod": 1,
     "harvestsuite.scheduler.leaderLeaseTime": 2,
-    "harvestsuite.scheduler.controllerSilenceTimeout": 2,
+    # the simulated controllers state no heartbeat interval: they are judged by this one, lost after 2 s
+    "harvestsuite.harvester.heartbeatInterval": 1,
+    "harvestsuite.scheduler.lostAfterHeartbeats": 2,
     "harvestsuite.scheduler.claimGraceTime": 5,
     "harvestsuite.queue.heartbeat": 5,
     "harvestsuite.queue.publishTimeout": 30,

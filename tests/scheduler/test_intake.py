@@ -24,6 +24,7 @@ from harvestdef.messages import (
     HarvesterStatus,
     RegistrationRequest,
 )
+from harvestdef.model.controllers import LostControllerRule
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.queues import QueueNames, open_transport
 from harvestdef.repositories.history import legacy_stop_reason, rebuild_summaries
@@ -228,8 +229,9 @@ def test_status_changes_follow_the_table_and_compare_and_set(engine, handlers):
 def test_supervision_times_out_marks_silent_controllers_and_resubmits_abandoned_grants(engine, handlers, notifier):
     handle = handlers.carry_out_one
     job_id, attempt, _ = started_job(engine, handlers)
-    ticker = Ticker(engine, GenerationOptions(), TickOptions(job_timeout=3600, controller_silence_timeout=60,
-                                                             claim_grace_time=30), notifier)
+    lost = LostControllerRule(lost_after_heartbeats=2, default_heartbeat_interval=30, resubmit_lost_after=0)
+    ticker = Ticker(engine, GenerationOptions(), TickOptions(job_timeout=3600, lost=lost, claim_grace_time=30),
+                    notifier)
     later = utcnow() + timedelta(minutes=5)
     report_ = TickReport()
     ticker.supervise(later, report_)
@@ -382,7 +384,7 @@ def test_an_operator_restarts_a_failed_job_only_once_its_attempt_cannot_run(engi
     Ticker(engine, GenerationOptions(), TickOptions(job_timeout=0), Notifier()).supervise(utcnow(), TickReport())
     assert job(engine, job_id).status == JobStatus.FAILED, "timed out while its controller still crawls"
     with write_transaction(engine) as conn, pytest.raises(JobStillCrawlingError, match="still reported crawling it"):
-        JobRepository(conn).restart(job_id, silence_timeout=300)
+        JobRepository(conn).restart(job_id, LostControllerRule())
     overrides = ["--set", f"harvestsuite.database.url={database_url}"]
     assert main([*overrides, "jobs", "restart", str(job_id)]) == 2, "refused on the command line too"
     handle(dataclasses.replace(heartbeat, current_job_id=None, current_attempt_id=None), utcnow())

@@ -37,10 +37,11 @@ def add_harvesters(engine: Engine) -> None:
         conn.execute(insert(s.harvesters), [{**row, "pause_reason": row.get("pause_reason")} for row in [
             {"controller_id": "ctl-1", "host": "crawler1.example.org", "channels": "FOCUSED,SNAPSHOT",
              "accepted": True, "free_disk_bytes": 123_400_000_000, "current_job_id": 1,
-             "current_job_state": "crawling", "last_heartbeat": now, "paused": False},
+             "current_job_state": "crawling", "last_heartbeat": now, "paused": False, "heartbeat_interval": 30.0},
             {"controller_id": "ctl-2", "host": "crawler2.example.org", "channels": "SNAPSHOT", "accepted": True,
              "free_disk_bytes": None, "current_job_id": None, "current_job_state": None,
-             "paused": True, "pause_reason": "disk <full>", "last_heartbeat": now - timedelta(hours=2)},
+             "paused": True, "pause_reason": "disk <full>", "last_heartbeat": now - timedelta(hours=2),
+             "heartbeat_interval": None},
         ]])
 
 
@@ -49,11 +50,17 @@ def test_the_harvesters_api_lists_heartbeats_with_paging(api, webui_engine):
     first = api("archivist", "get", "/api/v1/harvesters?limit=1").json
     (ctl1,) = first["items"]
     assert ctl1["controller_id"] == "ctl-1" and ctl1["channels"] == ["FOCUSED", "SNAPSHOT"]
-    assert ctl1["current_job_id"] == 1 and ctl1["free_disk_bytes"] == 123_400_000_000 and not ctl1["is_silent"]
+    assert ctl1["current_job_id"] == 1 and ctl1["free_disk_bytes"] == 123_400_000_000 and not ctl1["is_lost"]
     assert ctl1["last_heartbeat"].endswith("Z")
+    # lost after lostAfterHeartbeats (10) of the interval it states
+    assert ctl1["heartbeat_interval"] == 30.0 and ctl1["lost_after_seconds"] == 300
+    assert 0 <= ctl1["heartbeat_age_seconds"] < 60
     rest = api("archivist", "get", f"/api/v1/harvesters?after={first['next']}").json
     (ctl2,) = rest["items"]
-    assert ctl2["paused"] and ctl2["pause_reason"] == "disk <full>" and ctl2["is_silent"]
+    assert ctl2["paused"] and ctl2["pause_reason"] == "disk <full>" and ctl2["is_lost"]
+    # one that states no interval is judged by the heartbeatInterval setting (30 s)
+    assert ctl2["heartbeat_interval"] is None and ctl2["lost_after_seconds"] == 300
+    assert 7200 <= ctl2["heartbeat_age_seconds"] < 7300
     assert rest["next"] is None
 
 
@@ -70,7 +77,10 @@ def test_the_system_page_shows_harvesters_queues_and_the_scheduler(app, login, w
             transport.publish(QueueNames(settings.queue.environmentName).jobs("FOCUSED"), body, {})
     page = login("curator").get("/system").get_data(as_text=True)
     assert "crawler1.example.org" in page and "123.4 GB" in page and 'href="/status/jobs/1"' in page
-    assert "paused: disk &lt;full&gt;" in page and "silent" in page
+    assert "paused: disk &lt;full&gt;" in page
+    # the lost controller's row stands out and says how old its last heartbeat is; the other's does not
+    assert '<tr class="lost"><td>ctl-2' in page and "(2 h ago)" in page and ">lost</span>" in page
+    assert "<tr><td>ctl-1" in page
     assert "<tr><td>FOCUSED</td><td class=\"number\">2</td></tr>" in page
     assert "<tr><td>SNAPSHOT</td><td class=\"number\">0</td></tr>" in page
     assert "sched-host:4242" in page and "valid until" in page

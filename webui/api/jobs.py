@@ -19,10 +19,14 @@ from sqlalchemy import Connection, DateTime, Row, select, type_coerce
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
+from harvestdef.db.types import utcnow
 from harvestdef.errors import NotFoundError
+from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
+from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
-from harvestdef.repositories.jobevents import JobEventRepository
+from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventEntry, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
+from harvestdef.times import duration_text, utc_text
 from harvestdef.validation import to_utc
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
@@ -155,9 +159,11 @@ def render_job_row(row: Row[Any]) -> dict[str, Any]:
 
 
 def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
-    """Everything about one job: limits, configurations, seeds, template, errors and its stored files."""
+    """Everything about one job: limits, configurations, seeds, template, errors, its stored files, its events
+    and, while or because its controller is lost, the ``interruption``."""
     job = JobRepository(conn).get(job_id)
     harvest = conn.scalar(select(_hd.c.name).where(_hd.c.harvest_id == job.harvest_id))
+    events = JobEventRepository(conn).for_job(job_id)
     return {
         "job_id": job.job_id, "harvest": harvest, "harvest_id": job.harvest_id, "harvest_num": job.harvest_num,
         "status": job.status.name, "channel": job.channel, "snapshot": job.snapshot,
@@ -175,16 +181,60 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
         "resubmitted_as_job": job.resubmitted_as_job, "continuationof": job.continuationof,
         "store_failed": job.store_failed,
         "files": job_files(job.harvest_id, job.job_id),
-        "events": job_events(conn, job_id),
+        "events": [render_job_event(event) for event in events],
+        "interruption": job_interruption(conn, job, events, LostControllerRule.from_settings(settings()), utcnow()),
     }
 
 
-def job_events(conn: Connection, job_id: int) -> list[dict[str, Any]]:
-    """The checkpoints and resumes of the job's crawl, oldest first: when, which controller, which
-    checkpoint, and the attempt they belong to."""
-    return [{"kind": event.kind, "checkpoint": event.checkpoint, "controller": event.controller_id,
-             "attempt_id": event.attempt_id, "happened_at": jsonable(event.happened_at)}
-            for event in JobEventRepository(conn).for_job(job_id)]
+def render_job_event(event: JobEventEntry) -> dict[str, Any]:
+    """One event of the job, oldest first in the job's list: what (``kind``: checkpoint, resume, lost, back,
+    resubmitted), when, which controller, which checkpoint (checkpoint and resume only), the attempt it
+    belongs to, and when the scheduler recorded it (for ``lost``: ``happened_at`` is the controller's last
+    sign of life, ``received_at`` when it was found lost)."""
+    return {"kind": event.kind, "checkpoint": event.checkpoint, "controller": event.controller_id,
+            "attempt_id": event.attempt_id, "happened_at": jsonable(event.happened_at),
+            "received_at": jsonable(event.received_at)}
+
+
+def job_interruption(conn: Connection, job: Job, events: Sequence[JobEventEntry], rule: LostControllerRule,
+                     now: datetime) -> dict[str, Any] | None:
+    """The job's lost controller, in figures and in words, or None when its controller is not lost.
+
+    ``state`` is ``lost`` for a STARTED job with the interrupted mark (silent since its controller's last
+    sign of life, resubmitted at ``resubmits_at`` unless it reports again; None: never automatically), or
+    ``resubmitted`` for a job the scheduler resubmitted because its controller stayed lost.
+    """
+    if job.status == JobStatus.STARTED and job.interrupted:
+        h = s.harvesters
+        controller = conn.execute(select(h.c.last_heartbeat, h.c.heartbeat_interval)
+                                  .where(h.c.controller_id == job.controller)).first()
+        heartbeat = controller.last_heartbeat if controller is not None else None
+        interval = controller.heartbeat_interval if controller is not None else None
+        since = last_sign_of_life(heartbeat, job.startdate) or now
+        due = rule.resubmits_at(since, interval)
+        silent = (now - since).total_seconds()
+        text = f"controller {job.controller} silent since {utc_text(since)}, {duration_text(silent)}; "
+        text += (f"resubmitted at {utc_text(due)} unless it reports again" if due is not None else
+                 "not resubmitted automatically (resubmitLostAfter is 0): it reports the job when it comes back")
+        return {"state": "lost", "controller": job.controller, "silent_since": jsonable(since),
+                "silent_seconds": round(silent), "resubmits_at": jsonable(due), "resubmitted_as_job": None,
+                "resubmitted_at": None, "text": text}
+    resubmitted = next((event for event in events if event.kind == RESUBMITTED), None)
+    if job.status != JobStatus.RESUBMITTED or resubmitted is None:
+        return None
+    lost = [event for event in events if event.kind == CONTROLLER_LOST and event.happened_at <= resubmitted.happened_at]
+    since = lost[-1].happened_at if lost else None
+    text = f"controller {resubmitted.controller_id} "
+    if since is not None:
+        text += (f"silent since {utc_text(since)}, {duration_text((resubmitted.happened_at - since).total_seconds())}"
+                 "; ")
+    else:
+        text += "lost; "
+    text += f"resubmitted as job {job.resubmitted_as_job} at {utc_text(resubmitted.happened_at)}"
+    return {"state": "resubmitted", "controller": resubmitted.controller_id, "silent_since": jsonable(since),
+            "silent_seconds": round((resubmitted.happened_at - since).total_seconds()) if since else None,
+            "resubmits_at": None, "resubmitted_as_job": job.resubmitted_as_job,
+            "resubmitted_at": jsonable(resubmitted.happened_at), "text": text}
 
 
 def job_configurations(conn: Connection, job_id: int) -> list[dict[str, Any]]:
@@ -243,7 +293,7 @@ def restart_job(job_id: int) -> dict[str, Any]:
     request, but the harvesters' state forbids it now, and it may succeed once that crawl stops.
     """
     with write_transaction(database()) as conn:
-        new = JobRepository(conn, actor()).restart(job_id, settings().scheduler.controllerSilenceTimeout,
+        new = JobRepository(conn, actor()).restart(job_id, LostControllerRule.from_settings(settings()),
                                                    settings().database.nextJobId)
         row = conn.execute(select(*JOB_LIST_COLUMNS).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
                            .where(_j.c.job_id == new.job_id)).one()

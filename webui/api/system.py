@@ -17,6 +17,7 @@ from sqlalchemy import Connection, func, select
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
+from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.queues import QueueNames, open_transport
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
@@ -36,15 +37,23 @@ def find_harvesters(conn: Connection, size: int, after: str | None = None) -> li
 
 
 def render_harvester(row: Any) -> dict[str, Any]:
+    """A controller as the API and the System page show it. ``is_lost`` is the scheduler's own judgement
+    (harvestdef.model.controllers): silent past lostAfterHeartbeats of the interval its heartbeats state,
+    ``lost_after_seconds``; ``heartbeat_age_seconds`` is how long ago its last heartbeat was sent."""
     values = dict(row._mapping)
-    silence = settings().scheduler.controllerSilenceTimeout
-    heartbeat = values["last_heartbeat"]
+    rule = LostControllerRule.from_settings(settings())
+    heartbeat, interval = values["last_heartbeat"], values["heartbeat_interval"]
+    now = utcnow()
     return {
         "controller_id": values["controller_id"], "host": values["host"],
         "channels": [c for c in values["channels"].split(",") if c],
         "accepted": values["accepted"], "refusal_reason": values["refusal_reason"],
         "last_heartbeat": jsonable(heartbeat),
-        "is_silent": heartbeat is None or (utcnow() - heartbeat).total_seconds() > silence,
+        "heartbeat_age_seconds": round((now - heartbeat).total_seconds()) if heartbeat is not None else None,
+        "heartbeat_interval": interval,
+        "lost_after_seconds": round(rule.silence_limit(interval).total_seconds()),
+        # a registration is a sign of life, as for the scheduler's readiness (scheduler.tick)
+        "is_lost": rule.is_lost(last_sign_of_life(heartbeat, values["registered_at"]), interval, now),
         "free_disk_bytes": values["free_disk_bytes"], "load_average": values["load_average"],
         "memory_rss_bytes": values["memory_rss_bytes"], "version": values["version"], "pid": values["pid"],
         "paused": values["paused"], "pause_reason": values["pause_reason"],

@@ -16,7 +16,7 @@ from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
 from webui.api.system import find_harvesters, queue_depths, render_harvester, scheduler_liveness
 from webui.auth import READ, require
-from webui.context import database
+from webui.context import database, settings
 from webui.system import blueprint
 
 MAX_HARVESTERS = 1000
@@ -63,4 +63,4 @@ def overview() -> dict[str, Any]:
 @blueprint.context_processor
 def _overview_for_templates() -> dict[str, Any]:
     # A function, not its result: only the page that calls it (home.html) queries the database.
-    return {"overview": overview}
+    return {"overview": overview, "lost_after_heartbeats": settings().scheduler.lostAfterHeartbeats}

@@ -1,0 +1,66 @@
+"""When a harvest controller counts as lost, and when its job is resubmitted (design.md §Job states).
+
+A controller is lost once it has been silent for ``lost_after_heartbeats`` of its own heartbeat intervals.
+The interval is the one its heartbeats state (harvesters.heartbeat_interval), because controllers run on
+hosts of their own with settings files of their own: a scheduler that assumed its own value would count
+a controller with a longer interval lost while it is well. A controller that states none (an older one)
+is judged by the scheduler's ``harvestsuite.harvester.heartbeatInterval``.
+
+Silence is counted from the controller's last sign of life: its newest heartbeat, or, for a job, the
+job's start if that is later (the controller reported STARTED then, so it was alive).
+
+The job of a lost controller stays STARTED with the interrupted mark; the controller reports it when it
+comes back. Only once it has been silent ``resubmit_lost_after`` seconds (and is lost) is the job
+resubmitted, so a harvest is not stuck behind a controller that never returns; 0 never resubmits.
+
+One rule for the scheduler's supervision, the System page and the restart check, so they never
+disagree about who is lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from harvestdef.settings import Settings
+
+
+@dataclass(frozen=True)
+class LostControllerRule:
+    lost_after_heartbeats: int = 10
+    default_heartbeat_interval: float = 30.0
+    resubmit_lost_after: int = 3600
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LostControllerRule:
+        return cls(settings.scheduler.lostAfterHeartbeats, float(settings.harvester.heartbeatInterval),
+                   settings.scheduler.resubmitLostAfter)
+
+    def silence_limit(self, heartbeat_interval: float | None) -> timedelta:
+        """How long a controller with this stated interval (None or 0: not stated) may be silent."""
+        interval = heartbeat_interval if heartbeat_interval and heartbeat_interval > 0 else \
+            self.default_heartbeat_interval
+        return timedelta(seconds=interval * self.lost_after_heartbeats)
+
+    def is_lost(self, last_sign: datetime | None, heartbeat_interval: float | None, now: datetime) -> bool:
+        """Silent past its limit; a controller never heard from (``last_sign`` None) is lost."""
+        return last_sign is None or now - last_sign > self.silence_limit(heartbeat_interval)
+
+    def resubmits_at(self, last_sign: datetime, heartbeat_interval: float | None) -> datetime | None:
+        """When the job of a controller silent since ``last_sign`` is resubmitted; None: never."""
+        if self.resubmit_lost_after <= 0:
+            return None
+        return last_sign + max(self.silence_limit(heartbeat_interval), timedelta(seconds=self.resubmit_lost_after))
+
+    def needs_resubmission(self, last_sign: datetime, heartbeat_interval: float | None, now: datetime) -> bool:
+        due = self.resubmits_at(last_sign, heartbeat_interval)
+        return due is not None and now > due
+
+
+def last_sign_of_life(last_heartbeat: datetime | None, startdate: datetime | None) -> datetime | None:
+    """The later of a controller's newest heartbeat and its job's start (its STARTED report)."""
+    known = [moment for moment in (last_heartbeat, startdate) if moment is not None]
+    return max(known) if known else None
+
+
+__all__ = ["LostControllerRule", "last_sign_of_life"]

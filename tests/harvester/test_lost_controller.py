@@ -1,0 +1,68 @@
+"""A harvest controller killed without warning mid-crawl, with the real scheduler, RabbitMQ, the real
+controller and the bundled engine: it is marked lost within lostAfterHeartbeats of its heartbeat interval
+(plus a tick), its job is resubmitted after resubmitLostAfter, and when it comes back its report of the
+old attempt is not the job's outcome: the copy is crawled and reported instead."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import func, select
+
+from harvestdef.db import schema as s
+from harvestdef.model.status import JobStatus
+from harvestdef.repositories.jobevents import JobEventRepository
+from tests.harvester.test_controller_failures import crawled_lines, slow_template, wait_for
+
+HEARTBEAT_INTERVAL = 1  # the controllers' (conftest.py)
+LOST_AFTER_HEARTBEATS = 3
+RESUBMIT_LOST_AFTER = 6
+TICK = 1  # jobgenerationperiod
+
+
+def job_row(h, job_id: int):
+    with h.engine.connect() as conn:
+        return conn.execute(select(s.jobs).where(s.jobs.c.job_id == job_id)).one()
+
+
+def test_a_killed_controller_is_lost_its_job_resubmitted_and_its_return_reports_nothing_for_it(harvesting):
+    h = harvesting(slow_template())
+    harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]}, maxobjects=12)
+    h.start_scheduler(**{"harvestsuite.scheduler.lostAfterHeartbeats": LOST_AFTER_HEARTBEATS,
+                         "harvestsuite.scheduler.resubmitLostAfter": RESUBMIT_LOST_AFTER})
+    first = h.start_controller("first")
+    wait_for(lambda: crawled_lines(h.server_dir) >= 3, 60, "three crawl.log lines")
+    (job,) = h.jobs(harvest_id)
+    assert JobStatus(job.status) == JobStatus.STARTED
+    with h.engine.connect() as conn:
+        assert conn.scalar(select(s.harvesters.c.heartbeat_interval)) == HEARTBEAT_INTERVAL, "stated by the controller"
+    first.kill()
+    killed = time.monotonic()
+
+    wait_for(lambda: job_row(h, job.job_id).interrupted, 30, "the job marked interrupted")
+    # within the configured time: lostAfterHeartbeats intervals after the last heartbeat, found by the next tick
+    assert time.monotonic() - killed <= LOST_AFTER_HEARTBEATS * HEARTBEAT_INTERVAL + TICK + 3
+    assert JobStatus(job_row(h, job.job_id).status) == JobStatus.STARTED, "lost, not yet resubmitted"
+
+    old = wait_for(lambda: (row := job_row(h, job.job_id)).status == int(JobStatus.RESUBMITTED) and row, 30,
+                   "the job resubmitted")
+    assert time.monotonic() - killed >= RESUBMIT_LOST_AFTER - HEARTBEAT_INTERVAL, "not before resubmitLostAfter"
+    new_id = old.resubmitted_as_job
+    with h.engine.connect() as conn:
+        assert [e.kind for e in JobEventRepository(conn).for_job(job.job_id)] == ["lost", "resubmitted"]
+
+    # The same controller comes back (same serverDir, so the same controller id): it reports its leftover job
+    # FAILED as always, the scheduler does not take that report, and the copy is crawled to its end.
+    second = h.start_controller("second")
+    second.wait_for_log(rf"job {job.job_id} reported FAILED", 120)
+    jobs = h.wait_for_jobs(harvest_id, statuses=(JobStatus.DONE, JobStatus.FAILED, JobStatus.RESUBMITTED),
+                           timeout=180)
+    assert [(j.job_id, JobStatus(j.status)) for j in jobs] == [(job.job_id, JobStatus.RESUBMITTED),
+                                                                 (new_id, JobStatus.DONE)]
+    old = job_row(h, job.job_id)
+    assert old.harvest_errors is None and old.enddate is None, "the old attempt's report was not taken"
+    with h.engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(s.historyinfo)
+                           .where(s.historyinfo.c.job_id == job.job_id)) == 0
+    assert len(h.history(new_id)) == 1
+    assert f"job {new_id} reported DONE" in second.text()

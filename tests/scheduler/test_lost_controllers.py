@@ -1,0 +1,142 @@
+"""Lost controllers on both databases, driven through the handlers and the tick with an injected clock: the
+interrupted mark after lostAfterHeartbeats of the interval the controller states, its return, the
+resubmission after resubmitLostAfter, and a controller that comes back after it: its old attempt is never
+granted again and its report is never the job's outcome."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from harvestdef.errors import SettingsError
+from harvestdef.messages import CrawlStatus, HarvesterStatus
+from harvestdef.model.controllers import LostControllerRule
+from harvestdef.model.status import JobStatus
+from harvestdef.repositories.jobevents import JobEventRepository
+from harvestdef.settings import load_settings
+from scheduler.jobgen.generate import GenerationOptions
+from scheduler.tick import Ticker, TickOptions, TickReport
+from tests.scheduler.test_intake import claim, handlers, job, notifier, report, started_job, transport  # noqa: F401
+
+
+def heartbeat(handle, job_id=None, attempt=None, interval=10.0, sent_at=None):
+    handle(HarvesterStatus(controller_id="ctl-1", host="h", pid=1, version="t", channels=["FOCUSED"],
+                           free_disk_bytes=1, load_average=0.0, memory_rss_bytes=1, paused=False,
+                           current_job_id=job_id, current_attempt_id=attempt, heartbeat_interval=interval),
+           sent_at or utcnow())
+
+
+def ticker(engine, notifier, resubmit_lost_after=600):  # noqa: F811
+    # lost after 3 intervals; the controller states 10 s, so 30 s: the default of 1000 s must not be used
+    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=1000,
+                              resubmit_lost_after=resubmit_lost_after)
+    return Ticker(engine, GenerationOptions(), TickOptions(lost=rule), notifier)
+
+
+def supervise(ticker_, at):
+    report_ = TickReport()
+    ticker_.supervise(at, report_)
+    return report_
+
+
+def kinds(engine, job_id):
+    with engine.connect() as conn:
+        return [event.kind for event in JobEventRepository(conn).for_job(job_id)]
+
+
+def test_a_controller_is_lost_after_its_own_heartbeat_intervals_and_its_return_clears_the_mark(
+        engine, handlers, notifier):  # noqa: F811
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    last = utcnow()
+    heartbeat(handle, job_id, attempt, sent_at=last)
+    tick = ticker(engine, notifier)
+    assert supervise(tick, last + timedelta(seconds=29)).interrupted == [], "two missed heartbeats are a delay"
+    assert not job(engine, job_id).interrupted
+    assert supervise(tick, last + timedelta(seconds=31)).interrupted == [job_id]
+    assert job(engine, job_id).interrupted and job(engine, job_id).status == JobStatus.STARTED
+    assert supervise(tick, last + timedelta(seconds=40)).interrupted == [], "marked once"
+    with engine.connect() as conn:
+        (lost,) = JobEventRepository(conn).for_job(job_id)
+    assert lost.kind == "lost" and lost.controller_id == "ctl-1" and lost.happened_at == last
+    heartbeat(handle, job_id, attempt, sent_at=last + timedelta(seconds=45))
+    assert not job(engine, job_id).interrupted, "it came back reporting the job"
+    assert kinds(engine, job_id) == ["lost", "back"]
+    assert supervise(tick, last + timedelta(seconds=50)).resubmitted == {}
+
+
+def test_a_job_whose_controller_stays_lost_is_resubmitted_and_its_old_attempt_never_counts_again(
+        engine, handlers, notifier):  # noqa: F811
+    handle = handlers.carry_out_one
+    job_id, attempt, configs = started_job(engine, handlers)
+    last = utcnow()
+    heartbeat(handle, job_id, attempt, sent_at=last)
+    tick = ticker(engine, notifier, resubmit_lost_after=600)
+    assert supervise(tick, last + timedelta(seconds=60)).interrupted == [job_id]
+    assert supervise(tick, last + timedelta(seconds=599)).resubmitted == {}, "not before resubmitLostAfter"
+    resubmitted = supervise(tick, last + timedelta(seconds=601)).resubmitted
+    new_id = resubmitted[job_id]
+    old, new = job(engine, job_id), job(engine, new_id)
+    assert old.status == JobStatus.RESUBMITTED and old.resubmitted_as_job == new_id
+    assert new.status == JobStatus.NEW and new.num_configs == old.num_configs
+    assert kinds(engine, job_id) == ["lost", "resubmitted"]
+    assert any(f"Job {job_id} resubmitted as job {new_id}" in subject for subject, _ in notifier.sent)
+    with engine.connect() as conn:
+        audited = conn.execute(select(s.audit_log.c.after).where(
+            s.audit_log.c.tablename == "jobs", s.audit_log.c.row_key == str(job_id))).scalars().all()
+    assert any('"CONTROLLER_LOST"' in after and str(new_id) in after for after in audited if after)
+
+    # The controller comes back: its heartbeat naming the old attempt changes nothing, its claim of the old
+    # attempt (a resume) is refused, and its report of that attempt is not the job's outcome.
+    heartbeat(handle, job_id, attempt)
+    assert job(engine, job_id).status == JobStatus.RESUBMITTED
+    answer = claim(handle, job_id, attempt, "ctl-1")
+    assert not answer.granted and "RESUBMITTED" in answer.reason
+    done = CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1", status=JobStatus.DONE,
+                       domain_report=report(("a.dk", 5, 500, None), ("b.dk", 5, 500, None)))
+    assert not handle(done)
+    failed = CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1", status=JobStatus.FAILED,
+                         harvest_errors="crawl interrupted")
+    assert not handle(failed)
+    old = job(engine, job_id)
+    assert old.status == JobStatus.RESUBMITTED and old.harvest_errors is None and old.enddate is None
+    with engine.connect() as conn:
+        assert conn.scalar(select(func.count()).select_from(s.historyinfo)
+                           .where(s.historyinfo.c.job_id == job_id)) == 0
+    assert supervise(tick, last + timedelta(seconds=700)).resubmitted == {}, "resubmitted once"
+
+
+def test_with_resubmit_lost_after_zero_the_job_waits_for_its_controller(engine, handlers, notifier):  # noqa: F811
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    last = utcnow()
+    heartbeat(handle, job_id, attempt, sent_at=last)
+    tick = ticker(engine, notifier, resubmit_lost_after=0)
+    for hours in (1, 24, 48):
+        supervise(tick, last + timedelta(hours=hours))
+    assert job(engine, job_id).status == JobStatus.STARTED and job(engine, job_id).interrupted
+
+
+def test_a_controller_that_states_no_interval_is_judged_by_the_schedulers_setting(engine, handlers, notifier):  # noqa: F811
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    last = utcnow()
+    heartbeat(handle, job_id, attempt, interval=0.0, sent_at=last)
+    tick = ticker(engine, notifier)  # 3 x 1000 s for a controller that states none
+    assert supervise(tick, last + timedelta(seconds=2999)).interrupted == []
+    assert supervise(tick, last + timedelta(seconds=3001)).interrupted == [job_id]
+
+
+def test_the_old_silence_setting_is_refused_with_what_replaces_it():
+    with pytest.raises(SettingsError, match="lostAfterHeartbeats.*resubmitLostAfter"):
+        load_settings(environ={}, overrides={"harvestsuite.scheduler.controllerSilenceTimeout": 300})
+    with pytest.raises(SettingsError, match="no longer read"):
+        load_settings(environ={"HARVESTSUITE__HARVESTSUITE__SCHEDULER__CONTROLLERSILENCETIMEOUT": "300"})
+    with pytest.raises(SettingsError, match="at least 2"):
+        load_settings(environ={}, overrides={"harvestsuite.scheduler.lostAfterHeartbeats": 1})
+    settings = load_settings(environ={})
+    assert (settings.scheduler.lostAfterHeartbeats, settings.scheduler.resubmitLostAfter) == (10, 3600)
