@@ -393,7 +393,8 @@ class HarvestController:
 
         def on_status(status: JobResource) -> None:
             try:
-                self.link.send_progress(crawl_progress(job, status, self.controller_id, console))
+                self.link.send_progress(crawl_progress(job, status, self.controller_id, console,
+                                                       is_heritrix_console=bool(self.options.heritrix_url)))
             except HarvestSuiteError as exc:
                 log.warning("job %d: progress not sent: %s", job.job_id, exc)
             for name in sorted(set(status.checkpoint_files) - checkpoints_seen):

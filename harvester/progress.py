@@ -3,7 +3,15 @@ CrawlProgress (reference §5.2), its frontier's queues into FrontierReport (§10
 
 from __future__ import annotations
 
-from harvestdef.messages import CrawlProgress, DoOneCrawl, FrontierLine, FrontierReport
+from harvestdef.messages import (
+    CRAWL_LOG_LINE_LENGTH,
+    CRAWL_LOG_TAIL_LINES,
+    CrawlProgress,
+    DoOneCrawl,
+    FrontierLine,
+    FrontierReport,
+    clip,
+)
 from harvester.crawlstates import ControllerState
 from harvester.frontierqueues import TOP_TOTAL_ENQUEUES_FILTER, TOP_TOTAL_ENQUEUES_SIZE, QueueLine, top_total_enqueues
 from harvester.heritrix import JobResource
@@ -14,7 +22,10 @@ _STATUS_OF_STATE = {ControllerState.PAUSING: "CRAWLER_PAUSING", ControllerState.
                     None: "PRE_CRAWL"}
 
 
-def crawl_progress(job: DoOneCrawl, status: JobResource, controller_id: str, console_url: str) -> CrawlProgress:
+def crawl_progress(job: DoOneCrawl, status: JobResource, controller_id: str, console_url: str,
+                   is_heritrix_console: bool = False) -> CrawlProgress:
+    """The CrawlProgress of one status poll. ``is_heritrix_console``: ``console_url`` is a real Heritrix 3's
+    job page (the bundled engine has no web console). The crawl-log tail is cut to the message's bounds."""
     uris = status.uri_totals_report
     sizes = status.size_totals_report
     rates = status.rate_report
@@ -42,6 +53,8 @@ def crawl_progress(job: DoOneCrawl, status: JobResource, controller_id: str, con
         processed_docs_per_sec=rates.average_docs_per_second if rates else 0.0,
         active_toe_count=status.thread_report.toe_count if status.thread_report else 0,
         total_bytes_written=sizes.total if sizes else 0,
+        crawl_log_tail=[clip(line, CRAWL_LOG_LINE_LENGTH) for line in status.crawl_log_tail[:CRAWL_LOG_TAIL_LINES]],
+        is_heritrix_console=is_heritrix_console,
     )
 
 

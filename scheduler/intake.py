@@ -329,8 +329,8 @@ class StatusIntake:
         return name
 
     def progress(self, batch: Batch, progress: CrawlProgress, sent_at: datetime) -> None:
-        """runningjobsmonitor holds the newest figures of a running job; runningjobshistory a sample every
-        historySampleRate seconds."""
+        """runningjobsmonitor holds the newest figures of a running job, with its newest crawl.log lines;
+        runningjobshistory a sample every historySampleRate seconds."""
         conn = batch.conn
         j = s.jobs
         status = conn.execute(select(j.c.status, j.c.attempt_id).where(j.c.job_id == progress.job_id)).first()
@@ -352,8 +352,11 @@ class StatusIntake:
             "processeddocspersec": int(progress.processed_docs_per_sec),
             "activetoecount": progress.active_toe_count,
             "status": CRAWL_PROGRESS_STATUSES.index(progress.status), "tstamp": sent_at}
+        # The crawl-log tail replaces the previous one: it is the crawler's newest lines, not a log of our own.
         upsert(conn, s.runningjobsmonitor, ["jobid", "harvestname"],
-               [{**row, "totalbyteswritten": progress.total_bytes_written}])
+               [{**row, "totalbyteswritten": progress.total_bytes_written,
+                 "crawllogtail": "\n".join(line.replace("\n", " ") for line in progress.crawl_log_tail) or None,
+                 "isheritrixconsole": progress.is_heritrix_console}])
         last = self._last_sample.get(progress.job_id)
         if last is None or sent_at - last >= self.history_sample_rate:
             upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], [row])

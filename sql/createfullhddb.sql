@@ -214,6 +214,8 @@ CREATE TABLE runningjobsmonitor (
 	status INTEGER, 
 	tstamp TIMESTAMP WITHOUT TIME ZONE, 
 	totalbyteswritten BIGINT DEFAULT 0, 
+	crawllogtail TEXT, 
+	isheritrixconsole BOOLEAN DEFAULT false NOT NULL, 
 	PRIMARY KEY (jobid, harvestname)
 );
 
@@ -832,6 +834,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0015_heartbeat_interval');
+INSERT INTO alembic_version (version_num) VALUES ('0016_crawl_log_tail');
 
 COMMIT;

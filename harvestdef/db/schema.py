@@ -433,7 +433,12 @@ Index("runningjobshistorycrawltime", runningjobshistory.c.elapsedseconds)
 Index("runningjobshistoryharvestname", runningjobshistory.c.harvestname)
 
 runningjobsmonitor = _monitor_table(
-    "runningjobsmonitor", (Column("totalbyteswritten", BigInteger, server_default=text("0")),),
+    "runningjobsmonitor", (Column("totalbyteswritten", BigInteger, server_default=text("0")),
+                           # ours: the crawler's newest crawl.log lines, newest first, joined by newlines
+                           # (CrawlProgress.crawl_log_tail; a crawl.log line has no newline of its own),
+                           # and whether hosturl is a real Heritrix 3 console an operator can open
+                           Column("crawllogtail", Text),
+                           Column("isheritrixconsole", Boolean, nullable=False, server_default=text("false"))),
     ("jobid", "harvestname"))
 Index("runningjobsmonitorjobid", runningjobsmonitor.c.jobid)
 Index("runningjobsmonitorharvestname", runningjobsmonitor.c.harvestname)

@@ -25,6 +25,8 @@ This package does no I/O and knows no queue names: the queue transports carry th
 from harvestdef.messages._base import SCHEMA_VERSION, Message, MessageError, MessageVersionError
 from harvestdef.messages._codec import decode, decode_with_time, encode
 from harvestdef.messages._types import (
+    CRAWL_LOG_LINE_LENGTH,
+    CRAWL_LOG_TAIL_LINES,
     CRAWL_PROGRESS_STATUSES,
     CRAWL_STATUS_REPORTED,
     ERROR_DETAILS_LIMIT,
@@ -55,6 +57,8 @@ from harvestdef.messages._types import (
 )
 
 __all__ = [
+    "CRAWL_LOG_LINE_LENGTH",
+    "CRAWL_LOG_TAIL_LINES",
     "CRAWL_PROGRESS_STATUSES",
     "CRAWL_STATUS_REPORTED",
     "ERROR_DETAILS_LIMIT",

@@ -8,7 +8,7 @@ MessageError with the field's path. Inside bodies, times are ISO-8601 strings on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from harvestdef.messages._base import Message, MessageError, shown
@@ -185,6 +185,11 @@ class CrawlStatus(Message):
 
 # --- Monitoring --------------------------------------------------------------------------------------------
 
+#: The bounds of CrawlProgress.crawl_log_tail: Heritrix's crawlLogTail has 10 lines; a crawl.log line is a
+#: URL, a discovery path and a referrer, so a line past 2000 characters is cut (``clip``) by the sender.
+CRAWL_LOG_TAIL_LINES = 50
+CRAWL_LOG_LINE_LENGTH = 2000
+
 #: CrawlProgress.status values in NetarchiveSuite's order (CrawlProgressMessage.CrawlStatus): the index is
 #: what runningjobsmonitor.status stores.
 CRAWL_PROGRESS_STATUSES: tuple[str, ...] = (
@@ -223,11 +228,24 @@ class CrawlProgress(Message):
     active_toe_count: int
     total_bytes_written: int
     frontier_short_report: str = ""
+    # 1.3: the crawler's newest crawl.log lines, newest first (Heritrix's crawlLogTail), at most
+    # CRAWL_LOG_TAIL_LINES of at most CRAWL_LOG_LINE_LENGTH characters: a progress message goes out at every
+    # crawl-loop turn, so its size stays bounded whatever URLs the crawl meets.
+    crawl_log_tail: list[str] = field(default_factory=list)
+    # 1.3: host_url is the job page of a real Heritrix 3's web console, which an operator can open; the
+    # bundled engine serves only the REST API subset the controller uses, so its URL is not one.
+    is_heritrix_console: bool = False
 
     def __post_init__(self) -> None:
         if self.status not in CRAWL_PROGRESS_STATUSES:
             raise MessageError(
                 "status", f"expected one of {', '.join(CRAWL_PROGRESS_STATUSES)}, got {shown(self.status)}")
+        if len(self.crawl_log_tail) > CRAWL_LOG_TAIL_LINES:
+            raise MessageError("crawl_log_tail", f"{len(self.crawl_log_tail)} lines (at most {CRAWL_LOG_TAIL_LINES})")
+        for number, line in enumerate(self.crawl_log_tail):
+            if len(line) > CRAWL_LOG_LINE_LENGTH:
+                raise MessageError(f"crawl_log_tail[{number}]",
+                                   f"{len(line)} characters long (at most {CRAWL_LOG_LINE_LENGTH})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,7 +106,9 @@ SAMPLES: dict[str, Message] = {
         retired_queues=3, exhausted_queues=10, elapsed_seconds=3600, alert_count=0, downloaded_files=3750,
         discovered_files=10_000, current_processed_kb_per_sec=512, processed_kb_per_sec=480,
         current_processed_docs_per_sec=12.25, processed_docs_per_sec=11.0, active_toe_count=25,
-        total_bytes_written=BIG, frontier_short_report="120 URI queues: 25 active (25 in-process; 0 ready)"),
+        total_bytes_written=BIG, frontier_short_report="120 URI queues: 25 active (25 in-process; 0 ready)",
+        crawl_log_tail=["2025-03-01T12:30:15.123Z   200       1234 http://www.kaarefc.dk/ - - text/html #001 "
+                        "20250301123015000+12 sha1:ABC - -"], is_heritrix_console=True),
     "FrontierReport": FrontierReport(
         job_id=4711, attempt_id="4711-1-9f1c", controller_id="c", filter_id="TopTotalEnqueuesFilter",
         lines=[FrontierLine(
@@ -180,10 +182,10 @@ def test_every_message_type_has_a_sample_and_a_docstring():
 def test_wire_form_is_the_documented_envelope():
     message = SAMPLES["ClaimAnswer"]
     assert encode(message, SENT) == (
-        b'{"type":"ClaimAnswer","version":"1.2","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
+        b'{"type":"ClaimAnswer","version":"1.3","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
         b'"attempt_id":"4711-1-9f1c","controller_id":"c","granted":true,"reason":"","control_queue":'
         b'"prod.control.c"}}')
-    assert SCHEMA_VERSION == (1, 2)
+    assert SCHEMA_VERSION == (1, 3)
 
 
 def test_enums_travel_by_name_and_text_as_utf8():
@@ -231,7 +233,7 @@ def test_another_major_version_is_refused_naming_both(version):
         decode(_bytes(document))
     assert isinstance(err.value, MessageError)
     assert isinstance(err.value, ValidationError)
-    assert version in str(err.value) and "1.2" in str(err.value)
+    assert version in str(err.value) and "1.3" in str(err.value)
     assert err.value.version == tuple(int(part) for part in version.split("."))
 
 
@@ -435,6 +437,19 @@ def test_done_needs_a_domain_report():
 def test_crawl_progress_status_is_checked_when_built():
     with pytest.raises(MessageError, match="^status: expected one of PRE_CRAWL"):
         dataclasses.replace(SAMPLES["CrawlProgress"], status="crawling")
+
+
+def test_a_crawl_log_tail_is_bounded_in_lines_and_length():
+    from harvestdef.messages import CRAWL_LOG_LINE_LENGTH, CRAWL_LOG_TAIL_LINES
+
+    with pytest.raises(MessageError, match=rf"crawl_log_tail: {CRAWL_LOG_TAIL_LINES + 1} lines"):
+        dataclasses.replace(SAMPLES["CrawlProgress"], crawl_log_tail=["x"] * (CRAWL_LOG_TAIL_LINES + 1))
+    with pytest.raises(MessageError, match=r"crawl_log_tail\[1\]: .* characters long"):
+        dataclasses.replace(SAMPLES["CrawlProgress"], crawl_log_tail=["x", "y" * (CRAWL_LOG_LINE_LENGTH + 1)])
+    document = _document("CrawlProgress")
+    del document["body"]["crawl_log_tail"], document["body"]["is_heritrix_console"]
+    older = decode(_bytes(document))  # a 1.2 controller's progress: no tail, no console
+    assert older.crawl_log_tail == [] and older.is_heritrix_console is False
 
 
 def test_messages_are_frozen():
