@@ -43,6 +43,7 @@ def init_app(app: Flask) -> None:
         harvests,
         history,
         jobs,
+        live,
         openapi,
         schedules,
         summaries,

@@ -151,11 +151,12 @@ def export_domains() -> Any:
 @takes(*JOB_FILTERS)
 @require(EXPORT)
 def export_jobs() -> Any:
-    """Jobs as CSV, newest first, with the job list's filters (harvest, status, from_id, to_id, since, until)."""
+    """Jobs as CSV, newest first, with the job list's filters (harvest, status, from_id, to_id, since, until,
+    domain)."""
     filters = job_filters(query, paged=False)
-    if filters["harvest"] is not None:
+    if filters["harvest"] is not None or filters["domain"] is not None:
         with database().connect() as conn:
-            find_jobs(conn, 0, **filters)  # an unknown harvest is a 404 now, not a broken file later
+            find_jobs(conn, 0, **filters)  # an unknown harvest or domain is a 404 now, not a broken file later
     return csv_response(csv_lines(JOB_COLUMNS, job_rows(database(), filters)), "jobs.csv")
 
 

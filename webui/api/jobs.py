@@ -20,10 +20,11 @@ from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import NotFoundError
+from harvestdef.errors import DomainNameError, NotFoundError
 from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.repositories.domains import lookup_name
 from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventEntry, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.times import duration_text, utc_text
@@ -89,12 +90,14 @@ JOB_FILTERS = (
     QueryParameter("since", "string", "only jobs created at or after this ISO 8601 date or time (UTC if no zone)"),
     QueryParameter("until", "string", "only jobs created at or before this ISO 8601 date or time (a bare date: "
                                       "its end)"),
+    QueryParameter("domain", "string", "only jobs that harvest a configuration of this domain (Unicode or "
+                                       "punycode); with status=STARTED, the running job of a domain"),
 )
 
 
 def job_filters(get: Callable[[str], str | None], paged: bool = True) -> dict[str, Any]:
     """The job list's filters, each read with ``get`` (a page's ``request.args.get``, or the API's
-    ``query``): harvest, status, from_id, to_id, since, until, and with ``paged`` the cursor after."""
+    ``query``): harvest, status, from_id, to_id, since, until, domain, and with ``paged`` the cursor after."""
     after = None
     if paged:
         cursor = decode_cursor(get("after"))
@@ -104,15 +107,38 @@ def job_filters(get: Callable[[str], str | None], paged: bool = True) -> dict[st
     return {"harvest": (get("harvest") or "").strip() or None, "statuses": parse_statuses(get("status")),
             "from_id": parse_int(get("from_id"), "from_id"), "to_id": parse_int(get("to_id"), "to_id"),
             "since": parse_time(get("since"), "since"),
-            "until": parse_time(get("until"), "until", end_of_day=True), "after": after}
+            "until": parse_time(get("until"), "until", end_of_day=True),
+            "domain": parse_domain(get("domain")), "after": after}
+
+
+def parse_domain(text: str | None) -> str | None:
+    """A domain name as the API stores and looks it up (lookup_name: IDN in Unicode, lower case, a
+    registered domain), or an invalid error naming the domain field."""
+    if text is None or not text.strip():
+        return None
+    try:
+        return lookup_name(text)
+    except DomainNameError as exc:
+        raise ApiError("invalid", str(exc), "domain") from None
+
+
+def jobs_of_domain(conn: Connection, domain: str) -> Any:
+    """The ids of the jobs that harvest a configuration of ``domain`` (a subquery); a not-found error naming
+    the domain field when there is no such domain (NetarchiveSuite's FindRunningJobQuery)."""
+    domain_id = conn.scalar(select(s.domains.c.domain_id).where(s.domains.c.name == domain))
+    if domain_id is None:
+        raise ApiError("not_found", f"no domain named {domain!r}", "domain")
+    c, jc = s.configurations, s.job_configs
+    return select(jc.c.job_id).join(c, c.c.config_id == jc.c.config_id).where(c.c.domain_id == domain_id)
 
 
 def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, statuses: list[JobStatus] | None = None,
               from_id: int | None = None, to_id: int | None = None, since: datetime | None = None,
-              until: datetime | None = None, after: int | None = None,
+              until: datetime | None = None, domain: str | None = None, after: int | None = None,
               columns: Sequence[Any] = JOB_LIST_COLUMNS) -> list[Row[Any]]:
     """Up to ``size + 1`` jobs, newest (highest id) first, below the cursor ``after``; ``since``/``until``
     bound the creation date. One index range scan on the primary key (keyset paging, never OFFSET).
+    ``domain``: only jobs with a configuration of that domain (stored form, see parse_domain).
     ``columns``: JOB_LIST_COLUMNS, or JOB_JSON_COLUMNS for rows that go straight to JSON."""
     query = select(*columns).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
     if harvest is not None:
@@ -130,6 +156,8 @@ def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, status
         query = query.where(_j.c.creationdate >= since)
     if until is not None:
         query = query.where(_j.c.creationdate <= until)
+    if domain is not None:
+        query = query.where(_j.c.job_id.in_(jobs_of_domain(conn, domain)))
     if after is not None:
         query = query.where(_j.c.job_id < after)
     return list(conn.execute(query.order_by(_j.c.job_id.desc()).limit(size + 1)))
@@ -328,7 +356,7 @@ def _job_status(job_id: int) -> dict[str, Any]:
 @takes(*JOB_FILTERS, *PAGED)
 @require(READ)
 def list_jobs() -> Any:
-    """Jobs, newest first: ?harvest=NAME&status=FAILED,DONE&from_id=&to_id=&since=&until=&after=CURSOR."""
+    """Jobs, newest first: ?harvest=NAME&status=FAILED,DONE&from_id=&to_id=&since=&until=&domain=&after=CURSOR."""
     size = limit()
     filters = job_filters(query)
     with database().connect() as conn:

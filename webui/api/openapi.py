@@ -12,6 +12,7 @@ The schema is read only for column lengths, which the request schemas state as l
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
@@ -21,6 +22,7 @@ from harvestdef.db import schema as s
 from harvestdef.validation import INT64, column_length
 from webui.api.core import MAX_LIMIT, blueprint
 from webui.api.errors import STATUS_OF_CODE
+from webui.api.live import LIVE_SCHEMA
 from webui.api.parameters import declared
 from webui.auth import PERMISSIONS
 
@@ -115,6 +117,8 @@ SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
     "api.export_harvest_statistics": {"text/csv": {"schema": {"type": "string"}}},
     "api.get_template": {"application/json": {"schema": {"type": "object"}},
                          "application/xml": {"schema": {"type": "string"}}},
+    # each field with its meaning, and for those left null or [] the reason
+    "api.job_live_view": {"application/json": {"schema": LIVE_SCHEMA}},
 }
 
 ERROR = _object({"error": _object({
@@ -156,12 +160,19 @@ def _operation(endpoint: str, view: Any, method: str, rule: Any) -> dict[str, An
                                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     operation: dict[str, Any] = {
         "summary": (view.__doc__ or "").strip().split("\n")[0], "operationId": f"{endpoint}.{method}",
+        **_description_of(view),
         "parameters": parameters, "responses": responses, "security": [{"bearer": []}, {"session": []}],
         **_permission_of(view)}
     if endpoint in REQUEST_BODIES:
         operation["requestBody"] = {"required": endpoint not in OPTIONAL_BODIES,
                                     "content": {"application/json": {"schema": REQUEST_BODIES[endpoint]}}}
     return operation
+
+
+def _description_of(view: Any) -> dict[str, Any]:
+    """The view's docstring after its first line (the summary), where it has more."""
+    rest = inspect.cleandoc(view.__doc__ or "").partition("\n")[2].strip()
+    return {"description": rest} if rest else {}
 
 
 def _permission_of(view: Any) -> dict[str, Any]:

@@ -1,0 +1,361 @@
+"""API route ``/api/v1/jobs/{id}/live``: a running job seen from inside, and in words what holds it back.
+
+Everything comes from what reaches the scheduler while the job runs (design.md §Running crawls): the
+newest CrawlProgress (runningjobsmonitor, with the crawler's newest crawl.log lines), its samples over time
+(runningjobshistory), the newest frontier report (frontierreportmonitor) and the controller's heartbeat
+(harvesters). Nothing is read from the archive store or the crawler itself, and a figure none of these
+carries is answered as null or [] (LIVE_FIELDS says why), never estimated. The job page
+(webui/status/jobs.py) renders the same answer and its script polls this route.
+
+Read with direct, read-only queries, as the running-jobs page reads the monitor tables: live status kept
+by the scheduler, not definitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Row, select
+
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from harvestdef.errors import NotFoundError, PatternError
+from harvestdef.messages import CRAWL_LOG_TAIL_LINES, CRAWL_PROGRESS_STATUSES
+from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
+from harvestdef.model.status import JobStatus
+from harvestdef.patterns import compile_pattern
+from harvestdef.times import duration_text, utc_text
+from webui.api.core import blueprint, jsonable
+from webui.api.errors import ApiError
+from webui.api.parameters import QueryParameter, query, takes
+from webui.auth import READ, require
+from webui.context import database, settings
+
+DEFAULT_LOG_LINES = 20
+MAX_LOG_PATTERN_LENGTH = 200  # as the crawl-log search (webui/status/jobs.py)
+# runningjobshistory keeps a sample every historySampleRate seconds (300 by default): 2000 are a week.
+MAX_HISTORY_SAMPLES = 2000
+MAX_QUEUES = 50
+# The downloaded count unchanged across this many of the newest samples (and the newest report) is a
+# stall: two sample intervals at least, so one slow interval does not count.
+NO_PROGRESS_SAMPLES = 3
+# A controller silent for this many of its heartbeat intervals is said to be silent, before it is lost.
+SILENT_AFTER_HEARTBEATS = 2
+
+LIVE_PARAMETERS = (
+    QueryParameter("log_lines", "integer", f"how many of the newest crawl-log lines to answer, 0 to "
+                                           f"{CRAWL_LOG_TAIL_LINES} (default {DEFAULT_LOG_LINES})"),
+    QueryParameter("log_regex", "string", "only crawl-log lines this regular expression finds (Java's syntax, "
+                                          f"run by RE2, at most {MAX_LOG_PATTERN_LENGTH} characters)"),
+)
+
+# Each field of the answer with what it holds; LIVE_SCHEMA, the route's response in its OpenAPI description,
+# is made from it.
+LIVE_FIELDS: dict[str, str] = {
+    "job_id": "the job",
+    "state": "the job's status (STARTED while it runs; a page stops polling on any other)",
+    "reported_at": "when the newest progress report was sent; null before the first",
+    "crawler": "the crawler as its newest progress report gives it: status (PRE_CRAWL, CRAWLER_ACTIVE, "
+               "CRAWLER_EMPTY, CRAWLER_PAUSING, CRAWLER_PAUSED, CRAWLING_FINISHED), progress (percent of "
+               "discovered URIs downloaded), elapsed_seconds, alerts, threads, and console_url: the job's page "
+               "on a real Heritrix 3's web console, null for the bundled engine, which has none; null before "
+               "the first report",
+    "controller": "the job's harvest controller: id, host, last_heartbeat, paused, pause_reason, free_disk_bytes",
+    "downloaded": "URIs downloaded (Heritrix's downloadedUriCount); null before the first report",
+    "queued": "URIs queued; null before the first report",
+    "failed": "always null: the progress a controller reports carries no count of failed URIs (Heritrix's "
+              "job resource has none); they are counted from crawl.log after the job",
+    "bytes": "bytes written (Heritrix's total size); null before the first report",
+    "rates": "bytes_per_second and documents_per_second, each now (the crawler's current rate) and average "
+             "(since the crawl began); null before the first report",
+    "status_counts": "always null: counts of fetch statuses are not reported while a job runs, only the "
+                     "crawl-log lines in log",
+    "queue_counts": "total, active, retired (over budget) and exhausted queues of the newest report",
+    "queues": "the busiest queues of the newest frontier report (TopTotalEnqueuesFilter, which leaves out "
+              "retired and exhausted queues), most URIs first: queue, state (snoozed when it has a wake time, "
+              "retired when its budget is spent, exhausted when empty, else active), current_size, "
+              "total_enqueues, total_spend, total_budget (-1: none), session_balance, error_count, wakes_in, "
+              "last_peek_uri, last_queued_uri",
+    "frontier_reported_at": "when the newest frontier report was sent; null before the first",
+    "domains": "always []: objects and bytes per domain are computed from crawl.log after the crawl, and "
+               "reported with the job's final status",
+    "holding_back": "what holds the crawl back, each {reason, text}: controller_paused, controller_lost, "
+                    "controller_silent, crawler_paused, crawler_pausing, no_active_queues, all_snoozed, "
+                    "no_progress, no_progress_report. Low disk is not among them: a heartbeat carries the "
+                    "controller's free disk space but not its minSpaceLeft, and a controller short of space "
+                    "pauses itself (controller_paused says so)",
+    "history": "the progress samples (runningjobshistory), oldest first: at, elapsed_seconds, downloaded, "
+               "queued, bytes, bytes_per_second, documents_per_second",
+    "log": "the crawler's newest crawl-log lines from the newest report, newest first, those log_regex "
+           "finds, at most log_lines",
+}
+
+
+_LIVE_TYPES: dict[str, Any] = {
+    "job_id": "integer", "state": "string", "reported_at": ["string", "null"], "crawler": ["object", "null"],
+    "controller": ["object", "null"], "downloaded": ["integer", "null"], "queued": ["integer", "null"],
+    "failed": "null", "bytes": ["integer", "null"], "rates": ["object", "null"], "status_counts": "null",
+    "queue_counts": ["object", "null"], "queues": "array", "frontier_reported_at": ["string", "null"],
+    "domains": "array", "holding_back": "array", "history": "array", "log": "array"}
+LIVE_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": list(LIVE_FIELDS),
+    "properties": {name: {"type": _LIVE_TYPES[name], "description": text} for name, text in LIVE_FIELDS.items()}}
+
+
+def parse_log_lines(text: str | None) -> int:
+    if text is None or not text.strip():
+        return DEFAULT_LOG_LINES
+    lines = int(text)  # query() has checked it is a whole number
+    if not 0 <= lines <= CRAWL_LOG_TAIL_LINES:
+        raise ApiError("invalid", f"log_lines must be between 0 and {CRAWL_LOG_TAIL_LINES}, not {lines}",
+                       "log_lines")
+    return lines
+
+
+def parse_log_regex(text: str | None) -> Any:
+    """A user's pattern, compiled by the bounded pattern engine (RE2), or None; a 400 naming log_regex."""
+    if not text:
+        return None
+    try:
+        return compile_pattern(text, MAX_LOG_PATTERN_LENGTH)
+    except PatternError as exc:
+        raise ApiError("invalid", f"log_regex is not a regular expression the search can run: {exc.reason}",
+                       "log_regex") from None
+
+
+def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datetime, *,
+             log_lines: int = DEFAULT_LOG_LINES, log_regex: Any = None) -> dict[str, Any]:
+    """The live view of one job (LIVE_FIELDS); NotFoundError for an unknown job."""
+    j, m, h = s.jobs, s.runningjobsmonitor, s.harvesters
+    job = conn.execute(select(j.c.job_id, j.c.status, j.c.controller, j.c.startdate, j.c.interrupted)
+                       .where(j.c.job_id == job_id)).first()
+    if job is None:
+        raise NotFoundError("job", job_id)
+    monitor = conn.execute(select(m).where(m.c.jobid == job_id).order_by(m.c.tstamp.desc()).limit(1)).first()
+    controller = None
+    if job.controller is not None:
+        controller = conn.execute(select(h).where(h.c.controller_id == job.controller)).first()
+    history = _history(conn, job_id)
+    queues = _queues(conn, job_id)
+    log = [line for line in (monitor.crawllogtail or "").split("\n") if line] if monitor is not None else []
+    if log_regex is not None:
+        log = [line for line in log if log_regex.search(line) is not None]
+    return {
+        "job_id": job.job_id, "state": JobStatus(job.status).name,
+        "reported_at": jsonable(monitor.tstamp) if monitor is not None else None,
+        "crawler": _crawler(monitor),
+        "controller": _controller(controller),
+        "downloaded": monitor.downloadedfilescount if monitor is not None else None,
+        "queued": monitor.queuedfilescount if monitor is not None else None,
+        "failed": None,
+        "bytes": monitor.totalbyteswritten if monitor is not None else None,
+        "rates": _rates(monitor),
+        "status_counts": None,
+        "queue_counts": {"total": monitor.totalqueuescount, "active": monitor.activequeuescount,
+                         "retired": monitor.retiredqueuescount, "exhausted": monitor.exhaustedqueuescount}
+        if monitor is not None else None,
+        "queues": [_queue_json(line) for line in queues],
+        "frontier_reported_at": jsonable(queues[0].tstamp) if queues else None,
+        "domains": [],
+        "holding_back": holding_back(job, monitor, controller, history, queues, rule, now),
+        "history": [_sample_json(sample) for sample in history],
+        "log": log[:log_lines],
+    }
+
+
+def _history(conn: Connection, job_id: int) -> list[Row[Any]]:
+    r = s.runningjobshistory
+    newest = conn.execute(select(r.c.tstamp, r.c.elapsedseconds, r.c.downloadedfilescount, r.c.queuedfilescount,
+                                 r.c.totalbyteswritten, r.c.currentprocessedkbpersec, r.c.currentprocesseddocspersec)
+                          .where(r.c.jobid == job_id).order_by(r.c.tstamp.desc()).limit(MAX_HISTORY_SAMPLES))
+    return list(reversed(list(newest)))
+
+
+def _queues(conn: Connection, job_id: int) -> list[Row[Any]]:
+    f = s.frontierreportmonitor
+    return list(conn.execute(select(f).where(f.c.jobid == job_id)
+                             .order_by(f.c.currentsize.desc(), f.c.domainname).limit(MAX_QUEUES)))
+
+
+def _crawler(monitor: Row[Any] | None) -> dict[str, Any] | None:
+    if monitor is None:
+        return None
+    status = CRAWL_PROGRESS_STATUSES[monitor.status] if monitor.status is not None and \
+        0 <= monitor.status < len(CRAWL_PROGRESS_STATUSES) else None
+    return {"status": status, "progress": monitor.progress, "elapsed_seconds": monitor.elapsedseconds,
+            "alerts": monitor.alertscount, "threads": monitor.activetoecount,
+            "console_url": monitor.hosturl if monitor.isheritrixconsole else None}
+
+
+def _controller(row: Row[Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {"id": row.controller_id, "host": row.host, "last_heartbeat": jsonable(row.last_heartbeat),
+            "paused": bool(row.paused), "pause_reason": row.pause_reason, "free_disk_bytes": row.free_disk_bytes}
+
+
+def _rates(monitor: Row[Any] | None) -> dict[str, Any] | None:
+    if monitor is None:
+        return None
+    # Heritrix reports KiB per second; the monitor columns keep NetarchiveSuite's names ("kb")
+    return {"bytes_per_second": {"now": (monitor.currentprocessedkbpersec or 0) * 1024,
+                                 "average": (monitor.processedkbpersec or 0) * 1024},
+            "documents_per_second": {"now": monitor.currentprocesseddocspersec,
+                                     "average": monitor.processeddocspersec}}
+
+
+def queue_state(line: Row[Any]) -> str:
+    """A frontier-report queue's state from its figures (Heritrix's rules: a queue whose spend reached its
+    budget is retired, an empty one exhausted, one with a wake time snoozed on politeness)."""
+    if 0 <= line.totalbudget <= line.totalspend:
+        return "retired"
+    if line.currentsize == 0:
+        return "exhausted"
+    if line.waketime:
+        return "snoozed"
+    return "active"
+
+
+def _queue_json(line: Row[Any]) -> dict[str, Any]:
+    return {"queue": line.domainname, "state": queue_state(line), "current_size": line.currentsize,
+            "total_enqueues": line.totalenqueues, "total_spend": line.totalspend, "total_budget": line.totalbudget,
+            "session_balance": line.sessionbalance, "error_count": line.errorcount, "wakes_in": line.waketime or None,
+            "last_peek_uri": line.lastpeekuri, "last_queued_uri": line.lastqueueduri}
+
+
+def _sample_json(sample: Row[Any]) -> dict[str, Any]:
+    return {"at": jsonable(sample.tstamp), "elapsed_seconds": sample.elapsedseconds,
+            "downloaded": sample.downloadedfilescount, "queued": sample.queuedfilescount,
+            "bytes": sample.totalbyteswritten, "bytes_per_second": (sample.currentprocessedkbpersec or 0) * 1024,
+            "documents_per_second": sample.currentprocesseddocspersec}
+
+
+# ---------------------------------------------------------------- why is it slow or stalled?
+def holding_back(job: Row[Any], monitor: Row[Any] | None, controller: Row[Any] | None, history: Sequence[Row[Any]],
+                 queues: Sequence[Row[Any]], rule: LostControllerRule, now: datetime) -> list[dict[str, str]]:
+    """What holds a STARTED job back, each reason a sentence with its figures; [] for any other job."""
+    if job.status != JobStatus.STARTED:
+        return []
+    reasons = _controller_reasons(job, controller, rule, now)
+    if monitor is None:
+        started = f" at {utc_text(job.startdate)}" if job.startdate is not None else ""
+        reasons.append(_reason("no_progress_report", f"No progress report has arrived since the job started"
+                                                     f"{started}: the crawler may still be starting."))
+        return reasons
+    status = CRAWL_PROGRESS_STATUSES[monitor.status] if monitor.status is not None and \
+        0 <= monitor.status < len(CRAWL_PROGRESS_STATUSES) else None
+    if status == "CRAWLER_PAUSED":
+        reasons.append(_reason("crawler_paused", f"The crawler is paused (reported {utc_text(monitor.tstamp)}): "
+                                                 f"it fetches nothing until it is resumed."))
+    elif status == "CRAWLER_PAUSING":
+        reasons.append(_reason("crawler_pausing", f"The crawler is pausing (reported {utc_text(monitor.tstamp)}): "
+                                                  f"it finishes the URIs in hand and then fetches nothing."))
+    reasons += _queue_reasons(monitor, queues)
+    stalled = _no_progress(monitor, history)
+    if stalled is not None:
+        reasons.append(stalled)
+    return reasons
+
+
+def _reason(reason: str, text: str) -> dict[str, str]:
+    return {"reason": reason, "text": text}
+
+
+def _controller_reasons(job: Row[Any], controller: Row[Any] | None, rule: LostControllerRule,
+                        now: datetime) -> list[dict[str, str]]:
+    if job.controller is None:
+        return []
+    reasons = []
+    heartbeat = controller.last_heartbeat if controller is not None else None
+    interval = controller.heartbeat_interval if controller is not None else None
+    since = last_sign_of_life(heartbeat, job.startdate)
+    limit = rule.silence_limit(interval)
+    if job.interrupted or rule.is_lost(since, interval, now):
+        silent = f"silent since {utc_text(since)}, {duration_text((now - since).total_seconds())}" if since else \
+            "never heard from"
+        reasons.append(_reason("controller_lost", f"Controller {job.controller} is lost: {silent} (lost after "
+                                                  f"{duration_text(limit.total_seconds())} of silence); the figures "
+                                                  f"are as it last reported them."))
+    elif since is not None and now - since > limit / rule.lost_after_heartbeats * SILENT_AFTER_HEARTBEATS:
+        reasons.append(_reason("controller_silent", f"Controller {job.controller} has been silent for "
+                                                    f"{duration_text((now - since).total_seconds())} since "
+                                                    f"{utc_text(since)}; it counts as lost after "
+                                                    f"{duration_text(limit.total_seconds())}."))
+    if controller is not None and controller.paused:
+        reasons.append(_reason("controller_paused", f"Controller {job.controller} is paused: "
+                                                    f"{controller.pause_reason or 'no reason given'}."))
+    return reasons
+
+
+def _queue_reasons(monitor: Row[Any], queues: Sequence[Row[Any]]) -> list[dict[str, str]]:
+    queued = monitor.queuedfilescount or 0
+    if queued <= 0:
+        return []
+    reasons = []
+    if (monitor.activequeuescount or 0) == 0:
+        reasons.append(_reason("no_active_queues", f"No queue is active while {queued:,} URIs are queued: of "
+                                                   f"{monitor.totalqueuescount or 0:,} queues "
+                                                   f"{monitor.retiredqueuescount or 0:,} are retired (their budget "
+                                                   f"is spent) and {monitor.exhaustedqueuescount or 0:,} exhausted "
+                                                   f"(reported {utc_text(monitor.tstamp)})."))
+    waiting = [line for line in queues if line.currentsize > 0 and queue_state(line) != "exhausted"]
+    snoozed = [line for line in waiting if queue_state(line) == "snoozed"]
+    if waiting and len(snoozed) == len(waiting):
+        soonest = min(snoozed, key=lambda line: _wake_seconds(line.waketime))
+        reasons.append(_reason("all_snoozed", f"All {len(snoozed)} queues of the frontier report that hold URIs "
+                                              f"are snoozed on politeness, the soonest ({soonest.domainname}) "
+                                              f"waking in {soonest.waketime} (report of {utc_text(soonest.tstamp)}): "
+                                              f"the crawler waits between fetches from the same host."))
+    return reasons
+
+
+def _wake_seconds(text: str) -> float:
+    """Heritrix's wake time "1m2s250ms" in seconds (an unreadable one sorts last)."""
+    total, number = 0.0, ""
+    units = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char.isdigit() or char == ".":
+            number += char
+            i += 1
+            continue
+        unit = "ms" if text.startswith("ms", i) else char
+        if unit not in units or not number:
+            return float("inf")
+        total += float(number) * units[unit]
+        number = ""
+        i += len(unit)
+    return total if not number else float("inf")
+
+
+def _no_progress(monitor: Row[Any], history: Sequence[Row[Any]]) -> dict[str, str] | None:
+    recent = history[-NO_PROGRESS_SAMPLES:]
+    if len(recent) < NO_PROGRESS_SAMPLES:
+        return None
+    counts = {sample.downloadedfilescount for sample in recent} | {monitor.downloadedfilescount}
+    if len(counts) != 1:
+        return None
+    since = recent[0].tstamp
+    span = (monitor.tstamp - since) if monitor.tstamp is not None else timedelta(0)
+    return _reason("no_progress", f"No URI downloaded since {utc_text(since)} ({duration_text(span.total_seconds())}): "
+                                  f"the count stayed at {monitor.downloadedfilescount:,} across the last "
+                                  f"{len(recent)} progress samples and the newest report.")
+
+
+# ---------------------------------------------------------------- route
+@blueprint.get("/jobs/<int:job_id>/live")
+@takes(*LIVE_PARAMETERS)
+@require(READ)
+def job_live_view(job_id: int) -> Any:
+    """A job while it runs: figures, rates, progress samples, busiest queues, what holds it back, crawl-log lines.
+
+    Filled from what the scheduler receives while the job runs; fields it cannot fill are null or [], and
+    the response schema says why for each."""
+    lines = parse_log_lines(query("log_lines"))
+    regex = parse_log_regex(query("log_regex"))
+    with database().connect() as conn:
+        return job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow(), log_lines=lines,
+                        log_regex=regex)
