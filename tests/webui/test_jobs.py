@@ -290,7 +290,7 @@ def test_running_and_waiting_pages(login, webui_engine):
     running = client.get("/status/running").get_data(as_text=True)
     assert "42.5 %" in running and "1,234" in running and "5.6 KB" in running
     detail = client.get("/status/jobs/1").get_data(as_text=True)
-    assert "42.5 % at" in detail and "1234 downloaded" in detail
+    assert "42.5 %" in detail and "1,234" in detail and 'data-live-url="/api/v1/jobs/1/live"' in detail
     waiting = client.get("/status/waiting").get_data(as_text=True)
     assert "next run at 2026-04-01 &lt;soon&gt;" in waiting
 

@@ -22,12 +22,15 @@ from sqlalchemy import select
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
 from harvestdef.errors import HarvestSuiteError, PatternError
+from harvestdef.model.controllers import LostControllerRule
 from harvestdef.model.status import JobStatus
 from harvestdef.patterns import compile_pattern
 from webui.api.core import encode_cursor
 from webui.api.errors import ApiError, translate
-from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters
+from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters, jobs_of_domain, parse_domain
+from webui.api.live import job_live
 from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
 from webui.status import blueprint
@@ -96,17 +99,27 @@ def _back_to_list() -> str:
 @blueprint.get("/running")
 @require(READ)
 def running() -> Any:
-    """STARTED jobs with their latest progress report (runningjobsmonitor)."""
+    """STARTED jobs with their latest progress report (runningjobsmonitor); with ?domain=, those harvesting
+    that domain (NetarchiveSuite's FindRunningJobQuery, as the API's ?status=STARTED&domain=)."""
     j, m = s.jobs, s.runningjobsmonitor
+    typed = (request.args.get("domain") or "").strip()
+    error = None
+    statement = (select(j.c.job_id, j.c.channel, j.c.controller, j.c.startdate, j.c.interrupted, m.c.harvestname,
+                        m.c.hosturl, m.c.isheritrixconsole, m.c.progress, m.c.downloadedfilescount,
+                        m.c.queuedfilescount, m.c.totalbyteswritten, m.c.currentprocessedkbpersec,
+                        m.c.elapsedseconds, m.c.alertscount, m.c.activequeuescount, m.c.tstamp)
+                 .select_from(j.join(m, m.c.jobid == j.c.job_id, isouter=True))
+                 .where(j.c.status == int(JobStatus.STARTED)).order_by(j.c.job_id))
     with database().connect() as conn:
-        rows = list(conn.execute(
-            select(j.c.job_id, j.c.channel, j.c.controller, j.c.startdate, j.c.interrupted, m.c.harvestname,
-                   m.c.hosturl, m.c.progress, m.c.downloadedfilescount, m.c.queuedfilescount,
-                   m.c.totalbyteswritten, m.c.currentprocessedkbpersec, m.c.elapsedseconds, m.c.alertscount,
-                   m.c.activequeuescount, m.c.tstamp)
-            .select_from(j.join(m, m.c.jobid == j.c.job_id, isouter=True))
-            .where(j.c.status == int(JobStatus.STARTED)).order_by(j.c.job_id)))
-    return render_template("status/running.html", jobs=rows)
+        try:
+            domain = parse_domain(typed)
+            if domain is not None:
+                statement = statement.where(j.c.job_id.in_(jobs_of_domain(conn, domain)))
+            rows = list(conn.execute(statement))
+        except ApiError as exc:
+            rows, error = [], exc.message
+    return render_template("status/running.html", jobs=rows, domain=typed, error=error,
+                           poll_interval=settings().webui.livePollInterval)
 
 
 @blueprint.get("/waiting")
@@ -125,18 +138,20 @@ def waiting() -> Any:
 @blueprint.get("/jobs/<int:job_id>")
 @require(READ)
 def job(job_id: int) -> Any:
-    """One job: limits, configurations, seeds, template, errors, archive files, crawl-log search."""
-    m = s.runningjobsmonitor
+    """One job: limits, configurations, seeds, template, errors, archive files, crawl-log search; while it runs,
+    its live figures (webui/api/live.py), which the page's script (static/live.js) keeps up to date."""
     with database().connect() as conn:
         detail = job_detail(conn, job_id)
-        progress = conn.execute(select(m).where(m.c.jobid == job_id).order_by(m.c.tstamp.desc()).limit(1)).first()
+        live = job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow()) \
+            if detail["status"] == JobStatus.STARTED.name else None
     domain = (request.args.get("domain") or "").strip().lower()
     pattern = request.args.get("regex") or ""
     search = None
     if domain or pattern:
         search = search_crawl_log(detail, domain, pattern)
-    return render_template("status/job.html", job=detail, progress=progress, search=search, domain=domain,
-                           pattern=pattern, limit=MAX_CRAWL_LOG_MATCHES)
+    return render_template("status/job.html", job=detail, live=live, search=search, domain=domain,
+                           pattern=pattern, limit=MAX_CRAWL_LOG_MATCHES,
+                           poll_interval=settings().webui.livePollInterval)
 
 
 @blueprint.get("/jobs/<int:job_id>/files/<path:name>")
