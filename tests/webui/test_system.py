@@ -80,7 +80,7 @@ def test_the_system_page_shows_harvesters_queues_and_the_scheduler(app, login, w
     assert "paused: disk &lt;full&gt;" in page
     # the lost controller's row stands out and says how old its last heartbeat is; the other's does not
     assert '<tr id="controller-ctl-2" class="lost"><td>ctl-2' in page and "(2 h ago)" in page and ">lost</span>" in page
-    assert "<tr><td>ctl-1" in page
+    assert '<tr id="controller-ctl-1"><td>ctl-1' in page
     assert "<tr><td>FOCUSED</td><td class=\"number\">2</td></tr>" in page
     assert "<tr><td>SNAPSHOT</td><td class=\"number\">0</td></tr>" in page
     assert "sched-host:4242" in page and "valid until" in page
