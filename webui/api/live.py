@@ -300,14 +300,15 @@ def _queue_reasons(monitor: Row[Any], queues: Sequence[Row[Any]]) -> list[dict[s
                                                    f"{monitor.retiredqueuescount or 0:,} are retired (their budget "
                                                    f"is spent) and {monitor.exhaustedqueuescount or 0:,} exhausted "
                                                    f"(reported {utc_text(monitor.tstamp)})."))
-    waiting = [line for line in queues if line.currentsize > 0 and queue_state(line) != "exhausted"]
+    # the queues that could be fetched from: not exhausted, not retired over their budget
+    waiting = [line for line in queues if queue_state(line) in ("active", "snoozed")]
     snoozed = [line for line in waiting if queue_state(line) == "snoozed"]
     if waiting and len(snoozed) == len(waiting):
         soonest = min(snoozed, key=lambda line: _wake_seconds(line.waketime))
-        reasons.append(_reason("all_snoozed", f"All {len(snoozed)} queues of the frontier report that hold URIs "
-                                              f"are snoozed on politeness, the soonest ({soonest.domainname}) "
-                                              f"waking in {soonest.waketime} (report of {utc_text(soonest.tstamp)}): "
-                                              f"the crawler waits between fetches from the same host."))
+        reasons.append(_reason(
+            "all_snoozed", f"All {len(snoozed)} queues of the frontier report that can be fetched from are snoozed "
+                           f"on politeness, the soonest ({soonest.domainname}) waking in {soonest.waketime} (report "
+                           f"of {utc_text(soonest.tstamp)}): the crawler waits between fetches from the same host."))
     return reasons
 
 
