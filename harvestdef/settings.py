@@ -335,9 +335,9 @@ class WebuiSettings:
     secureCookies: bool = setting("harvestsuite.webui.secureCookies", False,
                                   "send the session cookie over HTTPS only (true behind a TLS reverse proxy)")
     pageSize: int = setting("harvestsuite.webui.pageSize", 50, "rows per page of a list")
-    livePollInterval: float = setting("harvestsuite.webui.livePollInterval", 5.0,
-                                      "seconds between the updates a running job's page and the running jobs "
-                                      "page fetch while they are open")
+    livePollIntervalMs: int = setting("harvestsuite.webui.livePollIntervalMs", 5000,
+                                      "milliseconds between the updates a running job's page and the running "
+                                      "jobs page fetch while they are open")
     host: str = setting("harvestsuite.webui.host", "127.0.0.1", "address the web UI listens on")
     port: int = setting("harvestsuite.webui.port", 8080, "port the web UI listens on")
     threads: int = setting("harvestsuite.webui.threads", 16, "requests the web UI serves at once")

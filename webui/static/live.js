@@ -1,6 +1,6 @@
 // Keeps the live parts of two pages up to date without reloading them, with no library:
 // - a running job's page (#live, webui/status/templates/status/_live.html): fetches
-//   GET /api/v1/jobs/{id}/live every data-poll-seconds and fills the elements named by data-live; it stops
+//   GET /api/v1/jobs/{id}/live every data-poll-ms and fills the elements named by data-live; it stops
 //   once the job is no longer STARTED, because then nothing changes any more until its final report.
 // - the running jobs page (#running-jobs): fetches the page itself and swaps in its table body, so the
 //   list and its figures are rendered by one template only.
@@ -149,7 +149,7 @@
 
   function pollJob(section) {
     const url = section.dataset.liveUrl;
-    const period = 1000 * Number(section.dataset.pollSeconds || 5);
+    const period = Number(section.dataset.pollMs || 5000);
     const tick = () => {
       fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
         .then(response => response.ok ? response.json() : Promise.reject(new Error("HTTP " + response.status)))
@@ -173,7 +173,7 @@
   }
 
   function pollRunning(table) {
-    const period = 1000 * Number(table.dataset.pollSeconds || 5);
+    const period = Number(table.dataset.pollMs || 5000);
     const tick = () => {
       fetch(window.location.href, {credentials: "same-origin", headers: {Accept: "text/html"}})
         .then(response => response.ok ? response.text() : Promise.reject(new Error("HTTP " + response.status)))

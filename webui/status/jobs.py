@@ -119,7 +119,7 @@ def running() -> Any:
         except ApiError as exc:
             rows, error = [], exc.message
     return render_template("status/running.html", jobs=rows, domain=typed, error=error,
-                           poll_interval=settings().webui.livePollInterval)
+                           poll_interval=settings().webui.livePollIntervalMs)
 
 
 @blueprint.get("/waiting")
@@ -151,7 +151,7 @@ def job(job_id: int) -> Any:
         search = search_crawl_log(detail, domain, pattern)
     return render_template("status/job.html", job=detail, live=live, search=search, domain=domain,
                            pattern=pattern, limit=MAX_CRAWL_LOG_MATCHES,
-                           poll_interval=settings().webui.livePollInterval)
+                           poll_interval=settings().webui.livePollIntervalMs)
 
 
 @blueprint.get("/jobs/<int:job_id>/files/<path:name>")

@@ -1,0 +1,101 @@
+"""A running job's page and the running jobs page in Debian's chromium: the figures the scheduler's intake
+records after the page was loaded appear on it without a reload (static/live.js polling), and the page
+stops polling once the job has ended."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harvestdef.db.engine import open_engine
+from harvestdef.db.types import utcnow
+from harvestdef.messages import CrawlStatus
+from harvestdef.model.status import JobStatus
+from harvestdef.queues import open_transport
+from harvestdef.settings import QueueSettings
+from scheduler.dispatch import Dispatcher, DispatchOptions
+from scheduler.handlers import MessageHandlers
+from scheduler.intake import StatusIntake
+from scheduler.notify import Notifier
+from tests.scheduler.test_intake import NAMES, claim, job, one_job, ready, register
+from tests.webui.browser import ServedWebui, launch_chromium, log_in, require_browser, screenshot
+from tests.webui.test_live_job import CONTROLLER, LINE, Crawl, queue
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def crawl_served(tmp_path: Path) -> Iterator[tuple[ServedWebui, Crawl]]:
+    """A web UI polling every half second, and a STARTED job on its database reported through the intake."""
+    with ServedWebui(tmp_path, users=("curator",), settings={"harvestsuite.webui.livePollIntervalMs": "500"}) as webui:
+        engine = open_engine(f"sqlite:///{tmp_path / 'harvest.db'}")
+        transport = open_transport(QueueSettings(url=f"sqlite:///{tmp_path / 'queue.db'}", environmentName="UNIT"))
+        try:
+            handle = MessageHandlers(engine, transport, Dispatcher(NAMES, DispatchOptions()),
+                                     StatusIntake(Notifier(), history_sample_rate=1)).carry_out_one
+            job_id, _ = one_job(engine, domains=(("a.dk", 1000, -1), ("københavn.dk", 1000, -1)))
+            register(handle, CONTROLLER)
+            assert ready(handle, CONTROLLER) == job_id
+            attempt = job(engine, job_id).attempt_id
+            assert claim(handle, job_id, attempt, CONTROLLER).granted
+            handle(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id=CONTROLLER, status=JobStatus.STARTED))
+            yield webui, Crawl(job_id, attempt, handle)
+        finally:
+            transport.close()
+            engine.dispose()
+
+
+def test_the_running_job_page_follows_the_crawl_without_a_reload(browser, crawl_served, tmp_path):
+    webui, crawl = crawl_served
+    start = utcnow()
+    crawl.heartbeat(start)
+    crawl.progress(start - timedelta(seconds=20), downloaded_files=3, queued_files=40, elapsed_seconds=40)
+    crawl.progress(start, downloaded_files=10, queued_files=90, crawl_log_tail=[LINE.format(1, 1)])
+    crawl.frontier(start, queue("a.dk", 7), queue("www.københavn.dk", 30, wake="1s250ms"))
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=webui.url)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        log_in(page, webui.url, "curator")
+        page.goto(f"/status/jobs/{crawl.job_id}")
+        assert page.locator('[data-live="downloaded"]').inner_text() == "10"
+        page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
+
+        crawl.heartbeat(utcnow())
+        crawl.progress(utcnow() + timedelta(seconds=10), downloaded_files=1234, queued_files=80, elapsed_seconds=70,
+                       active_queues=0, crawl_log_tail=[LINE.format(2, 2), LINE.format(1, 1)])
+        page.wait_for_function("document.querySelector('[data-live=\"downloaded\"]').textContent === '1,234'")
+        assert page.evaluate("window.loadedOnce") is True
+        assert "page2" in page.locator('[data-live="log"]').inner_text()
+        assert page.locator('[data-reason="no_active_queues"]').count() == 1
+        assert page.locator('svg[data-live="chart"] polyline').count() == 2
+        screenshot(page, tmp_path, "live-job")
+
+        page.goto("/status/running")
+        page.evaluate("window.loadedOnce = true")
+        crawl.progress(utcnow() + timedelta(seconds=20), downloaded_files=5678)
+        page.wait_for_function("document.querySelector('#running-jobs [data-field=\"downloaded\"]')"
+                               ".textContent.trim() === '5,678'")
+        assert page.evaluate("window.loadedOnce") is True
+        page.get_by_label("Domain").fill("xn--kbenhavn-54a.dk")
+        page.get_by_role("button", name="Find its running job").click()
+        page.wait_for_load_state()
+        assert page.locator(f'#running-jobs tr[data-job="{crawl.job_id}"]').count() == 1
+        screenshot(page, tmp_path, "running-jobs-domain")
+    finally:
+        context.close()
