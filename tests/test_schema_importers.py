@@ -36,6 +36,7 @@ MAY_IMPORT_THE_SCHEMA = {
     "webui/api/history.py": "history and statistics read from the summary tables by index ranges",
     "webui/api/jobs.py": "the job list, keyset-paged, joined with its harvest's name",
     "webui/api/openapi.py": "column lengths of the API's request schemas",
+    "webui/api/live.py": "a running job's monitor rows, progress samples, frontier report and controller heartbeat",
     "webui/api/system.py": "the controllers, queue depths and scheduler liveness of the System page",
     "webui/definitions/domains.py": "the active crawl templates' names for the forms' choices",
     "webui/history/views.py": "the harvest definitions' names for the index page",
