@@ -295,10 +295,11 @@ def _queue_reasons(monitor: Row[Any], queues: Sequence[Row[Any]]) -> list[dict[s
         return []
     reasons = []
     if (monitor.activequeuescount or 0) == 0:
+        retired, exhausted = monitor.retiredqueuescount or 0, monitor.exhaustedqueuescount or 0
         reasons.append(_reason("no_active_queues", f"No queue is active while {queued:,} URIs are queued: of "
                                                    f"{monitor.totalqueuescount or 0:,} queues "
-                                                   f"{monitor.retiredqueuescount or 0:,} are retired (their budget "
-                                                   f"is spent) and {monitor.exhaustedqueuescount or 0:,} exhausted "
+                                                   f"{retired:,} {'is' if retired == 1 else 'are'} retired (their "
+                                                   f"budget is spent) and {exhausted:,} exhausted "
                                                    f"(reported {utc_text(monitor.tstamp)})."))
     # the queues that could be fetched from: not exhausted, not retired over their budget
     waiting = [line for line in queues if queue_state(line) in ("active", "snoozed")]
