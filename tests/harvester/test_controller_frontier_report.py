@@ -11,8 +11,11 @@ from sqlalchemy import select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
+from harvestdef.repositories.users import UserRepository
 from tests.engine.site import TestSite
 from tests.harvester.conftest import FINAL
+from tests.webui.conftest import PASSWORD, csrf_of
+from webui import create_app
 
 
 @pytest.fixture
@@ -53,3 +56,36 @@ def test_frontier_reports_of_a_running_crawl_reach_frontierreportmonitor(harvest
     # the job's end takes its rows off the monitor
     with h.engine.connect() as conn:
         assert conn.execute(select(f).where(f.c.jobid == job.job_id)).all() == []
+
+
+def test_the_live_view_of_a_running_crawl_shows_its_newest_crawl_log_lines(harvesting):
+    """The job page's live figures come from the running crawler through CrawlProgress: the crawl-log lines
+    the live endpoint shows are the engine's own, read while the job is STARTED."""
+    h = harvesting()
+    harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
+    with h.engine.begin() as conn:
+        UserRepository(conn).create("archivist", "archivist", password=PASSWORD)
+    client = create_app(h.settings(), h.engine, {"TESTING": True}).test_client()
+    assert client.post("/login", data={"name": "archivist", "password": PASSWORD,
+                                       "csrf_token": csrf_of(client)}).status_code == 302
+    h.start_scheduler()
+    controller = h.start_controller()
+    lines: list[str] = []
+    fetched: list[str] = []  # lines of pages (not of the dns: prerequisite) seen while the job ran
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not fetched:
+        jobs = h.jobs(harvest_id)
+        started = [job for job in jobs if JobStatus(job.status) == JobStatus.STARTED]
+        if started:
+            answer = client.get(f"/api/v1/jobs/{started[0].job_id}/live", query_string={"log_regex": "kulturarv"})
+            assert answer.status_code == 200, answer.get_json()
+            lines = answer.get_json()["log"]
+            fetched = [line for line in lines if line.split()[3].startswith("http://www.kulturarv.dk")]
+        if jobs and all(JobStatus(job.status) in FINAL for job in jobs):
+            break
+        time.sleep(0.2)
+    assert fetched, f"the live view showed no page's crawl-log line while the job ran:\n{controller.text()[-3000:]}"
+    # crawl.log lines as the engine writes them: a timestamp, a status, a size, then the URI
+    assert all("kulturarv.dk" in line for line in lines)
+    (job,) = h.wait_for_jobs(harvest_id)
+    assert JobStatus(job.status) == JobStatus.DONE, (job, controller.text()[-3000:])
