@@ -6,10 +6,12 @@ on purpose: SIGTERM (the engine checkpoints and terminates its crawls, closing e
 after a grace time. Its standard input is a pipe the controller holds open and never writes to, and it
 runs with ``--stop-when-stdin-closes``: a controller that dies without stopping it (SIGKILL, the OOM killer)
 closes the pipe by dying, and the engine stops as at SIGTERM, so no orphan crawls a job the scheduler
-may give to another controller (harvester/engine/cli.py says why a pipe). Its jobs directory is ``<serverDir>/engine``; its pid goes to ``<serverDir>/engine.pid``
-so that a controller started after a SIGKILL first stops the engine its predecessor left running, if it is
-still stopping (or was started without the pipe). Its
-output goes to ``<serverDir>/engine.out`` and ``engine.err``; the URL it listens on is read from the former.
+may give to another controller (harvester/engine/cli.py says why a pipe).
+
+Its jobs directory is ``<serverDir>/engine``; its pid goes to ``<serverDir>/engine.pid`` so that a
+controller started after a SIGKILL first stops the engine its predecessor left running, if it is still
+stopping (or was started without the pipe). Its output goes to ``<serverDir>/engine.out`` and
+``engine.err``; the URL it listens on is read from the former.
 Credentials reach it in a file readable only by the owner, never on its command line.
 """
 
