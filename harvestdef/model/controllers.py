@@ -13,6 +13,17 @@ The job of a lost controller stays STARTED with the interrupted mark; the contro
 comes back. Only once it has been silent ``resubmit_lost_after`` seconds (and is lost) is the job
 resubmitted, so a harvest is not stuck behind a controller that never returns; 0 never resubmits.
 
+A controller can also come back without its job: its job directory was lost (a disk replaced, a fresh
+host under the same controller id), so its heartbeats name other work or none, it is not lost, and the job
+would stay STARTED with nothing crawling it until jobtimeouttime. Such a job is resubmitted as a lost
+one's is (``has_left_job``) once a heartbeat sent more than claimGraceTime after the later of the job's
+start and the controller's registration still does not name the job's attempt. Counted from the
+registration because a controller that starts again first post-processes and reports its leftovers
+(sending no heartbeat), then registers, sends its first heartbeat naming no job, and only then claims its
+checkpointed crawl again to resume it (an answer within answerTimeout, 30 s by default); from then on its
+heartbeats name the job. claimGraceTime (120 s by default) covers that step, as it covers the step from a
+grant to the first heartbeat naming a SUBMITTED job.
+
 One rule for the scheduler's supervision, the System page and the restart check, so they never
 disagree about who is lost.
 """
@@ -63,4 +74,16 @@ def last_sign_of_life(last_heartbeat: datetime | None, startdate: datetime | Non
     return max(known) if known else None
 
 
-__all__ = ["LostControllerRule", "last_sign_of_life"]
+def has_left_job(attempt_id: str, held_attempt_id: str | None, heartbeat: datetime | None,
+                 since: list[datetime | None], grace: timedelta) -> bool:
+    """True if the controller holding a STARTED job's claim no longer holds it: its newest heartbeat, sent at
+    ``heartbeat``, names another attempt or none (``held_attempt_id``; attempt ids are unique across jobs)
+    and was sent more than ``grace`` after the latest of ``since`` (the job's start, the controller's
+    registration: moments after which it may take that long to name the job)."""
+    if heartbeat is None or held_attempt_id == attempt_id:
+        return False
+    known = [moment for moment in since if moment is not None]
+    return not known or heartbeat > max(known) + grace
+
+
+__all__ = ["LostControllerRule", "has_left_job", "last_sign_of_life"]
