@@ -6,21 +6,11 @@ RabbitMQ, the real controller and the bundled engine."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from tests.harvester.test_controller_failures import crawled_lines, job_directory, slow_template, wait_for
-from tests.harvester.test_lost_controller import job_row
+from tests.harvester.test_lost_controller import is_running, job_row
 
 ENGINE_EXIT_SECONDS = 15  # pause (a fetch in flight at 0.7 s politeness), checkpoint, terminate, exit
-
-
-def is_running(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie nobody reaped yet (its parent is the killed controller) has ended."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def test_the_engine_of_a_killed_controller_checkpoints_its_crawl_and_exits(harvesting):
