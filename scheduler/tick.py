@@ -10,8 +10,8 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    stays lost past resubmitLostAfter, the job is resubmitted (STARTED -> RESUBMITTED as CONTROLLER_LOST,
    audited, with a ``resubmitted`` job event), so the harvest is not stuck: the old attempt is never
    granted again, and its controller's late report of it is never taken (scheduler.intake, dispatch). A
-   STARTED job whose controller came back without it (its heartbeats, claimGraceTime after the job's start
-   and the controller's registration, name other work or none: harvestdef.model.controllers.has_left_job)
+   STARTED job whose controller came back without it (registered again since the job started, its
+   heartbeats claimGraceTime later name other work or none: harvestdef.model.controllers.has_left_job)
    is resubmitted the same way at once: nothing crawls it, and nothing will report it. A job granted to a
    controller that, in a heartbeat sent after the grant and claimGraceTime later, reports other work or
    none is resubmitted: its attempt cannot run any more, because a resubmitted job is never granted
@@ -294,13 +294,11 @@ class Ticker:
         has left the job (has_left_job); None while it may still hold it."""
         j, h = s.jobs, s.harvesters
         row = conn.execute(
-            select(j.c.startdate, j.c.claimed_at, h.c.registered_at, h.c.last_heartbeat, h.c.current_job_id,
-                   h.c.current_attempt_id)
+            select(j.c.startdate, h.c.registered_at, h.c.last_heartbeat, h.c.current_job_id, h.c.current_attempt_id)
             .select_from(j.join(h, h.c.controller_id == j.c.controller))
             .where(j.c.job_id == job_id, j.c.status == int(JobStatus.STARTED), j.c.attempt_id == attempt_id)).first()
-        if row is None or not has_left_job(attempt_id, row.current_attempt_id, row.last_heartbeat,
-                                           [row.startdate, row.claimed_at, row.registered_at],
-                                           timedelta(seconds=self.options.claim_grace_time)):
+        if row is None or not has_left_job(attempt_id, row.current_attempt_id, row.last_heartbeat, row.startdate,
+                                           row.registered_at, timedelta(seconds=self.options.claim_grace_time)):
             return None
         return f"job {row.current_job_id}" if row.current_job_id is not None else "no job"
 

@@ -221,3 +221,14 @@ def test_a_silent_controller_is_judged_by_the_lost_rule_alone(engine, handlers, 
     tick = ticker(engine, notifier, resubmit_lost_after=0)
     report_ = supervise(tick, back + timedelta(seconds=3600))
     assert report_.resubmitted == {} and report_.interrupted == [job_id]
+
+
+def test_a_controller_stopped_at_a_checkpoint_keeps_its_job_until_it_starts_again(engine, handlers, notifier):  # noqa: F811
+    # Its last heartbeat at shutdown names no job; it has not registered since the job started.
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    stopped = utcnow() + timedelta(seconds=600)
+    heartbeat(handle, sent_at=stopped)
+    tick = ticker(engine, notifier, resubmit_lost_after=0)
+    assert supervise(tick, stopped + timedelta(seconds=1)).resubmitted == {}
+    assert job(engine, job_id).status == JobStatus.STARTED
