@@ -185,7 +185,9 @@ class SchedulerSettings:
                                "outage)")
     claimGraceTime: int = setting("harvestsuite.scheduler.claimGraceTime", 120,
                                   "seconds a job granted to a controller may stay unstarted while that "
-                                  "controller reports other work or none, before it is resubmitted")
+                                  "controller reports other work or none, before it is resubmitted; also the "
+                                  "seconds after a STARTED job's start and its controller's registration "
+                                  "before heartbeats naming other work or none have it resubmitted")
     leaderLeaseTime: int = setting("harvestsuite.scheduler.leaderLeaseTime", 60,
                                    "seconds the SQLite leader lock row stays valid without renewal")
     historySampleRate: int = setting("harvester.monitor.historySampleRate", 300,

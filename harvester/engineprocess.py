@@ -3,9 +3,15 @@
 The engine runs ``harvestsuite engine`` (``python -m harvester.engine.cli``) in its own process group and
 session, so a signal meant for the controller's terminal does not reach it, and the controller stops it
 on purpose: SIGTERM (the engine checkpoints and terminates its crawls, closing every WARC), then SIGKILL
-after a grace time. Its jobs directory is ``<serverDir>/engine``; its pid goes to ``<serverDir>/engine.pid``
-so that a controller started after a SIGKILL first stops the engine its predecessor left running. Its
-output goes to ``<serverDir>/engine.out`` and ``engine.err``; the URL it listens on is read from the former.
+after a grace time. Its standard input is a pipe the controller holds open and never writes to, and it
+runs with ``--stop-when-stdin-closes``: a controller that dies without stopping it (SIGKILL, the OOM killer)
+closes the pipe by dying, and the engine stops as at SIGTERM, so no orphan crawls a job the scheduler
+may give to another controller (harvester/engine/cli.py says why a pipe).
+
+Its jobs directory is ``<serverDir>/engine``; its pid goes to ``<serverDir>/engine.pid`` so that a
+controller started after a SIGKILL first stops the engine its predecessor left running, if it is still
+stopping (or was started without the pipe). Its output goes to ``<serverDir>/engine.out`` and
+``engine.err``; the URL it listens on is read from the former.
 Credentials reach it in a file readable only by the owner, never on its command line.
 """
 
@@ -123,12 +129,12 @@ class BundledEngine:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(f"{self.user}:{self.password}\n")
         command = [sys.executable, "-m", "harvester.engine.cli", "--jobs-dir", os.fspath(self.jobs_dir),
-                   "--port", str(self.port), "--bind", self.bind, "--auth", f"@{auth}"]
+                   "--port", str(self.port), "--bind", self.bind, "--auth", f"@{auth}", "--stop-when-stdin-closes"]
         if self.hosts_file:
             command += ["--hosts", self.hosts_file]
         out_path, err_path = self.server_dir / OUT_FILE, self.server_dir / ERR_FILE
         with open(out_path, "wb") as out, open(err_path, "ab") as err:
-            self._process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+            self._process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.PIPE,
                                              start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         (self.server_dir / PID_FILE).write_text(f"{self._process.pid}\n")
         deadline = time.monotonic() + self.start_timeout
@@ -163,6 +169,8 @@ class BundledEngine:
         """SIGTERM, then SIGKILL after a grace time; idempotent."""
         if self._process is not None and self._process.poll() is None:
             _stop_group(self._process.pid, STOP_GRACE_SECONDS, self._process)
+        if self._process is not None and self._process.stdin is not None:
+            self._process.stdin.close()
         (self.server_dir / PID_FILE).unlink(missing_ok=True)
         (self.server_dir / AUTH_FILE).unlink(missing_ok=True)
 

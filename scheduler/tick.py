@@ -10,9 +10,12 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    stays lost past resubmitLostAfter, the job is resubmitted (STARTED -> RESUBMITTED as CONTROLLER_LOST,
    audited, with a ``resubmitted`` job event), so the harvest is not stuck: the old attempt is never
    granted again, and its controller's late report of it is never taken (scheduler.intake, dispatch). A
-   job granted to a controller that, in a heartbeat sent after the grant and claimGraceTime later, reports
-   other work or none is resubmitted: its attempt cannot run any more, because a resubmitted job is never
-   granted again.
+   STARTED job whose controller came back without it (registered again since the job started, its
+   heartbeats claimGraceTime later name other work or none: harvestdef.model.controllers.has_left_job)
+   is resubmitted the same way at once: nothing crawls it, and nothing will report it. A job granted to a
+   controller that, in a heartbeat sent after the grant and claimGraceTime later, reports other work or
+   none is resubmitted: its attempt cannot run any more, because a resubmitted job is never granted
+   again.
 2. Deduplication indexes of runs with NEW jobs (scheduler.dedupindex). A run whose index is not ready
    gets it asked for, if nobody builds it now; its jobs wait, which the tick report and, for a selective
    harvest that waits for its next run, the harvest's state tell. A run whose jobs deduplicate against
@@ -55,7 +58,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import JobGenerationError, QueueError, StaleJobError, ValidationError
-from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
+from harvestdef.model.controllers import LostControllerRule, has_left_job, last_sign_of_life
 from harvestdef.model.definitions import RunOutlook
 from harvestdef.model.status import JobStatus, JobTransitionReason
 from harvestdef.queues import QueueNames, Transport
@@ -191,6 +194,7 @@ class Ticker:
                 report.timed_out.append(job_id)
 
             lost_jobs = self._mark_lost(conn, jobs, now, report)
+            left_jobs = self._find_left(conn)
 
             grace = now - timedelta(seconds=self.options.claim_grace_time)
             claimed = conn.execute(
@@ -210,6 +214,8 @@ class Ticker:
                 report.resubmitted[job_id] = new_job.job_id
         for job_id, attempt_id in lost_jobs:
             self._resubmit_lost(job_id, attempt_id, now, report)
+        for job_id, attempt_id in left_jobs:
+            self._resubmit_left(job_id, attempt_id, now, report)
         self._resubmit_lost_messages(now, report)
         for job_id in report.timed_out:
             self.notifier.notify(f"Job {job_id} failed", f"Job {job_id} was STARTED longer than jobtimeouttime "
@@ -282,6 +288,63 @@ class Ticker:
             f"The controller {job.controller} of job {job_id} is lost ({silent}) and did not come back within "
             f"resubmitLostAfter ({rule.resubmit_lost_after} s). Job {job_id} is RESUBMITTED, its attempt will "
             f"never be granted again, and job {new_job.job_id} harvests its domains.")
+
+    def _left_by(self, conn: Connection, job_id: int, attempt_id: str) -> str | None:
+        """What the controller holding STARTED ``job_id``'s claim reports instead of the job's attempt, if it
+        has left the job (has_left_job); None while it may still hold it."""
+        j, h = s.jobs, s.harvesters
+        row = conn.execute(
+            select(j.c.startdate, h.c.registered_at, h.c.last_heartbeat, h.c.current_job_id, h.c.current_attempt_id)
+            .select_from(j.join(h, h.c.controller_id == j.c.controller))
+            .where(j.c.job_id == job_id, j.c.status == int(JobStatus.STARTED), j.c.attempt_id == attempt_id)).first()
+        if row is None or not has_left_job(attempt_id, row.current_attempt_id, row.last_heartbeat, row.startdate,
+                                           row.registered_at, timedelta(seconds=self.options.claim_grace_time)):
+            return None
+        return f"job {row.current_job_id}" if row.current_job_id is not None else "no job"
+
+    def _find_left(self, conn: Connection) -> list[tuple[int, str]]:
+        """The STARTED jobs (job id, attempt id) whose controller has left them (``_left_by``)."""
+        j, h = s.jobs, s.harvesters
+        candidates = conn.execute(
+            select(j.c.job_id, j.c.attempt_id).select_from(j.join(h, h.c.controller_id == j.c.controller))
+            .where(j.c.status == int(JobStatus.STARTED), h.c.last_heartbeat.is_not(None),
+                   or_(h.c.current_attempt_id.is_(None), h.c.current_attempt_id != j.c.attempt_id))).all()
+        return [(job_id, attempt_id) for job_id, attempt_id in candidates
+                if self._left_by(conn, job_id, attempt_id) is not None]
+
+    def _resubmit_left(self, job_id: int, attempt_id: str, now: datetime, report: TickReport) -> None:
+        """Resubmit a STARTED job its controller came back without, in a transaction of its own, if that is
+        still so once its row is locked: a heartbeat naming it, or its report, that came meanwhile wins.
+        Audited, with a ``resubmitted`` job event and a notification, as a lost controller's job."""
+        try:
+            with write_transaction(self.engine) as conn:
+                jobs = JobRepository(conn)
+                job = jobs.find(job_id, with_documents=False, for_update=True)
+                if job is None or job.status != JobStatus.STARTED or job.attempt_id != attempt_id:
+                    return
+                instead = self._left_by(conn, job_id, attempt_id)
+                if instead is None:
+                    return
+                new_job = jobs.resubmit(job_id, self.generation.next_job_id, now,
+                                        reason=JobTransitionReason.CONTROLLER_LOST)
+                JobEventRepository(conn).record(
+                    job_id=job_id, attempt_id=attempt_id, controller_id=job.controller or "", kind=RESUBMITTED,
+                    checkpoint="", happened_at=now, received_at=now)
+                remove_monitor_rows(conn, job_id)
+        except (StaleJobError, ValidationError) as exc:
+            log.info("job %d was not resubmitted: %s", job_id, exc)  # it moved on meanwhile
+            return
+        log.warning("job %d: its controller %s is back without it, reporting %s for more than claimGraceTime "
+                    "(%d s); resubmitted as job %d", job_id, job.controller, instead, self.options.claim_grace_time,
+                    new_job.job_id)
+        report.resubmitted[job_id] = new_job.job_id
+        self.notifier.notify(
+            f"Job {job_id} resubmitted as job {new_job.job_id}",
+            f"The controller {job.controller} of job {job_id} is back without the job: its heartbeats report "
+            f"{instead}, more than claimGraceTime ({self.options.claim_grace_time} s) after the job started and "
+            f"the controller registered, so nothing crawls the job (its job directory was lost). Job {job_id} "
+            f"is RESUBMITTED, its attempt will never be granted again, and job {new_job.job_id} harvests its "
+            f"domains.")
 
     def _resubmit_lost_messages(self, now: datetime, report: TickReport) -> None:
         """A SUBMITTED job nobody claimed whose channel queue is empty has lost its message (an operator

@@ -13,6 +13,19 @@ The job of a lost controller stays STARTED with the interrupted mark; the contro
 comes back. Only once it has been silent ``resubmit_lost_after`` seconds (and is lost) is the job
 resubmitted, so a harvest is not stuck behind a controller that never returns; 0 never resubmits.
 
+A controller can also come back without its job: its job directory was lost (a disk replaced, a fresh
+host under the same controller id), so its heartbeats name other work or none, it is not lost, and the job
+would stay STARTED with nothing crawling it until jobtimeouttime. Such a job is resubmitted as a lost
+one's is (``has_left_job``) once the controller has registered again since the job started and a
+heartbeat sent more than claimGraceTime after that registration still does not name the job's attempt.
+Only a registration after the job's start counts: a controller stopped at a shutdown checkpoint sends a
+last heartbeat naming no job, and its job must wait for it to come back. Counted from the registration
+because a controller that starts again first post-processes and reports its leftovers
+(sending no heartbeat), then registers, sends its first heartbeat naming no job, and only then claims its
+checkpointed crawl again to resume it (an answer within answerTimeout, 30 s by default); from then on its
+heartbeats name the job. claimGraceTime (120 s by default) covers that step, as it covers the step from a
+grant to the first heartbeat naming a SUBMITTED job.
+
 One rule for the scheduler's supervision, the System page and the restart check, so they never
 disagree about who is lost.
 """
@@ -63,4 +76,16 @@ def last_sign_of_life(last_heartbeat: datetime | None, startdate: datetime | Non
     return max(known) if known else None
 
 
-__all__ = ["LostControllerRule", "last_sign_of_life"]
+def has_left_job(attempt_id: str, held_attempt_id: str | None, heartbeat: datetime | None,
+                 started: datetime | None, registered: datetime | None, grace: timedelta) -> bool:
+    """True if the controller holding a STARTED job's claim came back without it: it registered (started
+    again) after the job ``started``, and its newest heartbeat, sent at ``heartbeat`` more than ``grace``
+    after that registration, names another attempt or none (``held_attempt_id``; attempt ids are unique
+    across jobs). Only a controller that started again counts: one stopped at a shutdown checkpoint sends
+    a last heartbeat naming no job, and its job waits for it to come back and resume it."""
+    if heartbeat is None or started is None or registered is None or held_attempt_id == attempt_id:
+        return False
+    return registered > started and heartbeat > registered + grace
+
+
+__all__ = ["LostControllerRule", "has_left_job", "last_sign_of_life"]

@@ -9,8 +9,8 @@ A transition of the table either needs no reason or exactly one ``JobTransitionR
 is allowed only as STORED_AFTER_STORE_OUTAGE (a job reported FAILED because the archive store could not
 take its files, whose files were all stored later), never for a job that failed for anything else.
 STARTED -> RESUBMITTED is allowed only as CONTROLLER_LOST (its controller went silent and did not come
-back within resubmitLostAfter, harvestdef.model.controllers), never as an operator's action on a
-running job.
+back within resubmitLostAfter, or came back without the job, harvestdef.model.controllers), never as an
+operator's action on a running job.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ class JobTransitionReason(Enum):
     """Why a transition that needs a reason is made; the table names the one reason it accepts."""
 
     STORED_AFTER_STORE_OUTAGE = "the job's files were stored after an archive store outage"
-    CONTROLLER_LOST = "the job's controller was lost and did not come back within resubmitLostAfter"
+    CONTROLLER_LOST = ("the job's controller lost it: it went silent and did not come back within "
+                       "resubmitLostAfter, or it came back without the job")
 
     def __str__(self) -> str:
         return self.name
@@ -68,8 +69,9 @@ _LOST = JobTransitionReason.CONTROLLER_LOST
 #   FAILED -> RESUBMITTED       an operator's restart (the copy carries continuationof)
 #   FAILED <-> FAILED_REJECTED  an operator's reject / unreject
 #   STARTED -> FAILED           the job timeout supervisor
-#   STARTED -> RESUBMITTED      the scheduler's supervision: the controller was lost too long (only with
-#                               that reason); the attempt is never granted again, its report never taken
+#   STARTED -> RESUBMITTED      the scheduler's supervision: the controller was lost too long, or came back
+#                               without the job (only with that reason); the attempt is never granted
+#                               again, its report never taken
 #   FAILED -> DONE              the controller's second report of a job it reported FAILED because the
 #                               archive store failed, once every file is stored (only with that reason)
 # Each target maps to the reason it needs, None for none.

@@ -337,8 +337,9 @@ class JobRepository:
         """NetarchiveSuite's resubmission (reference §3.4): a copy of the job with a new id goes NEW, the old
         one becomes RESUBMITTED and names the copy. From FAILED (an operator's restart) the copy is a
         continuation of the old job. The caller makes sure no attempt of the job may still run, or, for a
-        STARTED job (``reason`` CONTROLLER_LOST), that its attempt's controller is lost: that attempt is
-        never granted again and its report never taken, because the job is no longer SUBMITTED or STARTED.
+        STARTED job (``reason`` CONTROLLER_LOST), that its attempt's controller is lost or has left it: that
+        attempt is never granted again and its report never taken, because the job is no longer SUBMITTED or
+        STARTED.
 
         :raise ValidationError: the transition table does not let the job's status go RESUBMITTED (with
             ``reason``).

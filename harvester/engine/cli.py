@@ -1,7 +1,7 @@
 """``harvestsuite engine``: start the bundled crawl engine, a Heritrix-3-compatible REST server.
 
     harvestsuite engine --jobs-dir DIR [--port 8090] [--auth USER:PASS] [--bind ADDR] [--hosts FILE]
-                        [--cert PEM --key PEM]
+                        [--cert PEM --key PEM] [--stop-when-stdin-closes]
 
 Port, credentials, address and hosts file come from the same settings the harvest controller reads
 (``harvester.harvesting.heritrix.guiPort``, ``…adminName``/``…adminPassword``, ``harvestsuite.crawler.bind``,
@@ -10,11 +10,23 @@ Port, credentials, address and hosts file come from the same settings the harves
 It prints the URL it listens on (``--port 0`` picks a free port) and the certificate's fingerprint, then
 serves until SIGTERM or SIGINT, when it stops answering, checkpoints every running crawl it can, terminates
 them and exits 0. Also runnable as ``python -m harvester.engine.cli``.
+
+With ``--stop-when-stdin-closes`` it also stops that way when its standard input reaches end of file. The
+harvest controller starts it so, with a pipe it holds open and never writes to: when the controller dies,
+however it dies (SIGKILL, the OOM killer), the kernel closes its end and the engine checkpoints and ends
+its crawl at once, instead of crawling on as an orphan in its own session while the scheduler gives the
+job to another controller. A pipe rather than the alternatives because its end of file comes the moment
+the last holder is gone, on every POSIX system: Linux's PR_SET_PDEATHSIG fires when the *thread* that
+started the child exits (the controller's crawl thread, not the controller), and polling the parent pid
+is late by its period and fooled by a subreaper. Only the one who started the engine may hold the pipe:
+it is not inherited (Python's pipes close on exec). Off by default, so an engine started by hand, whose
+standard input may be a terminal or /dev/null, runs until it is stopped.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -57,6 +69,25 @@ def _settings(ctx: click.Context) -> Settings:
         raise click.ClickException(str(exc)) from exc
 
 
+def stop_when_stdin_closes(stop: threading.Event) -> threading.Thread:
+    """Set ``stop`` once standard input reaches end of file (or cannot be read); whatever is written to it
+    is read and ignored. Returns the watching thread, a daemon, already started."""
+
+    def watch() -> None:
+        try:
+            while os.read(0, 4096):
+                pass
+        except OSError as exc:
+            log.warning("standard input cannot be read (%s): stopping the engine", exc)
+        else:
+            log.warning("standard input closed: whoever started the engine is gone; stopping the engine")
+        stop.set()
+
+    thread = threading.Thread(target=watch, name="stdin-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 @click.command("engine")
 @click.option("--jobs-dir", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Directory of job directories (made if missing).")
@@ -74,10 +105,14 @@ def _settings(ctx: click.Context) -> Settings:
               help="PEM private key of --cert.")
 @click.option("--auth-failure-delay", type=click.FloatRange(0), default=6.0, show_default=True,
               help="Seconds a failed login delays the next one (Heritrix: 6).")
+@click.option("--stop-when-stdin-closes", "stop_on_stdin_eof", is_flag=True, default=False,
+              help="Also stop (checkpoint and end the crawls, as at SIGTERM) when standard input reaches end of "
+                   "file: the harvest controller's pipe, closed when it dies.")
 @click.pass_context
 def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | None, bind: str | None,
-           hosts_file: Path | None, cert: Path | None, key: Path | None, auth_failure_delay: float) -> None:
-    """Run the crawl engine until SIGTERM/SIGINT."""
+           hosts_file: Path | None, cert: Path | None, key: Path | None, auth_failure_delay: float,
+           stop_on_stdin_eof: bool) -> None:
+    """Run the crawl engine until SIGTERM/SIGINT (or, with --stop-when-stdin-closes, end of standard input)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = _settings(ctx)
@@ -115,6 +150,8 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
+    if stop_on_stdin_eof:
+        stop_when_stdin_closes(stop_requested)
     click.echo(f"Certificate {cert_path} SHA-256 fingerprint {fingerprint(cert_path)}")
     click.echo(f"Jobs directory {jobs_dir} ({len(registry.snapshot().jobs)} jobs)")
     server.start()

@@ -96,7 +96,7 @@ def test_a_controller_killed_mid_crawl_reports_the_job_failed_with_everything_st
     first.kill()
     written = record_ids(list(directory.glob("[0-9]*/warcs/*.warc.gz*")))
     assert len(written) >= 4
-    second = h.start_controller("second")
+    h.start_controller("second")
     (job,) = h.wait_for_jobs(harvest_id, timeout=120)
     assert JobStatus(job.status) == JobStatus.FAILED
     assert "interrupted" in job.harvest_errors
@@ -104,8 +104,8 @@ def test_a_controller_killed_mid_crawl_reports_the_job_failed_with_everything_st
     (row,) = h.history(job.job_id)
     assert row.objectcount >= 3 and row.bytecount > 0
     assert StopReason(row.stopreason) == StopReason.DOWNLOAD_UNFINISHED
-    assert "stopping crawl engine" in second.text()
-    # the stale engine is gone: nothing serves that serverDir any more
+    # The engine stopped itself when its controller died (test_orphaned_engine.py), or the second controller
+    # stopped it if it was still stopping: nothing serves that serverDir any more.
     assert not (h.server_dir / "engine.pid").exists()
 
 

@@ -5,7 +5,9 @@ old attempt is not the job's outcome: the copy is crawled and reported instead."
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 
 from sqlalchemy import func, select
 
@@ -18,6 +20,15 @@ HEARTBEAT_INTERVAL = 1  # the controllers' (conftest.py)
 LOST_AFTER_HEARTBEATS = 3
 RESUBMIT_LOST_AFTER = 6
 TICK = 1  # jobgenerationperiod
+
+
+def is_running(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie nobody reaped yet (its parent is the killed controller) has ended."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def job_row(h, job_id: int):
@@ -66,3 +77,28 @@ def test_a_killed_controller_is_lost_its_job_resubmitted_and_its_return_reports_
                            .where(s.historyinfo.c.job_id == job.job_id)) == 0
     assert len(h.history(new_id)) == 1
     assert f"job {new_id} reported DONE" in second.text()
+
+
+def test_a_controller_back_without_its_job_directory_has_its_job_resubmitted(harvesting):
+    # The same controller id on a fresh disk: killed mid-crawl, it starts again with an empty serverDir.
+    h = harvesting(slow_template())
+    harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]}, maxobjects=12)
+    h.start_scheduler(**{"harvestsuite.scheduler.resubmitLostAfter": 0})  # the lost rule never resubmits
+    identity = {"harvestsuite.harvester.controllerId": "node-1"}
+    first = h.start_controller("first", **identity)
+    wait_for(lambda: crawled_lines(h.server_dir) >= 3, 60, "three crawl.log lines")
+    (job,) = h.jobs(harvest_id)
+    first.kill()
+    engine_pid = int((h.server_dir / "engine.pid").read_text())
+    wait_for(lambda: not is_running(engine_pid), 30, "the orphaned engine to exit")
+    shutil.rmtree(h.server_dir)
+
+    second = h.start_controller("second", **identity)
+    old = wait_for(lambda: (row := job_row(h, job.job_id)).status == int(JobStatus.RESUBMITTED) and row, 60,
+                   "the job resubmitted")
+    jobs = h.wait_for_jobs(harvest_id, statuses=(JobStatus.DONE, JobStatus.RESUBMITTED), timeout=180)
+    assert [(j.job_id, JobStatus(j.status)) for j in jobs] == [(job.job_id, JobStatus.RESUBMITTED),
+                                                                 (old.resubmitted_as_job, JobStatus.DONE)]
+    assert f"job {old.resubmitted_as_job} reported DONE" in second.text()
+    with h.engine.connect() as conn:
+        assert [e.kind for e in JobEventRepository(conn).for_job(job.job_id)][-1] == "resubmitted"

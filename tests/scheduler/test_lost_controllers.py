@@ -20,7 +20,16 @@ from harvestdef.repositories.jobevents import JobEventRepository
 from harvestdef.settings import load_settings
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.tick import Ticker, TickOptions, TickReport
-from tests.scheduler.test_intake import claim, handlers, job, notifier, report, started_job, transport  # noqa: F401
+from tests.scheduler.test_intake import (  # noqa: F401
+    claim,
+    handlers,
+    job,
+    notifier,
+    register,
+    report,
+    started_job,
+    transport,
+)
 
 
 def heartbeat(handle, job_id=None, attempt=None, interval=10.0, sent_at=None):
@@ -140,3 +149,86 @@ def test_the_old_silence_setting_is_refused_with_what_replaces_it():
         load_settings(environ={}, overrides={"harvestsuite.scheduler.lostAfterHeartbeats": 1})
     settings = load_settings(environ={})
     assert (settings.scheduler.lostAfterHeartbeats, settings.scheduler.resubmitLostAfter) == (10, 3600)
+
+
+def registered_at(engine, controller="ctl-1"):
+    with engine.connect() as conn:
+        return conn.scalar(select(s.harvesters.c.registered_at).where(s.harvesters.c.controller_id == controller))
+
+
+def test_a_controller_back_without_its_job_has_it_resubmitted_after_claim_grace_time(
+        engine, handlers, notifier):  # noqa: F811
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    heartbeat(handle, job_id, attempt, sent_at=utcnow())
+    # It starts again with its job directory gone: it registers, and its heartbeats name no job.
+    register(handle, "ctl-1")
+    back = registered_at(engine)
+    tick = ticker(engine, notifier, resubmit_lost_after=0)  # the lost rule alone would never resubmit it
+    heartbeat(handle, sent_at=back + timedelta(seconds=100))
+    assert supervise(tick, back + timedelta(seconds=101)).resubmitted == {}, "it may still claim it to resume it"
+    heartbeat(handle, sent_at=back + timedelta(seconds=121))
+    report_ = supervise(tick, back + timedelta(seconds=121))
+    assert report_.interrupted == [], "it is not lost"
+    new_id = report_.resubmitted[job_id]
+    old = job(engine, job_id)
+    assert old.status == JobStatus.RESUBMITTED and old.resubmitted_as_job == new_id
+    assert job(engine, new_id).status == JobStatus.NEW
+    assert kinds(engine, job_id) == ["resubmitted"]
+    assert any(f"Job {job_id} resubmitted as job {new_id}" in subject and "back without the job" in body
+               for subject, body in notifier.sent)
+    with engine.connect() as conn:
+        audited = conn.execute(select(s.audit_log.c.after).where(
+            s.audit_log.c.tablename == "jobs", s.audit_log.c.row_key == str(job_id))).scalars().all()
+    assert any('"CONTROLLER_LOST"' in after and str(new_id) in after for after in audited if after)
+    # Its old attempt is never granted again.
+    answer = claim(handle, job_id, attempt, "ctl-1")
+    assert not answer.granted and "RESUBMITTED" in answer.reason
+    assert supervise(tick, back + timedelta(seconds=300)).resubmitted == {}, "resubmitted once"
+
+
+def test_a_controller_back_with_other_work_has_its_old_job_resubmitted(engine, handlers, notifier):  # noqa: F811
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    register(handle, "ctl-1")
+    back = registered_at(engine)
+    heartbeat(handle, job_id + 1000, "another-attempt", sent_at=back + timedelta(seconds=130))
+    assert supervise(ticker(engine, notifier), back + timedelta(seconds=131)).resubmitted.keys() == {job_id}
+
+
+def test_a_controller_that_resumes_its_job_after_starting_again_keeps_it(engine, handlers, notifier):  # noqa: F811
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    tick = ticker(engine, notifier, resubmit_lost_after=0)
+    heartbeat(handle, job_id, attempt, sent_at=utcnow())
+    assert supervise(tick, utcnow() + timedelta(seconds=300)).resubmitted == {}, "a job it names is its own"
+    register(handle, "ctl-1")
+    back = registered_at(engine)
+    heartbeat(handle, sent_at=back + timedelta(seconds=1))  # its first heartbeat, before it claims the job again
+    assert claim(handle, job_id, attempt, "ctl-1").granted, "the resume claim"
+    heartbeat(handle, job_id, attempt, sent_at=back + timedelta(seconds=5))
+    assert supervise(tick, back + timedelta(seconds=600)).resubmitted == {}
+    assert job(engine, job_id).status == JobStatus.STARTED
+
+
+def test_a_silent_controller_is_judged_by_the_lost_rule_alone(engine, handlers, notifier):  # noqa: F811
+    # Its last heartbeat named no job, but it came before the grace ran out: only silence counts after that.
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    register(handle, "ctl-1")
+    back = registered_at(engine)
+    heartbeat(handle, sent_at=back + timedelta(seconds=1))
+    tick = ticker(engine, notifier, resubmit_lost_after=0)
+    report_ = supervise(tick, back + timedelta(seconds=3600))
+    assert report_.resubmitted == {} and report_.interrupted == [job_id]
+
+
+def test_a_controller_stopped_at_a_checkpoint_keeps_its_job_until_it_starts_again(engine, handlers, notifier):  # noqa: F811
+    # Its last heartbeat at shutdown names no job; it has not registered since the job started.
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    stopped = utcnow() + timedelta(seconds=600)
+    heartbeat(handle, sent_at=stopped)
+    tick = ticker(engine, notifier, resubmit_lost_after=0)
+    assert supervise(tick, stopped + timedelta(seconds=1)).resubmitted == {}
+    assert job(engine, job_id).status == JobStatus.STARTED
