@@ -34,7 +34,6 @@ from harvester.engine.crawlthreads import CrawlThreads
 from harvester.engine.figures import CrawlStatus
 from harvester.engine.parts import CrawlParts
 from harvester.engine.progresslog import ProgressLog
-from harvester.engine.recorder import CaptureRecorder, DedupRules
 from harvester.engine.reports import CRAWL_STATUS_TEXT, render_reports, write_reports
 from harvester.engine.warc import WarcFileWriter
 
@@ -161,8 +160,7 @@ class CrawlController:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         config = self.config
-        warc_dir = Path(config.warc_store_paths[0])
-        warc_dir = warc_dir if warc_dir.is_absolute() else self.launch_dir / warc_dir
+        warc_dir = config.warc_directory(self.launch_dir)
         with CrawlLogs(self.launch_dir / "logs") as logs:
             self.logs, self.progress = logs, ProgressLog(logs)
             parts = self.parts
@@ -172,8 +170,7 @@ class CrawlController:
                                 crawl_metadata=config.crawl_metadata) as warc:
                 self.warc = warc if config.warc_enabled else None
                 dedup = DedupIndex(config.dedup_index).__enter__() if config.dedup_index is not None else None
-                recorder = CaptureRecorder(self.warc, parts.store, dedup, DedupRules.from_config(config))
-                chain = parts.chain(logs, recorder, self._is_stopping)
+                chain = parts.chain(logs, self.warc, dedup, self._is_stopping)
                 try:
                     await self._crawl(chain)
                 finally:

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from harvestdef.dedup import DedupIndex
 from harvestdef.domainnames import to_punycode
 from harvester.crawlstates import ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
@@ -30,11 +31,12 @@ from harvester.engine.links import is_extractable
 from harvester.engine.prerequisites import DnsPrerequisite, RobotsPrerequisite
 from harvester.engine.queuepolicy import QueueAssignment
 from harvester.engine.quota import QuotaEnforcer, QuotaRules
-from harvester.engine.recorder import CaptureRecorder
+from harvester.engine.recorder import CaptureRecorder, DedupRules
 from harvester.engine.reports import ReportInput, report_input
 from harvester.engine.scope import Scope, canonical_url
 from harvester.engine.servercache import ServerCache
 from harvester.engine.stats import CrawlStats, RateTracker
+from harvester.engine.warc import WarcFileWriter
 
 
 class CrawlParts:
@@ -61,10 +63,13 @@ class CrawlParts:
     def _count_discovered(self) -> None:
         self.stats.discovered += 1  # self.stats, not a reference kept: a resume replaces it
 
-    def chain(self, logs: CrawlLogs, recorder: CaptureRecorder, is_stopping: Callable[[], bool]) -> ProcessorChain:
-        """The steps of chain.py's order of work, writing to ``logs`` and through ``recorder``; retries and
-        outlinks end once ``is_stopping`` says so."""
+    def chain(self, logs: CrawlLogs, warc: WarcFileWriter | None, dedup: DedupIndex | None,
+              is_stopping: Callable[[], bool]) -> ProcessorChain:
+        """The steps of chain.py's order of work, writing to ``logs`` and ``warc`` (None: WARC writing is off),
+        deduplicating against ``dedup`` as the DeDuplicator's rules say; retries and outlinks end once
+        ``is_stopping`` says so."""
         config, servers, frontier = self.config, self.servers, self.frontier
+        recorder = CaptureRecorder(warc, self.store, dedup, DedupRules.from_config(config))
         disposition = Disposition(config, self.stats, logs, recorder, frontier, self.queue_assignment, self.quota,
                                   self.discovery, is_stopping)
         return ProcessorChain((
