@@ -233,6 +233,7 @@ def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str
                milestone: int | None = None) -> dict:
     """``harvestsuite engine`` driven over its REST API; pages/s over the crawl's own clock."""
     sys.path.insert(0, str(ROOT))
+    from harvester.crawlstates import ControllerState
     from harvester.heritrix import HeritrixClient
     from harvester.jobdir import Launch
 
@@ -261,7 +262,8 @@ def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str
         client.rescan()
         client.build("bench")
         client.launch("bench")
-        client.wait_for("bench", lambda s: s.crawl_controller_state == "PAUSED", timeout=60, poll_interval=0.2)
+        client.wait_for("bench", lambda s: s.crawl_controller_state == ControllerState.PAUSED, timeout=60,
+                        poll_interval=0.2)
         cpu_before = sampler.cpu_seconds()
         client.unpause("bench")
         at_milestone = None

@@ -11,8 +11,8 @@ Order of work for each URI (do not reorder: each step relies on the one before):
 6. politeness: the queue rests after the fetch (fetching.py);
 7. outlinks and redirects offered to scope and frontier with their hop paths (disposition.py, through
    discovery.py).
-Crawl limits are the controller's (harvester/engine/crawl.py): they end the crawl with FINISHED_DATA_LIMIT /
-FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT.
+Crawl limits are not a step (limits.py; the crawl controller checks them between URIs): they end the crawl
+with FINISHED_DATA_LIMIT / FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT.
 
 Each step is an object with one method, ``process(curi) -> Outcome | None``: None passes the URI on, an
 Outcome ends its processing. The chain runs on the crawl's event loop, one URI per crawl thread at a time.

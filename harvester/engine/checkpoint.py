@@ -5,6 +5,10 @@ its state and shortest path; deferred outlinks; within-job digests: harvester/en
 JSON file with statistics, quota counters per group, the WARC serial, robots.txt bodies and DNS answers per
 host. A resumed crawl refetches none of it. Both are written to a temporary directory and renamed, so a
 checkpoint is complete or absent.
+
+``save_crawl`` takes a crawl's parts to a checkpoint and ``resume_crawl`` puts them back; when it is safe to
+(no fetch in flight) is the crawl controller's to ensure. A launch's store is made here too (``launch_store``):
+fresh, or the checkpoint's copy.
 """
 
 from __future__ import annotations
@@ -13,14 +17,25 @@ import gzip
 import json
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvestdef.errors import CrawlEngineError
+from harvester.engine.stats import CrawlStats
+from harvester.engine.urlstore import UrlStore
+
+if TYPE_CHECKING:
+    from harvester.engine.frontier import Frontier
+    from harvester.engine.quota import QuotaEnforcer
+    from harvester.engine.scope import Scope
+    from harvester.engine.servercache import ServerCache
 
 STATE_FILE = "crawl-state.json.gz"
+STORE_FILE = "frontier.sqlite"     # the frontier's store, in <job>/state/ and in each checkpoint
 _NAME = re.compile(r"^cp(\d{5})-(\d{14})$")
 
 
@@ -109,3 +124,45 @@ def load_checkpoint(directory: Path) -> CheckpointState:
     path = _state_path(Path(directory))
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         return CheckpointState.from_json(json.load(handle), Path(directory))
+
+
+def launch_store(job_dir: Path, resume_from: Path | None) -> UrlStore:
+    """The frontier's store of a launch, in the job's state/ directory as Heritrix's BDB: made anew, or for a
+    resumed launch a copy of the checkpoint's (which is refused first if it cannot be resumed)."""
+    store_path = Path(job_dir) / "state" / STORE_FILE
+    if resume_from is not None:
+        require_resumable(resume_from, STORE_FILE)
+        store_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(resume_from / STORE_FILE, store_path)
+    return UrlStore(store_path, fresh=resume_from is None)
+
+
+def save_crawl(checkpoints_dir: Path, name: str, *, job: str, stats: CrawlStats, elapsed_ms: int,
+               frontier: Frontier, quota: QuotaEnforcer, servers: ServerCache, warc_serial: int) -> Path:
+    """Checkpoint ``name`` of a crawl with no fetch in flight. Queued URIs, the seen set, deferred outlinks
+    and digests are in the store: with every queue's head spilled to it, a copy of the store and the
+    state beside it are one consistent state."""
+    frontier.spill_heads()
+    state = CheckpointState(
+        job=job, stats={**stats.to_json(), "elapsed_before_ms": elapsed_ms},
+        quotas={key: (*quota.counts(key), queue.retired_reason) for key, queue in frontier.queues.items()},
+        warc_serial=warc_serial, robots=dict(servers.robots_texts), dns=dict(servers.addresses))
+    return save_checkpoint(checkpoints_dir, name, state,
+                           lambda directory: frontier.store.backup(directory / STORE_FILE))
+
+
+def resume_crawl(directory: Path, *, frontier: Frontier, quota: QuotaEnforcer, servers: ServerCache,
+                 scope: Scope) -> tuple[CrawlStats, int]:
+    """Put checkpoint ``directory``'s state back into a launch whose store is the checkpoint's copy
+    (``launch_store``): queues, retired groups and quota counts, DNS and robots.txt answers, the seeds in
+    scope. Returns the statistics to continue from and the last WARC serial written."""
+    state = load_checkpoint(directory)
+    frontier.restore_queues()
+    for key, (successes, all_bytes, reason) in state.quotas.items():
+        frontier.retire(key, reason)
+        quota.restore(key, successes, all_bytes)
+    stats = CrawlStats.from_json(state.stats)
+    servers.restore(state.dns, state.robots)
+    for seed in stats.seeds:
+        scope.add_seed(seed)
+    return stats, state.warc_serial

@@ -157,6 +157,11 @@ class CrawlConfig:
     checkpoint_interval_minutes: int
     warnings: tuple[str, ...] = field(default=())
 
+    def warc_directory(self, launch_dir: Path) -> Path:
+        """Where the WARC writer writes: the first of storePaths, a relative one under ``launch_dir``."""
+        directory = Path(self.warc_store_paths[0])
+        return directory if directory.is_absolute() else launch_dir / directory
+
 
 def _as_int(value: object, name: str) -> int:
     try:

@@ -34,6 +34,7 @@ class CrawlLogs:
     def __init__(self, logs_dir: Path, tail_size: int = 50):
         self.directory = Path(logs_dir)
         self.tail: collections.deque[str] = collections.deque(maxlen=tail_size)
+        self.alert_count = 0       # lines of alerts.log: the status's alertCount
         self._lock = threading.Lock()
         self._files: dict[str, object] = {}
 
@@ -63,6 +64,11 @@ class CrawlLogs:
 
     def write(self, name: str, line: str) -> None:
         self._files[name].write(line + "\n")
+
+    def alert(self, level: str, text: str) -> None:
+        """A line of alerts.log (``WARNING`` or ``SEVERE``, as Heritrix's alert levels), counted."""
+        self.alert_count += 1
+        self.write("alerts.log", f"{iso_now()} {level} {text}")
 
     def flush(self) -> None:
         for handle in self._files.values():

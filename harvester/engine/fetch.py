@@ -18,11 +18,15 @@ import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import h11
 
 from harvester.engine.spool import ResponseSpool
+
+if TYPE_CHECKING:
+    from harvester.engine.config import CrawlConfig
 
 READ_SIZE = 65536
 # Heritrix's fetch status codes for failures before a response (peers.md §1.6).
@@ -262,6 +266,14 @@ class RequestSettings:
     so_timeout_seconds: float                # soTimeoutMs, also the connect timeout
     timeout_seconds: float                   # timeoutSeconds, the whole exchange
     max_length_bytes: int                    # maxLengthBytes, 0 for no limit
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> RequestSettings:
+        return cls(user_agent=config.user_agent, operator_from=config.operator_from,
+                   accept_headers=config.accept_headers, accept_compression=config.accept_compression,
+                   send_connection_close=config.send_connection_close, send_referer=config.send_referer,
+                   use_http11=config.use_http11, so_timeout_seconds=config.so_timeout_ms / 1000,
+                   timeout_seconds=config.timeout_seconds, max_length_bytes=config.max_length_bytes)
 
 
 class Fetcher:

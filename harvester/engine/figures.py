@@ -1,15 +1,16 @@
-"""A crawl's figures at one moment, typed and in the engine's own names.
+"""A crawl's figures at one moment, typed and in the engine's own names, and its status (``CrawlStatus``:
+state, exit status, figures and what else the job status shows).
 
-The crawl controller takes them (``crawl_figures``) from its counters, its frontier's queue counts and its
-rates; only the REST view (harvester/engine/status.py) gives them Heritrix's field names and groups them into
-Heritrix's nested reports. Nothing here reads a clock or changes a counter.
+The launch's parts give them (``crawl_figures``, through parts.py) from their counters, the frontier's
+queue counts and the rates; only the REST view (harvester/engine/status.py) gives them Heritrix's field
+names and groups them into Heritrix's nested reports. Nothing here reads a clock or changes a counter.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harvester.crawlstates import FRONTIER_STATE_OF, ControllerState, FrontierState
+from harvester.crawlstates import FRONTIER_STATE_OF, ControllerState, CrawlExitStatus, FrontierState
 from harvester.engine.frontier import QueueCounts
 from harvester.engine.stats import CrawlStats, RateTracker
 
@@ -55,6 +56,19 @@ class CrawlFigures:
     retired_queues: int
     exhausted_queues: int
     last_reached_state: FrontierState
+
+
+@dataclass(frozen=True)
+class CrawlStatus:
+    """A launch's status at one moment, as the crawl controller answers it."""
+
+    controller_state: ControllerState
+    exit_status: CrawlExitStatus | None
+    figures: CrawlFigures
+    elapsed_ms: int
+    toe_count: int
+    crawl_log_tail: tuple[str, ...]
+    alert_count: int
 
 
 def crawl_figures(stats: CrawlStats, rates: RateTracker, counts: QueueCounts, queued: int, in_flight: int,

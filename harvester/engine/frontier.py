@@ -18,7 +18,8 @@ The hop-count rule (the wpull bug, seeds/000): a URL's hop path is its shortest 
 - rejected by the hop limit, then found by a shorter path: it is scoped again and may be queued;
 - found by a shorter path after it was fetched: its outlinks that the hop limit rejected are offered again
   with the shorter path (they are remembered for exactly this reason).
-The frontier does no network I/O; harvester/engine/crawl.py drives it, checkpoints copy its store.
+The frontier does no network I/O; the crawl threads (harvester/engine/crawlthreads.py) drive it,
+checkpoints copy its store.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ from pathlib import Path
 from harvestdef.errors import CrawlEngineError, NotFoundError
 from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
-from harvester.engine.crawl import CrawlController, CrawlStatus
+from harvester.engine.crawl import CrawlController
+from harvester.engine.figures import CrawlStatus
 from harvester.engine.reports import REPORT_FILES
 
 PRIMARY_CONFIG = "crawler-beans.cxml"

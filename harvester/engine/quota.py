@@ -10,9 +10,13 @@ nor are blocked.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from harvester.engine.chain import QUOTA_BLOCKED, Curi, Outcome
 from harvester.engine.frontier import Frontier
+
+if TYPE_CHECKING:
+    from harvester.engine.config import CrawlConfig
 
 
 @dataclass(frozen=True)
@@ -20,6 +24,10 @@ class QuotaRules:
     max_fetch_successes: int      # -1 = unlimited
     max_all_kb: int               # -1 = unlimited
     counts_prerequisites: bool
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig) -> QuotaRules:
+        return cls(config.group_max_fetch_successes, config.group_max_all_kb, config.quota_counts_prerequisites)
 
 
 class QuotaEnforcer:

@@ -3,16 +3,20 @@ layout: crawl, seeds, hosts, source, mimetype, responsecode and frontier-summary
 
 Each text follows the Heritrix 3 class that writes it (heritrix3 engine/src/main/java/org/archive/crawler/
 reporting/*Report.java, frontier/WorkQueueFrontier.java and WorkQueue.java). Compared with real Heritrix 3.3
-output quoted in tests/engine/test_reports.py (NetarchiveSuite's test data). This module formats only.
+output quoted in tests/engine/test_reports.py (NetarchiveSuite's test data). ``report_input`` takes what
+the reports read from a crawl in one go, without changing anything; the rest of this module formats and
+writes.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote_plus
 
-from harvester.crawlstates import CrawlExitStatus
+from harvester.crawlstates import FRONTIER_STATE_OF, ControllerState, CrawlExitStatus, FrontierState
 from harvester.engine.stats import (
     CrawlStats,
     docs_per_second,
@@ -21,6 +25,9 @@ from harvester.engine.stats import (
     format_duration,
     total_kib_per_second,
 )
+
+if TYPE_CHECKING:
+    from harvester.engine.frontier import Frontier
 
 # Heritrix's report class names (the /engine/job/NAME/report/<name> resource) and their files.
 REPORT_FILES = {"CrawlSummaryReport": "crawl-report.txt", "SeedsReport": "seeds-report.txt",
@@ -39,6 +46,10 @@ CRAWL_STATUS_TEXT: dict[str, str] = {
     _X.FINISHED_DOCUMENT_LIMIT: "Finished - Maximum number of documents limit hit",
     _X.FINISHED_WRITE_LIMIT: "Finished - Maximum bytes written",
 }
+# The crawl status the reports give a crawl that has not ended (Heritrix's CrawlController sets these as it
+# pauses); RUNNING for the other states.
+EXIT_STATUS_WHILE = {ControllerState.PAUSED: CrawlExitStatus.PAUSED,
+                     ControllerState.PAUSING: CrawlExitStatus.WAITING_FOR_PAUSE}
 # Queues listed in full per category, as WorkQueueFrontier's maxQueuesPerReportCategory.
 MAX_QUEUES_PER_CATEGORY = 2000
 LONGEST_QUEUES = 5
@@ -88,6 +99,21 @@ class ReportInput:
     dedup_present: bool
     frontier: FrontierSummary
     stamp12: str               # yyyyMMddHHmm, the frontier report's heading
+
+
+def report_input(job_name: str, state: ControllerState, exit_status: CrawlExitStatus | None, elapsed_ms: int,
+                 stats: CrawlStats, frontier: Frontier, dedup_present: bool) -> ReportInput:
+    """What the reports read of a crawl in ``state`` (``exit_status`` once it has ended), taken at once."""
+    now = time.monotonic()
+    queues = [queue.report(now) for queue in frontier.queues.values()]
+    status = exit_status or EXIT_STATUS_WHILE.get(state, CrawlExitStatus.RUNNING)
+    last_state = (FrontierState.EMPTY if frontier.is_empty() and exit_status is CrawlExitStatus.FINISHED
+                  else FRONTIER_STATE_OF.get(state, FrontierState.HOLD))
+    summary = FrontierSummary(job_name=job_name, queued=frontier.queued_count,
+                              already_included=frontier.seen_count, last_state=last_state, queues=queues)
+    return ReportInput(job_name=job_name, crawl_status=status, elapsed_ms=elapsed_ms, stats=stats,
+                       dedup_present=dedup_present, frontier=summary,
+                       stamp12=time.strftime("%Y%m%d%H%M", time.gmtime()))
 
 
 def render_reports(data: ReportInput) -> dict[str, str]:

@@ -1,5 +1,6 @@
 """Crawl statistics: counters per crawl, per host, per MIME type and per status code, the rates between
-snapshots, and progress-statistics.log lines in Heritrix's layout.
+snapshots, and the number formats Heritrix states them in (harvester/engine/progresslog.py and reports.py
+write them).
 
 Counters are plain integers updated on the crawl's event-loop thread; a status snapshot reads them from
 another thread, which is safe under the GIL because each is one object read.
@@ -7,26 +8,14 @@ another thread, which is safe under the GIL because each is one object read.
 
 from __future__ import annotations
 
-import resource
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 
-# Heritrix's legend line of progress-statistics.log, column for column (heritrix3 engine/src/main/java/org/
-# archive/crawler/reporting/StatisticsTracker.java, progressStatisticsLegend).
-PROGRESS_HEADER = ("           timestamp  discovered      queued   downloaded       doc/s(avg)  KB/s(avg)   dl-failures"
-                   "   busy-thread   mem-use-KB  heap-size-KB   congestion   max-depth   avg-depth")
-# Where each field of a progress line ends (CrawlStatSnapshot.getProgressStatisticsLine's raAppend columns).
-PROGRESS_COLUMNS = (32, 44, 57, 74, 85, 99, 113, 126, 140, 153, 165, 177)
 # Fetch statuses Heritrix counts as disregarded, not failed (WorkQueueFrontier.isDisregarded): robots.txt
 # precluded, blocked by a processor, out of scope, blocked by the operator, too many hops, deleted.
 DISREGARD_STATUSES = frozenset({-9998, -5002, -5000, -5001, -4002, -4001, -6000})
-
-
-def iso_seconds(epoch: float | None = None) -> str:
-    """Heritrix's ArchiveUtils.getLog14Date: ``2016-12-05T10:11:43Z``, the stamp of progress lines and notes."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() if epoch is None else epoch))
 
 
 def double_to_string(value: float, max_fraction_digits: int, min_fraction_digits: int = 0) -> str:
@@ -199,24 +188,3 @@ class RateTracker:
     def averages(downloaded: int, total_bytes: int, elapsed_ms: int) -> tuple[float, int]:
         """Average docs/s and KiB/s over the crawl clock, as crawl-report.txt states them."""
         return docs_per_second(downloaded, elapsed_ms), total_kib_per_second(total_bytes, elapsed_ms)
-
-
-def memory_kb() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
-def progress_line(stamp: str, discovered: int, queued: int, downloaded: int, docs_rate: float, avg_docs: float,
-                  kib_rate: float, avg_kib: float, failures: int, busy: int, congestion: float, max_depth: int,
-                  avg_depth: float) -> str:
-    """One line in Heritrix's layout: each field right-aligned to end at its column, nothing added when a
-    field is wider (PaddingStringBuffer.raAppend). Memory is this process's resident set where Heritrix
-    gives the JVM heap in use and its size."""
-    mem = memory_kb()
-    fields = (discovered, queued, downloaded,
-              f"{double_to_string(docs_rate, 2)}({double_to_string(avg_docs, 2)})", f"{int(kib_rate)}({int(avg_kib)})",
-              failures, busy, mem, mem, double_to_string(congestion, 2), max_depth, int(avg_depth))
-    line = stamp
-    for column, value in zip(PROGRESS_COLUMNS, fields, strict=True):
-        text = str(value)
-        line += " " * max(0, column - len(line) - len(text)) + text
-    return line

@@ -15,7 +15,7 @@ from typing import Any
 from warcio.archiveiterator import ArchiveIterator
 
 from harvester.crawldriver import CrawlDriver, DriveResult, DriverOptions
-from harvester.engine.crawl import STORE_FILE
+from harvester.engine.checkpoint import STORE_FILE
 from harvester.engine.frontier import DONE
 from harvester.engine.urlstore import UrlStore
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job

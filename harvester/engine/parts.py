@@ -1,0 +1,117 @@
+"""The parts of one launch, wired from its CrawlConfig as Heritrix's Spring context wires crawler-beans.cxml:
+the frontier and its store, scope, queue assignment, statistics and rates, crawl limits, the quota enforcer,
+link discovery, the server cache and the fetcher, and the processor chain over them (chain.py).
+
+It also gives the launch its first state (the seeds, or a checkpoint's state), takes the parts to a
+checkpoint, and reads them for status and reports. It wires and holds; the crawl controller (crawl.py)
+runs the launch and owns its state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from harvestdef.dedup import DedupIndex
+from harvestdef.domainnames import to_punycode
+from harvester.crawlstates import ControllerState, CrawlExitStatus
+from harvester.engine import checkpoint as checkpoints
+from harvester.engine.chain import ProcessorChain
+from harvester.engine.config import CrawlConfig
+from harvester.engine.crawllog import CrawlLogs
+from harvester.engine.discovery import LinkDiscovery
+from harvester.engine.disposition import Disposition
+from harvester.engine.fetch import Fetcher, RequestSettings
+from harvester.engine.fetching import FetchProcessor
+from harvester.engine.figures import CrawlFigures, crawl_figures
+from harvester.engine.frontier import DONE, Frontier
+from harvester.engine.limits import CrawlLimits
+from harvester.engine.links import is_extractable
+from harvester.engine.prerequisites import DnsPrerequisite, RobotsPrerequisite
+from harvester.engine.queuepolicy import QueueAssignment
+from harvester.engine.quota import QuotaEnforcer, QuotaRules
+from harvester.engine.recorder import CaptureRecorder, DedupRules
+from harvester.engine.reports import ReportInput, report_input
+from harvester.engine.scope import Scope, canonical_url
+from harvester.engine.servercache import ServerCache
+from harvester.engine.stats import CrawlStats, RateTracker
+from harvester.engine.warc import WarcFileWriter
+
+
+class CrawlParts:
+    """One launch's parts. ``on_scheduled`` is called whenever a URL is (re)queued (to wake idle crawl
+    threads). A launch from ``resume_from`` starts from that checkpoint's copy of the store."""
+
+    def __init__(self, config: CrawlConfig, job_dir: Path, hosts: Mapping[str, str], resume_from: Path | None,
+                 on_scheduled: Callable[[], None]) -> None:
+        self.config = config
+        punycode_hosts = {to_punycode(name): address for name, address in hosts.items()}
+        self.store = checkpoints.launch_store(job_dir, resume_from)
+        self.frontier = Frontier(self.store, config.parallel_queues)
+        self.scope = Scope(config.scope_rules, config.seeds)
+        self.queue_assignment = QueueAssignment(config.queue_policy, config.queue_by_domain)
+        self.stats = CrawlStats()  # replaced by the checkpoint's when a launch resumes
+        self.rates = RateTracker()
+        self.limits = CrawlLimits.from_config(config)
+        self.quota = QuotaEnforcer(QuotaRules.from_config(config), self.frontier)
+        self.discovery = LinkDiscovery(self.frontier, self.scope, self.queue_assignment,
+                                       on_discovered=self._count_discovered, on_scheduled=on_scheduled)
+        self.servers = ServerCache(punycode_hosts, config.user_agent)
+        self.fetcher = Fetcher(RequestSettings.from_config(config), keeps_payload=is_extractable)
+
+    def _count_discovered(self) -> None:
+        self.stats.discovered += 1  # self.stats, not a reference kept: a resume replaces it
+
+    def chain(self, logs: CrawlLogs, warc: WarcFileWriter | None, dedup: DedupIndex | None,
+              is_stopping: Callable[[], bool]) -> ProcessorChain:
+        """The steps of chain.py's order of work, writing to ``logs`` and ``warc`` (None: WARC writing is off),
+        deduplicating against ``dedup`` as the DeDuplicator's rules say; retries and outlinks end once
+        ``is_stopping`` says so."""
+        config, servers, frontier = self.config, self.servers, self.frontier
+        recorder = CaptureRecorder(warc, self.store, dedup, DedupRules.from_config(config))
+        disposition = Disposition(config, self.stats, logs, recorder, frontier, self.queue_assignment, self.quota,
+                                  self.discovery, is_stopping)
+        return ProcessorChain((
+            DnsPrerequisite(servers, disposition),
+            self.quota,
+            RobotsPrerequisite(config.robots_policy, servers, self.fetcher, frontier, disposition),
+            FetchProcessor(config, self.fetcher, frontier, servers, disposition, is_stopping),
+        ), disposition)
+
+    def seed(self, logs: CrawlLogs) -> int:
+        """Schedule the configured seeds (one not http(s) is an alert and left out); the first WARC serial of
+        a fresh launch, 0."""
+        for seed in self.config.seeds:
+            url = canonical_url(seed)
+            if url is None:
+                logs.alert("WARNING", f"seed {seed!r} is not an http(s) URL, ignored")
+                continue
+            self.stats.seeds.setdefault(url, (0, ""))
+            self.discovery.seed(url)
+        return 0
+
+    def resume(self, checkpoint: Path, job_log: logging.Logger) -> int:
+        """Continue from ``checkpoint`` (whose store this launch opened); the WARC serial it had reached."""
+        self.stats, serial = checkpoints.resume_crawl(checkpoint, frontier=self.frontier, quota=self.quota,
+                                                      servers=self.servers, scope=self.scope)
+        job_log.info("resumed from checkpoint %s: %d URIs queued, %d done", checkpoint.name,
+                     self.frontier.queued_count, self.store.count_state(DONE))
+        return serial
+
+    def save_checkpoint(self, directory: Path, elapsed_ms: int, warc_serial: int) -> None:
+        """Checkpoint ``directory`` of this launch, which has no fetch in flight."""
+        checkpoints.save_crawl(directory.parent, directory.name, job=self.config.job_name, stats=self.stats,
+                               elapsed_ms=elapsed_ms, frontier=self.frontier, quota=self.quota, servers=self.servers,
+                               warc_serial=warc_serial)
+
+    def figures(self, state: ControllerState, elapsed_ms: int, busy: int, now: float,
+                size_on_disk: int) -> CrawlFigures:
+        frontier = self.frontier
+        return crawl_figures(self.stats, self.rates, frontier.queue_counts(now), frontier.queued_count,
+                             frontier.in_flight, elapsed_ms, busy, self.config.max_toe_threads, size_on_disk, state)
+
+    def report_input(self, state: ControllerState, exit_status: CrawlExitStatus | None,
+                     elapsed_ms: int) -> ReportInput:
+        return report_input(self.config.job_name, state, exit_status, elapsed_ms, self.stats, self.frontier,
+                            self.config.dedup_enabled)
