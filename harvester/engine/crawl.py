@@ -31,7 +31,7 @@ from harvester.engine.clock import CrawlClock
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs
 from harvester.engine.crawlthreads import CrawlThreads
-from harvester.engine.figures import CrawlStatus
+from harvester.engine.figures import LaunchStatus
 from harvester.engine.parts import CrawlParts
 from harvester.engine.progresslog import ProgressLog
 from harvester.engine.reports import CRAWL_STATUS_TEXT, render_reports, write_reports
@@ -112,11 +112,11 @@ class CrawlController:
     def join(self, timeout: float | None = None) -> bool:
         return self._finished.wait(timeout)
 
-    def status(self) -> CrawlStatus:
+    def status(self) -> LaunchStatus:
         elapsed_ms, state = self._elapsed_ms(), self._state
         figures = self.parts.figures(state, elapsed_ms, self.threads.busy, time.monotonic(),
                                      self.warc.bytes_written if self.warc else 0)
-        return CrawlStatus(
+        return LaunchStatus(
             controller_state=state, exit_status=self._exit_status, figures=figures, elapsed_ms=elapsed_ms,
             toe_count=self.config.max_toe_threads, crawl_log_tail=self.logs.tail_lines() if self.logs else (),
             alert_count=self.logs.alert_count if self.logs else 0)

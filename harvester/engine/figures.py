@@ -1,4 +1,4 @@
-"""A crawl's figures at one moment, typed and in the engine's own names, and its status (``CrawlStatus``:
+"""A crawl's figures at one moment, typed and in the engine's own names, and its launch's status (``LaunchStatus``:
 state, exit status, figures and what else the job status shows).
 
 The launch's parts give them (``crawl_figures``, through parts.py) from their counters, the frontier's
@@ -59,7 +59,7 @@ class CrawlFigures:
 
 
 @dataclass(frozen=True)
-class CrawlStatus:
+class LaunchStatus:
     """A launch's status at one moment, as the crawl controller answers it."""
 
     controller_state: ControllerState

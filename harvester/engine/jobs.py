@@ -37,7 +37,7 @@ from harvestdef.errors import CrawlEngineError, NotFoundError
 from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
 from harvester.engine.crawl import CrawlController
-from harvester.engine.figures import CrawlStatus
+from harvester.engine.figures import LaunchStatus
 from harvester.engine.reports import REPORT_FILES
 
 PRIMARY_CONFIG = "crawler-beans.cxml"
@@ -120,7 +120,7 @@ class JobSnapshot:
     checkpoints: tuple[str, ...]
     resumed_checkpoint: str | None
     job_log_tail: tuple[str, ...]
-    crawl_status: CrawlStatus | None
+    launch_status: LaunchStatus | None
     is_profile: bool = False
 
     @property
@@ -199,11 +199,11 @@ class CrawlJob:
 
     # -- state ---------------------------------------------------------------------------------------------
 
-    def _state(self, crawl_status: CrawlStatus | None = None) -> JobState:
-        """The job's state; ``crawl_status`` is the controller's status when the caller has one already."""
+    def _state(self, launch_status: LaunchStatus | None = None) -> JobState:
+        """The job's state; ``launch_status`` is the controller's status when the caller has one already."""
         if self._controller is not None:
-            crawl_status = crawl_status or self._controller.status()
-            return (JobState.FINISHED if crawl_status.controller_state is ControllerState.FINISHED
+            launch_status = launch_status or self._controller.status()
+            return (JobState.FINISHED if launch_status.controller_state is ControllerState.FINISHED
                     else JobState.ACTIVE)
         return JobState.READY if self._config is not None else JobState.UNBUILT
 
@@ -218,9 +218,9 @@ class CrawlJob:
 
     def _require(self, action: Action) -> JobState:
         """Check ``action`` against the tables; raise naming job, action and state when it is not allowed."""
-        crawl_status = self._controller.status() if self._controller is not None else None
-        state = self._state(crawl_status)
-        controller_state = crawl_status.controller_state if crawl_status else None
+        launch_status = self._controller.status() if self._controller is not None else None
+        state = self._state(launch_status)
+        controller_state = launch_status.controller_state if launch_status else None
         if action not in self._available_actions(state, controller_state):
             where = f"{state.value}" + (f" ({controller_state})" if controller_state else "")
             raise JobActionError(f"job {self.name}: action '{action}' is not available while {where}")
@@ -390,9 +390,9 @@ class CrawlJob:
 
     def snapshot(self) -> JobSnapshot:
         with self._lock:
-            crawl_status = self._controller.status() if self._controller is not None else None
-            state = self._state(crawl_status)
-            controller_state = crawl_status.controller_state if crawl_status else None
+            launch_status = self._controller.status() if self._controller is not None else None
+            state = self._state(launch_status)
+            controller_state = launch_status.controller_state if launch_status else None
             if state is JobState.READY:
                 controller_state = ControllerState.NASCENT  # Heritrix's state of a built, unlaunched crawl
             launches = self.launch_ids()
@@ -403,11 +403,11 @@ class CrawlJob:
             return JobSnapshot(
                 name=self.name, directory=self.directory, primary_config=self.primary_config, state=state,
                 controller_state=controller_state,
-                exit_status=crawl_status.exit_status if crawl_status else None,
+                exit_status=launch_status.exit_status if launch_status else None,
                 available_actions=tuple(str(a) for a in self._available_actions(state, controller_state)),
                 launch_count=len(launches), last_launch=last_launch, launch_dir=self._launch_dir,
                 checkpoints=tuple(self.checkpoint_names()), resumed_checkpoint=self._resumed_checkpoint,
-                job_log_tail=self.job_log_tail(), crawl_status=crawl_status, is_profile=self.is_profile)
+                job_log_tail=self.job_log_tail(), launch_status=launch_status, is_profile=self.is_profile)
 
 
 class JobRegistry:

@@ -76,7 +76,7 @@ def _report(fields: Sequence[tuple[str, str]], figures: CrawlFigures) -> dict[st
 def job_model(job: JobSnapshot, base_url: str) -> dict[str, Any]:
     """The model of GET /engine/job/NAME."""
     url = f"{base_url}/engine/job/{job.name}"
-    crawl = job.crawl_status
+    crawl = job.launch_status
     model: dict[str, Any] = {
         "shortName": job.name,
         "crawlControllerState": job.controller_state,
