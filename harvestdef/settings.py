@@ -50,6 +50,9 @@ REPLACED_SETTINGS: dict[str, str] = {
         "alike), and harvestsuite.scheduler.resubmitLostAfter; for the old behaviour write lostAfterHeartbeats "
         "= controllerSilenceTimeout / harvestsuite.harvester.heartbeatInterval (300 / 30 = 10) and "
         "resubmitLostAfter = 0"),
+    "harvestsuite.crawler.useragent": (
+        "harvestsuite.crawler.userAgent was never applied: the user agent is the crawl template's "
+        "(metadata.userAgentTemplate, with operatorContactUrl filled in), as in Heritrix; remove the line"),
 }
 
 

@@ -213,3 +213,10 @@ def test_every_setting_is_read_somewhere_outside_the_settings_module():
     for key in ACCEPTED_UNREAD:  # an accepted key must still exist, or the exception outlived its reason
         assert any(item.metadata["key"] == key for section in dataclasses.fields(Settings)
                    for item in dataclasses.fields(typing.get_type_hints(Settings)[section.name]))
+
+
+def test_the_user_agent_setting_that_was_never_applied_is_refused_with_what_governs_instead(tmp_path):
+    path = tmp_path / "settings.toml"
+    path.write_text('[harvestsuite.crawler]\nuserAgent = "Mozilla/5.0 (compatible; x)"\n', encoding="utf-8")
+    with pytest.raises(SettingsError, match=r"userAgent .*no longer read: .*userAgentTemplate"):
+        load_settings(path, environ={})
