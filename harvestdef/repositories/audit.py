@@ -40,11 +40,13 @@ class AuditRepository:
         return [_to_entry(row) for row in rows]
 
 
-_ROWS_PER_INSERT = 500  # 3,500 bound parameters: within SQLite's limit (32,766), and PostgreSQL's
+# Built once, so SQLAlchemy compiles each once: a transaction's audit rows cost their execution only.
+_INSERT = insert(_log)
+_INSERT_MANY = insert(_log).returning(_log.c.audit_id).execution_options(insertmanyvalues_page_size=500)
 
 
 class AuditBatch:
-    """The audit rows of one transaction, written by ``flush`` in one multi-row INSERT.
+    """The audit rows of one transaction, written together by ``flush``.
 
     The scheduler's intake changes a few jobs per message and many messages per transaction; one INSERT
     per change was a round trip each. The rows are the ones ``record_audit`` writes, stamped when the
@@ -63,9 +65,13 @@ class AuditBatch:
     def flush(self, conn: Connection) -> int:
         """Insert the rows recorded so far; returns how many."""
         count = len(self.rows)
-        # One statement of many VALUES, not an executemany (which the drivers send as one INSERT per row);
-        # chunked so SQLite's limit on bound parameters is never reached.
-        for start in range(0, count, _ROWS_PER_INSERT):
-            conn.execute(insert(_log).values(self.rows[start:start + _ROWS_PER_INSERT]))
+        if count == 1:
+            conn.execute(_INSERT, self.rows[0])
+        elif count:
+            # Many VALUES per statement, not an executemany (which the drivers send as one INSERT per row),
+            # 500 rows at most so SQLite's limit on bound parameters is never reached. SQLAlchemy builds
+            # them from the one statement, compiled once ("insertmanyvalues", used with RETURNING), where
+            # insert().values(rows) would be compiled anew for every transaction.
+            conn.execute(_INSERT_MANY, self.rows)
         self.rows = []
         return count
