@@ -311,7 +311,10 @@ ACTION_DONE: dict[str, Callable[[JobResource], bool]] = {
     "build": lambda status: not status.is_unbuilt,
     ControllerEvent.PAUSE: lambda status: status.crawl_controller_state in PAUSED_OR_PAUSING | ENDING
     or status.is_finished,
-    ControllerEvent.UNPAUSE: lambda status: status.crawl_controller_state in ACTIVE | ENDING or status.is_finished,
+    # An unpause that reaches a crawl still PREPARING is carried out as the table says (PREPARING stays
+    # PREPARING, and the crawl runs instead of pausing when preparation ends): done, not refused.
+    ControllerEvent.UNPAUSE: lambda status: status.crawl_controller_state in ACTIVE | ENDING
+    or status.crawl_controller_state == ControllerState.PREPARING or status.is_finished,
     ControllerEvent.TERMINATE: lambda status: status.crawl_controller_state in ENDING or status.is_finished
     or not status.is_running,
     "teardown": lambda status: status.is_unbuilt,

@@ -101,7 +101,7 @@ def defined(deployment: Deployment) -> Deployment:
     system = deployment
     # the controllers register before the selective harvest is ready, so it is not postponed
     system.wait_for("two registered harvest controllers", lambda: len(
-        [h for h in system.api("GET", "/harvesters")["items"] if h["accepted"] and not h["is_silent"]]) == 2, 60)
+        [h for h in system.api("GET", "/harvesters")["items"] if h["accepted"] and not h["is_lost"]]) == 2, 60)
     system.api("POST", "/templates", {"name": TEMPLATE, "description": "test-speed politeness",
                                       "cxml": fast_politeness(OUR_TEMPLATE.read_text(encoding="utf-8"))}, expect=201)
     created = system.api("POST", "/domains", {"names": sorted(SEED_PATHS)}, expect=201)
