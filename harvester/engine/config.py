@@ -47,6 +47,7 @@ HONOURED: dict[str, dict[str, object]] = {
                      "mimeFilter": "^text/.*", "filterMode": "BLACKLIST"},
     "StatisticsTracker": {"intervalSeconds": 20},
     "CheckpointService": {"checkpointIntervalMinutes": -1},
+    "ActionDirectory": {"delaySeconds": 30, "initialDelaySeconds": 10},
 }
 # NetarchiveSuite classes and Heritrix variants that play one of the roles above.
 ROLE_OF_CLASS = {
@@ -67,6 +68,7 @@ ROLE_OF_CLASS = {
     "DeDuplicator": "DeDuplicator",
     "StatisticsTracker": "StatisticsTracker",
     "CheckpointService": "CheckpointService",
+    "ActionDirectory": "ActionDirectory",
 }
 SCOPE_RULES = {
     "RejectDecideRule", "AcceptDecideRule", "SurtPrefixedDecideRule", "NASSurtPrefixedDecideRule",
@@ -80,7 +82,7 @@ INFRASTRUCTURE = {
     "FetchChain", "DispositionChain", "Preselector", "PreconditionEnforcer", "FetchDNS", "ExtractorHTTP",
     "ExtractorHTML", "ExtractorCSS", "ExtractorJS", "IcelandicExtractorJS", "CandidatesProcessor", "BdbModule",
     "BdbUriUniqFilter", "CrawlerLoggerModule", "SheetOverlaysManager", "ConfigPathConfigurer",
-    "ActionDirectory", "BdbCookieStore", "BdbServerCache", "UnitCostAssignmentPolicy", "CostUriPrecedencePolicy",
+    "BdbCookieStore", "BdbServerCache", "UnitCostAssignmentPolicy", "CostUriPrecedencePolicy",
     "RulesCanonicalizationPolicy", "ContentSizeAnnotationPostProcessor", "ConfigFile", "ConfigString",
 }
 
@@ -156,6 +158,8 @@ class CrawlConfig:
     stats_interval_seconds: float
     checkpoint_interval_minutes: int
     warnings: tuple[str, ...] = field(default=())
+    action_delay_seconds: float = 30.0          # ActionDirectory: between scans of action/
+    action_initial_delay_seconds: float = 10.0  # ActionDirectory: from the launch's start to the first scan
 
     def warc_directory(self, launch_dir: Path) -> Path:
         """Where the WARC writer writes: the first of storePaths, a relative one under ``launch_dir``."""
@@ -453,6 +457,8 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         checkpoint_interval_minutes=_as_int(get("CheckpointService", "checkpointIntervalMinutes"),
                                             "checkpointIntervalMinutes"),
         warnings=tuple(dict.fromkeys(reader.warnings)),
+        action_delay_seconds=_as_float(get("ActionDirectory", "delaySeconds"), "delaySeconds"),
+        action_initial_delay_seconds=_as_float(get("ActionDirectory", "initialDelaySeconds"), "initialDelaySeconds"),
     )
     if not config.warc_enabled:
         config_warnings = (*config.warnings, "no WARC writer bean: nothing will be archived")
