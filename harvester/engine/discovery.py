@@ -37,6 +37,41 @@ class LinkDiscovery:
         self.on_discovered()
         self.frontier.schedule(self.queue_assignment.key(url), CrawlUri(url, "", "", url))
 
+    def add_seed(self, url: str) -> bool:
+        """A seed added while the crawl runs (Heritrix's addedSeed, canonical already): the scope takes it as
+        a seed (its SURT prefix, where a rule has seedsAsSurtPrefixes) and it is scheduled, unscoped as seeds
+        are, unless already included. True if it was scheduled."""
+        self.scope.add_seed(url)
+        return self.schedule(url, "", "", url, apply_scope=False, force=False)
+
+    def schedule(self, url: str, hop_path: str, via: str, seed: str, *, apply_scope: bool, force: bool) -> bool:
+        """Schedule a URL given from outside the crawl (Heritrix's Frontier.schedule of an imported URI):
+        through the scope only when ``apply_scope``; not if already included, unless ``force`` and it is done
+        (a queued URL stays one entry, as Heritrix's queues hold a URI once). True if it was scheduled."""
+        frontier = self.frontier
+        state = frontier.state.get(url)
+        if state == QUEUED or (state == DONE and not force):
+            return False
+        if apply_scope and not self.scope.decide(url, hop_path)[0]:
+            return False
+        if state is None:
+            self.on_discovered()
+        frontier.schedule(self.queue_assignment.key(url), CrawlUri(url, hop_path, via, seed))
+        self.on_scheduled()
+        return True
+
+    def include(self, url: str, hop_path: str, *, apply_scope: bool) -> bool:
+        """Take a URL as already included without fetching it (Heritrix's considerIncluded), through the scope
+        only when ``apply_scope``. True if it was not included before."""
+        frontier = self.frontier
+        state = frontier.state.get(url)
+        if frontier.is_included(url) or (apply_scope and not self.scope.decide(url, hop_path)[0]):
+            return False
+        if state is None:
+            self.on_discovered()
+        frontier.consider_included(url, hop_path)
+        return True
+
     def discover(self, raw: str, hop: str, parent: CrawlUri, base: str) -> None:
         """A link as written in ``parent`` (relative to ``base``), found by the hop letter ``hop``."""
         url = canonical_url(raw, base)

@@ -201,6 +201,15 @@ class Frontier:
     def is_done(self, url: str) -> bool:
         return self.state.get(url) == DONE
 
+    def is_included(self, url: str) -> bool:
+        """Queued or done: Heritrix's alreadyIncluded (a URL met only out of scope or past the hop limit is not)."""
+        return self.state.get(url) in (QUEUED, DONE)
+
+    def consider_included(self, url: str, hop_path: str) -> None:
+        """Take ``url`` as done without fetching it (Heritrix's considerIncluded): it is not scheduled again
+        unless forced."""
+        self.store.note(url, DONE, hop_path)
+
     def note_shorter_path(self, url: str, hop_path: str) -> None:
         """A URL (fetched already) was found by a shorter path."""
         self.store.note(url, best_path=hop_path)

@@ -91,6 +91,12 @@ class CrawlParts:
             self.discovery.seed(url)
         return 0
 
+    def add_seed(self, url: str) -> bool:
+        """A seed added while the crawl runs (canonical already): in the seeds report, in scope as a seed, and
+        scheduled unless already included. True if it was scheduled."""
+        self.stats.seeds.setdefault(url, (0, ""))
+        return self.discovery.add_seed(url)
+
     def resume(self, checkpoint: Path, job_log: logging.Logger) -> int:
         """Continue from ``checkpoint`` (whose store this launch opened); the WARC serial it had reached."""
         self.stats, serial = checkpoints.resume_crawl(checkpoint, frontier=self.frontier, quota=self.quota,
