@@ -2,9 +2,10 @@
 
 It owns the launch's lifecycle and nothing of a URI's processing: it starts the crawl (seeds, or a
 checkpoint's state), runs the crawl threads (crawlthreads.py), which hand each URI to the processor chain
-(chain.py, the order of work for each URI), until the frontier is empty, a crawl limit is hit (limits.py)
-or an operator terminates; it pauses, takes checkpoints (checkpoint.py holds what goes into one), has
-progress lines and notes written (progresslog.py) and the reports (reports.py), and answers status.
+(chain.py, the order of work for each URI), and the action directory's scans (actiondir.py), until the
+frontier is empty, a crawl limit is hit (limits.py) or an operator terminates; it pauses, takes
+checkpoints (checkpoint.py holds what goes into one), has progress lines and notes written
+(progresslog.py) and the reports (reports.py), and answers status.
 
 Controller states and the actions allowed in each are one table, harvester/crawlstates.py's
 CONTROLLER_TRANSITIONS. Public methods are thread-safe and return at once (checkpoint waits for in-flight
@@ -26,6 +27,7 @@ from harvestdef.dedup import DedupIndex
 from harvestdef.errors import CrawlEngineError
 from harvester.crawlstates import CONTROLLER_TRANSITIONS, ControllerEvent, ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
+from harvester.engine.actiondir import ActionDirectory
 from harvester.engine.chain import ProcessorChain
 from harvester.engine.clock import CrawlClock
 from harvester.engine.config import CrawlConfig
@@ -202,6 +204,9 @@ class CrawlController:
                           self.parts.frontier.queued_count)
         self.threads.start(config.max_toe_threads, chain, self.logs)
         ticker = asyncio.create_task(self._ticker())
+        actions = ActionDirectory(self.job_dir / "action", self.launch_dir / "actions-done", self.parts, self.logs,
+                                  self.job_log, config.action_delay_seconds, config.action_initial_delay_seconds)
+        actions.start()
         try:
             while self._stop_status is None:
                 await asyncio.sleep(0.05)
@@ -211,6 +216,7 @@ class CrawlController:
             await self.threads.stop(0.0 if self._stop_status == CrawlExitStatus.ABORTED
                                     else min(5.0, config.so_timeout_ms / 1000))
         finally:
+            await actions.stop()
             ticker.cancel()
             await asyncio.gather(ticker, return_exceptions=True)
         self._exit_status = self._stop_status
