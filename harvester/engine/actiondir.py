@@ -240,6 +240,8 @@ class ActionDirectory:
         if outcome.refusal:
             self.job_log.warning(outcome.describe())
             self.logs.alert("WARNING", f"action file {path} refused: {outcome.refusal}")
+        elif outcome.ignored:
+            self.job_log.warning(outcome.describe())  # Heritrix's level for it
         else:
             self.job_log.info(outcome.describe())
 
