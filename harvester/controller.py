@@ -488,7 +488,8 @@ class HarvestController:
 
     def process_leftovers(self) -> list[Path]:
         """Post-process and report FAILED every job directory a dead controller left; returns those that
-        carry a resume marker instead (checkpointed at a shutdown, they are claimed again)."""
+        carry a resume marker instead (checkpointed at a shutdown, they are claimed again), the controller's
+        own or the one the bundled engine left when it stopped after its controller died."""
         resumable = []
         for directory in unfinished_job_directories(self.options.server_dir):
             if self.current is not None and directory.name.startswith(f"{self.current.job_id}_"):
@@ -500,6 +501,15 @@ class HarvestController:
                 self.options.oldjobs_dir.mkdir(parents=True, exist_ok=True)
                 shutil.move(os.fspath(directory), self.options.oldjobs_dir / f"unreadable-{directory.name}")
                 continue
+            if jobdir.resume_checkpoint is None and (checkpoint := jobdir.engine_shutdown_checkpoint()) is not None:
+                # A controller killed mid-crawl: its engine checkpointed the crawl and ended it when its pipe
+                # closed. Resumed as if it had checkpointed at its own shutdown: the checkpoint is the crawl's
+                # last state, so nothing is fetched twice, and the scheduler's claim decides as always (it
+                # refuses a job resubmitted meanwhile, which is then reported as any leftover).
+                log.warning("job %d: the crawl engine checkpointed it as %s when this controller died; it resumes "
+                            "if the scheduler grants it again", jobdir.job.job_id, checkpoint)
+                jobdir.mark_resumable(checkpoint)
+                jobdir.clear_engine_shutdown_checkpoint()
             if jobdir.resume_checkpoint is not None:
                 resumable.append(directory)
                 continue

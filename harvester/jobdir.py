@@ -11,6 +11,8 @@ Layout (reference §5.1, with files of ours)::
         crawler-beans.cxml  the job's template with the deduplication index location filled in
         dedup-index.sqlite  the deduplication index copied from the archive store (when the job has one)
         resume.json         written at shutdown when the crawl was checkpointed; removed when it resumes
+        shutdown-checkpoint.json  the bundled engine's: the checkpoint it wrote at its own shutdown, once the
+                            crawl had ended after it (``engine_shutdown_checkpoint``)
         outcome.json        how the crawl ended, written before post-processing starts
         job.log             the crawler's log of the job (builds, launches, checkpoints)
         checkpoints/        the crawler's checkpoints, one directory each
@@ -71,6 +73,8 @@ CRAWLER_BEANS = "crawler-beans.cxml"
 DEDUP_INDEX = "dedup-index.sqlite"
 METADATA_DIR = "metadata"
 RESUME = "resume.json"
+# The bundled engine's name for it (harvester/engine/jobs.py, SHUTDOWN_CHECKPOINT).
+ENGINE_SHUTDOWN_CHECKPOINT = "shutdown-checkpoint.json"
 OUTCOME = "outcome.json"
 JOB_LOG = "job.log"
 CHECKPOINTS_DIR = "checkpoints"
@@ -257,6 +261,38 @@ class JobDirectory:
 
     def clear_resumable(self) -> None:
         (self.path / RESUME).unlink(missing_ok=True)
+
+    def engine_shutdown_checkpoint(self) -> str | None:
+        """The checkpoint the bundled engine wrote when it stopped on its own, if the crawl can resume from it.
+
+        A controller that dies without warning cannot checkpoint its crawl nor write ``resume.json``; its
+        engine does the first (it stops when its standard input closes) and leaves the engine's marker. That
+        marker is written only once the crawl ended with nothing crawled after the checkpoint, but it is
+        trusted only while it still describes the directory: no outcome recorded (the controller has already
+        decided how the crawl ended), its checkpoint the newest in checkpoints/ and its launch the newest
+        launch. A later launch or checkpoint means the crawl went on after it, and resuming from it would
+        fetch and write again what came after."""
+        try:
+            marker = json.loads((self.path / ENGINE_SHUTDOWN_CHECKPOINT).read_text(encoding="utf-8"))
+            checkpoint, launch = marker["checkpoint"], marker["launch"]
+        except FileNotFoundError:
+            return None
+        except (KeyError, TypeError, ValueError) as exc:
+            log.warning("job %d: %s is unreadable (%s): not resumed from it", self.job.job_id,
+                        ENGINE_SHUTDOWN_CHECKPOINT, exc)
+            return None
+        checkpoints = sorted(p.name for p in self.checkpoints_dir.iterdir()) if self.checkpoints_dir.is_dir() else []
+        launches = [launch.name for launch in self.launches()]
+        if self.outcome is None and checkpoints[-1:] == [checkpoint] and launches[-1:] == [launch]:
+            return str(checkpoint)
+        log.warning("job %d: the engine's shutdown checkpoint %s of launch %s is not the newest checkpoint (%s) of "
+                    "the newest launch (%s), or the crawl's outcome is recorded: not resumed from it",
+                    self.job.job_id, checkpoint, launch, checkpoints[-1] if checkpoints else "none",
+                    launches[-1] if launches else "none")
+        return None
+
+    def clear_engine_shutdown_checkpoint(self) -> None:
+        (self.path / ENGINE_SHUTDOWN_CHECKPOINT).unlink(missing_ok=True)
 
     @property
     def outcome(self) -> CrawlOutcome | None:

@@ -15,10 +15,14 @@ With ``--stop-when-stdin-closes`` it also stops that way when its standard input
 harvest controller starts it so, with a pipe it holds open and never writes to: when the controller dies,
 however it dies (SIGKILL, the OOM killer), the kernel closes its end and the engine checkpoints and ends
 its crawl at once, instead of crawling on as an orphan in its own session while the scheduler gives the
-job to another controller. A pipe rather than the alternatives because its end of file comes the moment
-the last holder is gone, on every POSIX system: Linux's PR_SET_PDEATHSIG fires when the *thread* that
-started the child exits (the controller's crawl thread, not the controller), and polling the parent pid
-is late by its period and fooled by a subreaper. Only the one who started the engine may hold the pipe:
+job to another controller. That checkpoint is named in the job directory's ``shutdown-checkpoint.json``
+once the crawl has ended after it (harvester/engine/jobs.py): the controller, started again, resumes the
+job from it if the scheduler grants the job again.
+
+A pipe rather than the alternatives because its end of file comes the moment the last holder is gone, on
+every POSIX system: Linux's PR_SET_PDEATHSIG fires when the *thread* that started the child exits (the
+controller's crawl thread, not the controller), and polling the parent pid is late by its period and
+fooled by a subreaper. Only the one who started the engine may hold the pipe:
 it is not inherited (Python's pipes close on exec). Off by default, so an engine started by hand, whose
 standard input may be a terminal or /dev/null, runs until it is stopped.
 """

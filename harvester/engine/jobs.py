@@ -12,9 +12,10 @@ the job UNBUILT with the reason in ``job.log``.
 
 On disk, per job: ``job.log`` (this module's file), one ``<launchId>/`` directory per launch (14-digit UTC
 timestamp, with a copy of the cxml) and a ``latest`` symlink to the newest; ``checkpoints/`` is written by
-the crawl. ``launchCount`` and ``lastLaunch`` are read back from the launch directories, so they survive
-an engine restart. A job added from outside the jobs dir (``action=add``) is remembered by a
-``<name>.jobpath`` file in the jobs dir, as Heritrix does.
+the crawl; ``shutdown-checkpoint.json`` names the checkpoint written at an engine shutdown once the
+crawl has ended after it (``CrawlJob.stop_for_shutdown``). ``launchCount`` and ``lastLaunch`` are read
+back from the launch directories, so they survive an engine restart. A job added from outside the jobs
+dir (``action=add``) is remembered by a ``<name>.jobpath`` file in the jobs dir, as Heritrix does.
 
 The crawl itself (harvester.engine.crawl) runs in its own thread; this module only drives it.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import json
 import logging
 import re
 import shutil
@@ -34,6 +36,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from harvestdef.errors import CrawlEngineError, NotFoundError
+from harvestdef.files import write_atomically
 from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
 from harvester.engine.crawl import CrawlController
@@ -46,6 +49,9 @@ SEEDS = "seeds.txt"
 JOB_LOG = "job.log"
 LATEST = "latest"
 CHECKPOINTS = "checkpoints"
+# Written at engine shutdown once a checkpointed crawl has ended (``CrawlJob.stop_for_shutdown``); read by
+# the harvest controller (harvester/jobdir.py names it too).
+SHUTDOWN_CHECKPOINT = "shutdown-checkpoint.json"
 JOBPATH_SUFFIX = ".jobpath"
 LAUNCH_ID = re.compile(r"^\d{14}$")
 JOB_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
@@ -348,16 +354,24 @@ class CrawlJob:
 
         A running crawl is paused first, as Heritrix checkpoints a paused crawl: the checkpoint waits for
         the fetches in flight, and none starts between it and the terminate, so a resume from it fetches
-        and writes nothing again."""
+        and writes nothing again.
+
+        Once the crawl has ended with nothing crawled after its checkpoint (the same figures at its end as
+        at the checkpoint), ``SHUTDOWN_CHECKPOINT`` in the job directory names the checkpoint and its
+        launch: a harvest controller that died without stopping its crawl (the engine then stops at end of
+        its standard input) finds there, when it starts again, that the job can be resumed from it. Written
+        last, so a checkpoint that failed, a crawl that did not end or an engine killed meanwhile leave none."""
         with self._lock:
             if self._controller is None or self._state() is not JobState.ACTIVE:
                 return
             controller_state = self._controller.status().controller_state
+            checkpointed = None
             if ControllerEvent.CHECKPOINT in available_actions(controller_state):
                 try:
                     if controller_state in ACTIVE:
                         self._controller.pause()
                     name = self._controller.checkpoint()
+                    checkpointed = (name, self._controller.status().figures)
                     self.job_log.info(f"Checkpoint {name} written at engine shutdown; launch from it to resume")
                 except Exception:
                     # A failed checkpoint must not keep the engine from stopping; the crawl is still terminated.
@@ -365,8 +379,19 @@ class CrawlJob:
             self._controller.terminate()
             self.job_log.info("Job terminated at engine shutdown")
             controller = self._controller
+            launch_dir = self._launch_dir
         if not controller.join(timeout=SHUTDOWN_JOIN_SECONDS):
             self.job_log.error(f"Crawl did not end within {SHUTDOWN_JOIN_SECONDS:.0f} s of engine shutdown")
+            return
+        if checkpointed is not None and launch_dir is not None:
+            name, figures = checkpointed
+            ended = controller.status().figures
+            if (ended.downloaded_uri_count, ended.total_bytes) != (figures.downloaded_uri_count, figures.total_bytes):
+                self.job_log.error(f"Crawl went on after checkpoint {name} at engine shutdown: not marked resumable")
+                return
+            written = _utc_iso(datetime.datetime.now(datetime.UTC))
+            write_atomically(self.directory / SHUTDOWN_CHECKPOINT, json.dumps(
+                {"checkpoint": name, "launch": launch_dir.name, "written": written}).encode("utf-8"))
 
     # -- views ---------------------------------------------------------------------------------------------
 

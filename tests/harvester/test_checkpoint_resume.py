@@ -6,6 +6,7 @@ harvester/crawldriver.py, as ``harvestsuite harvester run`` uses it), and at the
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from collections import Counter
@@ -17,6 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvester.crawldriver import CrawlDriver, DriveResult, DriverOptions
 from harvester.engine.checkpoint import STORE_FILE
 from harvester.engine.frontier import DONE
+from harvester.engine.jobs import SHUTDOWN_CHECKPOINT
 from harvester.engine.urlstore import UrlStore
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite, wait_for
@@ -105,6 +107,8 @@ def test_a_crawl_checkpointed_mid_fetch_at_controller_shutdown_resumes_without_a
             thread.join(120)
         (result,) = first
         assert result.checkpoint is not None, result.outcome
+        # The crawl had ended when the engine stopped: the controller's resume.json governs, not the engine.
+        assert not (job_dir / SHUTDOWN_CHECKPOINT).exists()
         requests_at_checkpoint = len(site.requests)
 
         second: list[DriveResult] = []
@@ -124,6 +128,10 @@ def test_a_crawl_checkpointed_mid_fetch_at_engine_shutdown_resumes_without_anyth
             client = crawl_until_fetches_are_in_flight(engine, site, job_dir)
             assert engine.stop() == 0  # SIGTERM: the engine checkpoints the running crawl and stops
         requests_at_checkpoint = len(site.requests)
+        # It names the checkpoint and its launch, written once the crawl had ended with nothing after it.
+        marker = json.loads((job_dir / SHUTDOWN_CHECKPOINT).read_text(encoding="utf-8"))
+        assert marker["checkpoint"] == sorted(p.name for p in (job_dir / "checkpoints").iterdir())[-1]
+        assert [marker["launch"]] == [p.name for p in job_dir.glob("[0-9]*") if not p.is_symlink()]
         with EngineProcess(jobs_dir, hosts_file=hosts_file) as engine:
             client = engine.client()
             client.build("slowjob")

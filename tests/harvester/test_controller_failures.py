@@ -86,14 +86,19 @@ def crawled_lines(server_dir: Path) -> int:
     return total
 
 
-def test_a_controller_killed_mid_crawl_reports_the_job_failed_with_everything_stored(harvesting):
+def test_a_controller_killed_mid_crawl_with_its_engine_reports_the_job_failed_with_everything_stored(harvesting):
+    # Both killed at once (the host went down): no checkpoint to resume from, unlike a controller killed
+    # alone, whose engine checkpoints the crawl before it exits (test_orphaned_engine.py).
     h = harvesting(slow_template())
     harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
     h.start_scheduler()
     first = h.start_controller("first")
     wait_for(lambda: crawled_lines(h.server_dir) >= 6, 60, "six crawl.log lines")
     directory = job_directory(h.server_dir)
+    engine_pid = int((h.server_dir / "engine.pid").read_text())
+    os.kill(engine_pid, signal.SIGSTOP)  # frozen, it cannot see its pipe close when the controller dies
     first.kill()
+    os.kill(engine_pid, signal.SIGKILL)
     written = record_ids(list(directory.glob("[0-9]*/warcs/*.warc.gz*")))
     assert len(written) >= 4
     h.start_controller("second")
@@ -104,8 +109,6 @@ def test_a_controller_killed_mid_crawl_reports_the_job_failed_with_everything_st
     (row,) = h.history(job.job_id)
     assert row.objectcount >= 3 and row.bytecount > 0
     assert StopReason(row.stopreason) == StopReason.DOWNLOAD_UNFINISHED
-    # The engine stopped itself when its controller died (test_orphaned_engine.py), or the second controller
-    # stopped it if it was still stopping: nothing serves that serverDir any more.
     assert not (h.server_dir / "engine.pid").exists()
 
 
