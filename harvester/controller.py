@@ -462,9 +462,9 @@ class HarvestController:
         self._send_report(jobdir, report)
         return report.is_stored
 
-    def _job_event(self, job: DoOneCrawl, kind: str, checkpoint: str) -> None:
+    def _job_event(self, job: DoOneCrawl, kind: str, checkpoint: str, happened_at: datetime | None = None) -> None:
         try:
-            self.link.send_job_event(job, kind, checkpoint, datetime.now(UTC))
+            self.link.send_job_event(job, kind, checkpoint, happened_at or datetime.now(UTC))
         except HarvestSuiteError as exc:  # the job page misses a line; the crawl goes on
             log.warning("job %d: %s of %s not reported: %s", job.job_id, kind, checkpoint, exc)
 
@@ -509,6 +509,8 @@ class HarvestController:
                 log.warning("job %d: the crawl engine checkpointed it as %s when this controller died; it resumes "
                             "if the scheduler grants it again", jobdir.job.job_id, checkpoint)
                 jobdir.mark_resumable(checkpoint)
+                # the job page lists the engine's checkpoint before the resume from it, at the engine's time
+                self._job_event(jobdir.job, "checkpoint", checkpoint, jobdir.engine_shutdown_checkpoint_time())
                 jobdir.clear_engine_shutdown_checkpoint()
             if jobdir.resume_checkpoint is not None:
                 resumable.append(directory)

@@ -46,6 +46,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from lxml import etree
@@ -290,6 +291,14 @@ class JobDirectory:
                     self.job.job_id, checkpoint, launch, checkpoints[-1] if checkpoints else "none",
                     launches[-1] if launches else "none")
         return None
+
+    def engine_shutdown_checkpoint_time(self) -> datetime | None:
+        """When the engine wrote its shutdown checkpoint's marker (moments after the checkpoint), or None."""
+        try:
+            written = json.loads((self.path / ENGINE_SHUTDOWN_CHECKPOINT).read_text(encoding="utf-8"))["written"]
+            return datetime.fromisoformat(str(written).replace("Z", "+00:00"))
+        except (FileNotFoundError, KeyError, TypeError, ValueError):
+            return None
 
     def clear_engine_shutdown_checkpoint(self) -> None:
         (self.path / ENGINE_SHUTDOWN_CHECKPOINT).unlink(missing_ok=True)

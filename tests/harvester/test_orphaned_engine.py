@@ -97,8 +97,14 @@ def test_a_controller_killed_mid_crawl_resumes_its_job_from_the_engines_checkpoi
     (row,) = h.history(job.job_id)  # counted once, with both launches in it
     assert len(h.site.requests) - 1 <= row.objectcount <= logged  # robots.txt is not an object of the domain
     with h.engine.connect() as conn:
-        kinds = [e.kind for e in JobEventRepository(conn).for_job(job.job_id)]
+        events = JobEventRepository(conn).for_job(job.job_id)
+    kinds = [e.kind for e in events]
     assert "resume" in kinds and "resubmitted" not in kinds, kinds
+    # the engine's checkpoint is on the job page too, at the engine's time: before the resume from it
+    (taken,) = [e for e in events if e.kind == "checkpoint"]
+    (resumed,) = [e for e in events if e.kind == "resume"]
+    assert taken.checkpoint == resumed.checkpoint == checkpoint, (taken, resumed)
+    assert taken.happened_at < resumed.happened_at, (taken, resumed)
     print(f"site requests: {requests_at_checkpoint} before the kill, {len(h.site.requests)} in all, "
           f"crawl.log lines {logged}, objectcount {row.objectcount}, events {kinds}")
 
