@@ -60,6 +60,7 @@ from harvestdef.db.types import utcnow
 from harvestdef.errors import JobGenerationError, QueueError, StaleJobError, ValidationError
 from harvestdef.model.controllers import LostControllerRule, has_left_job, last_sign_of_life
 from harvestdef.model.definitions import RunOutlook
+from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, JobTransitionReason
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.harvests import HarvestRepository
@@ -270,12 +271,7 @@ class Ticker:
                 last_sign = last_sign_of_life(last_heartbeat, job.startdate)
                 if last_sign is not None and not rule.needs_resubmission(last_sign, interval, now):
                     return
-                new_job = jobs.resubmit(job_id, self.generation.next_job_id, now,
-                                        reason=JobTransitionReason.CONTROLLER_LOST)
-                JobEventRepository(conn).record(
-                    job_id=job_id, attempt_id=attempt_id, controller_id=job.controller or "", kind=RESUBMITTED,
-                    checkpoint="", happened_at=now, received_at=now)
-                remove_monitor_rows(conn, job_id)
+                new_job = self._resubmit_abandoned(conn, jobs, job, now)
         except (StaleJobError, ValidationError) as exc:
             log.info("job %d was not resubmitted: %s", job_id, exc)  # it moved on meanwhile
             return
@@ -289,28 +285,38 @@ class Ticker:
             f"resubmitLostAfter ({rule.resubmit_lost_after} s). Job {job_id} is RESUBMITTED, its attempt will "
             f"never be granted again, and job {new_job.job_id} harvests its domains.")
 
-    def _left_by(self, conn: Connection, job_id: int, attempt_id: str) -> str | None:
-        """What the controller holding STARTED ``job_id``'s claim reports instead of the job's attempt, if it
-        has left the job (has_left_job); None while it may still hold it."""
+    def _left_jobs(self, conn: Connection, job_id: int | None = None) -> list[tuple[int, str, str]]:
+        """The STARTED jobs (job id, attempt id, what the controller reports instead) whose claim-holding
+        controller has left them (has_left_job), in one query; ``job_id`` asks about that job alone."""
         j, h = s.jobs, s.harvesters
-        row = conn.execute(
-            select(j.c.startdate, h.c.registered_at, h.c.last_heartbeat, h.c.current_job_id, h.c.current_attempt_id)
-            .select_from(j.join(h, h.c.controller_id == j.c.controller))
-            .where(j.c.job_id == job_id, j.c.status == int(JobStatus.STARTED), j.c.attempt_id == attempt_id)).first()
-        if row is None or not has_left_job(attempt_id, row.current_attempt_id, row.last_heartbeat, row.startdate,
-                                           row.registered_at, timedelta(seconds=self.options.claim_grace_time)):
-            return None
-        return f"job {row.current_job_id}" if row.current_job_id is not None else "no job"
+        query = (select(j.c.job_id, j.c.attempt_id, j.c.startdate, h.c.registered_at, h.c.last_heartbeat,
+                        h.c.current_job_id, h.c.current_attempt_id)
+                 .select_from(j.join(h, h.c.controller_id == j.c.controller))
+                 .where(j.c.status == int(JobStatus.STARTED), h.c.last_heartbeat.is_not(None),
+                        or_(h.c.current_attempt_id.is_(None), h.c.current_attempt_id != j.c.attempt_id)))
+        if job_id is not None:
+            query = query.where(j.c.job_id == job_id)
+        grace = timedelta(seconds=self.options.claim_grace_time)
+        return [(row.job_id, row.attempt_id,
+                 f"job {row.current_job_id}" if row.current_job_id is not None else "no job")
+                for row in conn.execute(query)
+                if has_left_job(row.attempt_id, row.current_attempt_id, row.last_heartbeat, row.startdate,
+                                row.registered_at, grace)]
 
     def _find_left(self, conn: Connection) -> list[tuple[int, str]]:
-        """The STARTED jobs (job id, attempt id) whose controller has left them (``_left_by``)."""
-        j, h = s.jobs, s.harvesters
-        candidates = conn.execute(
-            select(j.c.job_id, j.c.attempt_id).select_from(j.join(h, h.c.controller_id == j.c.controller))
-            .where(j.c.status == int(JobStatus.STARTED), h.c.last_heartbeat.is_not(None),
-                   or_(h.c.current_attempt_id.is_(None), h.c.current_attempt_id != j.c.attempt_id))).all()
-        return [(job_id, attempt_id) for job_id, attempt_id in candidates
-                if self._left_by(conn, job_id, attempt_id) is not None]
+        """The STARTED jobs (job id, attempt id) whose controller has left them (``_left_jobs``)."""
+        return [(job_id, attempt_id) for job_id, attempt_id, _ in self._left_jobs(conn)]
+
+    def _resubmit_abandoned(self, conn: Connection, jobs: JobRepository, job: Job, now: datetime) -> Job:
+        """The one resubmission of a STARTED job no controller crawls any more (lost, or back without it):
+        CONTROLLER_LOST, audited by the repository, a ``resubmitted`` job event, its monitor rows gone."""
+        new_job = jobs.resubmit(job.job_id, self.generation.next_job_id, now,
+                                reason=JobTransitionReason.CONTROLLER_LOST)
+        JobEventRepository(conn).record(
+            job_id=job.job_id, attempt_id=job.attempt_id or "", controller_id=job.controller or "",
+            kind=RESUBMITTED, checkpoint="", happened_at=now, received_at=now)
+        remove_monitor_rows(conn, job.job_id)
+        return new_job
 
     def _resubmit_left(self, job_id: int, attempt_id: str, now: datetime, report: TickReport) -> None:
         """Resubmit a STARTED job its controller came back without, in a transaction of its own, if that is
@@ -322,15 +328,11 @@ class Ticker:
                 job = jobs.find(job_id, with_documents=False, for_update=True)
                 if job is None or job.status != JobStatus.STARTED or job.attempt_id != attempt_id:
                     return
-                instead = self._left_by(conn, job_id, attempt_id)
-                if instead is None:
+                left = [instead for _, held, instead in self._left_jobs(conn, job_id) if held == attempt_id]
+                if not left:
                     return
-                new_job = jobs.resubmit(job_id, self.generation.next_job_id, now,
-                                        reason=JobTransitionReason.CONTROLLER_LOST)
-                JobEventRepository(conn).record(
-                    job_id=job_id, attempt_id=attempt_id, controller_id=job.controller or "", kind=RESUBMITTED,
-                    checkpoint="", happened_at=now, received_at=now)
-                remove_monitor_rows(conn, job_id)
+                (instead,) = left
+                new_job = self._resubmit_abandoned(conn, jobs, job, now)
         except (StaleJobError, ValidationError) as exc:
             log.info("job %d was not resubmitted: %s", job_id, exc)  # it moved on meanwhile
             return
