@@ -381,6 +381,23 @@ CREATE TABLE job_events (
 
 CREATE INDEX job_events_job ON job_events (job_id, happened_at);
 
+CREATE TABLE job_changes (
+	job_id BIGINT NOT NULL, 
+	version INTEGER NOT NULL, 
+	kind VARCHAR(30) NOT NULL, 
+	payload TEXT NOT NULL, 
+	author VARCHAR(100) NOT NULL, 
+	created TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	state VARCHAR(10) NOT NULL, 
+	reason VARCHAR(2000) DEFAULT '' NOT NULL, 
+	applied TIMESTAMP WITHOUT TIME ZONE, 
+	attempt_id VARCHAR(64) DEFAULT '' NOT NULL, 
+	sent_at TIMESTAMP WITHOUT TIME ZONE, 
+	PRIMARY KEY (job_id, version)
+);
+
+CREATE INDEX job_changes_state ON job_changes (state, job_id, version);
+
 CREATE TABLE harvest_run_summary (
 	harvest_id BIGINT NOT NULL, 
 	harvest_num INTEGER NOT NULL, 
@@ -834,6 +851,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0016_crawl_log_tail');
+INSERT INTO alembic_version (version_num) VALUES ('0017_job_changes');
 
 COMMIT;

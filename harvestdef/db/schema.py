@@ -644,6 +644,28 @@ job_events = Table(
 )
 Index("job_events_job", job_events.c.job_id, job_events.c.happened_at)
 
+# Live changes to a running job (design.md §Running crawls): control actions and changes, versioned per
+# job in the order operators made them. The web UI writes a row pending; the scheduler sends it to the
+# controller that holds the job's claim (``sent_at``: its last sending); the controller's answer settles
+# it applied or refused, with the reason and the attempt that applied it.
+job_changes = Table(
+    "job_changes", metadata,
+    Column("job_id", BigInteger, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("kind", String(30), nullable=False),  # the kinds of repositories/jobchanges.py
+    Column("payload", Text, nullable=False),  # a JSON object
+    Column("author", String(100), nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Column("state", String(10), nullable=False),  # pending, applied, refused
+    Column("reason", String(2000), nullable=False, server_default=""),
+    Column("applied", UTCDateTime),  # when the controller applied or refused it
+    Column("attempt_id", String(64), nullable=False, server_default=""),  # the attempt that applied it
+    Column("sent_at", UTCDateTime),
+    PrimaryKeyConstraint("job_id", "version"),
+)
+# the scheduler's sending looks up pending changes only
+Index("job_changes_state", job_changes.c.state, job_changes.c.job_id, job_changes.c.version)
+
 # Per harvest run (harvest_num): totals of the final reports, kept up to date at status intake.
 harvest_run_summary = Table(
     "harvest_run_summary", metadata,

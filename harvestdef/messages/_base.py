@@ -15,8 +15,9 @@ from harvestdef.errors import ValidationError
 #: (major, minor) of the wire schema this side speaks. A change of major is incompatible and refused with
 #: MessageVersionError; a newer minor only adds fields, which older readers ignore. 1.1 added
 #: DomainStats.nothing_harvested, the JobEvent message and CrawlStatus.store_outage; 1.2
-#: HarvesterStatus.heartbeat_interval; 1.3 CrawlProgress.crawl_log_tail and CrawlProgress.is_heritrix_console.
-SCHEMA_VERSION: tuple[int, int] = (1, 3)
+#: HarvesterStatus.heartbeat_interval; 1.3 CrawlProgress.crawl_log_tail and CrawlProgress.is_heritrix_console;
+#: 1.4 the LiveChange and LiveChangeResult messages.
+SCHEMA_VERSION: tuple[int, int] = (1, 4)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHOWN_MAX = 60  # characters of an offending value quoted in an error

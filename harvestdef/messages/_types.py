@@ -8,6 +8,7 @@ MessageError with the field's path. Inside bodies, times are ISO-8601 strings on
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -404,11 +405,81 @@ class JobEvent(Message):
                                               f"{shown(self.happened_at)}")
 
 
+#: LiveChange.kind values: the control actions, then the live changes (harvestdef/repositories/jobchanges.py).
+LIVE_CHANGE_KINDS: tuple[str, ...] = ("pause", "resume", "checkpoint", "stop", "fail", "reject", "unreject",
+                                      "budget", "delete_queued", "add_uris", "politeness")
+#: LiveChangeResult.state values.
+LIVE_CHANGE_RESULTS: tuple[str, ...] = ("applied", "refused")
+
+
+def _check_json_object(path: str, text: str) -> None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise MessageError(path, f"expected a JSON object, got {shown(text)}")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveChange(Message):
+    """Scheduler -> the control queue of the controller holding the job's claim (schema 1.4): one change
+    of the running job, to apply in ``version`` order. Sent again until the controller answers, so a
+    controller applies a version once and answers a repeated one with what it answered before.
+    ``payload`` is the change's JSON object as the API took it; ``created`` is ISO-8601 with a UTC offset."""
+
+    job_id: int
+    attempt_id: str
+    version: int
+    kind: str
+    payload: str
+    author: str
+    created: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in LIVE_CHANGE_KINDS:
+            raise MessageError("kind", f"expected one of {', '.join(LIVE_CHANGE_KINDS)}, got {shown(self.kind)}")
+        if self.version < 1:
+            raise MessageError("version", f"expected a version from 1 on, got {self.version}")
+        _check_json_object("payload", self.payload)
+        _check_time("created", self.created)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveChangeResult(Message):
+    """Harvest controller -> scheduler's status queue (schema 1.4): change ``version`` of the job was
+    applied to the crawl, or refused with ``reason`` (the crawler's words). ``happened_at`` is ISO-8601
+    with a UTC offset."""
+
+    job_id: int
+    attempt_id: str
+    controller_id: str
+    version: int
+    state: str
+    reason: str
+    happened_at: str
+
+    def __post_init__(self) -> None:
+        if self.state not in LIVE_CHANGE_RESULTS:
+            raise MessageError("state", f"expected one of {', '.join(LIVE_CHANGE_RESULTS)}, got {shown(self.state)}")
+        _check_time("happened_at", self.happened_at)
+
+
+def _check_time(path: str, value: str) -> None:
+    try:
+        when = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        when = None
+    if when is None or when.utcoffset() is None:
+        raise MessageError(path, f"expected an ISO-8601 time with a UTC offset, got {shown(value)}")
+
+
 #: Wire name (the ``type`` of the envelope) -> message class.
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.__name__: cls
     for cls in (
         DoOneCrawl, CrawlStatus, CrawlProgress, FrontierReport, HarvesterReady, HarvesterStatus,
-        ClaimRequest, ClaimAnswer, RegistrationRequest, RegistrationAnswer, JobEvent,
+        ClaimRequest, ClaimAnswer, RegistrationRequest, RegistrationAnswer, JobEvent, LiveChange,
+        LiveChangeResult,
     )
 }

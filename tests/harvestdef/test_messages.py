@@ -33,6 +33,8 @@ from harvestdef.messages import (
     HarvesterReady,
     HarvesterStatus,
     JobEvent,
+    LiveChange,
+    LiveChangeResult,
     Message,
     MessageError,
     MessageVersionError,
@@ -145,6 +147,12 @@ SAMPLES: dict[str, Message] = {
     "JobEvent": JobEvent(job_id=4711, attempt_id="4711-1-9f1c", controller_id="harv01-1a2b3c4d",
                          kind="checkpoint", checkpoint="cp00001-20250301120000",
                          happened_at="2025-03-01T12:00:00.250000+00:00"),
+    "LiveChange": LiveChange(job_id=4711, attempt_id="4711-1-9f1c", version=3, kind="reject",
+                             payload='{"regex": ".*calendar.*", "domain": "example.dk"}', author="ops1",
+                             created="2025-03-01T12:00:00+00:00"),
+    "LiveChangeResult": LiveChangeResult(job_id=4711, attempt_id="4711-1-9f1c", controller_id="harv01-1a2b3c4d",
+                                         version=3, state="refused", reason="no reject rule .*x.* in the scope",
+                                         happened_at="2025-03-01T12:00:01+00:00"),
 }
 
 
@@ -182,10 +190,10 @@ def test_every_message_type_has_a_sample_and_a_docstring():
 def test_wire_form_is_the_documented_envelope():
     message = SAMPLES["ClaimAnswer"]
     assert encode(message, SENT) == (
-        b'{"type":"ClaimAnswer","version":"1.3","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
+        b'{"type":"ClaimAnswer","version":"1.4","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
         b'"attempt_id":"4711-1-9f1c","controller_id":"c","granted":true,"reason":"","control_queue":'
         b'"prod.control.c"}}')
-    assert SCHEMA_VERSION == (1, 3)
+    assert SCHEMA_VERSION == (1, 4)
 
 
 def test_enums_travel_by_name_and_text_as_utf8():
@@ -233,7 +241,7 @@ def test_another_major_version_is_refused_naming_both(version):
         decode(_bytes(document))
     assert isinstance(err.value, MessageError)
     assert isinstance(err.value, ValidationError)
-    assert version in str(err.value) and "1.3" in str(err.value)
+    assert version in str(err.value) and "1.4" in str(err.value)
     assert err.value.version == tuple(int(part) for part in version.split("."))
 
 
@@ -484,3 +492,21 @@ def test_an_error_text_is_cut_to_its_limit_and_shows_the_cut(limit):
     cut = clip("x" * (limit + 1), limit)
     assert len(cut) == limit and cut == "x" * (limit - 1) + "…"
     assert clip("", limit) == ""
+
+
+def test_a_live_change_names_its_bad_field():
+    with pytest.raises(MessageError, match="kind"):
+        LiveChange(job_id=1, attempt_id="a", version=1, kind="reboot", payload="{}", author="x",
+                   created="2025-03-01T12:00:00+00:00")
+    with pytest.raises(MessageError, match="payload"):
+        LiveChange(job_id=1, attempt_id="a", version=1, kind="pause", payload="[1]", author="x",
+                   created="2025-03-01T12:00:00+00:00")
+    with pytest.raises(MessageError, match="version"):
+        LiveChange(job_id=1, attempt_id="a", version=0, kind="pause", payload="{}", author="x",
+                   created="2025-03-01T12:00:00+00:00")
+    with pytest.raises(MessageError, match="state"):
+        LiveChangeResult(job_id=1, attempt_id="a", controller_id="c", version=1, state="maybe", reason="",
+                         happened_at="2025-03-01T12:00:00+00:00")
+    with pytest.raises(MessageError, match="happened_at"):
+        LiveChangeResult(job_id=1, attempt_id="a", controller_id="c", version=1, state="applied", reason="",
+                         happened_at="yesterday")

@@ -1,0 +1,164 @@
+"""Job changes: the control actions and live changes operators make to a running job, versioned per job.
+
+A change is one row of ``job_changes``, numbered 1, 2, ... per job in the order it was made (ArchiveBot's
+settings_age, per job). Its life is one table of states: it is written ``pending`` by the web UI; the
+scheduler sends it, in version order, to the controller that holds the job's claim, again every while
+until the controller answers (a controller briefly away finds it in its durable control queue, or in a
+later sending); the controller's answer settles it ``applied`` or ``refused`` with the reason. A change
+still pending when the job ends is refused with the reason: nothing is silently dropped.
+
+A control action (pause, resume, checkpoint, stop, fail) is a change like the others, its kind the action.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, or_, select, update
+
+from harvestdef.db import schema as s
+from harvestdef.db.engine import is_postgresql
+from harvestdef.model.status import JobStatus
+
+_changes = s.job_changes
+
+# states
+PENDING, APPLIED, REFUSED = "pending", "applied", "refused"
+STATES = (PENDING, APPLIED, REFUSED)
+# The only moves of a change's state: a pending change is settled once, and stays so.
+TRANSITIONS: Mapping[str, frozenset[str]] = {PENDING: frozenset({APPLIED, REFUSED}),
+                                             APPLIED: frozenset(), REFUSED: frozenset()}
+
+# kinds: control actions, then live changes (the API's words, design.md §Running crawls)
+PAUSE, RESUME, CHECKPOINT, STOP, FAIL = "pause", "resume", "checkpoint", "stop", "fail"
+CONTROL_ACTIONS = (PAUSE, RESUME, CHECKPOINT, STOP, FAIL)
+REJECT, UNREJECT, BUDGET, DELETE_QUEUED, ADD_URIS, POLITENESS = (
+    "reject", "unreject", "budget", "delete_queued", "add_uris", "politeness")
+CHANGE_KINDS = (REJECT, UNREJECT, BUDGET, DELETE_QUEUED, ADD_URIS, POLITENESS)
+KINDS = CONTROL_ACTIONS + CHANGE_KINDS
+
+ENDED_REASON = "the job's crawl ended before its controller applied this change"
+
+
+@dataclass(frozen=True)
+class JobChange:
+    """One change of a job, as stored."""
+
+    job_id: int
+    version: int
+    kind: str
+    payload: dict[str, Any]
+    author: str
+    created: datetime
+    state: str
+    reason: str
+    applied: datetime | None  # when the controller applied or refused it
+    attempt_id: str  # the attempt whose crawl applied or refused it; empty while pending
+
+    @property
+    def is_control(self) -> bool:
+        return self.kind in CONTROL_ACTIONS
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A pending change to send, with the claim it goes to."""
+
+    change: JobChange
+    controller_id: str
+    attempt_id: str
+
+
+def _to_change(row: Mapping[str, Any]) -> JobChange:
+    return JobChange(job_id=row["job_id"], version=row["version"], kind=row["kind"],
+                     payload=json.loads(row["payload"]), author=row["author"], created=row["created"],
+                     state=row["state"], reason=row["reason"], applied=row["applied"],
+                     attempt_id=row["attempt_id"])
+
+
+_COLUMNS = (_changes.c.job_id, _changes.c.version, _changes.c.kind, _changes.c.payload, _changes.c.author,
+            _changes.c.created, _changes.c.state, _changes.c.reason, _changes.c.applied, _changes.c.attempt_id)
+
+
+class JobChangeRepository:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def add(self, job_id: int, kind: str, payload: Mapping[str, Any], author: str, now: datetime) -> JobChange:
+        """Store a pending change as the job's next version.
+
+        The job's row is locked first (PostgreSQL; SQLite's write transaction holds the whole database), so
+        two changes made at once get consecutive versions rather than one failing on the key."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown kind of job change {kind!r} (one of {', '.join(KINDS)})")
+        lock = select(s.jobs.c.job_id).where(s.jobs.c.job_id == job_id)
+        if is_postgresql(self.conn.engine):
+            lock = lock.with_for_update()
+        self.conn.execute(lock)
+        version = self.conn.execute(select(func.coalesce(func.max(_changes.c.version), 0) + 1)
+                                    .where(_changes.c.job_id == job_id)).scalar_one()
+        values = dict(job_id=job_id, version=version, kind=kind, payload=json.dumps(dict(payload), sort_keys=True),
+                      author=author, created=now, state=PENDING, reason="", applied=None, attempt_id="")
+        self.conn.execute(_changes.insert().values(**values))
+        return _to_change(values)
+
+    def for_job(self, job_id: int) -> list[JobChange]:
+        """The job's changes, oldest first."""
+        rows = self.conn.execute(select(*_COLUMNS).where(_changes.c.job_id == job_id)
+                                 .order_by(_changes.c.version)).mappings()
+        return [_to_change(row) for row in rows]
+
+    def get(self, job_id: int, version: int) -> JobChange | None:
+        row = self.conn.execute(select(*_COLUMNS).where(_changes.c.job_id == job_id,
+                                                         _changes.c.version == version)).mappings().first()
+        return _to_change(row) if row is not None else None
+
+    def pending_kinds(self, job_id: int) -> list[str]:
+        """The kinds of the job's pending changes, in version order (to judge whether an action is redundant)."""
+        return list(self.conn.execute(select(_changes.c.kind).where(
+            _changes.c.job_id == job_id, _changes.c.state == PENDING).order_by(_changes.c.version)).scalars())
+
+    def to_send(self, now: datetime, resend_after: timedelta) -> list[Outgoing]:
+        """Pending changes of STARTED jobs whose claim a controller holds, never sent or not sent since
+        ``resend_after``, in job and version order. A job with any change due is sent all its pending
+        changes, so the controller can apply them in order whatever it received before."""
+        due = (select(_changes.c.job_id).where(
+            _changes.c.state == PENDING,
+            or_(_changes.c.sent_at.is_(None), _changes.c.sent_at <= now - resend_after)).distinct())
+        query = (select(*_COLUMNS, s.jobs.c.controller, s.jobs.c.attempt_id.label("claim_attempt"))
+                 .join(s.jobs, s.jobs.c.job_id == _changes.c.job_id)
+                 .where(_changes.c.state == PENDING, _changes.c.job_id.in_(due),
+                        s.jobs.c.status == int(JobStatus.STARTED), s.jobs.c.controller.is_not(None),
+                        s.jobs.c.attempt_id.is_not(None))
+                 .order_by(_changes.c.job_id, _changes.c.version))
+        return [Outgoing(_to_change(row), row["controller"], row["claim_attempt"])
+                for row in self.conn.execute(query).mappings()]
+
+    def mark_sent(self, keys: Iterable[tuple[int, int]], now: datetime) -> None:
+        """Note the sending of these (job, version) changes."""
+        keys = list(keys)
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            self.conn.execute(update(_changes).where(
+                or_(*(and_(_changes.c.job_id == job, _changes.c.version == version) for job, version in chunk)))
+                .values(sent_at=now))
+
+    def settle(self, job_id: int, version: int, state: str, reason: str, applied: datetime,
+               attempt_id: str) -> bool:
+        """Mark a pending change applied or refused; False if it was settled before (a repeated answer)."""
+        if state not in TRANSITIONS[PENDING]:
+            raise ValueError(f"a job change is settled applied or refused, not {state!r}")
+        result = self.conn.execute(update(_changes).where(
+            _changes.c.job_id == job_id, _changes.c.version == version, _changes.c.state == PENDING)
+            .values(state=state, reason=reason[:2000], applied=applied, attempt_id=attempt_id))
+        return result.rowcount == 1
+
+    def refuse_pending(self, job_id: int, reason: str, now: datetime) -> int:
+        """Refuse the job's pending changes (its crawl ended first); how many there were."""
+        result = self.conn.execute(update(_changes).where(_changes.c.job_id == job_id, _changes.c.state == PENDING)
+                                   .values(state=REFUSED, reason=reason[:2000], applied=now))
+        return result.rowcount
