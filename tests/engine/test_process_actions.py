@@ -9,6 +9,7 @@ are acted on; the ActionDirectory bean scans every second from the start.
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 from collections.abc import Iterator
@@ -155,3 +156,27 @@ def test_a_script_is_refused_and_another_file_ignored(engine_process: EngineProc
     assert status.crawl_controller_state == "RUNNING" and status.alert_count >= 1
     stop(client, "refusing")
     assert all(not uri.startswith(other) for _, uri in crawled(job_dir))
+
+
+def test_include_and_a_gzipped_recover_file(engine_process: EngineProcess, test_site: TestSite) -> None:
+    client, job_dir = start_crawl(engine_process, test_site, "recovering")
+    # /trap/N/ links only to /trap/N+1/: a URI taken as included is never fetched, so neither is what it links to.
+    included = test_site.url(HOST, "/trap/4/")
+    drop(job_dir, "skip.include", f"F+ {included}\n")
+    # A recover journal, gzipped; without ".s." the scope is not asked, so the out-of-scope host's F+ line is
+    # fetched, and its Fs line taken as done.
+    recovered, done_before = test_site.url(OTHER_HOST, "/page/3"), test_site.url(OTHER_HOST, "/page/5")
+    staged = job_dir / ".journal.staged"
+    staged.write_bytes(gzip.compress(f"Fs {done_before}\nF+ {recovered}\n".encode()))
+    os.replace(staged, job_dir / "action" / "journal.recover.gz")
+    assert wait_for(lambda: {"skip.include", "journal.recover.gz"} <= done_files(job_dir).keys(), timeout=10)
+    log = job_log(job_dir)
+    assert "action file skip.include: 0 URIs scheduled, 1 included, 0 not added" in log
+    assert "action file journal.recover.gz: 1 URIs scheduled, 1 included, 0 not added" in log
+    assert wait_for(lambda: (200, recovered) in crawled(job_dir), timeout=20), crawled(job_dir)
+    assert wait_for(lambda: (200, test_site.url(HOST, "/trap/3/")) in crawled(job_dir), timeout=30)
+    stop(client, "recovering")
+    fetched = {uri for _, uri in crawled(job_dir)}
+    assert included not in fetched and test_site.url(HOST, "/trap/5/") not in fetched
+    assert test_site.request_count(HOST, "/trap/4/") == 0
+    assert done_before not in fetched
