@@ -63,6 +63,7 @@ from harvester.identity import controller_id_from_settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, JobDirectoryError, unfinished_job_directories
 from harvester.progress import crawl_progress, frontier_report
 from harvester.protocol import RegistrationRefusedError, SchedulerLink, SchedulerSilentError, TakenJob
+from harvester.steering import CrawlSteering
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,7 @@ class HarvestController:
             memory_rss_bytes=_rss_bytes(), paused=self.state == PAUSED, pause_reason=self.pause_reason,
             current_job_id=job.job_id if job else None, current_attempt_id=job.attempt_id if job else None,
             current_job_state={CRAWLING: "crawling", POSTPROCESSING: "post-processing"}.get(self.state, "idle"),
-            heartbeat_interval=self.options.heartbeat_interval))
+            heartbeat_interval=self.options.heartbeat_interval, min_space_left=self.options.min_space_left))
 
     def _heartbeats(self) -> None:
         while not self.stop_event.wait(self.options.heartbeat_interval):
@@ -410,12 +411,16 @@ class HarvestController:
         options = self.options.driver
         if job.max_running_time:
             options = DriverOptions(**{**options.__dict__, "max_running_time": float(job.max_running_time)})
+        steering = CrawlSteering(client, jobdir.name, jobdir, self.transport, self.link.control_queue,
+                                 self.controller_id, self.link.send_live_change_result, self.stop_event)
         driver = CrawlDriver(client, jobdir.name, jobdir.path, options, on_status, self.stop_event,
                              engine_alive=engine.is_alive if engine else None,
-                             engine_gone=engine.exit_description if engine else None, on_frontier=on_frontier)
+                             engine_gone=engine.exit_description if engine else None, on_frontier=on_frontier,
+                             steering=steering)
         try:
             result = driver.run(checkpoint)
         finally:
+            steering.close()
             if engine is not None:
                 engine.stop()
         if result.checkpoint is not None:

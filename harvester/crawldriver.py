@@ -11,6 +11,11 @@ engine process that has died, end the crawl as failed. The stall watchdog stops 
 new bytes for ``noresponse_timeout`` or had no active queue for ``inactivity_timeout``, and a crawl over
 the job's time limit.
 
+Between two polls the loop waits on ``steering`` when there is one (harvester/steering.py): the live
+changes operators make arrive and are applied then. An operator's stop or fail ends the crawl as the
+watchdog does (terminate, then post-processing as usual), with the operator named in the harvest errors.
+A crawl paused by an operator is never taken for a stalled one: the stall clocks restart while it is paused.
+
 While the crawl is RUNNING, every ``frontier_report_interval`` seconds (the first at the first poll that
 finds it running) the loop also fetches the FrontierSummaryReport and hands its queues to
 ``on_frontier`` (the controller sends them as a FrontierReport message). A report that cannot be fetched
@@ -35,6 +40,7 @@ from harvester.crawlstates import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, Contro
 from harvester.frontierqueues import FrontierQueues
 from harvester.heritrix import HeritrixClient, JobResource
 from harvester.jobdir import CrawlOutcome
+from harvester.steering import CrawlSteering
 
 STOP_WAIT_SECONDS = 120.0
 
@@ -66,7 +72,8 @@ class CrawlDriver:
                  on_status: Callable[[JobResource], None], shutdown: threading.Event,
                  engine_alive: Callable[[], bool] | None = None,
                  engine_gone: Callable[[], str] | None = None,
-                 on_frontier: Callable[[FrontierQueues], None] | None = None) -> None:
+                 on_frontier: Callable[[FrontierQueues], None] | None = None,
+                 steering: CrawlSteering | None = None) -> None:
         self.client = client
         self.name = name
         self.directory = Path(directory)
@@ -76,6 +83,7 @@ class CrawlDriver:
         self.engine_alive = engine_alive
         self.engine_gone = engine_gone or (lambda: "the crawl engine is gone")
         self.on_frontier = on_frontier
+        self.steering = steering
 
     # ------------------------------------------------------------------ actions judged by their result
     def _act(self, action: Callable[[], object], what: str, done: Callable[[JobResource], bool]) -> JobResource:
@@ -175,6 +183,27 @@ class CrawlDriver:
         self.on_frontier(queues)
 
     # ------------------------------------------------------------------ the watch loop
+    def _wait(self, seconds: float) -> None:
+        if self.steering is not None:
+            self.steering.wait(seconds)
+        else:
+            self.shutdown.wait(seconds)
+
+    def _end_as_asked(self, outcome: CrawlOutcome) -> bool:
+        """Carry out an operator's stop or fail, if one came; True if the crawl was ended."""
+        steering = self.steering
+        request = steering.end_request if steering is not None else None
+        if steering is None or request is None:
+            return False
+        self._stop(request.description)
+        if request.failed:
+            outcome.failed = True
+        else:
+            outcome.stopped = True
+        outcome.errors.append(request.description)
+        steering.settle_end()
+        return True
+
     def run(self, checkpoint: str | None = None) -> DriveResult:
         outcome = CrawlOutcome()
         try:
@@ -239,6 +268,8 @@ class CrawlDriver:
             if frontier is None or frontier.active_queues or frontier.in_process_queues:
                 active_seen = now
             paused = status.crawl_controller_state in PAUSED_OR_PAUSING
+            if paused:  # an operator's pause is no stall: the clocks start again when the crawl does
+                last_change = active_seen = now
             reason = None
             if not paused and now - last_change >= options.noresponse_timeout:
                 reason = (f"no new bytes for {now - last_change:.0f} s "
@@ -256,7 +287,9 @@ class CrawlDriver:
                 outcome.errors.append(f"the crawl was stopped at the job's time limit of "
                                       f"{options.max_running_time:g} s")
                 break
-            self.shutdown.wait(options.poll_interval)
+            self._wait(options.poll_interval)
+            if self._end_as_asked(outcome):
+                break
         with contextlib.suppress(HeritrixError):  # the final figures are a courtesy; the files are what count
             self.on_status(self.client.job_status(self.name))
         self.teardown()

@@ -216,7 +216,8 @@ class PostProcessor:
         info = MetadataInfo(job_id=job.job_id, harvest_id=job.harvest_id, harvest_num=job.harvest_num,
                             organization=self.options.organization, heritrix_version=self.options.crawler_version,
                             software_version=__version__, aliases=list(job.metadata.aliases),
-                            deduplication_job_ids=index_jobs, deduplication_job_ids_left_out=missing or ())
+                            deduplication_job_ids=index_jobs, deduplication_job_ids_left_out=missing or (),
+                            live_changes=[c for c in jobdir.live_changes() if c.get("state") == "applied"])
         launches = jobdir.launches()
         reports = [path for launch in launches for path in launch.reports()]
         logs = [path for launch in launches for path in launch.logs()]
@@ -230,7 +231,7 @@ class PostProcessor:
         launches = jobdir.launches()
         crawl_logs = [launch.crawl_log for launch in launches]
         progress = launches[-1].progress_log if launches else None
-        forced = StopReason.DOWNLOAD_UNFINISHED if (outcome.stalled or outcome.failed) else None
+        forced = StopReason.DOWNLOAD_UNFINISHED if (outcome.stalled or outcome.stopped or outcome.failed) else None
         result = build_domain_report(crawl_logs, progress, jobdir.job.domain_configurations,
                                      forced_stop_reason=forced)
         if result.domains_outside_job:

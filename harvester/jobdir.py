@@ -14,6 +14,8 @@ Layout (reference §5.1, with files of ours)::
         shutdown-checkpoint.json  the bundled engine's: the checkpoint it wrote at its own shutdown, once the
                             crawl had ended after it (``engine_shutdown_checkpoint``)
         outcome.json        how the crawl ended, written before post-processing starts
+        changes.jsonl       the live changes the controller handled, one JSON line each, applied or refused
+                            (harvester/steering.py); the applied ones go into the metadata WARC
         job.log             the crawler's log of the job (builds, launches, checkpoints)
         checkpoints/        the crawler's checkpoints, one directory each
         <launchId>/         the crawler's launch directories (14-digit UTC names), one per launch:
@@ -77,6 +79,7 @@ RESUME = "resume.json"
 # The bundled engine's name for it (harvester/engine/jobs.py, SHUTDOWN_CHECKPOINT).
 ENGINE_SHUTDOWN_CHECKPOINT = "shutdown-checkpoint.json"
 OUTCOME = "outcome.json"
+LIVE_CHANGES = "changes.jsonl"
 JOB_LOG = "job.log"
 CHECKPOINTS_DIR = "checkpoints"
 CDXJ_DIR = "cdxj"
@@ -104,13 +107,15 @@ class JobDirectoryError(HarvestSuiteError):
 class CrawlOutcome:
     """How a crawl ended, kept in outcome.json so a restart during post-processing still knows.
 
-    ``failed``: the job must end FAILED (the crawler died, could not be driven, or the crawl was
-    interrupted). ``stalled``: the watchdog stopped it; unfinished domains become DOWNLOAD_UNFINISHED.
+    ``failed``: the job must end FAILED (the crawler died, could not be driven, the crawl was
+    interrupted, or an operator ended it as failed). ``stalled``: the watchdog stopped it; ``stopped``: an
+    operator stopped it; in either case unfinished domains become DOWNLOAD_UNFINISHED.
     ``errors``: one line per problem, for the report's harvest errors.
     """
 
     failed: bool = False
     stalled: bool = False
+    stopped: bool = False
     errors: list[str] = field(default_factory=list)
 
 
@@ -312,6 +317,33 @@ class JobDirectory:
 
     def record_outcome(self, outcome: CrawlOutcome) -> None:
         write_atomically(self.path / OUTCOME, json.dumps(asdict(outcome)).encode())
+
+    @property
+    def live_changes_file(self) -> Path:
+        return self.path / LIVE_CHANGES
+
+    def live_changes(self) -> list[dict[str, object]]:
+        """The live changes handled so far, in the order handled; a line cut short by a crash is skipped."""
+        try:
+            lines = self.live_changes_file.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+        handled = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("version"), int):
+                handled.append(entry)
+        return handled
+
+    def record_live_change(self, entry: dict[str, object]) -> None:
+        """Append one handled change and sync it: it is the controller's memory of what it applied."""
+        with open(self.live_changes_file, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, sort_keys=True) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
 
     @property
     def reported_status(self) -> JobStatus | None:

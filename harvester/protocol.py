@@ -36,6 +36,7 @@ from harvestdef.messages import (
     HarvesterReady,
     HarvesterStatus,
     JobEvent,
+    LiveChangeResult,
     MessageError,
     RegistrationAnswer,
     RegistrationRequest,
@@ -75,6 +76,8 @@ class SchedulerLink:
         self.channels = [name.strip().upper() for name in channels if name.strip()]
         self.answer_timeout = answer_timeout
         self.reply_queue = names.controller(controller_id)
+        # where the live changes of the crawled job come; the scheduler names it in each grant
+        self.control_queue = names.control(controller_id)
         # Set when the controller is stopping: waiting for an answer ends at once (as if none came).
         self.stop = stop or threading.Event()
 
@@ -123,6 +126,8 @@ class SchedulerLink:
             reply_queue=self.reply_queue, resume=resume)))
         answer = self._await_answer(ClaimAnswer, lambda m: (m.job_id, m.attempt_id) == (job.job_id, job.attempt_id))
         assert isinstance(answer, ClaimAnswer)
+        if answer.granted and answer.control_queue:
+            self.control_queue = answer.control_queue
         return answer
 
     # ------------------------------------------------------------------ jobs
@@ -192,6 +197,10 @@ class SchedulerLink:
         self.transport.publish(self.names.scheduler, encode(JobEvent(
             job_id=job.job_id, attempt_id=job.attempt_id, controller_id=self.controller_id, kind=kind,
             checkpoint=checkpoint, happened_at=happened_at.isoformat())))
+
+    def send_live_change_result(self, result: LiveChangeResult) -> None:
+        """Whether a live change of the running job was applied or refused, for the job's change list."""
+        self.transport.publish(self.names.scheduler, encode(result))
 
     def send_progress(self, progress: CrawlProgress) -> None:
         self.transport.publish(self.names.monitor, encode(progress))

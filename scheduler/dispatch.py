@@ -252,7 +252,7 @@ class Dispatcher:
         def answer(granted: bool, reason: str = "") -> ClaimAnswer:
             return ClaimAnswer(job_id=claim.job_id, attempt_id=claim.attempt_id, controller_id=claim.controller_id,
                                granted=granted, reason=reason,
-                               control_queue=self.names.controller(claim.controller_id) if granted else "")
+                               control_queue=self.names.control(claim.controller_id) if granted else "")
 
         jobs = batch.jobs(claim.controller_id)
         # The usual claim, the first of a SUBMITTED job's attempt, is the compare-and-set alone; every

@@ -314,6 +314,9 @@ class HarvesterStatus(Message):
     # Seconds until the next heartbeat (1.2): the scheduler counts this controller lost after
     # lostAfterHeartbeats of them. 0: not stated (a 1.1 controller), judged by the scheduler's own setting.
     heartbeat_interval: float = 0.0
+    # Bytes the controller keeps free in its serverDir (minSpaceLeft, 1.4): below it the controller takes no
+    # job, and the job page says the running crawl's disk is short. 0: not stated (an older controller).
+    min_space_left: int = 0
 
 
 @dataclass(frozen=True, slots=True)

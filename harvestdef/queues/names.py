@@ -30,8 +30,14 @@ class QueueNames:
         return f"{self.environment_name}.deadletter"
 
     def controller(self, controller_id: str) -> str:
-        """The control queue of one harvest controller (claim answers and live changes)."""
+        """The reply queue of one harvest controller: answers to its registrations and claims."""
         return f"{self.environment_name}.controller.{controller_id}"
+
+    def control(self, controller_id: str) -> str:
+        """The control queue of one harvest controller: the live changes of the job it crawls, named in its
+        claim grant. A queue of its own, so that a controller waiting for a claim answer never takes (and
+        drops) a change, and a change waits there while its controller is away."""
+        return f"{self.environment_name}.control.{controller_id}"
 
     def __repr__(self) -> str:
         return f"QueueNames({self.environment_name!r})"

@@ -13,6 +13,9 @@ digests:
    ``metadata://<org>/crawl/setup/duplicatereductionleftout?...`` (same form), only when there are any.
    Its path does not start with "duplicatereductionjobs", so NetarchiveSuite's readers, which match that
    prefix, never take it for the list of jobs used.
+   One ``metadata://<org>/crawl/setup/jobchange?<same parameters>&version=V`` record (application/json)
+   per live change applied to the running crawl, in version order: its kind, what it changed, who made it
+   and when, and when the controller applied it (harvester/steering.py).
 4. Heritrix files as ``metadata://<org>/crawl/{setup|reports|logs}/<file name>?heritrixVersion=V&harvestid=H
    &jobid=J``: setup files, then reports, then logs, each group sorted by URL; text/xml for .xml files,
    text/plain otherwise.
@@ -28,13 +31,14 @@ complete; this module never decides which files belong to a job, the caller pass
 from __future__ import annotations
 
 import hashlib
+import json
 import socket
 import tempfile
 from base64 import b32encode
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 from urllib.parse import quote
 
 from warcio.recordbuilder import RecordBuilder
@@ -70,6 +74,7 @@ class MetadataInfo:
     aliases: Sequence[AliasRecord] = ()
     deduplication_job_ids: Sequence[int] | None = None
     deduplication_job_ids_left_out: Sequence[int] = ()
+    live_changes: Sequence[Mapping[str, Any]] = ()  # the applied ones, each with its "version"
     hostname: str | None = None
     ip: str | None = None
 
@@ -108,6 +113,10 @@ def duplicate_reduction_url(info: MetadataInfo) -> str:
 
 def duplicate_reduction_left_out_url(info: MetadataInfo) -> str:
     return f"metadata://{info.organization}/crawl/setup/duplicatereductionleftout?{_setup_query(info)}"
+
+
+def live_change_url(info: MetadataInfo, version: int) -> str:
+    return f"metadata://{info.organization}/crawl/setup/jobchange?{_setup_query(info)}&version={version}"
 
 
 def heritrix_file_url(info: MetadataInfo, category: str, name: str) -> str:
@@ -179,11 +188,11 @@ class _MetadataWriter:
                                "WARC-Block-Digest": value, "WARC-Payload-Digest": value})
         self.writer.write_record(record)
 
-    def write_text(self, url: str, text: str) -> None:
+    def write_text(self, url: str, text: str, content_type: str = "text/plain") -> None:
         with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY) as spool:
             spool.write(text.encode("utf-8"))
             spool.seek(0)
-            self.write_stream(url, "text/plain", spool, url)
+            self.write_stream(url, content_type, spool, url)
 
     def write_file(self, url: str, path: Path) -> None:
         content_type = "text/xml" if path.name.endswith(".xml") else "text/plain"
@@ -227,6 +236,9 @@ def write_metadata_warc(out_path: Path, info: MetadataInfo, setup_files: Sequenc
             if info.deduplication_job_ids_left_out:
                 writer.write_text(duplicate_reduction_left_out_url(info),
                                   ",".join(map(str, info.deduplication_job_ids_left_out)))
+        for change in sorted(info.live_changes, key=lambda change: int(change["version"])):
+            writer.write_text(live_change_url(info, int(change["version"])),
+                              json.dumps(change, sort_keys=True, indent=1) + "\n", "application/json")
         for category, files in groups:
             for url, path in _sorted_by_url(info, category, files):
                 writer.write_file(url, path)

@@ -259,6 +259,7 @@ class Harvesting:
         ids = []
         for path in self.tmp.glob("**/controller-id"):
             ids.append(names.controller(path.read_text().strip()))
+            ids.append(names.control(path.read_text().strip()))
         return ids
 
 

@@ -181,3 +181,22 @@ def test_a_large_log_is_streamed_not_read_whole(tmp_path):
         [_, record] = list(ArchiveIterator(handle))
         assert int(record.rec_headers.get_header("Content-Length")) == size
     assert os.path.getsize(out) < size
+
+
+def test_each_applied_live_change_is_a_record_of_its_own_in_version_order(job_dir, tmp_path):
+    setup, _, _, _ = job_files(job_dir)
+    changes = [{"version": 3, "kind": "reject", "payload": {"regex": ".*/trap/.*"}, "author": "ops1",
+                "created": "2026-11-26T10:00:00+00:00", "state": "applied", "reason": "",
+                "happened_at": "2026-11-26T10:00:01+00:00"},
+               {"version": 1, "kind": "pause", "payload": {}, "author": "ops2", "created": "2026-11-26T09:00:00+00:00",
+                "state": "applied", "reason": "", "happened_at": "2026-11-26T09:00:02+00:00"}]
+    out = write_metadata_warc(tmp_path / "c.warc.gz", info(live_changes=changes), setup[:1], [], [], [])
+    records = [(url, headers, body) for _, url, headers, body in read_records(out)
+               if url and "/crawl/setup/jobchange?" in url]
+    assert [url for url, _, _ in records] == [
+        f"metadata://netarkivet.dk/crawl/setup/jobchange?{SETUP_Q}&version=1",
+        f"metadata://netarkivet.dk/crawl/setup/jobchange?{SETUP_Q}&version=3"]
+    assert all(headers.get_header("Content-Type") == "application/json" for _, headers, _ in records)
+    assert json.loads(records[1][2]) == changes[0]
+    check = subprocess.run([str(WARCIO), "check", str(out)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
