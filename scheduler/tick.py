@@ -109,6 +109,7 @@ class TickReport:
     interrupted: list[int] = field(default_factory=list)
     resubmitted: dict[int, int] = field(default_factory=dict)
     indexing: dict[str, str] = field(default_factory=dict)  # harvest name -> why its runs' jobs wait for an index
+    live_changes_sent: int = 0  # by SchedulerService.tick_once after the tick
     finished: dict[str, str] = field(default_factory=dict)  # harvest name -> why its schedule has run its course
 
 
