@@ -1,5 +1,6 @@
 """Live changes of running jobs, the scheduler's part (design.md §Running crawls): sending each pending change
-to the controller that holds its job's claim, and settling it with that controller's answer.
+to the controller that holds its job's claim, settling it with that controller's answer, and refusing what a
+job leaves pending when it stops running.
 
 Operators' control actions (pause, resume, checkpoint, stop, fail) and live changes are rows of
 job_changes, which the web UI writes pending; harvestdef.repositories.jobchanges has their states and the
@@ -18,10 +19,16 @@ table of their moves. Nothing here decides whether a change makes sense: the con
   controller that holds it, settles a pending change applied or refused with the controller's reason, the
   time and the attempt, audited in the job's trail. Any other answer changes nothing and is logged: one of
   another attempt or controller, of a change there is not, or a repeat for a change settled already.
+* Ending (``refuse_left_changes``). Whoever moves a job out of SUBMITTED or STARTED (the intake's final
+  status, the tick's timeout and resubmissions, a dead-lettered DoOneCrawl) refuses its pending changes in
+  the same transaction, with a reason that says what happened. A resubmitted job's changes are not carried
+  to the new job: its crawl starts from its crawl template. The tick also refuses what a job that ended by
+  other means has left pending (``refuse_changes_of_ended_jobs``; the web UI stored a change as the job
+  ended, say), so no change waits for ever.
 
-Locks: every write to a job's changes holds the job's row first (JobChangeRepository.add, ``settle``, and
-the sender's mark, one job per transaction), so writers of one job's changes queue on that row and never
-deadlock on the rows of its changes.
+Locks: every write to a job's changes holds the job's row first (JobChangeRepository.add, a status change
+and the refusal that follows it, ``settle``, and the sender's mark, one job per transaction), so writers of
+one job's changes queue on that row and never deadlock on the rows of its changes.
 """
 
 from __future__ import annotations
@@ -39,15 +46,32 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql, write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.messages import LiveChange, LiveChangeResult, MessageError, encode
+from harvestdef.model.status import JobStatus
 from harvestdef.queues import PublishFailures, QueueNames, Transport
+from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, database_errors, record_audit
 from harvestdef.repositories.jobchanges import PENDING, REFUSED, JobChangeRepository, Outgoing
 from scheduler.batch import Batch
 
 log = logging.getLogger(__name__)
 
+# A job in one of these has stopped running for good: whatever it still has pending will never be applied.
+_ENDED = (JobStatus.DONE, JobStatus.FAILED, JobStatus.RESUBMITTED, JobStatus.FAILED_REJECTED)
 
-# ---------------------------------------------------------------------- settling
+
+# ---------------------------------------------------------------------- reasons
+def ended_reason(job_id: int, status: JobStatus, how: str) -> str:
+    """Why a change is refused when its job ended ``status``; ``how`` says who ended it and why."""
+    return f"job {job_id} ended {status} ({how}) before its controller applied this change"
+
+
+def resubmitted_reason(job_id: int, new_job_id: int, why: str) -> str:
+    """Why a change is refused when its job was resubmitted: the change stays with the old job."""
+    return (f"job {job_id} was resubmitted as job {new_job_id} ({why}) before its controller applied this "
+            f"change; the new job's crawl starts from its crawl template, without the changes made to this one")
+
+
+# ---------------------------------------------------------------------- ending
 def lock_job(conn: Connection, job_id: int) -> None:
     """Hold the job's row until the transaction ends (PostgreSQL; SQLite's write transaction holds the whole
     database): every writer of a job's changes does so first (see the module docstring)."""
@@ -55,6 +79,48 @@ def lock_job(conn: Connection, job_id: int) -> None:
         conn.execute(select(s.jobs.c.job_id).where(s.jobs.c.job_id == job_id).with_for_update())
 
 
+def refuse_left_changes(conn: Connection, job_id: int, reason: str, now: datetime, *,
+                        audit: AuditBatch | None = None, actor: str = SYSTEM_ACTOR) -> int:
+    """Refuse the pending changes of a job that stopped running, in the caller's transaction, which holds
+    the job's row (it has just changed the job's status); returns how many there were. Audited in the
+    job's trail when there were any."""
+    refused = JobChangeRepository(conn).refuse_pending(job_id, reason, now)
+    if refused:
+        before, after = {"changes_pending": refused}, {"changes_pending": 0, "changes_refused": refused,
+                                                       "reason": reason}
+        if audit is not None:
+            audit.record(actor, "jobs", job_id, "update", before, after)
+        else:
+            record_audit(conn, actor, "jobs", job_id, "update", before, after)
+    return refused
+
+
+def refuse_changes_of_ended_jobs(engine: Engine, now: datetime) -> dict[int, int]:
+    """Refuse the pending changes of jobs that have ended (DONE, FAILED, RESUBMITTED, FAILED_REJECTED)
+    whoever ended them; job id -> how many. The pending changes are found through the index on their
+    state, so when none is pending this is one look into that index."""
+    c, j = s.job_changes, s.jobs
+    with database_errors("finding the pending changes of ended jobs"), engine.connect() as conn:
+        ended = conn.execute(select(c.c.job_id, j.c.status).distinct()
+                             .join(j, j.c.job_id == c.c.job_id)
+                             .where(c.c.state == PENDING, j.c.status.in_([int(status) for status in _ENDED]))
+                             .order_by(c.c.job_id)).all()
+    refused: dict[int, int] = {}
+    for job_id, _ in ended:
+        with database_errors(f"refusing the pending changes of job {job_id}"), write_transaction(engine) as conn:
+            lock_job(conn, job_id)
+            status = conn.scalar(select(j.c.status).where(j.c.job_id == job_id))
+            if status is None or JobStatus(status) not in _ENDED:
+                continue
+            reason = ended_reason(job_id, JobStatus(status), "the change was stored as the job ended")
+            count = refuse_left_changes(conn, job_id, reason, now)
+        if count:
+            refused[job_id] = count
+            log.warning("job %d is %s: its %d pending changes are refused", job_id, JobStatus(status), count)
+    return refused
+
+
+# ---------------------------------------------------------------------- settling
 def settle(batch: Batch, result: LiveChangeResult, sent_at: datetime) -> bool:
     """Settle a change with its controller's answer; True if it was pending and is settled now. An answer of
     another attempt or controller than the job's, of an unknown change, or for a change settled already
@@ -180,4 +246,5 @@ class LiveChangeSender:
         log.error("change %d of job %d refused: %s", change.version, change.job_id, reason)
 
 
-__all__ = ["LiveChangeSender", "live_change", "lock_job", "settle"]
+__all__ = ["LiveChangeSender", "ended_reason", "live_change", "refuse_changes_of_ended_jobs", "refuse_left_changes",
+           "resubmitted_reason", "settle"]

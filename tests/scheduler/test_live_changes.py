@@ -1,8 +1,9 @@
 """Live changes of running jobs, the scheduler's part, on both databases (and, where messages travel, both
 transports): pending changes sent in version order to the control queue of the controller holding the job's
 claim, and only for STARTED jobs; sent again after liveChangeResendAfter, not before; the controller's
-answer settles a change once, and a repeated or stale answer changes nothing; the running scheduler sends
-within liveChangeInterval."""
+answer settles a change once, and a repeated or stale answer changes nothing; a job that stops running has
+its pending changes refused with the reason, and a resubmitted job's changes stay with it; the running
+scheduler sends within liveChangeInterval."""
 
 from __future__ import annotations
 
@@ -18,14 +19,27 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import SettingsError
-from harvestdef.messages import LiveChange, LiveChangeResult, decode, encode
-from harvestdef.model.status import JobStatus
+from harvestdef.messages import CrawlStatus, LiveChange, LiveChangeResult, decode, encode
+from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.queues import QueueNames
 from harvestdef.repositories.jobchanges import APPLIED, PENDING, REFUSED, JobChange, JobChangeRepository
 from harvestdef.repositories.jobs import JobRepository, allocate_job_ids, new_job_row
 from harvestdef.settings import load_settings
+from scheduler.intake import DeadLetter
+from scheduler.jobgen.generate import GenerationOptions
 from scheduler.service import SchedulerService
+from scheduler.tick import Ticker, TickOptions, TickReport
 from tests.scheduler.factories import make_selective
+from tests.scheduler.test_intake import (  # noqa: F401
+    handlers,
+    job,
+    notifier,
+    register,
+    report,
+    started_job,
+    transport,
+)
+from tests.scheduler.test_lost_controllers import heartbeat, registered_at, supervise, ticker
 
 
 # ---------------------------------------------------------------------- helpers
@@ -220,6 +234,96 @@ def test_an_answer_settles_its_change_once_and_a_repeated_or_stale_answer_change
     with engine.connect() as conn:
         assert conn.scalar(select(s.dead_letters.c.queue)) is None, "every answer was taken, none dead-lettered"
     assert service.send_live_changes() == 0, "nothing left pending"
+
+
+# ---------------------------------------------------------------------- ending
+# Each ending takes a STARTED job of ctl-1 out of STARTED as its place in the code does, and returns the id
+# of the job it was resubmitted as, if it was.
+def _done(engine, handlers, notifier, job_id, attempt) -> None:  # noqa: F811
+    handlers.carry_out_one(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1", status=JobStatus.DONE,
+                                       domain_report=report(("a.dk", 1, 10, StopReason.DOWNLOAD_COMPLETE))))
+
+
+def _failed(engine, handlers, notifier, job_id, attempt) -> None:  # noqa: F811
+    handlers.carry_out_one(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1",
+                                       status=JobStatus.FAILED, harvest_errors="the crawler died"))
+
+
+def _timed_out(engine, handlers, notifier, job_id, attempt) -> None:  # noqa: F811
+    Ticker(engine, GenerationOptions(), TickOptions(job_timeout=60), notifier).supervise(
+        utcnow() + timedelta(seconds=61), TickReport())
+
+
+def _lost(engine, handlers, notifier, job_id, attempt) -> int:  # noqa: F811
+    last = utcnow()
+    heartbeat(handlers.carry_out_one, job_id, attempt, sent_at=last)
+    tick = ticker(engine, notifier, resubmit_lost_after=600)
+    supervise(tick, last + timedelta(seconds=60))
+    return supervise(tick, last + timedelta(seconds=601)).resubmitted[job_id]
+
+
+def _left(engine, handlers, notifier, job_id, attempt) -> int:  # noqa: F811
+    register(handlers.carry_out_one, "ctl-1")  # it starts again without its job directory
+    back = registered_at(engine)
+    heartbeat(handlers.carry_out_one, sent_at=back + timedelta(seconds=121))
+    return supervise(ticker(engine, notifier, resubmit_lost_after=0), back + timedelta(seconds=121)).resubmitted[job_id]
+
+
+@pytest.mark.parametrize(("ending", "status", "words"), [
+    (_done, JobStatus.DONE, "ended DONE (reported by its controller ctl-1)"),
+    (_failed, JobStatus.FAILED, "ended FAILED (reported by its controller ctl-1)"),
+    (_timed_out, JobStatus.FAILED, "ended FAILED (STARTED longer than jobtimeouttime (60 s)"),
+    (_lost, JobStatus.RESUBMITTED, "its controller ctl-1 stayed lost"),
+    (_left, JobStatus.RESUBMITTED, "its controller ctl-1 came back without it, reporting no job"),
+], ids=["done", "failed", "timed-out", "controller-lost", "controller-back-without-it"])
+def test_a_job_that_stops_running_has_its_pending_changes_refused_with_the_reason(
+        engine, handlers, notifier, ending, status, words):  # noqa: F811
+    job_id, attempt, _ = started_job(engine, handlers)
+    add_change(engine, job_id, "pause")
+    add_change(engine, job_id, "add_uris", {"uris": ["https://a.dk/new"]})
+    add_change(engine, job_id, "resume")
+    handlers.carry_out_one(result(job_id, attempt, 1))
+    new_job = ending(engine, handlers, notifier, job_id, attempt)
+    assert job(engine, job_id).status == status
+    first, *left = changes(engine, job_id)
+    assert first.state == APPLIED, "what the controller applied stays applied"
+    assert [change.state for change in left] == [REFUSED, REFUSED]
+    for change in left:
+        assert words in change.reason and f"job {job_id}" in change.reason
+        assert change.applied is not None and change.attempt_id == ""
+    if new_job is not None:
+        assert f"resubmitted as job {new_job}" in left[0].reason and "crawl template" in left[0].reason
+        assert changes(engine, new_job) == [], "the new job starts from its template, without this job's changes"
+    (entry,) = [entry for entry in audited(engine, job_id) if "changes_refused" in entry]
+    assert entry["changes_refused"] == 2 and entry["reason"] == left[0].reason
+    # The controller's late answer of a refused change is a repeat: it changes nothing.
+    handlers.carry_out_one(result(job_id, attempt, 2))
+    assert changes(engine, job_id)[1:] == left
+
+
+def test_a_dead_lettered_job_message_refuses_the_jobs_pending_changes(engine, handlers):  # noqa: F811
+    job_id, attempt = running_job(engine, None, JobStatus.SUBMITTED)
+    add_change(engine, job_id, "pause")
+    body = json.dumps({"type": "DoOneCrawl", "body": {"job_id": job_id, "attempt_id": attempt}}).encode()
+    assert handlers.carry_out_one(DeadLetter("UNIT.jobs.FOCUSED", "bad template", body)) == job_id
+    (change,) = changes(engine, job_id)
+    assert change.state == REFUSED and "ended FAILED (its DoOneCrawl message was dead-lettered" in change.reason
+
+
+def test_the_tick_refuses_what_a_job_that_ended_elsewhere_left_pending(engine, notifier):  # noqa: F811
+    running, _ = running_job(engine)
+    ended, _ = running_job(engine, status=JobStatus.FAILED)
+    add_change(engine, running, "pause")
+    add_change(engine, ended, "pause")
+    add_change(engine, ended, "stop")
+    report_ = TickReport()
+    Ticker(engine, GenerationOptions(), TickOptions(), notifier).supervise(utcnow(), report_)
+    assert report_.changes_refused == {ended: 2}
+    assert states(engine, running) == [PENDING]
+    assert all("ended FAILED" in change.reason for change in changes(engine, ended))
+    report_ = TickReport()
+    Ticker(engine, GenerationOptions(), TickOptions(), notifier).supervise(utcnow(), report_)
+    assert report_.changes_refused == {}, "refused once"
 
 
 # ---------------------------------------------------------------------- the running scheduler
