@@ -207,6 +207,14 @@ class SchedulerSettings:
                                    "processes that take messages from the scheduler's queue, the scheduler's "
                                    "own included (more use more cores; on a host whose broker and database "
                                    "share two cores, one costs the least CPU per job)")
+    liveChangeInterval: int = setting(
+        "harvestsuite.scheduler.liveChangeInterval", 2,
+        "seconds between the leading scheduler's sendings of pending live changes and control actions (pause, "
+        "stop, ...) to the controllers of running jobs: how soon an operator's change reaches the crawl")
+    liveChangeResendAfter: int = setting(
+        "harvestsuite.scheduler.liveChangeResendAfter", 60,
+        "seconds after which a live change its controller has not answered is sent again (the controller "
+        "answers a repeat as it answered the first)")
 
     def __post_init__(self) -> None:
         if self.lostAfterHeartbeats < 2:
@@ -216,6 +224,10 @@ class SchedulerSettings:
         if self.resubmitLostAfter < 0:
             raise SettingsError("harvestsuite.scheduler.resubmitLostAfter: seconds, 0 (never) or more, got "
                                 f"{self.resubmitLostAfter}")
+        for key, seconds in (("liveChangeInterval", self.liveChangeInterval),
+                             ("liveChangeResendAfter", self.liveChangeResendAfter)):
+            if seconds < 1:
+                raise SettingsError(f"harvestsuite.scheduler.{key}: seconds, 1 or more, got {seconds}")
         if not 0 <= self.satisfactorythresholdpercentage <= 100:
             raise SettingsError("harvester.indexserver.satisfactorythresholdpercentage: a percentage from 0 to "
                                 f"100, got {self.satisfactorythresholdpercentage}")

@@ -40,7 +40,7 @@ from sqlalchemy import Connection, Engine, delete
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
-from harvestdef.messages import ClaimRequest, CrawlStatus, HarvesterReady
+from harvestdef.messages import ClaimRequest, CrawlStatus, HarvesterReady, LiveChangeResult
 from harvestdef.queues import Delivery, PublishFailures, QueueError, Transport
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, database_errors
@@ -141,8 +141,9 @@ def transaction(engine: Engine, transport: Transport) -> Iterator[Batch]:
 def in_lock_order(decoded: list[tuple[Delivery, object, datetime]]
                    ) -> tuple[list[tuple[Delivery, object, datetime]], list[Delivery]]:
     """The decoded messages of a batch in the order its transaction takes row locks: the controllers' rows
-    (ready messages, heartbeats, registrations, by controller) before the jobs' (claims and statuses, by
-    job, a job's messages in the order they came), so two batches never wait on each other in a cycle;
+    (ready messages, heartbeats, registrations, by controller) before the jobs' (claims, statuses and the
+    answers to live changes, by job, a job's messages in the order they came), so two batches never wait on
+    each other in a cycle;
     and apart, the ready messages that a newer one of the same controller in the batch stands for (one
     idle controller releases one job, whichever ready message it answers)."""
     newest_ready: dict[str, int] = {}
@@ -157,7 +158,7 @@ def in_lock_order(decoded: list[tuple[Delivery, object, datetime]]
         message = item[1]
         if isinstance(message, HarvesterReady) and newest_ready[message.controller_id] != index:
             spare.append(item[0])
-        elif isinstance(message, ClaimRequest | CrawlStatus):
+        elif isinstance(message, ClaimRequest | CrawlStatus | LiveChangeResult):
             work.append(((1, "", message.job_id, index), item))
         else:
             work.append(((0, getattr(message, "controller_id", ""), 0, index), item))

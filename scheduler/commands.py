@@ -144,6 +144,10 @@ def tick(app: AppContext, once: bool) -> None:
         click.echo(f"resubmitted job {old} as {new}")
     for job_id in report.interrupted:
         click.echo(f"interrupted job {job_id}")
+    for job_id, count in sorted(report.changes_refused.items()):
+        click.echo(f"refused {count} pending live changes of ended job {job_id}")
+    if report.live_changes_sent:
+        click.echo(f"sent {report.live_changes_sent} live changes")
 
 
 @click.group()

@@ -25,12 +25,14 @@ from harvestdef.messages import (
     HarvesterReady,
     HarvesterStatus,
     JobEvent,
+    LiveChangeResult,
     RegistrationRequest,
 )
 from harvestdef.queues import Transport
 from scheduler.batch import Batch, transaction
 from scheduler.dispatch import Dispatcher
 from scheduler.intake import DeadLetter, StatusIntake
+from scheduler.livechanges import settle
 
 Handler = Callable[[Batch, Any, datetime], Any]
 
@@ -48,6 +50,7 @@ class MessageHandlers:
             HarvesterStatus: intake.heartbeat,
             CrawlStatus: intake.crawl_status,
             JobEvent: intake.job_event,
+            LiveChangeResult: settle,
             CrawlProgress: intake.progress,
             FrontierReport: intake.frontier_report,
             DeadLetter: intake.dead_letter,

@@ -23,6 +23,10 @@ reason, rejected or resubmitted meanwhile, keeps its status.
 Job events (checkpoints and resumes) are stored in job_events for the job page, once per event; so is
 the return of a lost controller, when its heartbeat clears its job's interrupted mark.
 
+A job that ends (a final status, a dead-lettered DoOneCrawl) has its pending live changes refused in the
+same transaction, with the reason (scheduler.livechanges); the controllers' answers to live changes are
+settled there too.
+
 Written here directly, not through a repository: the controllers' rows (harvesters: registrations and
 heartbeats), the running-job monitor (runningjobsmonitor, runningjobshistory, frontierreportmonitor) and
 dead_letters. They are what the harvesters last said, kept for supervision and the web UI, none of them
@@ -67,6 +71,7 @@ from harvestdef.repositories.history import DomainFigures, JobFigures
 from harvestdef.repositories.jobevents import CONTROLLER_BACK, JobEventRepository
 from harvestdef.repositories.jobs import NOT_NULL, not_before
 from scheduler.batch import Batch
+from scheduler.livechanges import ended_reason, refuse_left_changes
 from scheduler.notify import Notifier
 
 log = logging.getLogger(__name__)
@@ -204,10 +209,13 @@ class StatusIntake:
 
     def _record_final(self, batch: Batch, message: CrawlStatus, job: JobFigures, final_status: JobStatus,
                       now: datetime, replaces_failed: bool = False) -> None:
-        """A final status's history and summaries, the job out of the monitor, and, after the commit, the log
-        line and the notification of a failure. A job failed by a store outage gets no history rows yet:
-        its files are not archived (see the module docstring)."""
+        """A final status's history and summaries, the job out of the monitor, its pending live changes
+        refused, and, after the commit, the log line and the notification of a failure. A job failed by a
+        store outage gets no history rows yet: its files are not archived (see the module docstring)."""
         batch.job_ended(job.job_id)
+        refuse_left_changes(batch.conn, job.job_id, ended_reason(
+            job.job_id, final_status, f"reported by its controller {message.controller_id}"), now,
+            audit=batch.audit, actor=message.controller_id)
         report = None if message.store_outage and final_status == JobStatus.FAILED else message.domain_report
         domains = None
         if report is not None:
@@ -411,6 +419,9 @@ class StatusIntake:
                     values={"enddate": now, "harvest_errors": "DoOneCrawl message dead-lettered",
                             "harvest_error_details": clip(f"the message was dead-lettered from {queue}: "
                                                           f"{reason}", ERROR_DETAILS_LIMIT)})
+                refuse_left_changes(batch.conn, job_id, ended_reason(
+                    job_id, JobStatus.FAILED, f"its DoOneCrawl message was dead-lettered from {queue}"), now,
+                    audit=batch.audit)
                 failed = job_id
             except StaleJobError as exc:
                 log.info("dead-lettered DoOneCrawl of job %s changes nothing: %s", job_id, exc)

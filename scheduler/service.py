@@ -26,13 +26,19 @@ later try, and so is a message whose answer could not be sent after the commit. 
 reach this module as DatabaseError (scheduler.batch.transaction translates them), so it catches our
 errors only.
 
+Beside the tick, every liveChangeInterval seconds on a thread of its own, the leader sends the live
+changes and control actions that operators made to running jobs to the controllers holding their claims
+(scheduler.livechanges); the controllers' answers come back on the scheduler queue like their statuses.
+``send_live_changes`` is one such sending, for tests.
+
 The tick's deduplication indexes are built on threads of the ticker's index builder
 (scheduler.dedupindex), beside the tick and never in it; only the leading scheduler builds, so only its
 host needs the archive store (harvestsuite.archive.root) mounted.
 
-``tick_once`` is one tick after draining what waits in the queues: ``harvestsuite scheduler tick --once``
-for tests and for cron. It then waits, still the leader, until every deduplication index the tick asked
-for is built or has failed, so what the next ``tick --once`` sees does not depend on timing.
+``tick_once`` is one tick after draining what waits in the queues, and one sending of the live changes
+due: ``harvestsuite scheduler tick --once`` for tests and for cron. It then waits, still the leader,
+until every deduplication index the tick asked for is built or has failed, so what the next ``tick
+--once`` sees does not depend on timing.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine
@@ -61,6 +67,7 @@ from harvestdef.messages import (
     HarvesterReady,
     HarvesterStatus,
     JobEvent,
+    LiveChangeResult,
     MessageError,
     RegistrationRequest,
     decode_with_time,
@@ -75,12 +82,14 @@ from scheduler.handlers import MessageHandlers
 from scheduler.intake import DeadLetter, StatusIntake
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.leader import LeaderLock
+from scheduler.livechanges import LiveChangeSender
 from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions, TickReport
 
 log = logging.getLogger(__name__)
 
-_SCHEDULER_MESSAGES = (HarvesterReady, ClaimRequest, RegistrationRequest, HarvesterStatus, CrawlStatus, JobEvent)
+_SCHEDULER_MESSAGES = (HarvesterReady, ClaimRequest, RegistrationRequest, HarvesterStatus, CrawlStatus, JobEvent,
+                       LiveChangeResult)
 _MONITOR_MESSAGES = (CrawlProgress, FrontierReport)
 
 
@@ -92,6 +101,8 @@ class ServiceOptions:
     intake_threads: int = 4
     intake_processes: int = 1
     intake_batch: int = 25  # messages of the scheduler queue recorded in one transaction, at most
+    live_change_interval: int = 2
+    live_change_resend_after: int = 60
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServiceOptions:
@@ -99,7 +110,9 @@ class ServiceOptions:
                    leader_lease=settings.scheduler.leaderLeaseTime,
                    history_sample_rate=settings.scheduler.historySampleRate,
                    intake_threads=settings.scheduler.intakeThreads,
-                   intake_processes=settings.scheduler.intakeProcesses)
+                   intake_processes=settings.scheduler.intakeProcesses,
+                   live_change_interval=settings.scheduler.liveChangeInterval,
+                   live_change_resend_after=settings.scheduler.liveChangeResendAfter)
 
 
 class SchedulerService:
@@ -112,6 +125,9 @@ class SchedulerService:
         self.handlers = handlers
         self.options = options
         self.leader = LeaderLock(engine, options.leader_lease)
+        self.live_changes = LiveChangeSender(engine, transport, names,
+                                             timedelta(seconds=options.live_change_resend_after))
+        self._live_changes_failing = False
         self.handled = 0
         self.settings: Settings | None = None  # set by from_settings; worker processes are built from it
 
@@ -224,15 +240,34 @@ class SchedulerService:
         return count
 
     def tick_once(self, now: datetime | None = None) -> TickReport:
-        """One tick (after draining the queues), if this scheduler can be the leader; returns once the
-        deduplication indexes the tick asked for are built or have failed."""
+        """One tick (after draining the queues), then one sending of the live changes due, if this scheduler
+        can be the leader; returns once the deduplication indexes the tick asked for are built or have
+        failed."""
         if not self.leader.try_acquire():
             raise HarvestSuiteError("another scheduler is running on this database; this tick did nothing")
         try:
             self.drain()
             report = self.ticker.tick(now)
+            report.live_changes_sent = self.live_changes.send(now)
             self.ticker.wait_for_indexes()
             return report
+        finally:
+            self.leader.release()
+
+    def send_live_changes(self, now: datetime | None = None) -> int:
+        """Send the live changes due now (scheduler.livechanges) once, as the running scheduler does every
+        liveChangeInterval seconds; returns how many were sent. Only the leader sends: a scheduler that is
+        not running takes the leadership for this sending.
+
+        :raise HarvestSuiteError: another scheduler leads (nothing was sent); DatabaseError or QueueError
+            when the database or the transport failed.
+        """
+        if self.leader.is_held:
+            return self.live_changes.send(now)
+        if not self.leader.try_acquire():
+            raise HarvestSuiteError("another scheduler is running on this database; no live change was sent")
+        try:
+            return self.live_changes.send(now)
         finally:
             self.leader.release()
 
@@ -279,6 +314,11 @@ class SchedulerService:
         ticker.add_job(self._tick_safely, "interval", seconds=self.options.tick_period, id="tick",
                        next_run_time=datetime.now().astimezone(), max_instances=1, coalesce=True,
                        misfire_grace_time=self.options.tick_period)
+        # beside the tick, on a thread of its own, so a long tick (a snapshot's job generation) does not hold
+        # back an operator's pause
+        ticker.add_job(self._send_live_changes_safely, "interval", seconds=self.options.live_change_interval,
+                       id="live-changes", next_run_time=datetime.now().astimezone(), max_instances=1,
+                       coalesce=True, misfire_grace_time=self.options.live_change_interval)
         threads = [threading.Thread(target=self._intake_loop, args=(queue, stop), name=f"intake-{queue}-{n}",
                                     daemon=True)
                    for queue, count in ((self.names.scheduler, self.options.intake_threads),
@@ -327,6 +367,22 @@ class SchedulerService:
             self.ticker.tick()
         except Exception:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
             log.exception("tick failed")
+
+    def _send_live_changes_safely(self) -> None:
+        """One sending of the running scheduler's; a failure is logged once, not every few seconds, until a
+        sending succeeds again."""
+        if not self.leader.is_held:
+            return  # leadership lost: the loop in ``run`` stops everything at its next look
+        try:
+            self.live_changes.send()
+        except Exception:  # noqa: BLE001 - the next sending tries again
+            if not self._live_changes_failing:
+                log.exception("sending live changes failed; trying again every %d s", self.options.live_change_interval)
+            self._live_changes_failing = True
+            return
+        if self._live_changes_failing:
+            log.warning("sending live changes works again")
+            self._live_changes_failing = False
 
 
 def _intake_worker(settings: Settings, stop: Any, parent_pid: int) -> None:

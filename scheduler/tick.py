@@ -15,7 +15,10 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    is resubmitted the same way at once: nothing crawls it, and nothing will report it. A job granted to a
    controller that, in a heartbeat sent after the grant and claimGraceTime later, reports other work or
    none is resubmitted: its attempt cannot run any more, because a resubmitted job is never granted
-   again.
+   again. Each job that stops running so has its pending live changes refused in the same transaction,
+   with the reason (scheduler.livechanges); a resubmitted job's changes stay with it, since the new job
+   starts from its template. Then any job that ended by other means and still has changes pending gets
+   them refused.
 2. Deduplication indexes of runs with NEW jobs (scheduler.dedupindex). A run whose index is not ready
    gets it asked for, if nobody builds it now; its jobs wait, which the tick report and, for a selective
    harvest that waits for its next run, the harvest's state tell. A run whose jobs deduplicate against
@@ -57,7 +60,7 @@ from sqlalchemy import Connection, Engine, func, or_, select, update
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import JobGenerationError, QueueError, StaleJobError, ValidationError
+from harvestdef.errors import DatabaseError, JobGenerationError, QueueError, StaleJobError, ValidationError
 from harvestdef.model.controllers import LostControllerRule, has_left_job, last_sign_of_life
 from harvestdef.model.definitions import RunOutlook
 from harvestdef.model.jobs import Job
@@ -78,6 +81,7 @@ from scheduler.dedupindex import (
 )
 from scheduler.intake import remove_monitor_rows
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
+from scheduler.livechanges import ended_reason, refuse_changes_of_ended_jobs, refuse_left_changes, resubmitted_reason
 from scheduler.notify import Notifier
 
 log = logging.getLogger(__name__)
@@ -109,6 +113,9 @@ class TickReport:
     interrupted: list[int] = field(default_factory=list)
     resubmitted: dict[int, int] = field(default_factory=dict)
     indexing: dict[str, str] = field(default_factory=dict)  # harvest name -> why its runs' jobs wait for an index
+    # a job that ended by other means -> how many of its pending live changes the tick refused
+    changes_refused: dict[int, int] = field(default_factory=dict)
+    live_changes_sent: int = 0  # by SchedulerService.tick_once after the tick
     finished: dict[str, str] = field(default_factory=dict)  # harvest name -> why its schedule has run its course
 
 
@@ -192,6 +199,9 @@ class Ticker:
                     "harvest_error_details": f"The job was still STARTED on {controller} after jobtimeouttime "
                                              f"({timeout} s); the scheduler marked it FAILED."})
                 remove_monitor_rows(conn, job_id)
+                refuse_left_changes(conn, job_id, ended_reason(
+                    job_id, JobStatus.FAILED, f"STARTED longer than jobtimeouttime ({timeout} s), marked FAILED "
+                                              "by the scheduler"), now)
                 report.timed_out.append(job_id)
 
             lost_jobs = self._mark_lost(conn, jobs, now, report)
@@ -210,14 +220,21 @@ class Ticker:
                          in claimed if heartbeat > claimed_at + settle]
             for job_id, controller, current in abandoned:
                 new_job = jobs.resubmit(job_id, self.generation.next_job_id, now)
+                instead = f"job {current}" if current else "no job"
+                refuse_left_changes(conn, job_id, resubmitted_reason(
+                    job_id, new_job.job_id, f"it was granted to {controller}, which reports {instead} since"), now)
                 log.warning("job %d was granted to %s, which reports %s since; resubmitted as job %d", job_id,
-                            controller, f"job {current}" if current else "no job", new_job.job_id)
+                            controller, instead, new_job.job_id)
                 report.resubmitted[job_id] = new_job.job_id
         for job_id, attempt_id in lost_jobs:
             self._resubmit_lost(job_id, attempt_id, now, report)
         for job_id, attempt_id in left_jobs:
             self._resubmit_left(job_id, attempt_id, now, report)
         self._resubmit_lost_messages(now, report)
+        try:
+            report.changes_refused.update(refuse_changes_of_ended_jobs(self.engine, now))
+        except DatabaseError as exc:  # a safety net: the next tick tries again, and nothing else waits for it
+            log.warning("the pending changes of ended jobs could not be refused now: %s", exc)
         for job_id in report.timed_out:
             self.notifier.notify(f"Job {job_id} failed", f"Job {job_id} was STARTED longer than jobtimeouttime "
                                                          f"({timeout} s) and was marked FAILED.")
@@ -271,11 +288,12 @@ class Ticker:
                 last_sign = last_sign_of_life(last_heartbeat, job.startdate)
                 if last_sign is not None and not rule.needs_resubmission(last_sign, interval, now):
                     return
-                new_job = self._resubmit_abandoned(conn, jobs, job, now)
+                silent = f"silent since {when(last_sign)}" if last_sign else "never heard from"
+                new_job = self._resubmit_abandoned(conn, jobs, job, now, f"its controller {job.controller} stayed "
+                                                                          f"lost ({silent}) past resubmitLostAfter")
         except (StaleJobError, ValidationError) as exc:
             log.info("job %d was not resubmitted: %s", job_id, exc)  # it moved on meanwhile
             return
-        silent = f"silent since {when(last_sign)}" if last_sign else "never heard from"
         log.warning("job %d: its controller %s stayed lost (%s) past resubmitLostAfter (%d s); resubmitted as "
                     "job %d", job_id, job.controller, silent, rule.resubmit_lost_after, new_job.job_id)
         report.resubmitted[job_id] = new_job.job_id
@@ -307,15 +325,18 @@ class Ticker:
         """The STARTED jobs (job id, attempt id) whose controller has left them (``_left_jobs``)."""
         return [(job_id, attempt_id) for job_id, attempt_id, _ in self._left_jobs(conn)]
 
-    def _resubmit_abandoned(self, conn: Connection, jobs: JobRepository, job: Job, now: datetime) -> Job:
+    def _resubmit_abandoned(self, conn: Connection, jobs: JobRepository, job: Job, now: datetime, why: str) -> Job:
         """The one resubmission of a STARTED job no controller crawls any more (lost, or back without it):
-        CONTROLLER_LOST, audited by the repository, a ``resubmitted`` job event, its monitor rows gone."""
+        CONTROLLER_LOST, audited by the repository, a ``resubmitted`` job event, its monitor rows gone, its
+        pending live changes refused (``why`` it was resubmitted is their reason): the new job's crawl starts
+        from its template."""
         new_job = jobs.resubmit(job.job_id, self.generation.next_job_id, now,
                                 reason=JobTransitionReason.CONTROLLER_LOST)
         JobEventRepository(conn).record(
             job_id=job.job_id, attempt_id=job.attempt_id or "", controller_id=job.controller or "",
             kind=RESUBMITTED, checkpoint="", happened_at=now, received_at=now)
         remove_monitor_rows(conn, job.job_id)
+        refuse_left_changes(conn, job.job_id, resubmitted_reason(job.job_id, new_job.job_id, why), now)
         return new_job
 
     def _resubmit_left(self, job_id: int, attempt_id: str, now: datetime, report: TickReport) -> None:
@@ -332,7 +353,8 @@ class Ticker:
                 if not left:
                     return
                 (instead,) = left
-                new_job = self._resubmit_abandoned(conn, jobs, job, now)
+                new_job = self._resubmit_abandoned(conn, jobs, job, now, f"its controller {job.controller} came "
+                                                                          f"back without it, reporting {instead}")
         except (StaleJobError, ValidationError) as exc:
             log.info("job %d was not resubmitted: %s", job_id, exc)  # it moved on meanwhile
             return
@@ -378,6 +400,8 @@ class Ticker:
                         new_job = jobs.resubmit(job_id, self.generation.next_job_id, now)
                     except (StaleJobError, ValidationError):
                         continue  # claimed or changed meanwhile
+                    refuse_left_changes(conn, job_id, resubmitted_reason(
+                        job_id, new_job.job_id, f"its DoOneCrawl message was lost from {queue}"), now)
                     log.warning("job %d was SUBMITTED to %s, unclaimed, and the queue is empty: its message is "
                                 "lost; resubmitted as job %d", job_id, queue, new_job.job_id)
                     report.resubmitted[job_id] = new_job.job_id
