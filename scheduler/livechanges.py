@@ -208,7 +208,7 @@ class LiveChangeSender:
             return []
         failed: dict[int, object] = {}
         try:
-            self.transport.publish_many([(self.names.controller(item.controller_id), body) for item, body in messages])
+            self.transport.publish_many([(self.names.control(item.controller_id), body) for item, body in messages])
         except PublishFailures as exc:
             failed = dict(exc.failures)
             for index, error in failed.items():

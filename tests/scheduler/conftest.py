@@ -74,7 +74,8 @@ def open_queue(make_settings: Callable[..., Settings]) -> Iterator[Callable[[], 
 
         names = QueueNames(settings.queue.environmentName)
         delete_queues([names.scheduler, names.monitor, names.dead_letter, names.jobs("FOCUSED"),
-                       names.jobs("SNAPSHOT"), *(names.controller(f"ctl-{n}") for n in [*range(10), "x"])])
+                       names.jobs("SNAPSHOT"), *(names.controller(f"ctl-{n}") for n in [*range(10), "x"]),
+                       *(names.control(f"ctl-{n}") for n in [*range(10), "x"])])
 
 
 class RunningScheduler:

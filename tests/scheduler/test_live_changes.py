@@ -147,17 +147,17 @@ def test_pending_changes_go_in_version_order_to_the_control_queue_of_the_claims_
     now = utcnow()
     assert service.send_live_changes(now) == 3
     controller = open_queue()
-    first = received(controller, names.controller("ctl-1"))
+    first = received(controller, names.control("ctl-1"))
     assert [(m.job_id, m.attempt_id, m.version, m.kind) for m in first] == [
         (job_a, attempt_a, 1, "pause"), (job_a, attempt_a, 2, "reject")]
     assert json.loads(first[1].payload) == {"regex": ".*calendar.*"}
     assert first[1].author == "ops1" and datetime.fromisoformat(first[1].created) == made[2].created
     assert datetime.fromisoformat(first[1].created).utcoffset() == timedelta(0)
-    (second,) = received(controller, names.controller("ctl-2"))
+    (second,) = received(controller, names.control("ctl-2"))
     assert (second.job_id, second.attempt_id, second.version, second.kind) == (job_b, attempt_b, 1, "budget")
     assert json.loads(second.payload) == {"domain": "kb.dk", "max_objects": 50}
-    assert received(controller, names.controller("ctl-3")) == [], "a job not STARTED yet is sent nothing"
-    assert received(controller, names.controller("ctl-4")) == [], "an ended job is sent nothing"
+    assert received(controller, names.control("ctl-3")) == [], "a job not STARTED yet is sent nothing"
+    assert received(controller, names.control("ctl-4")) == [], "an ended job is sent nothing"
     assert sent_at(engine, job_a) == [now, now] and sent_at(engine, submitted) == [None]
     assert states(engine, job_a) == [PENDING, PENDING], "sent is not settled: the controller answers"
     assert service.send_live_changes(now + timedelta(seconds=1)) == 0, "nothing due until the resend interval"
@@ -168,7 +168,7 @@ def test_an_unanswered_change_is_sent_again_after_the_resend_interval_and_not_be
     job_id, attempt = running_job(engine)
     add_change(engine, job_id, "pause")
     add_change(engine, job_id, "politeness", {"delay_factor": 2.0})
-    queue, controller = names.controller("ctl-1"), open_queue()
+    queue, controller = names.control("ctl-1"), open_queue()
     start = utcnow()
     assert service.send_live_changes(start) == 2
     assert [m.version for m in received(controller, queue)] == [1, 2]
@@ -191,14 +191,14 @@ def test_changes_wait_in_the_durable_control_queue_of_a_controller_that_is_away(
     add_change(engine, job_id, "checkpoint")
     assert service.send_live_changes() == 1
     service.transport.close()  # the scheduler's connection goes; the message stays with the broker
-    assert [m.kind for m in received(open_queue(), names.controller("ctl-1"))] == ["checkpoint"]
+    assert [m.kind for m in received(open_queue(), names.control("ctl-1"))] == ["checkpoint"]
 
 
 def test_tick_once_sends_what_is_due(engine, service, open_queue, names):
     job_id, _ = running_job(engine)
     add_change(engine, job_id, "pause")
     assert service.tick_once().live_changes_sent == 1
-    assert [m.kind for m in received(open_queue(), names.controller("ctl-1"))] == ["pause"]
+    assert [m.kind for m in received(open_queue(), names.control("ctl-1"))] == ["pause"]
 
 
 # ---------------------------------------------------------------------- settling
@@ -332,7 +332,7 @@ def test_the_running_scheduler_sends_a_change_within_its_interval_and_settles_th
     job_id, attempt = running_job(engine)
     scheduler = run_scheduler(**{"harvestsuite.scheduler.liveChangeInterval": 1})
     wait_for(scheduler.leading.is_set, 30, "leadership")
-    controller, queue = open_queue(), names.controller("ctl-1")
+    controller, queue = open_queue(), names.control("ctl-1")
     made = time.monotonic()
     add_change(engine, job_id, "pause")
     (message,) = wait_for(lambda: received(controller, queue), 10, "the change on the control queue")
