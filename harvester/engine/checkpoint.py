@@ -164,6 +164,9 @@ def resume_crawl(directory: Path, *, frontier: Frontier, quota: QuotaEnforcer, s
     scope, the live changes in force. Returns the statistics to continue from and the last WARC serial
     written."""
     state = load_checkpoint(directory)
+    if live is not None:
+        # First: the queues restored next are made with the parallelQueues in force, not the template's.
+        live.restore(state.live_changes)
     frontier.restore_queues()
     for key, (successes, all_bytes, reason) in state.quotas.items():
         frontier.retire(key, reason)
@@ -172,6 +175,4 @@ def resume_crawl(directory: Path, *, frontier: Frontier, quota: QuotaEnforcer, s
     servers.restore(state.dns, state.robots)
     for seed in stats.seeds:
         scope.add_seed(seed)
-    if live is not None:
-        live.restore(state.live_changes)
     return stats, state.warc_serial

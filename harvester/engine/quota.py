@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from harvester.engine.chain import QUOTA_BLOCKED, Curi, Outcome
 from harvester.engine.frontier import Frontier
-from harvester.engine.queuepolicy import host_of_queue
+from harvester.engine.queuepolicy import is_queue_of_domain
 
 if TYPE_CHECKING:
     from harvester.engine.config import CrawlConfig
@@ -76,8 +76,7 @@ class QuotaEnforcer:
         found = self._limits.get(key)
         if found is None:
             max_successes, max_kb = self.rules.max_fetch_successes, self.rules.max_all_kb
-            host = host_of_queue(key)
-            covering = [domain for domain in self.domain_budgets if host == domain or host.endswith("." + domain)]
+            covering = [domain for domain in self.domain_budgets if is_queue_of_domain(key, domain)]
             for domain in sorted(covering, key=len):   # a subdomain's budget overrides its domain's
                 budget = self.domain_budgets[domain]
                 if budget.max_fetch_successes is not None:

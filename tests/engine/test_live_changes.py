@@ -20,6 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.errors import HeritrixError
 from harvester.engine.frontier import DONE, QUEUED, CrawlUri, Frontier
+from harvester.engine.quota import DomainBudget, QuotaEnforcer, QuotaRules
 from harvester.engine.scripting import (
     LIBRARY,
     add_uris_script,
@@ -278,6 +279,7 @@ def test_changes_are_kept_over_a_checkpoint_and_resume(engine: EngineProcess, si
     assert not client.run_script("resumed", reject_script(r".*/img/\d+\.png", "CP")).failure
     assert not client.run_script("resumed", budget_script("bibliotek.no", 7, 100, "CP")).failure
     client.set_bean_property("resumed", "disposition.minDelayMs", 40)
+    client.set_bean_property("resumed", "queueAssignmentPolicy.parallelQueues", 2)
     client.unpause("resumed")
     assert wait_for(lambda: len(crawled(job_dir)) >= 6, timeout=20)
     pause(client, "resumed")
@@ -290,7 +292,8 @@ def test_changes_are_kept_over_a_checkpoint_and_resume(engine: EngineProcess, si
                     poll_interval=0.05)
     assert client.run_script("resumed", show_reject_rules_script()).raw_output == r".*/img/\d+\.png"
     assert client.bean_property("resumed", "disposition.minDelayMs") == "40"
-    assert "live changes kept: 1 reject rules, 1 domain budgets, 1 properties" in read(job_dir / "job.log")
+    assert client.bean_property("resumed", "queueAssignmentPolicy.parallelQueues") == "2"
+    assert "live changes kept: 1 reject rules, 1 domain budgets, 2 properties" in read(job_dir / "job.log")
     client.unpause("resumed")
     status = client.wait_for("resumed", lambda status: status.is_finished, timeout=60, poll_interval=0.05)
     assert status.crawl_exit_status == "FINISHED"
@@ -321,3 +324,23 @@ def test_deleting_reaches_the_uris_waiting_on_disk(tmp_path: Path) -> None:
         frontier.release(queue, 0.0)
     assert sorted(taken) == sorted(f"http://{host}/keep/{n}" for host in ("a.dk", "b.dk") for n in range(0, 10, 2))
     assert frontier.is_empty()
+
+
+def test_a_domain_budget_covers_its_queues_whatever_policy_named_them(tmp_path: Path) -> None:
+    frontier = Frontier(UrlStore(tmp_path / "store.sqlite"))
+    quota = QuotaEnforcer(QuotaRules(10, -1, True), frontier)
+    quota.set_domain_budget("kulturarv.dk", DomainBudget(max_fetch_successes=3))
+    quota.set_domain_budget("images.kulturarv.dk", DomainBudget(max_all_kb=7))
+    for key in ("kulturarv.dk", "www.kulturarv.dk", "www.kulturarv.dk#8080", "dk,kulturarv,www,",
+                "dk,kulturarv,www,#443"):
+        assert quota.limits(key) == (3, -1), key
+    assert quota.limits("dk,kulturarv,images,") == (3, 7)   # the subdomain's own, over its domain's
+    for key in ("notkulturarv.dk", "kulturarv.dk.evil.com", "dk,kulturarvx,", "bibliotek.no"):
+        assert quota.limits(key) == (10, -1), key
+    for _ in range(3):
+        quota.count("www.kulturarv.dk", True, 100, False)
+    frontier.schedule("www.kulturarv.dk", CrawlUri("http://www.kulturarv.dk/x", "L", "", ""))
+    assert quota.reason_to_block("www.kulturarv.dk") == "Q:groupMaxFetchSuccesses"
+    assert frontier.queued_count == 0 and frontier.retired_reason("www.kulturarv.dk")
+    assert quota.set_domain_budget("kulturarv.dk", DomainBudget(max_fetch_successes=4)) == 1
+    assert frontier.queued_count == 1 and frontier.retired_reason("www.kulturarv.dk") is None
