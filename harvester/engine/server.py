@@ -49,7 +49,7 @@ MAX_PUT_BYTES = 256 * 1024 * 1024
 # A script is the library (a few KB) and its calls; adding a hundred thousand URIs in one stays below this.
 MAX_SCRIPT_FORM_BYTES = 16 * 1024 * 1024
 # Heritrix's script console offers its JSR-223 engines; this engine reads HarvestSuite's library's calls.
-SCRIPT_ENGINES = [{"engine": "groovy", "language": "Groovy (HarvestSuite's library calls only)"},
+AVAILABLE_SCRIPT_ENGINES = [{"engine": "groovy", "language": "Groovy (HarvestSuite's library calls only)"},
                   {"engine": "beanshell", "language": "BeanShell (HarvestSuite's library calls only)"}]
 SCRIPT_VARIABLES = [
     {"variable": "rawOut", "description": "a PrintWriter for arbitrary text output to this page"},
@@ -234,7 +234,7 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
         model = {
             "crawlJobShortName": name,
             "crawlJobUrl": f"{self._base_url()}/engine/job/{quote(name)}",
-            "availableScriptEngines": SCRIPT_ENGINES,
+            "availableScriptEngines": AVAILABLE_SCRIPT_ENGINES,
             "script": _NOT_XML.sub("\ufffd", script),
             "engine": _NOT_XML.sub("\ufffd", engine),
             "linesExecuted": 0 if failure is not None else lines,
