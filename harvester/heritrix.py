@@ -8,7 +8,13 @@ fine (parsing ``str`` would refuse it); JSON is parsed too, with the same field 
 
 Every failure leaves this module as ``harvestdef.errors.HeritrixError`` with a message that names the
 action and the URL: connection refused or TLS failure, wrong credentials (401), unknown job (404), an action
-the engine refused, and an answer that is not the expected representation.
+the engine refused, and an answer that is not the expected representation. A script that fails on the
+engine is not such a failure: ``run_script`` returns it in its ScriptResult, as Heritrix's script console
+shows it.
+
+Live changes of a running crawl go through the script console (``run_script`` with a script of
+harvester/engine/scripting.py's builders) and the bean browser (``bean_property``, ``set_bean_property``),
+the same calls for a real Heritrix 3 and for the bundled engine.
 """
 
 from __future__ import annotations
@@ -268,6 +274,39 @@ def parse_representation(body: bytes, content_type: str, root_name: str) -> Mapp
     return model if isinstance(model, dict) else {}
 
 
+@dataclass(frozen=True)
+class ScriptResult:
+    """What the script console answered to a script (Heritrix's ScriptModel): whether it failed and why
+    (``exception``, Heritrix's text of the script's exception), what it printed, how many lines ran."""
+
+    failure: bool
+    exception: str
+    raw_output: str
+    lines_executed: int
+
+
+def parse_script_result(body: bytes, content_type: str = XML) -> ScriptResult:
+    model = parse_representation(body, content_type, "script")
+    exception = _convert(model.get("exception") or model.get("stackTrace") or "", str)
+    # An older ScriptModel has no ``failure``: an exception is the failure there.
+    failure = _convert(model["failure"], bool) if "failure" in model else bool(exception)
+    return ScriptResult(failure=failure, exception=exception,
+                        raw_output=_convert(model.get("rawOutput") or "", str),
+                        lines_executed=_convert(model.get("linesExecuted") or 0, int))
+
+
+def parse_bean_value(body: bytes, content_type: str = XML) -> str:
+    """The value of one bean property from the bean browser's answer (Heritrix's BeansModel)."""
+    model = parse_representation(body, content_type, "beans")
+    if model.get("problem"):
+        raise ValueError(f"the engine could not read the property: {model['problem']}")
+    bean = model.get("bean")
+    value = bean.get("propValue") if isinstance(bean, Mapping) else model.get("target")
+    if value is None or isinstance(value, Mapping | list):
+        raise ValueError("the answer holds no single property value")
+    return _convert(value, str)
+
+
 def parse_job_resource(body: bytes, content_type: str = XML) -> JobResource:
     return _build(JobResource, parse_representation(body, content_type, "job"))
 
@@ -436,6 +475,32 @@ class HeritrixClient:
         fetched; blocks that do not parse are counted in the answer, never raised)."""
         return parse_frontier_summary(self.job_report(name, FRONTIER_SUMMARY_REPORT))
 
+    def run_script(self, name: str, script: str, engine: str = "groovy") -> ScriptResult:
+        """POST ``script`` to the job's script console (``engine=groovy&script=...``, as NetarchiveSuite's H3
+        remote access does). A script that fails on the engine is a ScriptResult with ``failure``, not an
+        error; HeritrixError only when the request itself fails or the answer is no script model."""
+        action = f"script of job {name}"
+        response = self._request("POST", f"{self._job_path(name)}/script", form={"engine": engine, "script": script},
+                                 action=action, job=name)
+        return self._parse(response, parse_script_result, action)
+
+    def bean_property(self, name: str, path: str) -> str:
+        """The value of bean property ``path`` (``disposition.delayFactor``) of the job's crawl, as text.
+        HeritrixError with the engine's reason when there is no such property or crawl (404)."""
+        action = f"bean property {path} of job {name}"
+        response = self._request("GET", self._bean_path(name, path), action=action, explain_not_found=True)
+        return self._parse(response, parse_bean_value, action)
+
+    def set_bean_property(self, name: str, path: str, value: object) -> str:
+        """Set bean property ``path`` of the running crawl (Heritrix's bean browser form, ``newVal``); the
+        value read back afterwards. HeritrixError with the engine's reason when it refuses the value (400),
+        knows no such property (404) or the crawl is not running (409)."""
+        action = f"setting bean property {path} of job {name} to {value}"
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        response = self._request("POST", self._bean_path(name, path), form={"beanPath": path, "newVal": text},
+                                 action=action, explain_not_found=True)
+        return self._parse(response, parse_bean_value, action)
+
     def wait_for(self, name: str, predicate: Callable[[JobResource], bool], timeout: float,
                  poll_interval: float = 0.5) -> JobResource:
         """Poll the job's status until ``predicate`` holds; HeritrixError naming the last status on timeout."""
@@ -454,6 +519,9 @@ class HeritrixClient:
 
     def _job_path(self, name: str) -> str:
         return f"/engine/job/{quote(name, safe='')}"
+
+    def _bean_path(self, name: str, path: str) -> str:
+        return f"{self._job_path(name)}/beans/{quote(path, safe='')}"
 
     def _engine_action(self, action: str, form: dict[str, str],
                        done: Callable[[EngineStatus], bool]) -> EngineStatus:
@@ -533,7 +601,7 @@ class HeritrixClient:
             connection.close()
 
     def _request(self, method: str, path: str, *, action: str, form: dict[str, str] | None = None,
-                 job: str | None = None, body: bytes | None = None) -> _Response:
+                 job: str | None = None, body: bytes | None = None, explain_not_found: bool = False) -> _Response:
         content_type = "application/x-www-form-urlencoded" if form is not None else "application/octet-stream"
         if form is not None:
             body = urlencode(form).encode("ascii")
@@ -553,6 +621,8 @@ class HeritrixClient:
             redirects += 1
         if response.status == 404:
             what = f"no job {job!r}" if job else "no such resource"
+            if explain_not_found:   # the engine's reason: no such job, crawl or property
+                what = response.body[:500].decode("utf-8", errors="replace").strip() or what
             raise HeritrixError(f"{action}: {response.url}: {what} (404)")
         if response.status >= 400:
             detail = response.body[:500].decode("utf-8", errors="replace").strip()

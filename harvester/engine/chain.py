@@ -1,6 +1,7 @@
 """The processor chain: what the crawl does with one URI taken from the frontier, step by step.
 
 Order of work for each URI (do not reorder: each step relies on the one before):
+0. the operators' reject rules, asked again: a URI one of them rejects ends -5000 unfetched (preselector.py);
 1. DNS prerequisite once per host (``dns:`` record and crawl.log line, answered from ``--hosts``); a host
    without an address ends the URI -6 (prerequisites.py, DnsPrerequisite);
 2. quota of the URI's group (-5003 with ``Q:groupMaxFetchSuccesses`` / ``Q:groupMaxAllKb``; quota.py);
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 # crawl.log statuses of a URI the chain ends before a fetch (Heritrix's FetchStatusCodes).
 DNS_FAILED = -1
 DOMAIN_LOOKUP_FAILED = -6
+OUT_OF_SCOPE = -5000
 QUOTA_BLOCKED = -5003
 ROBOTS_PRECLUDED = -9998
 

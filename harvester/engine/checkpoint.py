@@ -3,8 +3,9 @@
 Saved: a copy of the frontier's store (queued URIs with hop path, via, seed, attempts; every URL met with
 its state and shortest path; deferred outlinks; within-job digests: harvester/engine/urlstore.py) and a
 JSON file with statistics, quota counters per group, the WARC serial, robots.txt bodies and DNS answers per
-host. A resumed crawl refetches none of it. Both are written to a temporary directory and renamed, so a
-checkpoint is complete or absent.
+host, and the operators' live changes in force (reject rules, domain budgets, bean properties set:
+harvester/engine/livechanges.py), so a resumed crawl does not forget a change. A resumed crawl refetches
+none of it. Both are written to a temporary directory and renamed, so a checkpoint is complete or absent.
 
 ``save_crawl`` takes a crawl's parts to a checkpoint and ``resume_crawl`` puts them back; when it is safe to
 (no fetch in flight) is the crawl controller's to ensure. A launch's store is made here too (``launch_store``):
@@ -20,7 +21,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ from harvester.engine.urlstore import UrlStore
 
 if TYPE_CHECKING:
     from harvester.engine.frontier import Frontier
+    from harvester.engine.livechanges import LiveChanges
     from harvester.engine.quota import QuotaEnforcer
     from harvester.engine.scope import Scope
     from harvester.engine.servercache import ServerCache
@@ -68,10 +70,12 @@ class CheckpointState:
     warc_serial: int                                     # the last WARC file's serial; a resume continues it
     robots: dict[str, str | None]                        # host:port -> robots.txt text (None: there was none)
     dns: dict[str, str | None]                           # host -> address (None: the lookup failed)
+    live_changes: dict = field(default_factory=dict)     # LiveChanges.to_json(); none in older checkpoints
 
     def to_json(self) -> dict:
         return {"job": self.job, "stats": self.stats, "quotas": {k: list(v) for k, v in self.quotas.items()},
-                "warc_serial": self.warc_serial, "robots": self.robots, "dns": self.dns}
+                "warc_serial": self.warc_serial, "robots": self.robots, "dns": self.dns,
+                "live_changes": self.live_changes}
 
     @classmethod
     def from_json(cls, data: dict, directory: Path) -> CheckpointState:
@@ -79,7 +83,7 @@ class CheckpointState:
             return cls(job=str(data["job"]), stats=dict(data["stats"]),
                        quotas={key: (int(s), int(b), r) for key, (s, b, r) in data["quotas"].items()},
                        warc_serial=int(data.get("warc_serial", 0)), robots=dict(data["robots"]),
-                       dns=dict(data["dns"]))
+                       dns=dict(data["dns"]), live_changes=dict(data.get("live_changes") or {}))
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint {directory.name} cannot be resumed: its {STATE_FILE} lacks or "
                                   f"mangles {exc}") from exc
@@ -138,7 +142,8 @@ def launch_store(job_dir: Path, resume_from: Path | None) -> UrlStore:
 
 
 def save_crawl(checkpoints_dir: Path, name: str, *, job: str, stats: CrawlStats, elapsed_ms: int,
-               frontier: Frontier, quota: QuotaEnforcer, servers: ServerCache, warc_serial: int) -> Path:
+               frontier: Frontier, quota: QuotaEnforcer, servers: ServerCache, warc_serial: int,
+               live_changes: dict | None = None) -> Path:
     """Checkpoint ``name`` of a crawl with no fetch in flight. Queued URIs, the seen set, deferred outlinks
     and digests are in the store: with every queue's head spilled to it, a copy of the store and the
     state beside it are one consistent state."""
@@ -146,17 +151,22 @@ def save_crawl(checkpoints_dir: Path, name: str, *, job: str, stats: CrawlStats,
     state = CheckpointState(
         job=job, stats={**stats.to_json(), "elapsed_before_ms": elapsed_ms},
         quotas={key: (*quota.counts(key), queue.retired_reason) for key, queue in frontier.queues.items()},
-        warc_serial=warc_serial, robots=dict(servers.robots_texts), dns=dict(servers.addresses))
+        warc_serial=warc_serial, robots=dict(servers.robots_texts), dns=dict(servers.addresses),
+        live_changes=live_changes or {})
     return save_checkpoint(checkpoints_dir, name, state,
                            lambda directory: frontier.store.backup(directory / STORE_FILE))
 
 
 def resume_crawl(directory: Path, *, frontier: Frontier, quota: QuotaEnforcer, servers: ServerCache,
-                 scope: Scope) -> tuple[CrawlStats, int]:
+                 scope: Scope, live: LiveChanges | None = None) -> tuple[CrawlStats, int]:
     """Put checkpoint ``directory``'s state back into a launch whose store is the checkpoint's copy
     (``launch_store``): queues, retired groups and quota counts, DNS and robots.txt answers, the seeds in
-    scope. Returns the statistics to continue from and the last WARC serial written."""
+    scope, the live changes in force. Returns the statistics to continue from and the last WARC serial
+    written."""
     state = load_checkpoint(directory)
+    if live is not None:
+        # First: the queues restored next are made with the parallelQueues in force, not the template's.
+        live.restore(state.live_changes)
     frontier.restore_queues()
     for key, (successes, all_bytes, reason) in state.quotas.items():
         frontier.retire(key, reason)

@@ -5,7 +5,9 @@ checkpoint's state), runs the crawl threads (crawlthreads.py), which hand each U
 (chain.py, the order of work for each URI), and the action directory's scans (actiondir.py), until the
 frontier is empty, a crawl limit is hit (limits.py) or an operator terminates; it pauses, takes
 checkpoints (checkpoint.py holds what goes into one), has progress lines and notes written
-(progresslog.py) and the reports (reports.py), and answers status.
+(progresslog.py) and the reports (reports.py), and answers status. Operators' live changes (a script's
+calls, bean properties: livechanges.py) are handed to the crawl's loop while the crawl runs or is paused,
+so they never interleave with a URI's processing, a checkpoint or an action file.
 
 Controller states and the actions allowed in each are one table, harvester/crawlstates.py's
 CONTROLLER_TRANSITIONS. Public methods are thread-safe and return at once (checkpoint waits for in-flight
@@ -20,8 +22,9 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from harvestdef.dedup import DedupIndex
 from harvestdef.errors import CrawlEngineError
@@ -34,10 +37,19 @@ from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs
 from harvester.engine.crawlthreads import CrawlThreads
 from harvester.engine.figures import LaunchStatus
+from harvester.engine.livechanges import ScriptOutcome
 from harvester.engine.parts import CrawlParts
 from harvester.engine.progresslog import ProgressLog
 from harvester.engine.reports import CRAWL_STATUS_TEXT, render_reports, write_reports
+from harvester.engine.scripting import ScriptCall
 from harvester.engine.warc import WarcFileWriter
+
+# A live change waits this long for the crawl's loop: a change is quick, but a checkpoint may be under way.
+LIVE_CHANGE_TIMEOUT_SECONDS = 120.0
+# The states in which a crawl takes live changes: its loop runs and it is not ending.
+TAKES_LIVE_CHANGES = frozenset({ControllerState.PREPARING, ControllerState.RUNNING, ControllerState.EMPTY,
+                                ControllerState.PAUSING, ControllerState.PAUSED})
+_T = TypeVar("_T")
 
 
 class CrawlStateError(CrawlEngineError, RuntimeError):
@@ -96,6 +108,46 @@ class CrawlController:
                 raise self._refusal(ControllerEvent.CHECKPOINT)
             loop = self._loop
         return asyncio.run_coroutine_threadsafe(self._checkpoint(), loop).result(timeout=300)
+
+    def run_script(self, calls: Sequence[ScriptCall]) -> ScriptOutcome:
+        """Carry out a script's calls on the crawl's loop; CrawlStateError when the crawl is not running."""
+        async def run() -> ScriptOutcome:
+            return self.parts.live.run(calls, self.launch_dir / "logs")
+        return self._on_loop(run, "run a script")
+
+    def bean_property(self, path: str) -> int | float:
+        """The value in force of a bean property (livechanges.PROPERTIES); PropertyError for another path.
+        Read from this thread: each value is one attribute, replaced whole on the loop."""
+        return self.parts.live.value(path)
+
+    def set_bean_property(self, path: str, text: str) -> int | float:
+        """Set a bean property on the crawl's loop; the value in force afterwards. PropertyError for a path or
+        value refused, CrawlStateError when the crawl is not running."""
+        async def change() -> int | float:
+            return self.parts.live.set_value(path, text)
+        return self._on_loop(change, f"set {path}")
+
+    def _on_loop(self, work: Callable[[], Awaitable[_T]], what: str) -> _T:
+        with self._lock:
+            loop = self._loop
+            if self._state not in TAKES_LIVE_CHANGES or loop is None or self._stop_status is not None:
+                raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot {what} while {self._state}")
+        try:
+            future = asyncio.run_coroutine_threadsafe(work(), loop)
+        except RuntimeError as exc:   # the loop closed since the check: nothing was done
+            raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot {what}: the crawl ended") from exc
+        deadline = time.monotonic() + LIVE_CHANGE_TIMEOUT_SECONDS
+        while True:
+            try:
+                return future.result(timeout=0.2)
+            except concurrent.futures.TimeoutError:
+                # A loop that ended before it took the work never will: do not wait the whole timeout for it.
+                if (self._finished.is_set() and not future.done()) or time.monotonic() > deadline:
+                    future.cancel()
+                    raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot {what}: the crawl ended or "
+                                          "did not answer") from None
+            except concurrent.futures.CancelledError as exc:
+                raise CrawlStateError(f"crawl {self.config.job_name!r}: cannot {what}: the crawl ended") from exc
 
     def report_text(self, file_name: str) -> str | None:
         """One report as it stands now: rendered on the crawl's loop while it runs (the counters change

@@ -3,7 +3,12 @@
 A queue is a host, or a registered domain when the configuration's queue-assignment policy says so
 (NetarchiveSuite's DomainnameQueueAssignmentPolicy); quotas are counted per queue, which is the group.
 Within a queue, URIs leave shortest hop path first. At most ``parallel_queues`` URIs of a queue are in
-flight, and a queue rests ``politeness delay`` after each fetch.
+flight (the value when the queue was made: a change while the crawl runs applies to new queues), and a
+queue rests ``politeness delay`` after each fetch.
+
+A queue whose group is over its quota is retired, as Heritrix's WorkQueueFrontier retires it: its URIs
+wait in it, are not taken and do not count as queued, so the crawl can end with them there; a queue
+brought back (a budget raised) counts them again and offers them.
 
 Memory is bounded as in Heritrix's BdbFrontier: only the first ``head_size`` URIs of each queue are in
 memory; the rest of the queue, the already-seen set with each URL's state and shortest path, and the
@@ -18,6 +23,8 @@ The hop-count rule (the wpull bug, seeds/000): a URL's hop path is its shortest 
 - rejected by the hop limit, then found by a shorter path: it is scoped again and may be queued;
 - found by a shorter path after it was fetched: its outlinks that the hop limit rejected are offered again
   with the shorter path (they are remembered for exactly this reason).
+Queued URIs an operator deletes (``delete_matching``) leave their queues, in memory and on disk, and are
+taken as included, so they are never fetched nor queued again.
 The frontier does no network I/O; the crawl threads (harvester/engine/crawlthreads.py) drive it,
 checkpoints copy its store.
 """
@@ -27,6 +34,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harvester.engine.reports import QueueReport
@@ -54,6 +62,7 @@ class WorkQueue:
     heap: list = field(default_factory=list)           # (hops, sequence, CrawlUri)
     ready_at: float = 0.0
     in_flight: int = 0
+    parallel: int = 1                                 # URIs of this queue in flight at once at most
     retired_reason: str | None = None                 # quota annotation once the group is over budget
     # Heritrix's FetchStats of the queue, for the frontier report.
     total_scheduled: int = 0
@@ -156,13 +165,13 @@ class Frontier:
     def queue_for(self, key: str) -> WorkQueue:
         queue = self.queues.get(key)
         if queue is None:
-            queue = self.queues[key] = WorkQueue(key)
+            queue = self.queues[key] = WorkQueue(key, parallel=self.parallel_queues)
         return queue
 
     def schedule(self, key: str, uri: CrawlUri) -> None:
         """Put a URI (already in scope) on its queue: in its head if there is room, else on disk."""
         queue = self.queue_for(key)
-        was_idle = not queue.size and queue.in_flight < self.parallel_queues
+        was_idle = not queue.size and queue.in_flight < queue.parallel and not queue.retired_reason
         sequence = next(self._sequence)
         queue.total_scheduled += 1
         queue.last_enqueued = uri.url
@@ -174,7 +183,8 @@ class Frontier:
                                      uri.attempts))
             queue.on_disk += 1
         self.store.note(uri.url, QUEUED, uri.hop_path)
-        self.queued_count += 1
+        if not queue.retired_reason:
+            self.queued_count += 1
         if was_idle:
             heapq.heappush(self._ready, (queue.ready_at, next(self._sequence), key))
 
@@ -232,7 +242,7 @@ class Frontier:
         while self._ready:
             ready_at, _, key = self._ready[0]
             queue = self.queues[key]
-            if not queue.size or queue.in_flight >= self.parallel_queues:
+            if not queue.size or queue.in_flight >= queue.parallel or queue.retired_reason:
                 heapq.heappop(self._ready)
                 continue
             if ready_at > now:
@@ -266,7 +276,7 @@ class Frontier:
             self.pending[url] = uri
 
     def _requeue_if_more(self, queue: WorkQueue) -> None:
-        if queue.size and queue.in_flight < self.parallel_queues:
+        if queue.size and queue.in_flight < queue.parallel and not queue.retired_reason:
             heapq.heappush(self._ready, (queue.ready_at, next(self._sequence), queue.key))
 
     def release(self, queue: WorkQueue, ready_at: float) -> None:
@@ -281,7 +291,8 @@ class Frontier:
         heapq.heappush(queue.heap, (len(uri.hop_path), next(self._sequence), uri))
         self.pending[uri.url] = uri
         self.store.note(uri.url, QUEUED)
-        self.queued_count += 1
+        if not queue.retired_reason:
+            self.queued_count += 1
         self.release(queue, ready_at)
 
     def mark_done(self, uri: CrawlUri) -> None:
@@ -298,12 +309,51 @@ class Frontier:
         self.queues[key].robots_denials += 1
 
     def retire(self, key: str, reason: str | None) -> None:
-        """Mark a queue over its group's budget with the quota's annotation (None: not retired)."""
-        self.queue_for(key).retired_reason = reason
+        """Retire a queue with the quota's annotation (its URIs wait and stop counting as queued), or with
+        None bring it back (they count and are offered again)."""
+        queue = self.queue_for(key)
+        was_retired = queue.retired_reason is not None
+        queue.retired_reason = reason
+        if reason is not None and not was_retired:
+            self.queued_count -= self._waiting(queue)
+        elif reason is None and was_retired:
+            self.queued_count += self._waiting(queue)
+            self._requeue_if_more(queue)
+
+    def _waiting(self, queue: WorkQueue) -> int:
+        """The URIs queued in ``queue`` (its head may hold superseded entries too, which do not count)."""
+        return queue.on_disk + sum(1 for _, _, uri in queue.heap if self.pending.get(uri.url) is uri)
 
     def retired_reason(self, key: str) -> str | None:
         queue = self.queues.get(key)
         return queue.retired_reason if queue is not None else None
+
+    def delete_matching(self, matches: Callable[[str], bool]) -> int:
+        """Delete every queued URI (in a head, on disk, in a retired queue) whose URL ``matches``; they are
+        taken as included and never fetched. Returns how many were deleted. URIs in flight are not queued."""
+        deleted: list[str] = []
+        for queue in self.queues.values():
+            kept = []
+            for entry in queue.heap:
+                uri = entry[2]
+                if self.pending.get(uri.url) is uri and matches(uri.url):
+                    del self.pending[uri.url]
+                    deleted.append(uri.url)
+                    if not queue.retired_reason:
+                        self.queued_count -= 1
+                elif self.pending.get(uri.url) is uri:
+                    kept.append(entry)
+            heapq.heapify(kept)
+            queue.heap = kept
+        for key, url in self.store.delete_pending(matches):
+            queue = self.queues[key]
+            queue.on_disk -= 1
+            if not queue.retired_reason:
+                self.queued_count -= 1
+            deleted.append(url)
+        for url in deleted:
+            self.store.note(url, DONE)
+        return len(deleted)
 
     @property
     def seen_count(self) -> int:
@@ -348,9 +398,10 @@ class Frontier:
             total=len(queues),
             depths=[q.size for q in queues if q.size],
             retired=sum(1 for q in queues if q.retired_reason),
-            active=sum(1 for q in queues if q.size or q.in_flight),
+            active=sum(1 for q in queues if (q.size and not q.retired_reason) or q.in_flight),
             in_process=sum(1 for q in queues if q.in_flight),
-            snoozed=sum(1 for q in queues if q.size and not q.in_flight and q.ready_at > now))
+            snoozed=sum(1 for q in queues
+                        if q.size and not q.in_flight and not q.retired_reason and q.ready_at > now))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ crawl has ended after it (``CrawlJob.stop_for_shutdown``). ``launchCount`` and `
 back from the launch directories, so they survive an engine restart. A job added from outside the jobs
 dir (``action=add``) is remembered by a ``<name>.jobpath`` file in the jobs dir, as Heritrix does.
 
+A running crawl takes live changes: a script of HarvestSuite's library (harvester/engine/scripting.py) and
+the bean properties livechanges.py lists. Each script is one job.log line, carried out or refused.
+
 The crawl itself (harvester.engine.crawl) runs in its own thread; this module only drives it.
 """
 
@@ -39,9 +42,11 @@ from harvestdef.errors import CrawlEngineError, NotFoundError
 from harvestdef.files import write_atomically
 from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
-from harvester.engine.crawl import CrawlController
+from harvester.engine.crawl import CrawlController, CrawlStateError
 from harvester.engine.figures import LaunchStatus
+from harvester.engine.livechanges import PropertyError, ScriptOutcome
 from harvester.engine.reports import REPORT_FILES
+from harvester.engine.scripting import ScriptRefused, parse_script
 
 PRIMARY_CONFIG = "crawler-beans.cxml"
 PROFILE_NAME = "profile-crawler-beans.cxml"
@@ -58,6 +63,9 @@ JOB_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 JOB_LOG_TAIL_LINES = 5
 # How long a stopping engine waits for each crawl to end after its checkpoint and terminate.
 SHUTDOWN_JOIN_SECONDS = 30.0
+# The names of the script engines whose scripts are read (Heritrix's JSR-223 names for Groovy and BeanShell;
+# HarvestSuite's library is Groovy, and its call lines read the same in BeanShell).
+SCRIPT_ENGINES = frozenset({"groovy", "beanshell", "bsh"})
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +102,10 @@ JOB_TRANSITIONS: dict[JobState, dict[Action, JobState]] = {
 
 class JobActionError(CrawlEngineError):
     """An action the job cannot take now (illegal in its state, or failed); the message says why."""
+
+
+class NoCrawlError(JobActionError):
+    """The job has no launched crawl, so nothing of a crawl (its beans) to read or change."""
 
 
 class UnknownJobError(NotFoundError, KeyError):
@@ -250,6 +262,62 @@ class CrawlJob:
             except JobActionError as exc:
                 self.job_log.warning(str(exc))
                 raise
+
+    def run_script(self, text: str, engine: str) -> ScriptOutcome:
+        """Read ``text`` as a script of HarvestSuite's library and carry out its calls on the running crawl.
+
+        Never raises for the script's sake: a script refused (another engine, a line that is not one of the
+        calls), a call that fails or a job with no running crawl is an outcome with its failure, as
+        Heritrix's script console reports a script's exception. One job.log line either way."""
+        with self._lock:
+            controller = self._controller
+            state = self._state()
+        try:
+            if engine.strip().lower() not in SCRIPT_ENGINES:
+                raise ScriptRefused(f"no script engine {engine!r}: this engine reads groovy (or beanshell) "
+                                    "scripts of HarvestSuite's library (harvester/engine/scripting.py)")
+            calls = parse_script(text)
+            if controller is None:
+                raise CrawlStateError(f"job {self.name} has no crawl running (it is {state.value})")
+            outcome = controller.run_script(calls)
+        except ScriptRefused as exc:
+            self.job_log.warning(f"Script refused: {exc}")
+            return ScriptOutcome("", f"script refused: {exc}", ())
+        except CrawlStateError as exc:
+            self.job_log.warning(f"Script not run: {exc}")
+            return ScriptOutcome("", f"script not run: {exc}", ())
+        if outcome.failure is not None:
+            done = f" after {len(outcome.applied)} changes carried out" if outcome.applied else ""
+            self.job_log.warning(f"Script failed{done}: {outcome.failure}")
+        else:
+            self.job_log.info(f"Script carried out: {len(calls)} calls, {len(outcome.applied)} changes"
+                              + (f" ({'; '.join(outcome.applied)})" if outcome.applied else ""))
+        return outcome
+
+    def _launched_controller(self) -> CrawlController:
+        with self._lock:
+            if self._controller is None:
+                raise NoCrawlError(f"job {self.name} has no launched crawl, so no crawl beans "
+                                   f"(it is {self._state().value})")
+            return self._controller
+
+    def bean_property(self, path: str) -> int | float:
+        """The value of a bean property of the launched crawl (livechanges.PROPERTIES); NoCrawlError without
+        a launched crawl, PropertyError for another path."""
+        return self._launched_controller().bean_property(path)
+
+    def set_bean_property(self, path: str, text: str) -> int | float:
+        """Set a bean property on the running crawl from ``text``; the value in force afterwards.
+        NoCrawlError, CrawlStateError (not running), PropertyError (path or value refused): nothing changed."""
+        controller = self._launched_controller()
+        try:
+            before = controller.bean_property(path)
+            value = controller.set_bean_property(path, text)
+        except (PropertyError, CrawlStateError) as exc:
+            self.job_log.warning(f"Bean property {path} not set: {exc}")
+            raise
+        self.job_log.info(f"Bean property {path} set to {value} (was {before})")
+        return value
 
     def report_text(self, report: str) -> str | None:
         """A report by Heritrix's class name (``FrontierSummaryReport``): live while the crawl runs, else the

@@ -2,9 +2,10 @@
 the frontier and its store, scope, queue assignment, statistics and rates, crawl limits, the quota enforcer,
 link discovery, the server cache and the fetcher, and the processor chain over them (chain.py).
 
-It also gives the launch its first state (the seeds, or a checkpoint's state), takes the parts to a
-checkpoint, and reads them for status and reports. It wires and holds; the crawl controller (crawl.py)
-runs the launch and owns its state.
+It also gives the launch its first state (the seeds, or a checkpoint's state, operators' live changes
+included), takes the parts to a checkpoint, and reads them for status and reports. Operators' live changes
+(livechanges.py) change the parts it holds, ``politeness`` among them. It wires and holds; the crawl
+controller (crawl.py) runs the launch and owns its state.
 """
 
 from __future__ import annotations
@@ -23,12 +24,14 @@ from harvester.engine.crawllog import CrawlLogs
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.disposition import Disposition
 from harvester.engine.fetch import Fetcher, RequestSettings
-from harvester.engine.fetching import FetchProcessor
+from harvester.engine.fetching import FetchProcessor, Politeness
 from harvester.engine.figures import CrawlFigures, crawl_figures
 from harvester.engine.frontier import DONE, Frontier
 from harvester.engine.limits import CrawlLimits
 from harvester.engine.links import is_extractable
+from harvester.engine.livechanges import LiveChanges
 from harvester.engine.prerequisites import DnsPrerequisite, RobotsPrerequisite
+from harvester.engine.preselector import Preselector
 from harvester.engine.queuepolicy import QueueAssignment
 from harvester.engine.quota import QuotaEnforcer, QuotaRules
 from harvester.engine.recorder import CaptureRecorder, DedupRules
@@ -59,6 +62,9 @@ class CrawlParts:
                                        on_discovered=self._count_discovered, on_scheduled=on_scheduled)
         self.servers = ServerCache(punycode_hosts, config.user_agent)
         self.fetcher = Fetcher(RequestSettings.from_config(config), keeps_payload=is_extractable)
+        # The DispositionProcessor's politeness in force: replaced whole by a live change, read for each fetch.
+        self.politeness = Politeness.from_config(config)
+        self.live = LiveChanges(self)
 
     def _count_discovered(self) -> None:
         self.stats.discovered += 1  # self.stats, not a reference kept: a resume replaces it
@@ -73,10 +79,12 @@ class CrawlParts:
         disposition = Disposition(config, self.stats, logs, recorder, frontier, self.queue_assignment, self.quota,
                                   self.discovery, is_stopping)
         return ProcessorChain((
+            Preselector(self.scope),
             DnsPrerequisite(servers, disposition),
             self.quota,
             RobotsPrerequisite(config.robots_policy, servers, self.fetcher, frontier, disposition),
-            FetchProcessor(config, self.fetcher, frontier, servers, disposition, is_stopping),
+            FetchProcessor(config, self.fetcher, frontier, servers, disposition, is_stopping,
+                           lambda: self.politeness),
         ), disposition)
 
     def seed(self, logs: CrawlLogs) -> int:
@@ -100,16 +108,16 @@ class CrawlParts:
     def resume(self, checkpoint: Path, job_log: logging.Logger) -> int:
         """Continue from ``checkpoint`` (whose store this launch opened); the WARC serial it had reached."""
         self.stats, serial = checkpoints.resume_crawl(checkpoint, frontier=self.frontier, quota=self.quota,
-                                                      servers=self.servers, scope=self.scope)
-        job_log.info("resumed from checkpoint %s: %d URIs queued, %d done", checkpoint.name,
-                     self.frontier.queued_count, self.store.count_state(DONE))
+                                                      servers=self.servers, scope=self.scope, live=self.live)
+        job_log.info("resumed from checkpoint %s: %d URIs queued, %d done; live changes kept: %s", checkpoint.name,
+                     self.frontier.queued_count, self.store.count_state(DONE), self.live.describe())
         return serial
 
     def save_checkpoint(self, directory: Path, elapsed_ms: int, warc_serial: int) -> None:
         """Checkpoint ``directory`` of this launch, which has no fetch in flight."""
         checkpoints.save_crawl(directory.parent, directory.name, job=self.config.job_name, stats=self.stats,
                                elapsed_ms=elapsed_ms, frontier=self.frontier, quota=self.quota, servers=self.servers,
-                               warc_serial=warc_serial)
+                               warc_serial=warc_serial, live_changes=self.live.to_json())
 
     def figures(self, state: ControllerState, elapsed_ms: int, busy: int, now: float,
                 size_on_disk: int) -> CrawlFigures:

@@ -42,6 +42,22 @@ def queue_key_of(policy: str, by_domain: bool, scheme: str, host: str, port: int
     return authority + (f"#{port}" if port != default_port else "")
 
 
+def host_of_queue(key: str) -> str:
+    """The host (or registered domain) a queue key names, whatever policy made it: ``www.example.dk#8080``
+    and ``dk,example,www,#8080`` both give ``www.example.dk``; a domain policy's key is the domain."""
+    name = key.split("#", 1)[0]
+    if "," in name:
+        return ".".join(reversed([label for label in name.split(",") if label]))
+    return name
+
+
+def is_queue_of_domain(key: str, domain: str) -> bool:
+    """Whether the queue ``key`` holds URIs of ``domain`` (punycode, lower case) or of one of its subdomains:
+    with NetarchiveSuite's domain policies the key is the domain itself, with host queues it ends with it."""
+    host = host_of_queue(key)
+    return host == domain or host.endswith("." + domain)
+
+
 class QueueAssignment:
     """One crawl's policy, remembering each (scheme, host, port)'s key: every discovered link asks, and the
     registered-domain lookup of the domain policies is not cheap."""

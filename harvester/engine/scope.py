@@ -4,6 +4,11 @@ and the URL forms it works on (canonical URL, SURT).
 A decision depends on the URL, its hop path (the letters L, E, R, X, P of its discovery path) and the
 seeds. ``decide`` also says whether the hop count alone made a URL out of scope, because such a URL may
 come back in scope when a shorter path to it is found (harvester/engine/frontier.py keeps those).
+
+Operators' reject rules (``add_reject_rule``, from a running crawl's script) come after the template's
+rules, as a MatchesListRegexDecideRule with decision REJECT appended to the sequence would: a URL one of
+them fully matches is rejected, whatever the rules before said. ``rejects_now`` asks them alone, for URIs
+queued before a rule came (harvester/engine/preselector.py).
 """
 
 from __future__ import annotations
@@ -97,6 +102,30 @@ class Scope:
                 self._prefixes[index] = tuple(sorted(prefixes))
             elif rule.kind in ("MatchesListRegexDecideRule", "MatchesRegexDecideRule"):
                 self._regexes[index] = CrawlPatterns(rule.patterns, BACKTRACKING_MATCH_SECONDS)
+        self.reject_rules: tuple[str, ...] = ()
+        self._reject_rules: CrawlPatterns | None = None
+
+    def add_reject_rule(self, regex: str) -> bool:
+        """Reject what ``regex`` (Java's dialect) fully matches from now on; False if it is a rule already.
+        PatternError (and no change) for a regex that cannot be run."""
+        if regex in self.reject_rules:
+            return False
+        compiled = CrawlPatterns((*self.reject_rules, regex), BACKTRACKING_MATCH_SECONDS)
+        self.reject_rules, self._reject_rules = (*self.reject_rules, regex), compiled
+        return True
+
+    def remove_reject_rule(self, regex: str) -> bool:
+        """Take back the reject rule ``regex``; False if there is no such rule."""
+        if regex not in self.reject_rules:
+            return False
+        kept = tuple(rule for rule in self.reject_rules if rule != regex)
+        self.reject_rules = kept
+        self._reject_rules = CrawlPatterns(kept, BACKTRACKING_MATCH_SECONDS) if kept else None
+        return True
+
+    def rejects_now(self, url: str) -> bool:
+        """Whether an operator's reject rule rejects ``url``."""
+        return self._reject_rules is not None and _matches(self._reject_rules, url, "REJECT")
 
     def add_seed(self, seed: str) -> None:
         for index, rule in enumerate(self.rules):
@@ -144,6 +173,10 @@ class Scope:
                 if result != decision and kind != "TooManyHopsDecideRule":
                     by_hops = False
                 decision = result
+        if self._reject_rules is not None and self.rejects_now(url):
+            if decision != "REJECT":
+                by_hops = False
+            decision = "REJECT"
         accepted = decision == "ACCEPT"
         return accepted, (not accepted and by_hops)
 

@@ -282,6 +282,21 @@ _DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]
 _IPV4 = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 
 
+def host_name(domain: str) -> str:
+    """``domain`` as the crawl names hosts: lower case, punycode, no final dot (an IPv4 address as it is);
+    ValueError for what is not a host name."""
+    name = domain.strip().lower().rstrip(".")
+    if _IPV4.match(name):
+        return name
+    try:
+        name = to_punycode(name)
+    except DomainNameError as exc:
+        raise ValueError(f"{domain!r} is not a domain name: {exc}") from exc
+    if not _DOMAIN.match(name):
+        raise ValueError(f"{domain!r} is not a domain name")
+    return name
+
+
 def domain_reject_regex(domain: str, regex: str) -> str:
     """A regex (Java's and Python's alike) that fully matches what ``regex`` fully matches, but only URIs
     whose host is ``domain`` or one of its subdomains (any scheme, user info and port).
@@ -290,17 +305,8 @@ def domain_reject_regex(domain: str, regex: str) -> str:
     optional port, then the end of the authority. Its groups do not capture, so a backreference in
     ``regex`` still counts its own groups. ValueError for a domain that is not a host name."""
     _refuse_control(regex, "a regex")
-    name = domain.strip().lower().rstrip(".")
-    if _IPV4.match(name):
-        host = re.escape(name)
-    else:
-        try:
-            name = to_punycode(name)
-        except DomainNameError as exc:
-            raise ValueError(f"{domain!r} is not a domain name: {exc}") from exc
-        if not _DOMAIN.match(name):
-            raise ValueError(f"{domain!r} is not a domain name")
-        host = r"(?:[^/?#@:]*\.)?" + name.replace(".", r"\.")
+    name = host_name(domain)
+    host = re.escape(name) if _IPV4.match(name) else r"(?:[^/?#@:]*\.)?" + name.replace(".", r"\.")
     return rf"(?=[a-zA-Z][a-zA-Z0-9+.-]*://(?:[^/?#@]*@)?{host}(?::\d+)?(?:[/?#]|$))(?:{regex})"
 
 
@@ -453,6 +459,8 @@ def _unescape(body: str, number: int, *, double: bool) -> str:
             continue
         if double and char == "$":
             raise _refusal(number, "an unescaped $ in a double-quoted string is Groovy interpolation")
+        if unicodedata.category(char) in ("Cc", "Zl", "Zp"):
+            raise _refusal(number, f"a string holds the control character U+{ord(char):04X}")
         value.append(char)
         index += 1
     return "".join(value)

@@ -4,13 +4,18 @@ Resources (peers.md §1.1): ``GET /`` (303 to /engine), ``GET|POST /engine`` (st
 ``GET|POST /engine/job/NAME`` (status; build/validate, launch [checkpoint], pause, unpause, checkpoint,
 terminate, teardown; ``copyTo=NEW`` [``asProfile=on``]), ``GET|PUT /engine/job/NAME/jobdir/PATH`` (files of
 the job directory; PUT uploads one), ``GET /engine/job/NAME/report/REPORT`` (a report, live while the crawl
-runs), ``/engine/job/NAME/script`` (refused with an explanation: this engine runs no scripts), and
+runs), ``GET|POST /engine/job/NAME/script`` (the script console: a script of HarvestSuite's library changes
+the running crawl, harvester/engine/scripting.py), ``GET|POST /engine/job/NAME/beans/BEANPATH`` (the bean
+browser: the properties an operator may change while the crawl runs, livechanges.py), and
 ``GET /engine/jobsdir/PATH`` and ``GET /engine/anypath/ABSOLUTE-PATH`` (read-only, inside the jobs directory).
 
 Every POST is answered with 303 See Other to the GET of the resource, as Heritrix answers it, also when
 the action had nothing to do or was refused (pause while paused, create of an existing job): the reason
 goes to the job's job.log (jobLogTail) and into the 303's text body, and a client judges the action by the
-job's resulting state, as it must with a real Heritrix. The representation follows ``Accept``:
+job's resulting state, as it must with a real Heritrix. Two answers are Heritrix's own otherwise: a script
+POST is answered 200 with the script's outcome (ScriptResource), and a bean property POST 303 to the
+property's GET unless the value is refused (400), the path unknown (404) or the crawl not running (409),
+where Heritrix would fail with a server error. The representation follows ``Accept``:
 application/json, application/xml (or text/xml), else HTML. Every resource needs HTTP Digest credentials
 (harvester.engine.digest), checked before a request body is read.
 
@@ -20,6 +25,7 @@ This module maps HTTP to the job registry and back; it holds no job state itself
 from __future__ import annotations
 
 import logging
+import re
 import ssl
 import threading
 from http import HTTPStatus
@@ -29,8 +35,10 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from harvester.engine import status
+from harvester.engine.crawl import CrawlStateError
 from harvester.engine.digest import DigestAuthenticator
-from harvester.engine.jobs import Action, JobActionError, JobRegistry, UnknownJobError
+from harvester.engine.jobs import Action, CrawlJob, JobActionError, JobRegistry, NoCrawlError, UnknownJobError
+from harvester.engine.livechanges import PROPERTIES, LiveChanges, PropertyError, ScriptOutcome
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +46,21 @@ log = logging.getLogger(__name__)
 MAX_FORM_BYTES = 64 * 1024
 # A PUT carries a configuration file or a seed list; a national seed list stays well below this.
 MAX_PUT_BYTES = 256 * 1024 * 1024
-SCRIPT_REFUSAL = ("This engine is HarvestSuite's bundled crawl engine, not Heritrix: it has no JVM and runs "
-                  "no scripts (beanshell, js, groovy). To change a crawl, edit crawler-beans.cxml or seeds.txt "
-                  "(PUT /engine/job/NAME/jobdir/FILE) and build and launch again, or use pause, unpause, "
-                  "checkpoint and terminate.")
+# A script is the library (a few KB) and its calls; adding a hundred thousand URIs in one stays below this.
+MAX_SCRIPT_FORM_BYTES = 16 * 1024 * 1024
+# Heritrix's script console offers its JSR-223 engines; this engine reads HarvestSuite's library's calls.
+AVAILABLE_SCRIPT_ENGINES = [{"engine": "groovy", "language": "Groovy (HarvestSuite's library calls only)"},
+                  {"engine": "beanshell", "language": "BeanShell (HarvestSuite's library calls only)"}]
+SCRIPT_VARIABLES = [
+    {"variable": "rawOut", "description": "a PrintWriter for arbitrary text output to this page"},
+    {"variable": "htmlOut", "description": "a PrintWriter for HTML output to this page"},
+    {"variable": "job", "description": "the current CrawlJob instance"},
+    {"variable": "appCtx", "description": "current job ApplicationContext, if any"},
+    {"variable": "scriptResource", "description": "the ScriptResource implementing this page, which offers "
+                                                  "utility methods"},
+]
+# Characters XML 1.0 cannot carry: an echoed script holding one must still give a well-formed answer.
+_NOT_XML = re.compile("[^\x09\x0a\x0d\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 JOB_ACTIONS = {"build": Action.BUILD, "validate": Action.BUILD, "launch": Action.LAUNCH, "pause": Action.PAUSE,
                "unpause": Action.UNPAUSE, "checkpoint": Action.CHECKPOINT, "terminate": Action.TERMINATE,
                "teardown": Action.TEARDOWN}
@@ -111,10 +130,11 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
         else:
             self._send(code, status.to_html(title, model), "text/html; charset=UTF-8")
 
-    def _read_form(self) -> dict[str, str] | None:
+    def _read_form(self, limit: int = MAX_FORM_BYTES) -> dict[str, str] | None:
         length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_FORM_BYTES:
-            self._send_text(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"form over {MAX_FORM_BYTES} bytes")
+        if length > limit:
+            self.close_connection = True  # the body is not read: the connection cannot carry another request
+            self._send_text(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"form over {limit} bytes")
             return None
         body = self.rfile.read(length).decode("utf-8", errors="replace") if length else ""
         return {key: values[-1] for key, values in parse_qs(body, keep_blank_values=True).items()}
@@ -198,15 +218,93 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
             else:
                 self._send(HTTPStatus.OK, text.encode("utf-8"), "text/plain; charset=UTF-8")
         elif rest == ["script"]:
-            self._refuse_script(name)
+            self._represent_script(name, "", "groovy", None)
+        elif rest[0] == "beans":
+            self._get_beans(job, ".".join(rest[1:]) if len(rest) > 1 else "")
         else:
             self._send_text(HTTPStatus.NOT_FOUND, f"no resource {self.path}")
 
-    def _refuse_script(self, name: str) -> None:
-        # Heritrix's ScriptModel fields, so a scripting client reads a failure rather than a parse error.
-        model = {"failure": True, "exception": SCRIPT_REFUSAL, "linesExecuted": 0, "rawOutput": "",
-                 "availableScriptEngines": [], "crawlJobShortName": name}
-        self._represent("script", f"Scripting console of job {name}", model, code=HTTPStatus.NOT_IMPLEMENTED)
+    # -- the script console and the bean browser -------------------------------------------------------
+
+    def _represent_script(self, name: str, script: str, engine: str, outcome: ScriptOutcome | None,
+                          lines: int = 0) -> None:
+        """Heritrix's ScriptModel (ScriptResource, ScriptingConsole): the script, what it printed, and
+        ``failure``/``exception`` when it failed; 200 either way, as Heritrix answers a script's exception."""
+        failure = outcome.failure if outcome is not None else None
+        model = {
+            "crawlJobShortName": name,
+            "crawlJobUrl": f"{self._base_url()}/engine/job/{quote(name)}",
+            "availableScriptEngines": AVAILABLE_SCRIPT_ENGINES,
+            "script": _NOT_XML.sub("\ufffd", script),
+            "engine": _NOT_XML.sub("\ufffd", engine),
+            "linesExecuted": 0 if failure is not None else lines,
+            "rawOutput": _NOT_XML.sub("\ufffd", outcome.raw_output) if outcome is not None else "",
+            "htmlOutput": "",
+            "failure": failure is not None,
+            "exception": _NOT_XML.sub("\ufffd", failure) if failure is not None else None,
+            "stackTrace": _NOT_XML.sub("\ufffd", failure) if failure is not None else None,
+            "availableGlobalVariables": SCRIPT_VARIABLES,
+        }
+        self._represent("script", f"Scripting console of job {name}", model)
+
+    def _post_script(self, name: str) -> None:
+        form = self._read_form(MAX_SCRIPT_FORM_BYTES)
+        if form is None:
+            return
+        try:
+            job = self.server.registry.get(name)
+        except UnknownJobError:
+            self._send_text(HTTPStatus.NOT_FOUND, f"no job {name}")
+            return
+        script, engine = form.get("script", ""), form.get("engine", "")
+        outcome = job.run_script(script, engine)
+        # Heritrix counts the script's lines when it ran through (ScriptingConsole.execute).
+        self._represent_script(name, script, engine, outcome, lines=len(re.split(r"\r?\n", script)))
+
+    def _get_beans(self, job: CrawlJob, path: str) -> None:
+        """Heritrix's BeansModel of one property: its path, value (``bean``: class and propValue), whether it
+        may be changed; without a path, the properties this engine lets change."""
+        model: dict[str, Any] = {"crawlJobShortName": job.name,
+                                 "crawlJobUrl": f"{self._base_url()}/engine/job/{quote(job.name)}",
+                                 "beanPath": path}
+        try:
+            if path:
+                prop = LiveChanges.property_of(path)
+                value = job.bean_property(path)
+                model.update({"bean": {"class": prop.java_class, "propValue": value}, "editable": True,
+                              "target": value, "description": prop.effect})
+            else:
+                job.bean_property(next(iter(PROPERTIES)))  # a launched crawl is needed, as for one property
+                model["allNamedCrawlBeans"] = [{"name": prop.path, "class": prop.java_class,
+                                                "url": f"{model['crawlJobUrl']}/beans/{prop.path}"}
+                                               for prop in PROPERTIES.values()]
+        except (NoCrawlError, PropertyError) as exc:
+            self._send_text(HTTPStatus.NOT_FOUND, str(exc))
+            return
+        self._represent("beans", f"Crawl beans of job {job.name}", model)
+
+    def _post_beans(self, name: str, url_path: str, form: dict[str, str]) -> None:
+        try:
+            job = self.server.registry.get(name)
+        except UnknownJobError:
+            self._send_text(HTTPStatus.NOT_FOUND, f"no job {name}")
+            return
+        path = form.get("beanPath") or url_path   # Heritrix's form names the path in a field of its own
+        if "newVal" not in form:
+            self._see_other(f"/engine/job/{quote(name)}/beans/{quote(path)}")
+            return
+        try:
+            job.set_bean_property(path, form["newVal"])
+        except NoCrawlError as exc:
+            self._send_text(HTTPStatus.NOT_FOUND, str(exc))
+            return
+        except PropertyError as exc:
+            self._send_text(exc.status_hint, str(exc))
+            return
+        except CrawlStateError as exc:
+            self._send_text(HTTPStatus.CONFLICT, str(exc))
+            return
+        self._see_other(f"/engine/job/{quote(name)}/beans/{quote(path)}")
 
     def _send_file(self, directory: Path, parts: list[str]) -> None:
         root = directory.resolve()
@@ -223,16 +321,19 @@ class EngineRequestHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         if not self._is_authorised():
             return
+        parts = self._route()
+        if len(parts) == 4 and parts[:2] == ["engine", "job"] and parts[3] == "script":
+            self._post_script(parts[2])
+            return
         form = self._read_form()
         if form is None:
             return
-        parts = self._route()
         if parts == ["engine"]:
             self._post_engine(form)
         elif len(parts) == 3 and parts[:2] == ["engine", "job"]:
             self._post_job(parts[2], form)
-        elif len(parts) == 4 and parts[:2] == ["engine", "job"] and parts[3] == "script":
-            self._refuse_script(parts[2])
+        elif len(parts) >= 4 and parts[:2] == ["engine", "job"] and parts[3] == "beans":
+            self._post_beans(parts[2], ".".join(parts[4:]), form)
         else:
             self._send_text(HTTPStatus.NOT_FOUND, f"no resource {self.path}")
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 FLUSH_SIZE = 4096
@@ -123,6 +124,21 @@ class UrlStore:
         if rows:
             self._db.executemany("DELETE FROM pending WHERE seq = ?", [(row[0],) for row in rows])
         return rows
+
+    def delete_pending(self, matches: Callable[[str], bool]) -> list[tuple[str, str]]:
+        """Remove from disk every queued URI whose URL ``matches``; their (queue, URL)."""
+        self._flush_pending()
+        # The test runs inside SQLite's scan, so a queue of millions is never read into memory at once.
+        self._db.create_function("harvestsuite_matches", 1, lambda url: bool(matches(url)), deterministic=True)
+        try:
+            rows = self._db.execute("SELECT seq, queue, url FROM pending WHERE harvestsuite_matches(url)").fetchall()
+        finally:
+            self._db.create_function("harvestsuite_matches", 1, None)
+        if rows:
+            self._db.execute("BEGIN")
+            self._db.executemany("DELETE FROM pending WHERE seq = ?", [(row[0],) for row in rows])
+            self._db.execute("COMMIT")
+        return [(queue, url) for _, queue, url in rows]
 
     def pending_counts(self) -> dict[str, int]:
         self._flush_pending()

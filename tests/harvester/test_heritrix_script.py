@@ -120,6 +120,7 @@ def test_calls_without_the_library_and_in_the_other_literal_forms() -> None:
     ("showRejectRules", 1, "needs ()"),
     ("showRejectRules.x()", 1, "not a call"),
     ('initials = "${evil()}"', 1, "interpolation"),
+    ("addRejectRule('a\tb')", 1, "control character U+0009"),
     ("addRejectRule('x'); deleteQueued('y')", 1, "expected ','"),
 ])
 def test_anything_else_is_refused_naming_the_line(script: str, line: int, reason: str) -> None:
