@@ -153,3 +153,24 @@ def test_changes_made_while_the_controller_is_away_arrive_in_order_when_it_is_ba
     assert settled(h, job_id, stop, 60).state == APPLIED
     (job,) = h.wait_for_jobs(harvest_id, timeout=120)
     assert JobStatus(job.status) == JobStatus.DONE, job
+
+
+def test_a_checkpoint_now_then_an_operator_fails_the_crawl(harvesting):
+    h = harvesting(paced_template())
+    harvest_id = h.selective_harvest("failed", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
+    h.start_scheduler(**LIVE)
+    h.start_controller("failing")
+    job_id = running_job(h, harvest_id)
+    wait_for(lambda: crawled_lines(h.server_dir) >= 5, 60, "five crawl.log lines")
+    checkpoint = settled(h, job_id, change(h, job_id, "checkpoint"), 60)
+    assert checkpoint.state == APPLIED and re.fullmatch(r"checkpoint cp\d{5}-\d{14}", checkpoint.reason), checkpoint
+    lines = crawled_lines(h.server_dir)
+    wait_for(lambda: crawled_lines(h.server_dir) > lines + 3, 60, "the crawl going on after the checkpoint")
+    assert settled(h, job_id, change(h, job_id, "fail", author="ops3"), 60).state == APPLIED
+    (job,) = h.wait_for_jobs(harvest_id, timeout=120)
+    assert JobStatus(job.status) == JobStatus.FAILED, job
+    assert "ended as failed by ops3" in job.harvest_errors
+    with h.engine.connect() as conn:
+        events = conn.execute(select(s.job_events.c.kind, s.job_events.c.checkpoint)
+                              .where(s.job_events.c.job_id == job_id)).all()
+    assert ("checkpoint", checkpoint.reason.split()[1]) in events
