@@ -7,94 +7,30 @@ harvestdef/livechanges.py's rule (400 naming the field, nothing stored); whether
 decided in the same transaction that stores it, the job's row locked: only a STARTED job takes changes, and
 a control action must be one the crawler's state allows (webui/api/jobcontrol.py), else 409 naming the
 state. The job page's forms (webui/status/control.py) go through request_control and request_change too.
+The crawler's state is read as the live view reads it (webui/api/live.py: crawler_report).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, select
-
-from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import NotFoundError
 from harvestdef.livechanges import validate_change
-from harvestdef.messages import CRAWL_PROGRESS_STATUSES
 from harvestdef.model.status import JobStatus
-from harvestdef.repositories.jobchanges import (
-    ADD_URIS,
-    BUDGET,
-    CHANGE_KINDS,
-    CONTROL_ACTIONS,
-    DELETE_QUEUED,
-    POLITENESS,
-    REJECT,
-    UNREJECT,
-    JobChange,
-    JobChangeRepository,
-)
+from harvestdef.repositories.jobchanges import CHANGE_KINDS, CONTROL_ACTIONS, JobChangeRepository
 from harvestdef.repositories.jobs import JobRepository
-from webui.api.core import blueprint, body, jsonable
+from webui.api.changelist import job_changes, render_change
+from webui.api.core import blueprint, body
 from webui.api.errors import ApiError
 from webui.api.jobcontrol import crawler_state, refusal
+from webui.api.live import crawler_report
 from webui.auth import OPERATE, READ, require
 from webui.context import actor, database, settings
 
 # "job 7 cannot be paused now": each action's participle
 DONE_TO: dict[str, str] = {"pause": "paused", "resume": "resumed", "checkpoint": "checkpointed", "stop": "stopped",
                            "fail": "failed"}
-# How many added URIs a change's summary names.
-_SUMMARY_URIS = 3
-
-
-# ---------------------------------------------------------------- reading
-def crawler_status(index: int | None) -> str | None:
-    """runningjobsmonitor.status (an index of CRAWL_PROGRESS_STATUSES) by name; None when unknown."""
-    if index is None or not 0 <= index < len(CRAWL_PROGRESS_STATUSES):
-        return None
-    return CRAWL_PROGRESS_STATUSES[index]
-
-
-def render_change(change: JobChange) -> dict[str, Any]:
-    """One change as the API and the page show it; ``summary`` says in words what it does."""
-    return {"version": change.version, "kind": change.kind, "payload": change.payload, "author": change.author,
-            "created": jsonable(change.created), "state": change.state,
-            "applied": jsonable(change.applied) if change.applied is not None else None,
-            "reason": change.reason or None, "summary": change_summary(change.kind, change.payload)}
-
-
-def job_changes(conn: Connection, job_id: int) -> list[dict[str, Any]]:
-    """The job's changes, oldest first; NotFoundError for an unknown job."""
-    if conn.scalar(select(s.jobs.c.job_id).where(s.jobs.c.job_id == job_id)) is None:
-        raise NotFoundError("job", job_id)
-    return [render_change(change) for change in JobChangeRepository(conn).for_job(job_id)]
-
-
-def change_summary(kind: str, payload: dict[str, Any]) -> str:
-    """What a change does, in words: "reject URIs matching .*\\.pdf on kb.dk"."""
-    on = f" on {payload['domain']}" if payload.get("domain") else ""
-    if kind in CONTROL_ACTIONS:
-        return kind + (f": {payload['reason']}" if payload.get("reason") else "")
-    if kind == REJECT:
-        return f"reject URIs matching {payload.get('regex')}{on}"
-    if kind == UNREJECT:
-        return f"stop rejecting URIs matching {payload.get('regex')}{on}"
-    if kind == DELETE_QUEUED:
-        return f"delete queued URIs matching {payload.get('regex')}"
-    if kind == BUDGET:
-        limits = [f"{name.removeprefix('max_')} {'unlimited' if payload[name] == -1 else f'{payload[name]:,}'}"
-                  for name in ("max_objects", "max_bytes") if name in payload]
-        return f"budget of {payload.get('domain')}: {', '.join(limits)}"
-    if kind == ADD_URIS:
-        uris = list(payload.get("uris", []))
-        more = f" and {len(uris) - _SUMMARY_URIS} more" if len(uris) > _SUMMARY_URIS else ""
-        return f"add {len(uris)} URI{'' if len(uris) == 1 else 's'}: {', '.join(uris[:_SUMMARY_URIS])}{more}"
-    if kind == POLITENESS:
-        words = {"delay_factor": "delay factor {}", "min_delay_ms": "min delay {} ms",
-                 "max_delay_ms": "max delay {} ms", "max_per_host": "at most {} at once per host"}
-        return "politeness: " + ", ".join(words[name].format(payload[name]) for name in words if name in payload)
-    return kind
 
 
 # ---------------------------------------------------------------- making changes, shared with the page
@@ -135,11 +71,8 @@ def _add(job_id: int, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
         changes = JobChangeRepository(conn)
         if kind in CONTROL_ACTIONS:
             made = changes.for_job(job_id)
-            monitor = conn.execute(select(s.runningjobsmonitor.c.status, s.runningjobsmonitor.c.tstamp)
-                                   .where(s.runningjobsmonitor.c.jobid == job_id)
-                                   .order_by(s.runningjobsmonitor.c.tstamp.desc()).limit(1)).first()
-            status = crawler_status(monitor.status) if monitor is not None else None
-            state = crawler_state(status, monitor.tstamp if monitor is not None else None, made)
+            status, reported_at = crawler_report(conn, job_id)
+            state = crawler_state(status, reported_at, made)
             why = refusal(kind, job.status.name, state, made)
             if why is not None:
                 raise ApiError("conflict", f"job {job_id} cannot be {DONE_TO[kind]} now: {why}", "action")

@@ -24,14 +24,14 @@ from sqlalchemy import Connection, Row, select
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import NotFoundError, PatternError
-from harvestdef.messages import CRAWL_LOG_TAIL_LINES
+from harvestdef.messages import CRAWL_LOG_TAIL_LINES, CRAWL_PROGRESS_STATUSES
 from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.status import JobStatus
 from harvestdef.patterns import compile_pattern
 from harvestdef.repositories.jobchanges import JobChangeRepository
 from harvestdef.times import duration_text, utc_text
 from webui.api import jobcontrol
-from webui.api.changes import crawler_status, render_change
+from webui.api.changelist import render_change
 from webui.api.core import blueprint, jsonable
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
@@ -188,6 +188,22 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
         "actions": jobcontrol.availability(JobStatus(job.status).name,
                                            jobcontrol.crawler_state(status, reported_at, changes), changes),
     }
+
+
+def crawler_status(index: int | None) -> str | None:
+    """runningjobsmonitor.status (an index of CRAWL_PROGRESS_STATUSES) by name; None when unknown."""
+    if index is None or not 0 <= index < len(CRAWL_PROGRESS_STATUSES):
+        return None
+    return CRAWL_PROGRESS_STATUSES[index]
+
+
+def crawler_report(conn: Connection, job_id: int) -> tuple[str | None, datetime | None]:
+    """The crawler's status by the job's newest progress report, and that report's time; (None, None)
+    before the first (to judge a control action: webui/api/jobcontrol.py)."""
+    m = s.runningjobsmonitor
+    newest = conn.execute(select(m.c.status, m.c.tstamp).where(m.c.jobid == job_id)
+                          .order_by(m.c.tstamp.desc()).limit(1)).first()
+    return (crawler_status(newest.status), newest.tstamp) if newest is not None else (None, None)
 
 
 def _history(conn: Connection, job_id: int) -> list[Row[Any]]:

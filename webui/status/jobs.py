@@ -27,7 +27,7 @@ from harvestdef.errors import HarvestSuiteError, PatternError
 from harvestdef.model.controllers import LostControllerRule
 from harvestdef.model.status import JobStatus
 from harvestdef.patterns import compile_pattern
-from webui.api.changes import job_changes
+from webui.api.changelist import job_changes
 from webui.api.core import encode_cursor
 from webui.api.errors import ApiError, translate
 from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters, jobs_of_domain, parse_domain
