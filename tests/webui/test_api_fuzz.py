@@ -31,15 +31,21 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 
+from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
+from harvestdef.model.status import JobStatus
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
+from tests.scheduler.test_intake import one_job
 from webui import create_app
 
 FUZZ_CASES = 25
+# The STARTED job the fixture makes (the first job of a fresh database), so that its changes and control
+# actions are fuzzed past the job's lookup, into the rules of what a change may say.
+FUZZ_JOB = 1
 # Path parameters naming what the fixture creates: half of an operation's cases address one of these, so
 # the fuzzing reaches the code behind the lookup instead of stopping at 404.
 KNOWN = {
@@ -52,6 +58,7 @@ KNOWN = {
     "/schedules/{name}": [{"name": "fuzz_daily"}],
     "/templates/{name}": [{"name": "default_orderxml"}],
     "/export/harvests/{name}": [{"name": "fuzz_selective"}],
+    "/jobs/{job_id}": [{"job_id": str(FUZZ_JOB)}],
 }
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
@@ -70,6 +77,10 @@ def fuzzed_app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     with engine.begin() as conn:
         UserRepository(conn).create("admin", "admin", password="correct horse battery")
         token = UserRepository(conn).create_token("admin")
+    job_id, _ = one_job(engine)
+    assert job_id == FUZZ_JOB
+    with engine.begin() as conn:
+        conn.execute(update(s.jobs).where(s.jobs.c.job_id == job_id).values(status=int(JobStatus.STARTED)))
     settings = load_settings(environ={}, overrides={"harvestsuite.webui.secretKey": "fuzz",
                                                     "harvestsuite.archive.root": str(root / "archive")})
     app = create_app(settings, engine, {"TESTING": True})

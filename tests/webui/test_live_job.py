@@ -74,7 +74,13 @@ def queue(name: str, size: int, wake: str = "", spend: int = 3, budget: int = -1
 
 @pytest.fixture
 def crawl(engine: Engine, transport) -> Crawl:  # noqa: F811
-    handlers = MessageHandlers(engine, transport, Dispatcher(NAMES, DispatchOptions()),
+    return start_crawl(engine, transport)
+
+
+def start_crawl(engine: Engine, queues: Any) -> Crawl:
+    """A STARTED job of a.dk and københavn.dk, claimed by CONTROLLER through the scheduler's intake (on the
+    queue transport ``queues``)."""
+    handlers = MessageHandlers(engine, queues, Dispatcher(NAMES, DispatchOptions()),
                                StatusIntake(Notifier(), history_sample_rate=1))
     handle = handlers.carry_out_one
     job_id, _ = one_job(engine, domains=(("a.dk", 1000, -1), ("københavn.dk", 1000, -1)))

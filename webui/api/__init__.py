@@ -36,6 +36,7 @@ def answer_error(error: Exception) -> Any:
 
 def init_app(app: Flask) -> None:
     from webui.api import (  # noqa: F401 - their routes join the blueprint
+        changes,
         crawltemplates,
         domains,
         exports,

@@ -4,8 +4,10 @@ Everything comes from what reaches the scheduler while the job runs (design.md Â
 newest CrawlProgress (runningjobsmonitor, with the crawler's newest crawl.log lines), its samples over time
 (runningjobshistory), the newest frontier report (frontierreportmonitor) and the controller's heartbeat
 (harvesters). Nothing is read from the archive store or the crawler itself, and a figure none of these
-carries is answered as null or [] (LIVE_FIELDS says why), never estimated. The job page
-(webui/status/jobs.py) renders the same answer and its script polls this route.
+carries is answered as null or [] (LIVE_FIELDS says why), never estimated. Beside them, the job's changes
+(job_changes, through JobChangeRepository), whether the crawl is paused and by whom, and which control
+actions it takes now (webui/api/jobcontrol.py judges both). The job page (webui/status/jobs.py) renders the
+same answer and its script polls this route.
 
 Read with direct, read-only queries, as the running-jobs page reads the monitor tables: live status kept
 by the scheduler, not definitions.
@@ -26,7 +28,10 @@ from harvestdef.messages import CRAWL_LOG_TAIL_LINES, CRAWL_PROGRESS_STATUSES
 from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.status import JobStatus
 from harvestdef.patterns import compile_pattern
+from harvestdef.repositories.jobchanges import JobChangeRepository
 from harvestdef.times import duration_text, utc_text
+from webui.api import jobcontrol
+from webui.api.changelist import render_change
 from webui.api.core import blueprint, jsonable
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
@@ -90,6 +95,16 @@ LIVE_FIELDS: dict[str, str] = {
                "queued, bytes, bytes_per_second, documents_per_second",
     "log": "the crawler's newest crawl-log lines from the newest report, newest first, those log_regex "
            "finds, at most log_lines",
+    "changes": "the job's control actions and live changes, oldest first, as GET /api/v1/jobs/{id}/changes "
+               "answers them: version, kind, payload, author, created, state (pending, applied, refused), "
+               "applied (when the controller applied or refused it), reason (the controller's, for a refusal), "
+               "summary (what it does, in words)",
+    "paused": "null, or since when and by whom the crawl is paused ({since, by}): the newest applied pause not "
+              "followed by an applied resume, unless the crawler reported running after it; by \"the crawler\" "
+              "when the crawler reports itself paused and no change explains it, since the first progress "
+              "sample that said so",
+    "actions": "each control action (pause, resume, checkpoint, stop, fail) with available (whether POST "
+               "/api/v1/jobs/{id}/control would take it now) and why_not (in words, naming the state)",
 }
 
 
@@ -98,7 +113,8 @@ _LIVE_TYPES: dict[str, Any] = {
     "controller": ["object", "null"], "downloaded": ["integer", "null"], "queued": ["integer", "null"],
     "failed": "null", "bytes": ["integer", "null"], "rates": ["object", "null"], "status_counts": "null",
     "queue_counts": ["object", "null"], "queues": "array", "frontier_reported_at": ["string", "null"],
-    "domains": "array", "holding_back": "array", "history": "array", "log": "array"}
+    "domains": "array", "holding_back": "array", "history": "array", "log": "array", "changes": "array",
+    "paused": ["object", "null"], "actions": "object"}
 LIVE_SCHEMA: dict[str, Any] = {
     "type": "object", "required": list(LIVE_FIELDS),
     "properties": {name: {"type": _LIVE_TYPES[name], "description": text} for name, text in LIVE_FIELDS.items()}}
@@ -142,6 +158,11 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
     log = [line for line in (monitor.crawllogtail or "").split("\n") if line] if monitor is not None else []
     if log_regex is not None:
         log = [line for line in log if log_regex.search(line) is not None]
+    changes = JobChangeRepository(conn).for_job(job_id)
+    status = crawler_status(monitor.status) if monitor is not None else None
+    reported_at = monitor.tstamp if monitor is not None else None
+    pause = jobcontrol.paused(status, reported_at, _paused_from(monitor, history), changes) \
+        if job.status == JobStatus.STARTED else None
     return {
         "job_id": job.job_id, "state": JobStatus(job.status).name,
         "reported_at": jsonable(monitor.tstamp) if monitor is not None else None,
@@ -162,13 +183,34 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
         "holding_back": holding_back(job, monitor, controller, history, queues, rule, now),
         "history": [_sample_json(sample) for sample in history],
         "log": log[:log_lines],
+        "changes": [render_change(change) for change in changes],
+        "paused": {"since": jsonable(pause[0]), "by": pause[1]} if pause is not None else None,
+        "actions": jobcontrol.availability(JobStatus(job.status).name,
+                                           jobcontrol.crawler_state(status, reported_at, changes), changes),
     }
+
+
+def crawler_status(index: int | None) -> str | None:
+    """runningjobsmonitor.status (an index of CRAWL_PROGRESS_STATUSES) by name; None when unknown."""
+    if index is None or not 0 <= index < len(CRAWL_PROGRESS_STATUSES):
+        return None
+    return CRAWL_PROGRESS_STATUSES[index]
+
+
+def crawler_report(conn: Connection, job_id: int) -> tuple[str | None, datetime | None]:
+    """The crawler's status by the job's newest progress report, and that report's time; (None, None)
+    before the first (to judge a control action: webui/api/jobcontrol.py)."""
+    m = s.runningjobsmonitor
+    newest = conn.execute(select(m.c.status, m.c.tstamp).where(m.c.jobid == job_id)
+                          .order_by(m.c.tstamp.desc()).limit(1)).first()
+    return (crawler_status(newest.status), newest.tstamp) if newest is not None else (None, None)
 
 
 def _history(conn: Connection, job_id: int) -> list[Row[Any]]:
     r = s.runningjobshistory
     newest = conn.execute(select(r.c.tstamp, r.c.elapsedseconds, r.c.downloadedfilescount, r.c.queuedfilescount,
-                                 r.c.totalbyteswritten, r.c.currentprocessedkbpersec, r.c.currentprocesseddocspersec)
+                                 r.c.totalbyteswritten, r.c.currentprocessedkbpersec, r.c.currentprocesseddocspersec,
+                                 r.c.status)
                           .where(r.c.jobid == job_id).order_by(r.c.tstamp.desc()).limit(MAX_HISTORY_SAMPLES))
     return list(reversed(list(newest)))
 
@@ -179,13 +221,24 @@ def _queues(conn: Connection, job_id: int) -> list[Row[Any]]:
                              .order_by(f.c.currentsize.desc(), f.c.domainname).limit(MAX_QUEUES)))
 
 
+def _paused_from(monitor: Row[Any] | None, history: Sequence[Row[Any]]) -> datetime | None:
+    """When the crawler's newest run of reports saying it is paused began: the first of the progress samples
+    since it last said otherwise, or the newest report's own time."""
+    if monitor is None or crawler_status(monitor.status) != "CRAWLER_PAUSED":
+        return None
+    since = monitor.tstamp
+    for sample in reversed(history):
+        if sample.status != monitor.status:
+            break
+        since = min(since, sample.tstamp) if since is not None else sample.tstamp
+    return since
+
+
 def _crawler(monitor: Row[Any] | None) -> dict[str, Any] | None:
     if monitor is None:
         return None
-    status = CRAWL_PROGRESS_STATUSES[monitor.status] if monitor.status is not None and \
-        0 <= monitor.status < len(CRAWL_PROGRESS_STATUSES) else None
-    return {"status": status, "progress": monitor.progress, "elapsed_seconds": monitor.elapsedseconds,
-            "alerts": monitor.alertscount, "threads": monitor.activetoecount,
+    return {"status": crawler_status(monitor.status), "progress": monitor.progress,
+            "elapsed_seconds": monitor.elapsedseconds, "alerts": monitor.alertscount, "threads": monitor.activetoecount,
             "console_url": monitor.hosturl if monitor.isheritrixconsole else None}
 
 
@@ -244,8 +297,7 @@ def holding_back(job: Row[Any], monitor: Row[Any] | None, controller: Row[Any] |
         reasons.append(_reason("no_progress_report", f"No progress report has arrived since the job started"
                                                      f"{started}: the crawler may still be starting."))
         return reasons
-    status = CRAWL_PROGRESS_STATUSES[monitor.status] if monitor.status is not None and \
-        0 <= monitor.status < len(CRAWL_PROGRESS_STATUSES) else None
+    status = crawler_status(monitor.status)
     if status == "CRAWLER_PAUSED":
         reasons.append(_reason("crawler_paused", f"The crawler is paused (reported {utc_text(monitor.tstamp)}): "
                                                  f"it fetches nothing until it is resumed."))

@@ -19,6 +19,15 @@ from typing import Any
 from flask import current_app, jsonify
 
 from harvestdef.db import schema as s
+from harvestdef.livechanges import (
+    MAX_ADDED_URIS,
+    MAX_DELAY_FACTOR,
+    MAX_DELAY_MS,
+    MAX_PER_HOST,
+    MAX_REASON_LENGTH,
+    MAX_REGEX_LENGTH,
+)
+from harvestdef.repositories.jobchanges import CONTROL_ACTIONS, KINDS, STATES
 from harvestdef.validation import INT64, column_length
 from webui.api.core import MAX_LIMIT, blueprint
 from webui.api.errors import STATUS_OF_CODE
@@ -53,6 +62,46 @@ _EXTENDED_FIELDS = {"edition": _EDITION, "values": {"type": "object", "additiona
 
 def _object(properties: dict[str, Any], *required: str) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(required)}
+
+
+def _closed(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    """An object that takes no other fields (harvestdef/livechanges.py refuses them, naming them)."""
+    return {**_object(properties, *required), "additionalProperties": False}
+
+
+# A running job's changes (harvestdef/livechanges.py has the rules these describe).
+_REGEX = {"type": "string", "minLength": 1, "maxLength": MAX_REGEX_LENGTH,
+          "description": "a regular expression in Java's syntax, as Heritrix reads it and crawler traps are written "
+                         "(no lookaround or backreferences: it is run by RE2)"}
+_JOB_DOMAIN = {"type": "string", "description": "one of the job's domains, in Unicode or punycode"}
+_BUDGET_LIMIT = {"type": "integer", "minimum": -1, "maximum": INT64[1], "description": "-1: unlimited"}
+_DELAY = {"type": "integer", "minimum": 0, "maximum": MAX_DELAY_MS}
+CONTROL_BODY = _closed({"action": {"enum": list(CONTROL_ACTIONS)},
+                        "reason": {"type": "string", "maxLength": MAX_REASON_LENGTH,
+                                   "description": "why, in one line (kept with the change)"}}, "action")
+CHANGE_BODY = {"oneOf": [
+    _closed({"kind": {"enum": ["reject", "unreject"]}, "regex": _REGEX, "domain": _JOB_DOMAIN}, "kind", "regex"),
+    _closed({"kind": {"const": "budget"}, "domain": _JOB_DOMAIN, "max_objects": _BUDGET_LIMIT,
+             "max_bytes": _BUDGET_LIMIT}, "kind", "domain"),
+    _closed({"kind": {"const": "delete_queued"}, "regex": _REGEX}, "kind", "regex"),
+    _closed({"kind": {"const": "add_uris"},
+             "uris": {"type": "array", "minItems": 1, "maxItems": MAX_ADDED_URIS, "items": {"type": "string"},
+                      "description": "http or https URIs on the job's domains or their subdomains"}},
+            "kind", "uris"),
+    _closed({"kind": {"const": "politeness"},
+             "delay_factor": {"type": "number", "minimum": 0, "maximum": MAX_DELAY_FACTOR},
+             "min_delay_ms": _DELAY, "max_delay_ms": _DELAY,
+             "max_per_host": {"type": "integer", "minimum": 1, "maximum": MAX_PER_HOST}}, "kind"),
+]}
+CHANGE = _object({
+    "version": {"type": "integer", "description": "the change's number in the job, 1, 2, ... in the order made"},
+    "kind": {"enum": list(KINDS)}, "payload": {"type": "object", "description": "what it says, as stored"},
+    "author": {"type": "string"}, "created": {"type": "string"},
+    "state": {"enum": list(STATES), "description": "pending until the job's controller applies or refuses it"},
+    "applied": {"type": ["string", "null"], "description": "when the controller applied or refused it"},
+    "reason": {"type": ["string", "null"], "description": "why it was refused"},
+    "summary": {"type": "string", "description": "what it does, in words"},
+}, "version", "kind", "payload", "author", "created", "state", "applied", "reason", "summary")
 
 
 # The JSON body of each route that reads one, by endpoint.
@@ -100,6 +149,8 @@ REQUEST_BODIES: dict[str, dict[str, Any]] = {
                                     "active": {"type": "boolean"}}, "name", "cxml"),
     "api.update_template": _object({"edition": _EDITION, "cxml": {"type": "string"}, "description": _TEXT,
                                     "active": {"type": "boolean"}}, "edition"),
+    "api.control_job": CONTROL_BODY,
+    "api.add_job_change": CHANGE_BODY,
 }
 # Bodies that may be left out (the edition of an activation is optional).
 OPTIONAL_BODIES = frozenset({"api.activate_harvest", "api.deactivate_harvest"})
@@ -109,6 +160,7 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "api.create_harvest": (201,), "api.add_harvest_seeds": (201,), "api.create_schedule": (201,),
     "api.create_template": (201,),
     "api.restart": (201,),
+    "api.control_job": (202,), "api.add_job_change": (202,),
 }
 # What a success answers other than a JSON object, by endpoint.
 SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
@@ -119,6 +171,10 @@ SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
                          "application/xml": {"schema": {"type": "string"}}},
     # each field with its meaning, and for those left null or [] the reason
     "api.job_live_view": {"application/json": {"schema": LIVE_SCHEMA}},
+    "api.control_job": {"application/json": {"schema": CHANGE}},
+    "api.add_job_change": {"application/json": {"schema": CHANGE}},
+    "api.list_job_changes": {"application/json": {"schema": _object({"items": {"type": "array", "items": CHANGE}},
+                                                                     "items")}},
 }
 
 ERROR = _object({"error": _object({

@@ -1,7 +1,10 @@
 // Keeps the live parts of two pages up to date without reloading them, with no library:
 // - a running job's page (#live, webui/status/templates/status/_live.html): fetches
-//   GET /api/v1/jobs/{id}/live every data-poll-ms and fills the elements named by data-live; it stops
-//   once the job is no longer STARTED, because then nothing changes any more until its final report.
+//   GET /api/v1/jobs/{id}/live every data-poll-ms and fills the elements named by data-live (figures, the
+//   paused line, the change list, which control buttons are enabled); it stops once the job is no longer
+//   STARTED, because then nothing changes any more until its final report. Its control buttons are sent
+//   to POST /api/v1/jobs/{id}/control (the code their forms reach without a script), after a confirmation
+//   for those that ask one (data-confirm: Stop, Fail), and the page is refreshed at once.
 // - the running jobs page (#running-jobs): fetches the page itself and swaps in its table body, so the
 //   list and its figures are rendered by one template only.
 // Figures are formatted as webui/formatting.py formats them on the server, so an update looks the same
@@ -123,6 +126,60 @@
     label(`${last} s`, width - 4, height - 4, "end");
   }
 
+  function fillChanges(body, changes) {
+    if (!body) return;
+    body.replaceChildren();
+    for (const change of changes) {
+      const row = document.createElement("tr");
+      row.dataset.version = change.version;
+      row.dataset.state = change.state;
+      cell(row, String(change.version), "number");
+      cell(row, change.kind);
+      cell(row, change.summary, "change-what");
+      cell(row, change.author);
+      cell(row, when(change.created), "when");
+      const state = document.createElement("td");
+      state.className = "nowrap";
+      const badge = document.createElement("span");
+      badge.className = "change-state " + change.state;
+      badge.textContent = change.state;
+      state.appendChild(badge);
+      if (change.applied) {
+        const at = document.createElement("span");
+        at.className = "muted";
+        at.textContent = when(change.applied);
+        state.append(" ", at);
+      }
+      row.appendChild(state);
+      cell(row, change.reason || "");
+      body.appendChild(row);
+    }
+    if (!changes.length) {
+      const row = document.createElement("tr");
+      row.className = "none";
+      cell(row, "No changes yet.", "muted");
+      row.firstChild.colSpan = 7;
+      body.appendChild(row);
+    }
+  }
+
+  function fillPaused(line, paused) {
+    if (!line) return;
+    line.hidden = !paused;
+    line.textContent = paused ? "Paused since " + when(paused.since) + " by " + paused.by : "";
+  }
+
+  // Each control button enabled when its action is available now, its title saying why not otherwise.
+  function fillActions(section, actions) {
+    for (const form of section.querySelectorAll("form[data-action]")) {
+      const availability = actions[form.dataset.action];
+      const button = form.querySelector("button");
+      if (!availability || !button || form.dataset.sending) continue;
+      button.disabled = !availability.available;
+      button.title = availability.why_not || "";
+    }
+  }
+
   function fillJob(section, live) {
     setText(section, "crawler_status", live.crawler ? (live.crawler.status || "?") : "no report yet");
     setText(section, "progress", live.crawler && live.crawler.progress !== null
@@ -145,20 +202,36 @@
     fillHoldingBack(element(section, "holding_back"), live.holding_back);
     fillQueues(element(section, "queues"), live.queues);
     drawChart(element(section, "chart"), live.history);
+    fillChanges(element(section, "changes"), live.changes);
+    fillPaused(element(section, "paused"), live.paused);
+    fillActions(section, live.actions);
   }
 
+  // Polls the live view every data-poll-ms while the job is STARTED; returns a function that polls at once
+  // (after a control action), which does nothing more once the job has ended.
   function pollJob(section) {
     const url = section.dataset.liveUrl;
     const period = Number(section.dataset.pollMs || 5000);
+    let timer = null;
+    let ended = false;
+    // one timer at most: a poll asked for at once replaces the one that was due
+    const schedule = () => {
+      clearTimeout(timer);
+      timer = setTimeout(tick, period);
+    };
     const tick = () => {
+      clearTimeout(timer);
+      if (ended) return;
       fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
         .then(response => response.ok ? response.json() : Promise.reject(new Error("HTTP " + response.status)))
         .then(live => {
+          if (ended) return;
           fillJob(section, live);
           if (live.state === "STARTED") {
             setText(section, "note", "updated " + when(new Date().toISOString()));
-            setTimeout(tick, period);
+            schedule();
           } else {
+            ended = true;
             section.dataset.state = live.state;
             setText(section, "note", "the job is " + live.state + " now: reload the page for its results");
           }
@@ -166,10 +239,50 @@
         .catch(error => {
           // a failed update keeps the figures shown and tries again: the web UI may be restarting
           setText(section, "note", "update failed (" + error.message + "), trying again");
-          setTimeout(tick, period);
+          schedule();
         });
     };
-    setTimeout(tick, period);
+    schedule();
+    return tick;
+  }
+
+  // The control buttons: each action POSTed to the API with the session's CSRF token; a refusal (409 naming
+  // the state, say) is shown under the buttons, and the page polls at once either way.
+  function sendControls(section, pollNow) {
+    const bar = section.querySelector(".control-actions");
+    if (!bar) return;
+    const error = element(section, "control_error");
+    const token = document.querySelector('meta[name="csrf-token"]').content;
+    bar.addEventListener("submit", event => {
+      const form = event.target;
+      event.preventDefault();
+      if (form.dataset.confirm && !window.confirm(form.dataset.confirm)) return;
+      const button = form.querySelector("button");
+      button.disabled = true;
+      form.dataset.sending = "1";
+      fetch(bar.dataset.controlUrl, {
+        method: "POST", credentials: "same-origin",
+        headers: {"Content-Type": "application/json", Accept: "application/json", "X-CSRF-Token": token},
+        body: JSON.stringify({action: form.dataset.action}),
+      })
+        .then(response => response.json().catch(() => ({})).then(answer => {
+          if (response.ok) {
+            error.hidden = true;
+            error.textContent = "";
+          } else {
+            error.hidden = false;
+            error.textContent = answer.error ? answer.error.message : "refused (HTTP " + response.status + ")";
+          }
+        }))
+        .catch(failure => {
+          error.hidden = false;
+          error.textContent = "could not send the " + form.dataset.action + ": " + failure.message;
+        })
+        .finally(() => {
+          delete form.dataset.sending;
+          pollNow();
+        });
+    });
   }
 
   function pollRunning(table) {
@@ -192,7 +305,7 @@
     if (section) {
       const initial = document.getElementById("live-initial");
       if (initial) drawChart(element(section, "chart"), JSON.parse(initial.textContent).history);
-      pollJob(section);
+      sendControls(section, pollJob(section));
     }
     const running = document.getElementById("running-jobs");
     if (running) pollRunning(running);

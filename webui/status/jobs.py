@@ -27,6 +27,7 @@ from harvestdef.errors import HarvestSuiteError, PatternError
 from harvestdef.model.controllers import LostControllerRule
 from harvestdef.model.status import JobStatus
 from harvestdef.patterns import compile_pattern
+from webui.api.changelist import job_changes
 from webui.api.core import encode_cursor
 from webui.api.errors import ApiError, translate
 from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters, jobs_of_domain, parse_domain
@@ -39,6 +40,8 @@ from webui.status.crawllog import crawl_log_searcher
 MAX_CRAWL_LOG_MATCHES = 500
 MAX_PATTERN_LENGTH = 200
 MAX_BULK_JOBS = 1000
+# A change form offers the job's domains as a list up to this many; a larger job's domain is typed.
+MAX_DOMAIN_OPTIONS = 300
 METADATA_WARC = re.compile(r"metadata-\d+\.warc(\.gz)?$")
 
 
@@ -140,18 +143,28 @@ def waiting() -> Any:
 def job(job_id: int) -> Any:
     """One job: limits, configurations, seeds, template, errors, archive files, crawl-log search; while it runs,
     its live figures (webui/api/live.py), which the page's script (static/live.js) keeps up to date."""
+    return job_page(job_id)
+
+
+def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
+    """The job's page; ``refused``: a change form that was refused (webui/status/control.py), shown again with
+    its input and the error: {"form": the form's kind, "field", "message", "typed": the form's fields}."""
     with database().connect() as conn:
         detail = job_detail(conn, job_id)
-        live = job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow()) \
-            if detail["status"] == JobStatus.STARTED.name else None
+        running = detail["status"] == JobStatus.STARTED.name
+        live = job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow()) if running else None
+        # the changes of a job that ended stay on its page: what was done to it, and what was refused
+        changes = live["changes"] if live is not None else job_changes(conn, job_id)
+        domains = [configuration["domain"] for configuration in detail["configurations"]]
     domain = (request.args.get("domain") or "").strip().lower()
     pattern = request.args.get("regex") or ""
     search = None
     if domain or pattern:
         search = search_crawl_log(detail, domain, pattern)
-    return render_template("status/job.html", job=detail, live=live, search=search, domain=domain,
-                           pattern=pattern, limit=MAX_CRAWL_LOG_MATCHES,
-                           poll_interval=settings().webui.livePollIntervalMs)
+    return render_template("status/job.html", job=detail, live=live, changes=changes, job_domains=domains,
+                           refused=refused, search=search, domain=domain, pattern=pattern,
+                           limit=MAX_CRAWL_LOG_MATCHES, poll_interval=settings().webui.livePollIntervalMs,
+                           max_domain_options=MAX_DOMAIN_OPTIONS)
 
 
 @blueprint.get("/jobs/<int:job_id>/files/<path:name>")

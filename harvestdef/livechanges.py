@@ -1,0 +1,285 @@
+"""What an operator's change to a running job may say: the payload of each kind, checked and normalised
+before it is stored as a job change (harvestdef/repositories/jobchanges.py).
+
+``validate_change(kind, body, job_domains)`` returns the payload to store, or raises a FieldError (a
+ValidationError) naming the field and what is wrong with it; the caller stores nothing then. The rules:
+
+- control actions (pause, resume, checkpoint, stop, fail): ``{}``, with an optional ``reason`` of at most
+  MAX_REASON_LENGTH characters on one line;
+- reject and unreject ``{regex, domain?}``, delete_queued ``{regex}``: a regular expression of 1 to
+  MAX_REGEX_LENGTH characters without control characters, in Java's syntax as Heritrix reads it, which
+  must compile as crawler traps must (harvestdef/patterns.py: translated by harvestdef/javaregex.py and run
+  by RE2, so lookaround and backreferences are refused and a rule cannot make the crawler backtrack);
+- budget ``{domain, max_objects?, max_bytes?}``: at least one limit, each a whole number from -1 on
+  (NetarchiveSuite's -1 = unlimited);
+- add_uris ``{uris}``: 1 to MAX_ADDED_URIS URIs, each by the seed rule (harvestdef/seeds.py: an http or
+  https URL, ``http://`` added to a line without a scheme, stored as the crawler uses it) and on one of the
+  job's domains or a subdomain of one; the error names the index (``uris[3]``); a URI given twice is kept
+  once;
+- politeness ``{delay_factor?, min_delay_ms?, max_delay_ms?, max_per_host?}``: at least one; the names of
+  Heritrix's politeness settings (delayFactor, minDelayMs, maxDelayMs) and the most URIs fetched from one
+  host at once.
+
+A ``domain`` is given in Unicode or punycode and must be one of ``job_domains`` (the job's domains as the
+harvest database stores them, Unicode for an IDN); it is stored in that form, the form of DoOneCrawl's
+domain_configurations. A field no kind has, a number given as text or a boolean, and a JSON null for a
+required field are refused; null for an optional field is as if it were left out.
+
+This module checks values only: it never reads or writes the database, and it does not judge whether the
+job's state allows a change now (the web UI does, from the crawler's reported state).
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
+
+from harvestdef.domainnames import http_url, is_ip_address, normalize_domain_name, to_unicode
+from harvestdef.errors import DomainNameError, FieldError, PatternError, UrlError, shown
+from harvestdef.patterns import compile_pattern
+from harvestdef.repositories.jobchanges import (
+    ADD_URIS,
+    BUDGET,
+    CONTROL_ACTIONS,
+    DELETE_QUEUED,
+    KINDS,
+    POLITENESS,
+    REJECT,
+    UNREJECT,
+)
+from harvestdef.seeds import ANY_SEED, check_seed
+from harvestdef.validation import INT64
+
+__all__ = ["FIELDS", "MAX_ADDED_URIS", "MAX_DELAY_FACTOR", "MAX_DELAY_MS", "MAX_PER_HOST", "MAX_REASON_LENGTH",
+           "MAX_REGEX_LENGTH", "UNLIMITED", "validate_change"]
+
+MAX_REASON_LENGTH = 500
+# global_crawler_trap_expressions.trap_expression is varchar(1000): a rule is as long as a trap may be
+MAX_REGEX_LENGTH = 1000
+MAX_ADDED_URIS = 1000
+MAX_DELAY_FACTOR = 100
+MAX_DELAY_MS = 3_600_000  # an hour between two fetches from one host
+MAX_PER_HOST = 100
+UNLIMITED = -1
+# How many of the job's domains a refusal of a domain names (a snapshot job has thousands).
+_NAMED_DOMAINS = 5
+
+# The fields each kind takes, in the order an error lists them.
+FIELDS: Mapping[str, tuple[str, ...]] = {
+    **{action: ("reason",) for action in CONTROL_ACTIONS},
+    REJECT: ("regex", "domain"), UNREJECT: ("regex", "domain"),
+    BUDGET: ("domain", "max_objects", "max_bytes"),
+    DELETE_QUEUED: ("regex",),
+    ADD_URIS: ("uris",),
+    POLITENESS: ("delay_factor", "min_delay_ms", "max_delay_ms", "max_per_host"),
+}
+# Characters no rule or reason may hold: every Cc (C0, DEL, C1) and the line and paragraph separators.
+_CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
+
+
+def validate_change(kind: str, body: Mapping[str, Any], job_domains: Collection[str], *,
+                    valid_seed_regex: str = ANY_SEED) -> dict[str, Any]:
+    """The payload to store for a change of ``kind`` to a job of ``job_domains``, from the request's
+    ``body`` (which may repeat the kind as ``kind``); FieldError naming the field otherwise.
+    ``valid_seed_regex``: the site's harvester.datamodel.domain.validSeedRegex, which added URIs match."""
+    if kind not in KINDS:
+        raise FieldError("kind", f"unknown kind of change {shown(str(kind))!r}; one of {', '.join(KINDS)}")
+    given = dict(body)
+    if "kind" in given and given.pop("kind") != kind:
+        raise FieldError("kind", f"says another kind than the {kind} change it was sent as")
+    _refuse_unknown(kind, given)
+    values = {name: value for name, value in given.items() if value is not None}
+    if kind in CONTROL_ACTIONS:
+        return _control(values)
+    return _CHECKS[kind](values, job_domains, valid_seed_regex)
+
+
+def _refuse_unknown(kind: str, given: Mapping[str, Any]) -> None:
+    allowed = FIELDS[kind]
+    unknown = sorted(name for name in given if name not in allowed)
+    if not unknown:
+        return
+    others = ""
+    if len(unknown) > 1:
+        others = f", nor {'is' if len(unknown) == 2 else 'are'} {', '.join(shown(name) for name in unknown[1:])}"
+    takes = f"it takes {', '.join(allowed)}" if allowed else "it takes no fields"
+    raise FieldError(shown(unknown[0]), f"is not a field of a {kind} change{others}; {takes}")
+
+
+# ---------------------------------------------------------------- the kinds
+def _control(values: dict[str, Any]) -> dict[str, Any]:
+    if "reason" not in values:
+        return {}
+    reason = _one_line(values["reason"], "reason").strip()
+    if len(reason) > MAX_REASON_LENGTH:
+        raise FieldError("reason", f"must be at most {MAX_REASON_LENGTH} characters, not {len(reason)}")
+    return {"reason": reason} if reason else {}
+
+
+def _rule(values: dict[str, Any], job_domains: Collection[str], _: str) -> dict[str, Any]:
+    """reject and unreject: a regex, and the domain it is confined to."""
+    payload = {"regex": _regex(values)}
+    if "domain" in values:
+        payload["domain"] = _job_domain(values["domain"], job_domains)
+    return payload
+
+
+def _delete_queued(values: dict[str, Any], _: Collection[str], __: str) -> dict[str, Any]:
+    return {"regex": _regex(values)}
+
+
+def _budget(values: dict[str, Any], job_domains: Collection[str], _: str) -> dict[str, Any]:
+    if "domain" not in values:
+        raise FieldError("domain", "is required: a budget is set for one of the job's domains")
+    payload: dict[str, Any] = {"domain": _job_domain(values["domain"], job_domains)}
+    limits = [name for name in ("max_objects", "max_bytes") if name in values]
+    if not limits:
+        raise FieldError("max_objects", "give max_objects or max_bytes (or both); -1 is unlimited")
+    for name in limits:
+        payload[name] = _integer(values[name], name, UNLIMITED, INT64[1], "-1 (unlimited)")
+    return payload
+
+
+def _add_uris(values: dict[str, Any], job_domains: Collection[str], valid_seed_regex: str) -> dict[str, Any]:
+    uris = values.get("uris")
+    if uris is None:
+        raise FieldError("uris", "is required: a list of the URIs to add")
+    if not isinstance(uris, list):
+        raise FieldError("uris", f"must be a list of URIs, not {_describe(uris)}")
+    if not 1 <= len(uris) <= MAX_ADDED_URIS:
+        raise FieldError("uris", f"must hold 1 to {MAX_ADDED_URIS} URIs, not {len(uris)}")
+    kept: dict[str, None] = {}
+    for index, uri in enumerate(uris):
+        field = f"uris[{index}]"
+        if not isinstance(uri, str):
+            raise FieldError(field, f"must be a URI, not {_describe(uri)}")
+        try:
+            url, _ = check_seed(uri.strip(), None, valid_seed_regex)
+            host = to_unicode(http_url(url).host)
+        except (UrlError, DomainNameError) as exc:
+            raise FieldError(field, _refusal_of(uri.strip(), exc.reason)) from None
+        if _domain_of_host(host, job_domains) is None:
+            raise FieldError(field, f"'{shown(uri.strip())}' is on {host}, which is in none of the job's domains "
+                                    f"{_some_domains(job_domains)}")
+        kept.setdefault(url, None)
+    return {"uris": list(kept)}
+
+
+def _politeness(values: dict[str, Any], _: Collection[str], __: str) -> dict[str, Any]:
+    if not values:
+        raise FieldError("delay_factor", "give at least one of " + ", ".join(FIELDS[POLITENESS]))
+    payload: dict[str, Any] = {}
+    if "delay_factor" in values:
+        factor = values["delay_factor"]
+        if isinstance(factor, bool) or not isinstance(factor, int | float) or not math.isfinite(factor):
+            raise FieldError("delay_factor", f"must be a number, not {_describe(factor)}")
+        if not 0 <= factor <= MAX_DELAY_FACTOR:
+            raise FieldError("delay_factor", f"must be between 0 and {MAX_DELAY_FACTOR}, not {factor}")
+        payload["delay_factor"] = float(factor)
+    for name in ("min_delay_ms", "max_delay_ms"):
+        if name in values:
+            payload[name] = _integer(values[name], name, 0, MAX_DELAY_MS)
+    if payload.get("min_delay_ms", 0) > payload.get("max_delay_ms", MAX_DELAY_MS):
+        raise FieldError("min_delay_ms", f"must not be more than max_delay_ms ({payload['min_delay_ms']} > "
+                                         f"{payload['max_delay_ms']})")
+    if "max_per_host" in values:
+        payload["max_per_host"] = _integer(values["max_per_host"], "max_per_host", 1, MAX_PER_HOST)
+    return payload
+
+
+_CHECKS: Mapping[str, Callable[[dict[str, Any], Collection[str], str], dict[str, Any]]] = {
+    REJECT: _rule, UNREJECT: _rule, BUDGET: _budget, DELETE_QUEUED: _delete_queued, ADD_URIS: _add_uris,
+    POLITENESS: _politeness,
+}
+
+
+# ---------------------------------------------------------------- the values
+def _one_line(value: Any, field: str) -> str:
+    """Text without control characters or line breaks."""
+    if not isinstance(value, str):
+        raise FieldError(field, f"must be text, not {_describe(value)}")
+    bad = sorted({char for char in value if unicodedata.category(char) in _CONTROL_CATEGORIES})
+    if bad:
+        raise FieldError(field, "must not contain control characters or line breaks: it has "
+                                + ", ".join(f"U+{ord(char):04X}" for char in bad))
+    return value
+
+
+def _regex(values: dict[str, Any]) -> str:
+    if "regex" not in values:
+        raise FieldError("regex", "is required: a regular expression in Java's syntax, as Heritrix reads it")
+    regex = _one_line(values["regex"], "regex").strip()
+    if not 1 <= len(regex) <= MAX_REGEX_LENGTH:
+        raise FieldError("regex", f"must be 1 to {MAX_REGEX_LENGTH} characters, not {len(regex)}")
+    try:
+        compile_pattern(regex)
+    except PatternError as exc:
+        raise FieldError("regex", f"is not a regular expression the crawler can run: {exc.reason}") from None
+    return regex
+
+
+def _job_domain(value: Any, job_domains: Collection[str]) -> str:
+    """The job's own name of the domain ``value`` gives (in Unicode or punycode)."""
+    if not isinstance(value, str):
+        raise FieldError("domain", f"must be a domain name, not {_describe(value)}")
+    try:
+        name = normalize_domain_name(value)
+    except DomainNameError as exc:
+        raise FieldError("domain", str(exc)) from None
+    if name not in job_domains:
+        raise FieldError("domain", f"{name} is not one of the job's domains {_some_domains(job_domains)}")
+    return name
+
+
+def _domain_of_host(host: str, job_domains: Collection[str]) -> str | None:
+    """The job's domain ``host`` (Unicode) is, or is a subdomain of; one set lookup per label, so a snapshot
+    job's thousands of domains cost no more than a few."""
+    if is_ip_address(host):
+        return host if host in job_domains else None
+    labels = host.split(".")
+    for start in range(len(labels)):
+        candidate = ".".join(labels[start:])
+        if candidate in job_domains:
+            return candidate
+    return None
+
+
+def _integer(value: Any, field: str, low: int, high: int, low_text: str | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FieldError(field, f"must be a whole number, not {_describe(value)}")
+    if not low <= value <= high:
+        raise FieldError(field, f"must be {low_text or low} or more, not {value}" if high == INT64[1] else
+                         f"must be between {low} and {high}, not {value}")
+    return value
+
+
+def _some_domains(job_domains: Collection[str]) -> str:
+    names = sorted(job_domains)
+    listed = ", ".join(names[:_NAMED_DOMAINS])
+    more = f" and {len(names) - _NAMED_DOMAINS} more" if len(names) > _NAMED_DOMAINS else ""
+    return f"({listed}{more})" if names else "(it has none)"
+
+
+def _refusal_of(value: str, reason: str) -> str:
+    """A refused value and the reason in one sentence: "'ftp://kb.dk' is not an http or https URL (...)"."""
+    if reason.startswith("not "):
+        return f"'{shown(value)}' is {reason}"
+    if reason.split(" ", 1)[0] in ("is", "has", "contains", "does", "belongs"):
+        return f"'{shown(value)}' {reason}"
+    return f"'{shown(value)}': {reason}"
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the text {shown(value[:40])!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

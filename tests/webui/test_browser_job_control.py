@@ -1,0 +1,104 @@
+"""Steering a running job from its page in Debian's chromium: Pause is clicked, the change appears pending,
+and once the controller's answer is recorded (JobChangeRepository.settle, standing in for the scheduler's
+intake) the page says since when and by whom the crawl is paused and enables Resume, all without a reload;
+Stop asks first, and a refused change form is shown again with the error naming its field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harvestdef.db.engine import open_engine
+from harvestdef.db.types import utcnow
+from harvestdef.queues import open_transport
+from harvestdef.repositories.jobchanges import JobChangeRepository
+from harvestdef.settings import QueueSettings
+from tests.webui.browser import ServedWebui, launch_chromium, log_in, require_browser, screenshot
+from tests.webui.test_live_job import Crawl, start_crawl
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def steered(tmp_path: Path) -> Iterator[tuple[ServedWebui, Crawl, Any]]:
+    """A web UI polling every half second, an operator, and a STARTED job whose crawler runs."""
+    with ServedWebui(tmp_path, users=("operator",), settings={"harvestsuite.webui.livePollIntervalMs": "500"}) as webui:
+        engine = open_engine(f"sqlite:///{tmp_path / 'harvest.db'}")
+        transport = open_transport(QueueSettings(url=f"sqlite:///{tmp_path / 'queue.db'}", environmentName="UNIT"))
+        try:
+            crawl = start_crawl(engine, transport)
+            crawl.heartbeat(utcnow())
+            crawl.progress(utcnow())
+            yield webui, crawl, engine
+        finally:
+            transport.close()
+            engine.dispose()
+
+
+def test_pause_from_the_page_then_the_applied_pause_shows_without_a_reload(browser, steered, tmp_path):
+    webui, crawl, engine = steered
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=webui.url)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        log_in(page, webui.url, "operator")
+        page.goto(f"/status/jobs/{crawl.job_id}")
+        pause, resume = page.get_by_role("button", name="Pause"), page.get_by_role("button", name="Resume")
+        assert pause.is_enabled() and resume.is_disabled()
+        page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
+
+        pause.click()
+        pending = page.locator('[data-live="changes"] tr[data-version="1"]')
+        pending.wait_for()
+        assert pending.get_attribute("data-state") == "pending"
+        assert "operator" in pending.inner_text() and "pause" in pending.inner_text()
+        page.wait_for_function("document.querySelector('.control-actions [data-action=\"pause\"] button').disabled")
+        assert page.locator('[data-live="paused"]').is_hidden()
+
+        with engine.begin() as conn:
+            assert JobChangeRepository(conn).settle(crawl.job_id, 1, "applied", "", utcnow(), crawl.attempt)
+        paused = page.locator('[data-live="paused"]')
+        paused.wait_for(state="visible")
+        assert paused.inner_text().startswith("Paused since ") and paused.inner_text().endswith(" UTC by operator")
+        page.locator('[data-live="changes"] tr[data-version="1"][data-state="applied"]').wait_for()
+        assert resume.is_enabled() and pause.is_disabled()
+        assert page.evaluate("window.loadedOnce") is True
+        screenshot(page, tmp_path, "job-control-paused")
+
+        # Stop asks first; dismissed, it sends nothing, so the next action is change 2
+        asked: list[str] = []
+        page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+        page.get_by_role("button", name="Stop").click()
+        page.get_by_role("button", name="Checkpoint now").click()
+        page.locator('[data-live="changes"] tr[data-version="2"]').wait_for()
+        assert asked and asked[0].startswith(f"Stop the crawl of job {crawl.job_id}?")
+        assert page.locator('[data-live="changes"] tr').count() == 2
+        assert "checkpoint" in page.locator('[data-live="changes"] tr[data-version="2"]').inner_text()
+        assert page.evaluate("window.loadedOnce") is True
+
+        # a change form refused: shown again with the error beside it and what was typed
+        rule = page.locator('form[data-form="rule"]')
+        rule.get_by_label("Regular expression").fill("(unclosed")
+        rule.get_by_role("button", name="Send").click()
+        page.wait_for_load_state()
+        error = page.locator('form[data-form="rule"] .form-error')
+        assert error.inner_text().startswith("regex: is not a regular expression the crawler can run")
+        assert page.locator('form[data-form="rule"]').get_by_label("Regular expression").input_value() == "(unclosed"
+        assert page.locator('[data-live="changes"] tr').count() == 2
+        screenshot(page, tmp_path, "job-control-refused-form")
+    finally:
+        context.close()
