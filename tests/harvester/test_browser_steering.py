@@ -77,6 +77,7 @@ def test_an_operator_pauses_changes_resumes_and_stops_a_crawl_from_its_page(brow
             assert JobStatus(job.status) == JobStatus.DONE and "stopped by operator" in job.harvest_errors, job
             page.locator('[data-live-url][data-state="DONE"]').wait_for(state="attached")
             assert page.locator(".control-actions button:enabled").count() == 0
+            assert page.locator('[data-live="change_forms"]').is_hidden()
             assert page.evaluate("window.loadedOnce") is True
             screenshot(page, tmp_path, "job-steered-stopped")
         finally:

@@ -233,6 +233,9 @@
           } else {
             ended = true;
             section.dataset.state = live.state;
+            // a job that has ended takes no more changes: its forms go, its buttons are disabled
+            const forms = element(section, "change_forms");
+            if (forms) forms.hidden = true;
             setText(section, "note", "the job is " + live.state + " now: reload the page for its results");
           }
         })
