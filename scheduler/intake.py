@@ -300,6 +300,7 @@ class StatusIntake:
             "heartbeat_interval": status.heartbeat_interval if status.heartbeat_interval > 0 else None,
             "host": status.host, "pid": status.pid, "version": status.version,
             "free_disk_bytes": status.free_disk_bytes,
+            "min_space_left": status.min_space_left if status.min_space_left > 0 else None,
             "load_average": status.load_average, "memory_rss_bytes": status.memory_rss_bytes, "paused": status.paused,
             "pause_reason": status.pause_reason or None, "current_job_id": status.current_job_id,
             "current_attempt_id": status.current_attempt_id, "current_job_state": status.current_job_state or None,

@@ -350,6 +350,7 @@ CREATE TABLE harvesters (
 	current_job_state VARCHAR(100), 
 	last_heartbeat TIMESTAMP WITHOUT TIME ZONE, 
 	heartbeat_interval FLOAT, 
+	min_space_left BIGINT, 
 	last_ready TIMESTAMP WITHOUT TIME ZONE, 
 	released_job_id BIGINT, 
 	released_at TIMESTAMP WITHOUT TIME ZONE, 
@@ -851,6 +852,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0017_job_changes');
+INSERT INTO alembic_version (version_num) VALUES ('0018_min_space_left');
 
 COMMIT;

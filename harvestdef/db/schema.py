@@ -611,6 +611,9 @@ harvesters = Table(
     # the seconds between this controller's heartbeats, as its latest heartbeat stated them (NULL: not stated);
     # the scheduler counts it lost after lostAfterHeartbeats of them
     Column("heartbeat_interval", Float),
+    # the bytes the controller keeps free in its serverDir (minSpaceLeft), as its latest heartbeat stated
+    # them (NULL: not stated); below it, a running crawl's page says its disk is short
+    Column("min_space_left", BigInteger),
     Column("last_ready", UTCDateTime),
     # the job released for this controller's latest ready message, so one idle controller releases one job
     Column("released_job_id", BigInteger),

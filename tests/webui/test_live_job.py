@@ -58,11 +58,13 @@ class Crawl:
         self.handle(FrontierReport(job_id=self.job_id, attempt_id=self.attempt, controller_id=CONTROLLER,
                                    filter_id="TopTotalEnqueuesFilter", lines=list(lines)), sent_at)
 
-    def heartbeat(self, sent_at: datetime, paused: bool = False, reason: str = "") -> None:
+    def heartbeat(self, sent_at: datetime, paused: bool = False, reason: str = "", free_disk: int = 10**9,
+                  min_space_left: int = 0) -> None:
         self.handle(HarvesterStatus(controller_id=CONTROLLER, host="h", pid=1, version="t", channels=["FOCUSED"],
-                                    free_disk_bytes=10**9, load_average=0.0, memory_rss_bytes=1, paused=paused,
+                                    free_disk_bytes=free_disk, load_average=0.0, memory_rss_bytes=1, paused=paused,
                                     pause_reason=reason, current_job_id=self.job_id, current_attempt_id=self.attempt,
-                                    current_job_state="crawling", heartbeat_interval=10.0), sent_at)
+                                    current_job_state="crawling", heartbeat_interval=10.0,
+                                    min_space_left=min_space_left), sent_at)
 
 
 def queue(name: str, size: int, wake: str = "", spend: int = 3, budget: int = -1) -> FrontierLine:
@@ -164,6 +166,17 @@ def test_a_real_heritrix_console_is_linked_and_the_bundled_engine_is_not(crawl, 
 def test_no_report_yet_is_said(crawl, client):
     crawl.heartbeat(utcnow())
     assert "no_progress_report" in reasons(live(client, crawl.job_id))
+
+
+def test_a_disk_below_min_space_left_is_said_from_the_heartbeat(crawl, client):
+    crawl.heartbeat(utcnow(), free_disk=5_000_000, min_space_left=400_000_000)
+    crawl.progress(utcnow())
+    answer = live(client, crawl.job_id)
+    assert answer["controller"]["min_space_left"] == 400_000_000
+    assert reasons(answer)["disk_low"].startswith(f"Controller {CONTROLLER} is short of disk: 5,000,000 bytes free "
+                                                  f"in its serverDir on h, below its minSpaceLeft of 400,000,000")
+    crawl.heartbeat(utcnow(), free_disk=500_000_000, min_space_left=400_000_000)
+    assert "disk_low" not in reasons(live(client, crawl.job_id))
 
 
 def test_a_paused_controller_holds_the_crawl_back(crawl, client):

@@ -67,7 +67,8 @@ LIVE_FIELDS: dict[str, str] = {
                "discovered URIs downloaded), elapsed_seconds, alerts, threads, and console_url: the job's page "
                "on a real Heritrix 3's web console, null for the bundled engine, which has none; null before "
                "the first report",
-    "controller": "the job's harvest controller: id, host, last_heartbeat, paused, pause_reason, free_disk_bytes",
+    "controller": "the job's harvest controller: id, host, last_heartbeat, paused, pause_reason, "
+                  "free_disk_bytes, min_space_left (null when its heartbeat does not state it)",
     "downloaded": "URIs downloaded (Heritrix's downloadedUriCount); null before the first report",
     "queued": "URIs queued; null before the first report",
     "failed": "always null: the progress a controller reports carries no count of failed URIs (Heritrix's "
@@ -88,9 +89,8 @@ LIVE_FIELDS: dict[str, str] = {
                "reported with the job's final status",
     "holding_back": "what holds the crawl back, each {reason, text}: controller_paused, controller_lost, "
                     "controller_silent, crawler_paused, crawler_pausing, no_active_queues, all_snoozed, "
-                    "no_progress, no_progress_report. Low disk is not among them: a heartbeat carries the "
-                    "controller's free disk space but not its minSpaceLeft, and a controller short of space "
-                    "pauses itself (controller_paused says so)",
+                    "disk_low (the controller's free disk below its minSpaceLeft, both from its newest "
+                    "heartbeat), no_progress, no_progress_report",
     "history": "the progress samples (runningjobshistory), oldest first: at, elapsed_seconds, downloaded, "
                "queued, bytes, bytes_per_second, documents_per_second",
     "log": "the crawler's newest crawl-log lines from the newest report, newest first, those log_regex "
@@ -246,7 +246,8 @@ def _controller(row: Row[Any] | None) -> dict[str, Any] | None:
     if row is None:
         return None
     return {"id": row.controller_id, "host": row.host, "last_heartbeat": jsonable(row.last_heartbeat),
-            "paused": bool(row.paused), "pause_reason": row.pause_reason, "free_disk_bytes": row.free_disk_bytes}
+            "paused": bool(row.paused), "pause_reason": row.pause_reason, "free_disk_bytes": row.free_disk_bytes,
+            "min_space_left": row.min_space_left}
 
 
 def _rates(monitor: Row[Any] | None) -> dict[str, Any] | None:
@@ -335,6 +336,14 @@ def _controller_reasons(job: Row[Any], controller: Row[Any] | None, rule: LostCo
                                                     f"{duration_text((now - since).total_seconds())} since "
                                                     f"{utc_text(since)}; it counts as lost after "
                                                     f"{duration_text(limit.total_seconds())}."))
+    if controller is not None and controller.min_space_left and controller.free_disk_bytes is not None \
+            and controller.free_disk_bytes < controller.min_space_left:
+        reasons.append(_reason("disk_low", f"Controller {job.controller} is short of disk: "
+                                           f"{controller.free_disk_bytes:,} bytes free in its serverDir on "
+                                           f"{controller.host}, below its minSpaceLeft of "
+                                           f"{controller.min_space_left:,} (heartbeat "
+                                           f"{utc_text(controller.last_heartbeat)}); it takes no new job until "
+                                           f"space is back, and a crawl that fills the disk fails."))
     if controller is not None and controller.paused:
         reasons.append(_reason("controller_paused", f"Controller {job.controller} is paused: "
                                                     f"{controller.pause_reason or 'no reason given'}."))
