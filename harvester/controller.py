@@ -50,7 +50,7 @@ from pathlib import Path
 from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
 from harvestdef.errors import HarvestSuiteError, HeritrixError
-from harvestdef.messages import DoOneCrawl, HarvesterStatus
+from harvestdef.messages import CrawlTally, DoOneCrawl, HarvesterStatus
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.settings import Settings
@@ -61,6 +61,7 @@ from harvester.frontierqueues import FrontierQueues
 from harvester.heritrix import HeritrixClient, JobResource
 from harvester.identity import controller_id_from_settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, JobDirectoryError, unfinished_job_directories
+from harvester.livetally import LiveTally
 from harvester.progress import crawl_progress, frontier_report
 from harvester.protocol import RegistrationRefusedError, SchedulerLink, SchedulerSilentError, TakenJob
 from harvester.steering import CrawlSteering
@@ -392,12 +393,22 @@ class HarvestController:
         checkpoints_dir = jobdir.checkpoints_dir
         checkpoints_seen = {p.name for p in checkpoints_dir.iterdir()} if checkpoints_dir.is_dir() else set()
 
+        tally = LiveTally(jobdir)
+
         def on_status(status: JobResource) -> None:
             try:
                 self.link.send_progress(crawl_progress(job, status, self.controller_id, console,
                                                        is_heritrix_console=bool(self.options.heritrix_url)))
             except HarvestSuiteError as exc:
                 log.warning("job %d: progress not sent: %s", job.job_id, exc)
+            try:
+                tally.update()
+                self.link.send_tally(CrawlTally(job_id=job.job_id, attempt_id=job.attempt_id,
+                                                controller_id=self.controller_id, lines=tally.lines,
+                                                status_counts=dict(tally.status_counts),
+                                                domains=tally.changed_domains()))
+            except (OSError, HarvestSuiteError) as exc:  # the page misses a turn of figures; the crawl goes on
+                log.warning("job %d: crawl.log figures not sent: %s", job.job_id, exc)
             for name in sorted(set(status.checkpoint_files) - checkpoints_seen):
                 checkpoints_seen.add(name)
                 self._job_event(job, "checkpoint", name)

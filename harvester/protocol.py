@@ -30,6 +30,7 @@ from harvestdef.messages import (
     ClaimRequest,
     CrawlProgress,
     CrawlStatus,
+    CrawlTally,
     DomainReport,
     DoOneCrawl,
     FrontierReport,
@@ -204,6 +205,10 @@ class SchedulerLink:
 
     def send_progress(self, progress: CrawlProgress) -> None:
         self.transport.publish(self.names.monitor, encode(progress))
+
+    def send_tally(self, tally: CrawlTally) -> None:
+        """What the crawl's crawl.log says so far, for the running job's page."""
+        self.transport.publish(self.names.monitor, encode(tally))
 
     def send_frontier_report(self, report: FrontierReport) -> None:
         self.transport.publish(self.names.monitor, encode(report))

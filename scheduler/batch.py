@@ -97,6 +97,7 @@ class Batch:
             ended = sorted(set(self.ended_jobs))
             self.conn.execute(delete(s.runningjobsmonitor).where(s.runningjobsmonitor.c.jobid.in_(ended)))
             self.conn.execute(delete(s.frontierreportmonitor).where(s.frontierreportmonitor.c.jobid.in_(ended)))
+            self.conn.execute(delete(s.running_domain_counts).where(s.running_domain_counts.c.jobid.in_(ended)))
         self.audit.flush(self.conn)
         if len(self.confirmed_publishes) == 1:
             self.transport.publish(*self.confirmed_publishes[0])

@@ -21,6 +21,7 @@ from harvestdef.messages import (
     ClaimRequest,
     CrawlProgress,
     CrawlStatus,
+    CrawlTally,
     FrontierReport,
     HarvesterReady,
     HarvesterStatus,
@@ -53,6 +54,7 @@ class MessageHandlers:
             LiveChangeResult: settle,
             CrawlProgress: intake.progress,
             FrontierReport: intake.frontier_report,
+            CrawlTally: intake.tally,
             DeadLetter: intake.dead_letter,
         }
 

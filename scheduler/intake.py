@@ -58,6 +58,7 @@ from harvestdef.messages import (
     ChannelInfo,
     CrawlProgress,
     CrawlStatus,
+    CrawlTally,
     FrontierReport,
     HarvesterStatus,
     JobEvent,
@@ -83,6 +84,7 @@ def remove_monitor_rows(conn: Connection, job_id: int) -> None:
     """A job that ended leaves the running-jobs monitor (NetarchiveSuite's JobEndedMessage)."""
     conn.execute(delete(s.runningjobsmonitor).where(s.runningjobsmonitor.c.jobid == job_id))
     conn.execute(delete(s.frontierreportmonitor).where(s.frontierreportmonitor.c.jobid == job_id))
+    conn.execute(delete(s.running_domain_counts).where(s.running_domain_counts.c.jobid == job_id))
 
 
 def _final_values(message: CrawlStatus) -> dict[str, Any]:
@@ -370,6 +372,22 @@ class StatusIntake:
         if last is None or sent_at - last >= self.history_sample_rate:
             upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], [row])
             self._last_sample[progress.job_id] = sent_at
+
+    def tally(self, batch: Batch, tally: CrawlTally, sent_at: datetime) -> None:
+        """What a running job's crawl.log says so far: the status counts replace the previous ones in its
+        runningjobsmonitor row (none before its first progress report), each changed domain's counts replace
+        its previous ones."""
+        conn = batch.conn
+        job = conn.execute(select(s.jobs.c.status, s.jobs.c.attempt_id).where(s.jobs.c.job_id == tally.job_id)).first()
+        if job is None or job.attempt_id != tally.attempt_id or job.status != JobStatus.STARTED:
+            return  # a finished or stale attempt's late figures
+        conn.execute(update(s.runningjobsmonitor).where(s.runningjobsmonitor.c.jobid == tally.job_id)
+                     .values(crawlloglines=tally.lines, statuscounts=json.dumps(tally.status_counts, sort_keys=True)))
+        rows = [{"jobid": tally.job_id, "domain": clip(count.domain, 300), "objects": count.objects,
+                 "bytes": count.bytes, "tstamp": sent_at}
+                for count in {count.domain: count for count in tally.domains}.values()]
+        if rows:
+            upsert(conn, s.running_domain_counts, ["jobid", "domain"], rows)
 
     def frontier_report(self, batch: Batch, report: FrontierReport, sent_at: datetime) -> None:
         """The newest frontier report of a running job and filter replaces the previous one."""

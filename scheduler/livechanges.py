@@ -40,10 +40,9 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, Engine
 
-from harvestdef.db import schema as s
-from harvestdef.db.engine import is_postgresql, write_transaction
+from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.messages import LiveChange, LiveChangeResult, MessageError, encode
 from harvestdef.model.status import JobStatus
@@ -73,10 +72,8 @@ def resubmitted_reason(job_id: int, new_job_id: int, why: str) -> str:
 
 # ---------------------------------------------------------------------- ending
 def lock_job(conn: Connection, job_id: int) -> None:
-    """Hold the job's row until the transaction ends (PostgreSQL; SQLite's write transaction holds the whole
-    database): every writer of a job's changes does so first (see the module docstring)."""
-    if is_postgresql(conn.engine):
-        conn.execute(select(s.jobs.c.job_id).where(s.jobs.c.job_id == job_id).with_for_update())
+    """Hold the job's row until the transaction ends: every writer of a job's changes does so first."""
+    JobChangeRepository(conn).lock_job(job_id)
 
 
 def refuse_left_changes(conn: Connection, job_id: int, reason: str, now: datetime, *,
@@ -99,24 +96,20 @@ def refuse_changes_of_ended_jobs(engine: Engine, now: datetime) -> dict[int, int
     """Refuse the pending changes of jobs that have ended (DONE, FAILED, RESUBMITTED, FAILED_REJECTED)
     whoever ended them; job id -> how many. The pending changes are found through the index on their
     state, so when none is pending this is one look into that index."""
-    c, j = s.job_changes, s.jobs
     with database_errors("finding the pending changes of ended jobs"), engine.connect() as conn:
-        ended = conn.execute(select(c.c.job_id, j.c.status).distinct()
-                             .join(j, j.c.job_id == c.c.job_id)
-                             .where(c.c.state == PENDING, j.c.status.in_([int(status) for status in _ENDED]))
-                             .order_by(c.c.job_id)).all()
+        ended = JobChangeRepository(conn).jobs_with_pending(_ENDED)
     refused: dict[int, int] = {}
-    for job_id, _ in ended:
+    for job_id in ended:
         with database_errors(f"refusing the pending changes of job {job_id}"), write_transaction(engine) as conn:
             lock_job(conn, job_id)
-            status = conn.scalar(select(j.c.status).where(j.c.job_id == job_id))
-            if status is None or JobStatus(status) not in _ENDED:
+            status = JobChangeRepository(conn).job_status(job_id)
+            if status is None or status not in _ENDED:
                 continue
-            reason = ended_reason(job_id, JobStatus(status), "the change was stored as the job ended")
+            reason = ended_reason(job_id, status, "the change was stored as the job ended")
             count = refuse_left_changes(conn, job_id, reason, now)
         if count:
             refused[job_id] = count
-            log.warning("job %d is %s: its %d pending changes are refused", job_id, JobStatus(status), count)
+            log.warning("job %d is %s: its %d pending changes are refused", job_id, status, count)
     return refused
 
 

@@ -63,6 +63,7 @@ from harvestdef.messages import (
     ClaimRequest,
     CrawlProgress,
     CrawlStatus,
+    CrawlTally,
     FrontierReport,
     HarvesterReady,
     HarvesterStatus,
@@ -90,7 +91,7 @@ log = logging.getLogger(__name__)
 
 _SCHEDULER_MESSAGES = (HarvesterReady, ClaimRequest, RegistrationRequest, HarvesterStatus, CrawlStatus, JobEvent,
                        LiveChangeResult)
-_MONITOR_MESSAGES = (CrawlProgress, FrontierReport)
+_MONITOR_MESSAGES = (CrawlProgress, FrontierReport, CrawlTally)
 
 
 @dataclass(frozen=True)

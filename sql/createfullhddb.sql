@@ -216,6 +216,8 @@ CREATE TABLE runningjobsmonitor (
 	totalbyteswritten BIGINT DEFAULT 0, 
 	crawllogtail TEXT, 
 	isheritrixconsole BOOLEAN DEFAULT false NOT NULL, 
+	crawlloglines BIGINT, 
+	statuscounts TEXT, 
 	PRIMARY KEY (jobid, harvestname)
 );
 
@@ -381,6 +383,15 @@ CREATE TABLE job_events (
 );
 
 CREATE INDEX job_events_job ON job_events (job_id, happened_at);
+
+CREATE TABLE running_domain_counts (
+	jobid BIGINT NOT NULL, 
+	domain VARCHAR(300) NOT NULL, 
+	objects BIGINT NOT NULL, 
+	bytes BIGINT NOT NULL, 
+	tstamp TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (jobid, domain)
+);
 
 CREATE TABLE job_changes (
 	job_id BIGINT NOT NULL, 
@@ -852,6 +863,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0018_min_space_left');
+INSERT INTO alembic_version (version_num) VALUES ('0019_crawl_tally');
 
 COMMIT;

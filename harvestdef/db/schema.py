@@ -438,7 +438,11 @@ runningjobsmonitor = _monitor_table(
                            # (CrawlProgress.crawl_log_tail; a crawl.log line has no newline of its own),
                            # and whether hosturl is a real Heritrix 3 console an operator can open
                            Column("crawllogtail", Text),
-                           Column("isheritrixconsole", Boolean, nullable=False, server_default=text("false"))),
+                           Column("isheritrixconsole", Boolean, nullable=False, server_default=text("false")),
+                           # ours: the crawl.log lines the controller has read so far and their count per
+                           # fetch status, a JSON object (CrawlTally)
+                           Column("crawlloglines", BigInteger),
+                           Column("statuscounts", Text)),
     ("jobid", "harvestname"))
 Index("runningjobsmonitorjobid", runningjobsmonitor.c.jobid)
 Index("runningjobsmonitorharvestname", runningjobsmonitor.c.harvestname)
@@ -646,6 +650,18 @@ job_events = Table(
     UniqueConstraint("job_id", "kind", "checkpoint", "happened_at", name="job_events_once"),
 )
 Index("job_events_job", job_events.c.job_id, job_events.c.happened_at)
+
+# ours: a running job's domains as its crawl.log counts them so far (CrawlTally), by the final domain
+# report's rules; the rows go when the job ends, as runningjobsmonitor's do.
+running_domain_counts = Table(
+    "running_domain_counts", metadata,
+    Column("jobid", BigInteger, nullable=False),
+    Column("domain", String(300), nullable=False),
+    Column("objects", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=False),
+    Column("tstamp", UTCDateTime, nullable=False),
+    PrimaryKeyConstraint("jobid", "domain"),
+)
 
 # Live changes to a running job (design.md §Running crawls): control actions and changes, versioned per
 # job in the order operators made them. The web UI writes a row pending; the scheduler sends it to the

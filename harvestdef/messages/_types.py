@@ -280,6 +280,39 @@ class FrontierReport(Message):
     lines: list[FrontierLine]
 
 
+@dataclass(frozen=True, slots=True)
+class DomainCount:
+    """One domain of the job as its crawl.log counts it so far (the domain report's rules)."""
+
+    domain: str
+    objects: int
+    bytes: int
+
+
+#: At most this many domains in one CrawlTally; the rest go in the next ones.
+CRAWL_TALLY_DOMAINS = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlTally(Message):
+    """Harvest controller -> monitor queue, with each progress report while crawling (schema 1.4): what the
+    crawl's crawl.log says so far, read by the controller as it grows. ``status_counts``: lines per fetch
+    status code (as text: "200", "-6", "1"), all of them so far; ``domains``: the job's domains whose counts
+    changed since the previous tally, with their counts so far (objects and bytes as the final domain
+    report counts them), at most CRAWL_TALLY_DOMAINS; ``lines``: the crawl.log lines read so far."""
+
+    job_id: int
+    attempt_id: str
+    controller_id: str
+    lines: int
+    status_counts: dict[str, int]
+    domains: list[DomainCount]
+
+    def __post_init__(self) -> None:
+        if len(self.domains) > CRAWL_TALLY_DOMAINS:
+            raise MessageError("domains", f"{len(self.domains)} domains (at most {CRAWL_TALLY_DOMAINS})")
+
+
 # --- Controllers and the scheduler -------------------------------------------------------------------------
 
 
@@ -483,6 +516,6 @@ MESSAGE_TYPES: dict[str, type[Message]] = {
     for cls in (
         DoOneCrawl, CrawlStatus, CrawlProgress, FrontierReport, HarvesterReady, HarvesterStatus,
         ClaimRequest, ClaimAnswer, RegistrationRequest, RegistrationAnswer, JobEvent, LiveChange,
-        LiveChangeResult,
+        LiveChangeResult, CrawlTally,
     )
 }

@@ -88,6 +88,25 @@ class JobChangeRepository:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
+    def lock_job(self, job_id: int) -> None:
+        """Hold the job's row until the transaction ends (PostgreSQL; SQLite's write transaction holds the whole
+        database): every writer of a job's changes does so first, so writers of one job's changes queue on
+        that row and never deadlock on the rows of its changes."""
+        if is_postgresql(self.conn.engine):
+            self.conn.execute(select(s.jobs.c.job_id).where(s.jobs.c.job_id == job_id).with_for_update())
+
+    def job_status(self, job_id: int) -> JobStatus | None:
+        status = self.conn.scalar(select(s.jobs.c.status).where(s.jobs.c.job_id == job_id))
+        return JobStatus(status) if status is not None else None
+
+    def jobs_with_pending(self, statuses: Iterable[JobStatus]) -> list[int]:
+        """The jobs in one of ``statuses`` that have pending changes, found through the index on the changes'
+        state (one look into it when nothing is pending)."""
+        return list(self.conn.execute(
+            select(_changes.c.job_id).distinct().join(s.jobs, s.jobs.c.job_id == _changes.c.job_id)
+            .where(_changes.c.state == PENDING, s.jobs.c.status.in_([int(status) for status in statuses]))
+            .order_by(_changes.c.job_id)).scalars())
+
     def add(self, job_id: int, kind: str, payload: Mapping[str, Any], author: str, now: datetime) -> JobChange:
         """Store a pending change as the job's next version.
 
@@ -95,10 +114,7 @@ class JobChangeRepository:
         two changes made at once get consecutive versions rather than one failing on the key."""
         if kind not in KINDS:
             raise ValueError(f"unknown kind of job change {kind!r} (one of {', '.join(KINDS)})")
-        lock = select(s.jobs.c.job_id).where(s.jobs.c.job_id == job_id)
-        if is_postgresql(self.conn.engine):
-            lock = lock.with_for_update()
-        self.conn.execute(lock)
+        self.lock_job(job_id)
         version = self.conn.execute(select(func.coalesce(func.max(_changes.c.version), 0) + 1)
                                     .where(_changes.c.job_id == job_id)).scalar_one()
         values = dict(job_id=job_id, version=version, kind=kind, payload=json.dumps(dict(payload), sort_keys=True),

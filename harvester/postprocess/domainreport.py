@@ -231,8 +231,12 @@ class _DomainResolver:
         return domain
 
 
-class _Tally:
-    """The counts per job domain, line by line; the per-line path is kept to a few dictionary lookups."""
+class DomainTally:
+    """The counts per job domain, line by line; the per-line path is kept to a few dictionary lookups.
+
+    ``job_domains`` maps each domain's normalised name (``normalised_domains``) to the job's own; the
+    counts are kept by normalised name. Lines may come in any number of ``add_fields`` calls, so a crawl.log
+    still being written can be counted as it grows (harvester/livetally.py)."""
 
     def __init__(self, job_domains: Mapping[str, str], default: StopReason, use_seed: bool):
         self.job_domains = job_domains
@@ -261,9 +265,13 @@ class _Tally:
         return entry
 
     def add(self, reader: CrawlLogReader) -> None:
+        self.add_fields(reader.fields())
+
+    def add_fields(self, lines: Iterable[list[str]]) -> None:
+        """Count valid crawl.log lines, split into their columns (CrawlLogReader.fields' rule)."""
         by_seed, default, use_seed = self._by_seed, self.default, self.use_seed
         discovery_path = DISCOVERY_PATH  # a local: this loop runs once per line of a ten-million-line log
-        for fields in reader.fields():
+        for fields in lines:
             seed = fields[SOURCE_TAG]
             if use_seed and seed != "-":
                 try:
@@ -308,6 +316,11 @@ class _Tally:
                         break
 
 
+def normalised_domains(domains: Iterable[str]) -> dict[str, str]:
+    """Each of the job's domains by its normalised name (lower case, Unicode), as DomainTally counts them."""
+    return {_normalised(domain): domain for domain in domains}
+
+
 def _normalised(domain: str) -> str:
     name = domain.strip().rstrip(".").lower()
     try:
@@ -336,8 +349,8 @@ def build_domain_report(crawl_log: Path | Iterable[Path] | None, progress_statis
     """
     default = forced_stop_reason if forced_stop_reason is not None \
         else stop_reason_from_progress_log(progress_statistics_log)
-    job_domains = {_normalised(domain): domain for domain in domain_configurations}
-    tally = _Tally(job_domains, default, use_seed=not disregard_seed_url_info)
+    job_domains = normalised_domains(domain_configurations)
+    tally = DomainTally(job_domains, default, use_seed=not disregard_seed_url_info)
     lines_read = invalid_lines = 0
     invalid_examples: list[InvalidLine] = []
     for path in _crawl_log_paths(crawl_log):

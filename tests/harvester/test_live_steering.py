@@ -92,6 +92,12 @@ def test_a_crawl_paused_changed_resumed_and_stopped_by_an_operator(harvesting):
     assert applied_times == sorted(applied_times), "applied out of version order"
     assert requests_since(h, paused_at) == [], "fetched while paused"
 
+    # the crawl.log counted as it grows, for the page: the controller's CrawlTally
+    with h.engine.connect() as conn:
+        counted = dict(conn.execute(select(s.running_domain_counts.c.domain, s.running_domain_counts.c.objects)
+                                    .where(s.running_domain_counts.c.jobid == job_id)).all())
+    assert counted.get("kulturarv.dk", 0) > 0, counted
+
     resume = change(h, job_id, "resume")
     assert settled(h, job_id, resume).state == APPLIED
     wait_for(lambda: (kulturarv, "/hop/") in h.site.requests, 60, "the added URI fetched")

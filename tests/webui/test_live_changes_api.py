@@ -375,5 +375,6 @@ def test_the_description_names_the_routes_roles_bodies_and_answers(crawl, api):
     live_schema = document["paths"]["/jobs/{job_id}/live"]["get"]["responses"]["200"]["content"][
         "application/json"]["schema"]
     assert {"changes", "paused", "actions"} <= set(live_schema["required"])
-    assert "always null" in live_schema["properties"]["failed"]["description"]
+    assert "network error" in live_schema["properties"]["failed"]["description"]
+    assert live_schema["properties"]["status_counts"]["type"] == ["object", "null"]
 

@@ -17,7 +17,15 @@ from sqlalchemy import Engine, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.messages import CrawlProgress, CrawlStatus, FrontierLine, FrontierReport, HarvesterStatus
+from harvestdef.messages import (
+    CrawlProgress,
+    CrawlStatus,
+    CrawlTally,
+    DomainCount,
+    FrontierLine,
+    FrontierReport,
+    HarvesterStatus,
+)
 from harvestdef.model.status import JobStatus
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
@@ -166,6 +174,35 @@ def test_a_real_heritrix_console_is_linked_and_the_bundled_engine_is_not(crawl, 
 def test_no_report_yet_is_said(crawl, client):
     crawl.heartbeat(utcnow())
     assert "no_progress_report" in reasons(live(client, crawl.job_id))
+
+
+def test_the_crawl_logs_counts_so_far_give_failed_status_counts_and_domains(crawl, client):
+    before = live(client, crawl.job_id)
+    assert (before["failed"], before["status_counts"], before["domains"]) == (None, None, [])
+
+    def tally(domains: list[DomainCount], **counts: int) -> None:
+        crawl.handle(CrawlTally(job_id=crawl.job_id, attempt_id=crawl.attempt, controller_id=CONTROLLER,
+                                lines=sum(counts.values()), status_counts={k.replace("m", "-"): v
+                                                                           for k, v in counts.items()},
+                                domains=domains), utcnow())
+
+    tally([DomainCount("københavn.dk", 3, 3000)], **{"1": 2, "200": 3})  # no progress report yet: kept anyway
+    crawl.progress(utcnow())
+    tally([DomainCount("a.dk", 7, 70_000)], **{"1": 2, "200": 9, "404": 1, "m6": 2, "m5000": 4})
+    answer = live(client, crawl.job_id)
+    assert answer["failed"] == 2
+    assert answer["status_counts"] == {
+        "lines": 18, "by_code": {"1": 2, "200": 9, "404": 1, "-6": 2, "-5000": 4},
+        "by_class": {"dns": 2, "2xx": 9, "4xx": 1, "network_error": 2, "refused": 4}}
+    # a tally names only the domains that changed; the others keep their counts
+    assert answer["domains"] == [{"domain": "a.dk", "objects": 7, "bytes": 70_000},
+                                 {"domain": "københavn.dk", "objects": 3, "bytes": 3000}]
+    page = client.get(f"/status/jobs/{crawl.job_id}").get_data(as_text=True)
+    assert "2xx 9 · 4xx 1 · dns 2 · network error 2 · refused 4" in page
+    assert '<td class="number">7</td>' in page
+    crawl.handle(CrawlStatus(job_id=crawl.job_id, attempt_id=crawl.attempt, controller_id=CONTROLLER,
+                             status=JobStatus.FAILED), utcnow())
+    assert live(client, crawl.job_id)["domains"] == []
 
 
 def test_a_disk_below_min_space_left_is_said_from_the_heartbeat(crawl, client):

@@ -2,12 +2,13 @@
 
 Everything comes from what reaches the scheduler while the job runs (design.md §Running crawls): the
 newest CrawlProgress (runningjobsmonitor, with the crawler's newest crawl.log lines), its samples over time
-(runningjobshistory), the newest frontier report (frontierreportmonitor) and the controller's heartbeat
-(harvesters). Nothing is read from the archive store or the crawler itself, and a figure none of these
-carries is answered as null or [] (LIVE_FIELDS says why), never estimated. Beside them, the job's changes
-(job_changes, through JobChangeRepository), whether the crawl is paused and by whom, and which control
-actions it takes now (webui/api/jobcontrol.py judges both). The job page (webui/status/jobs.py) renders the
-same answer and its script polls this route.
+(runningjobshistory), the newest frontier report (frontierreportmonitor), the newest CrawlTally (the
+controller's counts of the crawl.log so far: runningjobsmonitor.statuscounts, running_domain_counts) and
+the controller's heartbeat (harvesters). Nothing is read from the archive store or the crawler itself,
+and a figure none of these carries is answered as null or [] (LIVE_FIELDS says why), never estimated.
+Beside them, the job's changes (job_changes, through JobChangeRepository), whether the crawl is paused and
+by whom, and which control actions it takes now (webui/api/jobcontrol.py judges both). The job page
+(webui/status/jobs.py) renders the same answer and its script polls this route.
 
 Read with direct, read-only queries, as the running-jobs page reads the monitor tables: live status kept
 by the scheduler, not definitions.
@@ -15,6 +16,7 @@ by the scheduler, not definitions.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,6 +45,7 @@ MAX_LOG_PATTERN_LENGTH = 200  # as the crawl-log search (webui/status/jobs.py)
 # runningjobshistory keeps a sample every historySampleRate seconds (300 by default): 2000 are a week.
 MAX_HISTORY_SAMPLES = 2000
 MAX_QUEUES = 50
+MAX_LIVE_DOMAINS = 100
 # The downloaded count unchanged across this many of the newest samples (and the newest report) is a
 # stall: two sample intervals at least, so one slow interval does not count.
 NO_PROGRESS_SAMPLES = 3
@@ -71,13 +74,16 @@ LIVE_FIELDS: dict[str, str] = {
                   "free_disk_bytes, min_space_left (null when its heartbeat does not state it)",
     "downloaded": "URIs downloaded (Heritrix's downloadedUriCount); null before the first report",
     "queued": "URIs queued; null before the first report",
-    "failed": "always null: the progress a controller reports carries no count of failed URIs (Heritrix's "
-              "job resource has none); they are counted from crawl.log after the job",
+    "failed": "URIs the crawler tried and could not get (a network error: a negative fetch status above "
+              "-4000, e.g. -6 DNS failure, -2 connection failed), from the crawl.log lines the controller has "
+              "read so far; null before its first count",
     "bytes": "bytes written (Heritrix's total size); null before the first report",
     "rates": "bytes_per_second and documents_per_second, each now (the crawler's current rate) and average "
              "(since the crawl began); null before the first report",
-    "status_counts": "always null: counts of fetch statuses are not reported while a job runs, only the "
-                     "crawl-log lines in log",
+    "status_counts": "the crawl.log lines the controller has read so far (lines), their count per fetch "
+                     "status (by_code) and per class (by_class: dns for status 1, 1xx to 5xx, network_error "
+                     "for -1 to -3999, refused for -4000 and below: scope, robots, quota, deleted, and "
+                     "not_tried for 0); null before its first count",
     "queue_counts": "total, active, retired (over budget) and exhausted queues of the newest report",
     "queues": "the busiest queues of the newest frontier report (TopTotalEnqueuesFilter, which leaves out "
               "retired and exhausted queues), most URIs first: queue, state (snoozed when it has a wake time, "
@@ -85,8 +91,9 @@ LIVE_FIELDS: dict[str, str] = {
               "total_enqueues, total_spend, total_budget (-1: none), session_balance, error_count, wakes_in, "
               "last_peek_uri, last_queued_uri",
     "frontier_reported_at": "when the newest frontier report was sent; null before the first",
-    "domains": "always []: objects and bytes per domain are computed from crawl.log after the crawl, and "
-               "reported with the job's final status",
+    "domains": f"the job's domains with the most objects so far, at most {MAX_LIVE_DOMAINS}, each domain, "
+               "objects, bytes: counted from crawl.log by the final domain report's rules as the controller "
+               "reads it; [] before its first count",
     "holding_back": "what holds the crawl back, each {reason, text}: controller_paused, controller_lost, "
                     "controller_silent, crawler_paused, crawler_pausing, no_active_queues, all_snoozed, "
                     "disk_low (the controller's free disk below its minSpaceLeft, both from its newest "
@@ -111,7 +118,8 @@ LIVE_FIELDS: dict[str, str] = {
 _LIVE_TYPES: dict[str, Any] = {
     "job_id": "integer", "state": "string", "reported_at": ["string", "null"], "crawler": ["object", "null"],
     "controller": ["object", "null"], "downloaded": ["integer", "null"], "queued": ["integer", "null"],
-    "failed": "null", "bytes": ["integer", "null"], "rates": ["object", "null"], "status_counts": "null",
+    "failed": ["integer", "null"], "bytes": ["integer", "null"], "rates": ["object", "null"],
+    "status_counts": ["object", "null"],
     "queue_counts": ["object", "null"], "queues": "array", "frontier_reported_at": ["string", "null"],
     "domains": "array", "holding_back": "array", "history": "array", "log": "array", "changes": "array",
     "paused": ["object", "null"], "actions": "object"}
@@ -159,6 +167,7 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
     if log_regex is not None:
         log = [line for line in log if log_regex.search(line) is not None]
     changes = JobChangeRepository(conn).for_job(job_id)
+    counts = status_counts(monitor.crawlloglines, monitor.statuscounts) if monitor is not None else None
     status = crawler_status(monitor.status) if monitor is not None else None
     reported_at = monitor.tstamp if monitor is not None else None
     pause = jobcontrol.paused(status, reported_at, _paused_from(monitor, history), changes) \
@@ -170,16 +179,16 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
         "controller": _controller(controller),
         "downloaded": monitor.downloadedfilescount if monitor is not None else None,
         "queued": monitor.queuedfilescount if monitor is not None else None,
-        "failed": None,
+        "failed": counts["by_class"].get("network_error", 0) if counts is not None else None,
         "bytes": monitor.totalbyteswritten if monitor is not None else None,
         "rates": _rates(monitor),
-        "status_counts": None,
+        "status_counts": counts,
         "queue_counts": {"total": monitor.totalqueuescount, "active": monitor.activequeuescount,
                          "retired": monitor.retiredqueuescount, "exhausted": monitor.exhaustedqueuescount}
         if monitor is not None else None,
         "queues": [_queue_json(line) for line in queues],
         "frontier_reported_at": jsonable(queues[0].tstamp) if queues else None,
-        "domains": [],
+        "domains": _domains(conn, job_id),
         "holding_back": holding_back(job, monitor, controller, history, queues, rule, now),
         "history": [_sample_json(sample) for sample in history],
         "log": log[:log_lines],
@@ -188,6 +197,37 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
         "actions": jobcontrol.availability(JobStatus(job.status).name,
                                            jobcontrol.crawler_state(status, reported_at, changes), changes),
     }
+
+
+def status_counts(lines: int | None, by_code_json: str | None) -> dict[str, Any] | None:
+    """The crawl.log counts of a running job's newest CrawlTally, by code and by class; None before one."""
+    if lines is None or by_code_json is None:
+        return None
+    by_code = {code: int(count) for code, count in json.loads(by_code_json).items()}
+    by_class: dict[str, int] = {}
+    for code, count in by_code.items():
+        name = _status_class(int(code))
+        by_class[name] = by_class.get(name, 0) + count
+    return {"lines": lines, "by_code": by_code, "by_class": by_class}
+
+
+def _status_class(code: int) -> str:
+    if code == 1:
+        return "dns"
+    if 100 <= code < 600:
+        return f"{code // 100}xx"
+    if code == 0:
+        return "not_tried"
+    if -4000 < code < 0:
+        return "network_error"
+    return "refused" if code <= -4000 else "other"
+
+
+def _domains(conn: Connection, job_id: int) -> list[dict[str, Any]]:
+    d = s.running_domain_counts
+    rows = conn.execute(select(d.c.domain, d.c.objects, d.c.bytes).where(d.c.jobid == job_id)
+                        .order_by(d.c.objects.desc(), d.c.domain).limit(MAX_LIVE_DOMAINS))
+    return [{"domain": row.domain, "objects": row.objects, "bytes": row.bytes} for row in rows]
 
 
 def crawler_status(index: int | None) -> str | None:

@@ -180,12 +180,38 @@
     }
   }
 
+  function fillDomains(body, domains) {
+    if (!body) return;
+    body.replaceChildren();
+    for (const domain of domains) {
+      const row = document.createElement("tr");
+      cell(row, domain.domain);
+      cell(row, count(domain.objects), "number");
+      cell(row, size(domain.bytes), "number");
+      body.appendChild(row);
+    }
+    if (!domains.length) {
+      const row = document.createElement("tr");
+      cell(row, "none counted yet", "muted");
+      row.firstChild.colSpan = 3;
+      body.appendChild(row);
+    }
+  }
+
+  function statusClasses(counts) {
+    if (!counts) return "none counted yet";
+    return Object.keys(counts.by_class).sort()
+      .map(name => name.replace(/_/g, " ") + " " + count(counts.by_class[name])).join(" · ");
+  }
+
   function fillJob(section, live) {
     setText(section, "crawler_status", live.crawler ? (live.crawler.status || "?") : "no report yet");
     setText(section, "progress", live.crawler && live.crawler.progress !== null
       ? live.crawler.progress.toFixed(1) + " %" : "–");
     setText(section, "downloaded", count(live.downloaded));
     setText(section, "queued", count(live.queued));
+    setText(section, "failed", count(live.failed));
+    setText(section, "status_classes", statusClasses(live.status_counts));
     setText(section, "bytes", size(live.bytes));
     setText(section, "bytes_rate", live.rates ? size(live.rates.bytes_per_second.now) + " · "
       + size(live.rates.bytes_per_second.average) : "–");
@@ -201,6 +227,7 @@
     setText(section, "chart_note", live.history.length + " progress sample" + (live.history.length === 1 ? "" : "s"));
     fillHoldingBack(element(section, "holding_back"), live.holding_back);
     fillQueues(element(section, "queues"), live.queues);
+    fillDomains(element(section, "domains"), live.domains);
     drawChart(element(section, "chart"), live.history);
     fillChanges(element(section, "changes"), live.changes);
     fillPaused(element(section, "paused"), live.paused);
