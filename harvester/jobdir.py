@@ -67,6 +67,7 @@ from harvestdef.messages import (
     encode,
 )
 from harvestdef.model.status import JobStatus
+from harvester.engine.jobs import SHUTDOWN_CHECKPOINT
 from harvester.postprocess.warcfiles import OPEN_SUFFIX, WARC_SUFFIXES, is_crawl_warc
 
 HARVEST_INFO = "harvestInfo.xml"
@@ -76,8 +77,8 @@ CRAWLER_BEANS = "crawler-beans.cxml"
 DEDUP_INDEX = "dedup-index.sqlite"
 METADATA_DIR = "metadata"
 RESUME = "resume.json"
-# The bundled engine's name for it (harvester/engine/jobs.py, SHUTDOWN_CHECKPOINT).
-ENGINE_SHUTDOWN_CHECKPOINT = "shutdown-checkpoint.json"
+# The bundled engine writes it (harvester/engine/jobs.py) and names it there; read here.
+ENGINE_SHUTDOWN_CHECKPOINT = SHUTDOWN_CHECKPOINT
 OUTCOME = "outcome.json"
 LIVE_CHANGES = "changes.jsonl"
 JOB_LOG = "job.log"

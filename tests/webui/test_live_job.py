@@ -265,6 +265,9 @@ def test_queues_all_snoozed_on_politeness_say_when_the_soonest_wakes(crawl, clie
         "a.dk": "snoozed", "b.dk": "snoozed", "c.dk": "exhausted", "d.dk": "retired"}
     assert "All 2 queues of the frontier report that can be fetched from are snoozed on politeness, the soonest " \
            "(b.dk) waking in 1s250ms" in reasons(answer)["all_snoozed"]
+    # paused, its queues wait on the pause: an older frontier report's snoozes are not the reason
+    crawl.progress(utcnow(), status="CRAWLER_PAUSED", crawler_state="PAUSED")
+    assert set(reasons(live(client, crawl.job_id))) == {"crawler_paused"}
 
 
 def test_a_downloaded_count_unchanged_across_the_samples_is_no_progress(crawl, client):

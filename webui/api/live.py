@@ -342,9 +342,11 @@ def holding_back(job: Row[Any], monitor: Row[Any] | None, controller: Row[Any] |
     if status == "CRAWLER_PAUSED":
         reasons.append(_reason("crawler_paused", f"The crawler is paused (reported {utc_text(monitor.tstamp)}): "
                                                  f"it fetches nothing until it is resumed."))
-    elif status == "CRAWLER_PAUSING":
+        return reasons  # its queues wait on the pause, whatever an older frontier report said of them
+    if status == "CRAWLER_PAUSING":
         reasons.append(_reason("crawler_pausing", f"The crawler is pausing (reported {utc_text(monitor.tstamp)}): "
                                                   f"it finishes the URIs in hand and then fetches nothing."))
+        return reasons
     reasons += _queue_reasons(monitor, queues)
     stalled = _no_progress(monitor, history)
     if stalled is not None:
