@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
@@ -129,3 +130,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Run the tests marked ``broker_restart`` last: they stop the broker or change its settings, which
     would disturb every other test that uses it meanwhile (design.md §Tests)."""
     items.sort(key=lambda item: item.get_closest_marker("broker_restart") is not None)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium through Playwright, one per test module (tests/webui/browser.py says how it starts);
+    the test skips saying why when it is missing and CI is unset."""
+    from tests.webui.browser import launch_chromium, require_browser
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()

@@ -6,29 +6,16 @@ operator", the buttons, and the end of the job."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import pytest
 
 from harvestdef.model.status import JobStatus
 from tests.harvester.test_controller_checkpoint_events import paced_template
 from tests.harvester.test_controller_failures import crawled_lines, wait_for
 from tests.harvester.test_live_steering import LIVE, running_job
-from tests.webui.browser import ServedWebui, launch_chromium, log_in, require_browser, screenshot
+from tests.webui.browser import ServedWebui, log_in, screenshot
 
 pytestmark = pytest.mark.timeout(300)
 
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def test_an_operator_pauses_changes_resumes_and_stops_a_crawl_from_its_page(browser, harvesting, tmp_path):

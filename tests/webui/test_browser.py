@@ -13,20 +13,10 @@ from typing import Any
 
 import pytest
 
-from tests.webui.browser import ServedWebui, launch_chromium, log_in, require_browser, screenshot
+from tests.webui.browser import ServedWebui, log_in, screenshot
 
 pytestmark = pytest.mark.timeout(300)
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -16,21 +16,11 @@ from harvestdef.db.types import utcnow
 from harvestdef.queues import open_transport
 from harvestdef.repositories.jobchanges import JobChangeRepository
 from harvestdef.settings import QueueSettings
-from tests.webui.browser import ServedWebui, launch_chromium, log_in, require_browser, screenshot
+from tests.webui.browser import ServedWebui, log_in, screenshot
 from tests.webui.test_live_job import Crawl, start_crawl
 
 pytestmark = pytest.mark.timeout(300)
 
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,21 +21,11 @@ from scheduler.handlers import MessageHandlers
 from scheduler.intake import StatusIntake
 from scheduler.notify import Notifier
 from tests.scheduler.test_intake import NAMES, claim, job, one_job, ready, register
-from tests.webui.browser import ServedWebui, launch_chromium, log_in, require_browser, screenshot
+from tests.webui.browser import ServedWebui, log_in, screenshot
 from tests.webui.test_live_job import CONTROLLER, LINE, Crawl, queue
 
 pytestmark = pytest.mark.timeout(300)
 
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
