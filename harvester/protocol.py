@@ -67,6 +67,20 @@ class TakenJob:
     job: DoOneCrawl
 
 
+def receive_message(transport: Transport, queue: str, timeout: float) -> tuple[Delivery, object] | None:
+    """The next message of ``queue`` within ``timeout`` seconds, decoded, not yet settled; None if none came.
+    A message that does not decode is dead-lettered with the reason (and None returned): it never stops the
+    receiver."""
+    delivery = transport.receive(queue, timeout=timeout)
+    if delivery is None:
+        return None
+    try:
+        return delivery, decode(delivery.body)
+    except MessageError as exc:
+        transport.dead_letter(delivery, str(exc))
+        return None
+
+
 class SchedulerLink:
     def __init__(self, transport: Transport, names: QueueNames, controller_id: str, host: str,
                  channels: list[str], answer_timeout: float = 30.0, stop: threading.Event | None = None) -> None:
@@ -86,14 +100,10 @@ class SchedulerLink:
     def _await_answer(self, kind: type, matches: object) -> object:
         deadline = time.monotonic() + self.answer_timeout
         while (left := deadline - time.monotonic()) > 0 and not self.stop.is_set():
-            delivery = self.transport.receive(self.reply_queue, timeout=min(left, 1.0))
-            if delivery is None:
+            received = receive_message(self.transport, self.reply_queue, min(left, 1.0))
+            if received is None:
                 continue
-            try:
-                message = decode(delivery.body)
-            except MessageError as exc:
-                self.transport.dead_letter(delivery, str(exc))
-                continue
+            delivery, message = received
             self.transport.ack(delivery)
             if isinstance(message, kind) and matches(message):  # type: ignore[operator]
                 return message

@@ -32,11 +32,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harvestdef.errors import HarvestSuiteError, HeritrixError
-from harvestdef.messages import LiveChange, LiveChangeResult, MessageError, decode
+from harvestdef.messages import LiveChange, LiveChangeResult
 from harvestdef.queues.base import Transport
 from harvester.engine import scripting
 from harvester.heritrix import HeritrixClient
 from harvester.jobdir import JobDirectory
+from harvester.protocol import receive_message
 
 log = logging.getLogger(__name__)
 
@@ -105,19 +106,15 @@ class CrawlSteering:
             if left <= 0:
                 return
             try:
-                delivery = self.transport.receive(self.control_queue, timeout=min(left, 1.0))
+                received = receive_message(self.transport, self.control_queue, min(left, 1.0))
             except HarvestSuiteError as exc:
                 log.warning("job %d: the control queue %s could not be read: %s", self.job.job_id,
                             self.control_queue, exc)
                 self.shutdown.wait(min(left, 1.0))
                 continue
-            if delivery is None:
+            if received is None:
                 continue
-            try:
-                message = decode(delivery.body)
-            except MessageError as exc:
-                self.transport.dead_letter(delivery, str(exc))
-                continue
+            delivery, message = received
             try:
                 if isinstance(message, LiveChange):
                     self.handle(message)
