@@ -62,7 +62,7 @@ from harvester.heritrix import HeritrixClient, JobResource
 from harvester.identity import controller_id_from_settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, JobDirectoryError, unfinished_job_directories
 from harvester.livetally import LiveTally
-from harvester.progress import crawl_progress, frontier_report
+from harvester.progress import crawl_progress, frontier_reports
 from harvester.protocol import RegistrationRefusedError, SchedulerLink, SchedulerSilentError, TakenJob
 from harvester.steering import CrawlSteering
 
@@ -415,7 +415,8 @@ class HarvestController:
 
         def on_frontier(queues: FrontierQueues) -> None:
             try:
-                self.link.send_frontier_report(frontier_report(job, queues.queues, self.controller_id))
+                for report in frontier_reports(job, queues.queues, self.controller_id):
+                    self.link.send_frontier_report(report)
             except HarvestSuiteError as exc:
                 log.warning("job %d: frontier report not sent: %s", job.job_id, exc)
 

@@ -39,6 +39,11 @@ from dataclasses import dataclass
 # frontier.filter.args is empty, so the size argument falls back to DEFAULT_SIZE).
 TOP_TOTAL_ENQUEUES_FILTER = "TopTotalEnqueuesFilter"
 TOP_TOTAL_ENQUEUES_SIZE = 200
+# NetarchiveSuite's other two filters (FrontierReportMessage): the queues retired (over their budget or
+# quota) and the queues exhausted (no URI left) among those the report lists, at most as many.
+RETIRED_QUEUES_FILTER = "RetiredQueuesFilter"
+EXHAUSTED_QUEUES_FILTER = "ExhaustedQueuesFilter"
+RETIRED = "RETIRED"  # the report's category of a retired queue
 UNLIMITED_BUDGET = -1  # Heritrix's totalBudget for "no budget" (NetarchiveSuite's HERITRIX_MAXOBJECTS_INFINITY)
 
 _QUEUE = re.compile(r"^Queue (?P<name>\S(?:.*\S)?) \(p(?P<precedence>-?\d+)\)$")
@@ -46,6 +51,7 @@ _ITEMS = re.compile(r"^(?P<items>-?\d+) items?$")
 _EXPENDED = re.compile(r"^total expended: (?P<spend>-?\d+) \(total budget: (?P<budget>-?\d+)\)$")
 _COST = re.compile(r"^last\(avg\) cost: (?P<last>-?\d+)\((?P<average>[^)]*)\)$")
 _LEGEND_START = "totalScheduled"
+_CATEGORY = re.compile(r"(?P<category>[A-Z][\w-]*)#\d+:")
 
 
 @dataclass(frozen=True)
@@ -65,13 +71,18 @@ class QueueLine:
     error_count: int
     last_peek_uri: str
     last_queued_uri: str
+    category: str = ""  # the report's category the block was listed under first (READY, RETIRED, ...)
+
+    @property
+    def is_retired(self) -> bool:
+        """Listed as RETIRED, or its spend has reached its budget."""
+        return self.category == RETIRED or 0 <= self.total_budget <= self.total_spend
 
     @property
     def is_active(self) -> bool:
         """Neither exhausted nor retired, as TopTotalEnqueuesFilter tells them: URIs left, a positive
         session balance, and budget left."""
-        return (self.current_size > 0 and self.session_balance > 0
-                and (self.total_budget == UNLIMITED_BUDGET or self.total_spend < self.total_budget))
+        return self.current_size > 0 and self.session_balance > 0 and not self.is_retired
 
 
 @dataclass(frozen=True)
@@ -83,20 +94,25 @@ class FrontierQueues:
     first_problem: str = ""
 
 
-def _block_lines(text: str) -> list[list[str]]:
-    """Every queue block's lines (stripped), from its ``Queue`` line up to the blank line that ends it.
+def _block_lines(text: str) -> list[tuple[str, list[str]]]:
+    """Every queue block's lines (stripped), from its ``Queue`` line up to the blank line that ends it, with
+    the category label it is listed under ("" before the first label).
 
     A block also ends where the next one, a category label, an "...and N more" line or a section heading
     starts, so a report cut off or written differently cannot run one block into the next."""
-    blocks: list[list[str]] = []
+    blocks: list[tuple[str, list[str]]] = []
     current: list[str] | None = None
+    category = ""
     for raw in text.splitlines():
         line = raw.strip()
-        if line.startswith("Queue "):
+        label = _CATEGORY.fullmatch(line)
+        if label is not None:
+            category, current = label["category"], None
+        elif line.startswith("Queue "):
             current = [line]
-            blocks.append(current)
+            blocks.append((category, current))
         elif current is not None:
-            if not line or line.startswith(("-----=====", "...and ")) or re.fullmatch(r"[A-Z][\w-]*#\d+:", line):
+            if not line or line.startswith(("-----=====", "...and ")):
                 current = None
             else:
                 current.append(line)
@@ -116,7 +132,7 @@ def _average(text: str) -> float:
     return value if math.isfinite(value) else 0.0
 
 
-def parse_queue_block(lines: list[str]) -> QueueLine:
+def parse_queue_block(lines: list[str], category: str = "") -> QueueLine:
     """One WorkQueue.reportTo block; ValueError naming what is missing or malformed."""
     head = _QUEUE.match(lines[0])
     if head is None:
@@ -143,7 +159,8 @@ def parse_queue_block(lines: list[str]) -> QueueLine:
         last_dequeue_time="", wake_time=_field(body, "wakes in:") or "",
         total_spend=int(expended["spend"]), total_budget=int(expended["budget"]),
         error_count=int(substats["fetchFailures"]),
-        last_peek_uri=_field(body, "last peeked:") or "", last_queued_uri=_field(body, "last enqueued:") or "")
+        last_peek_uri=_field(body, "last peeked:") or "", last_queued_uri=_field(body, "last enqueued:") or "",
+        category=category)
 
 
 def parse_frontier_summary(text: str) -> FrontierQueues:
@@ -152,9 +169,9 @@ def parse_frontier_summary(text: str) -> FrontierQueues:
     queues: dict[str, QueueLine] = {}
     skipped = 0
     first_problem = ""
-    for block in _block_lines(text):
+    for category, block in _block_lines(text):
         try:
-            queue = parse_queue_block(block)
+            queue = parse_queue_block(block, category)
         except ValueError as exc:  # int() of a garbled figure lands here too
             skipped += 1
             first_problem = first_problem or str(exc)
@@ -171,5 +188,25 @@ def top_total_enqueues(queues: tuple[QueueLine, ...] | list[QueueLine],
     return [queue for queue in ranked if queue.is_active][:size]
 
 
-__all__ = ["TOP_TOTAL_ENQUEUES_FILTER", "TOP_TOTAL_ENQUEUES_SIZE", "FrontierQueues", "QueueLine",
-           "parse_frontier_summary", "parse_queue_block", "top_total_enqueues"]
+def retired_queues(queues: tuple[QueueLine, ...] | list[QueueLine],
+                   size: int = TOP_TOTAL_ENQUEUES_SIZE) -> list[QueueLine]:
+    """NetarchiveSuite's RetiredQueuesFilter: the retired queues, most URIs waiting first."""
+    ranked = sorted(queues, key=lambda queue: (-queue.current_size, queue.queue_name))
+    return [queue for queue in ranked if queue.is_retired][:size]
+
+
+def exhausted_queues(queues: tuple[QueueLine, ...] | list[QueueLine],
+                     size: int = TOP_TOTAL_ENQUEUES_SIZE) -> list[QueueLine]:
+    """NetarchiveSuite's ExhaustedQueuesFilter: the listed queues with no URI left, most enqueues first.
+    Heritrix's summary lists few of them (an exhausted queue leaves its categories), so this is often empty."""
+    ranked = sorted(queues, key=lambda queue: (-queue.total_enqueues, queue.queue_name))
+    return [queue for queue in ranked if queue.current_size == 0 and not queue.is_retired][:size]
+
+
+# The filters the controller sends a report of, in NetarchiveSuite's words, each with its selection.
+FRONTIER_FILTERS = ((TOP_TOTAL_ENQUEUES_FILTER, top_total_enqueues), (RETIRED_QUEUES_FILTER, retired_queues),
+                    (EXHAUSTED_QUEUES_FILTER, exhausted_queues))
+
+__all__ = ["EXHAUSTED_QUEUES_FILTER", "FRONTIER_FILTERS", "RETIRED_QUEUES_FILTER", "TOP_TOTAL_ENQUEUES_FILTER",
+           "TOP_TOTAL_ENQUEUES_SIZE", "FrontierQueues", "QueueLine", "exhausted_queues", "parse_frontier_summary",
+           "parse_queue_block", "retired_queues", "top_total_enqueues"]

@@ -13,7 +13,7 @@ from harvestdef.messages import (
     clip,
 )
 from harvester.crawlstates import ControllerState
-from harvester.frontierqueues import TOP_TOTAL_ENQUEUES_FILTER, TOP_TOTAL_ENQUEUES_SIZE, QueueLine, top_total_enqueues
+from harvester.frontierqueues import FRONTIER_FILTERS, TOP_TOTAL_ENQUEUES_SIZE, QueueLine
 from harvester.heritrix import JobResource
 
 # NetarchiveSuite's mapping of crawlControllerState to its crawl status (reference §5.2).
@@ -58,15 +58,17 @@ def crawl_progress(job: DoOneCrawl, status: JobResource, controller_id: str, con
     )
 
 
-def frontier_report(job: DoOneCrawl, queues: tuple[QueueLine, ...], controller_id: str,
-                    size: int = TOP_TOTAL_ENQUEUES_SIZE) -> FrontierReport:
-    """The TopTotalEnqueuesFilter report of ``queues``: NetarchiveSuite's default filter, the only one sent."""
-    return FrontierReport(
-        job_id=job.job_id, attempt_id=job.attempt_id, controller_id=controller_id,
-        filter_id=TOP_TOTAL_ENQUEUES_FILTER,
+def frontier_reports(job: DoOneCrawl, queues: tuple[QueueLine, ...], controller_id: str,
+                     size: int = TOP_TOTAL_ENQUEUES_SIZE) -> list[FrontierReport]:
+    """One report per NetarchiveSuite filter of ``queues`` (FRONTIER_FILTERS: the busiest active queues, the
+    retired, the exhausted), each of at most ``size`` lines; a filter with none still goes, so the rows of
+    its previous report are replaced by nothing."""
+    return [FrontierReport(
+        job_id=job.job_id, attempt_id=job.attempt_id, controller_id=controller_id, filter_id=filter_id,
         lines=[FrontierLine(
             domain_name=queue.queue_name, current_size=queue.current_size, total_enqueues=queue.total_enqueues,
             session_balance=queue.session_balance, last_cost=queue.last_cost, average_cost=queue.average_cost,
             last_dequeue_time=queue.last_dequeue_time, wake_time=queue.wake_time, total_spend=queue.total_spend,
             total_budget=queue.total_budget, error_count=queue.error_count, last_peek_uri=queue.last_peek_uri,
-            last_queued_uri=queue.last_queued_uri) for queue in top_total_enqueues(queues, size)])
+            last_queued_uri=queue.last_queued_uri) for queue in select(queues, size)])
+        for filter_id, select in FRONTIER_FILTERS]

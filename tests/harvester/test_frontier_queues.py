@@ -4,6 +4,7 @@ text the bundled engine serves while it crawls."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,10 +15,12 @@ from harvestdef.messages import FrontierReport, decode, encode
 from harvester.frontierqueues import (
     TOP_TOTAL_ENQUEUES_FILTER,
     QueueLine,
+    exhausted_queues,
     parse_frontier_summary,
+    retired_queues,
     top_total_enqueues,
 )
-from harvester.progress import frontier_report
+from harvester.progress import frontier_reports
 from tests.engine.engine_process import EngineProcess, crawler_beans
 from tests.engine.site import TestSite
 from tests.harvester.test_finish_killed_launch import JOB
@@ -148,9 +151,11 @@ def test_heritrix_3_queue_blocks_become_typed_lines() -> None:
     assert kb == QueueLine(
         queue_name="kb.dk", current_size=240, total_enqueues=302, session_balance=2938, last_cost=1,
         average_cost=1.1, last_dequeue_time="", wake_time="", total_spend=62, total_budget=-1, error_count=2,
-        last_peek_uri="http://www.kb.dk/", last_queued_uri="http://www.kb.dk/da/nb/index.html")
+        last_peek_uri="http://www.kb.dk/", last_queued_uri="http://www.kb.dk/da/nb/index.html",
+        category="LONGEST")
     assert sb.wake_time == "1s250ms" and sb.total_enqueues == 102 and sb.current_size == 61
-    assert (retired.total_spend, retired.total_budget) == (8, 8) and not retired.is_active
+    assert sb.category == "SNOOZED" and retired.category == "RETIRED"
+    assert (retired.total_spend, retired.total_budget) == (8, 8) and not retired.is_active and retired.is_retired
 
 
 def test_older_heritrix_blocks_and_a_nan_average_parse() -> None:
@@ -195,14 +200,25 @@ def test_top_total_enqueues_keeps_the_biggest_active_queues() -> None:
     assert len(top_total_enqueues(queues)) == 5
 
 
-def test_the_frontier_report_message_carries_the_filtered_lines() -> None:
+def test_retired_and_exhausted_queues_have_filters_of_their_own() -> None:
+    quota_retired = dataclasses.replace(line("quota.dk", 30, size=12), category="RETIRED")
+    queues = [line("b.dk", 50), line("exhausted.dk", 900, size=0), line("retired.dk", 800, size=3, spend=5, budget=5),
+              quota_retired, line("gone.dk", 20, size=0)]
+    assert [q.queue_name for q in retired_queues(queues)] == ["quota.dk", "retired.dk"]
+    assert [q.queue_name for q in exhausted_queues(queues)] == ["exhausted.dk", "gone.dk"]
+    assert [q.queue_name for q in top_total_enqueues(queues)] == ["b.dk"]  # a quota-retired queue is not active
+
+
+def test_a_frontier_report_message_per_filter_carries_its_lines() -> None:
     parsed = parse_frontier_summary(HERITRIX_REPORT)
-    message = frontier_report(JOB, parsed.queues, "controller-1")
-    assert message.filter_id == TOP_TOTAL_ENQUEUES_FILTER == "TopTotalEnqueuesFilter"
-    assert [(ln.domain_name, ln.total_enqueues) for ln in message.lines] == [
+    top, retired, exhausted = frontier_reports(JOB, parsed.queues, "controller-1")
+    assert top.filter_id == TOP_TOTAL_ENQUEUES_FILTER == "TopTotalEnqueuesFilter"
+    assert [(ln.domain_name, ln.total_enqueues) for ln in top.lines] == [
         ("kb.dk", 302), ("statsbiblioteket.dk", 102)]
-    again = decode(encode(message), FrontierReport)
-    assert again == message and again.lines[0].average_cost == 1.1
+    assert (retired.filter_id, [ln.domain_name for ln in retired.lines]) == ("RetiredQueuesFilter", ["netarkivet.dk"])
+    assert (exhausted.filter_id, exhausted.lines) == ("ExhaustedQueuesFilter", [])
+    again = decode(encode(top), FrontierReport)
+    assert again == top and again.lines[0].average_cost == 1.1
 
 
 @pytest.fixture

@@ -265,6 +265,11 @@ def test_queues_all_snoozed_on_politeness_say_when_the_soonest_wakes(crawl, clie
         "a.dk": "snoozed", "b.dk": "snoozed", "c.dk": "exhausted", "d.dk": "retired"}
     assert "All 2 queues of the frontier report that can be fetched from are snoozed on politeness, the soonest " \
            "(b.dk) waking in 1s250ms" in reasons(answer)["all_snoozed"]
+    # a queue its quota retired comes in the RetiredQueuesFilter report, whatever its budget says
+    crawl.handle(FrontierReport(job_id=crawl.job_id, attempt_id=crawl.attempt, controller_id=CONTROLLER,
+                                filter_id="RetiredQueuesFilter", lines=[queue("quota.dk", 7)]), utcnow())
+    listed = [(q["queue"], q["state"]) for q in live(client, crawl.job_id)["queues"]]
+    assert listed[-1] == ("quota.dk", "retired") and ("b.dk", "snoozed") in listed
     # paused, its queues wait on the pause: an older frontier report's snoozes are not the reason
     crawl.progress(utcnow(), status="CRAWLER_PAUSED", crawler_state="PAUSED")
     assert set(reasons(live(client, crawl.job_id))) == {"crawler_paused"}

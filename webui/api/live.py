@@ -45,6 +45,8 @@ MAX_LOG_PATTERN_LENGTH = 200  # as the crawl-log search (webui/status/jobs.py)
 # runningjobshistory keeps a sample every historySampleRate seconds (300 by default): 2000 are a week.
 MAX_HISTORY_SAMPLES = 2000
 MAX_QUEUES = 50
+# NetarchiveSuite's frontier report filters, as the controller names them (harvester/frontierqueues.py)
+FRONTIER_FILTER_IDS = ("TopTotalEnqueuesFilter", "RetiredQueuesFilter", "ExhaustedQueuesFilter")
 MAX_LIVE_DOMAINS = 100
 # The downloaded count unchanged across this many of the newest samples (and the newest report) is a
 # stall: two sample intervals at least, so one slow interval does not count.
@@ -85,8 +87,10 @@ LIVE_FIELDS: dict[str, str] = {
                      "for -1 to -3999, refused for -4000 and below: scope, robots, quota, deleted, and "
                      "not_tried for 0); null before its first count",
     "queue_counts": "total, active, retired (over budget) and exhausted queues of the newest report",
-    "queues": "the busiest queues of the newest frontier report (TopTotalEnqueuesFilter, which leaves out "
-              "retired and exhausted queues), most URIs first: queue, state (snoozed when it has a wake time, "
+    "queues": f"the newest frontier report's queues, at most {MAX_QUEUES} of each of NetarchiveSuite's "
+              "filters, most URIs first: the busiest active ones (TopTotalEnqueuesFilter), then the retired "
+              "(RetiredQueuesFilter: over budget or quota) and the exhausted (ExhaustedQueuesFilter); each "
+              "queue, state (snoozed when it has a wake time, "
               "retired when its budget is spent, exhausted when empty, else active), current_size, "
               "total_enqueues, total_spend, total_budget (-1: none), session_balance, error_count, wakes_in, "
               "last_peek_uri, last_queued_uri",
@@ -256,9 +260,14 @@ def _history(conn: Connection, job_id: int) -> list[Row[Any]]:
 
 
 def _queues(conn: Connection, job_id: int) -> list[Row[Any]]:
+    """The newest frontier report's queues: of each filter (the busiest active, the retired, the exhausted)
+    the MAX_QUEUES with the most URIs, in that order."""
     f = s.frontierreportmonitor
-    return list(conn.execute(select(f).where(f.c.jobid == job_id)
-                             .order_by(f.c.currentsize.desc(), f.c.domainname).limit(MAX_QUEUES)))
+    queues: list[Row[Any]] = []
+    for filter_id in FRONTIER_FILTER_IDS:
+        queues += conn.execute(select(f).where(f.c.jobid == job_id, f.c.filterid == filter_id)
+                               .order_by(f.c.currentsize.desc(), f.c.domainname).limit(MAX_QUEUES))
+    return queues
 
 
 def _paused_from(monitor: Row[Any] | None, history: Sequence[Row[Any]]) -> datetime | None:
@@ -302,8 +311,9 @@ def _rates(monitor: Row[Any] | None) -> dict[str, Any] | None:
 
 def queue_state(line: Row[Any]) -> str:
     """A frontier-report queue's state from its figures (Heritrix's rules: a queue whose spend reached its
-    budget is retired, an empty one exhausted, one with a wake time snoozed on politeness)."""
-    if 0 <= line.totalbudget <= line.totalspend:
+    budget is retired, an empty one exhausted, one with a wake time snoozed on politeness); a queue of the
+    RetiredQueuesFilter report is retired whatever its figures (a quota retires it, not its budget)."""
+    if line.filterid == "RetiredQueuesFilter" or 0 <= line.totalbudget <= line.totalspend:
         return "retired"
     if line.currentsize == 0:
         return "exhausted"
