@@ -80,3 +80,91 @@ def role(app: AppContext, name: str, role: str, actor: str) -> None:
         repository = UserRepository(conn, actor=actor)
         changed = repository.set_role(name, role, repository.get(name).edition)
     click.echo(f"user {changed.name} is now {changed.role.value}")
+
+
+def _when(value: object) -> str:
+    from harvestdef.times import utc_text
+
+    return utc_text(value) if value is not None else "never"
+
+
+@users.command(name="list")
+@pass_app
+def list_users(app: AppContext) -> None:
+    """List the users: name, role, active or not, when created, unrevoked API tokens."""
+    from harvestdef.repositories.users import UserRepository
+
+    with app.engine().connect() as conn:
+        repository = UserRepository(conn)
+        people, tokens = repository.list_users(), repository.token_counts()
+    _table([("NAME", "ROLE", "ACTIVE", "CREATED", "TOKENS")] + [
+        (user.name, user.role.value, "yes" if user.isactive else "no", _when(user.created),
+         str(tokens.get(user.name, 0))) for user in people])
+
+
+def _table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def _set_active(app: AppContext, name: str, active: bool, actor: str) -> None:
+    from harvestdef.db.engine import write_transaction
+    from harvestdef.repositories.users import UserRepository
+
+    with write_transaction(app.engine()) as conn:
+        repository = UserRepository(conn, actor=actor)
+        repository.set_active(name, active, repository.get(name).edition)
+
+
+@users.command()
+@click.argument("name")
+@click.option("--actor", default="system", show_default=True, help="Who does it (written to the audit log).")
+@pass_app
+def deactivate(app: AppContext, name: str, actor: str) -> None:
+    """Deactivate user NAME: its sessions are refused from their next request, its API tokens at the latest
+    harvestsuite.webui.tokenCacheSeconds later. Nothing of the user is deleted; reactivate brings it back."""
+    _set_active(app, name, False, actor)
+    click.echo(f"user {name} deactivated: its sessions and API tokens are refused")
+
+
+@users.command()
+@click.argument("name")
+@click.option("--actor", default="system", show_default=True, help="Who does it (written to the audit log).")
+@pass_app
+def reactivate(app: AppContext, name: str, actor: str) -> None:
+    """Reactivate user NAME: it may log in again, and its unrevoked API tokens work again."""
+    _set_active(app, name, True, actor)
+    click.echo(f"user {name} reactivated")
+
+
+@users.command()
+@click.argument("name")
+@pass_app
+def tokens(app: AppContext, name: str) -> None:
+    """List user NAME's API tokens, newest first: id, created, last used (to the minute), revoked or not."""
+    from harvestdef.repositories.users import UserRepository
+
+    with app.engine().connect() as conn:
+        listed = UserRepository(conn).tokens(name)
+    if not listed:
+        click.echo(f"user {name} has no API token")
+        return
+    _table([("ID", "CREATED", "LAST USED", "STATE")] + [
+        (str(item.token_id), _when(item.created), _when(item.last_used), "revoked" if item.revoked else "valid")
+        for item in listed])
+
+
+@users.command()
+@click.argument("token_id", type=int)
+@click.option("--actor", default="system", show_default=True, help="Who does it (written to the audit log).")
+@pass_app
+def revoke(app: AppContext, token_id: int, actor: str) -> None:
+    """Revoke API token TOKEN_ID (its id, as `users tokens` lists it) for good; a web UI that cached it refuses
+    it at the latest harvestsuite.webui.tokenCacheSeconds later."""
+    from harvestdef.db.engine import write_transaction
+    from harvestdef.repositories.users import UserRepository
+
+    with write_transaction(app.engine()) as conn:
+        revoked = UserRepository(conn, actor=actor).revoke_token(token_id)
+    click.echo(f"API token {revoked.token_id} of user {revoked.user} revoked")

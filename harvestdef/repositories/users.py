@@ -23,11 +23,12 @@ import hmac
 import os
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
@@ -47,6 +48,17 @@ REDACTED = "(hash changed)"
 TOKEN_PREFIX = "hs_"
 # how exactly an API token's last use is kept (see user_for_token)
 LAST_USED_PRECISION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class ApiToken:
+    """What is kept of an API token: never the token itself, only its digest (not shown)."""
+
+    token_id: int
+    user: str
+    created: datetime
+    last_used: datetime | None
+    revoked: bool
 
 
 def _token_digest(token: str) -> str:
@@ -223,5 +235,47 @@ class UserRepository:
         return self._update(name, expected_edition, {"role": check_role(role).value})
 
     def set_active(self, name: str, active: bool, expected_edition: int) -> User:
+        """Deactivate or reactivate the user. A deactivated user's sessions are refused from its next request
+        and its API tokens at the latest harvestsuite.webui.tokenCacheSeconds later; reactivated, its
+        tokens work again (revoke one to end it for good)."""
         return self._update(name, expected_edition, {"isactive": active})
+
+    def list_users(self) -> list[User]:
+        """Every user, by name (a site has tens of them, not millions)."""
+        return [_to_user(row) for row in self.conn.execute(select(s.users).order_by(s.users.c.name))]
+
+    def token_counts(self) -> dict[str, int]:
+        """Each user's number of unrevoked API tokens, by name; users with none are left out."""
+        t, u = s.api_tokens, s.users
+        rows = self.conn.execute(select(u.c.name, func.count(t.c.token_id)).join(t, t.c.user_id == u.c.user_id)
+                                 .where(t.c.revoked.is_(False)).group_by(u.c.name))
+        return {name: count for name, count in rows}
+
+    def tokens(self, name: str) -> list[ApiToken]:
+        """The user's API tokens, revoked ones too, newest first; their secrets are not kept, only ids."""
+        user = self.get(name)
+        t = s.api_tokens
+        rows = self.conn.execute(select(t.c.token_id, t.c.created, t.c.last_used, t.c.revoked)
+                                 .where(t.c.user_id == user.user_id).order_by(t.c.token_id.desc()))
+        return [ApiToken(token_id=row.token_id, user=user.name, created=row.created, last_used=row.last_used,
+                         revoked=row.revoked) for row in rows]
+
+    def token(self, token_id: int) -> ApiToken:
+        t, u = s.api_tokens, s.users
+        row = self.conn.execute(select(t.c.token_id, u.c.name, t.c.created, t.c.last_used, t.c.revoked)
+                                .join(u, u.c.user_id == t.c.user_id).where(t.c.token_id == token_id)).first()
+        if row is None:
+            raise NotFoundError("API token", token_id)
+        return ApiToken(token_id=row.token_id, user=row.name, created=row.created, last_used=row.last_used,
+                        revoked=row.revoked)
+
+    def revoke_token(self, token_id: int) -> ApiToken:
+        """Revoke one API token for good: refused from then on (at the latest tokenCacheSeconds later, by a
+        web UI that cached it). Revoking a revoked token changes nothing."""
+        before = self.token(token_id)
+        if not before.revoked:
+            self.conn.execute(update(s.api_tokens).where(s.api_tokens.c.token_id == token_id).values(revoked=True))
+            record_audit(self.conn, self.actor, "api_tokens", token_id, "update",
+                         {"user": before.user, "revoked": False}, {"user": before.user, "revoked": True})
+        return self.token(token_id)
 

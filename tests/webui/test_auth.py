@@ -5,9 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from sqlalchemy import update
+from sqlalchemy import create_engine, select, update
 
 from harvestdef.db import schema as s
+from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
 from tests.webui.conftest import PASSWORD, csrf_of
 from webui import create_app
@@ -78,6 +79,47 @@ def test_users_and_tokens_from_the_command_line(tmp_path):
     refused = subprocess.run([*base, "users", "add", "x", "--role", "emperor"], input="pw\n", capture_output=True,
                              text=True)
     assert refused.returncode != 0 and "emperor" in refused.stderr
+
+
+def test_users_are_listed_deactivated_and_their_tokens_revoked_from_the_command_line(tmp_path):
+    database = f"sqlite:///{tmp_path / 'cli.db'}"
+    base = [sys.executable, "-m", "harvestdef", "--set", f"harvestsuite.database.url={database}"]
+
+    def run(*arguments: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *arguments], input=stdin, capture_output=True, text=True)
+
+    run("db", "init")
+    run("users", "add", "karen", "--role", "curator", stdin="a long password\n")
+    token = run("users", "token", "karen").stdout.strip()
+    run("users", "token", "karen")
+    listed = run("users", "list").stdout.splitlines()
+    assert listed[0].split() == ["NAME", "ROLE", "ACTIVE", "CREATED", "TOKENS"]
+    assert listed[1].split()[:3] == ["karen", "curator", "yes"] and listed[1].split()[-1] == "2"
+    tokens_listed = run("users", "tokens", "karen").stdout.splitlines()
+    assert [line.split()[0] for line in tokens_listed] == ["ID", "2", "1"]
+    assert all(line.endswith("valid") and "never" in line for line in tokens_listed[1:])
+    assert "API token 1 of user karen revoked" in run("users", "revoke", "1", "--actor", "admin").stdout
+    assert run("users", "tokens", "karen").stdout.splitlines()[2].endswith("revoked")
+    unknown = run("users", "revoke", "99")
+    assert unknown.returncode != 0 and "no API token 99" in unknown.stderr
+    assert "deactivated" in run("users", "deactivate", "karen").stdout
+    assert run("users", "list").stdout.splitlines()[1].split()[2] == "no"
+    engine = create_engine(database)
+    try:
+        with engine.begin() as conn:
+            users = UserRepository(conn)
+            assert users.user_for_token(token) is None and users.authenticate("karen", "a long password") is None
+        assert "reactivated" in run("users", "reactivate", "karen").stdout
+        with engine.begin() as conn:
+            users = UserRepository(conn)
+            assert users.user_for_token(token) is None  # revoked for good
+            assert users.authenticate("karen", "a long password") is not None
+            audited = conn.execute(select(s.audit_log.c.tablename, s.audit_log.c.actor)
+                                   .where(s.audit_log.c.tablename == "api_tokens",
+                                          s.audit_log.c.action == "update")).all()
+        assert audited == [("api_tokens", "admin")]
+    finally:
+        engine.dispose()
 
 
 def test_a_revoked_token_is_refused_once_the_token_cache_forgets_it(app, tokens, webui_engine):
