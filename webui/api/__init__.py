@@ -49,6 +49,7 @@ def init_app(app: Flask) -> None:
         schedules,
         summaries,
         system,
+        users,
     )
     app.register_blueprint(blueprint)
     # Exception: every error, ours or not, goes through the one translation (Flask picks the handler of

@@ -27,6 +27,7 @@ from harvestdef.livechanges import (
     MAX_REASON_LENGTH,
     MAX_REGEX_LENGTH,
 )
+from harvestdef.model.definitions import Role
 from harvestdef.repositories.jobchanges import CONTROL_ACTIONS, KINDS, STATES
 from harvestdef.validation import INT64, column_length
 from webui.api.core import MAX_LIMIT, blueprint
@@ -149,6 +150,10 @@ REQUEST_BODIES: dict[str, dict[str, Any]] = {
                                     "active": {"type": "boolean"}}, "name", "cxml"),
     "api.update_template": _object({"edition": _EDITION, "cxml": {"type": "string"}, "description": _TEXT,
                                     "active": {"type": "boolean"}}, "edition"),
+    "api.update_user": _closed({"edition": _EDITION, "role": {"enum": [role.value for role in Role]},
+                                "active": {"type": "boolean"}}, "edition"),
+    "api.reset_password": _closed({"edition": _EDITION, "password": {"type": "string", "minLength": 1}},
+                                  "edition", "password"),
     "api.control_job": CONTROL_BODY,
     "api.add_job_change": CHANGE_BODY,
 }
