@@ -28,6 +28,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── ArchiveStoreError          the archive store failed (upload, checksum, missing file)
     │   └── ArchiveConflictError   a different file is stored under the same name already
     ├── DedupCoverageError         too few of the jobs asked for have readable deduplication entries
+    ├── ReplayError                pywb's environment cannot be built or its server cannot run
     ├── HeritrixError              the crawler's REST API failed or answered unexpectedly
     └── CrawlEngineError           the bundled crawl engine refused an action or could not carry it out
 
@@ -296,6 +297,10 @@ class QueueError(HarvestSuiteError):
 
 class ArchiveStoreError(HarvestSuiteError):
     """The archive store failed: an upload, a checksum or a missing file."""
+
+
+class ReplayError(HarvestSuiteError):
+    """The replay service cannot run: pywb's environment is missing or broken, or its server failed."""
 
 
 class HeritrixError(HarvestSuiteError):

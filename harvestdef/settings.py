@@ -390,6 +390,24 @@ class ArchiveSettings:
 
 
 @dataclass(frozen=True)
+class ReplaySettings:
+    url: str = setting("harvestsuite.replay.url", "",
+                       "public address of the replay service (pywb) that the web UI links to, e.g. "
+                       "https://replay.example.org; empty: no replay links")
+    bind: str = setting("harvestsuite.replay.bind", "127.0.0.1", "address `harvestsuite replay run` listens on")
+    port: int = setting("harvestsuite.replay.port", 8090, "port `harvestsuite replay run` listens on")
+    workDir: str = setting("harvestsuite.replay.workDir", "replay",
+                           "pywb's working directory (config.yaml, collections over the archive store, WARC "
+                           "path index), written by `harvestsuite replay run`")
+    pywbVenv: str = setting("harvestsuite.replay.pywbVenv", ".venv-pywb",
+                            "virtual environment holding pywb (built by `harvestsuite replay install` and "
+                            "scripts/setup.sh)")
+    syncIntervalMs: int = setting("harvestsuite.replay.syncIntervalMs", 5000,
+                                  "how often the replay service looks for new harvests and WARCs in the archive "
+                                  "store, in milliseconds")
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings of one process, frozen after loading."""
 
@@ -402,6 +420,7 @@ class Settings:
     queue: QueueSettings = field(default_factory=QueueSettings)
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
     webui: WebuiSettings = field(default_factory=WebuiSettings)
+    replay: ReplaySettings = field(default_factory=ReplaySettings)
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
     def effective(self) -> dict[str, Any]:

@@ -28,4 +28,10 @@ fi
 # this environment's setuptools (no build isolation, so no download).
 .venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip "setuptools>=77" >/dev/null
 .venv/bin/python -m pip install --disable-pip-version-check -q -e ".[test]"
+# pywb, the replay service (`harvestsuite replay run`), in an environment of its own: it pins Werkzeug 2.2,
+# which Flask 3 cannot share. Built by the same code the tests use; a failure (no network) leaves replay off.
+if ! .venv/bin/harvestsuite --set harvestsuite.replay.pywbVenv=.venv-pywb replay install >/dev/null; then
+  echo "setup: pywb could not be installed into .venv-pywb; replay stays off until" \
+       "'.venv/bin/harvestsuite replay install' succeeds" >&2
+fi
 echo "setup: done; the command is .venv/bin/harvestsuite (or: source .venv/bin/activate)"

@@ -1,6 +1,7 @@
 """pywb, the web archive replay tool, as a local server over WARC files the tests wrote and indexed.
 
-pywb lives in a virtual environment of its own, built once from PyPI and kept under the user's cache
+pywb lives in a virtual environment of its own, built once from PyPI by harvestdef.replay.environment (the
+builder ``harvestsuite replay install`` uses) and kept under the user's cache
 (``$XDG_CACHE_HOME`` or ``~/.cache``, ``harvestsuite-test/pywb-venv-<pywb version>-py<X.Y>``) or in
 ``HARVESTSUITE_PYWB_VENV``; its pinned dependencies never meet HarvestSuite's. A lock file beside the
 environment lets one pytest process build it while the others wait. When pywb cannot be installed (no
@@ -12,7 +13,6 @@ port and stops it afterwards; ``replay`` fetches a capture's original bytes thro
 
 from __future__ import annotations
 
-import fcntl
 import http.client
 import os
 import socket
@@ -26,15 +26,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from harvestdef.errors import ReplayError
+from harvestdef.replay.environment import PYWB_VERSION, ensure_environment, is_ready
 from tests.servers import in_ci
 
-PYWB_VERSION = "2.9.1"
-# pywb imports pkg_resources, which setuptools 81 and later no longer ship.
-PYWB_REQUIREMENTS = (f"pywb=={PYWB_VERSION}", "setuptools<81")
 VENV_ENV = "HARVESTSUITE_PYWB_VENV"
-# Written into the environment last, so a build that was interrupted is completed by the next one.
-READY_MARKER = "harvestsuite-pywb-ready"
-INSTALL_TIMEOUT = 900.0
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 PORT_ATTEMPTS = 3
@@ -59,56 +55,24 @@ def cannot_run(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _is_ready(venv: Path) -> bool:
-    marker = venv / READY_MARKER
-    return marker.is_file() and marker.read_text(encoding="utf-8").split() == list(PYWB_REQUIREMENTS)
-
-
 def _progress(message: str) -> None:
     print(f"pywb: {message}", file=sys.stderr, flush=True)
-
-
-def _build(venv: Path) -> None:
-    started = time.monotonic()
-    _progress(f"building the environment {venv} ({' '.join(PYWB_REQUIREMENTS)}); done once, then reused")
-    steps = [
-        [sys.executable, "-m", "venv", str(venv)],
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-         *PYWB_REQUIREMENTS],
-        [str(venv / "bin" / "wayback"), "--version"],
-    ]
-    for command in steps:
-        shown = " ".join(command[:4])
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            _failed_builds.append(f"pywb {PYWB_VERSION} could not be installed: {shown} took over {INSTALL_TIMEOUT} s")
-            cannot_run(_failed_builds[0])
-        if result.returncode != 0:
-            output = (result.stdout + result.stderr).strip().splitlines()
-            errors = [line for line in output if "ERROR" in line] or output[-5:]
-            _failed_builds.append(f"pywb {PYWB_VERSION} could not be installed into {venv}: {shown} exited "
-                                  f"{result.returncode}: {' | '.join(errors)}")
-            cannot_run(_failed_builds[0])
-    (venv / READY_MARKER).write_text("\n".join(PYWB_REQUIREMENTS) + "\n", encoding="utf-8")
-    _progress(f"environment ready after {time.monotonic() - started:.0f} s")
 
 
 def pywb_venv() -> Path:
     """The virtual environment with pywb, built first if it is missing or incomplete."""
     venv = pywb_venv_dir()
-    if _is_ready(venv):
+    if is_ready(venv):
         return venv
     if _failed_builds:
         # One failed installation per test run is enough to know; the other tests give its reason.
         cannot_run(_failed_builds[0])
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        # Another process may have finished the build while this one waited for the lock.
-        if not _is_ready(venv):
-            _build(venv)
-    return venv
+    try:
+        return ensure_environment(venv, progress=_progress)
+    except ReplayError as exc:
+        _failed_builds.append(str(exc))
+        cannot_run(str(exc))
+        raise
 
 
 def _free_port() -> int:

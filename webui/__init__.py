@@ -24,7 +24,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
                test_config: dict[str, Any] | None = None) -> Flask:
     """The web UI on the harvest database of ``settings`` (or ``engine``, which the caller keeps owning)."""
     from harvestdef.db.guard import guard_writes
-    from webui import api, auth, definitions, formatting, history, routing, status, system
+    from webui import api, auth, definitions, formatting, history, replaylinks, routing, status, system
     from webui.context import WebuiContext
     from webui.jsonbody import JsonBodyProvider
 
@@ -52,6 +52,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
     auth.init_app(app)
     app.before_request(routing.refuse_unstorable_text)
     formatting.init_app(app)
+    replaylinks.init_app(app, settings.replay.url)
     for section in (auth, definitions, status, history, system):
         app.register_blueprint(section.blueprint)
     api.init_app(app)

@@ -88,6 +88,7 @@ def test_the_intervals_agree_between_the_roles():
     ("harvestsuite-scheduler.service", "scheduler", "scheduler run"),
     ("harvestsuite-harvester@.service", "harvester", "harvester run"),
     ("harvestsuite-webui.service", "webui", "webui run"),
+    ("harvestsuite-replay.service", "webui", "replay run"),
 ])
 def test_each_unit_runs_its_role_with_its_settings_and_stops_it_with_sigterm(name, role, command):
     service = unit(name)
