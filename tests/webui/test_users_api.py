@@ -79,3 +79,48 @@ def test_users_see_and_revoke_their_own_tokens_and_admins_anybodys(api, webui_en
     with webui_engine.begin() as conn:
         assert UserRepository(conn).user_for_token(second) is None
         assert UserRepository(conn).user_for_token(tokens["operator"]) is None
+
+
+def test_the_users_page_changes_roles_deactivates_and_resets_and_others_may_not_see_it(login, webui_engine):
+    admin = login("admin")
+    page = admin.get("/system/users").get_data(as_text=True)
+    assert 'data-user="curator"' in page and "Deactivate" in page
+    assert login("curator").get("/system/users").status_code == 403
+    with webui_engine.connect() as conn:
+        edition = UserRepository(conn).get("archivist").edition
+    changed = admin.post("/system/users/archivist", data={"csrf_token": admin.csrf, "edition": edition,
+                                                          "role": "curator"}, follow_redirects=True)
+    assert "User archivist is now curator, active." in changed.get_data(as_text=True)
+    stale = admin.post("/system/users/archivist", data={"csrf_token": admin.csrf, "edition": edition,
+                                                        "active": "no"}, follow_redirects=True)
+    assert "User archivist was not changed" in stale.get_data(as_text=True)
+    deactivated = admin.post("/system/users/archivist", data={"csrf_token": admin.csrf, "edition": edition + 1,
+                                                              "active": "no"}, follow_redirects=True)
+    assert "deactivated: its sessions and API tokens are refused" in deactivated.get_data(as_text=True)
+    differ = admin.post("/system/users/operator/password", data={
+        "csrf_token": admin.csrf, "edition": 1, "new_password": "one long password", "repeated_password": "other"},
+        follow_redirects=True)
+    assert "differ" in differ.get_data(as_text=True)
+    reset = admin.post("/system/users/operator/password", data={
+        "csrf_token": admin.csrf, "edition": 1, "new_password": "one long password",
+        "repeated_password": "one long password"}, follow_redirects=True)
+    assert "every session of the user has ended" in reset.get_data(as_text=True)
+    with webui_engine.connect() as conn:
+        users = UserRepository(conn)
+        assert not users.get("archivist").isactive and users.get("archivist").role.value == "curator"
+        assert users.authenticate("operator", "one long password") is not None
+
+
+def test_every_user_revokes_their_own_tokens_on_their_page(login, tokens, webui_engine):
+    operator = login("operator")
+    own = operator.get("/system/users/operator/tokens")
+    assert own.status_code == 200 and "Revoke" in own.get_data(as_text=True)
+    assert operator.get("/system/users/curator/tokens").status_code == 403
+    with webui_engine.connect() as conn:
+        (token,) = UserRepository(conn).tokens("operator")
+    revoked = operator.post(f"/system/users/operator/tokens/{token.token_id}/revoke",
+                            data={"csrf_token": operator.csrf}, follow_redirects=True)
+    assert f"API token {token.token_id} of operator is revoked" in revoked.get_data(as_text=True)
+    with webui_engine.connect() as conn:
+        assert UserRepository(conn).user_for_token(tokens["operator"]) is None
+    assert "API tokens" in operator.get("/").get_data(as_text=True)

@@ -33,7 +33,7 @@ def token_json(token: ApiToken) -> dict[str, Any]:
             "last_used": jsonable(token.last_used), "revoked": token.revoked}
 
 
-def _admin_or_self(name: str) -> None:
+def admin_or_self(name: str) -> None:
     """Only an admin, or the user ``name``, may do this (403 naming the rule)."""
     user = current_user()
     if user is None or (user.name != name.strip() and not may(ADMIN, user)):
@@ -59,6 +59,36 @@ def list_users() -> Any:
     return {"items": [user_json(user, tokens.get(user.name, 0)) for user in people]}
 
 
+def change_user(name: str, expected: int, role_text: str | None, active: bool | None) -> User:
+    """Give user ``name`` a role or (de)activate it, for the API and the Users page alike; what does not
+    change is not written. A stale ``expected`` edition is refused (409) before anything is written, and so
+    is a change that would leave no active admin."""
+    with database().begin() as conn:
+        users = UserRepository(conn, actor())
+        current = users.get(name)
+        if expected != current.edition:
+            raise StaleEditionError("user", current.name, expected, current.edition)
+        role = check_role(role_text) if role_text is not None else current.role
+        active = current.isactive if active is None else active
+        _keeps_an_admin(users, current.name, role, active)
+        updated = current
+        if role is not current.role:
+            updated = users.set_role(current.name, role, updated.edition)
+        if active != current.isactive:
+            updated = users.set_active(current.name, active, updated.edition)
+    return updated
+
+
+def revoke(name: str, token_id: int) -> ApiToken:
+    """Revoke user ``name``'s API token ``token_id`` (the caller checked who may); 404 if it is not theirs."""
+    admin_or_self(name)
+    with database().begin() as conn:
+        users = UserRepository(conn, actor())
+        if users.token(token_id).user != name.strip():
+            raise ApiError("not_found", f"API token {token_id} is not a token of user {name}")
+        return users.revoke_token(token_id)
+
+
 @blueprint.patch("/users/<name>")
 @require(ADMIN)
 def update_user(name: str) -> Any:
@@ -67,24 +97,8 @@ def update_user(name: str) -> Any:
     A deactivated user's sessions are refused from its next request and its API tokens at the latest
     harvestsuite.webui.tokenCacheSeconds later; a new role applies from the user's next request."""
     data = body()
-    expected = edition(data)
-    role_text = field(data, "role", str, required=False)
-    active = field(data, "active", bool, required=False)
-    with database().begin() as conn:
-        users = UserRepository(conn, actor())
-        current = users.get(name)
-        role = check_role(role_text) if role_text is not None else current.role
-        active = current.isactive if active is None else active
-        _keeps_an_admin(users, current.name, role, active)
-        # a stale edition is refused (409) before anything is written; what does not change is not written
-        if expected != current.edition:
-            raise StaleEditionError("user", current.name, expected, current.edition)
-        updated = current
-        if role is not current.role:
-            updated = users.set_role(current.name, role, updated.edition)
-        if active != current.isactive:
-            updated = users.set_active(current.name, active, updated.edition)
-    return user_json(updated)
+    return user_json(change_user(name, edition(data), field(data, "role", str, required=False),
+                                 field(data, "active", bool, required=False)))
 
 
 @blueprint.put("/users/<name>/password")
@@ -104,7 +118,7 @@ def reset_password(name: str) -> Any:
 def list_tokens(name: str) -> Any:
     """A user's API tokens, newest first: id, created, last used (to the minute), revoked. Admins see
     anybody's; every user sees their own."""
-    _admin_or_self(name)
+    admin_or_self(name)
     with database().connect() as conn:
         tokens = UserRepository(conn).tokens(name)
     return {"items": [token_json(token) for token in tokens]}
@@ -115,10 +129,4 @@ def list_tokens(name: str) -> Any:
 def revoke_token(name: str, token_id: int) -> Any:
     """Revoke one of a user's API tokens for good (admins any user's, every user their own); a web UI that
     cached it refuses it at the latest harvestsuite.webui.tokenCacheSeconds later."""
-    _admin_or_self(name)
-    with database().begin() as conn:
-        users = UserRepository(conn, actor())
-        if users.token(token_id).user != name.strip():
-            raise ApiError("not_found", f"API token {token_id} is not a token of user {name}")
-        revoked = users.revoke_token(token_id)
-    return token_json(revoked)
+    return token_json(revoke(name, token_id))

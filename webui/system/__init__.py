@@ -16,4 +16,4 @@ def home() -> Any:
 
 
 # The other pages join the blueprint when their module is imported.
-from webui.system import views  # noqa: E402, F401
+from webui.system import users, views  # noqa: E402, F401

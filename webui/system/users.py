@@ -1,0 +1,94 @@
+"""Pages of the users and their API tokens: admins manage users (role, active, password) on
+``/system/users``; every user sees and revokes their own tokens on ``/system/users/NAME/tokens`` (admins
+anybody's). Each form goes through the same actions as the API (webui/api/users.py), so a refusal reads the
+same: it is flashed, naming what is wrong, and nothing is changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import flash, redirect, render_template, request, url_for
+
+from harvestdef.errors import HarvestSuiteError
+from harvestdef.model.definitions import Role
+from harvestdef.repositories.users import UserRepository
+from webui.api.errors import ApiError
+from webui.api.users import admin_or_self, change_user, revoke
+from webui.auth import ADMIN, READ, require
+from webui.context import actor, database
+from webui.system import blueprint
+
+
+def _edition() -> int:
+    try:
+        return int(request.form.get("edition", ""))
+    except ValueError:
+        raise ApiError("invalid", "edition is missing: reload the page and try again", "edition") from None
+
+
+@blueprint.get("/system/users")
+@require(ADMIN)
+def users() -> Any:
+    """Every user with its role, whether active, and its unrevoked API tokens."""
+    with database().connect() as conn:
+        repository = UserRepository(conn)
+        people, tokens = repository.list_users(), repository.token_counts()
+    return render_template("system/users.html", people=people, tokens=tokens, roles=[role.value for role in Role])
+
+
+@blueprint.post("/system/users/<name>")
+@require(ADMIN)
+def change(name: str) -> Any:
+    """A user's new role, or its deactivation or reactivation (the form's ``active``: yes or no)."""
+    active = {"yes": True, "no": False}.get(request.form.get("active", ""))
+    try:
+        changed = change_user(name, _edition(), request.form.get("role") or None, active)
+    except (ApiError, HarvestSuiteError) as exc:
+        flash(f"User {name} was not changed: {getattr(exc, 'message', exc)}.", "error")
+    else:
+        flash(f"User {changed.name} is now {changed.role.value}, "
+              f"{'active' if changed.isactive else 'deactivated: its sessions and API tokens are refused'}.")
+    return redirect(url_for("system.users"))
+
+
+@blueprint.post("/system/users/<name>/password")
+@require(ADMIN)
+def reset_password(name: str) -> Any:
+    """Set a user's password (forgotten or leaked); every session of the user ends."""
+    new, repeated = request.form.get("new_password", ""), request.form.get("repeated_password", "")
+    if new != repeated:
+        flash(f"The password of {name} was not changed: the new password and its repetition differ.", "error")
+        return redirect(url_for("system.users"))
+    try:
+        with database().begin() as conn:
+            UserRepository(conn, actor()).set_password(name, new, _edition())
+    except (ApiError, HarvestSuiteError) as exc:
+        flash(f"The password of {name} was not changed: {getattr(exc, 'message', exc)}.", "error")
+    else:
+        flash(f"The password of {name} is changed; every session of the user has ended.")
+    return redirect(url_for("system.users"))
+
+
+@blueprint.get("/system/users/<name>/tokens")
+@require(READ)
+def tokens(name: str) -> Any:
+    """A user's API tokens: admins see anybody's, every user their own."""
+    admin_or_self(name)
+    with database().connect() as conn:
+        listed = UserRepository(conn).tokens(name)
+    return render_template("system/tokens.html", name=name, tokens=listed)
+
+
+@blueprint.post("/system/users/<name>/tokens/<int:token_id>/revoke")
+@require(READ)
+def revoke_token(name: str, token_id: int) -> Any:
+    """Revoke one API token for good."""
+    try:
+        revoked = revoke(name, token_id)
+    except (ApiError, HarvestSuiteError) as exc:
+        flash(f"API token {token_id} was not revoked: {getattr(exc, 'message', exc)}.", "error")
+    else:
+        flash(f"API token {revoked.token_id} of {revoked.user} is revoked: it is refused from now on (at the "
+              f"latest harvestsuite.webui.tokenCacheSeconds later by a web UI that had it in hand).")
+    return redirect(url_for("system.tokens", name=name))
