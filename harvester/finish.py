@@ -45,7 +45,14 @@ from harvestdef.archive import ArchiveStore
 from harvestdef.dedup import DedupIndex, write_entries
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.files import write_atomically
-from harvestdef.messages import ERROR_DETAILS_LIMIT, ERROR_SUMMARY_LIMIT, CrawlStatus, DomainReport, clip
+from harvestdef.messages import (
+    ERROR_DETAILS_LIMIT,
+    ERROR_SUMMARY_LIMIT,
+    CrawlStatus,
+    DomainReport,
+    QaSummary,
+    clip,
+)
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, Launch
@@ -165,12 +172,15 @@ class PostProcessor:
         # Only an outage of a job that would be DONE is reported again once stored: the scheduler turns
         # such a FAILED job DONE, and no other.
         store_outage = upload.is_outage and not outcome.failed and report is not None
-        message = _crawl_status(jobdir, controller_id, status, report, errors, upload_errors, store_outage)
+        qa_summary = qa_report.summary if isinstance(qa_report, QaReport) else None
+        message = _crawl_status(jobdir, controller_id, status, report, errors, upload_errors, store_outage,
+                                qa_summary)
         log.info("job %d ends %s%s", job.job_id, status.name, f": {'; '.join(errors + upload_errors)}"
                  if errors or upload_errors else "")
         second = None
         if store_outage:
-            second = _crawl_status(jobdir, controller_id, JobStatus.DONE, report, errors, store_outage=True)
+            second = _crawl_status(jobdir, controller_id, JobStatus.DONE, report, errors, store_outage=True,
+                                   qa_summary=qa_summary)
         return JobReport(status, message, upload.is_complete, tuple(upload_errors), second)
 
     def _close_open_warcs(self, jobdir: JobDirectory) -> list[Launch]:
@@ -303,7 +313,7 @@ class PostProcessor:
 
 def _crawl_status(jobdir: JobDirectory, controller_id: str, status: JobStatus, report: DomainReport | None,
                   harvest_errors: list[str], upload_errors: list[str] | None = None,
-                  store_outage: bool = False) -> CrawlStatus:
+                  store_outage: bool = False, qa_summary: QaSummary | None = None) -> CrawlStatus:
     """A final CrawlStatus of the job, its error texts cut to the contract's limits."""
     harvest = "; ".join(harvest_errors)
     upload = upload_errors or []
@@ -311,7 +321,8 @@ def _crawl_status(jobdir: JobDirectory, controller_id: str, status: JobStatus, r
                        status=status, domain_report=report, harvest_errors=clip(harvest, ERROR_SUMMARY_LIMIT),
                        harvest_error_details=clip(harvest, ERROR_DETAILS_LIMIT),
                        upload_errors=clip("; ".join(upload), ERROR_SUMMARY_LIMIT),
-                       upload_error_details=clip("\n".join(upload), ERROR_DETAILS_LIMIT), store_outage=store_outage)
+                       upload_error_details=clip("\n".join(upload), ERROR_DETAILS_LIMIT), store_outage=store_outage,
+                       qa_summary=qa_summary)
 
 
 def _sleep(seconds: float) -> bool:

@@ -40,6 +40,7 @@ from warcio.bufferedreaders import ChunkedDataReader
 
 from harvestdef.domainnames import domain_of_url
 from harvestdef.errors import DomainNameError
+from harvestdef.messages import QaSummary
 from harvester.engine.links import extract_links, extractor_for
 from harvester.engine.scope import canonical_url
 from harvester.postprocess.crawllog import (
@@ -142,16 +143,6 @@ class HostFigures:
     lines: int
     failures: int
     statuses: dict[str, int]
-
-
-@dataclass
-class QaSummary:
-    """The report in four numbers, sent with the job's final CrawlStatus."""
-
-    seeds_total: int
-    seeds_not_captured: int
-    pages_with_missing_resources: int
-    missing_resources: int
 
 
 @dataclass

@@ -10,6 +10,7 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from harvestdef.messages import QaSummary
 from harvester.postprocess import qa
 from harvester.postprocess.qa import QaReport, build_qa_report
 
@@ -93,7 +94,7 @@ def test_missing_embedded_resources_are_grouped_by_reason_with_the_pages_that_ne
     }
     assert list(found) == list(qa.REASONS)  # the report's order
     assert (report.missing_resources, report.pages_with_missing_resources) == (6, 1)
-    assert report.summary == qa.QaSummary(1, 0, 1, 6)
+    assert report.summary == QaSummary(1, 0, 1, 6)
 
 
 def test_hosts_are_counted_per_status_and_the_ones_that_failed_most_come_first(job):
