@@ -355,6 +355,9 @@ class WebuiSettings:
     livePollIntervalMs: int = setting("harvestsuite.webui.livePollIntervalMs", 5000,
                                       "milliseconds between the updates a running job's page and the running "
                                       "jobs page fetch while they are open")
+    qaChangeThreshold: int = setting("harvestsuite.webui.qaChangeThreshold", 50,
+                                     "percent by which a domain's objects or bytes in a job may rise or fall "
+                                     "against the same harvest's previous run before the job's QA flags it")
     host: str = setting("harvestsuite.webui.host", "127.0.0.1", "address the web UI listens on")
     port: int = setting("harvestsuite.webui.port", 8080, "port the web UI listens on")
     threads: int = setting("harvestsuite.webui.threads", 16, "requests the web UI serves at once")

@@ -9,7 +9,8 @@ skips none of the others, and every failure is listed in the report:
 2. a sorted CDXJ index per WARC (``cdxj/<warc>.cdxj``), each WARC guarded on its own, records it could
    index only in part named in the errors;
 3. the job's deduplication entries (``dedup/<job_id>.gz``);
-4. the metadata WARC (``metadata/<name>``);
+4. the job's QA report (``qa-report.json``, harvester/postprocess/qa.py), then the metadata WARC
+   (``metadata/<name>``), which carries it: a job whose QA report failed still gets its metadata WARC;
 5. the domain report from crawl.log and progress-statistics.log;
 6. every file stored in the archive store (temporary name, fsync, checksum verified, rename), then
    SHA256SUMS: one operation with one backoff schedule for the whole job (harvester/upload.py);
@@ -43,7 +44,15 @@ from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
 from harvestdef.dedup import DedupIndex, write_entries
 from harvestdef.errors import HarvestSuiteError
-from harvestdef.messages import ERROR_DETAILS_LIMIT, ERROR_SUMMARY_LIMIT, CrawlStatus, DomainReport, clip
+from harvestdef.files import write_atomically
+from harvestdef.messages import (
+    ERROR_DETAILS_LIMIT,
+    ERROR_SUMMARY_LIMIT,
+    CrawlStatus,
+    DomainReport,
+    QaSummary,
+    clip,
+)
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, Launch
@@ -51,6 +60,7 @@ from harvester.postprocess.cdxj import CdxjIndexResult, write_cdxj
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import build_domain_report
 from harvester.postprocess.metadata import MetadataInfo, metadata_file_name, write_metadata_warc
+from harvester.postprocess.qa import QaReport, build_qa_report
 from harvester.postprocess.reconcile import UNARCHIVED_LOG, Reconciliation, reconcile_crawl_log
 from harvester.postprocess.warcfiles import close_open_warc
 from harvester.upload import JobUpload, UploadOptions, UploadResult
@@ -152,7 +162,8 @@ class PostProcessor:
                 errors.append(f"CDXJ indexing of {warc.name}: {len(indexed.problems)} records indexed without "
                               f"their payload's details: {'; '.join(indexed.problems[:3])}")
         step("extracting deduplication entries", lambda: self._write_dedup_entries(jobdir, warcs))
-        step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs))
+        qa_report = step("the QA report", lambda: self._write_qa_report(jobdir, warcs))
+        step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs, qa_report))
         result = step("the domain report", lambda: self._domain_report(jobdir, outcome))
         report = result.report if result is not None else None
         upload = self._store_all(jobdir)
@@ -161,12 +172,15 @@ class PostProcessor:
         # Only an outage of a job that would be DONE is reported again once stored: the scheduler turns
         # such a FAILED job DONE, and no other.
         store_outage = upload.is_outage and not outcome.failed and report is not None
-        message = _crawl_status(jobdir, controller_id, status, report, errors, upload_errors, store_outage)
+        qa_summary = qa_report.summary if isinstance(qa_report, QaReport) else None
+        message = _crawl_status(jobdir, controller_id, status, report, errors, upload_errors, store_outage,
+                                qa_summary)
         log.info("job %d ends %s%s", job.job_id, status.name, f": {'; '.join(errors + upload_errors)}"
                  if errors or upload_errors else "")
         second = None
         if store_outage:
-            second = _crawl_status(jobdir, controller_id, JobStatus.DONE, report, errors, store_outage=True)
+            second = _crawl_status(jobdir, controller_id, JobStatus.DONE, report, errors, store_outage=True,
+                                   qa_summary=qa_summary)
         return JobReport(status, message, upload.is_complete, tuple(upload_errors), second)
 
     def _close_open_warcs(self, jobdir: JobDirectory) -> list[Launch]:
@@ -201,7 +215,20 @@ class PostProcessor:
         count = write_entries(path, extract_dedup_entries(warcs, jobdir.dedup_index))
         log.info("job %d: %d deduplication entries", jobdir.job.job_id, count)
 
-    def _write_metadata(self, jobdir: JobDirectory, warcs: list[Path]) -> Path:
+    @staticmethod
+    def _write_qa_report(jobdir: JobDirectory, warcs: list[Path]) -> QaReport:
+        job = jobdir.job
+        started = time.monotonic()
+        report = build_qa_report(job.job_id, job.harvest_id, job.seeds,
+                                 [launch.crawl_log for launch in jobdir.launches()], warcs,
+                                 job.domain_configurations, work_dir=jobdir.path)
+        write_atomically(jobdir.qa_report, report.to_json().encode("utf-8"))
+        log.info("job %d: QA report in %.1f s: %d of %d seeds not captured, %d missing resources on %d pages",
+                 job.job_id, time.monotonic() - started, report.seeds_not_captured, report.seeds_total,
+                 report.missing_resources, report.pages_with_missing_resources)
+        return report
+
+    def _write_metadata(self, jobdir: JobDirectory, warcs: list[Path], qa_report: QaReport | None = None) -> Path:
         job = jobdir.job
         index_jobs: tuple[int, ...] | None = None
         missing: tuple[int, ...] | None = None
@@ -217,7 +244,8 @@ class PostProcessor:
                             organization=self.options.organization, heritrix_version=self.options.crawler_version,
                             software_version=__version__, aliases=list(job.metadata.aliases),
                             deduplication_job_ids=index_jobs, deduplication_job_ids_left_out=missing or (),
-                            live_changes=[c for c in jobdir.live_changes() if c.get("state") == "applied"])
+                            live_changes=[c for c in jobdir.live_changes() if c.get("state") == "applied"],
+                            qa_report=jobdir.qa_report if qa_report is not None else None)
         launches = jobdir.launches()
         reports = [path for launch in launches for path in launch.reports()]
         logs = [path for launch in launches for path in launch.logs()]
@@ -285,7 +313,7 @@ class PostProcessor:
 
 def _crawl_status(jobdir: JobDirectory, controller_id: str, status: JobStatus, report: DomainReport | None,
                   harvest_errors: list[str], upload_errors: list[str] | None = None,
-                  store_outage: bool = False) -> CrawlStatus:
+                  store_outage: bool = False, qa_summary: QaSummary | None = None) -> CrawlStatus:
     """A final CrawlStatus of the job, its error texts cut to the contract's limits."""
     harvest = "; ".join(harvest_errors)
     upload = upload_errors or []
@@ -293,7 +321,8 @@ def _crawl_status(jobdir: JobDirectory, controller_id: str, status: JobStatus, r
                        status=status, domain_report=report, harvest_errors=clip(harvest, ERROR_SUMMARY_LIMIT),
                        harvest_error_details=clip(harvest, ERROR_DETAILS_LIMIT),
                        upload_errors=clip("; ".join(upload), ERROR_SUMMARY_LIMIT),
-                       upload_error_details=clip("\n".join(upload), ERROR_DETAILS_LIMIT), store_outage=store_outage)
+                       upload_error_details=clip("\n".join(upload), ERROR_DETAILS_LIMIT), store_outage=store_outage,
+                       qa_summary=qa_summary)
 
 
 def _sleep(seconds: float) -> bool:

@@ -25,6 +25,7 @@ Layout (reference §5.1, with files of ours)::
             reports/        the crawler's ``*-report.txt`` files
         latest              the crawler's link to the newest launch (not a launch of its own)
         metadata/           the metadata WARC, once written
+        qa-report.json      the job's QA report (harvester/postprocess/qa.py), also in the metadata WARC
         cdxj/               one sorted CDXJ index per WARC file, ``<warc name>.cdxj``
         dedup/              the job's deduplication entries, ``<jobID>.gz``
         stored.json         the upload's ledger: the files already stored, with their sha256 (harvester/upload.py)
@@ -80,6 +81,7 @@ RESUME = "resume.json"
 # The bundled engine writes it (harvester/engine/jobs.py) and names it there; read here.
 ENGINE_SHUTDOWN_CHECKPOINT = SHUTDOWN_CHECKPOINT
 OUTCOME = "outcome.json"
+QA_REPORT = "qa-report.json"
 LIVE_CHANGES = "changes.jsonl"
 JOB_LOG = "job.log"
 CHECKPOINTS_DIR = "checkpoints"
@@ -407,6 +409,11 @@ class JobDirectory:
     def setup_files(self) -> list[Path]:
         """The job's own files for the metadata WARC (reference §6.1), those present, in their order."""
         return [self.path / name for name in SETUP_FILES if (self.path / name).is_file()]
+
+    @property
+    def qa_report(self) -> Path:
+        """The job's QA report, written before the metadata WARC that carries it."""
+        return self.path / QA_REPORT
 
     def metadata_warc(self, name: str) -> Path:
         return self.path / METADATA_DIR / name

@@ -227,6 +227,14 @@ class StatusIntake:
                 for stats in report.domains}
         rows = batch.history_writer().record_job(job, final_status, report.default_stop_reason if report else None,
                                                  domains, harvest_time=now, replaces_failed=replaces_failed)
+        qa = message.qa_summary
+        if qa is not None and job.harvest_num is not None:
+            # a repeat (the DONE report after a store outage) replaces the first: the same job's numbers
+            upsert(batch.conn, s.job_qa_summaries, ["job_id"], [{
+                "job_id": job.job_id, "harvest_id": job.harvest_id, "harvest_num": job.harvest_num,
+                "seeds_total": qa.seeds_total, "seeds_not_captured": qa.seeds_not_captured,
+                "pages_with_missing_resources": qa.pages_with_missing_resources,
+                "missing_resources": qa.missing_resources, "tstamp": now}])
 
         def ended() -> None:
             self._last_sample.pop(job.job_id, None)

@@ -450,6 +450,20 @@ CREATE INDEX harvest_findings_job ON harvest_findings (job_id);
 
 CREATE INDEX harvest_findings_run ON harvest_findings (harvest_id, harvest_num);
 
+CREATE TABLE job_qa_summaries (
+	job_id BIGINT NOT NULL, 
+	harvest_id BIGINT NOT NULL, 
+	harvest_num INTEGER NOT NULL, 
+	seeds_total BIGINT NOT NULL, 
+	seeds_not_captured BIGINT NOT NULL, 
+	pages_with_missing_resources BIGINT NOT NULL, 
+	missing_resources BIGINT NOT NULL, 
+	tstamp TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (job_id)
+);
+
+CREATE INDEX job_qa_summaries_run ON job_qa_summaries (harvest_id, harvest_num);
+
 CREATE TABLE config_history_summary (
 	config_id BIGSERIAL NOT NULL, 
 	latest_historyinfo_id BIGINT NOT NULL, 
@@ -863,6 +877,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0019_crawl_tally');
+INSERT INTO alembic_version (version_num) VALUES ('0020_job_qa_summaries');
 
 COMMIT;

@@ -727,6 +727,21 @@ harvest_findings = Table(
 Index("harvest_findings_run", harvest_findings.c.harvest_id, harvest_findings.c.harvest_num)
 Index("harvest_findings_job", harvest_findings.c.job_id)
 
+# A job's QA report in numbers (harvester/postprocess/qa.py), from its final CrawlStatus; the report itself
+# is in the job's metadata WARC. Keyed by job, with its run beside it so a run's sums are one index range.
+job_qa_summaries = Table(
+    "job_qa_summaries", metadata,
+    Column("job_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("harvest_id", BigInteger, nullable=False),
+    Column("harvest_num", Integer, nullable=False),
+    Column("seeds_total", BigInteger, nullable=False),
+    Column("seeds_not_captured", BigInteger, nullable=False),
+    Column("pages_with_missing_resources", BigInteger, nullable=False),
+    Column("missing_resources", BigInteger, nullable=False),
+    Column("tstamp", UTCDateTime, nullable=False),
+)
+Index("job_qa_summaries_run", job_qa_summaries.c.harvest_id, job_qa_summaries.c.harvest_num)
+
 # Per domain configuration: its newest historyinfo row and its best one by the rule of the expected-size
 # estimate (most objects, older on ties, nothing older than the newest complete harvest).
 config_history_summary = Table(

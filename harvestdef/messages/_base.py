@@ -16,7 +16,8 @@ from harvestdef.errors import ValidationError
 #: MessageVersionError; a newer minor only adds fields, which older readers ignore. 1.1 added
 #: DomainStats.nothing_harvested, the JobEvent message and CrawlStatus.store_outage; 1.2
 #: HarvesterStatus.heartbeat_interval; 1.3 CrawlProgress.crawl_log_tail and CrawlProgress.is_heritrix_console;
-#: 1.4 the LiveChange, LiveChangeResult and CrawlTally messages and HarvesterStatus.min_space_left.
+#: 1.4 the LiveChange, LiveChangeResult and CrawlTally messages and HarvesterStatus.min_space_left, and
+#: (a field with a default, so within 1.4) CrawlStatus.qa_summary.
 SCHEMA_VERSION: tuple[int, int] = (1, 4)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -108,6 +108,18 @@ class NothingHarvested:
 
 
 @dataclass(frozen=True, slots=True)
+class QaSummary:
+    """A job's QA report in four numbers (harvester/postprocess/qa.py has the rules): its seeds, those not
+    captured, the captured pages that miss embedded resources, and those resources. The full report is in
+    the job's metadata WARC."""
+
+    seeds_total: int
+    seeds_not_captured: int
+    pages_with_missing_resources: int
+    missing_resources: int
+
+
+@dataclass(frozen=True, slots=True)
 class DomainStats:
     """One domain's figures in a job (reference §6.5); becomes a historyinfo row at the scheduler.
 
@@ -163,6 +175,9 @@ class CrawlStatus(Message):
     ``store_outage`` (schema 1.1) on FAILED: the crawl and its post-processing went well, only the archive
     store could not take the files; the controller keeps them and reports again. On DONE: that second
     report, sent once every file is stored, which may turn the FAILED job DONE.
+
+    ``qa_summary`` (a 1.4 addition; older readers ignore it) on DONE or FAILED: the job's QA report in
+    numbers, None when post-processing could not make one.
     """
 
     job_id: int
@@ -175,6 +190,7 @@ class CrawlStatus(Message):
     upload_errors: str = ""
     upload_error_details: str = ""
     store_outage: bool = False
+    qa_summary: QaSummary | None = None
 
     def __post_init__(self) -> None:
         if self.status not in CRAWL_STATUS_REPORTED:

@@ -16,6 +16,8 @@ digests:
    One ``metadata://<org>/crawl/setup/jobchange?<same parameters>&version=V`` record (application/json)
    per live change applied to the running crawl, in version order: its kind, what it changed, who made it
    and when, and when the controller applied it (harvester/steering.py).
+   One ``metadata://<org>/crawl/reports/qa-report?<same parameters>`` record (application/json): the job's
+   QA report (harvester/postprocess/qa.py), when post-processing could make one.
 4. Heritrix files as ``metadata://<org>/crawl/{setup|reports|logs}/<file name>?heritrixVersion=V&harvestid=H
    &jobid=J``: setup files, then reports, then logs, each group sorted by URL; text/xml for .xml files,
    text/plain otherwise.
@@ -75,6 +77,7 @@ class MetadataInfo:
     deduplication_job_ids: Sequence[int] | None = None
     deduplication_job_ids_left_out: Sequence[int] = ()
     live_changes: Sequence[Mapping[str, Any]] = ()  # the applied ones, each with its "version"
+    qa_report: Path | None = None  # the job's QA report (JSON), None when there is none
     hostname: str | None = None
     ip: str | None = None
 
@@ -117,6 +120,10 @@ def duplicate_reduction_left_out_url(info: MetadataInfo) -> str:
 
 def live_change_url(info: MetadataInfo, version: int) -> str:
     return f"metadata://{info.organization}/crawl/setup/jobchange?{_setup_query(info)}&version={version}"
+
+
+def qa_report_url(info: MetadataInfo) -> str:
+    return f"metadata://{info.organization}/crawl/reports/qa-report?{_setup_query(info)}"
 
 
 def heritrix_file_url(info: MetadataInfo, category: str, name: str) -> str:
@@ -239,6 +246,9 @@ def write_metadata_warc(out_path: Path, info: MetadataInfo, setup_files: Sequenc
         for change in sorted(info.live_changes, key=lambda change: int(change["version"])):
             writer.write_text(live_change_url(info, int(change["version"])),
                               json.dumps(change, sort_keys=True, indent=1) + "\n", "application/json")
+        if info.qa_report is not None:
+            with open(info.qa_report, "rb") as handle:
+                writer.write_stream(qa_report_url(info), "application/json", handle, str(info.qa_report))
         for category, files in groups:
             for url, path in _sorted_by_url(info, category, files):
                 writer.write_file(url, path)

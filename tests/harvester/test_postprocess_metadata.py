@@ -200,3 +200,15 @@ def test_each_applied_live_change_is_a_record_of_its_own_in_version_order(job_di
     assert json.loads(records[1][2]) == changes[0]
     check = subprocess.run([str(WARCIO), "check", str(out)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_qa_report_is_one_json_record_among_the_reports(job_dir, tmp_path):
+    setup, reports, _, _ = job_files(job_dir)
+    qa_report = tmp_path / "qa-report.json"
+    qa_report.write_text('{"job_id": 7}\n', encoding="utf-8")
+    out = write_metadata_warc(tmp_path / "q.warc.gz", info(qa_report=qa_report), setup[:1], reports, [], [])
+    records = [(url, headers, body) for _, url, headers, body in read_records(out) if url and "qa-report" in url]
+    assert [(url, headers.get_header("Content-Type"), body) for url, headers, body in records] == [
+        (f"metadata://netarkivet.dk/crawl/reports/qa-report?{SETUP_Q}", "application/json", b'{"job_id": 7}\n')]
+    check = subprocess.run([str(WARCIO), "check", str(out)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -25,6 +25,7 @@ from webui.api.jobs import finding_json
 from webui.api.parameters import query, takes
 from webui.auth import READ, require
 from webui.context import database
+from webui.qa import run_qa_sums
 
 STOP_REASONS = list(StopReason)
 STOP_COLUMNS = {reason: f"stop_{reason.name.lower()}" for reason in StopReason}
@@ -152,12 +153,15 @@ def get_harvest_statistics(name: str) -> Any:
     """A harvest's runs (newest first, paged) with their figures and nothing-harvested count, and largest domains.
 
     A run has bytes, objects, novel and duplicate figures, configurations per stop reason and
-    ``nothing_harvested``, the count of configurations that got nothing (listed by the route below)."""
+    ``nothing_harvested``, the count of configurations that got nothing (listed by the route below), and
+    ``qa``: the sums of its jobs' QA summaries (seeds_total, seeds_not_captured, pages_with_missing_resources,
+    missing_resources, and the jobs that sent one), null when none did."""
     size = limit()
     with database().connect() as conn:
         harvest_id = harvest_id_of(conn, name)
+        qa_sums = run_qa_sums(conn, harvest_id)
         runs = page(harvest_runs(conn, harvest_id, size, _int_cursor()), size, lambda row: [row.harvest_num],
-                    render_run)
+                    lambda row: {**render_run(row), "qa": qa_sums.get(row.harvest_num)})
         return {"harvest": name, **runs, "largest_domains": largest_domains(conn, harvest_id)}
 
 

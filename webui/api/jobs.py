@@ -34,6 +34,7 @@ from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
 from webui.auth import OPERATE, READ, require
 from webui.context import actor, database, settings
+from webui.qa import job_qa
 
 _j, _hd = s.jobs, s.harvestdefinitions
 JOB_LIST_COLUMNS = [_j.c.job_id, _j.c.harvest_id, _hd.c.name.label("harvest"), _j.c.harvest_num, _j.c.status,
@@ -374,6 +375,20 @@ def get_job(job_id: int) -> Any:
     and ``_seed`` when it got nothing. The crawl template and the job's files in the archive store come too."""
     with database().connect() as conn:
         return job_detail(conn, job_id)
+
+
+@blueprint.get("/jobs/<int:job_id>/qa")
+@require(READ)
+def get_job_qa(job_id: int) -> Any:
+    """The job's QA report from its stored metadata WARC, with each domain's change against the previous run.
+
+    ``report``: the report post-processing wrote (seeds' outcomes, missing embedded resources by reason with
+    the pages that need them, hosts' status counts and the hosts that failed most; lists capped, counts
+    exact). ``domain_changes``: per configuration, objects and bytes against the same harvest's previous run,
+    ``flagged`` beyond ``change_threshold`` percent (harvestsuite.webui.qaChangeThreshold) or
+    ``fell_to_nothing``. 404 naming why when the job has no QA report yet."""
+    with database().connect() as conn:
+        return job_qa(conn, ArchiveStore.from_settings(settings()), job_id, settings().webui.qaChangeThreshold)
 
 
 @blueprint.post("/jobs/<int:job_id>/restart")

@@ -167,6 +167,31 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "api.restart": (201,),
     "api.control_job": (202,), "api.add_job_change": (202,),
 }
+_COUNT = {"type": "integer", "minimum": 0}
+QA_SCHEMA = _object({
+    "job_id": _INT64, "harvest_id": _INT64, "harvest_num": {"type": "integer"},
+    "report": _object({
+        "seeds": {"type": "array", "items": _object({
+            "seed": {"type": "string"}, "status": {"type": ["integer", "null"], "description": "its crawl.log "
+                                                   "status; null when it is not in crawl.log"},
+            "final_url": {"type": "string"}, "final_status": {"type": ["integer", "null"]},
+            "captured": {"type": "boolean"}, "reason": {"type": ["string", "null"], "description": "why not"}})},
+        "seeds_total": _COUNT, "seeds_not_captured": _COUNT,
+        "missing": {"type": "array", "description": "by reason: out_of_scope, robots, budget, http_error, "
+                    "network_error, never_reached", "items": {"type": "object"}},
+        "missing_resources": _COUNT, "pages_with_missing_resources": _COUNT,
+        "hosts": {"type": "array", "items": {"type": "object"}}, "hosts_total": _COUNT,
+        "failing_hosts": {"type": "array", "items": {"type": "object"}},
+    }, "seeds", "missing", "hosts", "failing_hosts"),
+    "change_threshold": {"type": "integer", "description": "harvestsuite.webui.qaChangeThreshold, percent"},
+    "domain_changes": {"type": "array", "items": _object({
+        "domain": {"type": "string"}, "configuration": {"type": "string"}, "objects": _COUNT, "bytes": _COUNT,
+        "previous_objects": {"type": ["integer", "null"], "description": "null: not in the previous run"},
+        "previous_bytes": {"type": ["integer", "null"]},
+        "objects_change": {"type": ["number", "null"], "description": "percent"},
+        "bytes_change": {"type": ["number", "null"], "description": "percent"},
+        "flagged": {"type": "boolean"}, "fell_to_nothing": {"type": "boolean"}})},
+}, "job_id", "report", "domain_changes", "change_threshold")
 # What a success answers other than a JSON object, by endpoint.
 SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
     "api.export_domains": {"text/csv": {"schema": {"type": "string"}}},
@@ -176,6 +201,7 @@ SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
                          "application/xml": {"schema": {"type": "string"}}},
     # each field with its meaning, and for those left null or [] the reason
     "api.job_live_view": {"application/json": {"schema": LIVE_SCHEMA}},
+    "api.get_job_qa": {"application/json": {"schema": QA_SCHEMA}},
     "api.control_job": {"application/json": {"schema": CHANGE}},
     "api.add_job_change": {"application/json": {"schema": CHANGE}},
     "api.list_job_changes": {"application/json": {"schema": _object({"items": {"type": "array", "items": CHANGE}},

@@ -29,6 +29,7 @@ from webui.api.history import (
 from webui.auth import EXPORT, READ, require
 from webui.context import database, settings
 from webui.history import blueprint
+from webui.qa import run_qa_sums
 
 CHART_RUNS = 30
 CHART_ROW = 26  # SVG units per bar of a horizontal chart
@@ -109,7 +110,8 @@ def harvest(name: str) -> Any:
         harvest_id = harvest_id_of(conn, name)
         rows = harvest_runs(conn, harvest_id, CHART_RUNS, cursor)
         largest = largest_domains(conn, harvest_id)
-    runs = [render_run(row) for row in rows[:CHART_RUNS]]
+        qa_sums = run_qa_sums(conn, harvest_id)
+    runs = [{**render_run(row), "qa": qa_sums.get(row.harvest_num)} for row in rows[:CHART_RUNS]]
     following = runs[-1]["harvest_num"] if len(rows) > CHART_RUNS else None
     oldest_first = list(reversed(runs))
     labels = [str(run["harvest_num"]) for run in oldest_first]

@@ -13,7 +13,6 @@ status kept by the scheduler, not definitions, with no repository.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -34,6 +33,7 @@ from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters, jobs
 from webui.api.live import job_live
 from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
+from webui.qa import METADATA_WARC, NoQaReportError, job_qa
 from webui.status import blueprint
 from webui.status.crawllog import crawl_log_searcher
 
@@ -42,7 +42,6 @@ MAX_PATTERN_LENGTH = 200
 MAX_BULK_JOBS = 1000
 # A change form offers the job's domains as a list up to this many; a larger job's domain is typed.
 MAX_DOMAIN_OPTIONS = 300
-METADATA_WARC = re.compile(r"metadata-\d+\.warc(\.gz)?$")
 
 
 @blueprint.get("/")
@@ -156,13 +155,19 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
         # the changes of a job that ended stay on its page: what was done to it, and what was refused
         changes = live["changes"] if live is not None else job_changes(conn, job_id)
         domains = [configuration["domain"] for configuration in detail["configurations"]]
+        qa, qa_error = None, None
+        if detail["status"] in (JobStatus.DONE.name, JobStatus.FAILED.name):
+            try:
+                qa = job_qa(conn, ArchiveStore.from_settings(settings()), job_id, settings().webui.qaChangeThreshold)
+            except NoQaReportError as exc:
+                qa_error = str(exc)
     domain = (request.args.get("domain") or "").strip().lower()
     pattern = request.args.get("regex") or ""
     search = None
     if domain or pattern:
         search = search_crawl_log(detail, domain, pattern)
     return render_template("status/job.html", job=detail, live=live, changes=changes, job_domains=domains,
-                           refused=refused, search=search, domain=domain, pattern=pattern,
+                           refused=refused, search=search, qa=qa, qa_error=qa_error, domain=domain, pattern=pattern,
                            limit=MAX_CRAWL_LOG_MATCHES, poll_interval=settings().webui.livePollIntervalMs,
                            max_domain_options=MAX_DOMAIN_OPTIONS)
 

@@ -1,0 +1,92 @@
+"""A job's QA in the web UI: the report read from its stored metadata WARC (API and the job page's Quality
+section), 404 naming why when there is none, each domain's change against the previous run flagged beyond
+the threshold, and a run's sums of its jobs' QA summaries."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import insert, select
+
+from harvestdef.db import schema as s
+from harvestdef.model.status import JobStatus, StopReason
+from harvester.postprocess.metadata import MetadataInfo, write_metadata_warc
+from harvester.postprocess.qa import build_qa_report
+from tests.webui.test_jobs import T0, seed
+from webui.qa import run_qa_sums
+
+SITE = "http://www.alpha.dk"
+
+
+def history(conn, job_id: int, domain: str, objects: int, bytes_: int) -> None:
+    config = conn.scalar(select(s.configurations.c.config_id).join(
+        s.domains, s.domains.c.domain_id == s.configurations.c.domain_id).where(s.domains.c.name == domain))
+    conn.execute(insert(s.historyinfo).values(stopreason=int(StopReason.DOWNLOAD_COMPLETE), objectcount=objects,
+                                              bytecount=bytes_, config_id=config, harvest_id=1, job_id=job_id,
+                                              harvest_time=T0))
+
+
+def store_report(tmp_path, job_id: int) -> None:
+    log = tmp_path / "crawl.log"
+    log.write_text(f"2026-01-01T10:00:00.000Z   404 10 {SITE}/ - - text/html #001 - - {SITE}/ -\n"
+                   f"2026-01-01T10:00:00.000Z   200 10 https://beta.dk/ - - text/html #001 - - https://beta.dk/ -\n"
+                   f"2026-01-01T10:00:00.000Z   503 10 https://beta.dk/s.css E https://beta.dk/ text/css #001 - - "
+                   f"https://beta.dk/ -\n", encoding="utf-8")
+    report = build_qa_report(job_id, 1, [SITE, "https://beta.dk"], [log], [], ["alpha.dk", "beta.dk"])
+    qa_file = tmp_path / "qa-report.json"
+    qa_file.write_text(report.to_json(), encoding="utf-8")
+    info = MetadataInfo(job_id=job_id, harvest_id=1, harvest_num=2, organization="netarkivet.dk",
+                        heritrix_version="3.4.0", software_version="test", hostname="h", ip="127.0.0.1",
+                        qa_report=qa_file)
+    write_metadata_warc(tmp_path / "archive" / "1" / str(job_id) / f"{job_id}-metadata-1.warc.gz", info, [], [], [],
+                        [])
+
+
+def test_a_jobs_qa_is_served_from_its_metadata_warc_with_the_change_against_the_previous_run(api, login, webui_engine,
+                                                                                             tmp_path):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.DONE])
+    with webui_engine.begin() as conn:
+        history(conn, 1, "alpha.dk", 100, 10_000)
+        history(conn, 1, "beta.dk", 50, 5_000)
+        history(conn, 2, "alpha.dk", 80, 4_000)   # bytes down 60%: beyond the default 50
+        history(conn, 2, "beta.dk", 0, 0)         # fell to nothing
+    missing = api("archivist", "get", "/api/v1/jobs/2/qa")
+    assert missing.status_code == 404
+    assert "job 2 has no QA report: its metadata WARC is not in the archive store" in missing.json["error"]["message"]
+    assert api("archivist", "get", "/api/v1/jobs/99/qa").status_code == 404
+
+    store_report(tmp_path, 2)
+    answer = api("archivist", "get", "/api/v1/jobs/2/qa")
+    assert answer.status_code == 200
+    qa = answer.json
+    assert [(seed["seed"], seed["captured"], seed["reason"]) for seed in qa["report"]["seeds"]] == [
+        (f"{SITE}/", False, "HTTP 404"), ("https://beta.dk/", True, None)]
+    assert [(g["reason"], [r["url"] for r in g["resources"]]) for g in qa["report"]["missing"]] == [
+        ("http_error", ["https://beta.dk/s.css"])]
+    changes = {c["domain"]: c for c in qa["domain_changes"]}
+    assert (changes["alpha.dk"]["objects_change"], changes["alpha.dk"]["bytes_change"]) == (-20.0, -60.0)
+    assert changes["alpha.dk"]["flagged"] and not changes["alpha.dk"]["fell_to_nothing"]
+    assert changes["beta.dk"]["flagged"] and changes["beta.dk"]["fell_to_nothing"]
+    assert qa["change_threshold"] == 50
+    assert api("archivist", "get", "/api/v1/jobs/1/qa").status_code == 404  # job 1's figures are only a "before"
+
+    page = re.sub(r"\s+", " ", login("archivist").get("/status/jobs/2").get_data(as_text=True))
+    assert "Quality" in page and "1 of 2 seeds captured" in page
+    assert "not captured</span> HTTP 404" in page
+    assert 'data-qa-reason="http_error"' in page and "https://beta.dk/s.css" in page
+    assert re.search(r'class="flagged" data-domain="beta.dk".*?fell to nothing', page)
+    assert re.search(r'class="flagged" data-domain="alpha.dk".*?bytes -60.0%', page)
+    none_yet = login("archivist").get("/status/jobs/1").get_data(as_text=True)
+    assert "job 1 has no QA report" in none_yet
+
+
+def test_a_runs_qa_sums_its_jobs_summaries(webui_engine):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.DONE])
+    with webui_engine.begin() as conn:
+        for job_id, lost, pages in ((1, 1, 2), (2, 3, 4)):
+            conn.execute(insert(s.job_qa_summaries).values(
+                job_id=job_id, harvest_id=1, harvest_num=7, seeds_total=5, seeds_not_captured=lost,
+                pages_with_missing_resources=pages, missing_resources=9, tstamp=T0))
+    with webui_engine.connect() as conn:
+        assert run_qa_sums(conn, 1) == {7: {"jobs": 2, "seeds_total": 10, "seeds_not_captured": 4,
+                                            "pages_with_missing_resources": 6, "missing_resources": 18}}

@@ -1,0 +1,146 @@
+"""A job's QA as the web UI shows it: the QA report post-processing wrote into the job's metadata WARC
+(harvester/postprocess/qa.py makes it), and per domain the change against the same harvest's previous run.
+
+The report is read from the stored metadata WARC in the archive store, one record, its size capped: the
+web UI never reads a job directory on a harvester. The change per domain comes from historyinfo: this
+job's row of each configuration against the row of the same configuration in the harvest's previous run
+(harvest_num - 1), objects and bytes, flagged when either moved by more than
+``harvestsuite.webui.qaChangeThreshold`` percent, and flagged as fallen to nothing when the previous run
+got something and this one got no object.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, select
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from harvestdef.archive import ArchiveStore
+from harvestdef.db import schema as s
+from harvestdef.errors import NotFoundError
+from harvestdef.repositories.jobs import JobRepository
+
+METADATA_WARC = re.compile(r"metadata-\d+\.warc(\.gz)?$")
+QA_RECORD_PATH = "/crawl/reports/qa-report?"
+MAX_REPORT_BYTES = 32 * 1024 * 1024  # far above a report's size: its lists are capped by the harvester
+
+
+class NoQaReportError(NotFoundError):
+    """A job without a QA report (yet); the message says why."""
+
+    def __init__(self, job_id: int, why: str) -> None:
+        super().__init__("QA report of job", job_id)
+        self.args = (f"job {job_id} has no QA report: {why}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+
+def metadata_warcs(store: ArchiveStore, harvest_id: int, job_id: int) -> list[Path]:
+    """The job's metadata WARCs in the archive store, by name."""
+    directory = store.job_path(harvest_id, job_id)
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.is_file() and METADATA_WARC.search(p.name))
+
+
+def read_qa_report(store: ArchiveStore, harvest_id: int, job_id: int) -> dict[str, Any]:
+    """The QA report of a job from its stored metadata WARC; NoQaReportError saying why there is none."""
+    warcs = metadata_warcs(store, harvest_id, job_id)
+    if not warcs:
+        raise NoQaReportError(job_id, "its metadata WARC is not in the archive store (the job has not ended, "
+                                      "or its files are not stored yet)")
+    for path in warcs:
+        try:
+            body = _qa_record(path)
+        except ArchiveLoadFailed as exc:
+            raise NoQaReportError(job_id, f"its metadata WARC {path.name} cannot be read: {exc}") from exc
+        if body is None:
+            continue
+        if len(body) > MAX_REPORT_BYTES:
+            raise NoQaReportError(job_id, f"its qa-report record is over {MAX_REPORT_BYTES} bytes")
+        try:
+            report = json.loads(body)
+        except ValueError as exc:
+            raise NoQaReportError(job_id, f"its qa-report record is not JSON: {exc}") from exc
+        if isinstance(report, dict):
+            return report
+    raise NoQaReportError(job_id, "its metadata WARC holds no qa-report record (post-processing could not "
+                                  "make one, or the job was harvested before QA reports)")
+
+
+def _qa_record(path: Path) -> bytes | None:
+    """The qa-report record's content (at most one byte over the cap), None when the WARC has none."""
+    with open(path, "rb") as stream:
+        for record in ArchiveIterator(stream):
+            url = record.rec_headers.get_header("WARC-Target-URI") or ""
+            if record.rec_type == "resource" and QA_RECORD_PATH in url:
+                return record.content_stream().read(MAX_REPORT_BYTES + 1)
+    return None
+
+
+def _change(now: int, before: int) -> float | None:
+    """The change in percent; None when there was nothing before to compare with."""
+    return None if before <= 0 else round((now - before) * 100.0 / before, 1)
+
+
+def domain_changes(conn: Connection, job_id: int, threshold: int) -> list[dict[str, Any]]:
+    """Each configuration of the job against the same configuration in the harvest's previous run."""
+    job = JobRepository(conn).get(job_id, with_documents=False)
+    h, previous_h, j, c, d = (s.historyinfo, s.historyinfo.alias("previous_h"), s.jobs, s.configurations,
+                              s.domains)
+    previous_jobs = select(j.c.job_id).where(j.c.harvest_id == job.harvest_id,
+                                             j.c.harvest_num == job.harvest_num - 1)
+    rows = conn.execute(
+        select(d.c.name.label("domain"), c.c.name.label("configuration"), h.c.objectcount, h.c.bytecount,
+               previous_h.c.objectcount.label("previous_objects"), previous_h.c.bytecount.label("previous_bytes"))
+        .select_from(h.join(c, c.c.config_id == h.c.config_id).join(d, d.c.domain_id == c.c.domain_id)
+                     .outerjoin(previous_h, and_(previous_h.c.config_id == h.c.config_id,
+                                                 previous_h.c.harvest_id == h.c.harvest_id,
+                                                 previous_h.c.job_id.in_(previous_jobs))))
+        .where(h.c.job_id == job_id).order_by(d.c.name, c.c.name)).all()
+    changes = []
+    for row in rows:
+        entry: dict[str, Any] = {"domain": row.domain, "configuration": row.configuration,
+                                 "objects": row.objectcount, "bytes": row.bytecount,
+                                 "previous_objects": row.previous_objects, "previous_bytes": row.previous_bytes,
+                                 "objects_change": None, "bytes_change": None, "flagged": False,
+                                 "fell_to_nothing": False}
+        if row.previous_objects is not None:
+            entry["objects_change"] = _change(row.objectcount, row.previous_objects)
+            entry["bytes_change"] = _change(row.bytecount, row.previous_bytes)
+            entry["fell_to_nothing"] = row.previous_objects > 0 and row.objectcount == 0
+            entry["flagged"] = entry["fell_to_nothing"] or any(
+                change is not None and abs(change) > threshold
+                for change in (entry["objects_change"], entry["bytes_change"]))
+        changes.append(entry)
+    return changes
+
+
+def run_qa_sums(conn: Connection, harvest_id: int) -> dict[int, dict[str, int]]:
+    """Per run of a harvest, the sums of its jobs' QA summaries (only runs with any)."""
+    q = s.job_qa_summaries
+    rows = conn.execute(
+        select(q.c.harvest_num, func.count().label("jobs"), func.sum(q.c.seeds_total).label("seeds_total"),
+               func.sum(q.c.seeds_not_captured).label("seeds_not_captured"),
+               func.sum(q.c.pages_with_missing_resources).label("pages_with_missing_resources"),
+               func.sum(q.c.missing_resources).label("missing_resources"))
+        .where(q.c.harvest_id == harvest_id).group_by(q.c.harvest_num)).all()
+    return {row.harvest_num: {"jobs": int(row.jobs), "seeds_total": int(row.seeds_total),
+                              "seeds_not_captured": int(row.seeds_not_captured),
+                              "pages_with_missing_resources": int(row.pages_with_missing_resources),
+                              "missing_resources": int(row.missing_resources)} for row in rows}
+
+
+def job_qa(conn: Connection, store: ArchiveStore, job_id: int, threshold: int) -> dict[str, Any]:
+    """The job's QA: its report, and the change per domain against the previous run, with the threshold."""
+    job = JobRepository(conn).get(job_id, with_documents=False)
+    report = read_qa_report(store, job.harvest_id, job.job_id)
+    return {"job_id": job.job_id, "harvest_id": job.harvest_id, "harvest_num": job.harvest_num,
+            "report": report, "change_threshold": threshold,
+            "domain_changes": domain_changes(conn, job_id, threshold)}
