@@ -50,6 +50,7 @@ from harvestdef.messages import (
     ERROR_SUMMARY_LIMIT,
     CrawlStatus,
     DomainReport,
+    HandledChange,
     QaSummary,
     clip,
 )
@@ -322,7 +323,21 @@ def _crawl_status(jobdir: JobDirectory, controller_id: str, status: JobStatus, r
                        harvest_error_details=clip(harvest, ERROR_DETAILS_LIMIT),
                        upload_errors=clip("; ".join(upload), ERROR_SUMMARY_LIMIT),
                        upload_error_details=clip("\n".join(upload), ERROR_DETAILS_LIMIT), store_outage=store_outage,
-                       qa_summary=qa_summary)
+                       qa_summary=qa_summary, live_changes=_handled_changes(jobdir))
+
+
+def _handled_changes(jobdir: JobDirectory) -> list[HandledChange]:
+    """The live changes the controller handled, as it answered them (changes.jsonl), for the final report."""
+    handled = []
+    for entry in jobdir.live_changes():
+        try:
+            handled.append(HandledChange(version=int(entry["version"]), state=str(entry["state"]),
+                                         reason=clip(str(entry.get("reason", "")), ERROR_SUMMARY_LIMIT),
+                                         happened_at=str(entry["happened_at"])))
+        except (KeyError, TypeError, ValueError):
+            log.warning("job %d: a line of %s is not a handled change; left out of the report: %r",
+                        jobdir.job.job_id, jobdir.live_changes_file.name, entry)
+    return handled
 
 
 def _sleep(seconds: float) -> bool:

@@ -62,6 +62,7 @@ from harvestdef.messages import (
     FrontierReport,
     HarvesterStatus,
     JobEvent,
+    LiveChangeResult,
     RegistrationAnswer,
     RegistrationRequest,
     clip,
@@ -72,7 +73,7 @@ from harvestdef.repositories.history import DomainFigures, JobFigures
 from harvestdef.repositories.jobevents import CONTROLLER_BACK, JobEventRepository
 from harvestdef.repositories.jobs import NOT_NULL, not_before
 from scheduler.batch import Batch
-from scheduler.livechanges import ended_reason, refuse_left_changes
+from scheduler.livechanges import ended_reason, refuse_left_changes, settle
 from scheduler.notify import Notifier
 
 log = logging.getLogger(__name__)
@@ -215,6 +216,12 @@ class StatusIntake:
         refused, and, after the commit, the log line and the notification of a failure. A job failed by a
         store outage gets no history rows yet: its files are not archived (see the module docstring)."""
         batch.job_ended(job.job_id)
+        # what the controller handled settles first: its answer may still be on its way, behind this report
+        for handled in message.live_changes:
+            settle(batch, LiveChangeResult(
+                job_id=message.job_id, attempt_id=message.attempt_id, controller_id=message.controller_id,
+                version=handled.version, state=handled.state, reason=handled.reason,
+                happened_at=handled.happened_at), now)
         refuse_left_changes(batch.conn, job.job_id, ended_reason(
             job.job_id, final_status, f"reported by its controller {message.controller_id}"), now,
             audit=batch.audit, actor=message.controller_id)

@@ -165,6 +165,16 @@ def clip(text: str, limit: int) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class HandledChange:
+    """A live change the controller handled during the crawl, as it answered it (LiveChangeResult)."""
+
+    version: int
+    state: str  # one of LIVE_CHANGE_RESULTS
+    reason: str
+    happened_at: str  # ISO-8601 with a UTC offset
+
+
+@dataclass(frozen=True, slots=True)
 class CrawlStatus(Message):
     """Harvest controller -> scheduler's status queue: STARTED once the granted job is persisted, then DONE
     or FAILED after post-processing (also for a leftover job found at start-up).
@@ -178,6 +188,10 @@ class CrawlStatus(Message):
 
     ``qa_summary`` (a 1.4 addition; older readers ignore it) on DONE or FAILED: the job's QA report in
     numbers, None when post-processing could not make one.
+
+    ``live_changes`` (1.4) on DONE or FAILED: every live change the controller handled, as it answered
+    each. The scheduler settles any still pending from them before it refuses the rest, so an answer that
+    reaches it after the job's end (a stop's, say) is not lost to that end.
     """
 
     job_id: int
@@ -191,11 +205,16 @@ class CrawlStatus(Message):
     upload_error_details: str = ""
     store_outage: bool = False
     qa_summary: QaSummary | None = None
+    live_changes: list[HandledChange] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        for number, change in enumerate(self.live_changes):
+            if change.state not in ("applied", "refused"):
+                raise MessageError(f"live_changes[{number}].state",
+                                   f"expected applied or refused, got {shown(change.state)}")
         if self.status not in CRAWL_STATUS_REPORTED:
-            shown = getattr(self.status, "name", repr(self.status))
-            raise MessageError("status", f"a CrawlStatus reports STARTED, DONE or FAILED, not {shown}")
+            name = getattr(self.status, "name", repr(self.status))
+            raise MessageError("status", f"a CrawlStatus reports STARTED, DONE or FAILED, not {name}")
         if self.status == JobStatus.DONE and self.domain_report is None:
             raise MessageError("domain_report", "required when status is DONE")
 

@@ -19,7 +19,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import SettingsError
-from harvestdef.messages import CrawlStatus, LiveChange, LiveChangeResult, decode, encode
+from harvestdef.messages import CrawlStatus, HandledChange, LiveChange, LiveChangeResult, decode, encode
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.queues import QueueNames
 from harvestdef.repositories.jobchanges import APPLIED, PENDING, REFUSED, JobChange, JobChangeRepository
@@ -341,3 +341,22 @@ def test_the_running_scheduler_sends_a_change_within_its_interval_and_settles_th
     controller.publish(names.scheduler, encode(result(job_id, attempt, 1)))
     wait_for(lambda: states(engine, job_id) == [APPLIED], 10, "the answer settled")
     assert changes(engine, job_id)[0].applied <= datetime.now(UTC)
+
+
+def test_the_final_report_settles_what_the_controller_handled_before_the_rest_is_refused(
+        engine, handlers):  # noqa: F811
+    # A stop's answer still on its way when the job's DONE arrives: the DONE names it, so it is applied
+    job_id, attempt, _ = started_job(engine, handlers)
+    add_change(engine, job_id, "pause")
+    add_change(engine, job_id, "stop")
+    add_change(engine, job_id, "resume")
+    handlers.carry_out_one(CrawlStatus(
+        job_id=job_id, attempt_id=attempt, controller_id="ctl-1", status=JobStatus.DONE,
+        domain_report=report(("a.dk", 1, 10, StopReason.DOWNLOAD_UNFINISHED)),
+        live_changes=[HandledChange(1, "applied", "", "2026-11-26T10:00:00+00:00"),
+                      HandledChange(2, "applied", "", "2026-11-26T10:00:01+00:00")]))
+    pause, stop, resume = changes(engine, job_id)
+    assert (pause.state, stop.state, resume.state) == (APPLIED, APPLIED, REFUSED)
+    assert stop.attempt_id == attempt and "ended DONE" in resume.reason
+    handlers.carry_out_one(result(job_id, attempt, 2))  # the late answer itself: a repeat, nothing changes
+    assert changes(engine, job_id)[1] == stop
