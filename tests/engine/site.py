@@ -231,7 +231,7 @@ class TestSite:
             self._send(connection, host, target, raw)
             return True
         status, content_type, body, extra_headers = self._resource(host, path)
-        reason = {200: "OK", 301: "Moved Permanently", 404: "Not Found"}[status]
+        reason = {200: "OK", 301: "Moved Permanently", 404: "Not Found", 500: "Internal Server Error"}[status]
         head = f"HTTP/1.1 {status} {reason}\r\nServer: harvestsuite-test-site\r\nContent-Type: {content_type}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in extra_headers)
         head += f"Content-Length: {len(body)}\r\n\r\n"
@@ -264,6 +264,15 @@ class TestSite:
             return 200, "text/html", br_bomb(), [("Content-Encoding", "br")]
         if path.startswith("/redir/"):
             return 301, "text/html", b"moved", [("Location", f"/page/{_number(path[len('/redir/'):])}")]
+        if path == "/qa/page.html":
+            # for the QA report: an image out of scope (on another host, which transclusion would take, but
+            # with a pathological path, which NetarchiveSuite's templates reject) and a style sheet that errors
+            other = self.host_names[2] if len(self.host_names) > 2 else self.host_names[-1]
+            return 200, "text/html", (f'<html><head><link rel="stylesheet" href="/qa/broken.css"></head><body>'
+                                      f'<img src="http://{other}:{self.port}/img/x/x/x/x/x/5.png"></body></html>'
+                                      ).encode(), []
+        if path == "/qa/broken.css":
+            return 500, "text/css", b"/* the server failed */", []
         if path == "/private/secret.html":
             return 200, "text/html", b"<html><body>robots forbid this</body></html>", []
         if path.startswith("/trap/"):
