@@ -1,7 +1,8 @@
 """The QA report of a real run (scheduler, controller, bundled engine, RabbitMQ, the local test site; see
 conftest.py): a seed that answers 404, a seed robots.txt forbids, a page whose image the scope refuses (on
-a host outside the job, with a pathological path) and whose style sheet errors. Each is in the report with its reason, and nothing more; the report
-is a record of the metadata WARC, served by the API and shown on the job page."""
+a host outside the job, with a pathological path) and whose style sheet errors. Each is in the report with
+its reason, and nothing more; the report is a record of the metadata WARC, served by the API and shown on
+the job page."""
 
 from __future__ import annotations
 
