@@ -40,6 +40,7 @@ MAY_IMPORT_THE_SCHEMA = {
     "webui/api/system.py": "the controllers, queue depths and scheduler liveness of the System page",
     "webui/definitions/domains.py": "the active crawl templates' names for the forms' choices",
     "webui/history/views.py": "the harvest definitions' names for the index page",
+    "webui/qa.py": "a job's domains against the previous run (historyinfo) and a run's QA sums, read-only",
     "webui/status/jobs.py": "the running jobs' monitor figures and why harvests wait",
     "webui/system/views.py": "the overview page's counts",
 }

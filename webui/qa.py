@@ -7,6 +7,9 @@ job's row of each configuration against the row of the same configuration in the
 (harvest_num - 1), objects and bytes, flagged when either moved by more than
 ``harvestsuite.webui.qaChangeThreshold`` percent, and flagged as fallen to nothing when the previous run
 got something and this one got no object.
+
+Read with direct, read-only queries of historyinfo and job_qa_summaries, as the history pages read their
+statistics: figures shaped for this page, not definitions.
 """
 
 from __future__ import annotations
