@@ -25,7 +25,8 @@ A'  no viewers again, so that a drift of the crawl's own rate shows.
 Printed per phase: crawl.log lines/s, the lines the engine wrote to the job's crawl.log in the controller's
 serverDir during the phase (counted in the file) over the phase's seconds; the /live answers, answers/s,
 their p50/p95/p99 latency and size, non-200 answers; the CPU each part used, in cores. Then each viewer
-phase's crawl.log lines/s over the mean of A and A' (the floor, measured in the same run) and A'/A, beside
+phase's crawl seconds per 1,000 crawl.log lines over the same without viewers (the floor: the mean of A
+and A', measured in the same run) and the drift between A and A', beside
 the cores, the CPU model and the load average before and after. Every /live answer must be 200, JSON, with
 the job's id and state STARTED; every phase must see the job STARTED (read from the database every half
 second) and crawl.log growing up to its last seconds, and the crawl must not have reached its tail, or the
@@ -543,15 +544,21 @@ def print_phases(phases: list[Phase]) -> None:
 
 
 def print_ratios(phases: list[Phase]) -> None:
+    """Each viewer phase's crawl time per 1,000 crawl.log lines over the floor: that time without viewers
+    (the mean of A and A'), the least the crawl takes. A ratio above 1 is what the viewers cost; one below 1
+    by less than the drift between A and A' is noise, not a crawl sped up by its viewers."""
     before, after = phases[0].lines_per_second, phases[-1].lines_per_second  # A and A'
-    floor = (before + after) / 2
-    print(f"\ncrawl.log lines/s without viewers: A {before:.1f}, A' {after:.1f}; the floor (their mean) "
-          f"{floor:.1f}; drift A'/A {after / before:.3f}")
+    floor = (1000 / before + 1000 / after) / 2
+    drift = abs(1000 / after - 1000 / before) / floor
+    print(f"\ncrawl seconds per 1,000 crawl.log lines without viewers: A {1000 / before:.2f}, A' {1000 / after:.2f}; "
+          f"the floor (their mean) {floor:.2f}; drift |A' - A| / floor {drift:.3f}")
     for phase in phases[1:-1]:
         answers = len(phase.latencies_ms)
-        print(f"crawl.log lines/s with viewers / floor: {phase.label} ({phase.what}) "
-              f"{phase.lines_per_second:.1f} / {floor:.1f} = {phase.lines_per_second / floor:.3f}; the web UI's CPU "
-              f"per answer {1000 * phase.cores['web UI'] * phase.seconds / max(1, answers):.1f} ms")
+        seconds = 1000 / phase.lines_per_second
+        print(f"crawl seconds per 1,000 lines with viewers / floor: {phase.label} ({phase.what}) "
+              f"{seconds:.2f} / {floor:.2f} = {seconds / floor:.3f}"
+              f"{' (within the drift: no measurable cost)' if seconds / floor < 1 + drift else ''}; "
+              f"the web UI's CPU per answer {1000 * phase.cores['web UI'] * phase.seconds / max(1, answers):.1f} ms")
 
 
 WHAT_THE_FIGURES_COUNT = """
@@ -571,7 +578,8 @@ What the figures count:
                       and the half-second sampling); scheduler = it and its intake processes; PostgreSQL and
                       RabbitMQ = all their processes on the machine (other databases' work included); site = the
                       TestSite; other = the rest of the machine's busy time; busy = the whole machine's
-  floor               the mean crawl.log lines/s of A and A', without viewers, measured in the same run
+  floor               the crawl's seconds per 1,000 crawl.log lines without viewers, the mean of A and A',
+                      measured in the same run: the least the crawl takes
   CPU per answer      the web UI's CPU seconds in the phase over its /live answers (PostgreSQL's share not in it)"""
 
 
