@@ -221,7 +221,8 @@ class HarvestController:
                 if self._should_stop():
                     break
                 self._resume(directory)
-            self._move(IDLE)
+            if not self._should_stop():  # a resumed crawl checkpointed at shutdown goes straight to STOPPING
+                self._move(IDLE)
             last_ready = 0.0
             last_upload_retry = time.monotonic()
             while not self._should_stop():
