@@ -149,12 +149,22 @@ def test_changes_made_while_the_controller_is_away_arrive_in_order_when_it_is_ba
     with h.engine.connect() as conn:
         assert [c.state for c in JobChangeRepository(conn).for_job(job_id)] == [PENDING, PENDING]
 
-    h.start_controller("second")
+    second = h.start_controller("second")
     first_change, second_change = settled(h, job_id, reject, 60), settled(h, job_id, polite, 60)
     assert (first_change.state, second_change.state) == (APPLIED, APPLIED), (first_change, second_change)
     assert first_change.applied <= second_change.applied
+
+    # a second time away: what was applied before is neither applied again nor forgotten
+    lines = crawled_lines(h.server_dir)
+    wait_for(lambda: crawled_lines(h.server_dir) > lines, 60, "the crawl going on after the first resume")
+    assert second.stop() == 0, second.text()[-3000:]
+    budget = change(h, job_id, "budget", {"domain": "kulturarv.dk", "max_objects": 1000})
+    h.start_controller("third")
+    assert settled(h, job_id, budget, 60).state == APPLIED
     handled = [json.loads(line)["version"] for line in (directory / "changes.jsonl").read_text().splitlines()]
-    assert handled == [reject, polite]
+    assert handled == [reject, polite, budget]
+    events = "".join(path.read_text(encoding="utf-8") for path in directory.glob("*/logs/scripting_events.log"))
+    assert events.count(".*/trap/.*") == 1, events  # the reject rule, applied once, kept over both resumes
     stop = change(h, job_id, "stop")
     assert settled(h, job_id, stop, 60).state == APPLIED
     (job,) = h.wait_for_jobs(harvest_id, timeout=120)

@@ -29,6 +29,7 @@ from scheduler.intake import DeadLetter
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.service import SchedulerService
 from scheduler.tick import Ticker, TickOptions, TickReport
+from tests.harvester.test_controller_failures import wait_for
 from tests.scheduler.factories import make_selective
 from tests.scheduler.test_intake import (  # noqa: F401
     handlers,
@@ -101,16 +102,6 @@ def audited(engine, job_id: int) -> list[dict]:
             s.audit_log.c.tablename == "jobs", s.audit_log.c.row_key == str(job_id))
             .order_by(s.audit_log.c.audit_id)).all()
     return [{"actor": actor, **json.loads(after)} for actor, after in rows if after]
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture
