@@ -43,14 +43,18 @@ def job_thumbnails(conn: Connection, job_id: int, harvest_num: int, harvest_id: 
                       for seed in found.seeds]}
 
 
-def run_thumbnails(conn: Connection, harvest_id: int, harvest_num: int) -> list[dict[str, Any]]:
-    """The run's seeds that have a picture (at most MAX_RUN_THUMBNAILS), each with the previous run's."""
+def run_thumbnails(conn: Connection, harvest_id: int) -> tuple[int | None, list[dict[str, Any]]]:
+    """The newest run of the harvest with pictures and its seeds that have one (at most MAX_RUN_THUMBNAILS),
+    each with the previous run's; (None, []) before the first picture."""
     repository = ThumbnailRepository(conn)
+    harvest_num = repository.newest_run(harvest_id)
+    if harvest_num is None:
+        return None, []
     found = repository.of_run(harvest_id, harvest_num, MAX_RUN_THUMBNAILS)
     previous = repository.previous_run(harvest_id, harvest_num, [seed.seed for seed in found]) \
-        if harvest_num > 1 and found else {}
-    return [{"seed": seed.seed, **(_shown(seed) or {}), "previous": _shown(previous.get(seed.seed))}
-            for seed in found]
+        if harvest_num > 1 else {}
+    return harvest_num, [{"seed": seed.seed, **(_shown(seed) or {}), "previous": _shown(previous.get(seed.seed))}
+                         for seed in found]
 
 
 def first_seed_capture(thumbnails: dict[str, Any], seeds: list[str]) -> str | None:

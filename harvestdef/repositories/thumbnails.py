@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, exists, select
+from sqlalchemy import Connection, exists, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from harvestdef.db import schema as s
@@ -123,7 +123,9 @@ class ThumbnailRepository:
                                                        _jobs.c.state == ThumbnailState.SKIPPED.value))
         rows = self.conn.execute(
             select(j.c.job_id, j.c.harvest_id, j.c.harvest_num, j.c.seedlist, j.c.enddate)
-            .where(j.c.status == int(JobStatus.DONE), j.c.enddate < ended_before, ~exists(passed))
+            # a job without an end date (history imported from elsewhere) has ended long ago
+            .where(j.c.status == int(JobStatus.DONE), or_(j.c.enddate.is_(None), j.c.enddate < ended_before),
+                   ~exists(passed))
             .order_by(skipped, j.c.job_id.desc()).limit(limit))
         return [JobToThumbnail(row.job_id, row.harvest_id, row.harvest_num,
                                tuple(line.strip() for line in (row.seedlist or "").splitlines() if line.strip()),
@@ -135,7 +137,7 @@ class ThumbnailRepository:
         statement = self._insert(_seeds, job_id=job.job_id, seed_key=seed_key(seed), seed=seed,
                                  harvest_id=job.harvest_id, harvest_num=job.harvest_num, name=name,
                                  capture_time=capture_time, note=note, tstamp=utcnow())
-        return self.conn.execute(statement).rowcount > 0
+        return self.conn.execute(statement.returning(_seeds.c.job_id)).first() is not None
 
     def seeds_done(self, job_id: int) -> dict[str, SeedThumbnail]:
         """The seeds of the job that have their row, by seed."""
@@ -160,6 +162,11 @@ class ThumbnailRepository:
                                  .order_by(_seeds.c.tstamp, _seeds.c.seed_key))
         return JobThumbnails(job_id, ThumbnailState(state.state) if state else None, state.note if state else None,
                              tuple(_seed(row) for row in rows))
+
+    def newest_run(self, harvest_id: int) -> int | None:
+        """The newest run of the harvest that has a thumbnail; None if none has."""
+        return self.conn.scalar(select(func.max(_seeds.c.harvest_num))
+                                .where(_seeds.c.harvest_id == harvest_id, _seeds.c.name.is_not(None)))
 
     def of_run(self, harvest_id: int, harvest_num: int, limit: int) -> list[SeedThumbnail]:
         """The seeds of one run that have a thumbnail, by job and seed, at most ``limit``."""

@@ -112,9 +112,8 @@ def harvest(name: str) -> Any:
         rows = harvest_runs(conn, harvest_id, CHART_RUNS, cursor)
         largest = largest_domains(conn, harvest_id)
         qa_sums = run_qa_sums(conn, harvest_id)
-        # the newest run shown, each seed beside its picture of the run before
-        newest = rows[0].harvest_num if rows else None
-        thumbnails = run_thumbnails(conn, harvest_id, newest) if newest is not None else []
+        # the newest run with pictures, each seed beside its picture of the run before
+        newest, thumbnails = run_thumbnails(conn, harvest_id)
     runs = [{**render_run(row), "qa": qa_sums.get(row.harvest_num)} for row in rows[:CHART_RUNS]]
     following = runs[-1]["harvest_num"] if len(rows) > CHART_RUNS else None
     oldest_first = list(reversed(runs))
