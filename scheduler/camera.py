@@ -38,6 +38,12 @@ class Picture:
     note: str | None = None
 
 
+def _chromium_arguments() -> list[str]:
+    """Chromium keeps its sandbox (user namespaces) around the archived pages' scripts, except as root,
+    where it refuses to start with it (a container's root user)."""
+    return ["--headless", "--disable-gpu", *(["--no-sandbox"] if os.geteuid() == 0 else [])]
+
+
 def _playwright() -> Any:
     """Playwright's synchronous API, imported when a camera is used: the scheduler does not need it."""
     from playwright import sync_api
@@ -73,8 +79,8 @@ class Camera:
         sync_api = _playwright()
         try:
             self._playwright_manager = sync_api.sync_playwright().start()
-            self._browser = self._playwright_manager.chromium.launch(
-                executable_path=str(self.chromium), args=["--headless", "--no-sandbox"])
+            self._browser = self._playwright_manager.chromium.launch(executable_path=str(self.chromium),
+                                                                     args=_chromium_arguments())
         except sync_api.Error as exc:
             self._close()
             raise CameraError(f"chromium at {self.chromium} cannot be started: {exc.message}") from exc
