@@ -29,6 +29,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     │   └── ArchiveConflictError   a different file is stored under the same name already
     ├── DedupCoverageError         too few of the jobs asked for have readable deduplication entries
     ├── ReplayError                pywb's environment cannot be built or its server cannot run
+    │   └── ReplayUnavailableError the replay service does not answer (names its address)
     ├── HeritrixError              the crawler's REST API failed or answered unexpectedly
     └── CrawlEngineError           the bundled crawl engine refused an action or could not carry it out
 
@@ -301,6 +302,10 @@ class ArchiveStoreError(HarvestSuiteError):
 
 class ReplayError(HarvestSuiteError):
     """The replay service cannot run: pywb's environment is missing or broken, or its server failed."""
+
+
+class ReplayUnavailableError(ReplayError):
+    """The replay service does not answer, or not as pywb does; the message names its address."""
 
 
 class HeritrixError(HarvestSuiteError):

@@ -411,6 +411,30 @@ class ReplaySettings:
 
 
 @dataclass(frozen=True)
+class QaSettings:
+    """The QA worker (`harvestsuite qa thumbnails run`): thumbnails of each DONE job's seeds as replayed."""
+
+    chromium: str = setting("harvestsuite.qa.chromium", "/usr/bin/chromium",
+                            "the Chromium the QA worker drives headless through Playwright to make seed "
+                            "thumbnails; missing: jobs get a note instead of thumbnails")
+    thumbnailIntervalMs: int = setting("harvestsuite.qa.thumbnailIntervalMs", 30_000,
+                                       "milliseconds between the QA worker's passes over the DONE jobs")
+    thumbnailDelayMs: int = setting("harvestsuite.qa.thumbnailDelayMs", 10_000,
+                                    "milliseconds after a job ends before its thumbnails are made, so that the "
+                                    "replay service has found its files (at least harvestsuite.replay."
+                                    "syncIntervalMs)")
+    pageTimeoutMs: int = setting("harvestsuite.qa.pageTimeoutMs", 20_000,
+                                 "milliseconds a seed's replay may take to load before it gets a note instead of "
+                                 "a thumbnail")
+    thumbnailWidth: int = setting("harvestsuite.qa.thumbnailWidth", 320,
+                                  "width in pixels of a thumbnail of the 1280 x 800 viewport")
+    maxSeedsPerJob: int = setting("harvestsuite.qa.maxSeedsPerJob", 100,
+                                  "seeds of a job that get a thumbnail, in the job's seed order; -1 = all")
+    jobsPerPass: int = setting("harvestsuite.qa.jobsPerPass", 20,
+                               "jobs the QA worker takes per pass, newest first")
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings of one process, frozen after loading."""
 
@@ -424,6 +448,7 @@ class Settings:
     archive: ArchiveSettings = field(default_factory=ArchiveSettings)
     webui: WebuiSettings = field(default_factory=WebuiSettings)
     replay: ReplaySettings = field(default_factory=ReplaySettings)
+    qa: QaSettings = field(default_factory=QaSettings)
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
 
     def effective(self) -> dict[str, Any]:

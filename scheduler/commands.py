@@ -214,3 +214,40 @@ def reject(app: AppContext, job_id: int, undo: bool) -> None:
         else:
             repository.reject(job_id)
     click.echo(f"job {job_id} {'unrejected' if undo else 'rejected'}")
+
+
+@click.group()
+def qa() -> None:
+    """Quality assurance after the harvest: thumbnails of each DONE job's seeds as replayed."""
+
+
+@qa.group()
+def thumbnails() -> None:
+    """The QA worker that pictures each seed of a DONE job through the replay service."""
+
+
+@thumbnails.command("run")
+@click.option("--once", is_flag=True, help="One pass over the jobs waiting now, then exit (for tests and cron).")
+@pass_app
+def run_thumbnails(app: AppContext, once: bool) -> None:
+    """Make thumbnails of the seeds of DONE jobs with headless Chromium through the replay service, every
+    harvestsuite.qa.thumbnailIntervalMs, until SIGTERM or Ctrl-C; with --once, one pass."""
+    import signal
+
+    from scheduler.thumbnails import PassResult, ThumbnailWorker
+
+    worker = ThumbnailWorker.from_settings(app.settings, app.engine())
+
+    def report(result: PassResult) -> None:
+        if result.jobs_made or result.jobs_skipped or once:
+            skipped = f", {result.jobs_skipped} skipped: {result.note}" if result.jobs_skipped else ""
+            click.echo(f"qa: {result.jobs_made} jobs done, {result.thumbnails} thumbnails made{skipped}")
+
+    if once:
+        report(worker.run_once())
+        return
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    click.echo(f"qa: making thumbnails every {worker.interval:g} s through {worker.replay_url or '(no replay URL)'}")
+    worker.run(stop, on_pass=report)

@@ -464,6 +464,31 @@ CREATE TABLE job_qa_summaries (
 
 CREATE INDEX job_qa_summaries_run ON job_qa_summaries (harvest_id, harvest_num);
 
+CREATE TABLE job_thumbnails (
+	job_id BIGINT NOT NULL, 
+	harvest_id BIGINT NOT NULL, 
+	harvest_num INTEGER NOT NULL, 
+	state VARCHAR(16) NOT NULL, 
+	note TEXT, 
+	tstamp TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (job_id)
+);
+
+CREATE TABLE seed_thumbnails (
+	job_id BIGINT NOT NULL, 
+	seed_key VARCHAR(40) NOT NULL, 
+	seed TEXT NOT NULL, 
+	harvest_id BIGINT NOT NULL, 
+	harvest_num INTEGER NOT NULL, 
+	name VARCHAR(200), 
+	capture_time VARCHAR(14), 
+	note TEXT, 
+	tstamp TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (job_id, seed_key)
+);
+
+CREATE INDEX seed_thumbnails_run ON seed_thumbnails (harvest_id, harvest_num, seed_key);
+
 CREATE TABLE config_history_summary (
 	config_id BIGSERIAL NOT NULL, 
 	latest_historyinfo_id BIGINT NOT NULL, 
@@ -877,6 +902,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0020_job_qa_summaries');
+INSERT INTO alembic_version (version_num) VALUES ('0021_seed_thumbnails');
 
 COMMIT;

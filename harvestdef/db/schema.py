@@ -742,6 +742,33 @@ job_qa_summaries = Table(
 )
 Index("job_qa_summaries_run", job_qa_summaries.c.harvest_id, job_qa_summaries.c.harvest_num)
 
+# The seed thumbnails the QA worker makes after a job (scheduler/thumbnails.py): per job whether its pass is
+# over ("MADE", or "SKIPPED" with the note saying why none could be made), and per seed the stored image's
+# name in the job's directory of the archive store, or the note why it has none. The run beside the job
+# makes "the same seed in the previous run" one index range.
+job_thumbnails = Table(
+    "job_thumbnails", metadata,
+    Column("job_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("harvest_id", BigInteger, nullable=False),
+    Column("harvest_num", Integer, nullable=False),
+    Column("state", String(16), nullable=False),  # ThumbnailState's name
+    Column("note", Text),
+    Column("tstamp", UTCDateTime, nullable=False),
+)
+seed_thumbnails = Table(
+    "seed_thumbnails", metadata,
+    Column("job_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("seed_key", String(40), primary_key=True),  # sha1 of the seed, hex: seeds are long URLs
+    Column("seed", Text, nullable=False),
+    Column("harvest_id", BigInteger, nullable=False),
+    Column("harvest_num", Integer, nullable=False),
+    Column("name", String(200)),  # thumbnails/<seed_key>.png in the job's directory; NULL: none made
+    Column("capture_time", String(14)),  # the replayed capture's 14-digit timestamp
+    Column("note", Text),
+    Column("tstamp", UTCDateTime, nullable=False),
+)
+Index("seed_thumbnails_run", seed_thumbnails.c.harvest_id, seed_thumbnails.c.harvest_num, seed_thumbnails.c.seed_key)
+
 # Per domain configuration: its newest historyinfo row and its best one by the rule of the expected-size
 # estimate (most objects, older on ties, nothing older than the newest complete harvest).
 config_history_summary = Table(

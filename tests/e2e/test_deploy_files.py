@@ -84,11 +84,19 @@ def test_the_intervals_agree_between_the_roles():
     assert harvester.harvester.channels[0] == "FOCUSED"
 
 
+def test_the_qa_worker_pictures_through_the_replay_service_the_web_ui_links_to():
+    scheduler, webui = role_settings("scheduler"), role_settings("webui")
+    assert scheduler.replay.url == webui.replay.url != ""
+    # the replay service has found a job's WARCs before the worker asks it for the job's captures
+    assert scheduler.qa.thumbnailDelayMs >= webui.replay.syncIntervalMs
+
+
 @pytest.mark.parametrize("name, role, command", [
     ("harvestsuite-scheduler.service", "scheduler", "scheduler run"),
     ("harvestsuite-harvester@.service", "harvester", "harvester run"),
     ("harvestsuite-webui.service", "webui", "webui run"),
     ("harvestsuite-replay.service", "webui", "replay run"),
+    ("harvestsuite-qa.service", "scheduler", "qa thumbnails run"),
 ])
 def test_each_unit_runs_its_role_with_its_settings_and_stops_it_with_sigterm(name, role, command):
     service = unit(name)

@@ -30,6 +30,7 @@ from webui.auth import EXPORT, READ, require
 from webui.context import database, settings
 from webui.history import blueprint
 from webui.qa import run_qa_sums
+from webui.thumbnails import MAX_RUN_THUMBNAILS, run_thumbnails
 
 CHART_RUNS = 30
 CHART_ROW = 26  # SVG units per bar of a horizontal chart
@@ -111,6 +112,8 @@ def harvest(name: str) -> Any:
         rows = harvest_runs(conn, harvest_id, CHART_RUNS, cursor)
         largest = largest_domains(conn, harvest_id)
         qa_sums = run_qa_sums(conn, harvest_id)
+        # the newest run with pictures, each seed beside its picture of the run before
+        newest, thumbnails = run_thumbnails(conn, harvest_id)
     runs = [{**render_run(row), "qa": qa_sums.get(row.harvest_num)} for row in rows[:CHART_RUNS]]
     following = runs[-1]["harvest_num"] if len(rows) > CHART_RUNS else None
     oldest_first = list(reversed(runs))
@@ -129,6 +132,7 @@ def harvest(name: str) -> Any:
                              unit="bytes", horizontal=True),
     }
     return render_template("history/harvest.html", name=name, runs=runs, charts=charts, largest=largest,
+                           thumbnails=thumbnails, thumbnails_run=newest, max_thumbnails=MAX_RUN_THUMBNAILS,
                            stop_names=[reason.name for reason in StopReason],
                            next_url=url_for("history.harvest", name=name, after=following)
                            if following is not None else None)

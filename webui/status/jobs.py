@@ -36,6 +36,7 @@ from webui.context import database, settings
 from webui.qa import METADATA_WARC, NoQaReportError, job_qa
 from webui.status import blueprint
 from webui.status.crawllog import crawl_log_searcher
+from webui.thumbnails import first_seed_capture, job_thumbnails, thumbnail_path
 
 MAX_CRAWL_LOG_MATCHES = 500
 MAX_PATTERN_LENGTH = 200
@@ -155,19 +156,22 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
         # the changes of a job that ended stay on its page: what was done to it, and what was refused
         changes = live["changes"] if live is not None else job_changes(conn, job_id)
         domains = [configuration["domain"] for configuration in detail["configurations"]]
-        qa, qa_error = None, None
+        qa, qa_error, thumbnails = None, None, None
         if detail["status"] in (JobStatus.DONE.name, JobStatus.FAILED.name):
             try:
                 qa = job_qa(conn, ArchiveStore.from_settings(settings()), job_id, settings().webui.qaChangeThreshold)
             except NoQaReportError as exc:
                 qa_error = str(exc)
+            thumbnails = job_thumbnails(conn, job_id, detail["harvest_num"], detail["harvest_id"])
     domain = (request.args.get("domain") or "").strip().lower()
     pattern = request.args.get("regex") or ""
     search = None
     if domain or pattern:
         search = search_crawl_log(detail, domain, pattern)
     return render_template("status/job.html", job=detail, live=live, changes=changes, job_domains=domains,
-                           refused=refused, search=search, qa=qa, qa_error=qa_error, domain=domain, pattern=pattern,
+                           refused=refused, search=search, qa=qa, qa_error=qa_error, thumbnails=thumbnails,
+                           first_seed_capture=first_seed_capture(thumbnails, detail["seeds"]) if thumbnails else None,
+                           domain=domain, pattern=pattern,
                            limit=MAX_CRAWL_LOG_MATCHES, poll_interval=settings().webui.livePollIntervalMs,
                            max_domain_options=MAX_DOMAIN_OPTIONS)
 
@@ -187,6 +191,23 @@ def job_file(job_id: int, name: str) -> Any:
     if not path.is_file() or path.name.startswith("."):
         abort(404, f"no file {name!r} of job {job_id}")
     return send_file(path, as_attachment=True, download_name=path.name)
+
+
+@blueprint.get("/jobs/<int:job_id>/thumbnails/<key>.png")
+@require(READ)
+def thumbnail(job_id: int, key: str) -> Any:
+    """A seed's thumbnail (``key``: the sha1 of the seed) from the job's files in the archive store: a PNG,
+    served as one, which browsers never take for a page (webui/thumbnails.py)."""
+    with database().connect() as conn:
+        harvest_id = conn.scalar(select(s.jobs.c.harvest_id).where(s.jobs.c.job_id == job_id))
+    path = None if harvest_id is None else thumbnail_path(ArchiveStore.from_settings(settings()), harvest_id,
+                                                           job_id, key)
+    if path is None:
+        abort(404, f"no thumbnail {key!r} of job {job_id}")
+    # a stored file never changes (harvestdef/archive.py), so a browser may keep it
+    response = send_file(path, mimetype="image/png", max_age=86_400)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 # ---------------------------------------------------------------- crawl.log search
