@@ -236,6 +236,7 @@ class Demo:
         self.pywb_venv = (pywb_venv or default_pywb_venv()).absolute()
         self.pywb_venv_given = pywb_venv is not None
         self.replay_url = ""
+        self.replay: ReplayService | None = None
         self.stop = threading.Event()
         self.failures: list[str] = []
         self._signals = 0
@@ -338,7 +339,7 @@ class Demo:
 
     def _replay(self, settings: Settings) -> None:
         """Run the replay service until the demo stops; if it ends first, say so and let the harvests go on."""
-        service = ReplayService.from_settings(settings)
+        service = self.replay = ReplayService.from_settings(settings)
         try:
             code = service.run(self.stop)
         except Exception as exc:  # noqa: BLE001 - replay is a window on the harvests, not one of their roles
@@ -365,7 +366,10 @@ class Demo:
         if self._signals == 1:
             self.stop.set()
             return
-        # The engine is a process of its own; the next run's harvest controller stops what it left.
+        # The engine is a process of its own; the next run's harvest controller stops what it left. pywb
+        # would keep the replay port, and nothing finds it later.
+        if self.replay is not None:
+            self.replay.kill()
         log.warning("stopped at once; the next run cleans up after it")
         logging.shutdown()
         os._exit(128 + signum)

@@ -4,6 +4,7 @@ is, the replay service)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import http.cookiejar
 import json
@@ -138,8 +139,9 @@ class DemoProcess:
         command = command or [sys.executable, "-m", "harvestdef", "demo", "--dir", str(directory), "--port", str(port),
                               *options]
         with open(log, "ab") as out:
+            # a session of its own, so that ``kill`` reaches its children too (pywb), as a terminal's would
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=directory.parent,
-                                            env={**env, "PYTHONUNBUFFERED": "1"})
+                                            env={**env, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
 
     def text(self) -> str:
         return self.log.read_bytes()[self.offset:].decode("utf-8", "replace")
@@ -165,9 +167,13 @@ class DemoProcess:
             raise AssertionError(f"the demo did not stop within {timeout} s of Ctrl-C:\n{self.text()}") from None
 
     def kill(self) -> None:
+        """Kill the demo and what it started in its session (the engine has a session of its own, which
+        the next run's harvest controller stops)."""
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def run_demo_command(directory: Path, port: int) -> subprocess.CompletedProcess[str]:
