@@ -2,9 +2,9 @@
 
 It reads what the scheduler and the harvest controller wrote (jobs, their statuses, historyinfo,
 harvest_findings) every few seconds and logs one line per event: a job made, queued, crawling, done with
-its figures, the configurations that got nothing and why, and the page that shows it, or failed with the
-reason. It also plays the curator's part for the snapshot harvest: once step 1 has finished it activates
-step 2, naming the domains step 2 continues.
+its figures, the configurations that got nothing and why, the page that shows it and, with replay running,
+its first seed as harvested, or failed with the reason. It also plays the curator's part for the snapshot
+harvest: once step 1 has finished it activates step 2, naming the domains step 2 continues.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from datetime import UTC
 from pathlib import Path
 
 from sqlalchemy import Engine, func, or_, select
@@ -19,6 +20,8 @@ from sqlalchemy import Engine, func, or_, select
 from harvestdef.db import schema as s
 from harvestdef.demo import definitions
 from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.replay.layout import ALL_COLLECTION
+from harvestdef.seeds import seed_lines
 
 log = logging.getLogger("harvestsuite.demo")
 
@@ -38,11 +41,14 @@ def _size(count: int) -> str:
 
 
 class Narrator:
-    """Polls the harvest database every ``interval`` seconds until ``stop`` is set."""
+    """Polls the harvest database every ``interval`` seconds until ``stop`` is set; ``replay_url``, the
+    replay service's address ("" when it does not run)."""
 
-    def __init__(self, engine: Engine, web_url: str, archive_root: Path, interval: float = 2.0) -> None:
+    def __init__(self, engine: Engine, web_url: str, archive_root: Path, interval: float = 2.0,
+                 replay_url: str = "") -> None:
         self.engine = engine
         self.web_url = web_url.rstrip("/")
+        self.replay_url = replay_url.rstrip("/")
         self.archive_root = archive_root
         self.interval = interval
         self._seen: dict[int, JobStatus] = {}
@@ -126,10 +132,25 @@ class Narrator:
                  len(warcs))
         log.info("    the job: %s/status/jobs/%d   the harvest's statistics: %s/history/harvests/%s",
                  self.web_url, row.job_id, self.web_url, row.name.replace(" ", "%20"))
+        replayed = self._replay_of_first_seed(conn, row.job_id)
+        if replayed:
+            log.info("    its first seed as harvested, replayed by pywb at %s: %s", self.replay_url, replayed)
         if self._first_done:
             self._first_done = False
             log.info("    (the first harvest is in: log in at %s to look around; this log goes on telling what "
                      "happens)", self.web_url)
+
+    def _replay_of_first_seed(self, conn, job_id: int) -> str | None:  # noqa: ANN001 - a Connection
+        """The replay address of the job's first seed at the job's start (pywb's form, as the job page links
+        it), or None without replay."""
+        if not self.replay_url:
+            return None
+        job = conn.execute(select(s.jobs.c.startdate, s.jobs.c.seedlist).where(s.jobs.c.job_id == job_id)).first()
+        seeds = seed_lines(job.seedlist) if job is not None else []
+        if not seeds or job.startdate is None:
+            return None
+        started = job.startdate.astimezone(UTC) if job.startdate.tzinfo else job.startdate
+        return f"{self.replay_url}/{ALL_COLLECTION}/{started:%Y%m%d%H%M%S}/{seeds[0]}"
 
     @staticmethod
     def _nothing_harvested(conn, job_id: int) -> str:  # noqa: ANN001 - a Connection

@@ -4,7 +4,14 @@ The scheduler, one harvest controller (with the bundled crawl engine as its chil
 UI run as threads, each the role its package offers through the ``harvestsuite.roles`` entry points, so
 harvestdef starts them without importing them. They share nothing but what a real installation shares:
 the harvest database (SQLite, ``harvest.db``), the embedded queue (``queue.db``) and the archive store
-(``archive/``). The demo site and the narrator run beside them.
+(``archive/``). The demo site and the narrator run beside them, and the replay service (pywb over the
+archive store, harvestdef/replay/) on the port after the web UI's, whose "view" links open it; without
+pywb's environment (``.venv-pywb``, built by scripts/setup.sh) the demo says how to build it and runs
+without replay. Replay is not a role: a pywb that fails is told and the harvests go on.
+
+Ports: the web UI on ``--port`` (8080), replay on the next (8081), the demo site on the one after (8082,
+chosen at the first run and kept, since the demo's seeds name it). A port in use is replaced by a free one,
+except the web UI's, which the person chose.
 
 The working directory keeps everything between runs: ``demo.json`` holds what the first run chose (the
 demo site's port, the admin password, the keys), so a second run continues where the first stopped. A
@@ -18,6 +25,7 @@ import json
 import logging
 import os
 import secrets
+import shlex
 import signal
 import socket
 import sys
@@ -35,6 +43,8 @@ from harvestdef.demo.narrator import Narrator
 from harvestdef.demo.site import HOSTS, DemoSite, write_hosts_file
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.files import exclusive_lock, write_atomically
+from harvestdef.replay.environment import is_ready
+from harvestdef.replay.service import LOG_FILE, ReplayService
 from harvestdef.settings import Settings, load_settings
 
 ROLE_GROUP = "harvestsuite.roles"
@@ -42,6 +52,8 @@ ROLES = ("webui", "scheduler", "harvester")  # the order they start in
 STATE_FILE = "demo.json"
 SETTINGS_FILE = "settings.toml"
 LOCK_FILE = "demo.lock"
+REPLAY_DIR = "replay"  # pywb's working directory in the demo's
+PYWB_VENV = ".venv-pywb"  # where scripts/setup.sh builds pywb's environment, beside .venv
 
 Role = Callable[[Settings, threading.Event], None]
 log = logging.getLogger("harvestsuite.demo")
@@ -68,7 +80,9 @@ class DemoState:
             except (ValueError, TypeError) as exc:
                 raise DemoError(f"{path} cannot be read ({exc}); delete the directory to start the demo afresh")\
                     from None
-        state = cls(site_port=_free_port(prefer=web_port + 1), admin_password=secrets.token_urlsafe(9),
+        # the port after the web UI's is the replay service's
+        state = cls(site_port=_free_port(prefer=web_port + 2, avoid={web_port + 1}),
+                    admin_password=secrets.token_urlsafe(9),
                     secret_key=secrets.token_hex(32), engine_password=secrets.token_urlsafe(12))
         write_atomically(path, json.dumps(asdict(state), indent=1).encode("utf-8"))  # mode 0600: it holds passwords
         return state, True
@@ -87,16 +101,55 @@ def _port_in_use(port: int) -> bool:
     return False
 
 
-def _free_port(prefer: int) -> int:
-    if prefer <= 65535 and not _port_in_use(prefer):
+def _free_port(prefer: int, avoid: set[int] | frozenset[int] = frozenset()) -> int:
+    """``prefer`` when it is free and not in ``avoid``, else a free port the system gives (not in ``avoid``)."""
+    if prefer <= 65535 and prefer not in avoid and not _port_in_use(prefer):
         return prefer
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if port not in avoid:
+            return port
 
 
-def demo_settings(directory: Path, web_port: int, state: DemoState) -> dict[str, object]:
-    """Every setting the demo changes from the defaults: its files, and intervals of seconds."""
+def default_pywb_venv() -> Path:
+    """pywb's environment as scripts/setup.sh builds it: ``.venv-pywb`` beside the environment running this."""
+    return Path(sys.prefix).parent / PYWB_VENV
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a shell word: relative to the working directory when below it, absolute otherwise."""
+    try:
+        relative = path.relative_to(Path.cwd())
+    except ValueError:
+        return shlex.quote(str(path))
+    return shlex.quote(str(relative) if relative.parent != Path(".") else f"./{relative}")
+
+
+def harvestsuite_command() -> str:
+    """How to run this installation's ``harvestsuite`` from the working directory: the script of the
+    environment running the demo, or this Python with ``-m harvestdef`` where there is none."""
+    script = Path(sys.prefix) / "bin" / "harvestsuite"
+    if script.is_file():
+        return _shown(script)
+    return f"{_shown(Path(sys.executable))} -m harvestdef"
+
+
+def demo_settings(directory: Path, web_port: int, state: DemoState, replay_port: int | None = None,
+                  pywb_venv: Path | None = None) -> dict[str, object]:
+    """Every setting the demo changes from the defaults: its files, and intervals of seconds. With
+    ``replay_port`` the replay service runs there (from ``pywb_venv``) and the web UI links to it."""
+    replay: dict[str, object] = {}
+    if replay_port is not None:
+        replay = {
+            "harvestsuite.replay.url": f"http://127.0.0.1:{replay_port}",
+            "harvestsuite.replay.bind": "127.0.0.1",
+            "harvestsuite.replay.port": replay_port,
+            "harvestsuite.replay.workDir": str(directory / REPLAY_DIR),
+            "harvestsuite.replay.pywbVenv": str(pywb_venv or default_pywb_venv()),
+            "harvestsuite.replay.syncIntervalMs": 2000,
+        }
     return {
         "harvestsuite.database.url": f"sqlite:///{directory / 'harvest.db'}",
         "harvestsuite.queue.url": f"sqlite:///{directory / 'queue.db'}",
@@ -121,6 +174,7 @@ def demo_settings(directory: Path, web_port: int, state: DemoState) -> dict[str,
         "harvestsuite.webui.port": web_port,
         "harvestsuite.webui.secretKey": state.secret_key,
         "harvester.datamodel.domain.defaultOrderxml": definitions.TEMPLATE,
+        **replay,
     }
 
 
@@ -172,12 +226,17 @@ def _narration_logging() -> None:
 
 
 class Demo:
-    """One run of the demo in ``directory`` with the web UI on ``web_port``."""
+    """One run of the demo in ``directory`` with the web UI on ``web_port``, replay from ``pywb_venv``
+    (default: ``default_pywb_venv()``)."""
 
-    def __init__(self, directory: Path, web_port: int) -> None:
+    def __init__(self, directory: Path, web_port: int, pywb_venv: Path | None = None) -> None:
         self.directory = directory.resolve()
         self.web_port = web_port
         self.web_url = f"http://127.0.0.1:{web_port}"
+        self.pywb_venv = (pywb_venv or default_pywb_venv()).absolute()
+        self.pywb_venv_given = pywb_venv is not None
+        self.replay_url = ""
+        self.replay: ReplayService | None = None
         self.stop = threading.Event()
         self.failures: list[str] = []
         self._signals = 0
@@ -197,8 +256,17 @@ class Demo:
                 raise DemoError(f"port {state.site_port}, the demo site's (chosen at the first run, kept in "
                                 f"{self.directory / STATE_FILE}), is in use; stop what uses it, or start afresh "
                                 f"in another --dir")
+            replay_port = None
+            if is_ready(self.pywb_venv):
+                # chosen at every run: no seed names it; an earlier demo's site may hold the port after the UI's
+                replay_port = _free_port(prefer=self.web_port + 1, avoid={state.site_port})
+                self.replay_url = f"http://127.0.0.1:{replay_port}"
+                if replay_port != self.web_port + 1:
+                    log.info("port %d, the one after the web UI's, is %s: replay takes %d", self.web_port + 1,
+                             "the demo site's" if state.site_port == self.web_port + 1 else "in use", replay_port)
             settings_path = self.directory / SETTINGS_FILE
-            write_settings(settings_path, demo_settings(self.directory, self.web_port, state))
+            write_settings(settings_path, demo_settings(self.directory, self.web_port, state, replay_port,
+                                                        self.pywb_venv))
             settings = load_settings(settings_path, environ={})
             write_hosts_file(self.directory / "hosts")
             engine = open_engine(settings.database.url)
@@ -226,16 +294,26 @@ class Demo:
                  ", ".join(host.name for host in HOSTS), self.directory / "hosts")
         log.info("")
         log.info("    web UI:  %s   log in as %s, password %s", self.web_url, definitions.ADMIN, state.admin_password)
-        log.info("    files:   %s (settings.toml, harvest.db, queue.db, archive/, harvester/)", self.directory)
+        if self.replay_url:
+            log.info("    replay:  %s   pywb over the archive store: the \"view\" links of the job and history "
+                     "pages open the pages as harvested there", self.replay_url)
+        else:
+            log.info("    replay:  off, no pywb environment at %s; `%s --set harvestsuite.replay.pywbVenv=%s "
+                     "replay install` builds it (scripts/setup.sh does), then run the demo again",
+                     self.pywb_venv, harvestsuite_command(), _shown(self.pywb_venv))
+        log.info("    files:   %s (settings.toml, harvest.db, queue.db, archive/, harvester/%s)", self.directory,
+                 f", {REPLAY_DIR}/" if self.replay_url else "")
         log.info("    Ctrl-C stops the demo; running it again continues where it stopped")
         log.info("")
 
     def _run_roles(self, roles: dict[str, Role], settings: Settings, engine) -> int:  # noqa: ANN001
         previous = {signum: signal.signal(signum, self._on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
-        narrator = Narrator(engine, self.web_url, Path(settings.archive.root))
+        narrator = Narrator(engine, self.web_url, Path(settings.archive.root), replay_url=self.replay_url)
         threads = [threading.Thread(target=self._guard, args=(name, role, settings), name=f"demo-{name}",
                                     daemon=True) for name, role in roles.items()]
         threads.append(threading.Thread(target=narrator.run, args=(self.stop,), name="demo-narrator", daemon=True))
+        if self.replay_url:
+            threads.append(threading.Thread(target=self._replay, args=(settings,), name="demo-replay", daemon=True))
         try:
             for thread in threads:
                 thread.start()
@@ -252,8 +330,24 @@ class Demo:
         if self.failures:
             log.error("the demo stopped because %s", "; ".join(self.failures))
             return 1
-        log.info("stopped; `harvestsuite demo --dir %s --port %d` continues", self.directory, self.web_port)
+        command = harvestsuite_command()
+        venv = f" --pywb-venv {_shown(self.pywb_venv)}" if self.pywb_venv_given else ""
+        log.info("stopped; `%s demo --dir %s --port %d%s` continues where it stopped; `%s --config %s jobs list` "
+                 "lists its jobs", command, _shown(self.directory), self.web_port, venv, command,
+                 _shown(self.directory / SETTINGS_FILE))
         return 0
+
+    def _replay(self, settings: Settings) -> None:
+        """Run the replay service until the demo stops; if it ends first, say so and let the harvests go on."""
+        service = self.replay = ReplayService.from_settings(settings)
+        try:
+            code = service.run(self.stop)
+        except Exception as exc:  # noqa: BLE001 - replay is a window on the harvests, not one of their roles
+            log.error("replay stopped: %s; the demo goes on without it", exc)
+            return
+        if not self.stop.is_set():
+            log.error("replay stopped: pywb exited %d (its output is in %s); the demo goes on without it", code,
+                      service.layout.work_dir / LOG_FILE)
 
     def _guard(self, name: str, role: Role, settings: Settings) -> None:
         """Run one role; if it ends before it was asked to, the demo stops and says why."""
@@ -272,7 +366,10 @@ class Demo:
         if self._signals == 1:
             self.stop.set()
             return
-        # The engine is a process of its own; the next run's harvest controller stops what it left.
+        # The engine is a process of its own; the next run's harvest controller stops what it left. pywb
+        # would keep the replay port, and nothing finds it later.
+        if self.replay is not None:
+            self.replay.kill()
         log.warning("stopped at once; the next run cleans up after it")
         logging.shutdown()
         os._exit(128 + signum)

@@ -3,7 +3,8 @@
 ``ReplayService.run`` writes pywb's working directory (``layout``), starts ``wayback`` from pywb's own
 virtual environment on the configured address, then keeps the layout in step with the store every sync
 interval until its stop event is set or the child exits. Stopping terminates the child (SIGTERM, then
-SIGKILL after a grace period), so Ctrl-C or a systemd stop never leaves pywb running.
+SIGKILL after a grace period), so Ctrl-C or a systemd stop never leaves pywb running; ``kill`` is for a
+process that exits at once without waiting for ``run`` to return.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class ReplayService:
         self.bind = bind
         self.port = port
         self.sync_interval = sync_interval
+        self._process: subprocess.Popen[bytes] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ReplayService:
@@ -54,7 +56,7 @@ class ReplayService:
         self.check()
         self.layout.write_config()
         self._sync()
-        process = self._start()
+        process = self._process = self._start()
         log.info("replay: pywb (pid %d) on http://%s:%d over %s; its output in %s", process.pid, self.bind,
                  self.port, self.layout.store_root, self.layout.work_dir / LOG_FILE)
         try:
@@ -67,6 +69,12 @@ class ReplayService:
             return 0
         finally:
             _stop(process)
+
+    def kill(self) -> None:
+        """Kill pywb now, if it runs (its process exits with its parent's hard stop, never outliving it)."""
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
 
     def _sync(self) -> None:
         try:

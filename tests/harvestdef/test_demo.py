@@ -1,12 +1,16 @@
 """`harvestsuite demo`: its site, its definitions, and the command as a newcomer runs it (a real process
-with the scheduler, a harvest controller with the bundled engine, and the web UI)."""
+with the scheduler, a harvest controller with the bundled engine, the web UI and, where pywb's environment
+is, the replay service)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import http.cookiejar
+import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -23,7 +27,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
-from harvestdef.demo import definitions
+from harvestdef.demo import definitions, runner
 from harvestdef.demo.site import HOSTS, DemoSite
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.harvests import HarvestRepository
@@ -126,14 +130,18 @@ def test_the_definitions_are_made_once_and_ready_to_run(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- the command
 class DemoProcess:
-    def __init__(self, directory: Path, port: int, log: Path) -> None:
+    def __init__(self, directory: Path, port: int, log: Path, *options: str, command: list[str] | None = None) -> None:
+        """The demo in ``directory`` with ``options``, or ``command`` as a shell would run it (its cwd:
+        ``directory``'s parent)."""
         self.log = log
         self.offset = log.stat().st_size if log.exists() else 0
         env = {k: v for k, v in os.environ.items() if not k.startswith("HARVESTSUITE")}
+        command = command or [sys.executable, "-m", "harvestdef", "demo", "--dir", str(directory), "--port", str(port),
+                              *options]
         with open(log, "ab") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "harvestdef", "demo", "--dir", str(directory), "--port", str(port)],
-                stdout=out, stderr=subprocess.STDOUT, cwd=directory.parent, env={**env, "PYTHONUNBUFFERED": "1"})
+            # a session of its own, so that ``kill`` reaches its children too (pywb), as a terminal's would
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=directory.parent,
+                                            env={**env, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
 
     def text(self) -> str:
         return self.log.read_bytes()[self.offset:].decode("utf-8", "replace")
@@ -159,9 +167,13 @@ class DemoProcess:
             raise AssertionError(f"the demo did not stop within {timeout} s of Ctrl-C:\n{self.text()}") from None
 
     def kill(self) -> None:
+        """Kill the demo and what it started in its session (the engine has a session of its own, which
+        the next run's harvest controller stops)."""
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def run_demo_command(directory: Path, port: int) -> subprocess.CompletedProcess[str]:
@@ -181,9 +193,18 @@ def log_in(port: int, password: str) -> urllib.request.OpenerDirector:
 
 def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
     directory, port, log = tmp_path / "demo", free_port(), tmp_path / "demo.log"
-    demo = DemoProcess(directory, port, log)
+    no_pywb = tmp_path / "no-pywb"
+    demo = DemoProcess(directory, port, log, "--pywb-venv", str(no_pywb))
     try:
         password = demo.wait_for(r"log in as admin, password (\S+)", 60).group(1)
+        # without pywb's environment it says how to build it, and runs without replay
+        install = demo.wait_for(r"replay:  off, no pywb environment at (\S+); `([^`]+)` builds it", 10)
+        assert install.group(1) == str(no_pywb)
+        words = shlex.split(install.group(2))
+        setting, value = words[2].split("=", 1)
+        assert words[1] == "--set" and words[3:] == ["replay", "install"]
+        assert setting == "harvestsuite.replay.pywbVenv" and (tmp_path / value).resolve() == no_pywb
+        assert os.access(tmp_path / words[0], os.X_OK), words[0]  # paths as seen from where the demo ran
         done = demo.wait_for(r"job (\d+) \(News and local history, run 1\) DONE: (\d+) objects", 150)
         selective_job = int(done.group(1))
         demo.wait_for(r"Snapshot 2026 step 1 has finished; (\d+) domains stopped on its limit", 150)
@@ -194,6 +215,7 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
         opener = log_in(port, password)
         page = opener.open(f"http://127.0.0.1:{port}/status/jobs/{selective_job}", timeout=10).read().decode()
         assert "DONE" in page and "News and local history" in page
+        assert "replay-link" not in page, "no replay service, no links to it"
 
         # a second demo: the directory is taken; another directory on the same port: the port is taken
         busy = run_demo_command(directory, free_port())
@@ -202,9 +224,18 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
         assert taken.returncode == 2 and f"port {port} is in use" in taken.stderr, taken.stderr
 
         assert demo.interrupt() == 0
-        assert "stopped; `harvestsuite demo" in demo.text()
+        stopped = re.search(r"stopped; `([^`]+)` continues where it stopped; `([^`]+)` lists its jobs", demo.text())
+        assert stopped, demo.text()
+        rerun, list_jobs = (shlex.split(command) for command in stopped.groups())
+        assert rerun[1:3] == ["demo", "--dir"] and rerun[4:7] == ["--port", str(port), "--pywb-venv"]
+        assert (tmp_path / rerun[3]).resolve() == directory and (tmp_path / rerun[7]).resolve() == no_pywb
     finally:
         demo.kill()
+
+    # the commands it named run as printed, from where the demo ran
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARVESTSUITE")}
+    listed = subprocess.run(list_jobs, capture_output=True, text=True, timeout=60, cwd=directory.parent, env=env)
+    assert listed.returncode == 0 and re.search(rf"^{selective_job}\tDONE\t", listed.stdout, re.M), listed
 
     # what the archive store holds for the selective job: WARC with the pages, metadata WARC, CDXJ, dedup
     settings = load_settings(directory / "settings.toml", environ={})
@@ -242,8 +273,8 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
             s.jobs.c.status == JobStatus.DONE)) >= 4
     engine.dispose()
 
-    # a rerun continues: same definitions and login, nothing made twice
-    again = DemoProcess(directory, port, log)
+    # a rerun (the command it printed) continues: same definitions and login, nothing made twice
+    again = DemoProcess(directory, port, log, command=rerun)
     try:
         again.wait_for(r"continuing: the harvest definitions are there from an earlier run", 60)
         assert f"password {password}" in again.wait_for(r"log in as admin, password \S+", 30).group(0)
@@ -256,3 +287,76 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
         assert conn.scalar(select(func.count()).select_from(s.harvestdefinitions)) == 4
         assert conn.scalar(select(func.count()).select_from(s.jobs)) >= jobs_before
     engine.dispose()
+
+
+# ---------------------------------------------------------------------------------------------- replay
+def stored_payload(archive: Path, url: str) -> bytes:
+    """The payload of the first response record of ``url`` in the archive store's WARCs."""
+    for path in sorted(archive.glob("*/*/*.warc.gz")):
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                if record.rec_type == "response" and record.rec_headers.get_header("WARC-Target-URI") == url:
+                    return record.content_stream().read()
+    raise AssertionError(f"no response record of {url} in {archive}")
+
+
+def replayed(link: str) -> tuple[int, bytes]:
+    """pywb's answer to a capture link in its ``id_`` form: the capture's bytes as archived, not rewritten."""
+    found = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/(\w+)/(\d{14})/(.+)", link)
+    assert found, link
+    port, collection, stamp, url = found.groups()
+    connection = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
+    try:
+        connection.request("GET", f"/{collection}/{stamp}id_/{url}")
+        response = connection.getresponse()
+        return response.status, response.read()
+    finally:
+        connection.close()
+
+
+def replay_links(page: str) -> list[str]:
+    return re.findall(r'<a href="([^"]+)" target="_blank" rel="noopener" class="replay-link">view</a>', page)
+
+
+def test_the_demo_replays_what_it_harvested_on_the_port_after_the_web_uis(tmp_path):
+    from tests.pywb import pywb_venv
+
+    venv = pywb_venv()
+    directory, port, log = tmp_path / "demo", free_port(), tmp_path / "demo.log"
+    demo = DemoProcess(directory, port, log, "--pywb-venv", str(venv))
+    try:
+        password = demo.wait_for(r"log in as admin, password (\S+)", 60).group(1)
+        replay_url = demo.wait_for(r"replay:  (http://127\.0\.0\.1:(\d+)) ", 10).group(1)
+        site_port = json.loads((directory / runner.STATE_FILE).read_text(encoding="utf-8"))["site_port"]
+        if f"port {port + 1}" not in demo.text():  # a port some other program holds is replaced, and told
+            assert replay_url == f"http://127.0.0.1:{port + 1}" and site_port == port + 2
+        done = demo.wait_for(rf"job (\d+) \({re.escape(definitions.SELECTIVE)}, run 1\) DONE", 150)
+        job_id = int(done.group(1))
+        told = demo.wait_for(r"its first seed as harvested, replayed by pywb at (\S+): (\S+)", 10)
+        assert told.group(1) == replay_url and told.group(2).startswith(f"{replay_url}/all/")
+
+        opener = log_in(port, password)
+        page = opener.open(f"http://127.0.0.1:{port}/status/jobs/{job_id}", timeout=10).read().decode()
+        seed = f"http://www.nordposten.dk:{site_port}/"
+        [seed_link] = [link for link in replay_links(page) if link.endswith(f"/{seed}")]
+        assert seed_link.startswith(f"{replay_url}/all/"), "the replay service's origin, never the web UI's"
+        # pywb finds the job's files within one sync of the archive store (2 s in the demo)
+        deadline = time.monotonic() + 30
+        while (answer := replayed(seed_link))[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert answer == (200, stored_payload(directory / "archive", seed)), answer[0]
+
+        # a 2xx line of the crawl-log search replays the page as the site serves it
+        query = urllib.parse.urlencode({"domain": "nordposten.dk", "regex": r"^\S+ +200 +\d+ \S+/artikel/12\.html "})
+        search = opener.open(f"http://127.0.0.1:{port}/status/jobs/{job_id}?{query}", timeout=10).read().decode()
+        [article_link] = [link for link in replay_links(search) if link.endswith("/artikel/12.html")]
+        status, body = replayed(article_link)
+        assert status == 200 and body == get(site_port, "www.nordposten.dk", "/artikel/12.html")[2]
+        assert demo.interrupt() == 0
+    finally:
+        demo.kill()
+    try:
+        status = replayed(seed_link)[0]
+    except OSError:
+        status = None
+    assert status is None, "pywb still answers after the demo stopped"

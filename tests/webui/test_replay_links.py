@@ -1,15 +1,20 @@
-"""The web UI's links to the replay service: on the replay origin, in a new tab, only when replay.url is set."""
+"""The web UI's links to the replay service: on the replay origin, in a new tab, only when replay.url is set,
+and only for what was captured (the job page's seeds and 2xx crawl-log lines; the history pages' runs that
+captured their configuration's seed)."""
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import update
 
 from harvestdef.db import schema as s
-from harvestdef.model.status import JobStatus
+from harvestdef.messages import NothingHarvested
+from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.repositories.history import DomainFigures, HistoryWriter
+from harvestdef.repositories.jobs import JobRepository
 from harvestdef.settings import load_settings
 from harvester.postprocess.metadata import MetadataInfo, write_metadata_warc
 from tests.webui.conftest import PASSWORD, csrf_of
@@ -67,3 +72,68 @@ def test_job_page_links_seeds_and_2xx_crawl_log_lines_only_with_a_replay_url(web
     assert (f"{REPLAY}/all/20260301100000/http://www.alpha.dk/", "view") in links
     assert not any("missing" in href for href, _ in links)
     assert all(href.startswith(REPLAY + "/") for href, _ in links), "never through the web UI's origin"
+
+
+def replay_links(page: str) -> list[tuple[str, str]]:
+    return re.findall(r'<a href="([^"]+)" target="_blank" rel="noopener" class="replay-link">(\w+)</a>', page)
+
+
+def record_two_runs(engine) -> None:  # noqa: ANN001
+    """Runs 1 and 2 of "daily" (jobs 1 and 2, a day apart): alpha.dk captured in both; beta.dk captured in
+    run 1, and in run 2 its seed answered 404: two objects (its DNS record and robots.txt), nothing of its own."""
+    seed(engine, [JobStatus.DONE, JobStatus.DONE])
+    with engine.begin() as conn:
+        for job_id in (1, 2):
+            conn.execute(update(s.jobs).where(s.jobs.c.job_id == job_id).values(
+                startdate=STARTED + timedelta(days=job_id - 1)))
+        jobs, writer = JobRepository(conn), HistoryWriter(conn)
+        done = StopReason.DOWNLOAD_COMPLETE
+        writer.record_job(jobs.get(1), JobStatus.DONE, done, {"alpha.dk": DomainFigures(100, 10_000, done),
+                                                              "beta.dk": DomainFigures(50, 2_000, done)}, STARTED)
+        lost = NothingHarvested("HTTP 404 (404) for http://www.beta.dk", 404, "http://www.beta.dk")
+        writer.record_job(jobs.get(2), JobStatus.DONE, done, {
+            "alpha.dk": DomainFigures(120, 30_000, done),
+            "beta.dk": DomainFigures(2, 300, done, nothing_harvested=lost)}, STARTED + timedelta(days=1))
+
+
+@pytest.mark.parametrize("replay_url", [REPLAY, ""])
+def test_history_pages_link_the_runs_that_captured_their_seed(webui_engine, tmp_path, replay_url):
+    record_two_runs(webui_engine)
+    client = client_for(webui_engine, tmp_path, replay_url)
+    run_1, run_2 = "20260301095958", "20260302095958"
+    alpha = client.get("/history/domains/alpha.dk").get_data(as_text=True)
+    beta = client.get("/history/domains/beta.dk").get_data(as_text=True)
+    statistics = client.get("/history/harvests/daily").get_data(as_text=True)
+    assert "30.0 KB" in alpha and "nothing harvested" in beta and "Largest domains" in statistics
+    if not replay_url:
+        for page in (alpha, beta, statistics):
+            assert replay_links(page) == [] and "replay.example.org" not in page and "<th>Replay</th>" not in page
+        return
+    # the domain's latest capture (its default configuration's first seed, at the job's start), its calendar
+    # across jobs, and each run that captured the seed
+    assert replay_links(alpha) == [(f"{REPLAY}/all/{run_2}/http://www.alpha.dk", "view"),
+                                   (f"{REPLAY}/all/*/http://www.alpha.dk", "captures"),
+                                   (f"{REPLAY}/all/{run_2}/http://www.alpha.dk", "view"),
+                                   (f"{REPLAY}/all/{run_1}/http://www.alpha.dk", "view")]
+    # run 2 got nothing of beta.dk's own, though it has objects: its latest capture is run 1's, and run 2's
+    # row has no link
+    assert replay_links(beta) == [(f"{REPLAY}/all/{run_1}/http://www.beta.dk", "view"),
+                                  (f"{REPLAY}/all/*/http://www.beta.dk", "captures"),
+                                  (f"{REPLAY}/all/{run_1}/http://www.beta.dk", "view")]
+    assert 'Latest capture: <span class="url">http://www.beta.dk</span> in job' in beta
+    # the statistics' configurations, each at its newest run in the harvest: beta.dk's got nothing
+    assert replay_links(statistics) == [(f"{REPLAY}/all/{run_2}/http://www.alpha.dk", "view"),
+                                        (f"{REPLAY}/all/*/http://www.alpha.dk", "captures")]
+
+
+def test_a_domain_never_captured_has_no_replay_links(webui_engine, tmp_path):
+    seed(webui_engine, [JobStatus.DONE])
+    with webui_engine.begin() as conn:
+        conn.execute(update(s.jobs).where(s.jobs.c.job_id == 1).values(startdate=STARTED))
+        done = StopReason.DOWNLOAD_COMPLETE
+        HistoryWriter(conn).record_job(JobRepository(conn).get(1), JobStatus.DONE, done, {
+            "alpha.dk": DomainFigures(0, 0, done)}, STARTED)
+    client = client_for(webui_engine, tmp_path, REPLAY)
+    for path in ("/history/domains/alpha.dk", "/history/domains/beta.dk", "/history/harvests/daily"):
+        page = client.get(path).get_data(as_text=True)
+        assert replay_links(page) == [] and "Latest capture" not in page, path

@@ -4,7 +4,8 @@ statistics with charts, the configurations of a run that got nothing, and the CS
 Charts are inline SVG drawn on the server from the summary tables (no JavaScript library): ``bar_chart``
 turns labelled values into bar geometry, and the template macro in history/_charts.html draws it.
 
-The one direct query lists the harvest definitions' names for the index page, read-only.
+The one direct query lists the harvest definitions' names for the index page, read-only. The runs that
+captured something, which get links to the replay service, come from webui/history/captures.py.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from webui.api.history import (
 from webui.auth import EXPORT, READ, require
 from webui.context import database, settings
 from webui.history import blueprint
+from webui.history.captures import Run, captured_runs, latest_captured_run
 from webui.qa import run_qa_sums
 from webui.thumbnails import MAX_RUN_THUMBNAILS, run_thumbnails
 
@@ -95,10 +97,17 @@ def domain(name: str) -> Any:
     """A domain's harvest history, newest first, paged."""
     size = settings().webui.pageSize
     cursor = request.args.get("after", type=int)
+    latest, captures = None, {}
     with database().connect() as conn:
         rows = domain_history(conn, name, size, cursor)
+        if settings().replay.url:  # without a replay service there is nothing to link to
+            latest = latest_captured_run(conn, name)
+            runs = [Run(name, row.configuration, row.job_id, row.objectcount) for row in rows[:size]]
+            captures = captured_runs(conn, runs + ([latest] if latest else []))
     following = rows[size - 1].historyinfo_id if len(rows) > size else None
+    latest_capture = captures.get((name, latest.configuration, latest.job_id)) if latest else None
     return render_template("history/domain.html", name=name, rows=rows[:size], StopReason=StopReason,
+                           captures=captures, latest=latest, latest_capture=latest_capture,
                            next_url=url_for("history.domain", name=name, after=following) if following else None)
 
 
@@ -114,6 +123,8 @@ def harvest(name: str) -> Any:
         qa_sums = run_qa_sums(conn, harvest_id)
         # the newest run with pictures, each seed beside its picture of the run before
         newest, thumbnails = run_thumbnails(conn, harvest_id)
+        captures = captured_runs(conn, [Run(d["domain"], d["configuration"], d["job_id"], d["objects"])
+                                        for d in largest]) if settings().replay.url else {}
     runs = [{**render_run(row), "qa": qa_sums.get(row.harvest_num)} for row in rows[:CHART_RUNS]]
     following = runs[-1]["harvest_num"] if len(rows) > CHART_RUNS else None
     oldest_first = list(reversed(runs))
@@ -133,6 +144,7 @@ def harvest(name: str) -> Any:
     }
     return render_template("history/harvest.html", name=name, runs=runs, charts=charts, largest=largest,
                            thumbnails=thumbnails, thumbnails_run=newest, max_thumbnails=MAX_RUN_THUMBNAILS,
+                           captures=captures,
                            stop_names=[reason.name for reason in StopReason],
                            next_url=url_for("history.harvest", name=name, after=following)
                            if following is not None else None)
