@@ -216,6 +216,26 @@ def reject(app: AppContext, job_id: int, undo: bool) -> None:
     click.echo(f"job {job_id} {'unrejected' if undo else 'rejected'}")
 
 
+def run_qa_worker(settings: Settings, stop: threading.Event) -> None:
+    """The QA worker until ``stop`` is set, on a database connection of its own.
+
+    It is also the ``qa`` role of the ``harvestsuite.roles`` entry points, which ``harvestsuite demo`` runs
+    beside its replay service (and only then: thumbnails are pictures of replayed pages).
+    """
+    from harvestdef.db.engine import engine_from_settings
+    from scheduler.thumbnails import PassResult, ThumbnailWorker
+
+    def report(result: PassResult) -> None:
+        if result.jobs_made:
+            click.echo(f"qa: {result.jobs_made} jobs done, {result.thumbnails} thumbnails made", err=True)
+
+    engine = engine_from_settings(settings.database)
+    try:
+        ThumbnailWorker.from_settings(settings, engine).run(stop, on_pass=report)
+    finally:
+        engine.dispose()
+
+
 @click.group()
 def qa() -> None:
     """Quality assurance after the harvest: thumbnails of each DONE job's seeds as replayed."""

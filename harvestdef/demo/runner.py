@@ -7,7 +7,9 @@ the harvest database (SQLite, ``harvest.db``), the embedded queue (``queue.db``)
 (``archive/``). The demo site and the narrator run beside them, and the replay service (pywb over the
 archive store, harvestdef/replay/) on the port after the web UI's, whose "view" links open it; without
 pywb's environment (``.venv-pywb``, built by scripts/setup.sh) the demo says how to build it and runs
-without replay. Replay is not a role: a pywb that fails is told and the harvests go on.
+without replay. With replay, the QA worker (the scheduler package's ``qa`` role) pictures each job's seeds
+as replayed, for the job page. Neither is one of the harvest's roles: a pywb or QA worker that fails is told
+and the harvests go on.
 
 Ports: the web UI on ``--port`` (8080), replay on the next (8081), the demo site on the one after (8082,
 chosen at the first run and kept, since the demo's seeds name it). A port in use is replaced by a free one,
@@ -49,6 +51,7 @@ from harvestdef.settings import Settings, load_settings
 
 ROLE_GROUP = "harvestsuite.roles"
 ROLES = ("webui", "scheduler", "harvester")  # the order they start in
+QA_ROLE = "qa"  # run beside replay when installed: thumbnails are pictures of replayed pages
 STATE_FILE = "demo.json"
 SETTINGS_FILE = "settings.toml"
 LOCK_FILE = "demo.lock"
@@ -149,6 +152,9 @@ def demo_settings(directory: Path, web_port: int, state: DemoState, replay_port:
             "harvestsuite.replay.workDir": str(directory / REPLAY_DIR),
             "harvestsuite.replay.pywbVenv": str(pywb_venv or default_pywb_venv()),
             "harvestsuite.replay.syncIntervalMs": 2000,
+            # the QA worker pictures each seed a few seconds after its job, once replay has found the files
+            "harvestsuite.qa.thumbnailIntervalMs": 5000,
+            "harvestsuite.qa.thumbnailDelayMs": 3000,
         }
     return {
         "harvestsuite.database.url": f"sqlite:///{directory / 'harvest.db'}",
@@ -214,6 +220,12 @@ def load_roles() -> dict[str, Role]:
     return {name: found[name].load() for name in ROLES}
 
 
+def load_qa_role() -> Role | None:
+    """The QA worker's role, if this installation has it (the scheduler package's)."""
+    found = {entry.name: entry for entry in entry_points(group=ROLE_GROUP)}
+    return found[QA_ROLE].load() if QA_ROLE in found else None
+
+
 def _narration_logging() -> None:
     """The demo's story on stderr with a short time stamp, whatever the level of the other loggers."""
     if log.handlers:
@@ -273,7 +285,7 @@ class Demo:
             try:
                 self._prepare(engine, settings, state, first)
                 with DemoSite(state.site_port) as site:
-                    self._announce(state, site)
+                    self._announce(state, site, settings)
                     return self._run_roles(roles, settings, engine)
             finally:
                 engine.dispose()
@@ -289,7 +301,7 @@ class Demo:
             log.info("continuing: the harvest definitions are there from an earlier run")
         definitions.ensure_admin(engine, state.admin_password)
 
-    def _announce(self, state: DemoState, site: DemoSite) -> None:
+    def _announce(self, state: DemoState, site: DemoSite, settings: Settings) -> None:
         log.info("demo site on 127.0.0.1:%d: %s (names resolved for the crawler by %s)", site.port,
                  ", ".join(host.name for host in HOSTS), self.directory / "hosts")
         log.info("")
@@ -297,6 +309,8 @@ class Demo:
         if self.replay_url:
             log.info("    replay:  %s   pywb over the archive store: the \"view\" links of the job and history "
                      "pages open the pages as harvested there", self.replay_url)
+            log.info("    QA:      thumbnails of each job's seeds as replayed, on the job page a few seconds after "
+                     "the job (headless Chromium at %s)", settings.qa.chromium)
         else:
             log.info("    replay:  off, no pywb environment at %s; `%s --set harvestsuite.replay.pywbVenv=%s "
                      "replay install` builds it (scripts/setup.sh does), then run the demo again",
@@ -314,6 +328,10 @@ class Demo:
         threads.append(threading.Thread(target=narrator.run, args=(self.stop,), name="demo-narrator", daemon=True))
         if self.replay_url:
             threads.append(threading.Thread(target=self._replay, args=(settings,), name="demo-replay", daemon=True))
+            qa_role = load_qa_role()
+            if qa_role is not None:
+                threads.append(threading.Thread(target=self._qa, args=(qa_role, settings), name="demo-qa",
+                                                daemon=True))
         try:
             for thread in threads:
                 thread.start()
@@ -348,6 +366,14 @@ class Demo:
         if not self.stop.is_set():
             log.error("replay stopped: pywb exited %d (its output is in %s); the demo goes on without it", code,
                       service.layout.work_dir / LOG_FILE)
+
+    def _qa(self, role: Role, settings: Settings) -> None:
+        """Run the QA worker until the demo stops; like replay, a window on the harvests: its end is told and
+        the harvests go on."""
+        try:
+            role(settings, self.stop)
+        except Exception as exc:  # noqa: BLE001 - thumbnails are a view of the harvests, not one of their roles
+            log.error("the QA worker stopped: %s; the demo goes on without thumbnails", exc)
 
     def _guard(self, name: str, role: Role, settings: Settings) -> None:
         """Run one role; if it ends before it was asked to, the demo stops and says why."""

@@ -5,6 +5,7 @@ is, the replay service)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
 import http.cookiejar
 import json
@@ -352,6 +353,15 @@ def test_the_demo_replays_what_it_harvested_on_the_port_after_the_web_uis(tmp_pa
         [article_link] = [link for link in replay_links(search) if link.endswith("/artikel/12.html")]
         status, body = replayed(article_link)
         assert status == 200 and body == get(site_port, "www.nordposten.dk", "/artikel/12.html")[2]
+
+        # the QA worker runs beside replay: the seed's picture, as replayed, comes to the job page
+        picture = f"/status/jobs/{job_id}/thumbnails/{hashlib.sha1(seed.encode()).hexdigest()}.png"
+        deadline = time.monotonic() + 60
+        while picture not in page and time.monotonic() < deadline:
+            time.sleep(1)
+            page = opener.open(f"http://127.0.0.1:{port}/status/jobs/{job_id}", timeout=10).read().decode()
+        assert picture in page, "no thumbnail of the seed on the job page within 60 s"
+        assert opener.open(f"http://127.0.0.1:{port}{picture}", timeout=10).read().startswith(b"\x89PNG")
         assert demo.interrupt() == 0
     finally:
         demo.kill()
