@@ -67,12 +67,23 @@ class FormCredential:
 
 @dataclass
 class _Session:
-    """A server whose credential worked: what its next request sends."""
+    """A credential that worked on a server, for the paths at or below ``scope`` (RFC 7617's protection
+    space: the directory of the URI it worked for): what the server's next requests there send."""
 
     credential: HttpCredential
     scheme: str                                     # "basic" or "digest"
     challenge: dict[str, str]
+    scope: str = "/"
     nonce_count: int = 0
+
+    @property
+    def realm(self) -> str:
+        return self.challenge.get("realm", "")
+
+
+def _directory(target: str) -> str:
+    path = target.split("?", 1)[0]
+    return path[:path.rfind("/") + 1] or "/"
 
 
 def challenges_of(values: Iterable[str]) -> dict[str, dict[str, str]]:
@@ -87,46 +98,64 @@ def challenges_of(values: Iterable[str]) -> dict[str, dict[str, str]]:
 
 
 class HttpAuthentication:
-    """Answers servers' 401 challenges with the store's HttpAuthenticationCredentials."""
+    """Answers servers' 401 challenges with the store's HttpAuthenticationCredentials, and sends a credential
+    that worked with the server's later requests at or below where it worked (one server may have several
+    realms in different directories)."""
 
     def __init__(self, credentials: Iterable[HttpCredential]) -> None:
         self.by_server: dict[str, list[HttpCredential]] = {}
         for credential in credentials:
             self.by_server.setdefault(credential.domain.lower(), []).append(credential)
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, list[_Session]] = {}
+        self._pending: dict[str, _Session] = {}     # server -> the answer of a 401 whose outcome is not known
         self._failed: set[tuple[str, str]] = set()   # (server, credential name)
 
     def covers(self, server: str) -> bool:
         return server in self.by_server
 
+    def _session_for(self, server: str, target: str) -> _Session | None:
+        path = target.split("?", 1)[0]
+        covering = [session for session in self._sessions.get(server, ()) if path.startswith(session.scope)]
+        return max(covering, key=lambda session: len(session.scope)) if covering else None
+
     def authorization(self, server: str, method: str, target: str) -> str | None:
-        """The Authorization a request to ``server`` sends without being asked: the credential that worked."""
-        session = self._sessions.get(server)
+        """The Authorization a request sends without being asked: the credential that worked there."""
+        session = self._session_for(server, target)
         return _answer(session, method, target) if session is not None else None
 
     def answer(self, server: str, method: str, target: str, challenge_values: Iterable[str]) -> str | None:
-        """The Authorization answering a 401's challenges, or None when there is nothing to answer with."""
+        """The Authorization answering a 401's challenges, or None when there is nothing (more) to answer with.
+        A credential sent unasked that the server refused for its realm (not for a stale nonce) has failed,
+        and is not offered to the server again (FetchHTTP.handle401)."""
         challenges = challenges_of(challenge_values)
+        sent = self._session_for(server, target)
         for scheme in ("digest", "basic"):
             params = challenges.get(scheme)
             if params is None or not params.get("realm"):
                 continue
             if scheme == "digest" and (not params.get("nonce") or params.get("algorithm", "MD5").upper() != "MD5"):
                 continue  # MD5 only (harvester.digestauth); MD5-sess and SHA-256 are not offered
+            if sent is not None and sent.realm == params["realm"] and sent.scheme == scheme:
+                self._sessions[server].remove(sent)
+                if params.get("stale", "").lower() != "true":
+                    self._failed.add((server, sent.credential.name))
             credential = self._credential_for(server, params["realm"])
             if credential is not None:
-                session = _Session(credential, scheme, params)
-                self._sessions[server] = session
+                session = self._pending[server] = _Session(credential, scheme, params, _directory(target))
                 return _answer(session, method, target)
         return None
 
     def outcome(self, server: str, status: int) -> None:
-        """After an authenticated request: a 401 means the credential failed, and it is not offered again."""
-        session = self._sessions.get(server)
-        if session is not None and status == 401:
-            del self._sessions[server]
-            if session.challenge.get("stale", "").lower() != "true":
-                self._failed.add((server, session.credential.name))
+        """After the answer of a 401: refused again, the credential failed; else it is the server's there."""
+        session = self._pending.pop(server, None)
+        if session is None:
+            return
+        if status == 401:
+            self._failed.add((server, session.credential.name))
+            return
+        kept = [other for other in self._sessions.get(server, ())
+                if not (other.scope == session.scope and other.realm == session.realm)]
+        self._sessions[server] = [*kept, session]
 
     def _credential_for(self, server: str, realm: str) -> HttpCredential | None:
         for credential in self.by_server.get(server, ()):
@@ -138,20 +167,23 @@ class HttpAuthentication:
 
     # -- checkpoints ----------------------------------------------------------------------------------
     def to_json(self) -> dict:
-        return {"sessions": {server: {"credential": session.credential.name, "scheme": session.scheme,
-                                      "challenge": session.challenge, "nonce_count": session.nonce_count}
-                             for server, session in self._sessions.items()},
+        return {"sessions": {server: [{"credential": session.credential.name, "scheme": session.scheme,
+                                       "challenge": session.challenge, "scope": session.scope,
+                                       "nonce_count": session.nonce_count} for session in sessions]
+                             for server, sessions in self._sessions.items()},
                 "failed": sorted([list(pair) for pair in self._failed])}
 
     def restore(self, saved: dict) -> None:
         """Put back what ``to_json`` gave, for the credentials the template still has."""
         by_name = {credential.name: credential for group in self.by_server.values() for credential in group}
         self._sessions = {}
-        for server, entry in (saved.get("sessions") or {}).items():
-            credential = by_name.get(entry.get("credential"))
-            if credential is not None:
-                self._sessions[server] = _Session(credential, str(entry["scheme"]), dict(entry["challenge"]),
-                                                  int(entry.get("nonce_count", 0)))
+        for server, entries in (saved.get("sessions") or {}).items():
+            for entry in entries:
+                credential = by_name.get(entry.get("credential"))
+                if credential is not None:
+                    self._sessions.setdefault(server, []).append(_Session(
+                        credential, str(entry["scheme"]), dict(entry["challenge"]), str(entry.get("scope", "/")),
+                        int(entry.get("nonce_count", 0))))
         self._failed = {(str(server), str(name)) for server, name in saved.get("failed") or []}
 
 

@@ -356,6 +356,8 @@ class Fetcher:
                                http11=settings.use_http11, keeps_payload=self.keeps_payload, method=method,
                                body=body)
         server = server_name(url) if authentication is not None and authentication.by_server else ""
+        if authentication is None or not authentication.covers(server):
+            server = ""
         answer = authentication.authorization(server, method, path) if server else None
         for attempt in (1, 2):
             sent = list(headers)
@@ -371,11 +373,10 @@ class Fetcher:
                                  body=body)
             if cookies is not None and result.status > 0:
                 cookies.take(url, host, result.header_values("set-cookie"))
-            if not server or not authentication.covers(server):
+            if not server:
                 return result
-            if answer:
-                authentication.outcome(server, result.status)
             if result.status != 401 or attempt == 2:
+                authentication.outcome(server, result.status)
                 return result
             answer = authentication.answer(server, method, path, result.header_values("www-authenticate"))
             if answer is None:

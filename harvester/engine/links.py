@@ -252,27 +252,27 @@ class _HtmlScriptLinks(_HtmlLinks):
         self._script: list[str] | None = None
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
-        super().start(tag, attrib)
-        for name, value in attrib.items():
-            if not value:
-                continue
-            if name.startswith("on"):
-                self.scripts.append(value)
-            elif value[:11].lower() == "javascript:":
-                self.scripts.append(value[11:])
+        _HtmlLinks.start(self, tag, attrib)
         if tag == "script":
             self._script = []
+        for name in attrib:
+            if name[:2] == "on":
+                self.scripts.append(attrib[name])
+        href = attrib.get("href")
+        if href and href[:11].lower() == "javascript:":
+            self.scripts.append(href[11:])
 
     def end(self, tag: str) -> None:
-        super().end(tag)
+        _HtmlLinks.end(self, tag)
         if tag == "script" and self._script is not None:
             self.scripts.append("".join(self._script))
             self._script = None
 
     def data(self, text: str) -> None:
-        super().data(text)
         if self._script is not None:
             self._script.append(text)
+        elif self._style is not None:
+            self._style.append(text)
 
     def take_scripts(self) -> list[str]:
         scripts, self.scripts, self._script = self.scripts, [], None
