@@ -8,6 +8,10 @@ read it piece by piece (lxml's feed parser with a target that sees start tags, n
 small overlap between pieces), so no response is held whole; at most MAX_DECODED_BYTES of one are read.
 Only extractable types are read at all. An extractor never raises on bad markup: a page lxml cannot parse
 yields the links it could find.
+
+A crawl reads through ``LinkExtractors``, which adds what its template turns on: a page's scripts and
+script files (ExtractorJS, harvester/engine/jslinks.py; hop ``X``) and sitemaps (ExtractorSitemap,
+harvester/engine/sitemaps.py; hop ``M``). Without those beans it reads exactly what ``extract_links`` reads.
 """
 
 from __future__ import annotations
