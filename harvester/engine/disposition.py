@@ -62,6 +62,8 @@ class Disposition:
         self.logs.crawl(status, None, uri.url, uri.hop_path, uri.via, "unknown", thread, started, duration_ms, None,
                         self.source(uri), annotations)
         self.frontier.mark_done(uri)
+        if self.sitemaps:
+            self.sitemaps.forget(uri.url)
 
     def record_robots_denial(self, key: str, host: str) -> None:
         self.stats.host(host).robots_denied += 1
