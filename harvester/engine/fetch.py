@@ -355,8 +355,9 @@ class Fetcher:
                                settings.so_timeout_seconds, settings.timeout_seconds, settings.max_length_bytes,
                                http11=settings.use_http11, keeps_payload=self.keeps_payload, method=method,
                                body=body)
-        server = server_name(url) if authentication is not None and authentication.by_server else ""
-        if authentication is None or not authentication.covers(server):
+        # the server (Heritrix's CrawlServer name) when the credential store has credentials for it, else ""
+        server = server_name(url) if authentication is not None else ""
+        if server and not authentication.covers(server):
             server = ""
         answer = authentication.authorization(server, method, path) if server else None
         for attempt in (1, 2):
