@@ -311,6 +311,11 @@ class CrawlerSettings:
                         "HTTPS port of the bundled engine's REST API; 0 = any free port (the controller reads the "
                         "URL the engine prints), so several controllers share a host without clashing")
     bind: str = setting("harvestsuite.crawler.bind", "127.0.0.1", "address the bundled engine listens on")
+    sitemapMaxUrls: int = setting("harvestsuite.crawler.sitemapMaxUrls", 50_000,
+                                  "URLs the bundled engine takes from one sitemap at most (sitemaps.org's bound)")
+    sitemapMaxBytes: int = setting("harvestsuite.crawler.sitemapMaxBytes", 52_428_800,
+                                   "bytes of one sitemap the bundled engine reads at most, decompressed "
+                                   "(sitemaps.org's 50 MiB)")
 
 
 @dataclass(frozen=True)

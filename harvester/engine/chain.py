@@ -6,7 +6,9 @@ Order of work for each URI (do not reorder: each step relies on the one before):
    without an address ends the URI -6 (prerequisites.py, DnsPrerequisite);
 2. quota of the URI's group (-5003 with ``Q:groupMaxFetchSuccesses`` / ``Q:groupMaxAllKb``; quota.py);
 3. robots.txt prerequisite once per host:port, unless the policy is ``ignore``, then its rules (-9998;
-   prerequisites.py, RobotsPrerequisite);
+   prerequisites.py, RobotsPrerequisite); its Sitemap lines are offered with ExtractorRobotsTxt;
+3a. a login form of the credential store, posted once before its server's other URIs (prerequisites.py,
+   FormLoginPrerequisite; only with HtmlFormCredentials);
 4. fetch; network errors are retried with backoff up to maxRetries (fetching.py);
 5. deduplication (revisit record) or a response record; crawl.log; statistics; quotas (disposition.py);
 6. politeness: the queue rests after the fetch (fetching.py);
@@ -43,7 +45,8 @@ ROBOTS_PRECLUDED = -9998
 @dataclass
 class Curi:
     """One URI on its way through the chain (Heritrix's CrawlURI): the frontier's entry and its queue, the
-    crawl thread handling it, where it goes, and the host's address once the DNS step has it."""
+    crawl thread handling it, where it goes, the host's address once the DNS step has it, and how it is
+    fetched (a login form's URI is POSTed with its form's body)."""
 
     uri: CrawlUri
     queue: WorkQueue
@@ -52,6 +55,8 @@ class Curi:
     port: int
     started: float = field(default_factory=time.monotonic)
     address: str | None = None
+    method: str = "GET"
+    body: bytes = b""
 
     @classmethod
     def taken(cls, uri: CrawlUri, queue: WorkQueue, thread: int) -> Curi:

@@ -3,8 +3,10 @@
 Saved: a copy of the frontier's store (queued URIs with hop path, via, seed, attempts; every URL met with
 its state and shortest path; deferred outlinks; within-job digests: harvester/engine/urlstore.py) and a
 JSON file with statistics, quota counters per group, the WARC serial, robots.txt bodies and DNS answers per
-host, and the operators' live changes in force (reject rules, domain budgets, bean properties set:
-harvester/engine/livechanges.py), so a resumed crawl does not forget a change. A resumed crawl refetches
+host, the operators' live changes in force (reject rules, domain budgets, bean properties set:
+harvester/engine/livechanges.py), so a resumed crawl does not forget a change, and the sites' sessions
+(the cookie jar, login forms posted, HTTP credentials in use, sitemaps named and not yet fetched), so a
+resumed crawl stays logged in and reads its sitemaps as Heritrix's BDB keeps its cookie store. A resumed crawl refetches
 none of it. Both are written to a temporary directory and renamed, so a checkpoint is complete or absent.
 
 ``save_crawl`` takes a crawl's parts to a checkpoint and ``resume_crawl`` puts them back; when it is safe to
@@ -61,6 +63,28 @@ def require_resumable(directory: Path, store_file: str) -> None:
 
 
 @dataclass(frozen=True)
+class Sessions:
+    """What a crawl keeps of its sites' sessions: the cookie jar (CookieStore.to_json), the login forms
+    posted (credential names), the HTTP credentials in use per server (HttpAuthentication.to_json), and the
+    URLs named as sitemaps and not yet fetched. Empty in a checkpoint of a crawl without them, or older."""
+
+    cookies: list[dict] = field(default_factory=list)
+    logins_posted: list[str] = field(default_factory=list)
+    http_authentication: dict = field(default_factory=dict)
+    sitemaps: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"cookies": self.cookies, "logins_posted": self.logins_posted,
+                "http_authentication": self.http_authentication, "sitemaps": self.sitemaps}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Sessions:
+        return cls(cookies=list(data.get("cookies") or []), logins_posted=list(data.get("logins_posted") or []),
+                   http_authentication=dict(data.get("http_authentication") or {}),
+                   sitemaps=list(data.get("sitemaps") or []))
+
+
+@dataclass(frozen=True)
 class CheckpointState:
     """The crawl's state that is not in the frontier's store, as the checkpoint's JSON holds it."""
 
@@ -71,11 +95,12 @@ class CheckpointState:
     robots: dict[str, str | None]                        # host:port -> robots.txt text (None: there was none)
     dns: dict[str, str | None]                           # host -> address (None: the lookup failed)
     live_changes: dict = field(default_factory=dict)     # LiveChanges.to_json(); none in older checkpoints
+    sessions: Sessions = field(default_factory=Sessions)  # cookies, logins, credentials, sitemaps named
 
     def to_json(self) -> dict:
         return {"job": self.job, "stats": self.stats, "quotas": {k: list(v) for k, v in self.quotas.items()},
                 "warc_serial": self.warc_serial, "robots": self.robots, "dns": self.dns,
-                "live_changes": self.live_changes}
+                "live_changes": self.live_changes, "sessions": self.sessions.to_json()}
 
     @classmethod
     def from_json(cls, data: dict, directory: Path) -> CheckpointState:
@@ -83,7 +108,8 @@ class CheckpointState:
             return cls(job=str(data["job"]), stats=dict(data["stats"]),
                        quotas={key: (int(s), int(b), r) for key, (s, b, r) in data["quotas"].items()},
                        warc_serial=int(data.get("warc_serial", 0)), robots=dict(data["robots"]),
-                       dns=dict(data["dns"]), live_changes=dict(data.get("live_changes") or {}))
+                       dns=dict(data["dns"]), live_changes=dict(data.get("live_changes") or {}),
+                       sessions=Sessions.from_json(dict(data.get("sessions") or {})))
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint {directory.name} cannot be resumed: its {STATE_FILE} lacks or "
                                   f"mangles {exc}") from exc
@@ -143,7 +169,7 @@ def launch_store(job_dir: Path, resume_from: Path | None) -> UrlStore:
 
 def save_crawl(checkpoints_dir: Path, name: str, *, job: str, stats: CrawlStats, elapsed_ms: int,
                frontier: Frontier, quota: QuotaEnforcer, servers: ServerCache, warc_serial: int,
-               live_changes: dict | None = None) -> Path:
+               live_changes: dict | None = None, sessions: Sessions | None = None) -> Path:
     """Checkpoint ``name`` of a crawl with no fetch in flight. Queued URIs, the seen set, deferred outlinks
     and digests are in the store: with every queue's head spilled to it, a copy of the store and the
     state beside it are one consistent state."""
@@ -152,17 +178,17 @@ def save_crawl(checkpoints_dir: Path, name: str, *, job: str, stats: CrawlStats,
         job=job, stats={**stats.to_json(), "elapsed_before_ms": elapsed_ms},
         quotas={key: (*quota.counts(key), queue.retired_reason) for key, queue in frontier.queues.items()},
         warc_serial=warc_serial, robots=dict(servers.robots_texts), dns=dict(servers.addresses),
-        live_changes=live_changes or {})
+        live_changes=live_changes or {}, sessions=sessions or Sessions())
     return save_checkpoint(checkpoints_dir, name, state,
                            lambda directory: frontier.store.backup(directory / STORE_FILE))
 
 
 def resume_crawl(directory: Path, *, frontier: Frontier, quota: QuotaEnforcer, servers: ServerCache,
-                 scope: Scope, live: LiveChanges | None = None) -> tuple[CrawlStats, int]:
+                 scope: Scope, live: LiveChanges | None = None) -> tuple[CrawlStats, int, Sessions]:
     """Put checkpoint ``directory``'s state back into a launch whose store is the checkpoint's copy
     (``launch_store``): queues, retired groups and quota counts, DNS and robots.txt answers, the seeds in
-    scope, the live changes in force. Returns the statistics to continue from and the last WARC serial
-    written."""
+    scope, the live changes in force. Returns the statistics to continue from, the last WARC serial
+    written and the sessions (cookies, logins, credentials in use, sitemaps named) for the launch's parts."""
     state = load_checkpoint(directory)
     if live is not None:
         # First: the queues restored next are made with the parallelQueues in force, not the template's.
@@ -175,4 +201,4 @@ def resume_crawl(directory: Path, *, frontier: Frontier, quota: QuotaEnforcer, s
     servers.restore(state.dns, state.robots)
     for seed in stats.seeds:
         scope.add_seed(seed)
-    return stats, state.warc_serial
+    return stats, state.warc_serial, state.sessions

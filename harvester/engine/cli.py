@@ -44,6 +44,7 @@ from harvester.engine.digest import DigestAuthenticator
 from harvester.engine.hostsfile import HostsFileError, load_hosts_file
 from harvester.engine.jobs import JobRegistry
 from harvester.engine.server import EngineServer
+from harvester.engine.sitemaps import SitemapLimits
 from harvester.engine.tls import CertificateError, ensure_certificate, fingerprint, server_context
 
 log = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
         cert_path, key_path = ensure_certificate(jobs_dir, ["localhost", "127.0.0.1", "::1", bind], cert, key)
     except CertificateError as exc:
         raise click.BadParameter(str(exc), param_hint="--cert/--key") from exc
-    registry = JobRegistry(jobs_dir, hosts)
+    registry = JobRegistry(jobs_dir, hosts, SitemapLimits.from_settings(settings.crawler))
     authenticator = DigestAuthenticator(user, password, failure_penalty=auth_failure_delay)
     try:
         server = EngineServer(bind, port, registry, authenticator, server_context(cert_path, key_path))

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from harvestdef.errors import PatternError, ValidationError
 from harvestdef.patterns import BacktrackingPattern, compile_crawl_pattern, compile_pattern
 from harvestdef.seeds import seed_lines
 from harvester.engine.beans import Bean, BeanError, BeanSet, Ref, parse_beans
+from harvester.engine.credentials import FormCredential, HttpCredential
 
 # The time budget of one match of a scope regex that only a backtracking matcher can run (lookaround,
 # backreferences: harvestdef.patterns.BacktrackingPattern). Such a trap takes microseconds on an ordinary
@@ -36,7 +38,7 @@ HONOURED: dict[str, dict[str, object]] = {
     "FetchHTTP": {"timeoutSeconds": 1200, "soTimeoutMs": 20000, "maxLengthBytes": 0, "sendConnectionClose": True,
                   "useHTTP11": False, "acceptCompression": False, "sendReferer": True,
                   "acceptHeaders": ["Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"],
-                  "userAgentProvider": None},
+                  "userAgentProvider": None, "ignoreCookies": False, "cookieStore": None, "credentialStore": None},
     "DispositionProcessor": {"delayFactor": 5.0, "minDelayMs": 3000, "maxDelayMs": 30000,
                              "respectCrawlDelayUpToSeconds": 300},
     "BdbFrontier": {"maxRetries": 30, "retryDelaySeconds": 900},
@@ -48,6 +50,14 @@ HONOURED: dict[str, dict[str, object]] = {
     "StatisticsTracker": {"intervalSeconds": 20},
     "CheckpointService": {"checkpointIntervalMinutes": -1},
     "ActionDirectory": {"delaySeconds": 30, "initialDelaySeconds": 10},
+    "CookieStore": {},
+    "CredentialStore": {"credentials": None},
+    "HttpAuthenticationCredential": {"domain": "", "realm": "Realm", "login": "login", "password": "password"},
+    "HtmlFormCredential": {"domain": "", "loginUri": "", "formItems": None, "httpMethod": "POST"},
+    "ExtractorJS": {"enabled": True, "strict": False, "maximumCandidateLength": -1,
+                    "rejectRelativeMatchingRegexList": None},
+    "ExtractorSitemap": {"enabled": True, "urlPattern": None, "enableLenientExtraction": False},
+    "ExtractorRobotsTxt": {"enabled": True},
 }
 # NetarchiveSuite classes and Heritrix variants that play one of the roles above.
 ROLE_OF_CLASS = {
@@ -69,6 +79,13 @@ ROLE_OF_CLASS = {
     "StatisticsTracker": "StatisticsTracker",
     "CheckpointService": "CheckpointService",
     "ActionDirectory": "ActionDirectory",
+    "BdbCookieStore": "CookieStore", "SimpleCookieStore": "CookieStore",
+    "CredentialStore": "CredentialStore",
+    "HttpAuthenticationCredential": "HttpAuthenticationCredential", "Rfc2617Credential": "HttpAuthenticationCredential",
+    "HtmlFormCredential": "HtmlFormCredential",
+    "ExtractorJS": "ExtractorJS", "IcelandicExtractorJS": "ExtractorJS", "ConfigurableExtractorJS": "ExtractorJS",
+    "ExtractorSitemap": "ExtractorSitemap",
+    "ExtractorRobotsTxt": "ExtractorRobotsTxt",
 }
 SCOPE_RULES = {
     "RejectDecideRule", "AcceptDecideRule", "SurtPrefixedDecideRule", "NASSurtPrefixedDecideRule",
@@ -80,9 +97,9 @@ SCOPE_RULES = {
 INFRASTRUCTURE = {
     "PropertyOverrideConfigurer", "DecideRuleSequence", "CandidateScoper", "FrontierPreparer", "CandidateChain",
     "FetchChain", "DispositionChain", "Preselector", "PreconditionEnforcer", "FetchDNS", "ExtractorHTTP",
-    "ExtractorHTML", "ExtractorCSS", "ExtractorJS", "IcelandicExtractorJS", "CandidatesProcessor", "BdbModule",
+    "ExtractorHTML", "ExtractorCSS", "CandidatesProcessor", "BdbModule",
     "BdbUriUniqFilter", "CrawlerLoggerModule", "SheetOverlaysManager", "ConfigPathConfigurer",
-    "BdbCookieStore", "BdbServerCache", "UnitCostAssignmentPolicy", "CostUriPrecedencePolicy",
+    "BdbServerCache", "UnitCostAssignmentPolicy", "CostUriPrecedencePolicy",
     "RulesCanonicalizationPolicy", "ContentSizeAnnotationPostProcessor", "ConfigFile", "ConfigString",
 }
 
@@ -160,6 +177,18 @@ class CrawlConfig:
     warnings: tuple[str, ...] = field(default=())
     action_delay_seconds: float = 30.0          # ActionDirectory: between scans of action/
     action_initial_delay_seconds: float = 10.0  # ActionDirectory: from the launch's start to the first scan
+    cookies_enabled: bool = False               # a cookie store bean, and FetchHTTP.ignoreCookies off
+    http_credentials: tuple[HttpCredential, ...] = ()  # the credential store's HttpAuthenticationCredentials
+    form_credentials: tuple[FormCredential, ...] = ()  # ... and its HtmlFormCredentials
+    js_files: bool = False                      # ExtractorJS, enabled: script files are read for links
+    js_inline: bool = False                     # ExtractorJS there and ExtractorHTML.extractJavascript: in-page
+    js_strict: bool = False                     # IcelandicExtractorJS / ConfigurableExtractorJS: strict
+    js_max_candidate_length: int = -1           # ... maximumCandidateLength
+    js_reject_relative: tuple[str, ...] = ()    # ... rejectRelativeMatchingRegexList (Java's dialect)
+    sitemaps: bool = False                      # ExtractorSitemap, enabled
+    sitemap_url_pattern: str = ""               # ExtractorSitemap.urlPattern (Java's dialect)
+    sitemap_lenient: bool = False               # ExtractorSitemap.enableLenientExtraction
+    robots_sitemaps: bool = False               # ExtractorRobotsTxt, enabled: robots.txt's Sitemap lines
 
     def warc_directory(self, launch_dir: Path) -> Path:
         """Where the WARC writer writes: the first of storePaths, a relative one under ``launch_dir``."""
@@ -204,6 +233,8 @@ class _Reader:
         self.queue_by_domain = False
         self.queue_policy = "SurtAuthorityQueueAssignmentPolicy"  # Heritrix's profile default
         self.quota_counts_prerequisites = True
+        self.extractor_html: Bean | None = None
+        self.credential_beans: list[Bean] = []
 
     def read(self) -> None:
         for bean in self.beans.beans:
@@ -215,6 +246,10 @@ class _Reader:
         where = bean.bean_id or short
         if short == "ContentSizeAnnotationPostProcessor":
             self.content_size_annotation = True
+        if short == "ExtractorHTML" and self.extractor_html is None:
+            self.extractor_html = bean
+        if role in ("HttpAuthenticationCredential", "HtmlFormCredential"):
+            self.credential_beans.append(bean)
         if role is not None:
             if short in ("DomainnameQueueAssignmentPolicy", "SeedUriDomainnameQueueAssignmentPolicy"):
                 self.queue_by_domain = True
@@ -322,6 +357,61 @@ def _scope_rule(bean: Bean, warnings: list[str]) -> ScopeRule | None:
     return None
 
 
+def _is_on(reader: _Reader, role: str) -> bool:
+    """Whether a role's bean is there and its ``enabled`` property (default true) is on."""
+    entry = reader.roles.get(role)
+    if entry is None:
+        return False
+    short, bean = entry
+    return _as_bool(reader.get(role, "enabled"), f"{bean.bean_id or short}.enabled")
+
+
+def _credentials(reader: _Reader) -> tuple[tuple[HttpCredential, ...], tuple[FormCredential, ...]]:
+    """The credentials of the credential store's ``credentials`` map (a credential bean outside it is
+    unused, as in Heritrix). A login form whose loginUri is not an http(s) URL fails the build naming it."""
+    entry = reader.roles.get("CredentialStore")
+    listed = entry[1].properties.get("credentials") if entry is not None else None
+    if listed is None:
+        listed = {}
+    if not isinstance(listed, dict):
+        raise ConfigError(f"{entry[1].bean_id or 'CredentialStore'}: credentials must be a <map> of credential "
+                          f"beans, got {type(listed).__name__}")
+    http_credentials: list[HttpCredential] = []
+    form_credentials: list[FormCredential] = []
+    used: set[int] = set()
+    for name, value in listed.items():
+        bean = reader.beans.resolve(value)
+        role = ROLE_OF_CLASS.get(bean.short_class) if isinstance(bean, Bean) else None
+        if not isinstance(bean, Bean) or role not in ("HttpAuthenticationCredential", "HtmlFormCredential"):
+            reader.warnings.append(f"credential {name} is not a credential bean this engine knows, ignored")
+            continue
+        used.add(id(bean))
+        defaults = HONOURED[role]
+        props = {key: reader.beans.resolve(bean.properties.get(key, default)) for key, default in defaults.items()}
+        domain = str(props["domain"] or "").strip().lower()
+        if not domain:
+            reader.warnings.append(f"credential {name} ({bean.short_class}) has no domain: it is never used")
+            continue
+        if role == "HttpAuthenticationCredential":
+            http_credentials.append(HttpCredential(str(name), domain, str(props["realm"] or ""),
+                                                   str(props["login"] or ""), str(props["password"] or "")))
+            continue
+        login_uri = str(props["loginUri"] or "").strip()
+        if urlsplit(login_uri).scheme.lower() not in ("http", "https") or not urlsplit(login_uri).netloc:
+            raise ConfigError(f"credential {name} (HtmlFormCredential): loginUri {login_uri!r} is not an "
+                              "http(s) URL")
+        items = props["formItems"] or {}
+        if not isinstance(items, dict):
+            raise ConfigError(f"credential {name} (HtmlFormCredential): formItems must be a <map>")
+        form_credentials.append(FormCredential(str(name), domain, login_uri,
+                                               tuple((str(key), str(item)) for key, item in items.items())))
+    for bean in reader.credential_beans:
+        if id(bean) not in used:
+            reader.warnings.append(f"credential bean {bean.bean_id or bean.short_class} is not in the credential "
+                                   "store's credentials, unused")
+    return tuple(http_credentials), tuple(form_credentials)
+
+
 def _check_pattern(pattern: str, where: str) -> None:
     """A regex of the crawler-beans must run in RE2 (harvestdef.patterns): one that cannot fails the build
     naming it, rather than being skipped or run by a backtracking matcher without a time bound (which a
@@ -403,6 +493,20 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
     store_paths = tuple(str(p) for p in store_paths) if isinstance(store_paths, list) and store_paths else ("warcs",)
     items = get("WARCWriterProcessor", "metadataItems")
     warcinfo_items = tuple((str(k), str(v)) for k, v in items.items()) if isinstance(items, dict) else ()
+    http_credentials, form_credentials = _credentials(reader)
+    js_present = "ExtractorJS" in reader.roles
+    js_bean = reader.roles["ExtractorJS"][1].bean_id if js_present else ""
+    js_reject = get("ExtractorJS", "rejectRelativeMatchingRegexList") if js_present else None
+    js_reject = tuple(str(p).strip() for p in js_reject if str(p).strip()) if isinstance(js_reject, list) else ()
+    for number, pattern in enumerate(js_reject, start=1):
+        _check_pattern("(?i)" + pattern, f"{js_bean} (ExtractorJS): rejectRelativeMatchingRegexList regex {number}")
+    extract_javascript = True
+    if reader.extractor_html is not None:
+        extract_javascript = _as_bool(reader.extractor_html.properties.get("extractJavascript", True),
+                                      f"{reader.extractor_html.bean_id or 'ExtractorHTML'}.extractJavascript")
+    sitemap_pattern = str(get("ExtractorSitemap", "urlPattern") or "").strip()
+    if sitemap_pattern:
+        _check_pattern(sitemap_pattern, "ExtractorSitemap: urlPattern")
     limits = {name: _as_int(get("CrawlLimitEnforcer", name), name)
               for name in ("maxBytesDownload", "maxDocumentsDownload", "maxTimeSeconds")}
     config = CrawlConfig(
@@ -459,7 +563,25 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         warnings=tuple(dict.fromkeys(reader.warnings)),
         action_delay_seconds=_as_float(get("ActionDirectory", "delaySeconds"), "delaySeconds"),
         action_initial_delay_seconds=_as_float(get("ActionDirectory", "initialDelaySeconds"), "initialDelaySeconds"),
+        cookies_enabled=("CookieStore" in reader.roles
+                         and not _as_bool(get("FetchHTTP", "ignoreCookies"), "ignoreCookies")),
+        http_credentials=http_credentials,
+        form_credentials=form_credentials,
+        js_files=_is_on(reader, "ExtractorJS"),
+        js_inline=js_present and extract_javascript,
+        js_strict=js_present and _as_bool(get("ExtractorJS", "strict"), "strict"),
+        js_max_candidate_length=_as_int(get("ExtractorJS", "maximumCandidateLength"), "maximumCandidateLength"),
+        js_reject_relative=js_reject,
+        sitemaps=_is_on(reader, "ExtractorSitemap"),
+        sitemap_url_pattern=sitemap_pattern,
+        sitemap_lenient=_as_bool(get("ExtractorSitemap", "enableLenientExtraction"), "enableLenientExtraction"),
+        robots_sitemaps=_is_on(reader, "ExtractorRobotsTxt"),
     )
+    if config.form_credentials and not config.cookies_enabled:
+        config_warnings = (*config.warnings, "login forms of the credential store log in with the cookie their "
+                           "answer sets, and there is no cookie store bean (or fetchHttp.ignoreCookies is on): "
+                           "the crawl will not stay logged in")
+        object.__setattr__(config, "warnings", config_warnings)
     if not config.warc_enabled:
         config_warnings = (*config.warnings, "no WARC writer bean: nothing will be archived")
         object.__setattr__(config, "warnings", config_warnings)

@@ -42,6 +42,7 @@ from harvester.engine.parts import CrawlParts
 from harvester.engine.progresslog import ProgressLog
 from harvester.engine.reports import CRAWL_STATUS_TEXT, render_reports, write_reports
 from harvester.engine.scripting import ScriptCall
+from harvester.engine.sitemaps import SitemapLimits
 from harvester.engine.warc import WarcFileWriter
 
 # A live change waits this long for the crawl's loop: a change is quick, but a checkpoint may be under way.
@@ -61,7 +62,8 @@ class CrawlController:
     thread-safe and returns at once."""
 
     def __init__(self, config: CrawlConfig, job_dir: Path, launch_dir: Path, hosts: Mapping[str, str],
-                 job_log: logging.Logger, checkpoint: Path | None = None, api_port: int = 0):
+                 job_log: logging.Logger, checkpoint: Path | None = None, api_port: int = 0,
+                 sitemap_limits: SitemapLimits | None = None):
         self.config = config
         self.job_dir = Path(job_dir)
         self.launch_dir = Path(launch_dir)
@@ -76,7 +78,8 @@ class CrawlController:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = threading.Event()
         self.clock = CrawlClock()
-        self.parts = CrawlParts(config, self.job_dir, hosts, self.resume_from, on_scheduled=self._wake_threads)
+        self.parts = CrawlParts(config, self.job_dir, hosts, self.resume_from, on_scheduled=self._wake_threads,
+                                sitemap_limits=sitemap_limits)
         self.threads = CrawlThreads(self.parts.frontier, self._is_stopping, self._after_uri)
         self.logs: CrawlLogs | None = None
         self.progress: ProgressLog | None = None

@@ -17,22 +17,27 @@ from harvester.engine.config import CrawlConfig
 from harvester.engine.crawllog import CrawlLogs
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.fetch import FetchResult
-from harvester.engine.frontier import CrawlUri, Frontier
-from harvester.engine.links import extract_links
+from harvester.engine.frontier import QUEUED, CrawlUri, Frontier
+from harvester.engine.links import LinkExtractors
 from harvester.engine.queuepolicy import QueueAssignment
 from harvester.engine.quota import QuotaEnforcer
 from harvester.engine.recorder import DUPLICATE_ANNOTATION, CaptureRecorder
 from harvester.engine.scope import canonical_url
+from harvester.engine.sitemaps import MANIFEST_HOP, SitemapDeclarations, robots_sitemaps
 from harvester.engine.stats import CrawlStats
 from harvester.engine.warc import sha1_digest
 
 
 class Disposition:
-    """Records finished URIs. ``is_stopping`` tells whether the crawl is ending, when no outlink is offered."""
+    """Records finished URIs. ``is_stopping`` tells whether the crawl is ending, when no outlink is offered.
+    ``extractors`` are the crawl's link extractors; ``sitemaps`` the URLs named as sitemaps, not yet fetched."""
 
     def __init__(self, config: CrawlConfig, stats: CrawlStats, logs: CrawlLogs, recorder: CaptureRecorder,
                  frontier: Frontier, queue_assignment: QueueAssignment, quota: QuotaEnforcer,
-                 discovery: LinkDiscovery, is_stopping: Callable[[], bool]) -> None:
+                 discovery: LinkDiscovery, is_stopping: Callable[[], bool],
+                 extractors: LinkExtractors | None = None, sitemaps: SitemapDeclarations | None = None) -> None:
+        self.extractors = extractors or LinkExtractors()
+        self.sitemaps = sitemaps if sitemaps is not None else SitemapDeclarations()
         self.config = config
         self.stats = stats
         self.logs = logs
@@ -57,6 +62,8 @@ class Disposition:
         self.logs.crawl(status, None, uri.url, uri.hop_path, uri.via, "unknown", thread, started, duration_ms, None,
                         self.source(uri), annotations)
         self.frontier.mark_done(uri)
+        if self.sitemaps:
+            self.sitemaps.forget(uri.url)
 
     def record_robots_denial(self, key: str, host: str) -> None:
         self.stats.host(host).robots_denied += 1
@@ -112,14 +119,36 @@ class Disposition:
         location = result.header("location") if 300 <= result.status < 400 else ""
         if not uri.hop_path and not uri.is_prerequisite:
             stats.seeds[uri.url] = (result.status, canonical_url(location, uri.url) or "" if location else "")
+        # named a sitemap: read as one if it came (2xx), forgotten either way, as a URL is fetched once
+        is_declared_sitemap = bool(self.sitemaps) and self.sitemaps.take(uri.url)
         if not extract or self.is_stopping():
             return
         if location:
             self.discovery.discover(location, "R", uri, uri.url)
         if 200 <= result.status < 300 and size:
-            assert result.spool is not None
-            links, base = extract_links(result.spool.payload_pieces(size), content_type,
-                                        result.header("content-encoding"))
-            base_url = canonical_url(base, uri.url) if base else uri.url
-            for raw, hop in links:
+            spool = result.spool
+            assert spool is not None
+            found = self.extractors.extract(uri.url, uri.via, content_type, result.header("content-encoding"),
+                                            lambda: spool.payload_pieces(size), is_declared_sitemap)
+            base_url = canonical_url(found.base, uri.url) if found.base else uri.url
+            for raw, hop in found.links:
                 self.discovery.discover(raw, hop, uri, base_url or uri.url)
+            for raw in found.sitemaps:
+                self.declare_sitemap(raw, uri)
+
+    def declare_sitemap(self, raw: str, parent: CrawlUri) -> None:
+        """A sitemap named by ``parent`` (robots.txt's Sitemap line, an index's entry): offered as a manifest
+        link, and read as a sitemap when fetched (ExtractorRobotsTxt's isSitemap annotation)."""
+        url = canonical_url(raw, parent.url)
+        if url is None or self.frontier.is_done(url):
+            return
+        self.discovery.offer(url, parent.hop_path + MANIFEST_HOP, parent.url, parent.seed, MANIFEST_HOP)
+        if self.frontier.state.get(url) == QUEUED:
+            self.sitemaps.declare(url)
+
+    def record_robots_sitemaps(self, robots_uri: CrawlUri, text: str) -> None:
+        """ExtractorRobotsTxt: the Sitemap lines of a robots.txt just fetched (``robots_uri``)."""
+        if self.is_stopping():
+            return
+        for raw in robots_sitemaps(text):
+            self.declare_sitemap(raw, robots_uri)

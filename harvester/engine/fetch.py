@@ -23,10 +23,13 @@ from urllib.parse import urlsplit
 
 import h11
 
+from harvester.engine.credentials import server_name
 from harvester.engine.spool import ResponseSpool
 
 if TYPE_CHECKING:
     from harvester.engine.config import CrawlConfig
+    from harvester.engine.cookies import CookieStore
+    from harvester.engine.credentials import HttpAuthentication
 
 READ_SIZE = 65536
 # Heritrix's fetch status codes for failures before a response (peers.md §1.6).
@@ -65,6 +68,11 @@ class FetchResult:
             if key == name:
                 return value
         return default
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of a header the response repeats (Set-Cookie, WWW-Authenticate)."""
+        name = name.lower()
+        return [value for key, value in self.headers if key == name]
 
     @property
     def payload_digest(self) -> str:
@@ -141,8 +149,9 @@ def _header_end(spool: ResponseSpool, limit: int = READ_SIZE) -> int:
 async def fetch(connection: HttpConnection, host_header: str, target: str, headers: list[tuple[str, str]],
                 connect_timeout: float, so_timeout: float, total_timeout: float, max_length: int,
                 http11: bool = True, keeps_payload: Callable[[str], bool] = lambda content_type: False,
-                ) -> FetchResult:
-    """GET ``target`` on ``connection`` (reopened if needed). Never raises for network trouble.
+                method: str = "GET", body: bytes = b"") -> FetchResult:
+    """GET ``target`` on ``connection`` (reopened if needed), or with ``method`` POST send ``body`` (its
+    Content-Type among ``headers``). Never raises for network trouble.
 
     ``http11`` False sends HTTP/1.0, as Heritrix does by default (FetchHTTP.useHTTP11): the server then
     answers without chunking, and the connection is not reused. ``keeps_payload(content_type)`` says whether
@@ -158,8 +167,14 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
         result.status = CONNECT_FAILED if time.monotonic() - clock < connect_timeout else TIMED_OUT
         result.duration_ms = int((time.monotonic() - clock) * 1000)
         return result
-    request = h11.Request(method="GET", target=target, headers=[("Host", host_header), *headers])
-    result.raw_request = connection.h11.send(request) + connection.h11.send(h11.EndOfMessage())
+    if method == "GET":
+        request = h11.Request(method="GET", target=target, headers=[("Host", host_header), *headers])
+        result.raw_request = connection.h11.send(request) + connection.h11.send(h11.EndOfMessage())
+    else:
+        request = h11.Request(method=method, target=target,
+                              headers=[("Host", host_header), *headers, ("Content-Length", str(len(body)))])
+        result.raw_request = (connection.h11.send(request) + connection.h11.send(h11.Data(data=body))
+                              + connection.h11.send(h11.EndOfMessage()))
     if not http11:
         # h11 speaks only HTTP/1.1 as a client; its request line is the one thing that differs, and its
         # response parsing (Content-Length, or read to close) serves an HTTP/1.0 exchange unchanged.
@@ -277,11 +292,21 @@ class RequestSettings:
 
 
 class Fetcher:
-    """Fetches URIs over one kept connection per host:port, with the request headers Heritrix sends."""
+    """Fetches URIs over one kept connection per host:port, with the request headers Heritrix sends.
 
-    def __init__(self, settings: RequestSettings, keeps_payload: Callable[[str], bool]) -> None:
+    With a ``cookies`` store (the template's cookie store bean) each request carries the cookies its URL
+    matches and each response's Set-Cookie values are kept; with an ``authentication`` (the credential
+    store's HTTP credentials) a 401 of a server it has credentials for is answered once, and the answer that
+    worked goes with the server's later requests (harvester/engine/credentials.py). The 401 that was answered
+    is not recorded: the authenticated exchange is the URI's capture. Without either, a fetch is one
+    exchange, as before."""
+
+    def __init__(self, settings: RequestSettings, keeps_payload: Callable[[str], bool],
+                 cookies: CookieStore | None = None, authentication: HttpAuthentication | None = None) -> None:
         self.settings = settings
         self.keeps_payload = keeps_payload
+        self.cookies = cookies
+        self.authentication = authentication
         self.connections: dict[str, HttpConnection] = {}
 
     def close(self) -> None:
@@ -307,8 +332,9 @@ class Fetcher:
         headers.extend(settings.accept_headers)
         return headers
 
-    async def fetch(self, url: str, via: str, is_prerequisite: bool, address: str) -> FetchResult:
-        """GET ``url`` from ``address``; the caller closes the result."""
+    async def fetch(self, url: str, via: str, is_prerequisite: bool, address: str, method: str = "GET",
+                    body: bytes = b"") -> FetchResult:
+        """GET ``url`` from ``address`` (or POST ``body``, form-encoded); the caller closes the result."""
         target = urlsplit(url)
         host = target.hostname or ""
         port = target.port or (443 if target.scheme == "https" else 80)
@@ -320,6 +346,41 @@ class Fetcher:
         path = (target.path or "/") + (f"?{target.query}" if target.query else "")
         host_header = host if port in (80, 443) else f"{host}:{port}"
         settings = self.settings
-        return await fetch(connection, host_header, path, self.request_headers(url, via, is_prerequisite),
-                           settings.so_timeout_seconds, settings.so_timeout_seconds, settings.timeout_seconds,
-                           settings.max_length_bytes, http11=settings.use_http11, keeps_payload=self.keeps_payload)
+        headers = self.request_headers(url, via, is_prerequisite)
+        if method != "GET":
+            headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+        cookies, authentication = self.cookies, self.authentication
+        if cookies is None and authentication is None:
+            return await fetch(connection, host_header, path, headers, settings.so_timeout_seconds,
+                               settings.so_timeout_seconds, settings.timeout_seconds, settings.max_length_bytes,
+                               http11=settings.use_http11, keeps_payload=self.keeps_payload, method=method,
+                               body=body)
+        # the server (Heritrix's CrawlServer name) when the credential store has credentials for it, else ""
+        server = server_name(url) if authentication is not None else ""
+        if server and not authentication.covers(server):
+            server = ""
+        answer = authentication.authorization(server, method, path) if server else None
+        for attempt in (1, 2):
+            sent = list(headers)
+            if cookies is not None:
+                cookie = cookies.header_for(url, host)
+                if cookie:
+                    sent.append(("Cookie", cookie))
+            if answer:
+                sent.append(("Authorization", answer))
+            result = await fetch(connection, host_header, path, sent, settings.so_timeout_seconds,
+                                 settings.so_timeout_seconds, settings.timeout_seconds, settings.max_length_bytes,
+                                 http11=settings.use_http11, keeps_payload=self.keeps_payload, method=method,
+                                 body=body)
+            if cookies is not None and result.status > 0:
+                cookies.take(url, host, result.header_values("set-cookie"))
+            if not server:
+                return result
+            if result.status != 401 or attempt == 2:
+                authentication.outcome(server, result.status)
+                return result
+            answer = authentication.answer(server, method, path, result.header_values("www-authenticate"))
+            if answer is None:
+                return result
+            result.close()
+        raise AssertionError("unreachable: the second attempt returns")

@@ -64,7 +64,8 @@ class FetchProcessor:
 
     async def process(self, curi: Curi) -> Outcome:
         uri = curi.uri
-        with await self.fetcher.fetch(uri.url, uri.via, uri.is_prerequisite, curi.address) as result:
+        with await self.fetcher.fetch(uri.url, uri.via, uri.is_prerequisite, curi.address, curi.method,
+                                      curi.body) as result:
             return self._fetched(curi, result)
 
     def _fetched(self, curi: Curi, result: FetchResult) -> Outcome:

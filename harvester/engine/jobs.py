@@ -47,6 +47,7 @@ from harvester.engine.figures import LaunchStatus
 from harvester.engine.livechanges import PropertyError, ScriptOutcome
 from harvester.engine.reports import REPORT_FILES
 from harvester.engine.scripting import ScriptRefused, parse_script
+from harvester.engine.sitemaps import SitemapLimits
 
 PRIMARY_CONFIG = "crawler-beans.cxml"
 PROFILE_NAME = "profile-crawler-beans.cxml"
@@ -188,9 +189,11 @@ class _JobLogFormatter(logging.Formatter):
 class CrawlJob:
     """One job directory and, once built, its configuration and its current launch's controller."""
 
-    def __init__(self, name: str, directory: Path, hosts: Mapping[str, str]) -> None:
+    def __init__(self, name: str, directory: Path, hosts: Mapping[str, str],
+                 sitemap_limits: SitemapLimits | None = None) -> None:
         self.name = name
         self.directory = directory
+        self.sitemap_limits = sitemap_limits or SitemapLimits()
         # A profile (Heritrix: copyTo with asProfile) holds profile-crawler-beans.cxml; it builds, never launches.
         self.is_profile = not (directory / PRIMARY_CONFIG).is_file() and (directory / PROFILE_NAME).is_file()
         self.hosts = dict(hosts)
@@ -381,7 +384,8 @@ class CrawlJob:
         (self.directory / "action").mkdir(exist_ok=True)
         try:
             controller = CrawlController(self._config, self.directory, launch_dir, self.hosts, self.job_log,
-                                         checkpoint=checkpoint_dir, api_port=self.api_port)
+                                         checkpoint=checkpoint_dir, api_port=self.api_port,
+                                         sitemap_limits=self.sitemap_limits)
             controller.start()
         except Exception as exc:
             # Anything the crawl raises while starting is the crawl's failure, not the engine's: log it, stay READY.
@@ -506,9 +510,10 @@ class CrawlJob:
 class JobRegistry:
     """All jobs of one engine, found in (or added to) its jobs directory."""
 
-    def __init__(self, jobs_dir: Path, hosts: Mapping[str, str]) -> None:
+    def __init__(self, jobs_dir: Path, hosts: Mapping[str, str], sitemap_limits: SitemapLimits | None = None) -> None:
         self.jobs_dir = jobs_dir
         self.hosts = dict(hosts)
+        self.sitemap_limits = sitemap_limits or SitemapLimits()
         self._api_port = 0
         self._lock = threading.Lock()
         self._jobs: dict[str, CrawlJob] = {}
@@ -528,7 +533,7 @@ class JobRegistry:
                 job.api_port = port
 
     def _new_job(self, name: str, directory: Path) -> CrawlJob:
-        job = CrawlJob(name, directory, self.hosts)
+        job = CrawlJob(name, directory, self.hosts, self.sitemap_limits)
         job.api_port = self._api_port
         return job
 

@@ -8,6 +8,10 @@ read it piece by piece (lxml's feed parser with a target that sees start tags, n
 small overlap between pieces), so no response is held whole; at most MAX_DECODED_BYTES of one are read.
 Only extractable types are read at all. An extractor never raises on bad markup: a page lxml cannot parse
 yields the links it could find.
+
+A crawl reads through ``LinkExtractors``, which adds what its template turns on: a page's scripts and
+script files (ExtractorJS, harvester/engine/jslinks.py; hop ``X``) and sitemaps (ExtractorSitemap,
+harvester/engine/sitemaps.py; hop ``M``). Without those beans it reads exactly what ``extract_links`` reads.
 """
 
 from __future__ import annotations
@@ -15,10 +19,24 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from lxml import etree
 
 from harvester.decoding import DECODED_PIECE, ContentDecodingError, DecodedSizeLimitError, decoded_pieces
+from harvester.engine.jslinks import SPECULATIVE_HOP, JsRules, is_script_type, script_links, script_pieces_links
+from harvester.engine.sitemaps import (
+    MANIFEST_HOP,
+    SNIFF_BYTES,
+    SitemapLimits,
+    SitemapRules,
+    looks_like_sitemap,
+    read_sitemap,
+)
+
+if TYPE_CHECKING:
+    from harvester.engine.config import CrawlConfig
 
 # How much of one document the extractors read, decoded: a bound on the parsing work one response can
 # cost (memory does not grow with it: the extractors read piece by piece).
@@ -224,3 +242,146 @@ def extract_links(pieces: Iterable[bytes], content_type: str, content_encoding: 
     if extractor is None:
         return [], None
     return extractor(bounded_pieces(pieces, content_encoding))
+
+
+class _HtmlScriptLinks(_HtmlLinks):
+    """_HtmlLinks that also gathers a page's scripts, as ExtractorHTML hands them to ExtractorJS: the text of
+    ``<script>`` elements, event-handler attributes (``onclick``...) and ``javascript:`` URLs."""
+
+    __slots__ = ("scripts", "_script")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: list[str] = []
+        self._script: list[str] | None = None
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        _HtmlLinks.start(self, tag, attrib)
+        if tag == "script":
+            self._script = []
+        for name in attrib:
+            if name[:2] == "on":
+                self.scripts.append(attrib[name])
+        href = attrib.get("href")
+        if href and href[:11].lower() == "javascript:":
+            self.scripts.append(href[11:])
+
+    def end(self, tag: str) -> None:
+        _HtmlLinks.end(self, tag)
+        if tag == "script" and self._script is not None:
+            self.scripts.append("".join(self._script))
+            self._script = None
+
+    def data(self, text: str) -> None:
+        if self._script is not None:
+            self._script.append(text)
+        elif self._style is not None:
+            self._style.append(text)
+
+    def take_scripts(self) -> list[str]:
+        scripts, self.scripts, self._script = self.scripts, [], None
+        return scripts
+
+
+def extract_html_with_scripts(pieces: Iterable[bytes], url: str, rules: JsRules) -> Outlinks:
+    """The links of an HTML document and, speculative (``X``), the URL-like strings of its scripts."""
+    reader = getattr(_parsers, "html_scripts", None)
+    if reader is None:
+        target = _HtmlScriptLinks()
+        reader = _parsers.html_scripts = (etree.HTMLParser(target=target), target)
+    parser, target = reader
+    fed = False
+    try:
+        for piece in pieces:
+            if piece.count(0) == len(piece):
+                continue
+            if fed or piece.strip():
+                parser.feed(piece)
+                fed = True
+        links, base = parser.close() if fed else ([], None)
+    except etree.LxmlError:
+        _parsers.html_scripts = None
+        links, base = target.close()
+    except BaseException:
+        _parsers.html_scripts = None
+        raise
+    for script in target.take_scripts():
+        links.extend((link, SPECULATIVE_HOP) for link in script_links(script, url, rules))
+    return links, base
+
+
+@dataclass
+class FoundLinks:
+    """What one response gave: outlinks (raw, hop), the base they are relative to (None: the URI itself),
+    and the URLs it names as sitemaps (a sitemap index's entries)."""
+
+    links: list[tuple[str, str]] = field(default_factory=list)
+    base: str | None = None
+    sitemaps: list[str] = field(default_factory=list)
+
+
+class LinkExtractors:
+    """The extractors of one crawl, as its template has them: HTML (with its scripts when an ExtractorJS
+    is there and ExtractorHTML's extractJavascript is on) and CSS always; script files with ExtractorJS
+    enabled (links relative to the page that used the script, as ExtractorJS adds them to the via);
+    sitemaps with ExtractorSitemap enabled (harvester/engine/sitemaps.py). Without the optional beans it
+    reads what ``extract_links`` reads, the same way."""
+
+    def __init__(self, js_inline: bool = False, js_files: bool = False, js_rules: JsRules | None = None,
+                 sitemaps: bool = False, sitemap_rules: SitemapRules | None = None,
+                 sitemap_limits: SitemapLimits | None = None) -> None:
+        self.js_inline = js_inline
+        self.js_files = js_files
+        self.js_rules = js_rules or JsRules()
+        self.sitemaps = sitemaps
+        self.sitemap_rules = sitemap_rules or SitemapRules()
+        self.sitemap_limits = sitemap_limits or SitemapLimits()
+
+    @classmethod
+    def from_config(cls, config: CrawlConfig, sitemap_limits: SitemapLimits) -> LinkExtractors:
+        return cls(js_inline=config.js_inline, js_files=config.js_files,
+                   js_rules=JsRules(config.js_strict, config.js_max_candidate_length, config.js_reject_relative),
+                   sitemaps=config.sitemaps,
+                   sitemap_rules=SitemapRules(config.sitemap_url_pattern, config.sitemap_lenient),
+                   sitemap_limits=sitemap_limits)
+
+    def keeps_payload(self, content_type: str) -> bool:
+        """Whether a chunked response of this type keeps its de-chunked body for extraction."""
+        if is_extractable(content_type):
+            return True
+        mime = content_type.split(";", 1)[0].strip().lower()
+        if self.js_files and is_script_type(mime, ""):
+            return True
+        # a sitemap may come as XML, text or gzip under any name; these are the types it comes under
+        return self.sitemaps and (mime.startswith(("text/", "application/xml")) or "gzip" in mime)
+
+    def extract(self, url: str, via: str, content_type: str, content_encoding: str,
+                pieces: Callable[[], Iterable[bytes]], is_declared_sitemap: bool) -> FoundLinks:
+        """The links of a 2xx response of ``url`` whose payload ``pieces()`` gives (from the start at each call).
+        ``is_declared_sitemap``: robots.txt or a sitemap index named it a sitemap."""
+        mime = content_type.split(";", 1)[0].strip().lower()
+        if self.sitemaps and (is_declared_sitemap or self.sitemap_rules.matches_url(url)
+                              or self._sniffs_as_sitemap(mime, content_encoding, pieces)):
+            found = read_sitemap(bounded_pieces(pieces(), content_encoding, self.sitemap_limits.max_bytes), url,
+                                 self.sitemap_rules, self.sitemap_limits)
+            return FoundLinks([(link, MANIFEST_HOP) for link in found.urls], None, found.sitemaps)
+        if self.js_inline and mime in ("text/html", "application/xhtml+xml"):
+            links, base = extract_html_with_scripts(bounded_pieces(pieces(), content_encoding), url, self.js_rules)
+            return FoundLinks(links, base)
+        extractor = EXTRACTORS.get(mime)
+        if extractor is not None:
+            links, base = extractor(bounded_pieces(pieces(), content_encoding))
+            return FoundLinks(links, base)
+        if self.js_files and is_script_type(mime, url):
+            links = script_pieces_links(bounded_pieces(pieces(), content_encoding), url, self.js_rules)
+            return FoundLinks([(link, SPECULATIVE_HOP) for link in links], via or None)
+        return FoundLinks()
+
+    @staticmethod
+    def _sniffs_as_sitemap(mime: str, content_encoding: str, pieces: Callable[[], Iterable[bytes]]) -> bool:
+        if not mime.startswith(("text/xml", "application/xml")):
+            return False
+        head = b""
+        for piece in bounded_pieces(pieces(), content_encoding, SNIFF_BYTES):
+            head += piece
+        return looks_like_sitemap(mime, head)

@@ -20,7 +20,9 @@ from harvester.crawlstates import ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.chain import ProcessorChain
 from harvester.engine.config import CrawlConfig
+from harvester.engine.cookies import CookieStore
 from harvester.engine.crawllog import CrawlLogs
+from harvester.engine.credentials import HttpAuthentication
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.disposition import Disposition
 from harvester.engine.fetch import Fetcher, RequestSettings
@@ -28,9 +30,9 @@ from harvester.engine.fetching import FetchProcessor, Politeness
 from harvester.engine.figures import CrawlFigures, crawl_figures
 from harvester.engine.frontier import DONE, Frontier
 from harvester.engine.limits import CrawlLimits
-from harvester.engine.links import is_extractable
+from harvester.engine.links import LinkExtractors
 from harvester.engine.livechanges import LiveChanges
-from harvester.engine.prerequisites import DnsPrerequisite, RobotsPrerequisite
+from harvester.engine.prerequisites import DnsPrerequisite, FormLoginPrerequisite, RobotsPrerequisite
 from harvester.engine.preselector import Preselector
 from harvester.engine.queuepolicy import QueueAssignment
 from harvester.engine.quota import QuotaEnforcer, QuotaRules
@@ -38,6 +40,7 @@ from harvester.engine.recorder import CaptureRecorder, DedupRules
 from harvester.engine.reports import ReportInput, report_input
 from harvester.engine.scope import Scope, canonical_url
 from harvester.engine.servercache import ServerCache
+from harvester.engine.sitemaps import SitemapDeclarations, SitemapLimits
 from harvester.engine.stats import CrawlStats, RateTracker
 from harvester.engine.warc import WarcFileWriter
 
@@ -47,7 +50,7 @@ class CrawlParts:
     threads). A launch from ``resume_from`` starts from that checkpoint's copy of the store."""
 
     def __init__(self, config: CrawlConfig, job_dir: Path, hosts: Mapping[str, str], resume_from: Path | None,
-                 on_scheduled: Callable[[], None]) -> None:
+                 on_scheduled: Callable[[], None], sitemap_limits: SitemapLimits | None = None) -> None:
         self.config = config
         punycode_hosts = {to_punycode(name): address for name, address in hosts.items()}
         self.store = checkpoints.launch_store(job_dir, resume_from)
@@ -61,7 +64,15 @@ class CrawlParts:
         self.discovery = LinkDiscovery(self.frontier, self.scope, self.queue_assignment,
                                        on_discovered=self._count_discovered, on_scheduled=on_scheduled)
         self.servers = ServerCache(punycode_hosts, config.user_agent)
-        self.fetcher = Fetcher(RequestSettings.from_config(config), keeps_payload=is_extractable)
+        self.extractors = LinkExtractors.from_config(config, sitemap_limits or SitemapLimits())
+        # What the template's cookie store and credential store keep; None where the template has neither,
+        # so a fetch without them costs nothing more than before.
+        self.cookies = CookieStore() if config.cookies_enabled else None
+        self.authentication = HttpAuthentication(config.http_credentials) if config.http_credentials else None
+        self.logins_posted: set[str] = set()
+        self.sitemaps = SitemapDeclarations()
+        self.fetcher = Fetcher(RequestSettings.from_config(config), keeps_payload=self.extractors.keeps_payload,
+                               cookies=self.cookies, authentication=self.authentication)
         # The DispositionProcessor's politeness in force: replaced whole by a live change, read for each fetch.
         self.politeness = Politeness.from_config(config)
         self.live = LiveChanges(self)
@@ -77,12 +88,17 @@ class CrawlParts:
         config, servers, frontier = self.config, self.servers, self.frontier
         recorder = CaptureRecorder(warc, self.store, dedup, DedupRules.from_config(config))
         disposition = Disposition(config, self.stats, logs, recorder, frontier, self.queue_assignment, self.quota,
-                                  self.discovery, is_stopping)
+                                  self.discovery, is_stopping, self.extractors, self.sitemaps)
+        logins = ([FormLoginPrerequisite(config.form_credentials, servers, self.fetcher, frontier, disposition,
+                                         self.queue_assignment.key, self.logins_posted)]
+                  if config.form_credentials else [])
         return ProcessorChain((
             Preselector(self.scope),
             DnsPrerequisite(servers, disposition),
             self.quota,
-            RobotsPrerequisite(config.robots_policy, servers, self.fetcher, frontier, disposition),
+            RobotsPrerequisite(config.robots_policy, servers, self.fetcher, frontier, disposition,
+                               offers_sitemaps=config.robots_sitemaps),
+            *logins,
             FetchProcessor(config, self.fetcher, frontier, servers, disposition, is_stopping,
                            lambda: self.politeness),
         ), disposition)
@@ -107,17 +123,39 @@ class CrawlParts:
 
     def resume(self, checkpoint: Path, job_log: logging.Logger) -> int:
         """Continue from ``checkpoint`` (whose store this launch opened); the WARC serial it had reached."""
-        self.stats, serial = checkpoints.resume_crawl(checkpoint, frontier=self.frontier, quota=self.quota,
-                                                      servers=self.servers, scope=self.scope, live=self.live)
+        self.stats, serial, sessions = checkpoints.resume_crawl(
+            checkpoint, frontier=self.frontier, quota=self.quota, servers=self.servers, scope=self.scope,
+            live=self.live)
+        self._restore_sessions(sessions)
         job_log.info("resumed from checkpoint %s: %d URIs queued, %d done; live changes kept: %s", checkpoint.name,
                      self.frontier.queued_count, self.store.count_state(DONE), self.live.describe())
+        if self.cookies is not None:
+            job_log.info("cookies kept from the checkpoint: %d", len(self.cookies))
         return serial
+
+    def _sessions(self) -> checkpoints.Sessions:
+        """What the crawl keeps of its sites' sessions: cookies, logins posted, HTTP credentials in use, the
+        sitemaps named and not yet fetched."""
+        return checkpoints.Sessions(
+            cookies=self.cookies.to_json() if self.cookies is not None else [],
+            logins_posted=sorted(self.logins_posted),
+            http_authentication=self.authentication.to_json() if self.authentication is not None else {},
+            sitemaps=self.sitemaps.to_json())
+
+    def _restore_sessions(self, sessions: checkpoints.Sessions) -> None:
+        if self.cookies is not None:
+            self.cookies.restore(sessions.cookies)
+        self.logins_posted.update(sessions.logins_posted)
+        if self.authentication is not None:
+            self.authentication.restore(sessions.http_authentication)
+        for url in sessions.sitemaps:
+            self.sitemaps.declare(url)
 
     def save_checkpoint(self, directory: Path, elapsed_ms: int, warc_serial: int) -> None:
         """Checkpoint ``directory`` of this launch, which has no fetch in flight."""
         checkpoints.save_crawl(directory.parent, directory.name, job=self.config.job_name, stats=self.stats,
                                elapsed_ms=elapsed_ms, frontier=self.frontier, quota=self.quota, servers=self.servers,
-                               warc_serial=warc_serial, live_changes=self.live.to_json())
+                               warc_serial=warc_serial, live_changes=self.live.to_json(), sessions=self._sessions())
 
     def figures(self, state: ControllerState, elapsed_ms: int, busy: int, now: float,
                 size_on_disk: int) -> CrawlFigures:

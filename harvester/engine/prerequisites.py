@@ -1,18 +1,24 @@
 """The prerequisites of a fetch, as Heritrix's PreconditionEnforcer: a host's address (the ``dns:`` lookup,
 once per host) and a host:port's robots.txt (fetched once, as a prerequisite with hop ``P``), and the robots
-rules a URI must pass. What is known is kept in the ServerCache; what is fetched or looked up is recorded
+rules a URI must pass; then the credential store's login forms (HtmlFormCredential), each posted once before
+its server's other URIs. What is known is kept in the ServerCache; what is fetched or looked up is recorded
 through the disposition like any capture.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from urllib.parse import urlsplit
 
 from harvester.engine.chain import DOMAIN_LOOKUP_FAILED, ROBOTS_PRECLUDED, Curi, Outcome
+from harvester.engine.credentials import FormCredential, server_name
 from harvester.engine.disposition import Disposition
 from harvester.engine.fetch import Fetcher
 from harvester.engine.frontier import CrawlUri, Frontier
 from harvester.engine.queuepolicy import is_ip_address
+from harvester.engine.scope import canonical_url
 from harvester.engine.servercache import ServerCache
 
 ROBOTS_MAX_BYTES = 500_000  # robots.txt read beyond this is ignored, as by Heritrix's Robotstxt
@@ -46,7 +52,8 @@ class RobotsPrerequisite:
     its rules disallow -9998. A prerequisite URI itself passes."""
 
     def __init__(self, policy: str, servers: ServerCache, fetcher: Fetcher, frontier: Frontier,
-                 disposition: Disposition) -> None:
+                 disposition: Disposition, offers_sitemaps: bool = False) -> None:
+        self.offers_sitemaps = offers_sitemaps  # ExtractorRobotsTxt: Sitemap lines become manifest links
         self.policy = policy
         self.servers = servers
         self.fetcher = fetcher
@@ -81,3 +88,71 @@ class RobotsPrerequisite:
                 self.disposition.record_failure(robots_uri, result.status, curi.thread, [], started=result.started)
         self.frontier.mark_done(robots_uri)
         self.servers.set_robots(curi.authority, text)
+        if self.offers_sitemaps and text:
+            self.disposition.record_robots_sitemaps(robots_uri, text)
+
+
+class FormLoginPrerequisite:
+    """The credential store's login forms (HtmlFormCredential), as Heritrix's credential precondition: a URI
+    of a server with a login form not yet posted waits while the form is posted to its ``loginUri`` (a
+    prerequisite, hop ``P``, recorded like any capture: its request record holds the form), once per
+    credential, whatever the answer; a URI that is itself a login URI is fetched by POSTing its form.
+    ``posted`` (the credentials' names) is kept in checkpoints."""
+
+    def __init__(self, credentials: Iterable[FormCredential], servers: ServerCache, fetcher: Fetcher,
+                 frontier: Frontier, disposition: Disposition, queue_key: Callable[[str], str],
+                 posted: set[str]) -> None:
+        self.by_server: dict[str, list[FormCredential]] = {}
+        self.by_login_uri: dict[str, FormCredential] = {}
+        for credential in credentials:
+            login_uri = canonical_url(credential.login_uri) or credential.login_uri
+            credential = replace(credential, login_uri=login_uri)
+            self.by_server.setdefault(credential.domain, []).append(credential)
+            self.by_login_uri.setdefault(login_uri, credential)
+        self.servers = servers
+        self.fetcher = fetcher
+        self.frontier = frontier
+        self.disposition = disposition
+        self.queue_key = queue_key
+        self.posted = posted
+
+    async def process(self, curi: Curi) -> Outcome | None:
+        uri = curi.uri
+        if uri.is_prerequisite:
+            return None
+        own = self.by_login_uri.get(uri.url)
+        if own is not None:
+            # the login URI itself, met as a link or a seed: its fetch is the form's POST
+            self.posted.add(own.name)
+            curi.method, curi.body = "POST", own.body()
+            return None
+        for credential in self.by_server.get(server_name(uri.url), ()):
+            if credential.name not in self.posted:
+                self.posted.add(credential.name)
+                await self._post(curi, credential)
+        return None
+
+    async def _post(self, curi: Curi, credential: FormCredential) -> None:
+        uri = curi.uri
+        login_uri = CrawlUri(credential.login_uri, uri.hop_path + "P", uri.url, uri.seed, is_prerequisite=True)
+        if self.frontier.is_done(login_uri.url):
+            return
+        host = urlsplit(login_uri.url).hostname or ""
+        key = self.queue_key(login_uri.url)
+        if not self.servers.knows_host(host):
+            if is_ip_address(host):
+                self.servers.take_literal(host)
+            else:
+                started = time.time()
+                found = self.servers.look_up(host)
+                self.disposition.record_dns(key, host, found, login_uri, curi.thread, started)
+        address = self.servers.address(host)
+        if address is None:
+            self.disposition.record_failure(login_uri, DOMAIN_LOOKUP_FAILED, curi.thread, [])
+            return
+        with await self.fetcher.fetch(login_uri.url, uri.url, True, address, "POST", credential.body()) as result:
+            if result.status >= 0:
+                self.disposition.record_capture(key, login_uri, result, curi.thread)
+            else:
+                self.disposition.record_failure(login_uri, result.status, curi.thread, [], started=result.started,
+                                                duration_ms=result.duration_ms)

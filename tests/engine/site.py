@@ -29,21 +29,39 @@ Paths (the same on every host):
 - ``/hop/x1``, ``/hop/x2``            a chain reaching the first host's ``/hop/target`` at hop 3
 - ``/hop/flaky``                      drops the connection the first two times, then links to ``/hop/target``
                                       (hop 2), so the longer path is found first: the shortest-path test
+
+What today's sites need (tests/engine/test_process_sessions.py), linked from ``/modern/`` only:
+
+- ``/modern/`` (and MODERN_HOST's ``/``) links to the areas below; links only in an inline script, an onclick
+                                      handler and ``/modern/app.js``; strings that only look like URLs
+- ``/modern/consent``                 sets the cookie ``consent=granted`` (path /modern), links ``/modern/gated``
+- ``/modern/gated``                   the article and a link to ``/modern/behind-the-wall.html`` with the
+                                      cookie; a consent wall without it
+- ``/basic/``, ``/basic/inner.html``  HTTP Basic authentication (realm BASIC_REALM), 401 without it
+- ``/digest/``, ``/digest/inner.html`` HTTP Digest authentication (realm DIGEST_REALM, qop auth)
+- ``/members/login``                  a login form; its POST with LOGIN_FORM sets the session cookie
+- ``/members/``, ``/members/article.html``  the members' pages with the session cookie, a login prompt without
+- ``/sitemap.xml``, ``/sitemap-index.xml`` -> ``/sitemap-archive.xml.gz`` (gzip): the only links to
+                                      ``/only-in-sitemap/…``; MODERN_HOST's robots.txt names the first two
 """
 
 from __future__ import annotations
 
+import base64
 import functools
 import gzip
 import hashlib
 import socket
 import threading
 import time
+import urllib.parse
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
 import brotli
+
+from harvester.digestauth import digest_response, parse_auth_params
 
 DEFAULT_HOSTS = ("www.kulturarv.dk", "images.kulturarv.dk", "www.bibliotek.no", "www.økologi.dk")
 STALL_ANNOUNCED = 100_000
@@ -52,6 +70,11 @@ BIG_SIZE = 300_000
 HUGE_SIZE = 50 * 1024 * 1024
 HUGE_PIECE = 1024 * 1024
 DUP_BODY = hashlib.sha256(b"dup").digest() * 1000  # 32,000 identical bytes everywhere
+MODERN_HOST = "www.moderne.dk"
+BASIC_REALM, BASIC_USER, BASIC_PASSWORD = "Arkivet", "arkiv", "basic-hemmelig"
+DIGEST_REALM, DIGEST_USER, DIGEST_PASSWORD = "Digest-arkivet", "arkiv", "digest-hemmelig"
+LOGIN_FORM = {"brugernavn": "arkiv", "kodeord": "form-hemmelig", "autologin": "ja"}
+SESSION_COOKIE = "medlem=logget-ind"
 
 
 def huge_pieces() -> Iterator[bytes]:
@@ -89,6 +112,7 @@ class TestSite:
         self.sent: dict[tuple[str, str], list[bytes]] = defaultdict(list)
         self.requests: list[tuple[str, str]] = []
         self.request_heads: list[bytes] = []  # each request's line and headers, as received
+        self.request_bodies: list[tuple[str, str, bytes]] = []  # (host, target, body) of each request with one
         self._flaky_count: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -179,12 +203,25 @@ class TestSite:
                     name, _, value = line.partition(":")
                     headers[name.strip().lower()] = value.strip()
                 host = headers.get("host", "").rsplit(":", 1)[0].lower()
+                body_length = int(headers.get("content-length", "0") or 0)
+                while len(buffer) < body_length:
+                    try:
+                        data = connection.recv(65536)
+                    except OSError:
+                        return
+                    if not data:
+                        return
+                    buffer += data
+                body, buffer = buffer[:body_length], buffer[body_length:]
                 with self._lock:
                     self.requests.append((host, target))
                     self.request_heads.append(head)
+                    if body:
+                        self.request_bodies.append((host, target, body))
                 if self.response_delay and target != "/robots.txt" and self._stop.wait(self.response_delay):
                     return
-                keep_open = self._respond(connection, host, target, is_http10)
+                request = (request_line[0], headers, body)
+                keep_open = self._respond(connection, host, target, is_http10, request)
                 if not keep_open or is_http10 or headers.get("connection", "").lower() == "close":
                     return
 
@@ -193,8 +230,9 @@ class TestSite:
             self.sent[(host, target)].append(raw)
         connection.sendall(raw)
 
-    def _respond(self, connection: socket.socket, host: str, target: str, is_http10: bool = False) -> bool:
-        """Answer one request; False closes the connection afterwards."""
+    def _respond(self, connection: socket.socket, host: str, target: str, is_http10: bool = False,
+                 request: tuple[str, dict[str, str], bytes] = ("GET", {}, b"")) -> bool:
+        """Answer one request (its method, headers and body in ``request``); False closes the connection."""
         path = target.split("?", 1)[0]
         if path == "/stall.bin":
             head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
@@ -230,8 +268,10 @@ class TestSite:
             raw = head + chunks + b"0\r\n\r\n"
             self._send(connection, host, target, raw)
             return True
-        status, content_type, body, extra_headers = self._resource(host, path)
-        reason = {200: "OK", 301: "Moved Permanently", 404: "Not Found", 500: "Internal Server Error"}[status]
+        modern = self._modern(host, path, target, *request)
+        status, content_type, body, extra_headers = modern if modern is not None else self._resource(host, path)
+        reason = {200: "OK", 301: "Moved Permanently", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+                  500: "Internal Server Error"}[status]
         head = f"HTTP/1.1 {status} {reason}\r\nServer: harvestsuite-test-site\r\nContent-Type: {content_type}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in extra_headers)
         head += f"Content-Length: {len(body)}\r\n\r\n"
@@ -294,6 +334,91 @@ class TestSite:
             return 200, "text/html", b"<html>beyond</html>", []
         return 404, "text/html", b"<html><body>not found</body></html>", []
 
+    def _modern(self, host: str, path: str, target: str, method: str, headers: dict[str, str], body: bytes
+                ) -> tuple[int, str, bytes, list[tuple[str, str]]] | None:
+        """The resources of today's sites (see the module's docstring); None for any other path."""
+        cookies = headers.get("cookie", "")
+        base = f"http://{host}:{self.port}"
+        if path == "/robots.txt" and host == MODERN_HOST:
+            return 200, "text/plain", (f"User-agent: *\nDisallow: /private/\nSitemap: {base}/sitemap.xml\n"
+                                       "Sitemap: /sitemap-index.xml\n").encode(), []
+        if path == "/modern/" or (path == "/" and host == MODERN_HOST):
+            return 200, "text/html", (
+                b'<html><head><title>today</title><script src="/modern/app.js"></script>'
+                b'<script>var next = "/modern/from-inline-script.html"; var kind = "text/html";'
+                b' var version = "3.5.0"; var item = "li.selected";</script></head><body>\n'
+                b'<a href="/modern/consent">consent</a> <a href="/basic/">basic</a> <a href="/digest/">digest</a>\n'
+                b'<a href="/members/">members</a>\n'
+                b'<button onclick="window.location=\'/modern/from-onclick.html\'">go</button>\n'
+                b"</body></html>\n"), []
+        if path == "/modern/app.js":
+            return 200, "application/javascript", (
+                b'function go() { document.location = "/modern/from-script-file.html"; }\n'
+                b'var ajax = "Microsoft.XMLHTTP";\n'), []
+        if path.startswith("/modern/from-") or path.startswith("/only-in-sitemap/") \
+                or path == "/modern/behind-the-wall.html":
+            return 200, "text/html", f"<html><body>{path} reached</body></html>".encode(), []
+        if path == "/modern/consent":
+            return 200, "text/html", b'<html><body><a href="/modern/gated">the article</a></body></html>', [
+                ("Set-Cookie", "consent=granted; Path=/modern; HttpOnly")]
+        if path == "/modern/gated":
+            if "consent=granted" in cookies:
+                return 200, "text/html", (b'<html><body><p>the gated article</p>'
+                                          b'<a href="/modern/behind-the-wall.html">more</a></body></html>'), []
+            return 200, "text/html", b"<html><body>consent wall: accept cookies to read on</body></html>", []
+        if path in ("/basic/", "/basic/inner.html"):
+            expected = "Basic " + base64.b64encode(f"{BASIC_USER}:{BASIC_PASSWORD}".encode()).decode()
+            if headers.get("authorization") != expected:
+                return 401, "text/html", b"<html>who are you?</html>", [
+                    ("WWW-Authenticate", f'Basic realm="{BASIC_REALM}"')]
+            return 200, "text/html", (f"<html><body>basic area {path} "
+                                      '<a href="/basic/inner.html">inner</a></body></html>').encode(), []
+        if path in ("/digest/", "/digest/inner.html"):
+            if not self._digest_accepts(method, target, headers.get("authorization", "")):
+                return 401, "text/html", b"<html>who are you?</html>", [
+                    ("WWW-Authenticate", f'Digest realm="{DIGEST_REALM}", qop="auth", nonce="{self._nonce()}", '
+                                         'opaque="arkiv"')]
+            return 200, "text/html", (f"<html><body>digest area {path} "
+                                      '<a href="/digest/inner.html">inner</a></body></html>').encode(), []
+        if path == "/members/login":
+            if method == "POST":
+                if dict(urllib.parse.parse_qsl(body.decode())) == LOGIN_FORM:
+                    return 200, "text/html", b'<html><body>welcome <a href="/members/">on</a></body></html>', [
+                        ("Set-Cookie", f"{SESSION_COOKIE}; Path=/")]
+                return 403, "text/html", b"<html>wrong password</html>", []
+            return 200, "text/html", (b'<html><body><form method="post" action="/members/login">'
+                                      b'<input name="brugernavn"><input name="kodeord" type="password">'
+                                      b'</form></body></html>'), []
+        if path in ("/members/", "/members/article.html"):
+            if SESSION_COOKIE in cookies:
+                return 200, "text/html", (f"<html><body>members only: {path} "
+                                          '<a href="/members/article.html">article</a></body></html>').encode(), []
+            return 200, "text/html", b'<html><body>please <a href="/members/login">log in</a></body></html>', []
+        if path == "/sitemap.xml":
+            return 200, "application/xml", _urlset([f"{base}/only-in-sitemap/plain.html"]), []
+        if path == "/sitemap-index.xml":
+            return 200, "text/xml", (
+                '<?xml version="1.0" encoding="UTF-8"?>\n'
+                '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                f"<sitemap><loc>{base}/sitemap-archive.xml.gz</loc></sitemap></sitemapindex>\n").encode(), []
+        if path == "/sitemap-archive.xml.gz":
+            return 200, "application/x-gzip", gzip.compress(
+                _urlset([f"{base}/only-in-sitemap/from-gzip.html", f"{base}/only-in-sitemap/archive.html"]),
+                mtime=0), []
+        return None
+
+    def _nonce(self) -> str:
+        return hashlib.sha256(f"nonce-{self.port}".encode()).hexdigest()[:32]
+
+    def _digest_accepts(self, method: str, target: str, authorization: str) -> bool:
+        scheme, params = parse_auth_params(authorization) if authorization else ("", {})
+        if scheme.lower() != "digest" or params.get("uri") != target or params.get("nonce") != self._nonce():
+            return False
+        expected = digest_response(user=DIGEST_USER, realm=DIGEST_REALM, password=DIGEST_PASSWORD, method=method,
+                                   uri=target, nonce=params["nonce"], nc=params.get("nc"),
+                                   cnonce=params.get("cnonce"), qop=params.get("qop"))
+        return params.get("username") == DIGEST_USER and params.get("response") == expected
+
     def _page_html(self, host: str, number: int, extra: str = "") -> str:
         onward = [n for n in (number + 1, 2 * number + 2) if 1 <= n <= self.pages]
         links = "".join(f'<a href="/page/{n}">page {n}</a>\n' for n in onward)
@@ -311,6 +436,12 @@ class TestSite:
         return (f"<html><head><title>{host} {number}</title>"
                 f'<style>p {{ background: url(/img/80.png) }}</style></head><body>\n'
                 f'<img src="/img/{number}.png">\n{links}{index_only}{others}{extra}</body></html>\n')
+
+
+def _urlset(urls: list[str]) -> bytes:
+    entries = "".join(f"<url><loc>{url}</loc><changefreq>daily</changefreq></url>" for url in urls)
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>\n').encode()
 
 
 def _number(text: str) -> int:

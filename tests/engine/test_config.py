@@ -76,7 +76,15 @@ def test_overrides_with_dotted_and_indexed_paths(tmp_path, shared_dir):
     assert config.max_retries == 3 and config.retry_delay_seconds == 300
     assert config.robots_policy == "ignore"
     assert config.user_agent == "Mozilla/5.0 (compatible; heritrix/3.3.0 +http://netarkivet.dk/webcrawler/)"
-    assert any("credentialStore" in warning for warning in config.warnings)
+    # The credential store's map, its beans by reference: one HTTP credential, three login forms.
+    assert [(c.name, c.domain, c.realm) for c in config.http_credentials] == [
+        ("licitationen", "www.licitationen.dk", "Dagbladet Licitationen")]
+    assert [(c.name, c.domain, c.login_uri) for c in config.form_credentials][2] == (
+        "heerfordt", "heerfordt.dk", "http://heerfordt.dk/")
+    assert dict(config.form_credentials[0].form_items)["autologin"] == "y"
+    assert config.cookies_enabled and config.js_inline and config.js_files
+    assert not any("credential" in warning or "cookieStorage" in warning or "extractorJs" in warning
+                   for warning in config.warnings)
 
 
 def test_seeds_file_lines_follow_the_one_seed_rule(tmp_path):
