@@ -148,6 +148,9 @@ def tick(app: AppContext, once: bool) -> None:
         click.echo(f"refused {count} pending live changes of ended job {job_id}")
     if report.live_changes_sent:
         click.echo(f"sent {report.live_changes_sent} live changes")
+    if report.webhook_attempts:
+        click.echo(f"attempted {report.webhook_attempts} webhook deliveries (their outcome: the webhooks page of "
+                   "the System section)")
 
 
 @click.group()
