@@ -63,8 +63,8 @@ class WebhookEvents:
                 for webhook_id, url in hooks]
         dialect = postgresql if is_postgresql(self.conn.engine) else sqlite
         statement = dialect.insert(s.webhook_deliveries).on_conflict_do_nothing(
-            index_elements=["webhook_id", "event_key"])
-        return sum(self.conn.execute(statement.values(row)).rowcount for row in rows)
+            index_elements=["webhook_id", "event_key"]).returning(s.webhook_deliveries.c.delivery_id)
+        return sum(len(self.conn.execute(statement.values(row)).all()) for row in rows)
 
     def _job(self, job_id: int) -> Any:
         j, hd = s.jobs, s.harvestdefinitions

@@ -185,7 +185,7 @@ class WebhookRepository:
         :raise ValidationError: its webhook is deleted or inactive.
         """
         current = self.delivery(delivery_id)
-        if PENDING not in TRANSITIONS[current.state]:
+        if current.state != FAILED:  # pending -> pending is a retry of the sender's, not this
             raise IllegalTransitionError(f"webhook delivery {delivery_id} (only a failed one can be sent again)",
                                          current.state, PENDING)
         webhook = self.conn.execute(select(_w).where(_w.c.webhook_id == current.webhook_id)).first()
