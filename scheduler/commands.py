@@ -121,8 +121,9 @@ def run(app: AppContext) -> None:
 @pass_app
 def tick(app: AppContext, once: bool) -> None:
     """Handle the messages waiting now, then one tick: supervision, deduplication indexes, readiness, job
-    generation. Returns once the deduplication indexes the tick asked for are built or have failed; the
-    next tick acts on the outcome."""
+    generation; then one sending of the live changes and of the webhook deliveries that are due. Returns
+    once the deduplication indexes the tick asked for are built or have failed; the next tick acts on the
+    outcome."""
     transport, service = _service(app)
     try:
         report = service.tick_once()

@@ -103,11 +103,14 @@ class WebhookEvents:
         j, hd, summary = s.jobs, s.harvestdefinitions, s.harvest_run_summary
         added = 0
         for harvest_id, harvest_num in runs:
+            of_run = (j.c.harvest_id == harvest_id, j.c.harvest_num == harvest_num)
+            # the usual answer, while the run's other jobs crawl, from the first unfinished job found
+            if self.conn.scalar(select(j.c.job_id).where(*of_run, j.c.status.in_(_UNFINISHED)).limit(1)) is not None:
+                continue
             counts = {JobStatus(status): count for status, count in self.conn.execute(
-                select(j.c.status, func.count()).where(j.c.harvest_id == harvest_id, j.c.harvest_num == harvest_num)
-                .group_by(j.c.status))}
+                select(j.c.status, func.count()).where(*of_run).group_by(j.c.status))}
             total = sum(counts.values())
-            if not total or any(counts.get(JobStatus(status)) for status in _UNFINISHED):
+            if not total:
                 continue
             name = self.conn.scalar(select(hd.c.name).where(hd.c.harvest_id == harvest_id))
             figures = self.conn.execute(select(summary.c.objects, summary.c.bytes).where(

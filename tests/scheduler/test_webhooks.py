@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
@@ -23,6 +23,7 @@ from harvestdef.messages import CrawlStatus
 from harvestdef.model.controllers import LostControllerRule
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import open_transport
+from harvestdef.repositories.jobs import JobRepository, allocate_job_ids, new_job_row
 from harvestdef.repositories.users import UserRepository
 from harvestdef.repositories.webhookevents import WebhookEvents
 from harvestdef.repositories.webhooks import WebhookRepository
@@ -32,7 +33,7 @@ from scheduler.service import SchedulerService
 from scheduler.tick import Ticker, TickOptions, TickReport
 from scheduler.webhooks import WebhookSender
 from tests.scheduler.factories import T0, make_domain, make_snapshot
-from tests.scheduler.test_intake import handlers, notifier, started_job, transport  # noqa: F401
+from tests.scheduler.test_intake import handlers, notifier, one_job, started_job, transport  # noqa: F401
 from tests.scheduler.test_lost_controllers import heartbeat
 from tests.webhookreceiver import dead_url, webhook_receiver
 from webui import create_app
@@ -267,3 +268,28 @@ def test_a_harvest_deactivated_by_the_tick_is_recorded_and_mailed(engine, notifi
     assert "Harvest definition broad deactivated" in [subject for subject, _ in notifier.sent]
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(s.webhook_deliveries)) == 1
+
+
+def test_a_run_is_done_once_none_of_its_jobs_is_unfinished_and_again_after_a_restart_finishes(engine):
+    make_webhook(engine, "https://receiver.example.org/hook", ["harvest_run_done"])
+    job_id, _ = one_job(engine)
+    with write_transaction(engine) as conn:
+        (second,) = allocate_job_ids(conn, 1)
+        JobRepository(conn).insert([new_job_row(job_id=second, harvest_id=1, channel="FOCUSED", snapshot=False,
+                                                orderxml="default_orderxml", harvest_num=1, creationdate=utcnow())])
+
+    def finish(job, status):
+        with write_transaction(engine) as conn:
+            conn.execute(update(s.jobs).where(s.jobs.c.job_id == job).values(status=int(status)))
+            return WebhookEvents(conn).runs_done([(1, 1)])
+
+    assert finish(job_id, JobStatus.FAILED) == 0, "its second job is NEW still"
+    assert finish(second, JobStatus.DONE) == 1
+    assert finish(second, JobStatus.DONE) == 0, "the same run done, seen again, is not a second event"
+    with write_transaction(engine) as conn:  # an operator restarts the failed job: the run has a job to do
+        restarted = JobRepository(conn).resubmit(job_id).job_id
+        assert WebhookEvents(conn).runs_done([(1, 1)]) == 0
+    assert finish(restarted, JobStatus.DONE) == 1
+    (again, first) = deliveries(engine)
+    assert first.document["jobs"] == {"total": 2, "by_status": {"DONE": 1, "FAILED": 1}}
+    assert again.document["jobs"] == {"total": 3, "by_status": {"DONE": 2, "RESUBMITTED": 1}}
