@@ -339,12 +339,45 @@ class QueueSettings:
 
 @dataclass(frozen=True)
 class NotificationSettings:
-    """Notifications of failed jobs, deactivated harvests and refused harvesters: always logged, and
-    e-mailed when a mail server and a receiver are set."""
+    """Notifications of failed jobs, deactivated harvests, lost and refused harvesters: always logged,
+    e-mailed when a mail server and a receiver are set, and sent to the webhooks that want them."""
 
     mailServer: str = setting("common.mail.server", "", "SMTP host for notifications; empty = log only")
     receiver: str = setting("common.notifications.receiver", "", "e-mail address notifications go to")
     sender: str = setting("common.notifications.sender", "harvestsuite@localhost", "From: of notifications")
+    webuiUrl: str = setting("harvestsuite.notifications.webuiUrl", "",
+                            "the web UI's address as the receivers of notifications reach it, e.g. "
+                            "https://harvest.example.org: the links in webhook deliveries start with it; empty = "
+                            "the links are paths (/status/jobs/45)")
+    webhookSendIntervalMs: int = setting("harvestsuite.webhooks.sendIntervalMs", 1000,
+                                         "milliseconds between the leading scheduler's looks for webhook "
+                                         "deliveries that are due")
+    webhookTimeout: int = setting("harvestsuite.webhooks.timeout", 10,
+                                  "seconds one webhook request (connecting, sending, the answer's status) may take "
+                                  "before the attempt counts as failed")
+    webhookRetryDelayMs: int = setting("harvestsuite.webhooks.retryDelayMs", 30_000,
+                                       "milliseconds before a failed webhook delivery is tried again; doubles "
+                                       "with each further failure")
+    webhookRetryMaxDelayMs: int = setting("harvestsuite.webhooks.retryMaxDelayMs", 3_600_000,
+                                          "the longest wait between two attempts of a webhook delivery, in "
+                                          "milliseconds")
+    webhookMaxAttempts: int = setting("harvestsuite.webhooks.maxAttempts", 8,
+                                      "attempts of a webhook delivery before it counts as failed (with its last "
+                                      "error in the delivery log)")
+
+    def __post_init__(self) -> None:
+        for key, value, least in (("harvestsuite.webhooks.sendIntervalMs", self.webhookSendIntervalMs, 10),
+                                  ("harvestsuite.webhooks.timeout", self.webhookTimeout, 1),
+                                  ("harvestsuite.webhooks.retryDelayMs", self.webhookRetryDelayMs, 1),
+                                  ("harvestsuite.webhooks.maxAttempts", self.webhookMaxAttempts, 1)):
+            if value < least:
+                raise SettingsError(f"{key}: {least} or more, got {value}")
+        if self.webhookRetryMaxDelayMs < self.webhookRetryDelayMs:
+            raise SettingsError(f"harvestsuite.webhooks.retryMaxDelayMs: at least retryDelayMs "
+                                f"({self.webhookRetryDelayMs}), got {self.webhookRetryMaxDelayMs}")
+        if self.webuiUrl and not self.webuiUrl.lower().startswith(("http://", "https://")):
+            raise SettingsError(f"harvestsuite.notifications.webuiUrl: an http:// or https:// address, got "
+                                f"{self.webuiUrl!r}")
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ leave with it what has to wait:
 * the running-job monitor rows of the jobs that ended, removed together at its end;
 * publishes that must be confirmed before the commit is trusted (DoOneCrawl: scheduler.dispatch),
   sent at its end, after the handlers' writes, so a handler that fails publishes nothing;
+* steps that decide from the batch's writes as a whole, run last (``before_commit``): whether a harvest run
+  a job of which ended is done, for its webhook event (scheduler.intake);
 * what goes out once it has committed: the answers to claims and registrations, and the steps (log
   lines, notifications) of each message, so the message whose answer could not be sent is the one
   returned to its queue.
@@ -31,7 +33,7 @@ web UI, never a definition or a job's state, and they have no repository.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -61,6 +63,8 @@ class Batch:
     confirmed_publishes: list[tuple[str, bytes]] = field(default_factory=list)
     answers: list[tuple[int, str, bytes]] = field(default_factory=list)  # (message, queue, body)
     steps_after_commit: list[tuple[int, Callable[[], None]]] = field(default_factory=list)
+    # run last before the commit, after the history and its run summaries; one step per key
+    last_steps: dict[Hashable, Callable[[Connection], None]] = field(default_factory=dict)
     message: int = 0  # the index of the message being handled, whose answers and steps are added
 
     def jobs(self, actor: str = SYSTEM_ACTOR) -> JobRepository:
@@ -81,6 +85,13 @@ class Batch:
         """Published (confirmed) once the transaction has committed, with the batch's other answers; if it
         fails, the message being handled is returned to its queue and its steps do not run."""
         self.answers.append((self.message, queue, body))
+
+    def before_commit(self, key: Hashable, step: Callable[[Connection], None]) -> None:
+        """Run ``step`` on the transaction last, once the run summaries are written (a step given again under
+        the same ``key`` runs once): what depends on every job of the batch having ended, such as whether a
+        harvest run is done, is decided there, while the run's summary row is locked, so two batches that end
+        a run's last jobs side by side decide it one after the other."""
+        self.last_steps.setdefault(key, step)
 
     def after_commit(self, step: Callable[[], None]) -> None:
         """Run once the transaction has committed and the message's answers are confirmed."""
@@ -104,6 +115,8 @@ class Batch:
         elif self.confirmed_publishes:
             self.transport.publish_many(self.confirmed_publishes)  # PublishFailures rolls the batch back
         self.history.flush(self.conn)
+        for step in self.last_steps.values():
+            step(self.conn)
 
     def run_after_commit(self) -> dict[int, BaseException]:
         """Publish the answers, then run the steps left for after the commit; returns the messages whose

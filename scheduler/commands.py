@@ -121,8 +121,9 @@ def run(app: AppContext) -> None:
 @pass_app
 def tick(app: AppContext, once: bool) -> None:
     """Handle the messages waiting now, then one tick: supervision, deduplication indexes, readiness, job
-    generation. Returns once the deduplication indexes the tick asked for are built or have failed; the
-    next tick acts on the outcome."""
+    generation; then one sending of the live changes and of the webhook deliveries that are due. Returns
+    once the deduplication indexes the tick asked for are built or have failed; the next tick acts on the
+    outcome."""
     transport, service = _service(app)
     try:
         report = service.tick_once()
@@ -148,6 +149,9 @@ def tick(app: AppContext, once: bool) -> None:
         click.echo(f"refused {count} pending live changes of ended job {job_id}")
     if report.live_changes_sent:
         click.echo(f"sent {report.live_changes_sent} live changes")
+    if report.webhook_attempts:
+        click.echo(f"attempted {report.webhook_attempts} webhook deliveries (their outcome: the webhooks page of "
+                   "the System section)")
 
 
 @click.group()

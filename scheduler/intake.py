@@ -7,8 +7,10 @@ transaction, the job's status, errors and end date, its historyinfo rows and bot
 (harvestdef/repositories/history.py), and clears the job's running-job monitor rows.
 
 Each handler writes into a ``scheduler.batch.Batch``, the transaction of one message or of several taken
-together (scheduler.handlers has the table of handlers); what they answer or notify goes out after its
-commit.
+together (scheduler.handlers has the table of handlers); what they answer or e-mail goes out after its
+commit. The webhook events of a failed job, and of a harvest run whose last job ended, are recorded in the
+batch's transaction itself (harvestdef/repositories/webhookevents.py), so they commit with what they
+announce.
 The usual STARTED and final status are one compare-and-set each (the attempt, its controller, the
 status it moves from); anything else is read under the job's row lock first and decided as below.
 
@@ -99,6 +101,12 @@ def _final_values(message: CrawlStatus) -> dict[str, Any]:
         "upload_error_details": clip(message.upload_error_details, ERROR_DETAILS_LIMIT) or None,
         "store_failed": message.status == JobStatus.FAILED and message.store_outage,
     }
+
+
+def _failure_in_words(message: CrawlStatus) -> str:
+    """Why a job failed, as its controller's report says, in one line for a notification."""
+    said = [text for text in (message.harvest_errors, message.upload_errors) if text]
+    return "; ".join(said) or f"reported FAILED by its controller {message.controller_id}"
 
 
 # What history needs of a job whose final status was set without reading it first.
@@ -243,6 +251,11 @@ class StatusIntake:
                 "pages_with_missing_resources": qa.pages_with_missing_resources,
                 "missing_resources": qa.missing_resources, "tstamp": now}])
 
+        if final_status == JobStatus.FAILED:
+            self.notifier.events(batch.conn).job_failed(job.job_id, _failure_in_words(message))
+        run = (job.harvest_id, job.harvest_num)
+        batch.before_commit(("run done", *run), functools.partial(self._record_run_done, run))
+
         def ended() -> None:
             self._last_sample.pop(job.job_id, None)
             log.info("job %d %s%s: %d historyinfo rows", job.job_id, message.status,
@@ -256,6 +269,9 @@ class StatusIntake:
                     f"{message.upload_error_details}")
 
         batch.after_commit(ended)
+
+    def _record_run_done(self, run: tuple[int, int], conn: Connection) -> None:
+        self.notifier.events(conn).runs_done([run])
 
     # ------------------------------------------------------------------ job events
     def job_event(self, batch: Batch, message: JobEvent, sent_at: datetime) -> bool:
@@ -457,6 +473,9 @@ class StatusIntake:
                     job_id, JobStatus.FAILED, f"its DoOneCrawl message was dead-lettered from {queue}"), now,
                     audit=batch.audit)
                 failed = job_id
+                events = self.notifier.events(batch.conn)
+                events.job_failed(job_id, f"its DoOneCrawl message was dead-lettered from {queue}: {reason}")
+                events.run_done_of_job(job_id)
             except StaleJobError as exc:
                 log.info("dead-lettered DoOneCrawl of job %s changes nothing: %s", job_id, exc)
 

@@ -1,8 +1,16 @@
-"""Notifications for people: failed jobs, deactivated harvests, refused harvest controllers.
+"""Notifications for people: failed jobs, finished harvest runs, deactivated harvests, lost and refused
+harvest controllers.
 
-Always logged (at ERROR, so they stand out); also e-mailed when a mail server and a receiver are set
-(common.mail.server, common.notifications.receiver), as NetarchiveSuite's EMailNotifications. A mail that
-cannot be sent is logged beside the notification and never stops the scheduler.
+Two ways out, raised at the same places:
+
+* ``notify`` after the commit: always logged (at ERROR, so they stand out); also e-mailed when a mail server
+  and a receiver are set (common.mail.server, common.notifications.receiver), as NetarchiveSuite's
+  EMailNotifications. A mail that cannot be sent is logged beside the notification and never stops the
+  scheduler.
+* ``events(conn)`` in the transaction of what they announce: the webhook events (a job failed, a harvest
+  run done, a harvest deactivated, a controller lost) recorded as pending deliveries for the webhooks that
+  want them (harvestdef/repositories/webhookevents.py), which the leading scheduler sends
+  (scheduler/webhooks.py). Their links start with common.notifications' webuiUrl.
 """
 
 from __future__ import annotations
@@ -11,21 +19,30 @@ import logging
 import smtplib
 from email.message import EmailMessage
 
+from sqlalchemy import Connection
+
+from harvestdef.repositories.webhookevents import WebhookEvents
 from harvestdef.settings import NotificationSettings
 
 log = logging.getLogger(__name__)
 
 
 class Notifier:
-    def __init__(self, mail_server: str = "", receiver: str = "", sender: str = "harvestsuite@localhost") -> None:
+    def __init__(self, mail_server: str = "", receiver: str = "", sender: str = "harvestsuite@localhost",
+                 webui_url: str = "") -> None:
         self.mail_server = mail_server
         self.receiver = receiver
         self.sender = sender
+        self.webui_url = webui_url
         self.sent: list[tuple[str, str]] = []  # (subject, body) of this process, newest last, for the UI
 
     @classmethod
     def from_settings(cls, settings: NotificationSettings) -> Notifier:
-        return cls(settings.mailServer, settings.receiver, settings.sender)
+        return cls(settings.mailServer, settings.receiver, settings.sender, settings.webuiUrl)
+
+    def events(self, conn: Connection) -> WebhookEvents:
+        """The webhook events, recorded into ``conn``'s transaction."""
+        return WebhookEvents(conn, self.webui_url)
 
     def notify(self, subject: str, body: str) -> None:
         log.error("notification: %s: %s", subject, body.replace("\n", " "))

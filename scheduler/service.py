@@ -35,10 +35,14 @@ The tick's deduplication indexes are built on threads of the ticker's index buil
 (scheduler.dedupindex), beside the tick and never in it; only the leading scheduler builds, so only its
 host needs the archive store (harvestsuite.archive.root) mounted.
 
-``tick_once`` is one tick after draining what waits in the queues, and one sending of the live changes
-due: ``harvestsuite scheduler tick --once`` for tests and for cron. It then waits, still the leader,
-until every deduplication index the tick asked for is built or has failed, so what the next ``tick
---once`` sees does not depend on timing.
+Every sendIntervalMs, on a thread of its own as well, the leader sends the webhook deliveries that are due
+(scheduler.webhooks): the events' rows are written where they happen, on any scheduler process, and only
+the leader sends them.
+
+``tick_once`` is one tick after draining what waits in the queues, one sending of the live changes due and
+one of the webhook deliveries due: ``harvestsuite scheduler tick --once`` for tests and for cron. It then
+waits, still the leader, until every deduplication index the tick asked for is built or has failed, so
+what the next ``tick --once`` sees does not depend on timing.
 """
 
 from __future__ import annotations
@@ -86,6 +90,7 @@ from scheduler.leader import LeaderLock
 from scheduler.livechanges import LiveChangeSender
 from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions, TickReport
+from scheduler.webhooks import WebhookSender
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +109,7 @@ class ServiceOptions:
     intake_batch: int = 25  # messages of the scheduler queue recorded in one transaction, at most
     live_change_interval: int = 2
     live_change_resend_after: int = 60
+    webhook_send_interval: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServiceOptions:
@@ -113,12 +119,13 @@ class ServiceOptions:
                    intake_threads=settings.scheduler.intakeThreads,
                    intake_processes=settings.scheduler.intakeProcesses,
                    live_change_interval=settings.scheduler.liveChangeInterval,
-                   live_change_resend_after=settings.scheduler.liveChangeResendAfter)
+                   live_change_resend_after=settings.scheduler.liveChangeResendAfter,
+                   webhook_send_interval=settings.notifications.webhookSendIntervalMs / 1000)
 
 
 class SchedulerService:
     def __init__(self, engine: Engine, transport: Transport, names: QueueNames, ticker: Ticker,
-                 handlers: MessageHandlers, options: ServiceOptions) -> None:
+                 handlers: MessageHandlers, options: ServiceOptions, webhooks: WebhookSender | None = None) -> None:
         self.engine = engine
         self.transport = transport
         self.names = names
@@ -129,6 +136,8 @@ class SchedulerService:
         self.live_changes = LiveChangeSender(engine, transport, names,
                                              timedelta(seconds=options.live_change_resend_after))
         self._live_changes_failing = False
+        self.webhooks = webhooks or WebhookSender(engine)
+        self._webhooks_failing = False
         self.handled = 0
         self.settings: Settings | None = None  # set by from_settings; worker processes are built from it
 
@@ -152,7 +161,7 @@ class SchedulerService:
             submitted_jobs_in_queue_limit=sched.submittedJobsInQueueLimit))
         intake = StatusIntake(notifier, sched.historySampleRate)
         service = cls(engine, transport, names, ticker, MessageHandlers(engine, transport, dispatcher, intake),
-                      ServiceOptions.from_settings(settings))
+                      ServiceOptions.from_settings(settings), WebhookSender.from_settings(settings, engine))
         service.settings = settings
         return service
 
@@ -250,6 +259,7 @@ class SchedulerService:
             self.drain()
             report = self.ticker.tick(now)
             report.live_changes_sent = self.live_changes.send(now)
+            report.webhook_attempts = self.webhooks.send_due(now)
             self.ticker.wait_for_indexes()
             return report
         finally:
@@ -320,6 +330,10 @@ class SchedulerService:
         ticker.add_job(self._send_live_changes_safely, "interval", seconds=self.options.live_change_interval,
                        id="live-changes", next_run_time=datetime.now().astimezone(), max_instances=1,
                        coalesce=True, misfire_grace_time=self.options.live_change_interval)
+        # the webhook deliveries due, on a thread of their own too: a slow receiver holds back neither
+        ticker.add_job(self._send_webhooks_safely, "interval", seconds=self.options.webhook_send_interval,
+                       id="webhooks", next_run_time=datetime.now().astimezone(), max_instances=1, coalesce=True,
+                       misfire_grace_time=max(1, int(self.options.webhook_send_interval)))
         threads = [threading.Thread(target=self._intake_loop, args=(queue, stop), name=f"intake-{queue}-{n}",
                                     daemon=True)
                    for queue, count in ((self.names.scheduler, self.options.intake_threads),
@@ -384,6 +398,24 @@ class SchedulerService:
         if self._live_changes_failing:
             log.warning("sending live changes works again")
             self._live_changes_failing = False
+
+
+    def _send_webhooks_safely(self) -> None:
+        """One sending of the due webhook deliveries; a failing database is logged once until it works again
+        (the deliveries wait in their table meanwhile)."""
+        if not self.leader.is_held:
+            return
+        try:
+            self.webhooks.send_due()
+        except Exception:  # noqa: BLE001 - the next sending tries again
+            if not self._webhooks_failing:
+                log.exception("sending webhook deliveries failed; trying again every %g s",
+                              self.options.webhook_send_interval)
+            self._webhooks_failing = True
+            return
+        if self._webhooks_failing:
+            log.warning("sending webhook deliveries works again")
+            self._webhooks_failing = False
 
 
 def _intake_worker(settings: Settings, stop: Any, parent_pid: int) -> None:

@@ -6,7 +6,8 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
 1. Supervision. STARTED jobs older than jobtimeouttime become FAILED with the reason (every tick, unlike
    NetarchiveSuite's one-shot timer). A STARTED job whose controller is lost (silent for
    lostAfterHeartbeats of the heartbeat intervals it states, harvestdef.model.controllers) gets the
-   interrupted mark and a ``lost`` job event; its controller reports the job when it comes back. If it
+   interrupted mark, a ``lost`` job event and a notification (e-mail, and a controller_lost webhook event
+   in the same transaction); its controller reports the job when it comes back. If it
    stays lost past resubmitLostAfter, the job is resubmitted (STARTED -> RESUBMITTED as CONTROLLER_LOST,
    audited, with a ``resubmitted`` job event), so the harvest is not stuck: the old attempt is never
    granted again, and its controller's late report of it is never taken (scheduler.intake, dispatch). A
@@ -33,7 +34,8 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    (satisfactorythresholdpercentage; the count is made again at every tick). With deduplication off
    (no index builder) isindexready is set at once.
 4. Generation, harvest by harvest, each run in one transaction (scheduler.jobgen.generate); a failed
-   run deactivates its harvest, and the reason is stored and notified. The index of each run just made
+   run deactivates its harvest, and the reason is stored and notified (e-mail, and a webhook event recorded
+   with the harvest's state). The index of each run just made
    is asked for at once (step 2 for those runs), not a tick later.
 
 Indexes are built on the builder's threads (scheduler.dedupindex.DedupIndexBuilder): a tick never waits
@@ -116,6 +118,7 @@ class TickReport:
     # a job that ended by other means -> how many of its pending live changes the tick refused
     changes_refused: dict[int, int] = field(default_factory=dict)
     live_changes_sent: int = 0  # by SchedulerService.tick_once after the tick
+    webhook_attempts: int = 0  # webhook deliveries attempted, by SchedulerService.tick_once after the tick
     finished: dict[str, str] = field(default_factory=dict)  # harvest name -> why its schedule has run its course
 
 
@@ -202,9 +205,14 @@ class Ticker:
                 refuse_left_changes(conn, job_id, ended_reason(
                     job_id, JobStatus.FAILED, f"STARTED longer than jobtimeouttime ({timeout} s), marked FAILED "
                                               "by the scheduler"), now)
+                events = self.notifier.events(conn)
+                events.job_failed(job_id, f"STARTED longer than jobtimeouttime ({timeout} s); the scheduler "
+                                          "marked it FAILED")
+                events.run_done_of_job(job_id)
                 report.timed_out.append(job_id)
 
-            lost_jobs = self._mark_lost(conn, jobs, now, report)
+            lost: list[tuple[int, str, str]] = []
+            lost_jobs = self._mark_lost(conn, jobs, now, report, lost)
             left_jobs = self._find_left(conn)
 
             grace = now - timedelta(seconds=self.options.claim_grace_time)
@@ -238,12 +246,22 @@ class Ticker:
         for job_id in report.timed_out:
             self.notifier.notify(f"Job {job_id} failed", f"Job {job_id} was STARTED longer than jobtimeouttime "
                                                          f"({timeout} s) and was marked FAILED.")
+        resubmit = (f"it is resubmitted if the controller stays lost {self.options.lost.resubmit_lost_after} s "
+                    "after its last heartbeat (resubmitLostAfter)" if self.options.lost.resubmit_lost_after > 0
+                    else "it is not resubmitted automatically (resubmitLostAfter is 0)")
+        for job_id, controller, silent in lost:
+            self.notifier.notify(f"Harvest controller {controller} lost",
+                                 f"The harvest controller {controller} is lost ({silent}): its job {job_id} is "
+                                 f"marked interrupted. The job comes back when the controller starts again; "
+                                 f"{resubmit}.")
 
-    def _mark_lost(self, conn: Connection, jobs: JobRepository, now: datetime,
-                   report: TickReport) -> list[tuple[int, str]]:
-        """Give the STARTED jobs of lost controllers the interrupted mark and a ``lost`` event; returns those
-        (job id, attempt id) whose controller has been lost past resubmitLostAfter. One row per running job:
-        a few dozen, judged here rather than in SQL because each controller states its own interval."""
+    def _mark_lost(self, conn: Connection, jobs: JobRepository, now: datetime, report: TickReport,
+                   lost: list[tuple[int, str, str]]) -> list[tuple[int, str]]:
+        """Give the STARTED jobs of lost controllers the interrupted mark, a ``lost`` event and a
+        controller_lost webhook event, and add each to ``lost`` (job id, controller, since when silent) for its
+        notification; returns those (job id, attempt id) whose controller has been lost past
+        resubmitLostAfter. One row per running job: a few dozen, judged here rather than in SQL because each
+        controller states its own interval."""
         j, h = s.jobs, s.harvesters
         rule = self.options.lost
         running = conn.execute(
@@ -262,6 +280,9 @@ class Ticker:
                     kind=CONTROLLER_LOST, checkpoint="", happened_at=last_sign or now, received_at=now)
                 log.warning("job %d: its controller %s is lost, silent since %s; marked interrupted", row.job_id,
                             row.controller, when(last_sign) if last_sign else "ever")
+                self.notifier.events(conn).controller_lost(row.job_id, row.controller or "", last_sign)
+                lost.append((row.job_id, row.controller or "an unknown controller",
+                             f"silent since {when(last_sign)}" if last_sign else "never heard from"))
                 report.interrupted.append(row.job_id)
             if last_sign is None or rule.needs_resubmission(last_sign, row.heartbeat_interval, now):
                 overdue.append((row.job_id, row.attempt_id))
@@ -585,6 +606,7 @@ class Ticker:
             report.deactivated[name] = reason
             with write_transaction(self.engine) as conn:
                 set_harvest_state(conn, harvest_id, DEACTIVATED, reason, utcnow())
+                self.notifier.events(conn).harvest_deactivated(harvest_id, reason)
             self.notifier.notify(f"Harvest definition {name} deactivated", reason)
             return
         report.generated[name] = result.job_ids

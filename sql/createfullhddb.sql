@@ -555,6 +555,41 @@ CREATE TABLE unused_seedlists (
 
 CREATE INDEX unused_seedlists_domain ON unused_seedlists (domain_id);
 
+CREATE TABLE webhooks (
+	webhook_id BIGSERIAL NOT NULL, 
+	name VARCHAR(100) NOT NULL, 
+	url VARCHAR(2000) NOT NULL, 
+	events VARCHAR(300) NOT NULL, 
+	secret VARCHAR(200) NOT NULL, 
+	isactive BOOLEAN DEFAULT true NOT NULL, 
+	created TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	edition BIGINT DEFAULT 1 NOT NULL, 
+	PRIMARY KEY (webhook_id), 
+	UNIQUE (name)
+);
+
+CREATE TABLE webhook_deliveries (
+	delivery_id BIGSERIAL NOT NULL, 
+	webhook_id BIGINT NOT NULL, 
+	event VARCHAR(30) NOT NULL, 
+	event_key VARCHAR(300) NOT NULL, 
+	url VARCHAR(2000) NOT NULL, 
+	document TEXT NOT NULL, 
+	created TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	state VARCHAR(10) NOT NULL, 
+	attempts INTEGER DEFAULT 0 NOT NULL, 
+	next_attempt_at TIMESTAMP WITHOUT TIME ZONE, 
+	last_attempt_at TIMESTAMP WITHOUT TIME ZONE, 
+	last_status INTEGER, 
+	last_error VARCHAR(2000), 
+	PRIMARY KEY (delivery_id), 
+	CONSTRAINT webhook_deliveries_once UNIQUE (webhook_id, event_key)
+);
+
+CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);
+
+CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, delivery_id);
+
 CREATE SEQUENCE configurations_id_seq;
 
 CREATE TABLE configurations (
@@ -902,6 +937,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0021_seed_thumbnails');
+INSERT INTO alembic_version (version_num) VALUES ('0022_webhooks');
 
 COMMIT;

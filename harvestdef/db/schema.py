@@ -859,3 +859,41 @@ unused_seedlists = Table(
     Column("domain_id", BigInteger, nullable=False),
 )
 Index("unused_seedlists_domain", unused_seedlists.c.domain_id)
+
+# ours: webhooks an admin defines (harvestdef/model/webhooks.py). ``events`` is the event names it wants,
+# comma-separated; ``secret`` signs its deliveries and so is kept as given (pages and the API show a hint).
+webhooks = Table(
+    "webhooks", metadata,
+    Column("webhook_id", Id, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False, unique=True),
+    Column("url", String(2000), nullable=False),
+    Column("events", String(300), nullable=False),
+    Column("secret", String(200), nullable=False),
+    Column("isactive", Boolean, nullable=False, server_default=text("true")),
+    Column("created", UTCDateTime, nullable=False),
+    Column("edition", BigInteger, nullable=False, server_default=text("1")),
+)
+
+# ours: one event for one webhook, written in the transaction of what it announces, and how its sending went
+# (the leading scheduler sends it: scheduler/webhooks.py). ``event_key`` names the event's occurrence, so a
+# repeat of it (a message handled twice) adds no second delivery; ``document`` is the event's JSON.
+webhook_deliveries = Table(
+    "webhook_deliveries", metadata,
+    Column("delivery_id", Id, primary_key=True, autoincrement=True),
+    Column("webhook_id", BigInteger, nullable=False),
+    Column("event", String(30), nullable=False),
+    Column("event_key", String(300), nullable=False),
+    Column("url", String(2000), nullable=False),
+    Column("document", Text, nullable=False),
+    Column("created", UTCDateTime, nullable=False),
+    Column("state", String(10), nullable=False),  # pending, delivered, failed
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("next_attempt_at", UTCDateTime),  # NULL once delivered or failed
+    Column("last_attempt_at", UTCDateTime),
+    Column("last_status", Integer),  # the receiver's HTTP status; NULL when it gave none
+    Column("last_error", String(2000)),
+    UniqueConstraint("webhook_id", "event_key", name="webhook_deliveries_once"),
+)
+# the sender looks up pending deliveries that are due; the log pages by webhook, newest first
+Index("webhook_deliveries_due", webhook_deliveries.c.state, webhook_deliveries.c.next_attempt_at)
+Index("webhook_deliveries_webhook", webhook_deliveries.c.webhook_id, webhook_deliveries.c.delivery_id)

@@ -34,10 +34,11 @@ from schemathesis.specs.openapi.checks import (
 from sqlalchemy import Engine, update
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import open_engine
+from harvestdef.db.engine import open_engine, write_transaction
 from harvestdef.db.init import init_database
 from harvestdef.model.status import JobStatus
 from harvestdef.repositories.users import UserRepository
+from harvestdef.repositories.webhookevents import WebhookEvents
 from harvestdef.settings import load_settings
 from tests.scheduler.test_intake import one_job
 from webui import create_app
@@ -59,6 +60,8 @@ KNOWN = {
     "/templates/{name}": [{"name": "default_orderxml"}],
     "/export/harvests/{name}": [{"name": "fuzz_selective"}],
     "/jobs/{job_id}": [{"job_id": str(FUZZ_JOB)}],
+    "/webhooks/{webhook_id}": [{"webhook_id": "1"}],
+    "/webhooks/deliveries/{delivery_id}": [{"delivery_id": "1"}],
 }
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
@@ -89,9 +92,13 @@ def fuzzed_app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
                        ("/api/v1/schedules", {"name": "fuzz_daily", "timeunit": "DAILY"}),
                        ("/api/v1/harvests", {"type": "selective", "name": "fuzz_selective", "schedule": "fuzz_daily",
                                              "configurations": [{"domain": "kb.dk"}]}),
-                       ("/api/v1/harvests", {"type": "snapshot", "name": "fuzz_snapshot"})]:
+                       ("/api/v1/harvests", {"type": "snapshot", "name": "fuzz_snapshot"}),
+                       ("/api/v1/webhooks", {"name": "fuzz_hook", "url": "http://127.0.0.1:9/hook",
+                                             "events": ["harvest_deactivated"], "secret": "fuzz secret, 16+"})]:
         response = client.post(path, json=body, headers=auth)
         assert response.status_code == 201, response.get_data(as_text=True)
+    with write_transaction(engine) as conn:  # a delivery, failed by the hook's deactivation, for send-again
+        WebhookEvents(conn).harvest_deactivated(1, "fuzz")
     yield app, token
     engine.dispose()
 

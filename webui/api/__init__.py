@@ -50,6 +50,7 @@ def init_app(app: Flask) -> None:
         summaries,
         system,
         users,
+        webhooks,
     )
     app.register_blueprint(blueprint)
     # Exception: every error, ours or not, goes through the one translation (Flask picks the handler of

@@ -28,6 +28,7 @@ from harvestdef.livechanges import (
     MAX_REGEX_LENGTH,
 )
 from harvestdef.model.definitions import Role
+from harvestdef.model.webhooks import MAX_SECRET_LENGTH, MAX_URL_LENGTH, MIN_SECRET_LENGTH, WebhookEvent
 from harvestdef.repositories.jobchanges import CONTROL_ACTIONS, KINDS, STATES
 from harvestdef.validation import INT64, column_length
 from webui.api.core import MAX_LIMIT, blueprint
@@ -69,6 +70,17 @@ def _closed(properties: dict[str, Any], *required: str) -> dict[str, Any]:
     """An object that takes no other fields (harvestdef/livechanges.py refuses them, naming them)."""
     return {**_object(properties, *required), "additionalProperties": False}
 
+
+_WEBHOOK = {
+    "name": {"type": "string", "minLength": 1, "maxLength": column_length(s.webhooks.c.name)},
+    "url": {"type": "string", "minLength": 1, "maxLength": MAX_URL_LENGTH,
+            "description": "http:// or https:// with a host; no user name or password, no #fragment"},
+    "events": {"type": "array", "minItems": 1, "items": {"enum": [event.value for event in WebhookEvent]}},
+    "secret": {"type": "string", "minLength": MIN_SECRET_LENGTH, "maxLength": MAX_SECRET_LENGTH,
+               "description": "signs every delivery (X-HarvestSuite-Signature: sha256=HMAC-SHA256 of the body); "
+                              "never shown again"},
+    "active": {"type": "boolean"},
+}
 
 # A running job's changes (harvestdef/livechanges.py has the rules these describe).
 _REGEX = {"type": "string", "minLength": 1, "maxLength": MAX_REGEX_LENGTH,
@@ -154,6 +166,8 @@ REQUEST_BODIES: dict[str, dict[str, Any]] = {
                                 "active": {"type": "boolean"}}, "edition"),
     "api.reset_password": _closed({"edition": _EDITION, "password": {"type": "string", "minLength": 1}},
                                   "edition", "password"),
+    "api.create_webhook": _object(_WEBHOOK, "name", "url", "events", "secret"),
+    "api.update_webhook": _object({**_WEBHOOK, "edition": _EDITION}, "edition"),
     "api.control_job": CONTROL_BODY,
     "api.add_job_change": CHANGE_BODY,
 }
@@ -163,7 +177,7 @@ OPTIONAL_BODIES = frozenset({"api.activate_harvest", "api.deactivate_harvest"})
 SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "api.create_domains": (200, 201), "api.create_seedlist": (201,), "api.create_configuration": (201,),
     "api.create_harvest": (201,), "api.add_harvest_seeds": (201,), "api.create_schedule": (201,),
-    "api.create_template": (201,),
+    "api.create_template": (201,), "api.create_webhook": (201,),
     "api.restart": (201,),
     "api.control_job": (202,), "api.add_job_change": (202,),
 }

@@ -1,4 +1,4 @@
-"""System: the home page, harvesters, queue depths per channel, scheduler liveness."""
+"""System: the home page, harvesters, queue depths per channel, scheduler liveness, users, webhooks."""
 
 from __future__ import annotations
 
@@ -16,4 +16,4 @@ def home() -> Any:
 
 
 # The other pages join the blueprint when their module is imported.
-from webui.system import users, views  # noqa: E402, F401
+from webui.system import users, views, webhooks  # noqa: E402, F401

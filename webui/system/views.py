@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
+from harvestdef.repositories.webhooks import WebhookRepository
 from webui.api.system import find_harvesters, queue_depths, render_harvester, scheduler_liveness
 from webui.auth import READ, require
 from webui.context import database, settings
@@ -26,12 +27,15 @@ OVERVIEW_ROWS = 10
 @blueprint.get("/system")
 @require(READ)
 def index() -> Any:
-    """Harvest controllers, queue depths per channel and the scheduler's liveness."""
+    """Harvest controllers, queue depths per channel, the scheduler's liveness and the webhook deliveries."""
     with database().connect() as conn:
         harvesters = [render_harvester(row) for row in find_harvesters(conn, MAX_HARVESTERS)]
         queues = queue_depths(conn)
         scheduler = scheduler_liveness(conn)
-    return render_template("system/index.html", harvesters=harvesters, queues=queues, scheduler=scheduler)
+        webhooks = WebhookRepository(conn)
+        notifications = {"webhooks": len(webhooks.list()), "deliveries": webhooks.delivery_counts()}
+    return render_template("system/index.html", harvesters=harvesters, queues=queues, scheduler=scheduler,
+                           notifications=notifications)
 
 
 def overview() -> dict[str, Any]:
