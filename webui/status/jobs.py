@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import abort, flash, redirect, render_template, request, send_file, url_for
+from flask import abort, flash, redirect, render_template, request, url_for
 from sqlalchemy import select
 
 from harvestdef.archive import ArchiveStore
@@ -170,23 +170,6 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
                            refused=refused, search=search, qa=qa, qa_error=qa_error, domain=domain, pattern=pattern,
                            limit=MAX_CRAWL_LOG_MATCHES, poll_interval=settings().webui.livePollIntervalMs,
                            max_domain_options=MAX_DOMAIN_OPTIONS)
-
-
-@blueprint.get("/jobs/<int:job_id>/files/<path:name>")
-@require(READ)
-def job_file(job_id: int, name: str) -> Any:
-    """Download one of the job's files from the archive store."""
-    with database().connect() as conn:
-        harvest_id = conn.scalar(select(s.jobs.c.harvest_id).where(s.jobs.c.job_id == job_id))
-    if harvest_id is None:
-        abort(404, f"no job {job_id}")
-    try:
-        path = ArchiveStore.from_settings(settings()).path_of(f"{harvest_id}/{job_id}/{name}")
-    except (ValueError, HarvestSuiteError):
-        abort(404, f"no file {name!r} of job {job_id}")
-    if not path.is_file() or path.name.startswith("."):
-        abort(404, f"no file {name!r} of job {job_id}")
-    return send_file(path, as_attachment=True, download_name=path.name)
 
 
 # ---------------------------------------------------------------- crawl.log search
