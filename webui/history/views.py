@@ -128,7 +128,8 @@ def harvest(name: str) -> Any:
         "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], ["bytes"],
                              unit="bytes", horizontal=True),
     }
-    return render_template("history/harvest.html", name=name, runs=runs, charts=charts, largest=largest,
+    return render_template("history/harvest.html", name=name, harvest_id=harvest_id, runs=runs, charts=charts,
+                           largest=largest,
                            stop_names=[reason.name for reason in StopReason],
                            next_url=url_for("history.harvest", name=name, after=following)
                            if following is not None else None)
