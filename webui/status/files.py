@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 from urllib.parse import parse_qs, urlsplit
 
-from flask import Response, abort, render_template, request, send_file, url_for
+from flask import Response, abort, make_response, render_template, request, send_file, url_for
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
@@ -79,6 +79,11 @@ def record_detail(uri: str) -> str:
     return ""
 
 
+def refuse(status: int, message: str) -> NoReturn:
+    """End the request with the error page (the site's layout, so the way back is a click) saying why."""
+    abort(make_response(render_template("error.html", status=status, message=message), status))
+
+
 # ---------------------------------------------------------------- resolving and opening
 def stored_file(job_id: int, name: str) -> Path:
     """The path of the job's stored file ``name``; 404 naming it when there is no such job or file, or the
@@ -86,7 +91,7 @@ def stored_file(job_id: int, name: str) -> Path:
     with database().connect() as conn:
         job = JobRepository(conn).find(job_id, with_documents=False)
     if job is None:
-        abort(404, f"no job {job_id}")
+        refuse(404, f"no job {job_id}")
     harvest_id = job.harvest_id
     store = ArchiveStore.from_settings(settings())
     try:
@@ -96,7 +101,7 @@ def stored_file(job_id: int, name: str) -> Path:
     except (ValueError, OSError, HarvestSuiteError):
         is_inside = False
     if not is_inside or not path.is_file() or any(part.startswith(".") for part in Path(name).parts):
-        abort(404, f"no file {name!r} of job {job_id}")
+        refuse(404, f"no file {name!r} of job {job_id}")
     return path
 
 
@@ -249,7 +254,7 @@ def view_file(job_id: int, name: str) -> Any:
         offset = _whole_number("at", offset_text, 0) if offset_text else None
         paging = parse_paging(request.args, webui.fileViewLines, webui.fileViewMaxLines)
     except BadViewRequest as exc:
-        abort(400, str(exc))
+        refuse(400, str(exc))
     if wanted:
         open_stream: Callable[[], AbstractContextManager[BinaryIO]] = lambda: open_record(path, wanted, offset)  # noqa: E731
         title = f"{record_name(wanted)} in {name}"
@@ -260,11 +265,11 @@ def view_file(job_id: int, name: str) -> Any:
     try:
         page = read_lines(open_stream, paging)
     except NoSuchRecordError:
-        abort(404, f"{name} of job {job_id} has no record {wanted!r}")
+        refuse(404, f"{name} of job {job_id} has no record {wanted!r}")
     except (ArchiveLoadFailed, EOFError, OSError, zlib.error) as exc:
-        abort(422, f"{name} of job {job_id} cannot be read: {exc}")
+        refuse(422, f"{name} of job {job_id} cannot be read: {exc}")
     if page.is_beyond_end:
-        abort(404, f"{title} has {page.total} line{'' if page.total == 1 else 's'}: line {page.first} is beyond "
+        refuse(404, f"{title} has {page.total} line{'' if page.total == 1 else 's'}: line {page.first} is beyond "
                    "its end")
     return render_template("status/file.html", job_id=job_id, name=name, record=wanted, offset=offset,
                            title=title, page=page, count=paging.count, max_count=webui.fileViewMaxLines,
@@ -300,7 +305,7 @@ def _download_record(path: Path, wanted: str, offset: int | None, job_id: int) -
         with open_record(path, wanted, offset):
             pass  # 404 now, before the answer has started, when there is no such record
     except NoSuchRecordError:
-        abort(404, f"{path.name} of job {job_id} has no record {wanted!r}")
+        refuse(404, f"{path.name} of job {job_id} has no record {wanted!r}")
 
     def chunks() -> Iterator[bytes]:
         with open_record(path, wanted, offset) as content:
@@ -318,9 +323,9 @@ def warc_records(job_id: int, name: str) -> Any:
     each WARC, each with a link to view and download it."""
     path = stored_file(job_id, name)
     if not is_metadata_warc(name):
-        abort(400, f"{name} is not a metadata WARC: only a metadata WARC's records are listed")
+        refuse(400, f"{name} is not a metadata WARC: only a metadata WARC's records are listed")
     try:
         records = metadata_records(path)
     except (ArchiveLoadFailed, EOFError, OSError, zlib.error) as exc:
-        abort(422, f"{name} of job {job_id} cannot be read: {exc}")
+        refuse(422, f"{name} of job {job_id} cannot be read: {exc}")
     return render_template("status/records.html", job_id=job_id, name=name, records=records)
