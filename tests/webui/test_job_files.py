@@ -16,7 +16,7 @@ import pytest
 from harvestdef.model.status import JobStatus
 from harvester.postprocess.metadata import MetadataInfo, write_metadata_warc
 from tests.webui.test_jobs import seed
-from webui.status.textlines import LineReader, read_page
+from webui.textlines import LineReader, read_page
 
 INFO = MetadataInfo(job_id=1, harvest_id=1, harvest_num=1, organization="netarkivet.dk", heritrix_version="3.4.0",
                     software_version="test", hostname="h", ip="127.0.0.1")
@@ -149,7 +149,7 @@ def test_bad_view_requests_are_answered_with_what_is_wrong(login, webui_engine, 
     refused("/status/jobs/1/view/%2Fetc%2Fpasswd", 404, "of job 1")
     refused("/status/jobs/1/view/nothing.txt", 404, "no file 'nothing.txt' of job 1")
     refused("/status/jobs/99/view/SHA256SUMS", 404, "no job 99")
-    refused("/status/jobs/1/view/1-1-20260301-00000.warc.gz", 400, "is a WARC file: it is downloaded, not viewed")
+    refused("/status/jobs/1/view/1-1-20260301-00000.warc.gz", 400, "is a WARC file: it is downloaded, not read as text")
     refused(f"{view}?record=logs/crawl.log", 400, "SHA256SUMS is not a metadata WARC")
     refused("/status/jobs/1/view/1-metadata-1.warc.gz?record=logs/nothing.log", 404, "has no record 'logs/nothing.log'")
     refused("/status/jobs/1/records/SHA256SUMS", 400, "only a metadata WARC's records are listed")
@@ -160,6 +160,41 @@ def test_bad_view_requests_are_answered_with_what_is_wrong(login, webui_engine, 
     assert moved.status_code == 200 and shown_lines(moved.get_data(as_text=True)) == [(1, crawl_log_line(1))]
     # the other job's file is served under its own job only
     assert client.get("/status/jobs/2/view/SHA256SUMS").status_code == 200
+
+
+def test_the_api_returns_the_same_lines_and_records_with_errors_naming_the_parameter(api, webui_engine, tmp_path):
+    seed(webui_engine, [JobStatus.DONE])
+    directory = job_directory(tmp_path)
+    (directory / "SHA256SUMS").write_text("".join(f"{n:064x}  file-{n}\n" for n in range(1, 11)))
+    log = tmp_path / "crawl.log"
+    log.write_text("".join(crawl_log_line(n) + "\n" for n in range(1, 8)))
+    write_metadata_warc(directory / "1-metadata-1.warc.gz", INFO, [], [], [log], [])
+    lines = api("archivist", "get", "/api/v1/jobs/1/lines/SHA256SUMS?from=9&lines=5")
+    assert lines.status_code == 200
+    assert lines.json == {"job_id": 1, "name": "SHA256SUMS", "record": None, "first": 9, "has_more": False,
+                          "total": 10, "lines": [{"number": 9, "text": f"{9:064x}  file-9", "cut": False},
+                                                 {"number": 10, "text": f"{10:064x}  file-10", "cut": False}]}
+    records = api("archivist", "get", "/api/v1/jobs/1/records/1-metadata-1.warc.gz").json["items"]
+    crawl_log = next(r for r in records if r["name"] == "logs/crawl.log")
+    assert crawl_log["uri"].startswith("metadata://netarkivet.dk/crawl/logs/crawl.log?")
+    record = api("archivist", "get", "/api/v1/jobs/1/lines/1-metadata-1.warc.gz",
+                 query_string={"record": crawl_log["uri"], "at": crawl_log["offset"], "page": 2, "lines": 3}).json
+    assert [line["text"] for line in record["lines"]] == [crawl_log_line(n) for n in (4, 5, 6)] and record["has_more"]
+
+    for path, status, field in [("/api/v1/jobs/1/lines/SHA256SUMS?from=11", 404, "from"),
+                                ("/api/v1/jobs/1/lines/SHA256SUMS?from=-1", 400, "from"),
+                                ("/api/v1/jobs/1/lines/SHA256SUMS?from=x", 400, "from"),
+                                ("/api/v1/jobs/1/lines/SHA256SUMS?lines=9999", 400, "lines"),
+                                ("/api/v1/jobs/1/lines/SHA256SUMS?page=1&last=1", 400, "last"),
+                                ("/api/v1/jobs/1/lines/../1/SHA256SUMS", 404, "name"),
+                                ("/api/v1/jobs/1/lines/1-metadata-1.warc.gz", 400, "name"),
+                                ("/api/v1/jobs/1/lines/1-metadata-1.warc.gz?record=logs/none", 404, "record"),
+                                ("/api/v1/jobs/1/records/SHA256SUMS", 400, "name")]:
+        answer = api("archivist", "get", path)
+        assert (answer.status_code, answer.json["error"]["field"]) == (status, field), (path, answer.json)
+    described = api("archivist", "get", "/api/v1/openapi.json").json["paths"]["/jobs/{job_id}/lines/{name}"]["get"]
+    assert [p["name"] for p in described["parameters"] if p["in"] == "query"] == [
+        "record", "at", "from", "page", "last", "lines"]
 
 
 # ---------------------------------------------------------------- records of the metadata WARC

@@ -10,8 +10,8 @@ stream to its end (twice: once to count, once for its lines).
 
 A line ends at ``\\n`` (a ``\\r`` before it is dropped); a last line without one is a line. Bytes are
 decoded as UTF-8, a byte that is not replaced by U+FFFD, so any file can be viewed. This module knows
-streams only: webui/status/files.py opens them (a stored file, a gzip file decompressed as it is read, a
-record of a metadata WARC) and shows the page.
+streams only: webui/api/jobfiles.py opens them (a stored file, a gzip file decompressed as it is read, a
+record of a metadata WARC) and webui/status/files.py shows the page.
 """
 
 from __future__ import annotations
