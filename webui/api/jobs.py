@@ -168,18 +168,18 @@ def harvests_named_like(conn: Connection, text: str) -> list[int]:
     return found
 
 
-def jobs_of_harvester(conn: Connection, harvester: str) -> Any:
-    """The condition on jobs crawled by the controller ``harvester`` or by the controllers of the host
-    ``harvester`` (the jobcontroller index answers both); a not-found error naming the harvester field when
+def controllers_of_harvester(conn: Connection, harvester: str) -> list[str]:
+    """The controller ``harvester`` and the controllers of the host ``harvester`` (a list of values, so the
+    jobcontroller index answers the job list's condition); a not-found error naming the harvester field when
     neither a registered controller nor host nor any job has that name."""
     h = s.harvesters
-    hosts_controllers = select(h.c.controller_id).where(h.c.host == harvester)
-    known = (conn.scalar(select(h.c.controller_id).where((h.c.controller_id == harvester) | (h.c.host == harvester))
-                         .limit(1)) is not None
+    controllers = {harvester, *conn.scalars(select(h.c.controller_id).where(h.c.host == harvester))}
+    known = (len(controllers) > 1
+             or conn.scalar(select(h.c.controller_id).where(h.c.controller_id == harvester)) is not None
              or conn.scalar(select(_j.c.job_id).where(_j.c.controller == harvester).limit(1)) is not None)
     if not known:
         raise ApiError("not_found", f"no harvest controller or harvester host named {harvester!r}", "harvester")
-    return (_j.c.controller == harvester) | _j.c.controller.in_(hosts_controllers)
+    return sorted(controllers)
 
 
 def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, harvest_id: int | None = None,
@@ -190,7 +190,7 @@ def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, harves
     """Up to ``size + 1`` jobs, newest (highest id) first, below the cursor ``after``; ``since``/``until``
     bound the creation date. One index range scan on the primary key (keyset paging, never OFFSET).
     ``harvest``: part of harvest definitions' names (harvests_named_like); ``harvest_id``: one definition;
-    ``run``: its harvest_num, with either. ``harvester``: a controller id or host (jobs_of_harvester).
+    ``run``: its harvest_num, with either. ``harvester``: a controller id or host (controllers_of_harvester).
     ``domain``: only jobs with a configuration of that domain (stored form, see parse_domain).
     ``columns``: JOB_LIST_COLUMNS, or JOB_JSON_COLUMNS for rows that go straight to JSON."""
     query = select(*columns).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
@@ -205,7 +205,7 @@ def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, harves
             raise ApiError("invalid", "run is a run of one harvest: give harvest_id or harvest with it", "run")
         query = query.where(_j.c.harvest_num == run)
     if harvester is not None:
-        query = query.where(jobs_of_harvester(conn, harvester))
+        query = query.where(_j.c.controller.in_(controllers_of_harvester(conn, harvester)))
     if statuses:
         query = query.where(_j.c.status.in_([int(x) for x in statuses]))
     if from_id is not None:
