@@ -406,6 +406,12 @@ class WebuiSettings:
                                          "crawl-log searches run at once (each on a thread of its own)")
     crawlLogSearchQueue: int = setting("harvestsuite.webui.crawlLogSearchQueue", 4,
                                        "crawl-log searches that may wait for a worker; more are refused as busy")
+    fileViewLines: int = setting("harvestsuite.webui.fileViewLines", 100,
+                                 "lines of a job's text file (crawl.log, a report, a CDXJ index) a page of the "
+                                 "file viewer shows unless it asks for another number")
+    fileViewMaxLines: int = setting("harvestsuite.webui.fileViewMaxLines", 2000,
+                                    "the most lines one page of the file viewer may ask for (each line is cut at "
+                                    "64 KiB)")
     tokenCacheSeconds: int = setting("harvestsuite.webui.tokenCacheSeconds", 10,
                                      "seconds an API token found valid is trusted without asking the database "
                                      "again (a revoked token is refused at the latest this long after; 0 = "

@@ -839,6 +839,8 @@ CREATE TABLE jobs (
 
 CREATE INDEX jobchannelstatus ON jobs (channel, status, job_id);
 
+CREATE INDEX jobcontroller ON jobs (controller, job_id);
+
 CREATE INDEX jobharvestid ON jobs (harvest_id);
 
 CREATE INDEX jobstatus ON jobs (status);
@@ -937,6 +939,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0022_webhooks');
+INSERT INTO alembic_version (version_num) VALUES ('0025_job_controller_index');
 
 COMMIT;

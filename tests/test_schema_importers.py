@@ -42,7 +42,8 @@ MAY_IMPORT_THE_SCHEMA = {
     "webui/history/captures.py": "the seeds and job starts of the few runs a history page links to replay",
     "webui/history/views.py": "the harvest definitions' names for the index page",
     "webui/qa.py": "a job's domains against the previous run (historyinfo) and a run's QA sums, read-only",
-    "webui/status/jobs.py": "the running jobs' monitor figures and why harvests wait",
+    "webui/status/jobs.py": "the running jobs' monitor figures, why harvests wait, and the names the job "
+                            "list's filter offers",
     "webui/system/views.py": "the overview page's counts",
 }
 

@@ -376,6 +376,8 @@ Index("jobchannelstatus", jobs.c.channel, jobs.c.status, jobs.c.job_id)
 # ours: job ids on PostgreSQL (a standalone sequence, so the column stays as NetarchiveSuite defines it)
 jobs_job_id_seq = Sequence("jobs_job_id_seq", metadata=metadata, start=1)
 Index("jobharvestid", jobs.c.harvest_id)
+# ours: the job list of one harvest controller, newest first (migration 0025)
+Index("jobcontroller", jobs.c.controller, jobs.c.job_id)
 
 job_configs = Table(
     "job_configs", metadata,

@@ -87,6 +87,7 @@ def test_named_indexes_exist(engine):
              for ix in inspector.get_indexes(t)}
     for index in ("historyinfoharvest", "historyinfoconfigharvest", "historyinfojobharvest",
                   "historyinfoharvestconfig", "historyinfoconfig", "historyinfojob", "jobstatus", "jobharvestid",
+                  "jobcontroller",
                   "configurationmaxbytes", "aliasindex", "partialharvestsnextdate"):
         assert index in names
 

@@ -43,6 +43,7 @@ def init_app(app: Flask) -> None:
         extendedfields,
         harvests,
         history,
+        jobfiles,
         jobs,
         live,
         openapi,

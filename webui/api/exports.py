@@ -42,7 +42,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 DOMAIN_COLUMNS = ["name", "punycode", "alias", "alias_confirmed", "active", "comments", "crawler_traps", "edition"]
 JOB_COLUMNS = ["job_id", "harvest", "harvest_num", "status", "channel", "snapshot", "creationdate", "submitteddate",
                "startdate", "enddate", "num_configs", "controller", "interrupted", "resubmitted_as_job",
-               "continuationof", "harvest_errors", "upload_errors"]
+               "continuationof", "harvest_errors", "upload_errors", "objects", "bytes"]
 RUN_NUMBERS = ["jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects", "novel_bytes",
                "duplicate_objects", "duplicate_bytes", "nothing_harvested"]
 RUN_COLUMNS = ["harvest", "harvest_num", *RUN_NUMBERS, *STOP_COLUMNS.values(), "updated_at"]
@@ -151,12 +151,12 @@ def export_domains() -> Any:
 @takes(*JOB_FILTERS)
 @require(EXPORT)
 def export_jobs() -> Any:
-    """Jobs as CSV, newest first, with the job list's filters (harvest, status, from_id, to_id, since, until,
-    domain)."""
+    """Jobs as CSV, newest first, with the job list's filters (harvest, harvest_id, run, harvester, status,
+    from_id, to_id, since, until, domain)."""
     filters = job_filters(query, paged=False)
-    if filters["harvest"] is not None or filters["domain"] is not None:
-        with database().connect() as conn:
-            find_jobs(conn, 0, **filters)  # an unknown harvest or domain is a 404 now, not a broken file later
+    if any(filters[key] is not None for key in ("harvest", "harvest_id", "run", "harvester", "domain")):
+        with database().connect() as conn:  # an unknown harvest, harvester or domain: 404 now, not a broken file
+            find_jobs(conn, 0, **filters)
     return csv_response(csv_lines(JOB_COLUMNS, job_rows(database(), filters)), "jobs.csv")
 
 

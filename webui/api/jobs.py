@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, DateTime, Row, select, type_coerce
+from sqlalchemy import BigInteger, Connection, DateTime, Row, cast, func, select, type_coerce
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
@@ -36,11 +36,22 @@ from webui.auth import OPERATE, READ, require
 from webui.context import actor, database, settings
 from webui.qa import job_qa
 
-_j, _hd = s.jobs, s.harvestdefinitions
+_j, _hd, _h = s.jobs, s.harvestdefinitions, s.historyinfo
+
+
+def _harvested(column: Any, label: str) -> Any:
+    """The sum of a historyinfo figure over the job's rows (NULL until it reported), per listed job: a
+    subquery on the historyinfojob index, run only for the rows of the page. Cast, since PostgreSQL's sum of
+    a bigint is a numeric."""
+    return (select(cast(func.sum(column), BigInteger)).where(_h.c.job_id == _j.c.job_id)
+            .scalar_subquery().label(label))
+
+
 JOB_LIST_COLUMNS = [_j.c.job_id, _j.c.harvest_id, _hd.c.name.label("harvest"), _j.c.harvest_num, _j.c.status,
                     _j.c.channel, _j.c.snapshot, _j.c.creationdate, _j.c.submitteddate, _j.c.startdate,
                     _j.c.enddate, _j.c.num_configs, _j.c.controller, _j.c.interrupted, _j.c.resubmitted_as_job,
-                    _j.c.continuationof, _j.c.harvest_errors, _j.c.upload_errors]
+                    _j.c.continuationof, _j.c.harvest_errors, _j.c.upload_errors,
+                    _harvested(_h.c.objectcount, "objects"), _harvested(_h.c.bytecount, "bytes")]
 
 
 # ---------------------------------------------------------------- filters, shared with the pages
@@ -83,7 +94,13 @@ def parse_time(text: str | None, field: str, end_of_day: bool = False) -> dateti
 
 # the job list's filters (the API's list and CSV export, and the status page's form)
 JOB_FILTERS = (
-    QueryParameter("harvest", "string", "only jobs of the harvest definition of this name"),
+    QueryParameter("harvest", "string", "only jobs of the harvest definitions whose name contains this text "
+                                        "(case-insensitive)"),
+    QueryParameter("harvest_id", "integer", "only jobs of the harvest definition with this id"),
+    QueryParameter("run", "integer", "only jobs of this run (harvest_num) of the harvest given by harvest_id or "
+                                     "harvest"),
+    QueryParameter("harvester", "string", "only jobs crawled by the harvest controller of this id, or by the "
+                                          "controllers on the host of this name"),
     QueryParameter("status", "string", "only jobs in these statuses, comma-separated names: "
                                        + ", ".join(JobStatus.__members__)),
     QueryParameter("from_id", "integer", "only jobs with this id or higher"),
@@ -98,14 +115,20 @@ JOB_FILTERS = (
 
 def job_filters(get: Callable[[str], str | None], paged: bool = True) -> dict[str, Any]:
     """The job list's filters, each read with ``get`` (a page's ``request.args.get``, or the API's
-    ``query``): harvest, status, from_id, to_id, since, until, domain, and with ``paged`` the cursor after."""
+    ``query``): harvest, harvest_id, run, harvester, status, from_id, to_id, since, until, domain, and with
+    ``paged`` the cursor after."""
     after = None
     if paged:
         cursor = decode_cursor(get("after"))
         after = cursor[0] if cursor else None
         if after is not None and not isinstance(after, int):
             raise ApiError("invalid", "after is not a cursor this API gave out", "after")
-    return {"harvest": (get("harvest") or "").strip() or None, "statuses": parse_statuses(get("status")),
+    run = parse_int(get("run"), "run")
+    if run is not None and run < 1:
+        raise ApiError("invalid", f"run must be 1 or more, not {run}", "run")
+    return {"harvest": (get("harvest") or "").strip() or None, "harvest_id": parse_int(get("harvest_id"), "harvest_id"),
+            "run": run, "harvester": (get("harvester") or "").strip() or None,
+            "statuses": parse_statuses(get("status")),
             "from_id": parse_int(get("from_id"), "from_id"), "to_id": parse_int(get("to_id"), "to_id"),
             "since": parse_time(get("since"), "since"),
             "until": parse_time(get("until"), "until", end_of_day=True),
@@ -133,20 +156,56 @@ def jobs_of_domain(conn: Connection, domain: str) -> Any:
     return select(jc.c.job_id).join(c, c.c.config_id == jc.c.config_id).where(c.c.domain_id == domain_id)
 
 
-def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, statuses: list[JobStatus] | None = None,
+def harvests_named_like(conn: Connection, text: str) -> list[int]:
+    """The ids of the harvest definitions whose name contains ``text``, compared case-folded in Python, so
+    ``æ`` finds ``Æ`` on SQLite too (its lower() knows ASCII only); a not-found error naming the harvest
+    field when there is none. Reads every definition's id and name: a site has thousands, not millions."""
+    wanted = text.casefold()
+    found = [row.harvest_id for row in conn.execute(select(_hd.c.harvest_id, _hd.c.name))
+             if wanted in row.name.casefold()]
+    if not found:
+        raise ApiError("not_found", f"no harvest definition's name contains {text!r}", "harvest")
+    return found
+
+
+def controllers_of_harvester(conn: Connection, harvester: str) -> list[str]:
+    """The controller ``harvester`` and the controllers of the host ``harvester`` (a list of values, so the
+    jobcontroller index answers the job list's condition); a not-found error naming the harvester field when
+    neither a registered controller nor host nor any job has that name."""
+    h = s.harvesters
+    controllers = {harvester, *conn.scalars(select(h.c.controller_id).where(h.c.host == harvester))}
+    known = (len(controllers) > 1
+             or conn.scalar(select(h.c.controller_id).where(h.c.controller_id == harvester)) is not None
+             or conn.scalar(select(_j.c.job_id).where(_j.c.controller == harvester).limit(1)) is not None)
+    if not known:
+        raise ApiError("not_found", f"no harvest controller or harvester host named {harvester!r}", "harvester")
+    return sorted(controllers)
+
+
+def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, harvest_id: int | None = None,
+              run: int | None = None, harvester: str | None = None, statuses: list[JobStatus] | None = None,
               from_id: int | None = None, to_id: int | None = None, since: datetime | None = None,
               until: datetime | None = None, domain: str | None = None, after: int | None = None,
               columns: Sequence[Any] = JOB_LIST_COLUMNS) -> list[Row[Any]]:
     """Up to ``size + 1`` jobs, newest (highest id) first, below the cursor ``after``; ``since``/``until``
     bound the creation date. One index range scan on the primary key (keyset paging, never OFFSET).
+    ``harvest``: part of harvest definitions' names (harvests_named_like); ``harvest_id``: one definition;
+    ``run``: its harvest_num, with either. ``harvester``: a controller id or host (controllers_of_harvester).
     ``domain``: only jobs with a configuration of that domain (stored form, see parse_domain).
     ``columns``: JOB_LIST_COLUMNS, or JOB_JSON_COLUMNS for rows that go straight to JSON."""
     query = select(*columns).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
     if harvest is not None:
-        harvest_id = conn.scalar(select(_hd.c.harvest_id).where(_hd.c.name == harvest))
-        if harvest_id is None:
-            raise ApiError("not_found", f"no harvest definition named {harvest!r}", "harvest")
+        query = query.where(_j.c.harvest_id.in_(harvests_named_like(conn, harvest)))
+    if harvest_id is not None:
+        if conn.scalar(select(_hd.c.harvest_id).where(_hd.c.harvest_id == harvest_id)) is None:
+            raise ApiError("not_found", f"no harvest definition with id {harvest_id}", "harvest_id")
         query = query.where(_j.c.harvest_id == harvest_id)
+    if run is not None:
+        if harvest is None and harvest_id is None:
+            raise ApiError("invalid", "run is a run of one harvest: give harvest_id or harvest with it", "run")
+        query = query.where(_j.c.harvest_num == run)
+    if harvester is not None:
+        query = query.where(_j.c.controller.in_(controllers_of_harvester(conn, harvester)))
     if statuses:
         query = query.where(_j.c.status.in_([int(x) for x in statuses]))
     if from_id is not None:
@@ -357,7 +416,9 @@ def _job_status(job_id: int) -> dict[str, Any]:
 @takes(*JOB_FILTERS, *PAGED)
 @require(READ)
 def list_jobs() -> Any:
-    """Jobs, newest first: ?harvest=NAME&status=FAILED,DONE&from_id=&to_id=&since=&until=&domain=&after=CURSOR."""
+    """Jobs, newest first, with what each harvested (``objects``, ``bytes``: NULL until it reported) and its
+    domains (``num_configs``): ?harvest=PART-OF-NAME&harvest_id=&run=&harvester=&status=FAILED,DONE&from_id=
+    &to_id=&since=&until=&domain=&after=CURSOR."""
     size = limit()
     filters = job_filters(query)
     with database().connect() as conn:

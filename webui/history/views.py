@@ -142,9 +142,9 @@ def harvest(name: str) -> Any:
         "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], ["bytes"],
                              unit="bytes", horizontal=True),
     }
-    return render_template("history/harvest.html", name=name, runs=runs, charts=charts, largest=largest,
-                           thumbnails=thumbnails, thumbnails_run=newest, max_thumbnails=MAX_RUN_THUMBNAILS,
-                           captures=captures,
+    return render_template("history/harvest.html", name=name, harvest_id=harvest_id, runs=runs, charts=charts,
+                           largest=largest, thumbnails=thumbnails, thumbnails_run=newest,
+                           max_thumbnails=MAX_RUN_THUMBNAILS, captures=captures,
                            stop_names=[reason.name for reason in StopReason],
                            next_url=url_for("history.harvest", name=name, after=following)
                            if following is not None else None)

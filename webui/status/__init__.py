@@ -7,4 +7,4 @@ from flask import Blueprint
 blueprint = Blueprint("status", __name__, url_prefix="/status", template_folder="templates")
 
 # The pages join the blueprint when their modules are imported.
-from webui.status import control, jobs  # noqa: E402, F401
+from webui.status import control, files, jobs  # noqa: E402, F401

@@ -8,7 +8,8 @@ The crawl.log is searched in the job's metadata WARC in the archive store by a w
 a crawl.log has millions of lines.
 
 The running jobs' monitor figures and harvest_state are read with direct, read-only queries: live
-status kept by the scheduler, not definitions, with no repository.
+status kept by the scheduler, not definitions, with no repository; so are the names the job list's filter
+offers (harvest definitions' names, harvest controllers and their hosts), a list of names and no more.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import abort, flash, redirect, render_template, request, send_file, url_for
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
@@ -43,26 +44,44 @@ MAX_PATTERN_LENGTH = 200
 MAX_BULK_JOBS = 1000
 # A change form offers the job's domains as a list up to this many; a larger job's domain is typed.
 MAX_DOMAIN_OPTIONS = 300
+# The job list's filter offers harvests and harvesters to choose from up to this many each; beyond, typed.
+MAX_FILTER_OPTIONS = 1000
 
 
 @blueprint.get("/")
 @require(READ)
 def index() -> Any:
-    """All jobs, newest first, filtered by status, harvest, id range and creation date."""
+    """All jobs, newest first, with what each harvested; filtered by status, harvest (part of its name, or
+    one harvest and run), harvester, domain, id range and creation date."""
     size = settings().webui.pageSize
-    try:
-        filters = job_filters(request.args.get)
-        with database().connect() as conn:
+    with database().connect() as conn:
+        try:
+            filters = job_filters(request.args.get)
             rows = find_jobs(conn, size, **filters)
-        error = None
-    except ApiError as exc:
-        rows, error = [], exc.message
+            error = None
+        except ApiError as exc:
+            filters, rows, error = {}, [], exc.message
+        harvest_names, harvester_names = filter_choices(conn)
+        one_harvest = (conn.scalar(select(s.harvestdefinitions.c.name)
+                                   .where(s.harvestdefinitions.c.harvest_id == filters["harvest_id"]))
+                       if filters.get("harvest_id") is not None else None)
     following = encode_cursor([rows[size - 1].job_id]) if len(rows) > size else None
     arguments = {k: v for k, v in request.args.items() if k != "after" and v}
     return render_template("status/index.html", jobs=rows[:size], statuses=list(JobStatus), error=error,
-                           args=request.args, export_args=arguments,
+                           args=request.args, export_args=arguments, harvest_names=harvest_names,
+                           harvester_names=harvester_names, one_harvest=one_harvest,
                            next_url=url_for("status.index", **arguments, after=following) if following else None,
                            JobStatus=JobStatus)
+
+
+def filter_choices(conn: Connection) -> tuple[list[str], list[str]]:
+    """What the job list's filter offers to choose from: harvest definitions' names, and the registered
+    harvest controllers and their hosts, each up to MAX_FILTER_OPTIONS (more are typed)."""
+    hd, h = s.harvestdefinitions, s.harvesters
+    harvests = list(conn.scalars(select(hd.c.name).order_by(hd.c.name).limit(MAX_FILTER_OPTIONS)))
+    controllers = set(conn.scalars(select(h.c.controller_id).limit(MAX_FILTER_OPTIONS)))
+    hosts = set(conn.scalars(select(h.c.host).distinct().limit(MAX_FILTER_OPTIONS)))
+    return harvests, sorted(controllers | hosts)
 
 
 @blueprint.post("/jobs/actions")
@@ -174,23 +193,6 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
                            domain=domain, pattern=pattern,
                            limit=MAX_CRAWL_LOG_MATCHES, poll_interval=settings().webui.livePollIntervalMs,
                            max_domain_options=MAX_DOMAIN_OPTIONS)
-
-
-@blueprint.get("/jobs/<int:job_id>/files/<path:name>")
-@require(READ)
-def job_file(job_id: int, name: str) -> Any:
-    """Download one of the job's files from the archive store."""
-    with database().connect() as conn:
-        harvest_id = conn.scalar(select(s.jobs.c.harvest_id).where(s.jobs.c.job_id == job_id))
-    if harvest_id is None:
-        abort(404, f"no job {job_id}")
-    try:
-        path = ArchiveStore.from_settings(settings()).path_of(f"{harvest_id}/{job_id}/{name}")
-    except (ValueError, HarvestSuiteError):
-        abort(404, f"no file {name!r} of job {job_id}")
-    if not path.is_file() or path.name.startswith("."):
-        abort(404, f"no file {name!r} of job {job_id}")
-    return send_file(path, as_attachment=True, download_name=path.name)
 
 
 @blueprint.get("/jobs/<int:job_id>/thumbnails/<key>.png")
