@@ -724,6 +724,7 @@ CREATE TABLE partialharvests (
 	schedule_id BIGINT NOT NULL, 
 	nextdate TIMESTAMP WITHOUT TIME ZONE, 
 	crawlertraps TEXT, 
+	isevent BOOLEAN DEFAULT false NOT NULL, 
 	PRIMARY KEY (harvest_id), 
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id), 
 	FOREIGN KEY(schedule_id) REFERENCES schedules (schedule_id)
@@ -807,6 +808,25 @@ CREATE TABLE harvest_state (
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
 );
 
+CREATE TABLE harvest_run_requests (
+	harvest_id BIGINT NOT NULL, 
+	requested_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	requested_by VARCHAR(100) NOT NULL, 
+	PRIMARY KEY (harvest_id), 
+	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
+);
+
+CREATE TABLE harvest_previews (
+	harvest_id BIGINT NOT NULL, 
+	requested_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	requested_by VARCHAR(100) NOT NULL, 
+	computed_at TIMESTAMP WITHOUT TIME ZONE, 
+	preview TEXT, 
+	error VARCHAR(2000), 
+	PRIMARY KEY (harvest_id), 
+	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
+);
+
 CREATE TABLE job_configs (
 	job_id BIGINT NOT NULL, 
 	config_id BIGINT NOT NULL, 
@@ -877,6 +897,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0020_job_qa_summaries');
+INSERT INTO alembic_version (version_num) VALUES ('0023_harvest_hub');
 
 COMMIT;

@@ -38,7 +38,8 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BASELINE_REVISION = "0001_baseline"
 # A table (or "table.column") each revision creates, newest first: the newest present tells the revision of
 # tables loaded from a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
-MARKER_TABLES = (("0020_job_qa_summaries", "job_qa_summaries"),
+MARKER_TABLES = (("0023_harvest_hub", "harvest_run_requests"),
+                 ("0020_job_qa_summaries", "job_qa_summaries"),
                  ("0019_crawl_tally", "running_domain_counts"),
                  ("0018_min_space_left", "harvesters.min_space_left"),
                  ("0017_job_changes", "job_changes"),

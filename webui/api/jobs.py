@@ -84,6 +84,7 @@ def parse_time(text: str | None, field: str, end_of_day: bool = False) -> dateti
 # the job list's filters (the API's list and CSV export, and the status page's form)
 JOB_FILTERS = (
     QueryParameter("harvest", "string", "only jobs of the harvest definition of this name"),
+    QueryParameter("run", "integer", "with harvest: only jobs of this run of it (the jobs' harvest_num)"),
     QueryParameter("status", "string", "only jobs in these statuses, comma-separated names: "
                                        + ", ".join(JobStatus.__members__)),
     QueryParameter("from_id", "integer", "only jobs with this id or higher"),
@@ -105,7 +106,10 @@ def job_filters(get: Callable[[str], str | None], paged: bool = True) -> dict[st
         after = cursor[0] if cursor else None
         if after is not None and not isinstance(after, int):
             raise ApiError("invalid", "after is not a cursor this API gave out", "after")
-    return {"harvest": (get("harvest") or "").strip() or None, "statuses": parse_statuses(get("status")),
+    run = parse_int(get("run"), "run")
+    if run is not None and not (get("harvest") or "").strip():
+        raise ApiError("invalid", "run is a run of a harvest: give harvest too", "run")
+    return {"harvest": (get("harvest") or "").strip() or None, "run": run, "statuses": parse_statuses(get("status")),
             "from_id": parse_int(get("from_id"), "from_id"), "to_id": parse_int(get("to_id"), "to_id"),
             "since": parse_time(get("since"), "since"),
             "until": parse_time(get("until"), "until", end_of_day=True),
@@ -133,7 +137,8 @@ def jobs_of_domain(conn: Connection, domain: str) -> Any:
     return select(jc.c.job_id).join(c, c.c.config_id == jc.c.config_id).where(c.c.domain_id == domain_id)
 
 
-def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, statuses: list[JobStatus] | None = None,
+def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, run: int | None = None,
+              statuses: list[JobStatus] | None = None,
               from_id: int | None = None, to_id: int | None = None, since: datetime | None = None,
               until: datetime | None = None, domain: str | None = None, after: int | None = None,
               columns: Sequence[Any] = JOB_LIST_COLUMNS) -> list[Row[Any]]:
@@ -147,6 +152,8 @@ def find_jobs(conn: Connection, size: int, *, harvest: str | None = None, status
         if harvest_id is None:
             raise ApiError("not_found", f"no harvest definition named {harvest!r}", "harvest")
         query = query.where(_j.c.harvest_id == harvest_id)
+        if run is not None:
+            query = query.where(_j.c.harvest_num == run)
     if statuses:
         query = query.where(_j.c.status.in_([int(x) for x in statuses]))
     if from_id is not None:
