@@ -20,7 +20,7 @@ def describe(app: Flask, api, path: str, method: str = "get") -> dict:
 
 def test_query_parameters_are_described_with_name_type_required_and_description(app, api):
     jobs = {p["name"]: p for p in describe(app, api, "/jobs")["parameters"] if p["in"] == "query"}
-    assert list(jobs) == ["harvest", "status", "from_id", "to_id", "since", "until", "domain", "limit", "after"]
+    assert list(jobs) == ["harvest", "run", "status", "from_id", "to_id", "since", "until", "domain", "limit", "after"]
     assert jobs["from_id"]["schema"] == {"type": "integer"} and jobs["from_id"]["required"] is False
     assert "FAILED" in jobs["status"]["description"]
     domains = {p["name"]: p for p in describe(app, api, "/domains")["parameters"] if p["in"] == "query"}

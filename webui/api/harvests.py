@@ -248,8 +248,15 @@ def update_harvest_from(conn: Any, name: str, data: dict[str, Any]) -> str:
                                   "configurations' (or given with the seeds added)", "crawl_attributes")
     if "channel" in data:
         channel = field(data, "channel", str, required=False) or None
-        with input_named("channel"):
-            ChannelRepository(conn, actor()).map_harvest(harvest.harvest_id, channel, harvests.get(name).edition)
+        channels = ChannelRepository(conn, actor())
+        if channel is not None:
+            with input_named("channel"):
+                target = channels.get(channel)
+            if target.issnapshot != isinstance(harvest, SnapshotHarvest):
+                raise ApiError("invalid", f"channel {target.name} is for "
+                                          f"{'snapshot' if target.issnapshot else 'selective'} harvests, and "
+                                          f"{harvest.name} is a {harvest.kind.value} harvest", "channel")
+        channels.map_harvest(harvest.harvest_id, channel, harvests.get(name).edition)
         harvest = harvests.get(name)
     if attributes is not None:
         CrawlAttributeRepository(conn, actor()).set_snapshot(harvest.harvest_id, attributes)
