@@ -28,8 +28,8 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    the schedule ("run now", harvestdef.repositories.runrequests) makes a selective harvest ready whatever
    its next run date and active flag, and a snapshot step whatever its active flag; the rest holds. The
    run takes the request in its own transaction, so one request makes one run. A snapshot step is ready
-   when it is active (or asked to run), has not run (numevents < 1), its previous step (if any) has jobs and none of them is
-   NEW, SUBMITTED or STARTED, and isindexready is set. The tick sets isindexready once the step's
+   when it is active (or asked to run), has not run (numevents < 1), its previous step (if any) has jobs
+   and none of them is NEW, SUBMITTED or STARTED, and isindexready is set. The tick sets isindexready once the step's
    deduplication index is built; until then the step waits, "building deduplication index (N of M
    jobs)", naming the last error if a build failed (a failed build is asked for again), or
    "deduplication index refused: ..." when too few of its jobs' entries could be read
@@ -38,7 +38,8 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
 4. Generation, harvest by harvest, each run in one transaction (scheduler.jobgen.generate); a failed
    run deactivates its harvest, and the reason is stored and notified. The index of each run just made
    is asked for at once (step 2 for those runs), not a tick later.
-5. Previews: the job-generation previews the web UI asked for are made and stored (scheduler.previews).
+   Before generation, the job-generation previews the web UI asked for are made and stored
+   (scheduler.previews), so a preview asked for together with a run shows that run.
 
 Indexes are built on the builder's threads (scheduler.dedupindex.DedupIndexBuilder): a tick never waits
 for one, it only asks for builds and reads their outcomes from harvest_run_dedup_index.
@@ -169,11 +170,12 @@ class Ticker:
             self.supervise(now, report)
             waiting_for_index = self._index_runs(report)
             ready = self._ready_harvests(now, report, waiting_for_index)
+            # before generation: a preview asked for with a run shows that run, not the one after it
+            self._make_previews(now, report)
             for harvest_id, name in ready:
                 self._generate(harvest_id, name, now, report)
             if ready:
                 self._index_runs(report, {harvest_id for harvest_id, _ in ready})
-            self._make_previews(now, report)
         finally:
             self._running.release()
         if report.generated or report.deactivated or report.timed_out or report.interrupted or report.resubmitted:
