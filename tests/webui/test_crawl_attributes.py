@@ -142,6 +142,16 @@ def test_a_snapshots_own_attributes_through_the_api_and_the_page(api, login, web
         "edition": api("curator", "get", "/api/v1/harvests/event").get_json()["edition"],
         "crawl_attributes": {"max_hops": 5}})
     assert selective.status_code == 400 and selective.get_json()["error"]["field"] == "crawl_attributes"
+    created = api("curator", "post", "/api/v1/harvests", json={
+        "type": "snapshot", "name": "deep", "crawl_attributes": {"max_hops": 30, "extract_javascript": None}})
+    assert created.status_code == 201, created.get_json()
+    assert created.get_json()["crawl_attributes"] == {"max_hops": 30, "honor_robots_dot_txt": None,
+                                                      "extract_javascript": None}
+    assert eav_rows(webui_engine, 1, harvest_id(webui_engine, "deep")) == {"MAX_HOPS": 30}
+    refused = api("curator", "post", "/api/v1/harvests", json={
+        "type": "selective", "name": "sel", "schedule": "Once_a_day", "crawl_attributes": {"max_hops": 3}})
+    assert refused.status_code == 400 and refused.get_json()["error"]["field"] == "crawl_attributes"
+    assert api("archivist", "get", "/api/v1/harvests/sel").status_code == 404, "nothing was stored"
     curator = login("curator")
     page = curator.get("/definitions/harvests/snap").get_data(as_text=True)
     assert 'name="max_hops" inputmode="numeric" value="50"' in page

@@ -148,7 +148,7 @@ def test_run_now_on_the_page_is_audited_and_shown_until_the_tick_takes_it(login,
     page = curator.get(PAGE).get_data(as_text=True)
     assert "A run is asked for" not in page
     assert 'href="/status/?harvest=sel&amp;run=1"' in page and "Jobs of run 1" in page
-    assert 'href="/history/harvests/sel#run-1"' in page
+    assert 'href="/history/harvests/sel">Statistics</a></td>' in page
     assert re.search(r"<td class=\"number\">1</td>\s*<td class=\"when\">", page), "the runs table lists run 1"
     listed = curator.get("/status/?harvest=sel&run=1").get_data(as_text=True)
     assert 'name="run"' in listed and "No jobs" not in listed

@@ -147,6 +147,9 @@ def create_harvest_from(conn: Any, data: dict[str, Any]) -> HarvestDefinition:
     if kind not in ("selective", "event"):
         raise ApiError("invalid", f"type must be selective, event or snapshot, not {kind!r}", "type")
     schedule = field(data, "schedule", str)
+    if kind == "selective" and data.get("crawl_attributes") is not None:
+        raise ApiError("invalid", "a selective harvest has no crawl attributes of its own: they are its "
+                                  "configurations'", "crawl_attributes")
     pairs = _configuration_pairs(data) if kind == "selective" else []
     with input_named("schedule"):
         ScheduleRepository(conn).get_by_name(schedule)
