@@ -24,16 +24,17 @@ def jobgen() -> None:
 def preview(app: AppContext, harvest_name: str) -> None:
     """The jobs the next run of HARVEST_NAME would make, writing nothing."""
     from scheduler.jobgen.generate import GenerationOptions
-    from scheduler.jobgen.generate import preview as preview_jobs
+    from scheduler.previews import preview_summary
 
-    harvest, candidates, jobs = preview_jobs(app.engine(), harvest_name, GenerationOptions.from_settings(app.settings))
-    kind = "snapshot" if harvest.snapshot else "selective"
-    click.echo(f"harvest {harvest.name} ({kind}, run {harvest.numevents + 1}): "
-               f"{len(candidates)} configurations in {len(jobs)} jobs")
-    for number, job in enumerate(jobs, start=1):
-        click.echo(f"job {number}: template {job.template_name}, {len(job)} configurations, "
-                   f"max objects/domain {job.max_objects_per_domain}, max bytes/domain {job.max_bytes_per_domain}, "
-                   f"max seconds {job.max_running_time}, expected objects {job.expected_total}")
+    summary = preview_summary(app.engine(), harvest_name, GenerationOptions.from_settings(app.settings))
+    click.echo(f"harvest {summary['harvest']} ({summary['type']}, run {summary['run']}): "
+               f"{summary['configurations']} configurations in {len(summary['jobs'])} jobs, expected objects "
+               f"{summary['expected_objects']}, expected bytes {summary['expected_bytes']}")
+    for job in summary["jobs"]:
+        click.echo(f"job {job['job']}: template {job['template']}, {job['configurations']} configurations, "
+                   f"max objects/domain {job['max_objects_per_domain']}, "
+                   f"max bytes/domain {job['max_bytes_per_domain']}, max seconds {job['max_running_time']}, "
+                   f"expected objects {job['expected_objects']}, expected bytes {job['expected_bytes']}")
 
 
 @jobgen.command()

@@ -25,9 +25,12 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    harvest that waits for its next run, the harvest's state tell. A run whose jobs deduplicate against
    none is made ready at once.
 3. Readiness. A selective or event harvest is ready when it is active and its nextdate has come, and,
-   with postponeUnregisteredChannel, a registered controller serves its channel. A snapshot step is ready
-   when it is active, has not run (numevents < 1), its previous step (if any) has jobs and none of them is
-   NEW, SUBMITTED or STARTED, and isindexready is set. The tick sets isindexready once the step's
+   with postponeUnregisteredChannel, a registered controller serves its channel. A run asked for outside
+   the schedule ("run now", harvestdef.repositories.runrequests) makes a selective harvest ready whatever
+   its next run date and active flag, and a snapshot step whatever its active flag; the rest holds. The
+   run takes the request in its own transaction, so one request makes one run. A snapshot step is ready
+   when it is active (or asked to run), has not run (numevents < 1), its previous step (if any) has jobs
+   and none of them is NEW, SUBMITTED or STARTED, and isindexready is set. The tick sets isindexready once the step's
    deduplication index is built; until then the step waits, "building deduplication index (N of M
    jobs)", naming the last error if a build failed (a failed build is asked for again), or
    "deduplication index refused: ..." when too few of its jobs' entries could be read
@@ -37,6 +40,8 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    run deactivates its harvest, and the reason is stored and notified (e-mail, and a webhook event recorded
    with the harvest's state). The index of each run just made
    is asked for at once (step 2 for those runs), not a tick later.
+   Before generation, the job-generation previews the web UI asked for are made and stored
+   (scheduler.previews), so a preview asked for together with a run shows that run.
 
 Indexes are built on the builder's threads (scheduler.dedupindex.DedupIndexBuilder): a tick never waits
 for one, it only asks for builds and reads their outcomes from harvest_run_dedup_index.
@@ -57,7 +62,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, Engine, func, or_, select, update
+from sqlalchemy import Connection, Engine, and_, func, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
@@ -85,6 +90,7 @@ from scheduler.intake import remove_monitor_rows
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from scheduler.livechanges import ended_reason, refuse_changes_of_ended_jobs, refuse_left_changes, resubmitted_reason
 from scheduler.notify import Notifier
+from scheduler.previews import make_waiting_previews
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +126,7 @@ class TickReport:
     live_changes_sent: int = 0  # by SchedulerService.tick_once after the tick
     webhook_attempts: int = 0  # webhook deliveries attempted, by SchedulerService.tick_once after the tick
     finished: dict[str, str] = field(default_factory=dict)  # harvest name -> why its schedule has run its course
+    previewed: list[str] = field(default_factory=list)  # harvests whose job-generation preview was made
 
 
 def set_harvest_state(conn: Connection, harvest_id: int, state: str, reason: str, now: datetime) -> bool:
@@ -166,6 +173,8 @@ class Ticker:
             self.supervise(now, report)
             waiting_for_index = self._index_runs(report)
             ready = self._ready_harvests(now, report, waiting_for_index)
+            # before generation: a preview asked for with a run shows that run, not the one after it
+            self._make_previews(now, report)
             for harvest_id, name in ready:
                 self._generate(harvest_id, name, now, report)
             if ready:
@@ -452,20 +461,24 @@ class Ticker:
             served = self._served_channels(conn, now)
             default_selective = conn.scalar(select(ch.c.name).where(ch.c.issnapshot.is_(False),
                                                                     ch.c.isdefault.is_(True)))
+            requested = select(s.harvest_run_requests.c.harvest_id)
             selective = conn.execute(
-                select(hd.c.harvest_id, hd.c.name, partial.c.nextdate, ch.c.name.label("channel"))
+                select(hd.c.harvest_id, hd.c.name, partial.c.nextdate, ch.c.name.label("channel"),
+                       hd.c.harvest_id.in_(requested).label("requested"))
                 .join(partial, partial.c.harvest_id == hd.c.harvest_id)
                 .outerjoin(ch, ch.c.id == hd.c.channel_id)
-                .where(hd.c.isactive.is_(True), partial.c.nextdate.is_not(None))).all()
-            for harvest_id, name, nextdate, channel in selective:
+                .where(or_(and_(hd.c.isactive.is_(True), partial.c.nextdate.is_not(None)),
+                           hd.c.harvest_id.in_(requested)))).all()
+            for harvest_id, name, nextdate, channel, is_requested in selective:
                 channel = channel or default_selective
                 index_note = waiting_for_index.get(harvest_id)
                 also = f"; {index_note[1]}" if index_note else ""
-                if nextdate > now:
+                asked = "a run asked for; " if is_requested else ""
+                if not is_requested and nextdate > now:
                     self._wait(conn, harvest_id, name, f"next run at {when(nextdate)}{also}", now, report)
                 elif self.options.postpone_unregistered_channel and channel not in served:
-                    self._wait(conn, harvest_id, name, f"postponed: no registered harvest controller serves "
-                                                       f"channel {channel}{also}", now, report)
+                    self._wait(conn, harvest_id, name, f"{asked}postponed: no registered harvest controller "
+                                                       f"serves channel {channel}{also}", now, report)
                 else:
                     ready.append((harvest_id, name))
             self._note_ended(conn, now, report, waiting_for_index)
@@ -473,7 +486,7 @@ class Ticker:
             snapshots = conn.execute(
                 select(hd.c.harvest_id, hd.c.name, hd.c.numevents, full.c.previoushd, full.c.isindexready)
                 .join(full, full.c.harvest_id == hd.c.harvest_id)
-                .where(hd.c.isactive.is_(True), hd.c.numevents < 1)).all()
+                .where(or_(hd.c.isactive.is_(True), hd.c.harvest_id.in_(requested)), hd.c.numevents < 1)).all()
             for harvest_id, name, numevents, previous, index_ready in snapshots:
                 if previous is not None:
                     total, unfinished = conn.execute(select(
@@ -594,6 +607,15 @@ class Ticker:
             attempts = "attempt" if row.failures == 1 else "attempts"
             note += f"; {row.failures} earlier {attempts} failed, the last: {row.error}"
         return note
+
+    # ------------------------------------------------------------------ previews
+    def _make_previews(self, now: datetime, report: TickReport) -> None:
+        """The job-generation previews the web UI asked for (scheduler.previews); a failure to store them is
+        logged, and the next tick tries again."""
+        try:
+            report.previewed = make_waiting_previews(self.engine, self.generation, now)
+        except DatabaseError as exc:
+            log.warning("the previews asked for could not be made now: %s", exc)
 
     # ------------------------------------------------------------------ generation
     def _generate(self, harvest_id: int, name: str, now: datetime, report: TickReport) -> None:

@@ -784,6 +784,7 @@ CREATE TABLE partialharvests (
 	schedule_id BIGINT NOT NULL, 
 	nextdate TIMESTAMP WITHOUT TIME ZONE, 
 	crawlertraps TEXT, 
+	isevent BOOLEAN DEFAULT false NOT NULL, 
 	PRIMARY KEY (harvest_id), 
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id), 
 	FOREIGN KEY(schedule_id) REFERENCES schedules (schedule_id)
@@ -865,6 +866,25 @@ CREATE TABLE harvest_state (
 	state VARCHAR(30) NOT NULL, 
 	reason VARCHAR(2000) NOT NULL, 
 	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (harvest_id), 
+	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
+);
+
+CREATE TABLE harvest_run_requests (
+	harvest_id BIGINT NOT NULL, 
+	requested_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	requested_by VARCHAR(100) NOT NULL, 
+	PRIMARY KEY (harvest_id), 
+	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
+);
+
+CREATE TABLE harvest_previews (
+	harvest_id BIGINT NOT NULL, 
+	requested_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	requested_by VARCHAR(100) NOT NULL, 
+	computed_at TIMESTAMP WITHOUT TIME ZONE, 
+	preview TEXT, 
+	error VARCHAR(2000), 
 	PRIMARY KEY (harvest_id), 
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
 );

@@ -13,6 +13,7 @@ from importlib.resources.abc import Traversable
 
 from sqlalchemy import Connection, func, insert, select
 
+from harvestdef.crawlattributes import ATTRIBUTES, CONFIGURATION_TREE, SNAPSHOT_TREE
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.settings import PROJECT_ROOT
@@ -39,13 +40,11 @@ DEFAULT_CHANNELS: list[tuple[str, bool, bool, str]] = [
 
 EXTENDED_FIELD_TYPES: list[tuple[int, str]] = [(1, "domains"), (2, "harvestdefinitions")]
 
-# EAV tree 2: per-configuration crawl attributes that fill %{MAX_HOPS}, %{HONOR_ROBOTS_DOT_TXT} and
-# %{EXTRACT_JAVASCRIPT} (reference §1.9). (id, name, default)
-EAV_CRAWL_ATTRIBUTES: list[tuple[int, str, int]] = [
-    (1, "MAX_HOPS", 20),
-    (2, "HONOR_ROBOTS_DOT_TXT", 0),
-    (3, "EXTRACT_JAVASCRIPT", 1),
-]
+# EAV crawl attribute types (reference §1.9, harvestdef.crawlattributes) in both of NetarchiveSuite's trees:
+# tree 2 a configuration's values, filling %{MAX_HOPS}, %{HONOR_ROBOTS_DOT_TXT} and %{EXTRACT_JAVASCRIPT};
+# tree 1 a snapshot harvest's. NetarchiveSuite loads the type's class by class_namespace + class_name.
+EAV_CLASS_NAMESPACE = "dk.netarkivet.harvester.datamodel.eav"
+EAV_CLASS_NAME = "ContentAttrType_Generic"
 
 
 def insert_schema_versions(conn: Connection) -> None:
@@ -84,12 +83,21 @@ def insert_extended_field_types(conn: Connection) -> None:
 
 
 def insert_eav_attributes(conn: Connection) -> None:
-    present = set(conn.scalars(select(s.eav_type_attribute.c.name).where(s.eav_type_attribute.c.tree_id == 2)))
-    for attr_id, name, default in EAV_CRAWL_ATTRIBUTES:
-        if name not in present:
-            conn.execute(insert(s.eav_type_attribute).values(
-                tree_id=2, id=attr_id, name=name, class_namespace="dk.netarkivet.harvester.datamodel.eav",
-                class_name="ContentAttrType_Generic_Integer", datatype=1, viewtype=1, def_int=default))
+    """The crawl attribute types each tree lacks (by name). Tree 2 takes NetarchiveSuite's ids 1-3 on a new
+    database; any other type takes the next free id, as our key is the id alone where NetarchiveSuite's is
+    (tree_id, id), and readers look types up by tree and name."""
+    ta = s.eav_type_attribute
+    for tree in (CONFIGURATION_TREE, SNAPSHOT_TREE):
+        present = set(conn.scalars(select(ta.c.name).where(ta.c.tree_id == tree)))
+        for number, kind in enumerate(ATTRIBUTES, start=1):
+            if kind.name in present:
+                continue
+            taken = conn.scalar(select(func.count()).select_from(ta).where(ta.c.id == number))
+            type_id = number if tree == CONFIGURATION_TREE and not taken else (
+                (conn.scalar(select(func.max(ta.c.id))) or 0) + 1)
+            conn.execute(insert(ta).values(
+                tree_id=tree, id=type_id, name=kind.name, class_namespace=EAV_CLASS_NAMESPACE,
+                class_name=EAV_CLASS_NAME, datatype=1, viewtype=kind.viewtype, def_int=kind.default))
 
 
 def default_templates_dir() -> Traversable:

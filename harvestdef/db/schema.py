@@ -317,6 +317,8 @@ partialharvests = Table(
     Column("nextdate", UTCDateTime),
     # harvest-level crawler traps, newline-separated (NetarchiveSuite partialharvests v2, NAS-2887)
     Column("crawlertraps", Text),
+    # ours: made by "New event harvest" (NetarchiveSuite keeps event harvests as selective ones)
+    Column("isevent", Boolean, nullable=False, server_default=text("false")),
 )
 Index("partialharvestsnextdate", partialharvests.c.nextdate)
 
@@ -592,6 +594,29 @@ harvest_state = Table(
     Column("state", String(30), nullable=False),
     Column("reason", String(2000), nullable=False),
     Column("changed_at", UTCDateTime, nullable=False),
+)
+
+# A run asked for outside the schedule ("run now"): the next tick generates it, then deletes the row in
+# the run's own transaction, so one request makes one run.
+harvest_run_requests = Table(
+    "harvest_run_requests", metadata,
+    Column("harvest_id", BigInteger, ForeignKey("harvestdefinitions.harvest_id"), primary_key=True,
+           autoincrement=False),
+    Column("requested_at", UTCDateTime, nullable=False),
+    Column("requested_by", String(100), nullable=False),
+)
+
+# The job-generation preview of a harvest's next run, asked for by the web UI and made by the scheduler's
+# tick (job generation is the scheduler's): jobs, configurations per job, expected objects and bytes.
+harvest_previews = Table(
+    "harvest_previews", metadata,
+    Column("harvest_id", BigInteger, ForeignKey("harvestdefinitions.harvest_id"), primary_key=True,
+           autoincrement=False),
+    Column("requested_at", UTCDateTime, nullable=False),
+    Column("requested_by", String(100), nullable=False),
+    Column("computed_at", UTCDateTime),  # NULL while the request waits for a tick
+    Column("preview", Text),  # JSON, see scheduler.previews
+    Column("error", String(2000)),
 )
 
 # Harvest controllers: their registration and their latest heartbeat.

@@ -154,10 +154,16 @@ class SelectiveHarvest(HarvestDefinition):
     schedule_name: str
     nextdate: datetime | None
     crawlertraps: tuple[str, ...] = ()
+    isevent: bool = False  # made by "New event harvest"; the same kind of harvest as a selective one
 
     @property
     def kind(self) -> HarvestKind:
         return HarvestKind.SELECTIVE
+
+    @property
+    def title(self) -> str:
+        """What a page calls it: "Event harvest" or "Selective harvest"."""
+        return "Event harvest" if self.isevent else "Selective harvest"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,6 +179,10 @@ class SnapshotHarvest(HarvestDefinition):
     @property
     def kind(self) -> HarvestKind:
         return HarvestKind.SNAPSHOT
+
+    @property
+    def title(self) -> str:
+        return "Snapshot harvest"
 
 
 class RunOutlook(StrEnum):

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, exists, func, insert, select, update
 
+from harvestdef.crawlattributes import CONFIGURATION_TREE
 from harvestdef.db import schema as s
 from harvestdef.errors import NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import DomainConfiguration
@@ -28,6 +29,7 @@ from harvestdef.repositories.base import (
     translate_errors,
     update_with_edition,
 )
+from harvestdef.repositories.crawlattributes import CrawlAttributeRepository
 from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainRepository, bump_domain_edition
 from harvestdef.seeds import ANY_SEED, check_seed_list
@@ -252,6 +254,8 @@ class ConfigurationRepository:
         before = self._audit_row(current.config_id)
         self.conn.execute(delete(s.config_seedlists).where(s.config_seedlists.c.config_id == current.config_id))
         self.conn.execute(delete(s.config_passwords).where(s.config_passwords.c.config_id == current.config_id))
+        # its crawl attributes go with it: a later configuration may get its id (SQLite reuses the highest)
+        CrawlAttributeRepository(self.conn, self.actor).delete_entity(CONFIGURATION_TREE, current.config_id)
         self.conn.execute(delete(s.configurations).where(s.configurations.c.config_id == current.config_id))
         record_audit(self.conn, self.actor, "configurations", current.config_id, "delete", before, None)
         recheck_unused(self.conn, [current.domain_id])

@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, and_, delete, exists, func, insert, or_, select, update
 
+from harvestdef.crawlattributes import CONFIGURATION_TREE
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.domainnames import (
@@ -188,6 +189,14 @@ class DomainRepository:
         if row is None:
             raise NotFoundError("domain", domain_id)
         return _to_domain(row)
+
+    def names_by_id(self, domain_ids: Iterable[int]) -> dict[int, str]:
+        """The names of these domains (a few hundred at most: one IN list), by id."""
+        ids = sorted(set(domain_ids))
+        if not ids:
+            return {}
+        return dict(self.conn.execute(select(s.domains.c.domain_id, s.domains.c.name)
+                                      .where(s.domains.c.domain_id.in_(ids))).all())
 
     def exists(self, name: str) -> bool:
         stored = lookup_name(name)
@@ -412,6 +421,9 @@ class DomainRepository:
         for table, column in ((s.config_seedlists, s.config_seedlists.c.config_id),
                               (s.config_passwords, s.config_passwords.c.config_id)):
             self.conn.execute(delete(table).where(column.in_(configs)))
+        # the configurations' crawl attributes (EAV tree 2), which a later configuration could inherit by id
+        self.conn.execute(delete(s.eav_attribute).where(s.eav_attribute.c.tree_id == CONFIGURATION_TREE,
+                                                        s.eav_attribute.c.entity_id.in_(configs)))
         for table, key_column in ((c, "config_id"), (sl, "seedlist_id")):
             for row in self.conn.execute(select(table).where(table.c.domain_id == key)).mappings().all():
                 record_audit(self.conn, self.actor, table.name, row[key_column], "delete", dict(row), None)

@@ -20,7 +20,7 @@ step's deduplication index ready (``mark_index_ready``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -50,6 +50,7 @@ from harvestdef.repositories.base import (
 )
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.configurations import ConfigurationRepository, check_limit
+from harvestdef.repositories.crawlattributes import CrawlAttributeRepository
 from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainDefaults, DomainRepository
 from harvestdef.repositories.schedules import ScheduleRepository
@@ -70,7 +71,7 @@ def _harvest_select() -> Select[Any]:
     return (
         select(s.harvestdefinitions,
                s.partialharvests.c.harvest_id.label("partial_id"), s.partialharvests.c.schedule_id,
-               s.partialharvests.c.nextdate, s.partialharvests.c.crawlertraps,
+               s.partialharvests.c.nextdate, s.partialharvests.c.crawlertraps, s.partialharvests.c.isevent,
                s.schedules.c.name.label("schedule_name"),
                s.fullharvests.c.harvest_id.label("full_id"), s.fullharvests.c.maxobjects, s.fullharvests.c.maxbytes,
                s.fullharvests.c.maxjobrunningtime, s.fullharvests.c.previoushd, s.fullharvests.c.isindexready)
@@ -89,7 +90,8 @@ def _to_harvest(row: Any) -> HarvestDefinition:
                                maxjobrunningtime=row.maxjobrunningtime, previoushd=row.previoushd,
                                isindexready=row.isindexready)
     return SelectiveHarvest(**common, schedule_id=row.schedule_id, schedule_name=row.schedule_name,
-                            nextdate=row.nextdate, crawlertraps=parse_stored_traps(row.crawlertraps))
+                            nextdate=row.nextdate, crawlertraps=parse_stored_traps(row.crawlertraps),
+                            isevent=bool(row.isevent))
 
 
 def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobjects: int) -> str:
@@ -215,6 +217,21 @@ class HarvestRepository:
         for row in self.conn.execute(stmt.execution_options(yield_per=STREAM_BATCH)):
             yield HarvestConfigEntry(harvest.harvest_id, row.config_id, row.domain_name, row.config_name)
 
+    def configuration_choices(self, name: str) -> dict[str, list[str]]:
+        """Every configuration name of each domain the selective harvest names, by domain: what a curator
+        may change a domain's configuration in the harvest to. One join over the harvest's domains."""
+        harvest = self.get_selective(name)
+        hc, c, d = s.harvest_configs, s.configurations, s.domains
+        chosen = c.alias("chosen")
+        domains = (select(chosen.c.domain_id).join(hc, hc.c.config_id == chosen.c.config_id)
+                   .where(hc.c.harvest_id == harvest.harvest_id))
+        choices: dict[str, list[str]] = {}
+        for domain, config in self.conn.execute(
+                select(d.c.name, c.c.name).join(c, c.c.domain_id == d.c.domain_id)
+                .where(d.c.domain_id.in_(domains)).order_by(d.c.name, c.c.name)):
+            choices.setdefault(domain, []).append(config)
+        return choices
+
     # ------------------------------------------------------------ creating
     def next_harvest_id(self) -> int:
         return int(self.conn.scalar(select(func.coalesce(func.max(s.harvestdefinitions.c.harvest_id), 0))) or 0) + 1
@@ -254,8 +271,9 @@ class HarvestRepository:
 
     def create_selective(self, name: str, schedule: int | str, *, comments: str = "", audience: str | None = None,
                          nextdate: datetime | None = None, crawlertraps: str = "", channel: str | None = None,
-                         active: bool = False) -> SelectiveHarvest:
-        """A new selective (or event) harvest on ``schedule`` (id or name); ConflictError if the name exists.
+                         active: bool = False, event: bool = False) -> SelectiveHarvest:
+        """A new selective (or, with ``event``, event) harvest on ``schedule`` (id or name); ConflictError if
+        the name exists.
 
         Without ``nextdate`` it runs at the schedule's first event from now, as NetarchiveSuite's
         PartialHarvest does; the scheduler never runs a harvest whose nextdate is empty.
@@ -266,7 +284,8 @@ class HarvestRepository:
         traps = validate_trap_expressions(crawlertraps)
         harvest_id = self._insert_definition(name, comments, audience, active, self._channel_id(channel, False))
         self.conn.execute(insert(s.partialharvests).values(
-            harvest_id=harvest_id, schedule_id=schedule_id, nextdate=nextdate, crawlertraps=traps_text(traps)))
+            harvest_id=harvest_id, schedule_id=schedule_id, nextdate=nextdate, crawlertraps=traps_text(traps),
+            isevent=event))
         self._audit_insert(harvest_id, s.partialharvests)
         return self.get_selective(name.strip())
 
@@ -502,11 +521,14 @@ class HarvestRepository:
         return candidate
 
     def add_seeds(self, name: str, seeds: str | Iterable[str], template: str, expected_edition: int, *,
-                  maxbytes: int = -1, maxobjects: int = -1, maxrate: int | None = None) -> list[DomainConfiguration]:
+                  maxbytes: int = -1, maxobjects: int = -1, maxrate: int | None = None,
+                  attributes: Mapping[str, int] | None = None) -> list[DomainConfiguration]:
         """NetarchiveSuite's event harvest form: turn seeds into per-domain configurations of this harvest.
 
         Every seed is checked (harvestdef.seeds.check_event_seeds) before anything is written;
-        RefusedLinesError names every refused line. Returns the configurations made, one per domain.
+        RefusedLinesError names every refused line. Each configuration made gets the crawl ``attributes``
+        (stored values by EAV type name, harvestdef.crawlattributes; a type not given: its default), as
+        NetarchiveSuite's form saves them per configuration. Returns the configurations made, one per domain.
         """
         harvest = self.get_selective(name)
         check_limit("maxbytes", maxbytes)
@@ -522,6 +544,7 @@ class HarvestRepository:
             raise ValidationError("no seeds given")
         self._update(name, expected_edition, {})
         base = event_config_name(harvest.name, template, maxbytes, maxobjects)
+        crawl_attributes = CrawlAttributeRepository(self.conn, self.actor)
         made: list[DomainConfiguration] = []
         for domain_name, domain_seeds in by_domain.items():
             domain, _ = self._domains.get_or_create(domain_name)
@@ -530,5 +553,6 @@ class HarvestRepository:
             made.append(self._configurations.create(
                 domain.name, config_name, template, [seedlist.seedlist_id], domain.edition + 1,
                 maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate))
+            crawl_attributes.set_configuration(made[-1].config_id, attributes or {})
         self._add_config_ids(harvest.harvest_id, [config.config_id for config in made])
         return made

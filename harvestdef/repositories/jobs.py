@@ -152,6 +152,21 @@ _OLDEST_NEW = (select(s.jobs).where(s.jobs.c.status == int(JobStatus.NEW), s.job
 _OLDEST_NEW_PG = _OLDEST_NEW.with_for_update(of=s.jobs, skip_locked=True)
 
 
+@dataclass
+class HarvestRunJobs:
+    """One run of a harvest as its jobs tell it: when it was made and how many jobs it has in each status."""
+
+    harvest_num: int
+    created: datetime | None
+    by_status: dict[JobStatus, int]
+    first_job_id: int
+    last_job_id: int
+
+    @property
+    def jobs(self) -> int:
+        return sum(self.by_status.values())
+
+
 class JobRepository:
     """Reads jobs, writes new ones, changes their status; every change is audited."""
 
@@ -207,6 +222,25 @@ class JobRepository:
         if offset:
             query = query.offset(offset)
         return [_to_job(row) for row in self.conn.execute(query).mappings()]
+
+    def runs_of(self, harvest_id: int, limit: int = 20) -> list[HarvestRunJobs]:
+        """The harvest's newest ``limit`` runs, newest first: when each was made, its jobs by status. One
+        grouped read of the jobs' (harvest_id, harvest_num) index range: a run has hundreds of jobs at most."""
+        j = s.jobs
+        rows = self.conn.execute(
+            select(j.c.harvest_num, j.c.status, func.count(), func.min(j.c.creationdate), func.min(j.c.job_id),
+                   func.max(j.c.job_id))
+            .where(j.c.harvest_id == harvest_id,
+                   j.c.harvest_num.in_(select(j.c.harvest_num).where(j.c.harvest_id == harvest_id).distinct()
+                                       .order_by(j.c.harvest_num.desc()).limit(limit).scalar_subquery()))
+            .group_by(j.c.harvest_num, j.c.status)).all()
+        runs: dict[int, HarvestRunJobs] = {}
+        for harvest_num, status, count, created, first, last in rows:
+            run = runs.setdefault(harvest_num, HarvestRunJobs(harvest_num, created, {}, first, last))
+            run.by_status[JobStatus(status)] = count
+            run.created = min(run.created, created) if run.created and created else run.created or created
+            run.first_job_id, run.last_job_id = min(run.first_job_id, first), max(run.last_job_id, last)
+        return [runs[number] for number in sorted(runs, reverse=True)]
 
     def oldest_new(self, channel: str, may_go: ColumnElement[bool] | None = None) -> Job | None:
         """The NEW job of ``channel`` with the lowest id, locked for the caller's transaction; on PostgreSQL

@@ -33,6 +33,7 @@ from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
 from sqlalchemy.dialects import postgresql
 
 from harvestdef.bulkload import constraints_set_aside, copy_rows, lock_tables_nowait
+from harvestdef.crawlattributes import template_text
 from harvestdef.crawltemplate import (
     DEDUPLICATION_INDEX_LOCATION,
     METADATA_ITEMS,
@@ -164,16 +165,9 @@ def quota_values(job: PackedJob, object_limit_by_quota_enforcer: bool) -> dict[s
 
 
 def attribute_values(names: Sequence[str], values: Sequence[int]) -> dict[str, str]:
-    """EAV crawl attributes as template text: robots policy obey/ignore, JavaScript extraction true/false."""
-    filled = {}
-    for name, value in zip(names, values, strict=False):
-        if name == "HONOR_ROBOTS_DOT_TXT":
-            filled[name] = "obey" if value else "ignore"
-        elif name == "EXTRACT_JAVASCRIPT":
-            filled[name] = "true" if value else "false"
-        else:
-            filled[name] = str(value)
-    return filled
+    """EAV crawl attributes as template text (harvestdef.crawlattributes.template_text): robots policy
+    obey/ignore, JavaScript extraction true/false, max hops its number."""
+    return {name: template_text(name, value) for name, value in zip(names, values, strict=False)}
 
 
 def metadata_items(context: RunContext, template: TemplateInfo, job_id: int, job: PackedJob,

@@ -10,6 +10,10 @@ cause. Runs are serialised: by an advisory lock on PostgreSQL, by the write lock
 takes at its start on SQLite. Job ids come from the database (harvestdef.repositories.jobs), so nothing
 else that makes jobs meanwhile collides with a run either.
 
+A run asked for outside the schedule ("run now") is taken in the run's transaction
+(harvestdef.repositories.runrequests), or in the deactivation's after a failed run; when the schedule did
+not make the harvest due, its next run date stays as it was.
+
 ``preview`` does the selection and packing only, in a transaction that is rolled back.
 
 A run's inputs (the harvest, its channel, traps, templates, schedule) are read directly, in the run's
@@ -33,6 +37,7 @@ from harvestdef.errors import DatabaseError, JobGenerationError, NotFoundError
 from harvestdef.repositories.base import database_errors
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.jobs import allocate_job_ids
+from harvestdef.repositories.runrequests import RunRequestRepository
 from harvestdef.settings import NamingConvention, Settings
 from harvestdef.traps import parse_stored_traps
 from scheduler.jobgen.building import BULK_CHECK_THRESHOLD, JobWriter, RunContext, TemplateInfo
@@ -91,6 +96,7 @@ class HarvestToGenerate:
     schedule_id: int | None = None
     nextdate: datetime | None = None
     crawlertraps: str | None = None
+    active: bool = True
 
 
 @dataclass
@@ -101,6 +107,7 @@ class GenerationResult:
     job_ids: list[int]
     jobs: list[PackedJob]
     next_date: datetime | None = None
+    requested: bool = False  # the run was asked for ("run now"); its request is taken
 
 
 def load_harvest(conn: Connection, harvest: str | int) -> HarvestToGenerate:
@@ -124,7 +131,8 @@ def load_harvest(conn: Connection, harvest: str | int) -> HarvestToGenerate:
         harvest_id=row["harvest_id"], name=row["name"], comments=row["comments"] or "",
         audience=row["audience"] or "", numevents=row["numevents"], edition=row["edition"],
         channel_id=row["channel_id"], snapshot=snapshot, limits=limits, previous_harvest_id=row["previoushd"],
-        schedule_id=row["schedule_id"], nextdate=row["nextdate"], crawlertraps=row["crawlertraps"])
+        schedule_id=row["schedule_id"], nextdate=row["nextdate"], crawlertraps=row["crawlertraps"],
+        active=bool(row["isactive"]))
 
 
 def _tune_transaction(conn: Connection) -> None:
@@ -190,7 +198,7 @@ def _global_traps(conn: Connection) -> tuple[str, ...]:
     return tuple(dict.fromkeys(trap.strip() for trap in rows if trap.strip()))
 
 
-def _attribute_names(conn: Connection) -> tuple[str, ...]:
+def attribute_names(conn: Connection) -> tuple[str, ...]:
     ta = s.eav_type_attribute
     return tuple(conn.scalars(select(ta.c.name).where(ta.c.tree_id == CRAWL_ATTRIBUTE_TREE).order_by(ta.c.id)))
 
@@ -245,7 +253,7 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
         harvest_id=harvest.harvest_id, harvest_name=harvest.name, harvest_comments=harvest.comments,
         audience=harvest.audience, schedule_name=_schedule_name(conn, harvest), harvest_num=harvest_num,
         channel=_channel(conn, harvest), snapshot=harvest.snapshot, global_traps=_global_traps(conn),
-        harvest_traps=parse_stored_traps(harvest.crawlertraps), attribute_names=_attribute_names(conn),
+        harvest_traps=parse_stored_traps(harvest.crawlertraps), attribute_names=attribute_names(conn),
         creation_date=now, deduplication_enabled=options.deduplication_enabled,
         object_limit_by_quota_enforcer=options.object_limit_by_quota_enforcer,
         naming_convention=options.naming_convention, collection_name=options.collection_name,
@@ -258,12 +266,23 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
              time.monotonic() - packed)
     next_date = None
     harvests = HarvestRepository(conn)
+    requested = RunRequestRepository(conn).take(harvest.harvest_id, f"run {harvest_num} made, {len(job_ids)} jobs")
     if harvest.snapshot:
+        harvests.record_run(harvest.harvest_id, harvest_num)
+    elif requested is not None and not is_due(harvest, now):
+        # a run outside the schedule: the next scheduled run stays where it was
+        next_date = harvest.nextdate
         harvests.record_run(harvest.harvest_id, harvest_num)
     else:
         next_date = next_run_date(conn, harvest, harvest_num, now, options.timezone)
         harvests.record_run(harvest.harvest_id, harvest_num, next_date)
-    return GenerationResult(harvest.harvest_id, harvest.name, harvest_num, job_ids, jobs, next_date)
+    return GenerationResult(harvest.harvest_id, harvest.name, harvest_num, job_ids, jobs, next_date,
+                            requested=requested is not None)
+
+
+def is_due(harvest: HarvestToGenerate, now: datetime) -> bool:
+    """Whether the selective harvest's schedule makes it ready now (active, its next run date come)."""
+    return harvest.active and harvest.nextdate is not None and harvest.nextdate <= now
 
 
 def generate_jobs(engine: Engine, harvest: str | int, options: GenerationOptions,
@@ -306,6 +325,9 @@ def _deactivate(engine: Engine, harvest: HarvestToGenerate, cause: str) -> str |
         with database_errors(f"deactivating harvest definition {harvest.name!r}"), \
                 write_transaction(engine) as conn:
             HarvestRepository(conn).deactivate(harvest.harvest_id)
+            # a run asked for is used up by the failure, or every tick would fail it again
+            RunRequestRepository(conn).take(harvest.harvest_id, f"the run failed and the harvest was deactivated: "
+                                                                f"{cause}"[:2000])
     except DatabaseError as exc:
         # The run's own error is the one raised; this one is logged beside it and named in its message.
         log.error("could not deactivate harvest definition %r after failed job generation (%s)",

@@ -37,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection, DateTime, and_, bindparam, exists, func, literal, not_, or_, select
 from sqlalchemy.sql import ColumnElement, Select
 
+from harvestdef.crawlattributes import CONFIGURATION_TREE, SNAPSHOT_TREE
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.model.status import StopReason
@@ -47,7 +48,8 @@ from scheduler.jobgen.streaming import stream_rows
 
 log = logging.getLogger(__name__)
 
-CRAWL_ATTRIBUTE_TREE = 2
+CRAWL_ATTRIBUTE_TREE = CONFIGURATION_TREE
+SNAPSHOT_ATTRIBUTE_TREE = SNAPSHOT_TREE
 # NAS-2506's "active seed" is harvestdef.seeds' seed line; the old name stays for callers of this module.
 has_active_seed = has_seed
 
@@ -176,22 +178,47 @@ def candidate_query(conn: Connection, source: HarvestSource, rules: PackingRules
                           history.c.historyinfo_id.desc())
 
 
-def crawl_attributes(conn: Connection) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
+def crawl_attributes(conn: Connection, source: HarvestSource | None = None
+                     ) -> tuple[tuple[int, ...], dict[int, tuple[int, ...]]]:
     """The default crawl attribute values (EAV tree 2, by attribute id) and each configuration's own values.
 
-    Only configurations that set an attribute are in the map; there are few of them.
+    Only configurations that set an attribute are in the map; there are few of them. A snapshot's own values
+    (EAV tree 1, entity its harvest id, matched by type name: harvestdef.crawlattributes) replace the
+    default and every configuration's value of their type.
     """
     ta, a = s.eav_type_attribute, s.eav_attribute
-    types = conn.execute(select(ta.c.id, ta.c.def_int).where(ta.c.tree_id == CRAWL_ATTRIBUTE_TREE)
+    types = conn.execute(select(ta.c.id, ta.c.def_int, ta.c.name).where(ta.c.tree_id == CRAWL_ATTRIBUTE_TREE)
                          .order_by(ta.c.id)).all()
-    position = {type_id: number for number, (type_id, _) in enumerate(types)}
-    defaults = tuple(default if default is not None else 0 for _, default in types)
+    position = {type_id: number for number, (type_id, _, _) in enumerate(types)}
+    defaults = tuple(default if default is not None else 0 for _, default, _ in types)
     own: dict[int, list[int]] = {}
     for entity_id, type_id, value in conn.execute(
             select(a.c.entity_id, a.c.type_id, a.c.val_int).where(a.c.tree_id == CRAWL_ATTRIBUTE_TREE)):
         if type_id in position and value is not None:
             own.setdefault(entity_id, list(defaults))[position[type_id]] = value
+    overrides = _snapshot_attributes(conn, source, {name: number for number, (_, _, name) in enumerate(types)})
+    if overrides:
+        defaults = _overridden(defaults, overrides)
+        return defaults, {config_id: _overridden(values, overrides) for config_id, values in own.items()}
     return defaults, {config_id: tuple(values) for config_id, values in own.items()}
+
+
+def _snapshot_attributes(conn: Connection, source: HarvestSource | None, position: dict[str, int]
+                         ) -> dict[int, int]:
+    """A snapshot harvest's own crawl attribute values: position in the tree-2 order -> value."""
+    if source is None or not source.snapshot:
+        return {}
+    ta, a = s.eav_type_attribute, s.eav_attribute
+    rows = conn.execute(select(ta.c.name, a.c.val_int).select_from(
+        a.join(ta, and_(ta.c.tree_id == a.c.tree_id, ta.c.id == a.c.type_id)))
+        .where(a.c.tree_id == SNAPSHOT_ATTRIBUTE_TREE, a.c.entity_id == source.harvest_id)
+        .order_by(a.c.id.desc())).all()
+    # the lowest row id of a type wins, as the repository reads it (harvestdef/repositories/crawlattributes.py)
+    return {position[name]: value for name, value in rows if name in position and value is not None}
+
+
+def _overridden(values: tuple[int, ...] | list[int], overrides: dict[int, int]) -> tuple[int, ...]:
+    return tuple(overrides.get(number, value) for number, value in enumerate(values))
 
 
 def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLimits, rules: PackingRules,
@@ -202,7 +229,7 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
     ``expectation.best_history`` (most objects, older row on ties, stop after the first complete row),
     written out here because it runs once per row of a national snapshot.
     """
-    defaults, own_attributes = crawl_attributes(conn)
+    defaults, own_attributes = crawl_attributes(conn, source)
     candidates = Candidates(limits, rules.expectation)
     add = candidates.add_flat
     if summary_is_current(conn):

@@ -54,6 +54,8 @@ KNOWN = {
     "/domains/{name}/configurations/{config}": [{"name": "kb.dk", "config": "defaultconfig"}],
     "/domains/{name}/seedlists/{listname}": [{"name": "kb.dk", "listname": "defaultseeds"}],
     "/harvests/{name}": [{"name": "fuzz_selective"}, {"name": "fuzz_snapshot"}],
+    "/harvests/{name}/run": [{"name": "fuzz_selective"}, {"name": "fuzz_snapshot"}],
+    "/harvests/{name}/preview": [{"name": "fuzz_selective"}, {"name": "fuzz_snapshot"}],
     "/harvests/{name}/configurations/{domain}/{configuration}": [
         {"name": "fuzz_selective", "domain": "kb.dk", "configuration": "defaultconfig"}],
     "/schedules/{name}": [{"name": "fuzz_daily"}],

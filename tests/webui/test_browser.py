@@ -211,7 +211,7 @@ def test_defining_a_selective_harvest_with_a_schedule(page, webui, tmp_path):
     assert page.locator("main .card p").first.inner_text().startswith("Active · 0 run(s)")
     rows = page.locator("table").first.locator("tr:has(td)").all_inner_texts()
     assert [row.split("\t")[:2] for row in rows] == [["kb.dk", "defaultconfig"], ["kunst.dk", "defaultconfig"]]
-    assert all(row.split("\t")[2].strip() == "Remove" for row in rows)
+    assert all([cell.strip() for cell in row.split("\t")[2:]] == ["its only configuration", "Remove"] for row in rows)
     changes = page.locator("table").last.locator("tr:has(td)").all_inner_texts()
     assert changes and all(row.split("\t")[1] == "curator" for row in changes)
     assert "name: culture-weekly" in changes[-1]

@@ -194,7 +194,8 @@ def test_seedlists_and_configurations(api):
     assert response.status_code == 201, response.get_json()
     assert response.get_json() | {"comments": ""} == {
         "name": "deep", "comments": "", "template": "default_orderxml", "seedlists": ["news"],
-        "max_objects": 5000, "max_bytes": -1, "max_rate": None, "default": False}
+        "max_objects": 5000, "max_bytes": -1, "max_rate": None, "default": False,
+        "crawl_attributes": {"max_hops": 20, "honor_robots_dot_txt": False, "extract_javascript": True}}
     for payload, status in (({"name": "x", "template": "nosuch", "seedlists": ["news"]}, 404),
                             ({"name": "x", "template": "default_orderxml", "seedlists": ["nosuch"]}, 404),
                             ({"name": "x", "template": "default_orderxml", "seedlists": ["news"],

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from harvestdef.crawlattributes import as_json, check_values
 from harvestdef.domainnames import to_punycode
 from harvestdef.errors import CrawlerTrapError, PatternError
 from harvestdef.model.definitions import Domain, DomainConfiguration, SeedList
 from harvestdef.repositories.configurations import ConfigurationRepository
+from harvestdef.repositories.crawlattributes import CrawlAttributeRepository, CrawlAttributes
 from harvestdef.repositories.domains import DomainRepository, ListedDomain
 from harvestdef.repositories.seedlists import SeedListRepository
 from webui.api import refusals  # noqa: F401 - its handler answers RefusedLinesError with the lines
@@ -52,12 +54,22 @@ def seedlist_json(seedlist: SeedList) -> dict[str, Any]:
     return {"name": seedlist.name, "comments": seedlist.comments, "seeds": list(seedlist.seeds)}
 
 
-def configuration_json(configuration: DomainConfiguration, seedlist_names: dict[int, str]) -> dict[str, Any]:
+def configuration_json(configuration: DomainConfiguration, seedlist_names: dict[int, str],
+                       attributes: CrawlAttributes) -> dict[str, Any]:
     return {"name": configuration.name, "comments": configuration.comments,
             "template": configuration.template_name,
             "seedlists": [seedlist_names[i] for i in configuration.seedlist_ids if i in seedlist_names],
             "max_objects": configuration.maxobjects, "max_bytes": configuration.maxbytes,
-            "max_rate": configuration.maxrate, "default": configuration.is_default}
+            "max_rate": configuration.maxrate, "default": configuration.is_default,
+            "crawl_attributes": as_json(attributes.values())}
+
+
+def _attributes_of(data: dict[str, Any]) -> dict[str, int] | None:
+    """The request's ``crawl_attributes`` (any of max_hops, honor_robots_dot_txt, extract_javascript) as stored
+    values, or None if it has none."""
+    if data.get("crawl_attributes") is None:
+        return None
+    return {name: value for name, value in check_values(data["crawl_attributes"]).items() if value is not None}
 
 
 def _repository(conn: Any) -> DomainRepository:
@@ -172,17 +184,22 @@ def list_configurations(name: str) -> Any:
     with database().connect() as conn:
         configurations = ConfigurationRepository(conn).list_for_domain(name)
         names = {seedlist.seedlist_id: seedlist.name for seedlist in SeedListRepository(conn).list_for_domain(name)}
-    return {"items": [configuration_json(c, names) for c in configurations], "next": None}
+        attributes = CrawlAttributeRepository(conn)
+        return {"items": [configuration_json(c, names, attributes.of_configuration(c.config_id))
+                          for c in configurations], "next": None}
 
 
 @blueprint.route("/domains/<name>/configurations", methods=["POST"])
 @require(CURATE)
 def create_configuration(name: str) -> Any:
-    """A new configuration: ``{"name", "template", "seedlists": [...], "max_objects", "max_bytes"}``."""
+    """A new configuration: ``{"name", "template", "seedlists": [...], "max_objects", "max_bytes",
+    "crawl_attributes": {"max_hops", "honor_robots_dot_txt", "extract_javascript"}}`` (a crawl attribute not
+    given: its default)."""
     data = body()
     seedlists = field(data, "seedlists", list)
     if not all(isinstance(seedlist, str) for seedlist in seedlists):
         raise ApiError("invalid", "seedlists must be a list of seed list names", "seedlists")
+    attributes = _attributes_of(data)
     with database().begin() as conn:
         domain_edition = _domain_edition(conn, name, data)
         configuration = ConfigurationRepository.from_settings(conn, settings(), actor()).create(
@@ -191,14 +208,17 @@ def create_configuration(name: str) -> Any:
             maxbytes=field(data, "max_bytes", int, required=False, default=-1),
             maxrate=field(data, "max_rate", int, required=False),
             comments=field(data, "comments", str, required=False, default=""))
+        # NetarchiveSuite's way: a new configuration gets every crawl attribute (a type not given: its default)
+        written = CrawlAttributeRepository(conn, actor()).set_configuration(configuration.config_id, attributes or {})
         names = {seedlist.seedlist_id: seedlist.name for seedlist in SeedListRepository(conn).list_for_domain(name)}
-    return configuration_json(configuration, names), 201
+    return configuration_json(configuration, names, written), 201
 
 
 @blueprint.route("/domains/<name>/configurations/<config>", methods=["PATCH"])
 @require(CURATE)
 def update_configuration(name: str, config: str) -> Any:
-    """Change a configuration's template, seedlists, max_objects, max_bytes, max_rate or comments, and with
+    """Change a configuration's template, seedlists, max_objects, max_bytes, max_rate, comments or
+    crawl_attributes (max_hops 0-1000, honor_robots_dot_txt and extract_javascript true or false), and with
     ``"default": true`` make it the one snapshot harvests use; ``edition`` (the domain's) is required."""
     data = body()
     expected = edition(data)
@@ -206,6 +226,7 @@ def update_configuration(name: str, config: str) -> Any:
     if seedlists is not None and not all(isinstance(seedlist, str) for seedlist in seedlists):
         raise ApiError("invalid", "seedlists must be a list of seed list names", "seedlists")
     make_default = field(data, "default", bool, required=False, default=False)
+    attributes = _attributes_of(data)
     with database().begin() as conn:
         configurations = ConfigurationRepository.from_settings(conn, settings(), actor())
         configuration = configurations.update(
@@ -217,8 +238,11 @@ def update_configuration(name: str, config: str) -> Any:
         if make_default and not configuration.is_default:
             # the update above moved the domain on by one edition
             configuration = configurations.set_default(name, config, expected + 1)
+        crawl_attributes = CrawlAttributeRepository(conn, actor())
+        written = (crawl_attributes.set_configuration(configuration.config_id, attributes) if attributes is not None
+                   else crawl_attributes.of_configuration(configuration.config_id))
         names = {seedlist.seedlist_id: seedlist.name for seedlist in SeedListRepository(conn).list_for_domain(name)}
-    return configuration_json(configuration, names)
+    return configuration_json(configuration, names, written)
 
 
 def _domain_edition(conn: Any, name: str, data: dict[str, Any]) -> int:

@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import request
+from flask import request, url_for
 
+from harvestdef.crawlattributes import as_json, check_values
 from harvestdef.errors import CrawlerTrapError
 from harvestdef.model.definitions import HarvestDefinition, HarvestKind, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
+from harvestdef.repositories.configurations import ConfigurationRepository
+from harvestdef.repositories.crawlattributes import CrawlAttributeRepository
 from harvestdef.repositories.harvests import HarvestRepository
+from harvestdef.repositories.jobs import HarvestRunJobs, JobRepository
+from harvestdef.repositories.runrequests import PreviewRequest, RunRequest, RunRequestRepository
 from harvestdef.repositories.schedules import ScheduleRepository
 from webui.api import refusals  # noqa: F401 - its handler answers RefusedLinesError with the lines
 from webui.api.core import PAGED, blueprint, body, edition, field, input_named, jsonable, limit, name_after, page
@@ -53,15 +58,44 @@ def harvest_json(repository: HarvestRepository, harvest: HarvestDefinition, stat
         record.update(max_bytes=harvest.maxbytes, max_objects=harvest.maxobjects,
                       max_running_time=harvest.maxjobrunningtime, previous=previous,
                       index_ready=harvest.isindexready)
+        if detail:
+            # null: each configuration's own value (harvestdef.crawlattributes)
+            record["crawl_attributes"] = as_json(
+                CrawlAttributeRepository(repository.conn).of_snapshot(harvest.harvest_id).own)
     else:
         record.update(schedule=harvest.schedule_name, nextdate=jsonable(harvest.nextdate),
-                      crawlertraps=list(harvest.crawlertraps))
+                      crawlertraps=list(harvest.crawlertraps), event=harvest.isevent)
         if detail:
             record["configurations"] = [{"domain": entry.domain_name, "configuration": entry.config_name}
                                         for entry in repository.configurations(harvest.name)]
     if detail:
-        record["channel"] = ChannelRepository(repository.conn).channel_of(harvest.harvest_id).name
+        conn = repository.conn
+        record["channel"] = ChannelRepository(conn).channel_of(harvest.harvest_id).name
+        request = RunRequestRepository(conn).find(harvest.harvest_id)
+        record["run_request"] = None if request is None else run_request_json(request)
+        record["runs"] = [run_json(harvest.name, harvest.harvest_id, run)
+                          for run in JobRepository(conn).runs_of(harvest.harvest_id)]
     return record
+
+
+def run_request_json(request: RunRequest) -> dict[str, Any]:
+    return {"requested_at": jsonable(request.requested_at), "requested_by": request.requested_by}
+
+
+def run_json(name: str, harvest_id: int, run: HarvestRunJobs) -> dict[str, Any]:
+    """One run of a harvest: when it was made, its jobs by status, and where its jobs and statistics are (by
+    the harvest's id: the job list's ``harvest`` matches part of a name, which other harvests may share)."""
+    return {"run": run.harvest_num, "created": jsonable(run.created), "jobs": run.jobs,
+            "jobs_by_status": {status.name: count for status, count in sorted(run.by_status.items())},
+            "jobs_url": url_for("api.list_jobs", harvest_id=harvest_id, run=run.harvest_num),
+            "statistics_url": url_for("api.get_harvest_statistics", name=name)}
+
+
+def crawl_attributes_from(data: dict[str, Any], allow_none: bool = False) -> dict[str, int | None] | None:
+    """The request's ``crawl_attributes`` as stored values by EAV type name, or None if it has none."""
+    if data.get("crawl_attributes") is None:
+        return None
+    return check_values(data["crawl_attributes"], allow_none=allow_none)
 
 
 def harvest_repository(conn: Any) -> HarvestRepository:
@@ -103,19 +137,26 @@ def create_harvest_from(conn: Any, data: dict[str, Any]) -> HarvestDefinition:
         if previous is not None:
             with input_named("previous"):
                 harvests.get_snapshot(previous)
-        return harvests.create_snapshot(
+        attributes = crawl_attributes_from(data, allow_none=True)
+        snapshot = harvests.create_snapshot(
             name, maxobjects=field(data, "max_objects", int, required=False, default=-1),
             maxbytes=field(data, "max_bytes", int, required=False, default=-1),
             maxjobrunningtime=field(data, "max_running_time", int, required=False),
             previous=previous, comments=comments, audience=audience, channel=channel, active=active)
+        if attributes:
+            CrawlAttributeRepository(conn, actor()).set_snapshot(snapshot.harvest_id, attributes)
+        return snapshot
     if kind not in ("selective", "event"):
         raise ApiError("invalid", f"type must be selective, event or snapshot, not {kind!r}", "type")
     schedule = field(data, "schedule", str)
+    if kind == "selective" and data.get("crawl_attributes") is not None:
+        raise ApiError("invalid", "a selective harvest has no crawl attributes of its own: they are its "
+                                  "configurations'", "crawl_attributes")
     pairs = _configuration_pairs(data) if kind == "selective" else []
     with input_named("schedule"):
         ScheduleRepository(conn).get_by_name(schedule)
     created = harvests.create_selective(name, schedule, comments=comments, audience=audience, channel=channel,
-                                        active=active)
+                                        active=active, event=kind == "event")
     if kind == "selective":
         if pairs:
             with input_named("configurations"):
@@ -126,16 +167,19 @@ def create_harvest_from(conn: Any, data: dict[str, Any]) -> HarvestDefinition:
 
 
 def add_seeds_from(conn: Any, name: str, data: dict[str, Any], expected: int) -> list[Any]:
-    """The event harvest form's seeds (``seeds``: a list of lines or one text), ``template``, ``max_bytes`` and
-    ``max_objects`` added to harvest ``name`` at edition ``expected``: one configuration per domain."""
+    """The event harvest form's seeds (``seeds``: a list of lines or one text), ``template``, ``max_bytes``,
+    ``max_objects`` and ``crawl_attributes`` added to harvest ``name`` at edition ``expected``: one
+    configuration per domain, each with those crawl attributes (a type not given: its default)."""
     seeds = field(data, "seeds", (list, str))
     if isinstance(seeds, list) and not all(isinstance(seed, str) for seed in seeds):
         raise ApiError("invalid", "seeds must be a list of URLs", "seeds")
+    attributes = crawl_attributes_from(data)
     with input_named("template"):
         return harvest_repository(conn).add_seeds(
             name, seeds, field(data, "template", str), expected,
             maxbytes=field(data, "max_bytes", int, required=False, default=-1),
-            maxobjects=field(data, "max_objects", int, required=False, default=-1))
+            maxobjects=field(data, "max_objects", int, required=False, default=-1),
+            attributes={key: value for key, value in (attributes or {}).items() if value is not None})
 
 
 @blueprint.get("/harvests")
@@ -194,13 +238,42 @@ def get_harvest(name: str) -> Any:
     return _harvest_detail(name)
 
 
-def update_harvest_from(conn: Any, name: str, data: dict[str, Any]) -> None:
-    """Apply the changes ``data`` names (comments, audience, schedule, limits...) at edition ``data["edition"]``."""
+def update_harvest_from(conn: Any, name: str, data: dict[str, Any]) -> str:
+    """Apply the changes ``data`` names (name, comments, audience, channel, schedule, limits, crawl attributes)
+    at edition ``data["edition"]``; returns the harvest's name, which ``name`` may have changed."""
     expected = edition(data)
     harvests = harvest_repository(conn)
     harvest = harvests.get(name)
     if harvest.edition != expected:
         harvests.set_comments(name, harvest.comments, expected)  # raises StaleEditionError
+    new_name = field(data, "name", str, required=False)
+    attributes = crawl_attributes_from(data, allow_none=True)
+    if attributes is not None and not isinstance(harvest, SnapshotHarvest):
+        raise ApiError("invalid", "a selective or event harvest has no crawl attributes of its own: they are its "
+                                  "configurations' (or given with the seeds added)", "crawl_attributes")
+    if "channel" in data:
+        channel = field(data, "channel", str, required=False) or None
+        channels = ChannelRepository(conn, actor())
+        if channel is not None:
+            with input_named("channel"):
+                target = channels.get(channel)
+            if target.issnapshot != isinstance(harvest, SnapshotHarvest):
+                raise ApiError("invalid", f"channel {target.name} is for "
+                                          f"{'snapshot' if target.issnapshot else 'selective'} harvests, and "
+                                          f"{harvest.name} is a {harvest.kind.value} harvest", "channel")
+        channels.map_harvest(harvest.harvest_id, channel, harvests.get(name).edition)
+        harvest = harvests.get(name)
+    if attributes is not None:
+        CrawlAttributeRepository(conn, actor()).set_snapshot(harvest.harvest_id, attributes)
+    _update_details(harvests, harvest, name, data)
+    if new_name is not None and new_name.strip() != name:
+        harvests.rename(name, new_name, harvests.get(name).edition)
+        return new_name.strip()
+    return name
+
+
+def _update_details(harvests: HarvestRepository, harvest: HarvestDefinition, name: str, data: dict[str, Any]
+                    ) -> None:
     if "comments" in data:
         harvest = harvests.set_comments(name, field(data, "comments", str, required=False, default=""),
                                         harvest.edition)
@@ -232,13 +305,14 @@ def set_harvest_active(conn: Any, name: str, active: bool, expected: int | None)
 @blueprint.patch("/harvests/<name>")
 @require(CURATE)
 def update_harvest(name: str) -> Any:
-    """Change comments, audience, schedule (selective) or limits (snapshot); 409 if ``edition`` is stale.
+    """Change name, comments, audience, channel, schedule (selective), limits and crawl attributes (snapshot);
+    409 if ``edition`` is stale. A snapshot's ``crawl_attributes`` value null means each configuration's own.
 
     ``warnings`` says when the harvest, as saved, will not run (again): its schedule has ended or its
     repeats are used up."""
     data = body()
     with database().begin() as conn:
-        update_harvest_from(conn, name, data)
+        name = update_harvest_from(conn, name, data)
     return _harvest_detail(name, warn=True)
 
 
@@ -289,3 +363,78 @@ def activate_harvest(name: str) -> Any:
 def deactivate_harvest(name: str) -> Any:
     """Deactivate a harvest definition (``{"edition"}`` optional; 409 if given and stale)."""
     return _set_active(name, False)
+
+
+@blueprint.patch("/harvests/<name>/configurations/<domain>/<configuration>")
+@require(CURATE)
+def change_harvest_configuration(name: str, domain: str, configuration: str) -> Any:
+    """Harvest another configuration of the same domain instead: ``{"configuration", "edition"}`` (the
+    harvest's edition; 409 if stale). 404 if the harvest does not name ``domain/configuration``; 400 naming
+    ``configuration`` if the domain has no such configuration."""
+    data = body()
+    expected = edition(data)
+    with database().begin() as conn:
+        change_configuration(conn, name, domain, configuration, field(data, "configuration", str), expected)
+    return _harvest_detail(name)
+
+
+def change_configuration(conn: Any, name: str, domain: str, configuration: str, replacement: str,
+                         expected: int) -> None:
+    """Swap ``domain/configuration`` for ``domain/replacement`` in harvest ``name``, in the caller's transaction."""
+    harvests = harvest_repository(conn)
+    with input_named("configuration"):
+        ConfigurationRepository(conn).get(domain, replacement)
+    harvest = harvests.remove_configuration(name, domain, configuration, expected)
+    harvests.add_configurations(name, [(domain, replacement)], harvest.edition)
+
+
+@blueprint.post("/harvests/<name>/run")
+@require(CURATE)
+def request_harvest_run(name: str) -> Any:
+    """Run the harvest at the scheduler's next tick, outside its schedule ("run now"; audited): a selective
+    harvest keeps its next scheduled run; an inactive harvest runs once and stays inactive; a snapshot runs
+    its one run. 409 if a run is asked for already; 400 if the harvest cannot run (a snapshot that has run,
+    a selective harvest without configurations)."""
+    with database().begin() as conn:
+        request = RunRequestRepository(conn, actor()).request_run(name)
+    return {"run_request": run_request_json(request), "harvest": _harvest_detail(name)}, 202
+
+
+@blueprint.delete("/harvests/<name>/run")
+@require(CURATE)
+def withdraw_harvest_run(name: str) -> Any:
+    """Withdraw a run asked for that the scheduler has not taken yet (audited); 404 if there is none."""
+    with database().begin() as conn:
+        RunRequestRepository(conn, actor()).withdraw(name)
+    return _harvest_detail(name)
+
+
+def preview_json(request: PreviewRequest | None) -> dict[str, Any]:
+    """A preview's state (none, waiting, made, failed) with what was asked and, once made, the jobs."""
+    if request is None:
+        return {"state": "none", "requested_at": None, "requested_by": None, "computed_at": None,
+                "preview": None, "error": None}
+    state = "waiting" if request.is_waiting else ("failed" if request.error else "made")
+    return {"state": state, "requested_at": jsonable(request.requested_at), "requested_by": request.requested_by,
+            "computed_at": jsonable(request.computed_at), "preview": request.preview, "error": request.error}
+
+
+@blueprint.get("/harvests/<name>/preview")
+@require(READ)
+def get_harvest_preview(name: str) -> Any:
+    """The job-generation preview of the harvest's next run last asked for: ``state`` none, waiting (the
+    scheduler makes it at its next tick), made (``preview``: jobs, configurations per job, expected objects
+    and bytes) or failed (``error``)."""
+    with database().connect() as conn:
+        harvest = harvest_repository(conn).get(name)
+        return preview_json(RunRequestRepository(conn).preview_of(harvest.harvest_id))
+
+
+@blueprint.post("/harvests/<name>/preview")
+@require(CURATE)
+def request_harvest_preview(name: str) -> Any:
+    """Ask for a job-generation preview of the harvest's next run (it writes nothing); the scheduler makes it
+    at its next tick, and GET answers it. A new request replaces the last one."""
+    with database().begin() as conn:
+        request = RunRequestRepository(conn, actor()).request_preview(name)
+    return preview_json(request), 202

@@ -18,6 +18,7 @@ from typing import Any
 
 from flask import current_app, jsonify
 
+from harvestdef.crawlattributes import MAX_HOPS_LIMIT
 from harvestdef.db import schema as s
 from harvestdef.livechanges import (
     MAX_ADDED_URIS,
@@ -57,8 +58,22 @@ _SCHEDULE = {
     "ondayofmonth": {"type": ["integer", "null"]}, "maxrepeats": {"type": ["integer", "null"]},
     "startdate": _TIME, "enddate": _TIME,
 }
+# harvestdef.crawlattributes: NetarchiveSuite's EAV crawl attributes
+_HOPS = {"type": "integer", "minimum": 0, "maximum": MAX_HOPS_LIMIT, "description": "link hops from a seed"}
+_CRAWL_ATTRIBUTES = {"type": "object", "additionalProperties": False, "required": [], "properties": {
+    "max_hops": _HOPS,
+    "honor_robots_dot_txt": {"type": "boolean", "description": "true: obey robots.txt; false: ignore it"},
+    "extract_javascript": {"type": "boolean", "description": "extract links from JavaScript"}}}
+_SNAPSHOT_ATTRIBUTES = {
+    "type": "object", "additionalProperties": False, "required": [],
+    "description": "the snapshot's own values, which replace its configurations'; null (or left out on creation): "
+                   "each configuration's own",
+    "properties": {"max_hops": {**_HOPS, "type": ["integer", "null"]},
+                   "honor_robots_dot_txt": {"type": ["boolean", "null"]},
+                   "extract_javascript": {"type": ["boolean", "null"]}}}
 _CONFIGURATION = {"name": _NAME, "template": _NAME, "seedlists": _STRING_LIST, "max_objects": _LIMIT,
-                  "max_bytes": _LIMIT, "max_rate": {"type": ["integer", "null"]}, "comments": _TEXT}
+                  "max_bytes": _LIMIT, "max_rate": {"type": ["integer", "null"]}, "comments": _TEXT,
+                  "crawl_attributes": _CRAWL_ATTRIBUTES}
 _EXTENDED_FIELDS = {"edition": _EDITION, "values": {"type": "object", "additionalProperties": {"type": "string"}}}
 
 
@@ -140,10 +155,16 @@ REQUEST_BODIES: dict[str, dict[str, Any]] = {
         "seeds": {"type": ["array", "string"], "items": {"type": "string"}, "description": "event harvests"},
         "template": {"type": "string", "description": "event harvests"},
         "previous": {"type": "string", "description": "snapshot harvests: the step this one continues"},
-        "max_objects": _LIMIT, "max_bytes": _LIMIT, "max_running_time": {"type": "integer", "minimum": 0}},
+        "max_objects": _LIMIT, "max_bytes": _LIMIT, "max_running_time": {"type": "integer", "minimum": 0},
+        "crawl_attributes": {"oneOf": [
+            {**_CRAWL_ATTRIBUTES, "description": "event harvests: every configuration its seeds make"},
+            _SNAPSHOT_ATTRIBUTES]}},
         "type", "name"),
     "api.update_harvest": _object({
-        "edition": _EDITION, "comments": _TEXT, "audience": {"type": ["string", "null"]},
+        "edition": _EDITION, "name": _NAME, "comments": _TEXT, "audience": {"type": ["string", "null"]},
+        "channel": {"type": ["string", "null"], "description": "a channel of the harvest's kind; null or \"\": "
+                                                              "the default channel"},
+        "crawl_attributes": _SNAPSHOT_ATTRIBUTES,
         "schedule": {"type": "string"}, "crawlertraps": {"type": "string"},
         "configurations": {"type": "array", "items": _object({"domain": {"type": "string"},
                                                               "configuration": {"type": ["string", "null"]}},
@@ -152,8 +173,11 @@ REQUEST_BODIES: dict[str, dict[str, Any]] = {
         "edition"),
     "api.add_harvest_seeds": _object({
         "edition": _EDITION, "seeds": {"type": ["array", "string"], "items": {"type": "string"}},
-        "template": {"type": "string"}, "max_objects": _LIMIT, "max_bytes": _LIMIT}, "edition", "seeds", "template"),
+        "template": {"type": "string"}, "max_objects": _LIMIT, "max_bytes": _LIMIT,
+        "crawl_attributes": _CRAWL_ATTRIBUTES}, "edition", "seeds", "template"),
     "api.remove_harvest_configuration": _object({"edition": _EDITION}, "edition"),
+    "api.change_harvest_configuration": _object({"edition": _EDITION, "configuration": _NAME},
+                                                "edition", "configuration"),
     "api.activate_harvest": _object({"edition": _EDITION}),
     "api.deactivate_harvest": _object({"edition": _EDITION}),
     "api.create_schedule": _object(_SCHEDULE, "name", "timeunit"),
@@ -180,6 +204,7 @@ SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "api.create_template": (201,), "api.create_webhook": (201,),
     "api.restart": (201,),
     "api.control_job": (202,), "api.add_job_change": (202,),
+    "api.request_harvest_run": (202,), "api.request_harvest_preview": (202,),
 }
 _COUNT = {"type": "integer", "minimum": 0}
 QA_SCHEMA = _object({
@@ -206,6 +231,26 @@ QA_SCHEMA = _object({
         "bytes_change": {"type": ["number", "null"], "description": "percent"},
         "flagged": {"type": "boolean"}, "fell_to_nothing": {"type": "boolean"}})},
 }, "job_id", "report", "domain_changes", "change_threshold")
+# A harvest's job-generation preview (scheduler/previews.py makes it, webui/api/harvests.py answers it).
+PREVIEW = _object({
+    "state": {"enum": ["none", "waiting", "made", "failed"],
+              "description": "waiting: the scheduler makes it at its next tick"},
+    "requested_at": {"type": ["string", "null"]}, "requested_by": {"type": ["string", "null"]},
+    "computed_at": {"type": ["string", "null"]}, "error": {"type": ["string", "null"]},
+    "preview": {"type": ["object", "null"], "properties": {
+        "harvest": {"type": "string"}, "type": {"enum": ["selective", "snapshot"]},
+        "run": {"type": "integer", "description": "the run it previews"}, "configurations": _COUNT,
+        "expected_objects": _COUNT, "expected_bytes": _COUNT,
+        "jobs": {"type": "array", "items": _object({
+            "job": {"type": "integer"}, "template": {"type": "string"}, "crawl_attributes": _CRAWL_ATTRIBUTES,
+            "configurations": _COUNT,
+            "sample": {**_STRING_LIST, "description": "the first few configurations, as domain/configuration"},
+            "max_objects_per_domain": _LIMIT, "max_bytes_per_domain": _LIMIT, "max_running_time": _COUNT,
+            "expected_objects": _COUNT,
+            "expected_bytes": {**_COUNT, "description": "expected objects times bytes per object of each "
+                                                        "configuration's best history row, else "
+                                                        "expectedAverageBytesPerObject"}})}}}},
+    "state", "requested_at", "requested_by", "computed_at", "preview", "error")
 # What a success answers other than a JSON object, by endpoint.
 SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
     "api.export_domains": {"text/csv": {"schema": {"type": "string"}}},
@@ -218,6 +263,8 @@ SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
     "api.get_job_qa": {"application/json": {"schema": QA_SCHEMA}},
     "api.control_job": {"application/json": {"schema": CHANGE}},
     "api.add_job_change": {"application/json": {"schema": CHANGE}},
+    "api.get_harvest_preview": {"application/json": {"schema": PREVIEW}},
+    "api.request_harvest_preview": {"application/json": {"schema": PREVIEW}},
     "api.list_job_changes": {"application/json": {"schema": _object({"items": {"type": "array", "items": CHANGE}},
                                                                      "items")}},
 }

@@ -21,12 +21,15 @@ from flask import flash, redirect, render_template, request, url_for
 from sqlalchemy import Connection, select
 
 from harvestdef.bulkimport import DomainImporter, TakenLine
+from harvestdef.crawlattributes import ATTRIBUTES, CONFIGURATION_TREE, form_values
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import CrawlerTrapError, HarvestSuiteError, RefusedLinesError, shown
 from harvestdef.model.definitions import ExtendedFieldType
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
+from harvestdef.repositories.crawlattributes import AUDIT_TABLE as ATTRIBUTES_AUDIT_TABLE
+from harvestdef.repositories.crawlattributes import CrawlAttributeRepository, audit_key
 from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
 from harvestdef.repositories.seedlists import SeedListRepository
 from harvestdef.traps import validate_trap_expressions
@@ -240,9 +243,16 @@ def _configuration_page(name: str, config: str | None) -> Any:
         current = _domains(conn).get(name)
         page = {"domain": current, "templates": _templates(conn), "form": request.form,
                 "seedlists": SeedListRepository(conn).list_for_domain(name),
-                "configuration": ConfigurationRepository(conn).get(name, config) if config else None}
+                "configuration": ConfigurationRepository(conn).get(name, config) if config else None,
+                "attribute_kinds": ATTRIBUTES, "attributes": {kind.name: kind.default for kind in ATTRIBUTES}}
         if config:
-            page["changes"] = AuditRepository(conn).changes_of("configurations", page["configuration"].config_id)
+            config_id = page["configuration"].config_id
+            page["attributes"] = CrawlAttributeRepository(conn).of_configuration(config_id).values()
+            audit = AuditRepository(conn)
+            page["changes"] = sorted(
+                [*audit.changes_of("configurations", config_id),
+                 *audit.changes_of(ATTRIBUTES_AUDIT_TABLE, audit_key(CONFIGURATION_TREE, config_id))],
+                key=lambda change: (change.changed_at, change.audit_id), reverse=True)
     return render_template("definitions/domains_configuration.html", **page)
 
 
@@ -265,9 +275,11 @@ def configuration_create(name: str) -> Any:
     new = form.get("name", "").strip()
 
     def change(conn: Connection) -> None:
-        ConfigurationRepository.from_settings(conn, settings(), actor()).create(
+        attributes = _form_attributes()
+        created = ConfigurationRepository.from_settings(conn, settings(), actor()).create(
             name, new, form.get("template", ""), form.getlist("seedlists"), _edition(),
             maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments", ""))
+        CrawlAttributeRepository(conn, actor()).set_configuration(created.config_id, attributes)
     return _write(change, f"Configuration {new} created.", url_for("definitions.domain", name=name),
                   lambda: _configuration_page(name, None))
 
@@ -278,15 +290,23 @@ def configuration_update(name: str, config: str) -> Any:
     form = request.form
 
     def change(conn: Connection) -> None:
+        attributes = _form_attributes()
         configurations = ConfigurationRepository.from_settings(conn, settings(), actor())
-        configurations.update(
+        updated = configurations.update(
             name, config, _edition(), template=form.get("template"), seedlists=form.getlist("seedlists"),
             maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments"))
+        CrawlAttributeRepository(conn, actor()).set_configuration(updated.config_id, attributes)
         if form.get("default") == "1":
             configurations.set_default(name, config, _edition() + 1)
     return _write(change, f"Configuration {config} saved.",
                   url_for("definitions.configuration", name=name, config=config),
                   lambda: _configuration_page(name, config))
+
+
+def _form_attributes() -> dict[str, int]:
+    """The configuration form's crawl attributes (harvestdef.crawlattributes.form_values): a box not ticked is
+    false and an empty number the default, as NetarchiveSuite's form saves them."""
+    return {name: value for name, value in form_values(request.form).items() if value is not None}
 
 
 def _seedlist_page(name: str, listname: str | None) -> Any:

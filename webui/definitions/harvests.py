@@ -1,6 +1,9 @@
 """Pages of the definitions section: harvest definitions, selective, event and snapshot (reference §7):
-the list, the forms that create each kind, a harvest's page with its configurations (added, and removed
-one by one) or seeds, and (de)activation.
+the list, the forms that create each kind, and a harvest's page, the curator's hub: its runs (each with
+its jobs and statistics), its configurations (added, changed to another of the domain's, removed one by
+one) or seeds, its name, comments, channel, schedule, limits and crawl attributes, (de)activation, "run
+now" and the job-generation preview of its next run (both carried out by the scheduler's next tick,
+harvestdef.repositories.runrequests).
 
 The pages turn form fields into the API's request bodies and reuse its functions (webui/api/harvests.py),
 so a form and a JSON call are checked by the same code. A form with bad input is shown again with the
@@ -15,17 +18,22 @@ from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
 
+from harvestdef.crawlattributes import ATTRIBUTES, SNAPSHOT_TREE, as_json, form_values
 from harvestdef.errors import RefusedLinesError
 from harvestdef.model.definitions import ExtendedFieldType, HarvestKind, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
+from harvestdef.repositories.crawlattributes import AUDIT_TABLE as ATTRIBUTES_AUDIT_TABLE
+from harvestdef.repositories.crawlattributes import CrawlAttributeRepository, audit_key
 from harvestdef.repositories.harvests import HarvestRepository
+from harvestdef.repositories.jobs import JobRepository
+from harvestdef.repositories.runrequests import RunRequestRepository
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.repositories.templates import TemplateRepository
 from webui.api import harvests as api
 from webui.api.errors import ApiError
 from webui.api.extendedfields import harvest_fields, set_harvest_fields
 from webui.auth import CURATE, READ, require
-from webui.context import database
+from webui.context import actor, database, settings
 from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
 from webui.definitions.forms import attempt, form_data
@@ -99,7 +107,8 @@ def new_harvest(kind: str) -> Any:
 
     def show() -> str:
         with database().connect() as conn:
-            return render_template("definitions/harvest_new.html", kind=kind, form=request.form, **_choices(conn))
+            return render_template("definitions/harvest_new.html", kind=kind, form=request.form,
+                                   seed_attributes={kind.name: kind.default for kind in ATTRIBUTES}, **_choices(conn))
 
     if request.method == "GET":
         return show()
@@ -112,6 +121,9 @@ def new_harvest(kind: str) -> Any:
             data["configurations"] = parse_configurations(request.form.get("configurations", ""))
         if kind == "event":
             data["seeds"] = event_seeds()
+            data["crawl_attributes"] = as_json(form_values(request.form))
+        if kind == "snapshot":
+            data["crawl_attributes"] = as_json(form_values(request.form, allow_none=True))
         try:
             with database().begin() as conn:
                 created = api.create_harvest_from(conn, data)
@@ -131,16 +143,29 @@ def _harvest_page(name: str) -> str:
         current = repository.get(name)
         state = repository.states([current.harvest_id]).get(current.harvest_id)
         outlook = repository.outlook(current)
-        configurations = [] if isinstance(current, SnapshotHarvest) else list(repository.configurations(name))
+        snapshot = isinstance(current, SnapshotHarvest)
+        configurations = [] if snapshot else list(repository.configurations(name))
+        choices = {} if snapshot else repository.configuration_choices(name)
         previous = (repository.get_by_id(current.previoushd).name
-                    if isinstance(current, SnapshotHarvest) and current.previoushd is not None else None)
+                    if snapshot and current.previoushd is not None else None)
         channel = ChannelRepository(conn).channel_of(current.harvest_id)
-        detail = "fullharvests" if isinstance(current, SnapshotHarvest) else "partialharvests"
-        changes = definition_changes(conn, [("harvestdefinitions", current.harvest_id), (detail, current.harvest_id)],
-                                     ExtendedFieldType.HARVESTDEFINITIONS, current.harvest_id)
+        requests = RunRequestRepository(conn)
+        attributes = CrawlAttributeRepository(conn)
+        detail = "fullharvests" if snapshot else "partialharvests"
+        audited = [("harvestdefinitions", current.harvest_id), (detail, current.harvest_id),
+                   ("harvest_run_requests", current.harvest_id)]
+        if snapshot:
+            audited.append((ATTRIBUTES_AUDIT_TABLE, audit_key(SNAPSHOT_TREE, current.harvest_id)))
+        changes = definition_changes(conn, audited, ExtendedFieldType.HARVESTDEFINITIONS, current.harvest_id)
         return render_template("definitions/harvest.html", harvest=current, state=state, outlook=outlook,
-                               previous=previous,
-                               configurations=configurations, channel=channel, form=request.form,
+                               previous=previous, snapshot=snapshot,
+                               configurations=configurations, configuration_choices=choices, channel=channel,
+                               form=request.form, runs=JobRepository(conn).runs_of(current.harvest_id),
+                               run_request=requests.find(current.harvest_id),
+                               preview=api.preview_json(requests.preview_of(current.harvest_id)),
+                               tick_period=settings().scheduler.jobgenerationperiod,
+                               snapshot_attributes=attributes.of_snapshot(current.harvest_id).own if snapshot else {},
+                               seed_attributes={kind.name: kind.default for kind in ATTRIBUTES},
                                extended_fields=harvest_fields(conn, name)["fields"], changes=changes,
                                **_choices(conn))
 
@@ -158,19 +183,22 @@ def _update_harvest(name: str, show: Callable[[], str]) -> Any:
     def update() -> Any:
         data = form_data(("edition", "schedule", "max_objects", "max_bytes", "max_running_time"))
         data.update(comments=request.form.get("comments", ""), audience=request.form.get("audience", ""))
-        if "crawlertraps" in request.form:
-            data["crawlertraps"] = request.form["crawlertraps"]
+        for optional in ("name", "channel", "crawlertraps"):
+            if optional in request.form:
+                data[optional] = request.form[optional]
+        if "max_hops" in request.form:
+            data["crawl_attributes"] = as_json(form_values(request.form, allow_none=True))
         added = parse_configurations(request.form.get("configurations", ""))
         if added:
             data["configurations"] = added
         with database().begin() as conn:
-            api.update_harvest_from(conn, name, data)
+            saved = api.update_harvest_from(conn, name, data)
             repository = api.harvest_repository(conn)
-            warning = api.save_warning(repository, repository.get(name))
-        flash(f"Harvest {name} saved.")
+            warning = api.save_warning(repository, repository.get(saved))
+        flash(f"Harvest {saved} saved." if saved == name else f"Harvest {name} saved as {saved}.")
         if warning:
             flash(warning, "warning")
-        return redirect(url_for("definitions.harvest", name=name))
+        return redirect(url_for("definitions.harvest", name=saved))
     return attempt(update, show)
 
 
@@ -196,11 +224,13 @@ def harvest_seeds(name: str) -> Any:
     """The event harvest form on an existing harvest: seeds become per-domain configurations (reference §7)."""
     def add() -> Any:
         data = form_data(("edition", "template", "max_objects", "max_bytes"))
+        attributes = {key: value for key, value in form_values(request.form).items() if value is not None}
         try:
             with database().begin() as conn:
                 made = api.harvest_repository(conn).add_seeds(
                     name, event_seeds(), data.get("template", ""), data.get("edition", 0),
-                    maxbytes=data.get("max_bytes", -1), maxobjects=data.get("max_objects", -1))
+                    maxbytes=data.get("max_bytes", -1), maxobjects=data.get("max_objects", -1),
+                    attributes=attributes)
         except RefusedLinesError as exc:
             return show_refusals(exc, lambda: _harvest_page(name))
         flash(f"Seeds added: {len(made)} configuration(s).")
@@ -219,6 +249,59 @@ def harvest_remove_configuration(name: str, domain: str, configuration: str) -> 
         flash(f"Configuration {domain}/{configuration} removed from harvest {name}.")
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(remove, lambda: _harvest_page(name))
+
+
+@blueprint.post("/harvests/<name>/configurations/<domain>/<configuration>/change")
+@require(CURATE)
+def harvest_change_configuration(name: str, domain: str, configuration: str) -> Any:
+    """A configuration row's Change button: the domain is harvested with another of its configurations."""
+    def change() -> Any:
+        replacement = request.form.get("configuration", "").strip()
+        if not replacement:
+            raise ApiError("invalid", "choose the configuration to harvest instead", "configuration")
+        with database().begin() as conn:
+            api.change_configuration(conn, name, domain, configuration, replacement,
+                                     form_data(("edition",)).get("edition", 0))
+        flash(f"{domain} is harvested with configuration {replacement} instead of {configuration}.")
+        return redirect(url_for("definitions.harvest", name=name))
+    return attempt(change, lambda: _harvest_page(name))
+
+
+@blueprint.post("/harvests/<name>/run")
+@require(CURATE)
+def harvest_run(name: str) -> Any:
+    """Run now: the scheduler's next tick makes a run outside the schedule (audited)."""
+    def ask() -> Any:
+        with database().begin() as conn:
+            RunRequestRepository(conn, actor()).request_run(name)
+        flash(f"A run of {name} is asked for: the scheduler makes it at its next tick "
+              f"(every {settings().scheduler.jobgenerationperiod} s).")
+        return redirect(url_for("definitions.harvest", name=name))
+    return attempt(ask, lambda: _harvest_page(name))
+
+
+@blueprint.post("/harvests/<name>/run/withdraw")
+@require(CURATE)
+def harvest_run_withdraw(name: str) -> Any:
+    def withdraw() -> Any:
+        with database().begin() as conn:
+            RunRequestRepository(conn, actor()).withdraw(name)
+        flash(f"The run of {name} asked for is withdrawn.")
+        return redirect(url_for("definitions.harvest", name=name))
+    return attempt(withdraw, lambda: _harvest_page(name))
+
+
+@blueprint.post("/harvests/<name>/preview")
+@require(CURATE)
+def harvest_preview(name: str) -> Any:
+    """Ask the scheduler for the job-generation preview of the next run; the page shows it once made."""
+    def ask() -> Any:
+        with database().begin() as conn:
+            RunRequestRepository(conn, actor()).request_preview(name)
+        flash(f"Preview asked for: the scheduler makes it at its next tick "
+              f"(every {settings().scheduler.jobgenerationperiod} s); reload this page to see it.")
+        return redirect(url_for("definitions.harvest", name=name, _anchor="preview"))
+    return attempt(ask, lambda: _harvest_page(name))
 
 
 @blueprint.post("/harvests/<name>/extendedfields")

@@ -1,7 +1,7 @@
 """index of jobs by controller and id, for the job list of one harvester
 
 Revision ID: 0025_job_controller_index
-Revises: 0022_webhooks
+Revises: 0023_harvest_hub
 Create Date: 2026-12-06 00:00:00.000000
 
 The job list can show the jobs one harvest controller (or every controller of one host) crawled, newest
@@ -14,7 +14,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = '0025_job_controller_index'
-down_revision = '0022_webhooks'
+down_revision = '0023_harvest_hub'
 branch_labels = None
 depends_on = None
 
