@@ -1,10 +1,11 @@
 """``/api/v1/openapi.json``: the API's description, made from the routes themselves.
 
 Paths, methods, summaries (the view's first docstring line), path parameters (``<int:...>`` as 64-bit
-ids) and query parameters (their ``@takes`` declarations, webui/api/parameters.py) come from the URL map;
-request bodies come from REQUEST_BODIES below, one JSON Schema per route that reads a body, and responses
-follow the error boundary's rule (webui/api/errors.py): the route's success status, and every 4xx it may
-answer with the one error object. No 5xx is described: a 500 is a bug, never an answer
+ids), query parameters (their ``@takes`` declarations, webui/api/parameters.py) and the shape of a success
+answer (its ``@answers`` declaration, webui/api/shapes.py, or SUCCESS_CONTENT below) come from the routes of
+the API's blueprint; request bodies come from REQUEST_BODIES below, one JSON Schema per route that reads a
+body, and responses follow the error boundary's rule (webui/api/errors.py): the route's success status, and
+every 4xx it may answer with the one error object. No 5xx is described: a 500 is a bug, never an answer
 (tests/webui/test_api_fuzz.py fuzzes every operation from this description and fails on one).
 
 The schema is read only for column lengths, which the request schemas state as limits.
@@ -34,6 +35,7 @@ from webui.api.core import MAX_LIMIT, blueprint
 from webui.api.errors import STATUS_OF_CODE
 from webui.api.live import LIVE_SCHEMA
 from webui.api.parameters import declared
+from webui.api.shapes import answer_schema
 from webui.auth import PERMISSIONS
 
 _PARAMETER = re.compile(r"<(?:([^:<>()]+)(?:\([^<>]*\))?:)?([^<>]+)>")
@@ -232,9 +234,8 @@ def _operation(endpoint: str, view: Any, method: str, rule: Any) -> dict[str, An
     parameters = [_path_parameter(name, converters.get(name) or None) for name in rule.arguments]
     parameters += [parameter.describe() for parameter in declared(view)]
     statuses = SUCCESS_STATUSES.get(endpoint, (200,))
-    success_content = SUCCESS_CONTENT.get(endpoint) or {
-        "application/json": {"schema": PAGE if any(p.name == "limit" for p in declared(view)) else
-                             {"type": "object"}}}
+    schema = answer_schema(view) or (PAGE if any(p.name == "limit" for p in declared(view)) else {"type": "object"})
+    success_content = SUCCESS_CONTENT.get(endpoint) or {"application/json": {"schema": schema}}
     responses: dict[str, Any] = {str(status): {"description": "done", "content": success_content}
                                  for status in statuses}
     errors = [400, 401, 403, 404, 405]
@@ -277,7 +278,8 @@ def openapi() -> Any:
     paths: dict[str, dict[str, Any]] = {}
     prefix = blueprint.url_prefix or ""
     for rule in current_app.url_map.iter_rules():
-        if not rule.rule.startswith(prefix):
+        # the API's routes: not the API page (webui/api/docs.py), a page of the UI under the same prefix
+        if not rule.rule.startswith(prefix) or not rule.endpoint.startswith(f"{blueprint.name}."):
             continue
         view = current_app.view_functions[rule.endpoint]
         path = _PARAMETER.sub(r"{\2}", rule.rule[len(prefix):])
