@@ -37,11 +37,12 @@ MAY_IMPORT_THE_SCHEMA = {
     "webui/api/jobs.py": "the job list, keyset-paged, joined with its harvest's name",
     "webui/api/live.py": "a running job's monitor rows, progress samples, frontier report and controller heartbeat",
     "webui/api/openapi.py": "column lengths of the API's request schemas",
+    "webui/api/status.py": "the running jobs' monitor figures and why harvests wait (harvest_state), read-only",
     "webui/api/system.py": "the controllers, queue depths and scheduler liveness of the System page",
     "webui/definitions/domains.py": "the active crawl templates' names for the forms' choices",
     "webui/history/views.py": "the harvest definitions' names for the index page",
     "webui/qa.py": "a job's domains against the previous run (historyinfo) and a run's QA sums, read-only",
-    "webui/status/jobs.py": "the running jobs' monitor figures and why harvests wait",
+    "webui/status/jobs.py": "a job's harvest id, for its file downloads",
     "webui/system/views.py": "the overview page's counts",
 }
 

@@ -37,18 +37,23 @@ def answer_error(error: Exception) -> Any:
 def init_app(app: Flask) -> None:
     from webui.api import (  # noqa: F401 - their routes join the blueprint
         changes,
+        channels,
+        crawllog,
         crawltemplates,
         domains,
         exports,
         extendedfields,
         harvests,
+        harvestseeds,
         history,
         jobs,
         live,
         openapi,
         schedules,
+        status,
         summaries,
         system,
+        traps,
         users,
     )
     app.register_blueprint(blueprint)
