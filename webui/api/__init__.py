@@ -1,4 +1,5 @@
-"""The JSON API under ``/api/v1``: the data and actions of every page, described at ``/api/v1/openapi.json``.
+"""The JSON API under ``/api/v1``: the data and actions of every page, described at ``/api/v1/openapi.json``
+and shown to people at ``/api/v1/docs``.
 
 Each area's routes live in a module of its own on the one blueprint of ``webui.api.core``; the description
 is webui/api/openapi.py, and every error a view lets out is answered here by webui/api/errors.py's rule.
@@ -40,6 +41,7 @@ def init_app(app: Flask) -> None:
         channels,
         crawllog,
         crawltemplates,
+        docs,
         domains,
         exports,
         extendedfields,
@@ -57,6 +59,7 @@ def init_app(app: Flask) -> None:
         users,
     )
     app.register_blueprint(blueprint)
+    app.register_blueprint(docs.docs)
     # Exception: every error, ours or not, goes through the one translation (Flask picks the handler of
     # the nearest class, so webui.auth's AuthError keeps its own).
     app.register_error_handler(Exception, answer_error)
