@@ -400,8 +400,8 @@ class WebuiSettings:
     port: int = setting("harvestsuite.webui.port", 8080, "port the web UI listens on")
     threads: int = setting("harvestsuite.webui.threads", 16, "requests the web UI serves at once")
     crawlLogSearchTimeoutMs: int = setting("harvestsuite.webui.crawlLogSearchTimeoutMs", 20_000,
-                                           "milliseconds a crawl-log search of the job page reads before it "
-                                           "answers with what it found so far")
+                                           "milliseconds a crawl-log search (the job page's, or a page of "
+                                           "the API's) reads before it answers with what it found so far")
     crawlLogSearchWorkers: int = setting("harvestsuite.webui.crawlLogSearchWorkers", 2,
                                          "crawl-log searches run at once (each on a thread of its own)")
     crawlLogSearchQueue: int = setting("harvestsuite.webui.crawlLogSearchQueue", 4,

@@ -56,6 +56,8 @@ PERMISSIONS: dict[str, frozenset[Role]] = {
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 OPEN_ENDPOINTS = {"auth.login", "static"}
 API_PREFIX = "/api/"
+# The API's page for people (webui/api/docs.py): under the API's prefix, yet a page, answered as pages are.
+API_DOCS = "/api/v1/docs"
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -104,7 +106,8 @@ def csrf_token() -> str:
 
 
 def is_api_request() -> bool:
-    return request.path.startswith(API_PREFIX)
+    path = request.path
+    return path.startswith(API_PREFIX) and path != API_DOCS and not path.startswith(API_DOCS + "/")
 
 
 def _user_for_token(token: str) -> User | None:

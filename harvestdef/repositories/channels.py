@@ -9,13 +9,14 @@ maps to a channel through harvestdefinitions.channel_id; NULL means the default 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, exists, insert, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.errors import NotFoundError, ValidationError
-from harvestdef.model.definitions import HarvestChannel
+from harvestdef.model.definitions import HarvestChannel, HarvestKind
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -25,6 +26,18 @@ from harvestdef.repositories.base import (
 )
 
 CHANNEL_NAME = re.compile(r"^\w+$", re.ASCII)
+
+
+@dataclass(frozen=True)
+class ChannelMapping:
+    """Where one harvest definition's jobs go: ``channel``, its own or (``is_default``) its kind's default."""
+
+    harvest_id: int
+    harvest: str
+    kind: HarvestKind
+    edition: int  # the harvest definition's: a change of its channel names it
+    channel: str
+    is_default: bool
 
 
 def _to_channel(row: Any) -> HarvestChannel:
@@ -134,3 +147,28 @@ class ChannelRepository:
             return self.get_by_id(channel_id)
         is_snapshot = self.conn.scalar(select(exists().where(s.fullharvests.c.harvest_id == harvest_id)))
         return self.default_channel(bool(is_snapshot))
+
+    def mapping(self, after: str | None = None, size: int | None = None) -> list[ChannelMapping]:
+        """The channel of every harvest definition by name (all, or ``size`` after the name ``after``), in one
+        query: channel_of for a page of harvests."""
+        hd, ch = s.harvestdefinitions, s.harvestchannel
+        is_snapshot = s.fullharvests.c.harvest_id.is_not(None)
+        stmt = (select(hd.c.harvest_id, hd.c.name, hd.c.edition, is_snapshot.label("issnapshot"),
+                       ch.c.name.label("channel"))
+                .select_from(hd.outerjoin(s.fullharvests, s.fullharvests.c.harvest_id == hd.c.harvest_id)
+                             .outerjoin(ch, ch.c.id == hd.c.channel_id))
+                .order_by(hd.c.name))
+        if after is not None:
+            stmt = stmt.where(hd.c.name > after)
+        if size is not None:
+            stmt = stmt.limit(size)
+        defaults: dict[bool, str] = {}
+        mapped = []
+        for row in self.conn.execute(stmt).all():
+            snapshot = bool(row.issnapshot)
+            if row.channel is None and snapshot not in defaults:
+                defaults[snapshot] = self.default_channel(snapshot).name
+            mapped.append(ChannelMapping(
+                row.harvest_id, row.name, HarvestKind.SNAPSHOT if snapshot else HarvestKind.SELECTIVE, row.edition,
+                row.channel if row.channel is not None else defaults[snapshot], row.channel is None))
+        return mapped

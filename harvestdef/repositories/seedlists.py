@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, and_, func, insert, or_, select
 
 from harvestdef.db import schema as s
 from harvestdef.errors import NotFoundError, RefusedLinesError, ValidationError
@@ -42,6 +42,15 @@ class UnusedSeedList:
     seedlist_id: int
     domain: str
     name: str
+
+
+@dataclass(frozen=True)
+class ConfigurationSeeds:
+    """A configuration of a harvest, by domain and name, with its seed lists (an event harvest's seeds)."""
+
+    domain: str
+    configuration: str
+    seedlists: tuple[SeedList, ...]
 
 
 def checked_seeds(domain: str, seeds: str | Iterable[str], valid_seed_regex: str = ANY_SEED,
@@ -102,6 +111,28 @@ class SeedListRepository:
     def count_unused(self) -> int:
         """How many seed lists nothing uses: a count of unused_seedlists' keys, not of all seed lists."""
         return self.conn.scalar(select(func.count()).select_from(s.unused_seedlists)) or 0
+
+    def of_harvest(self, harvest_id: int, after: tuple[str, str] | None, size: int) -> list[ConfigurationSeeds]:
+        """The seeds of a selective or event harvest: up to ``size`` of its configurations by domain and name,
+        after (domain, configuration) ``after``, each with its seed lists by name. Two queries: a keyset page
+        of harvest_configs, and the seed lists of that page."""
+        hc, c, d = s.harvest_configs, s.configurations, s.domains
+        stmt = (select(c.c.config_id, d.c.name.label("domain"), c.c.name.label("configuration"))
+                .select_from(hc).join(c, c.c.config_id == hc.c.config_id).join(d, d.c.domain_id == c.c.domain_id)
+                .where(hc.c.harvest_id == harvest_id).order_by(d.c.name, c.c.name).limit(size))
+        if after is not None:
+            domain, configuration = after
+            stmt = stmt.where(or_(d.c.name > domain, and_(d.c.name == domain, c.c.name > configuration)))
+        configurations = self.conn.execute(stmt).all()
+        lists: dict[int, list[SeedList]] = {row.config_id: [] for row in configurations}
+        if lists:
+            cs, sl = s.config_seedlists, s.seedlists
+            rows = self.conn.execute(select(cs.c.config_id, sl).join(sl, sl.c.seedlist_id == cs.c.seedlist_id)
+                                     .where(cs.c.config_id.in_(list(lists))).order_by(sl.c.name))
+            for row in rows:
+                lists[row.config_id].append(_to_seedlist(row))
+        return [ConfigurationSeeds(row.domain, row.configuration, tuple(lists[row.config_id]))
+                for row in configurations]
 
     def list_for_domain(self, domain: str) -> list[SeedList]:
         domain_id = self.domains.get(domain).domain_id

@@ -1,4 +1,5 @@
-"""The JSON API under ``/api/v1``: the data and actions of every page, described at ``/api/v1/openapi.json``.
+"""The JSON API under ``/api/v1``: the data and actions of every page, described at ``/api/v1/openapi.json``
+and shown to people at ``/api/v1/docs``.
 
 Each area's routes live in a module of its own on the one blueprint of ``webui.api.core``; the description
 is webui/api/openapi.py, and every error a view lets out is answered here by webui/api/errors.py's rule.
@@ -37,23 +38,30 @@ def answer_error(error: Exception) -> Any:
 def init_app(app: Flask) -> None:
     from webui.api import (  # noqa: F401 - their routes join the blueprint
         changes,
+        channels,
+        crawllog,
         crawltemplates,
+        docs,
         domains,
         exports,
         extendedfields,
         harvests,
+        harvestseeds,
         history,
         jobfiles,
         jobs,
         live,
         openapi,
         schedules,
+        status,
         summaries,
         system,
+        traps,
         users,
         webhooks,
     )
     app.register_blueprint(blueprint)
+    app.register_blueprint(docs.docs)
     # Exception: every error, ours or not, goes through the one translation (Flask picks the handler of
     # the nearest class, so webui.auth's AuthError keeps its own).
     app.register_error_handler(Exception, answer_error)

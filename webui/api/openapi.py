@@ -1,10 +1,13 @@
 """``/api/v1/openapi.json``: the API's description, made from the routes themselves.
 
-Paths, methods, summaries (the view's first docstring line), path parameters (``<int:...>`` as 64-bit
-ids) and query parameters (their ``@takes`` declarations, webui/api/parameters.py) come from the URL map;
-request bodies come from REQUEST_BODIES below, one JSON Schema per route that reads a body, and responses
-follow the error boundary's rule (webui/api/errors.py): the route's success status, and every 4xx it may
-answer with the one error object. No 5xx is described: a 500 is a bug, never an answer
+Paths, methods, summaries (the view's docstring's first paragraph), a tag per path's first segment (the
+groups of the API page), descriptions (the roles that may call the route, and the docstring's other
+paragraphs), path parameters (``<int:...>`` as 64-bit
+ids), query parameters (their ``@takes`` declarations, webui/api/parameters.py) and the shape of a success
+answer (its ``@answers`` declaration, webui/api/shapes.py, or SUCCESS_CONTENT below) come from the routes of
+the API's blueprint; request bodies come from REQUEST_BODIES below, one JSON Schema per route that reads a
+body, and responses follow the error boundary's rule (webui/api/errors.py): the route's success status, and
+every 4xx it may answer with the one error object. No 5xx is described: a 500 is a bug, never an answer
 (tests/webui/test_api_fuzz.py fuzzes every operation from this description and fails on one).
 
 The schema is read only for column lengths, which the request schemas state as limits.
@@ -36,6 +39,7 @@ from webui.api.core import MAX_LIMIT, blueprint
 from webui.api.errors import STATUS_OF_CODE
 from webui.api.live import LIVE_SCHEMA
 from webui.api.parameters import declared
+from webui.api.shapes import answer_schema
 from webui.auth import PERMISSIONS
 
 _PARAMETER = re.compile(r"<(?:([^:<>()]+)(?:\([^<>]*\))?:)?([^<>]+)>")
@@ -293,9 +297,8 @@ def _operation(endpoint: str, view: Any, method: str, rule: Any) -> dict[str, An
     parameters = [_path_parameter(name, converters.get(name) or None) for name in rule.arguments]
     parameters += [parameter.describe() for parameter in declared(view)]
     statuses = SUCCESS_STATUSES.get(endpoint, (200,))
-    success_content = SUCCESS_CONTENT.get(endpoint) or {
-        "application/json": {"schema": PAGE if any(p.name == "limit" for p in declared(view)) else
-                             {"type": "object"}}}
+    schema = answer_schema(view) or (PAGE if any(p.name == "limit" for p in declared(view)) else {"type": "object"})
+    success_content = SUCCESS_CONTENT.get(endpoint) or {"application/json": {"schema": schema}}
     responses: dict[str, Any] = {str(status): {"description": "done", "content": success_content}
                                  for status in statuses}
     errors = [400, 401, 403, 404, 405]
@@ -307,7 +310,7 @@ def _operation(endpoint: str, view: Any, method: str, rule: Any) -> dict[str, An
         responses[str(status)] = {"description": _ERROR_DESCRIPTIONS[status],
                                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     operation: dict[str, Any] = {
-        "summary": (view.__doc__ or "").strip().split("\n")[0], "operationId": f"{endpoint}.{method}",
+        "summary": _summary_of(view), "operationId": f"{endpoint}.{method}", "tags": [_tag_of(rule)],
         **_description_of(view),
         "parameters": parameters, "responses": responses, "security": [{"bearer": []}, {"session": []}],
         **_permission_of(view)}
@@ -317,10 +320,40 @@ def _operation(endpoint: str, view: Any, method: str, rule: Any) -> dict[str, An
     return operation
 
 
+def _summary_of(view: Any) -> str:
+    """The view's docstring's first paragraph on one line, as plain text (without reST's ``code`` marks)."""
+    first = inspect.cleandoc(view.__doc__ or "").partition("\n\n")[0]
+    return " ".join(first.split()).replace("``", "")
+
+
 def _description_of(view: Any) -> dict[str, Any]:
-    """The view's docstring after its first line (the summary), where it has more."""
-    rest = inspect.cleandoc(view.__doc__ or "").partition("\n")[2].strip()
-    return {"description": rest} if rest else {}
+    """Who may call the route, and the view's docstring after its first paragraph (the summary), in Markdown
+    (reST's ``code`` is Markdown's code too)."""
+    parts = []
+    permission = getattr(view, "permission", None)
+    if permission is not None:
+        roles = ", ".join(sorted(role.value for role in PERMISSIONS[permission]))
+        parts.append(f"**Roles:** {roles} (the {permission} permission).")
+    rest = inspect.cleandoc(view.__doc__ or "").partition("\n\n")[2].strip()
+    if rest:
+        parts.append(rest)
+    return {"description": "\n\n".join(parts)} if parts else {}
+
+
+# The groups of the API page, by a path's first segment after /api/v1, in the order of the web UI's sections;
+# a segment not named here is a group of its own.
+TAGS = {"": "API", "openapi.json": "API",
+        "domains": "Domains", "aliases": "Domains", "tlds": "Domains", "unused": "Domains",
+        "harvests": "Harvest definitions", "schedules": "Harvest definitions", "templates": "Harvest definitions",
+        "channels": "Harvest definitions", "channel-mapping": "Harvest definitions", "traps": "Harvest definitions",
+        "jobs": "Harvest status", "running-jobs": "Harvest status", "waiting-harvests": "Harvest status",
+        "export": "Exports", "harvesters": "System", "users": "System"}
+
+
+def _tag_of(rule: Any) -> str:
+    """The group of a route on the API page (TAGS)."""
+    segment = rule.rule[len(blueprint.url_prefix or ""):].strip("/").split("/")[0]
+    return TAGS.get(segment, segment)
 
 
 def _permission_of(view: Any) -> dict[str, Any]:
@@ -338,7 +371,8 @@ def openapi() -> Any:
     paths: dict[str, dict[str, Any]] = {}
     prefix = blueprint.url_prefix or ""
     for rule in current_app.url_map.iter_rules():
-        if not rule.rule.startswith(prefix):
+        # the API's routes: not the API page (webui/api/docs.py), a page of the UI under the same prefix
+        if not rule.rule.startswith(prefix) or not rule.endpoint.startswith(f"{blueprint.name}."):
             continue
         view = current_app.view_functions[rule.endpoint]
         path = _PARAMETER.sub(r"{\2}", rule.rule[len(prefix):])
@@ -346,6 +380,7 @@ def openapi() -> Any:
             paths.setdefault(path, {})[method.lower()] = _operation(rule.endpoint, view, method.lower(), rule)
     return jsonify({
         "openapi": "3.1.0",
+        "tags": [{"name": name} for name in dict.fromkeys(TAGS.values())],
         "info": {"title": "HarvestSuite API", "version": "1",
                  "description": f"Lists are pages of at most {MAX_LIMIT} items: {{\"items\", \"next\"}}."},
         "servers": [{"url": prefix}],

@@ -1,5 +1,6 @@
 """Pages of the definitions section: harvest channels and the harvest -> channel mapping, which decides
-the queue each harvest's jobs go to; only admins change them.
+the queue each harvest's jobs go to; only admins change them. The API reads the same
+(webui/api/channels.py).
 """
 
 from __future__ import annotations
@@ -19,10 +20,8 @@ from webui.definitions.forms import attempt, form_data
 def _channels_page() -> str:
     with database().connect() as conn:
         channels = ChannelRepository(conn)
-        rows = list(HarvestRepository(conn).all_harvests())
-        mapping = [(h, channels.channel_of(h.harvest_id)) for h in rows]
-        return render_template("definitions/channels.html", channels=channels.all_channels(), mapping=mapping,
-                               form=request.form)
+        return render_template("definitions/channels.html", channels=channels.all_channels(),
+                               mapping=channels.mapping(), form=request.form)
 
 
 @blueprint.route("/channels", methods=["GET", "POST"])

@@ -2,14 +2,15 @@
 running jobs with their latest progress, why harvests wait, and one job in full with its archive files
 and a search of its crawl.log.
 
-The job queries and actions are the API's (webui/api/jobs.py), so a page shows what the API returns.
-The crawl.log is searched in the job's metadata WARC in the archive store by a worker of its own
-(webui/status/crawllog.py), within a time limit, and at most MAX_CRAWL_LOG_MATCHES matching lines are shown:
-a crawl.log has millions of lines.
+The job queries and actions are the API's (webui/api/jobs.py), and so are the running jobs and why
+harvests wait (webui/api/status.py), so a page shows what the API returns. The crawl.log is searched in the
+job's metadata WARC in the archive store by a worker of its own, within a time limit, as the API searches
+it (webui/api/crawllog.py), and at most MAX_CRAWL_LOG_MATCHES matching lines are shown: a crawl.log has
+millions of lines.
 
-The running jobs' monitor figures and harvest_state are read with direct, read-only queries: live
-status kept by the scheduler, not definitions, with no repository; so are the names the job list's filter
-offers (harvest definitions' names, harvest controllers and their hosts), a list of names and no more.
+The names the job list's filter offers (harvest definitions' names, harvest controllers and their hosts)
+and a job's harvest id, for its files and thumbnails, are read with direct, read-only queries: a list of
+names and an id, no more.
 """
 
 from __future__ import annotations
@@ -23,24 +24,23 @@ from sqlalchemy import Connection, select
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.errors import HarvestSuiteError, PatternError
+from harvestdef.errors import HarvestSuiteError
 from harvestdef.model.controllers import LostControllerRule
 from harvestdef.model.status import JobStatus
-from harvestdef.patterns import compile_pattern
 from webui.api.changelist import job_changes
 from webui.api.core import encode_cursor
+from webui.api.crawllog import search_domain, search_job_crawl_log, search_pattern
 from webui.api.errors import ApiError, translate
-from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters, jobs_of_domain, parse_domain
+from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters
 from webui.api.live import job_live
+from webui.api.status import find_running_jobs, find_waiting_harvests
 from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
-from webui.qa import METADATA_WARC, NoQaReportError, job_qa
+from webui.qa import NoQaReportError, job_qa
 from webui.status import blueprint
-from webui.status.crawllog import crawl_log_searcher
 from webui.thumbnails import first_seed_capture, job_thumbnails, thumbnail_path
 
 MAX_CRAWL_LOG_MATCHES = 500
-MAX_PATTERN_LENGTH = 200
 MAX_BULK_JOBS = 1000
 # A change form offers the job's domains as a list up to this many; a larger job's domain is typed.
 MAX_DOMAIN_OPTIONS = 300
@@ -122,22 +122,12 @@ def _back_to_list() -> str:
 @require(READ)
 def running() -> Any:
     """STARTED jobs with their latest progress report (runningjobsmonitor); with ?domain=, those harvesting
-    that domain (NetarchiveSuite's FindRunningJobQuery, as the API's ?status=STARTED&domain=)."""
-    j, m = s.jobs, s.runningjobsmonitor
+    that domain (NetarchiveSuite's FindRunningJobQuery), as the API's /running-jobs lists them."""
     typed = (request.args.get("domain") or "").strip()
     error = None
-    statement = (select(j.c.job_id, j.c.channel, j.c.controller, j.c.startdate, j.c.interrupted, m.c.harvestname,
-                        m.c.hosturl, m.c.isheritrixconsole, m.c.progress, m.c.downloadedfilescount,
-                        m.c.queuedfilescount, m.c.totalbyteswritten, m.c.currentprocessedkbpersec,
-                        m.c.elapsedseconds, m.c.alertscount, m.c.activequeuescount, m.c.tstamp)
-                 .select_from(j.join(m, m.c.jobid == j.c.job_id, isouter=True))
-                 .where(j.c.status == int(JobStatus.STARTED)).order_by(j.c.job_id))
     with database().connect() as conn:
         try:
-            domain = parse_domain(typed)
-            if domain is not None:
-                statement = statement.where(j.c.job_id.in_(jobs_of_domain(conn, domain)))
-            rows = list(conn.execute(statement))
+            rows = find_running_jobs(conn, domain=typed)
         except ApiError as exc:
             rows, error = [], exc.message
     return render_template("status/running.html", jobs=rows, domain=typed, error=error,
@@ -147,13 +137,10 @@ def running() -> Any:
 @blueprint.get("/waiting")
 @require(READ)
 def waiting() -> Any:
-    """Why each harvest definition waits, was deactivated or failed to generate (harvest_state)."""
-    st, hd = s.harvest_state, s.harvestdefinitions
+    """Why each harvest definition waits, was deactivated or failed to generate (harvest_state), as the API's
+    /waiting-harvests lists them."""
     with database().connect() as conn:
-        rows = list(conn.execute(
-            select(hd.c.name, hd.c.isactive, st.c.state, st.c.reason, st.c.changed_at)
-            .select_from(st.join(hd, hd.c.harvest_id == st.c.harvest_id))
-            .order_by(st.c.state, hd.c.name)))
+        rows = find_waiting_harvests(conn)
     return render_template("status/waiting.html", harvests=rows)
 
 
@@ -182,11 +169,11 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
             except NoQaReportError as exc:
                 qa_error = str(exc)
             thumbnails = job_thumbnails(conn, job_id, detail["harvest_num"], detail["harvest_id"])
-    domain = (request.args.get("domain") or "").strip().lower()
+    domain = search_domain(request.args.get("domain"))
     pattern = request.args.get("regex") or ""
     search = None
     if domain or pattern:
-        search = search_crawl_log(detail, domain, pattern)
+        search = search_crawl_log(job_id, domain, pattern)
     return render_template("status/job.html", job=detail, live=live, changes=changes, job_domains=domains,
                            refused=refused, search=search, qa=qa, qa_error=qa_error, thumbnails=thumbnails,
                            first_seed_capture=first_seed_capture(thumbnails, detail["seeds"]) if thumbnails else None,
@@ -213,18 +200,16 @@ def thumbnail(job_id: int, key: str) -> Any:
 
 
 # ---------------------------------------------------------------- crawl.log search
-def search_crawl_log(detail: dict[str, Any], domain: str, pattern: str) -> dict[str, Any]:
+def search_crawl_log(job_id: int, domain: str, pattern: str) -> dict[str, Any]:
     """Lines of the job's crawl.log whose URL is on ``domain`` (or a subdomain) and match ``pattern`` (Java's
-    dialect, run by RE2), searched by a worker of webui/status/crawllog.py within the search timeout."""
+    dialect, run by RE2), searched as the API searches (webui/api/crawllog.py); what stops the search (a
+    pattern RE2 cannot run, no metadata WARC yet, busy workers) is the answer's error."""
     try:
-        regex = compile_pattern(pattern, MAX_PATTERN_LENGTH) if pattern else None
-    except PatternError as exc:
-        return {"error": f"not a regular expression the search can run: {exc.reason}", "lines": []}
-    warcs = [f["name"] for f in detail["files"] if METADATA_WARC.search(f["name"])]
-    if not warcs:
-        return {"error": "the job has no metadata WARC in the archive store", "lines": []}
-    store = ArchiveStore.from_settings(settings())
-    paths = [store.path_of(f"{detail['harvest_id']}/{detail['job_id']}/{name}") for name in warcs]
-    found = crawl_log_searcher().search(paths, domain, regex, MAX_CRAWL_LOG_MATCHES)
-    return {"error": found.error, "lines": list(found.lines), "truncated": found.is_capped or found.is_timed_out,
-            "timed_out": found.is_timed_out, "scanned": found.scanned, "seconds": found.seconds}
+        regex = search_pattern(pattern)
+        with database().connect() as conn:
+            found = search_job_crawl_log(conn, job_id, domain, regex, MAX_CRAWL_LOG_MATCHES)
+    except ApiError as exc:
+        return {"error": exc.message, "lines": []}
+    return {"error": found.error, "lines": [line.text for line in found.lines],
+            "truncated": found.is_capped or found.is_timed_out, "timed_out": found.is_timed_out,
+            "scanned": found.scanned, "seconds": found.seconds}

@@ -1,0 +1,70 @@
+"""The API described for people: ``/api/v1/`` answers with where the description and its page are, and
+``/api/v1/docs`` is a page of the web UI that renders ``/api/v1/openapi.json`` with Swagger UI.
+
+Swagger UI's files (its script bundle and style sheet) come from the flask-swagger-ui package, which ships
+them as they are released, and are served from here under ``/api/v1/docs/assets/``: the page loads nothing
+from another origin (its online validator, which would send the description out, is switched off in
+static/apidocs.js). The page is a page of the UI, not an answer of the API: it has a blueprint of its own,
+so openapi.json does not list it, and webui.auth treats its paths as pages (a login form, not a 401).
+Calls made from it with "Try it out" are the logged-in user's own, with the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, abort, render_template, send_from_directory, url_for
+
+from webui.api.core import blueprint
+from webui.api.shapes import STRING, answers, described, shape
+from webui.auth import API_DOCS, READ, require
+
+docs = Blueprint("apidocs", __name__, url_prefix=API_DOCS)
+
+# the Swagger UI files the page uses, of those the package ships
+ASSETS = frozenset({"swagger-ui-bundle.js", "swagger-ui.css"})
+ASSET_MAX_AGE = 7 * 24 * 3600  # the page asks for them with the Swagger UI version in the URL
+
+
+@functools.cache
+def swagger_ui_files() -> Path:
+    """The directory of Swagger UI's files in the installed flask-swagger-ui package."""
+    spec = importlib.util.find_spec("flask_swagger_ui")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the API page needs the Python package flask-swagger-ui (a dependency of harvestsuite): "
+                           "pip install -e .")
+    return Path(next(iter(spec.submodule_search_locations))) / "dist"
+
+
+@functools.cache
+def swagger_ui_version() -> str:
+    return (swagger_ui_files() / "VERSION").read_text(encoding="utf-8").strip().lstrip("v")
+
+
+@blueprint.get("/")
+@answers(shape({"title": STRING, "description": described(STRING, "this API's OpenAPI 3.1 description"),
+                "docs": described(STRING, "the page that renders the description, for people")}))
+@require(READ)
+def api_index() -> Any:
+    """Where this API is described: its OpenAPI description (``description``) and the page that renders it."""
+    return {"title": "HarvestSuite API, version 1", "description": url_for("api.openapi"),
+            "docs": url_for("apidocs.page")}
+
+
+@docs.get("")
+@require(READ)
+def page() -> Any:
+    """The API page: the description rendered by Swagger UI, every route with its roles and parameters."""
+    return render_template("apidocs.html", swagger_ui_version=swagger_ui_version())
+
+
+@docs.get("/assets/<name>")
+@require(READ)
+def asset(name: str) -> Any:
+    """One of Swagger UI's files, from the installed package."""
+    if name not in ASSETS:
+        abort(404, f"no file {name!r} of the API page")
+    return send_from_directory(swagger_ui_files(), name, max_age=ASSET_MAX_AGE)
