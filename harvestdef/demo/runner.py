@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from harvestdef.cli import command_as_run
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
 from harvestdef.demo import definitions
@@ -227,6 +228,8 @@ class Demo:
         log.info("")
         log.info("    web UI:  %s   log in as %s, password %s", self.web_url, definitions.ADMIN, state.admin_password)
         log.info("    files:   %s (settings.toml, harvest.db, queue.db, archive/, harvester/)", self.directory)
+        log.info("    other commands on its data: `%s --config %s jobs list`", command_as_run(),
+                 self.directory / SETTINGS_FILE)
         log.info("    Ctrl-C stops the demo; running it again continues where it stopped")
         log.info("")
 
@@ -252,7 +255,7 @@ class Demo:
         if self.failures:
             log.error("the demo stopped because %s", "; ".join(self.failures))
             return 1
-        log.info("stopped; `harvestsuite demo --dir %s --port %d` continues", self.directory, self.web_port)
+        log.info("stopped; `%s demo --dir %s --port %d` continues", command_as_run(), self.directory, self.web_port)
         return 0
 
     def _guard(self, name: str, role: Role, settings: Settings) -> None:

@@ -202,7 +202,10 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
         assert taken.returncode == 2 and f"port {port} is in use" in taken.stderr, taken.stderr
 
         assert demo.interrupt() == 0
-        assert "stopped; `harvestsuite demo" in demo.text()
+        # the commands it names run as it was run: here `python -m harvestdef`, by the interpreter's path
+        command = f"{sys.executable} -m harvestdef"
+        assert f"stopped; `{command} demo --dir {directory} --port {port}` continues" in demo.text()
+        assert f"`{command} --config {directory / 'settings.toml'} jobs list`" in demo.text()
     finally:
         demo.kill()
 
