@@ -23,6 +23,7 @@ from webui.api.history import (
     harvest_id_of,
     harvest_runs,
     largest_domains,
+    newest_run_with_figures,
     nothing_harvested,
     render_run,
 )
@@ -104,12 +105,15 @@ def domain(name: str) -> Any:
 @blueprint.get("/harvests/<name>")
 @require(READ)
 def harvest(name: str) -> Any:
-    """A harvest's statistics: its newest runs as charts and a table, and its largest domains."""
+    """A harvest's statistics: its newest runs as charts and a table, and the largest domains of one run
+    (``?run=N``; by default the newest run with figures)."""
     cursor = request.args.get("after", type=int)
+    chosen = request.args.get("run", type=int)
     with database().connect() as conn:
         harvest_id = harvest_id_of(conn, name)
         rows = harvest_runs(conn, harvest_id, CHART_RUNS, cursor)
-        largest = largest_domains(conn, harvest_id)
+        largest_run = chosen if chosen is not None else newest_run_with_figures(conn, harvest_id)
+        largest = largest_domains(conn, harvest_id, largest_run)
         qa_sums = run_qa_sums(conn, harvest_id)
     runs = [{**render_run(row), "qa": qa_sums.get(row.harvest_num)} for row in rows[:CHART_RUNS]]
     following = runs[-1]["harvest_num"] if len(rows) > CHART_RUNS else None
@@ -129,6 +133,7 @@ def harvest(name: str) -> Any:
                              unit="bytes", horizontal=True),
     }
     return render_template("history/harvest.html", name=name, runs=runs, charts=charts, largest=largest,
+                           largest_run=largest_run,
                            stop_names=[reason.name for reason in StopReason],
                            next_url=url_for("history.harvest", name=name, after=following)
                            if following is not None else None)
