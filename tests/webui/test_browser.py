@@ -208,7 +208,7 @@ def test_defining_a_selective_harvest_with_a_schedule(page, webui, tmp_path):
     assert page.url == f"{webui.url}/definitions/harvests/culture-weekly"
     assert page.get_by_role("heading", level=1).inner_text() == "Selective harvest culture-weekly"
     assert page.locator(".flash").inner_text() == "Harvest culture-weekly created."
-    assert page.locator("main .card p").first.inner_text().startswith("Active · 0 run(s)")
+    assert page.locator("main .card p").first.inner_text().startswith("Active · 0 runs")
     rows = page.locator("table").first.locator("tr:has(td)").all_inner_texts()
     assert [row.split("\t")[:2] for row in rows] == [["kb.dk", "defaultconfig"], ["kunst.dk", "defaultconfig"]]
     assert all(row.split("\t")[2].strip() == "Remove" for row in rows)
