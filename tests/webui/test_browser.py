@@ -60,7 +60,7 @@ def test_logging_in_shows_the_user_and_role(login_page, every_role, tmp_path, ro
     who = login_page.locator("header.top .who")
     assert who.locator("span").inner_text().split() == [role, f"({role})"]
     assert login_page.get_by_role("heading", name="Overview").is_visible()
-    assert f"Signed in as {role}, {role}." in login_page.locator("main").inner_text()
+    assert f"Signed in as {role}." in login_page.locator("main").inner_text()
     screenshot(login_page, tmp_path, f"home-{role}")
 
 

@@ -130,6 +130,8 @@ def _in_words(change: AuditEntry, names: dict[tuple[str, int], str]) -> ChangeIn
                 continue
             if _is_lines(old) or _is_lines(new):
                 fields.append(_lines_change(key, old or "", new or ""))
+            elif key not in before or key not in after:  # a writer that audits only what it changed
+                fields.append(FieldChange(_label(key), None, _value(key, new if key in after else old, names)))
             else:
                 fields.append(FieldChange(_label(key), _value(key, old, names), _value(key, new, names)))
         else:  # a row made or removed: what it held

@@ -120,7 +120,8 @@ def harvest(name: str) -> Any:
     oldest_first = list(reversed(runs))
     labels = [str(run["harvest_num"]) for run in oldest_first]
     stops = {reason.name: sum(run["stop_reasons"][reason.name] for run in runs) for reason in StopReason}
-    # only the reasons that occur: seven long names side by side cannot be read
+    # only the reasons that occur, in the chart and as the table's columns: seven long names side by side
+    # cannot be read, and the table would not fit the page
     stops = {name: total for name, total in stops.items() if total} or stops
     charts = {
         "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], ["bytes"], unit="bytes"),
@@ -134,7 +135,7 @@ def harvest(name: str) -> Any:
     }
     return render_template("history/harvest.html", name=name, runs=runs, charts=charts, largest=largest,
                            largest_run=largest_run,
-                           stop_names=[reason.name for reason in StopReason],
+                           stop_names=list(stops), all_stops=len(stops) == len(StopReason),
                            next_url=url_for("history.harvest", name=name, after=following)
                            if following is not None else None)
 
