@@ -82,6 +82,12 @@ HIDDEN_IN = {"harvest_configs": {"harvest_id"}, "configurations": {"domain_id"},
 REFERENCES = {"domain_id": "domain", "alias": "domain", "defaultconfig": "configuration", "config_id": "configuration",
               "template_id": "template", "channel_id": "channel", "schedule_id": "schedule", "harvest_id": "harvest",
               "previoushd": "harvest", "seedlist_id": "seedlist", "extendedfield_id": "extendedfield"}
+# Columns that hold a list of such ids (the audit row of a configuration lists its seed lists).
+LIST_REFERENCES = {"seedlists": "seedlist"}
+# The kind of row each audited table holds, to know a row's own key when it shows.
+TABLE_KINDS = {"domains": "domain", "configurations": "configuration", "seedlists": "seedlist",
+               "harvestdefinitions": "harvest", "partialharvests": "harvest", "fullharvests": "harvest",
+               "ordertemplates": "template", "harvestchannel": "channel", "schedules": "schedule"}
 EMPTY_REFERENCE = {"channel_id": "the default channel of its kind", "alias": "none (not an alias)",
                    "previoushd": "none (the first step)"}
 LABELS = {
@@ -92,7 +98,8 @@ LABELS = {
     "template_id": "Crawl template", "domain_id": "Domain", "defaultconfig": "Default configuration",
     "alias": "Alias of", "lastaliasupdate": "Alias confirmed", "maxrate": "Max requests per minute",
     "overridelimits": "Overrides the harvest's limits", "seeds": "Seeds", "config_id": "Configuration",
-    "seedlist_id": "Seed list", "harvest_id": "Harvest", "value": "Value", "content": "Value",
+    "seedlist_id": "Seed list", "seedlists": "Seed lists", "harvest_id": "Harvest", "value": "Value",
+    "content": "Value",
 }
 SIZES = {"maxbytes"}
 _ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
@@ -109,6 +116,8 @@ def changes_in_words(changes: Sequence[AuditEntry]) -> list[ChangeInWords]:
             for key, value in (side or {}).items():
                 if key in REFERENCES and isinstance(value, int):
                     references[REFERENCES[key]].add(value)
+                elif key in LIST_REFERENCES and isinstance(value, list):
+                    references[LIST_REFERENCES[key]].update(item for item in value if isinstance(item, int))
     with database().connect() as conn:
         names = AuditRepository(conn).names_of(references)
     worded = (_in_words(change, names) for change in changes)
@@ -121,9 +130,9 @@ def _in_words(change: AuditEntry, names: dict[tuple[str, int], str]) -> ChangeIn
     fields = []
     for key in sorted(set(before) | set(after), key=lambda key: _label(key).lower()):
         old, new = before.get(key), after.get(key)
-        is_id = key == "id" or key.endswith("_id") or key in REFERENCES
-        if key in hidden or (is_id and key not in REFERENCES) or (
-                is_id and str(new if change.after is not None else old) == change.row_key):
+        own_key = REFERENCES.get(key) == TABLE_KINDS.get(change.tablename)
+        if key in hidden or ((key == "id" or key.endswith("_id")) and key not in REFERENCES) or (
+                own_key and str(new if change.after is not None else old) == change.row_key):
             continue  # bookkeeping, or the row's own key: the page is about that row
         if change.before is not None and change.after is not None:  # an update: what changed
             if old == new:
@@ -137,6 +146,9 @@ def _in_words(change: AuditEntry, names: dict[tuple[str, int], str]) -> ChangeIn
         else:  # a row made or removed: what it held
             value = new if change.after is not None else old
             if value is None or value == "":
+                continue
+            if _is_lines(value):
+                fields.append(_lines_change(key, old or "", new or ""))
                 continue
             shown = _value(key, value, names)
             fields.append(FieldChange(_label(key), shown if change.after is None else None,
@@ -156,6 +168,9 @@ def _value(key: str, value: object, names: dict[tuple[str, int], str]) -> str:
         if name is None:
             return f"a {REFERENCES[key]} since deleted"
         return spaced(name) if REFERENCES[key] == "schedule" else name
+    if key in LIST_REFERENCES and isinstance(value, list):
+        kind = LIST_REFERENCES[key]
+        return ", ".join(names.get((kind, item), f"a {kind} since deleted") for item in value) or "none"
     if value is None:
         return "none"
     if isinstance(value, bool):
