@@ -80,14 +80,18 @@ def instant(value: Any) -> datetime | None:
 
 
 def when(value: Any) -> Markup | str:
-    """A time as ``<time datetime="2026-11-23T04:01:55Z">2026-11-23 04:01:55 UTC</time>``; a date alone as
-    "2026-11-23"; None -> ""; text that is no time comes back as it was (escaped)."""
+    """A time as ``<time datetime="2026-11-23T04:01:55Z">2026-11-23 04:01:55 UTC</time>`` (the date and the
+    clock each in a span, so a line breaks between them or not at all); a date alone as "2026-11-23";
+    None -> ""; text that is no time comes back as it was (escaped)."""
     if isinstance(value, date) and not isinstance(value, datetime):
         return value.isoformat()
     moment = instant(value)
     if moment is None:
         return "" if value is None or value == "" else escape(str(value))
-    return Markup('<time datetime="{}">{}</time>').format(f"{moment:%Y-%m-%dT%H:%M:%SZ}", utc_text(moment))
+    day, clock = utc_text(moment).split(" ", 1)
+    # the date and the clock each stay whole; a tight table may put one under the other
+    return Markup('<time datetime="{}"><span>{}</span> <span>{}</span></time>').format(
+        f"{moment:%Y-%m-%dT%H:%M:%SZ}", day, clock)
 
 
 def duration(value: Any) -> str:
