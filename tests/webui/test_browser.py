@@ -214,7 +214,7 @@ def test_defining_a_selective_harvest_with_a_schedule(page, webui, tmp_path):
     assert all(row.split("\t")[2].strip() == "Remove" for row in rows)
     changes = page.locator("table").last.locator("tr:has(td)").all_inner_texts()
     assert changes and all(row.split("\t")[1] == "curator" for row in changes)
-    assert "name: culture-weekly" in changes[-1]
+    assert "Name: culture-weekly" in changes[-1] and "Schedule: mondays-0230" in changes[-1]
     assert page.get_by_label("Schedule").input_value() == "mondays-0230"
     screenshot(page, tmp_path, "harvest-defined")
     page.locator("table").first.locator("tr", has_text="kunst.dk").get_by_role("button", name="Remove").click()
@@ -226,7 +226,7 @@ def test_defining_a_selective_harvest_with_a_schedule(page, webui, tmp_path):
     screenshot(page, tmp_path, "harvest-configuration-removed")
     page.goto("/definitions/schedules")
     schedule = page.locator("table tr", has=page.get_by_role("link", name="mondays-0230"))
-    assert schedule.inner_text().split("\t")[1:3] == ["1 weekly", "day 2 02:30"]
+    assert schedule.inner_text().split("\t")[1:3] == ["every week on Monday at 02:30", "as soon as possible"]
     screenshot(page, tmp_path, "schedules")
 
 
