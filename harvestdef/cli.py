@@ -9,8 +9,13 @@ harvestdef never imports the others. Errors of ours are shown as one line withou
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
 import click
@@ -108,6 +113,39 @@ def show_settings(app: AppContext) -> None:
     for key, value in sorted(app.settings.effective().items()):
         shown = "****" if "password" in key.lower() else value
         click.echo(f"{key} = {shown!r}")
+
+
+def command_as_run(argv0: str | None = None, cwd: Path | None = None) -> str:
+    """This ``harvestsuite`` command as a person can type it again here, for messages that name a command:
+    ``harvestsuite`` when that name on PATH is this very command, else its path (relative to the working
+    directory when under it: ``.venv/bin/harvestsuite``), or ``PYTHON -m harvestdef`` when it was run so."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    cwd = Path.cwd() if cwd is None else cwd
+
+    def as_typed(path: Path) -> str:
+        path = path.absolute()
+        if path.is_relative_to(cwd):
+            return os.path.join(".", path.relative_to(cwd)) if path.parent == cwd else str(path.relative_to(cwd))
+        return str(path)
+
+    script = Path(argv0)
+    if script.name == "__main__.py" and script.parent.name == "harvestdef":
+        return f"{as_typed(Path(sys.executable))} -m harvestdef"
+    if script.name != "harvestsuite" or not script.is_file():
+        return "harvestsuite"
+    on_path = shutil.which("harvestsuite")
+    if on_path is not None and Path(on_path).resolve() == script.resolve():
+        return "harvestsuite"
+    return as_typed(script)
+
+
+def echo_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Rows under a header line, each column as wide as its widest cell, two spaces apart: what the list
+    commands print (``jobs list``, ``users list``)."""
+    table = [tuple(header), *(tuple(row) for row in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
 def main(argv: list[str] | None = None) -> int:

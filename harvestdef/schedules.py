@@ -34,6 +34,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from harvestdef.errors import SettingsError, ValidationError
 from harvestdef.times import utc_text
+from harvestdef.words import plural
 
 # A nominal slot is searched from this far before the instant asked about, so a slot that a
 # daylight-saving gap moved forward onto (or past) that instant is still found.
@@ -51,6 +52,11 @@ class TimeUnit(IntEnum):
 
     def __str__(self) -> str:
         return self.name
+
+
+_UNIT_WORDS = {TimeUnit.MINUTE: "minute", TimeUnit.HOURLY: "hour", TimeUnit.DAILY: "day", TimeUnit.WEEKLY: "week",
+               TimeUnit.MONTHLY: "month"}
+_WEEKDAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")  # java.util.Calendar's order
 
 
 def scheduler_zone(name: str) -> ZoneInfo:
@@ -228,6 +234,23 @@ class Schedule:
     @property
     def is_endless(self) -> bool:
         return self.enddate is None and self.maxrepeats is None
+
+    @property
+    def frequency(self) -> str:
+        """How often it runs, in words: "every 5 minutes", "every hour", "every 2 days at 02:00", "every
+        week on Sunday at 02:00", "every month on day 1 at 02:00" (times in the scheduler's zone)."""
+        unit = _UNIT_WORDS[self.timeunit]
+        every = f"every {unit}" if self.numtimeunits == 1 else f"every {plural(self.numtimeunits, unit)}"
+        if self.is_anytime:
+            return every
+        at = f"at {self.onhour:02d}:{self.onminute:02d}" if self.onhour is not None else ""
+        if self.timeunit is TimeUnit.HOURLY:
+            return f"{every} at minute {self.onminute}"
+        if self.timeunit is TimeUnit.WEEKLY and self.ondayofweek is not None:
+            return f"{every} on {_WEEKDAYS[self.ondayofweek - 1]} {at}"
+        if self.timeunit is TimeUnit.MONTHLY:
+            return f"{every} on day {self.ondayofmonth} {at}"
+        return f"{every} {at}"
 
     # ------------------------------------------------------------------ events
 

@@ -8,9 +8,10 @@ import threading
 
 import click
 
-from harvestdef.cli import AppContext, pass_app
+from harvestdef.cli import AppContext, echo_table, pass_app
 from harvestdef.errors import PlanInputError
 from harvestdef.settings import Settings
+from harvestdef.words import plural
 
 
 @click.group()
@@ -28,13 +29,20 @@ def preview(app: AppContext, harvest_name: str) -> None:
 
     summary = preview_summary(app.engine(), harvest_name, GenerationOptions.from_settings(app.settings))
     click.echo(f"harvest {summary['harvest']} ({summary['type']}, run {summary['run']}): "
-               f"{summary['configurations']} configurations in {len(summary['jobs'])} jobs, expected objects "
-               f"{summary['expected_objects']}, expected bytes {summary['expected_bytes']}")
-    for job in summary["jobs"]:
-        click.echo(f"job {job['job']}: template {job['template']}, {job['configurations']} configurations, "
-                   f"max objects/domain {job['max_objects_per_domain']}, "
-                   f"max bytes/domain {job['max_bytes_per_domain']}, max seconds {job['max_running_time']}, "
-                   f"expected objects {job['expected_objects']}, expected bytes {job['expected_bytes']}")
+               f"{plural(summary['configurations'], 'configuration')} in {plural(len(summary['jobs']), 'job')}, "
+               f"expected objects {summary['expected_objects']:,}, expected bytes {summary['expected_bytes']:,}")
+    if not summary["jobs"]:
+        return
+
+    def limit(value: int, unit: str = "", unlimited: tuple[int, ...] = (-1,)) -> str:
+        return "unlimited" if value in unlimited else f"{value:,}{unit}"
+
+    echo_table(("JOB", "TEMPLATE", "CONFIGURATIONS", "EXPECTED OBJECTS", "EXPECTED BYTES", "MAX OBJECTS/DOMAIN",
+                "MAX BYTES/DOMAIN", "MAX TIME"), [
+        (str(job["job"]), job["template"], f"{job['configurations']:,}", f"{job['expected_objects']:,}",
+         f"{job['expected_bytes']:,}", limit(job["max_objects_per_domain"]), limit(job["max_bytes_per_domain"]),
+         limit(job["max_running_time"], " s", (-1, 0)))
+        for job in summary["jobs"]])
 
 
 @jobgen.command()
@@ -46,7 +54,7 @@ def generate(app: AppContext, harvest_name: str) -> None:
 
     result = generate_jobs(app.engine(), harvest_name, GenerationOptions.from_settings(app.settings))
     ids = f" (jobs {result.job_ids[0]}-{result.job_ids[-1]})" if result.job_ids else ""
-    click.echo(f"harvest {result.harvest_name} run {result.harvest_num}: {len(result.jobs)} jobs{ids}")
+    click.echo(f"harvest {result.harvest_name} run {result.harvest_num}: {plural(len(result.jobs), 'job')}{ids}")
 
 
 @jobgen.command()
@@ -162,13 +170,17 @@ def jobs() -> None:
 
 @jobs.command("list")
 @click.option("--status", "statuses", multiple=True, help="NEW, SUBMITTED, STARTED, DONE, FAILED, ... (repeatable)")
-@click.option("--harvest", "harvest_id", type=int, default=None, help="Only the jobs of this harvest definition id.")
+@click.option("--harvest", default=None, help="Only the jobs of this harvest definition (its name or id).")
 @click.option("--limit", type=int, default=50, show_default=True)
 @pass_app
-def list_jobs(app: AppContext, statuses: tuple[str, ...], harvest_id: int | None, limit: int) -> None:
-    """The newest jobs, one line each: id, status, harvest and run, channel, controller, dates, errors."""
+def list_jobs(app: AppContext, statuses: tuple[str, ...], harvest: str | None, limit: int) -> None:
+    """The newest jobs under a header line: id, status, harvest and run, channel, controller, start and end
+    (UTC), errors."""
+    from harvestdef.errors import NotFoundError
     from harvestdef.model.status import JobStatus
+    from harvestdef.repositories.harvests import HarvestRepository
     from harvestdef.repositories.jobs import JobRepository
+    from harvestdef.times import utc_text
 
     try:
         wanted = [JobStatus[name.strip().upper()] for name in statuses] or None
@@ -176,12 +188,23 @@ def list_jobs(app: AppContext, statuses: tuple[str, ...], harvest_id: int | None
         raise click.BadParameter(f"unknown job status {exc.args[0]!r}; one of "
                                  f"{', '.join(status.name for status in JobStatus)}", param_hint="--status") from None
     with app.engine().connect() as conn:
+        harvests = HarvestRepository(conn)
+        harvest_id = None
+        if harvest is not None:
+            try:
+                harvest_id = (harvests.get_by_id(int(harvest)) if harvest.strip().isdigit()
+                              else harvests.get(harvest)).harvest_id
+            except NotFoundError:
+                raise click.BadParameter(f"no harvest definition named {harvest!r}",
+                                         param_hint="--harvest") from None
         rows = JobRepository(conn).list_jobs(wanted, harvest_id=harvest_id, limit=limit, newest_first=True)
-    for job in rows:
-        flags = " interrupted" if job.interrupted else ""
-        click.echo(f"{job.job_id}\t{job.status}{flags}\tharvest {job.harvest_id} run {job.harvest_num}\t"
-                   f"{job.channel}\t{job.controller or '-'}\t{job.startdate or '-'}\t{job.enddate or '-'}\t"
-                   f"{job.harvest_errors or ''}")
+        names = {number: harvests.get_by_id(number).name for number in {job.harvest_id for job in rows}}
+    echo_table(("JOB", "STATUS", "HARVEST", "RUN", "CHANNEL", "CONTROLLER", "STARTED", "ENDED", "ERRORS"), [
+        (str(job.job_id), f"{job.status}{' (interrupted)' if job.interrupted else ''}", names[job.harvest_id],
+         str(job.harvest_num), job.channel, job.controller or "-", utc_text(job.startdate) if job.startdate else "-",
+         utc_text(job.enddate) if job.enddate else "-", job.harvest_errors or "") for job in rows])
+    if not rows:
+        click.echo("no job matches", err=True)
 
 
 @jobs.command()

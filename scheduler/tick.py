@@ -78,6 +78,7 @@ from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobE
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.schedules import scheduler_zone
 from harvestdef.times import utc_text
+from harvestdef.words import plural
 from scheduler.dedupindex import (
     DedupIndexBuilder,
     HarvestRun,
@@ -632,7 +633,7 @@ class Ticker:
             self.notifier.notify(f"Harvest definition {name} deactivated", reason)
             return
         report.generated[name] = result.job_ids
-        summary = f"run {result.harvest_num}: {len(result.job_ids)} jobs at {when(now)}"
+        summary = f"run {result.harvest_num}: {plural(len(result.job_ids), 'job')} at {when(now)}"
         if result.next_date is not None:
             summary += f"; next run at {when(result.next_date)}"
         with write_transaction(self.engine) as conn:

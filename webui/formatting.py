@@ -1,14 +1,24 @@
-"""Jinja filters that make figures readable: thousands separators, -1 as "unlimited", sizes in bytes,
-times in one format."""
+"""Jinja filters that make figures readable, one way on every page: thousands separators, -1 as "unlimited",
+sizes in bytes, counts with their noun, stored names in words, and times in one format.
+
+A time is written as harvestdef.times writes it everywhere ("2026-11-27 14:05:33 UTC": stored in UTC, shown
+in UTC, to the second, never the ISO text with microseconds the database hands out), inside a
+``<time datetime="...Z">`` element. static/times.js adds the browser's own time beside it where the browser's
+zone differs from UTC at that instant, so a curator in Copenhagen reads "(15:05:33 CET)" after it; without
+the script the page still says the one UTC time.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from flask import Flask
+from markupsafe import Markup, escape
 
 from harvestdef.times import duration_text, utc_text
+from harvestdef.words import plural as plural_text
+from harvestdef.words import spaced
 
 _UNITS = ("bytes", "KB", "MB", "GB", "TB", "PB")
 
@@ -33,6 +43,8 @@ def size(value: Any) -> str:
     if value == -1:
         return "unlimited"
     amount = float(value)
+    if amount == 1:
+        return "1 byte"
     for unit in _UNITS:
         if abs(amount) < 1000 or unit == _UNITS[-1]:
             return f"{int(amount):,} {unit}" if unit == "bytes" else f"{amount:,.1f} {unit}"
@@ -40,18 +52,46 @@ def size(value: Any) -> str:
     raise AssertionError("unreachable")
 
 
-def when(value: Any) -> str:
-    """A time as "2026-11-23 04:01:55 UTC" (stored in UTC, shown in UTC, one format everywhere); None -> ""."""
+def plural(value: Any, noun: str, many: str | None = None) -> str:
+    """``{{ jobs|plural('job') }}``: "1 job", "12,345 jobs"; None -> ""."""
     if value is None or value == "":
         return ""
+    return plural_text(int(value), noun, many)
+
+
+def words(value: Any) -> str:
+    """A stored name in words: ``Every_5_minutes`` -> "Every 5 minutes"; None -> ""."""
+    return "" if value is None else spaced(str(value))
+
+
+def instant(value: Any) -> datetime | None:
+    """A time from the database (a datetime, naive meaning UTC) or from the API (ISO 8601 text, "Z" or an
+    offset) as an aware UTC datetime; None for None, "" and text that is no time."""
+    if value is None or value == "":
+        return None
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            return value
-    if isinstance(value, datetime):
-        return utc_text(value)
-    return str(value)
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def when(value: Any) -> Markup | str:
+    """A time as ``<time datetime="2026-11-23T04:01:55Z">2026-11-23 04:01:55 UTC</time>`` (the date and the
+    clock each in a span, so a line breaks between them or not at all); a date alone as "2026-11-23";
+    None -> ""; text that is no time comes back as it was (escaped)."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value.isoformat()
+    moment = instant(value)
+    if moment is None:
+        return "" if value is None or value == "" else escape(str(value))
+    day, clock = utc_text(moment).split(" ", 1)
+    # the date and the clock each stay whole; a tight table may put one under the other
+    return Markup('<time datetime="{}"><span>{}</span> <span>{}</span></time>').format(
+        f"{moment:%Y-%m-%dT%H:%M:%SZ}", day, clock)
 
 
 def duration(value: Any) -> str:
@@ -60,4 +100,4 @@ def duration(value: Any) -> str:
 
 
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration)
+    app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration, plural=plural, words=words)

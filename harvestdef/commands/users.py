@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from harvestdef.cli import AppContext, pass_app
+from harvestdef.cli import AppContext, echo_table, pass_app
 from harvestdef.model.definitions import Role
 
 
@@ -97,15 +97,9 @@ def list_users(app: AppContext) -> None:
     with app.engine().connect() as conn:
         repository = UserRepository(conn)
         people, tokens = repository.list_users(), repository.token_counts()
-    _table([("NAME", "ROLE", "ACTIVE", "CREATED", "TOKENS")] + [
+    echo_table(("NAME", "ROLE", "ACTIVE", "CREATED", "TOKENS"), [
         (user.name, user.role.value, "yes" if user.isactive else "no", _when(user.created),
-         str(tokens.get(user.name, 0))) for user in people])
-
-
-def _table(rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+         f"{tokens.get(user.name, 0):,}") for user in people])
 
 
 def _set_active(app: AppContext, name: str, active: bool, actor: str) -> None:
@@ -150,7 +144,7 @@ def tokens(app: AppContext, name: str) -> None:
     if not listed:
         click.echo(f"user {name} has no API token")
         return
-    _table([("ID", "CREATED", "LAST USED", "STATE")] + [
+    echo_table(("ID", "CREATED", "LAST USED", "STATE"), [
         (str(item.token_id), _when(item.created), _when(item.last_used), "revoked" if item.revoked else "valid")
         for item in listed])
 

@@ -813,7 +813,8 @@ config_history_summary = Table(
     Column("best_objectcount", BigInteger, nullable=False),
     Column("best_bytecount", BigInteger, nullable=False),
 )
-# The largest domains of a harvest (web UI statistics): one range scan instead of the whole table.
+# A harvest's configurations by their latest bytes (migration 0006). The statistics page no longer reads it:
+# a run's largest domains are ranked from that run's own historyinfo rows (webui/api/history.py).
 Index("config_history_summary_harvest_bytes", config_history_summary.c.latest_harvest_id,
       config_history_summary.c.latest_bytecount.desc())
 

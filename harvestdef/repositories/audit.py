@@ -1,5 +1,5 @@
-"""Reading the audit trail (what changed in one row, newest first), and ``AuditBatch``, which writes the
-rows of many changes of one transaction together.
+"""Reading the audit trail (what changed in one row, newest first, and the names of the rows its ids refer
+to), and ``AuditBatch``, which writes the rows of many changes of one transaction together.
 
 The trail is written by the repositories (harvestdef.repositories.base.record_audit) in the same
 transaction as each change. ``before`` and ``after`` come back as dicts.
@@ -20,6 +20,21 @@ from harvestdef.repositories.base import row_json
 
 _log = s.audit_log
 
+_d, _c = s.domains, s.configurations
+# What an audited id refers to, by kind: the table, its key column, and the name a person knows it by.
+# A configuration is named with its domain ("nordposten.dk/defaultconfig"), as the harvest page's forms take it.
+_NAMES = {
+    "domain": (_d, _d.c.domain_id, _d.c.name),
+    "configuration": (_c.join(_d, _d.c.domain_id == _c.c.domain_id), _c.c.config_id, _d.c.name + "/" + _c.c.name),
+    "template": (s.ordertemplates, s.ordertemplates.c.template_id, s.ordertemplates.c.name),
+    "channel": (s.harvestchannel, s.harvestchannel.c.id, s.harvestchannel.c.name),
+    "schedule": (s.schedules, s.schedules.c.schedule_id, s.schedules.c.name),
+    "harvest": (s.harvestdefinitions, s.harvestdefinitions.c.harvest_id, s.harvestdefinitions.c.name),
+    "seedlist": (s.seedlists, s.seedlists.c.seedlist_id, s.seedlists.c.name),
+    "extendedfield": (s.extendedfield, s.extendedfield.c.extendedfield_id, s.extendedfield.c.name),
+}
+REFERENCE_KINDS = tuple(_NAMES)
+
 
 def _to_entry(row: Any) -> AuditEntry:
     return AuditEntry(audit_id=row.audit_id, changed_at=row.changed_at, actor=row.actor, tablename=row.tablename,
@@ -38,6 +53,18 @@ class AuditRepository:
             select(_log).where(_log.c.tablename == tablename, _log.c.row_key == str(key))
             .order_by(_log.c.changed_at.desc(), _log.c.audit_id.desc()).limit(limit))
         return [_to_entry(row) for row in rows]
+
+    def names_of(self, references: Mapping[str, set[int]]) -> dict[tuple[str, int], str]:
+        """The names of the rows the trail's ids refer to, ``{(kind, id): name}`` for kinds of
+        REFERENCE_KINDS: one query per kind. An id whose row is gone has no entry."""
+        names: dict[tuple[str, int], str] = {}
+        for kind, ids in references.items():
+            if not ids:
+                continue
+            source, key, name = _NAMES[kind]
+            for row in self.conn.execute(select(key, name).select_from(source).where(key.in_(sorted(ids)))):
+                names[(kind, row[0])] = row[1]
+        return names
 
 
 # Built once, so SQLAlchemy compiles each once: a transaction's audit rows cost their execution only.

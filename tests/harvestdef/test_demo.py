@@ -236,7 +236,7 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
     # the commands it named run as printed, from where the demo ran
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARVESTSUITE")}
     listed = subprocess.run(list_jobs, capture_output=True, text=True, timeout=60, cwd=directory.parent, env=env)
-    assert listed.returncode == 0 and re.search(rf"^{selective_job}\tDONE\t", listed.stdout, re.M), listed
+    assert listed.returncode == 0 and re.search(rf"^{selective_job} +DONE +", listed.stdout, re.M), listed
 
     # what the archive store holds for the selective job: WARC with the pages, metadata WARC, CDXJ, dedup
     settings = load_settings(directory / "settings.toml", environ={})

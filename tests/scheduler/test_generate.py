@@ -224,6 +224,10 @@ def test_preview_command_prints_the_jobs(engine, database_url, tmp_path):
                            "jobgen", "preview", "broad"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
-    assert "1 configurations in 1 jobs" in done.stdout and "expected objects 263" in done.stdout
+    summary, header, job = done.stdout.splitlines()
+    assert summary == "harvest broad (snapshot, run 1): 1 configuration in 1 job, expected objects 263, " \
+                      "expected bytes 9,994,000"
+    assert header.split()[:4] == ["JOB", "TEMPLATE", "CONFIGURATIONS", "EXPECTED"]
+    assert job.split()[:4] == ["1", "default_orderxml", "1", "263"]
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).select_from(s.jobs)) == 0

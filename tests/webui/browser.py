@@ -138,8 +138,11 @@ class ServedWebui:
 
 
 def launch_chromium(playwright: Any) -> Any:
-    """Debian's chromium, headless, by its executable path."""
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+    """Debian's chromium, headless, by its executable path, in UTC whatever the machine's zone: the pages add
+    the reader's own time beside a UTC time where the zones differ (static/times.js), so a test that wants
+    another zone asks its context for it (``timezone_id``)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS),
+                                      env={**os.environ, "TZ": "UTC"})
 
 
 def log_in(page: Any, base_url: str, name: str, password: str = PASSWORD) -> None:

@@ -86,7 +86,7 @@ def test_a_schedule_that_ended_is_warned_about_on_save_and_the_harvest_waits_say
     waiting = curator.get("/status/waiting").get_data(as_text=True)
     assert "too_late" in waiting and "will never run: schedule ended_2020 ended on 2020-01-01" in waiting
     page = curator.get("/definitions/harvests/too_late").get_data(as_text=True)
-    assert "Cannot run · 0 run(s)" in page
+    assert "Cannot run · 0 runs" in page
     assert "This harvest will never run: schedule ended_2020 ended on 2020-01-01 00:00:00 UTC." in page
 
     # The form warns too, when the same schedule is chosen for another harvest.
@@ -136,7 +136,7 @@ def test_a_harvest_whose_repeats_are_used_up_is_finished_and_runs_again_on_a_new
     assert detail["outlook"]["last_run_at"] is not None
     curator = login("curator")
     page = curator.get("/definitions/harvests/two_runs").get_data(as_text=True)
-    assert "Finished · 2 run(s)" in page and "Finished: schedule twice allows 2 runs" in page
+    assert "Finished · 2 runs" in page and "Finished: schedule twice allows 2 runs" in page
     assert ">Deactivate<" not in page
     listing = curator.get("/definitions/harvests").get_data(as_text=True)
     assert "<td class=\"nowrap\">Finished</td>" in listing

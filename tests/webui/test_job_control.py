@@ -113,7 +113,8 @@ def test_a_button_stores_the_action_and_the_page_lists_it_pending(crawl, login, 
     with webui_engine.begin() as conn:
         JobChangeRepository(conn).settle(crawl.job_id, 1, "applied", "", utcnow(), crawl.attempt)
     page = client.get(f"/status/jobs/{crawl.job_id}").get_data(as_text=True)
-    assert re.search(r'data-live="paused" role="status">Paused since \d{4}-\d\d-\d\d [\d:]+ UTC by operator</p>', page)
+    assert re.search(r'data-live="paused" role="status">Paused since <time datetime="[\dT:Z-]+"><span>\d{4}-\d\d-\d\d'
+                     r'</span> <span>[\d:]+ UTC</span></time> by operator</p>', page)
 
 
 def test_a_button_without_the_csrf_token_is_refused(crawl, login, webui_engine):

@@ -2,10 +2,10 @@
 
 A domain's history reads historyinfo by configuration (an index range per configuration), each row with
 its nothing-harvested flag and reason from harvest_findings. A harvest's statistics come from the summary
-tables kept at status intake (harvest_run_summary per run, config_history_summary per configuration),
-never from a scan of historyinfo, which holds billions of rows in a national archive; a run's list of
-configurations that got nothing is an index range of harvest_findings. The queries are shared with the
-history pages (webui/history/views.py).
+table kept at status intake (harvest_run_summary per run), never from a scan of historyinfo, which holds
+billions of rows in a national archive; a run's largest domains rank that run's own rows, read by its
+jobs; a run's list of configurations that got nothing is an index range of harvest_findings. The queries
+are shared with the history pages (webui/history/views.py).
 
 These are direct, read-only queries by index ranges over the summary tables, shaped for each page; the
 writes behind them are the intake's, through HistoryWriter.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import Connection, Row, func, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import StopReason
@@ -115,19 +115,32 @@ def render_nothing_harvested(row: Row[Any]) -> dict[str, Any]:
             "fetch_status": row.fetch_status, "seed": row.seed}
 
 
-def largest_domains(conn: Connection, harvest_id: int, count: int = LARGEST_DOMAINS) -> list[dict[str, Any]]:
-    """The configurations whose newest harvest was in this harvest definition, most bytes first."""
-    summary, c, d = s.config_history_summary, s.configurations, s.domains
+def newest_run_with_figures(conn: Connection, harvest_id: int) -> int | None:
+    """The newest run of the harvest whose jobs reported figures of any configuration (a run of failed jobs
+    only has none to rank), from harvest_run_summary; None before any has."""
+    r = s.harvest_run_summary
+    return conn.scalar(select(func.max(r.c.harvest_num)).where(r.c.harvest_id == harvest_id, r.c.configurations > 0))
+
+
+def largest_domains(conn: Connection, harvest_id: int, harvest_num: int | None,
+                    count: int = LARGEST_DOMAINS) -> list[dict[str, Any]]:
+    """The domain configurations of one run with the most bytes, most first, from that run's own historyinfo
+    rows: those of the run's jobs (an index range of historyinfo per job), so a later run of the same
+    domains, in this harvest or another, changes nothing here. The rows read are the run's, never the
+    table's: a snapshot run of two million configurations ranks its two million rows."""
+    if harvest_num is None:
+        return []
+    h, j, c, d = s.historyinfo, s.jobs, s.configurations, s.domains
+    run_jobs = select(j.c.job_id).where(j.c.harvest_id == harvest_id, j.c.harvest_num == harvest_num)
     rows = conn.execute(
-        select(d.c.name.label("domain"), c.c.name.label("configuration"), summary.c.latest_bytecount,
-               summary.c.latest_objectcount, summary.c.latest_stopreason, summary.c.latest_job_id)
-        .select_from(summary.join(c, c.c.config_id == summary.c.config_id)
-                     .join(d, d.c.domain_id == c.c.domain_id))
-        .where(summary.c.latest_harvest_id == harvest_id)
-        .order_by(summary.c.latest_bytecount.desc(), d.c.name).limit(count))
-    return [{"domain": row.domain, "configuration": row.configuration, "bytes": row.latest_bytecount,
-             "objects": row.latest_objectcount, "stop_reason": StopReason(row.latest_stopreason).name,
-             "job_id": row.latest_job_id} for row in rows]
+        select(d.c.name.label("domain"), c.c.name.label("configuration"), h.c.bytecount, h.c.objectcount,
+               h.c.stopreason, h.c.job_id)
+        .select_from(h.join(c, c.c.config_id == h.c.config_id).join(d, d.c.domain_id == c.c.domain_id))
+        .where(h.c.job_id.in_(run_jobs), h.c.harvest_id == harvest_id)
+        .order_by(h.c.bytecount.desc(), d.c.name, c.c.name).limit(count))
+    return [{"domain": row.domain, "configuration": row.configuration, "bytes": row.bytecount,
+             "objects": row.objectcount, "stop_reason": StopReason(row.stopreason).name, "job_id": row.job_id}
+            for row in rows]
 
 
 # ---------------------------------------------------------------- routes
@@ -150,7 +163,8 @@ def get_domain_history(name: str) -> Any:
 @takes(*PAGED)
 @require(READ)
 def get_harvest_statistics(name: str) -> Any:
-    """A harvest's runs (newest first, paged) with their figures and nothing-harvested count, and largest domains.
+    """A harvest's runs (newest first, paged) with their figures and nothing-harvested count, and the largest
+    domains of its newest run that has figures (``largest_domains_run``, null before any run has).
 
     A run has bytes, objects, novel and duplicate figures, configurations per stop reason and
     ``nothing_harvested``, the count of configurations that got nothing (listed by the route below), and
@@ -162,7 +176,9 @@ def get_harvest_statistics(name: str) -> Any:
         qa_sums = run_qa_sums(conn, harvest_id)
         runs = page(harvest_runs(conn, harvest_id, size, _int_cursor()), size, lambda row: [row.harvest_num],
                     lambda row: {**render_run(row), "qa": qa_sums.get(row.harvest_num)})
-        return {"harvest": name, **runs, "largest_domains": largest_domains(conn, harvest_id)}
+        run = newest_run_with_figures(conn, harvest_id)
+        return {"harvest": name, **runs, "largest_domains_run": run,
+                "largest_domains": largest_domains(conn, harvest_id, run)}
 
 
 @blueprint.get("/harvests/<name>/runs/<int:harvest_num>/nothing-harvested")

@@ -1,16 +1,26 @@
 """The change history of a definition page: the audit log's rows of the definition itself and of its
-extended-field values, newest first (design.md: every change shows on the page of what changed)."""
+extended-field values, newest first (design.md: every change shows on the page of what changed), and the
+same rows in words for the page (``changes_in_words``, the template global of definitions/domains_changes.html).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Connection
 
 from harvestdef.model.definitions import AuditEntry, ExtendedFieldType
-from harvestdef.repositories.audit import AuditRepository
+from harvestdef.repositories.audit import REFERENCE_KINDS, AuditRepository
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
+from harvestdef.times import utc_text
+from harvestdef.words import spaced
+from webui.context import database
+from webui.definitions import blueprint
+from webui.formatting import count, instant, size
 
 
 def definition_changes(conn: Connection, rows: Sequence[tuple[str, object]], field_type: ExtendedFieldType,
@@ -38,3 +48,157 @@ def is_edition_only(change: AuditEntry) -> bool:
     if change.action != "update" or not change.before or not change.after:
         return False
     return {key for key in change.after if change.before.get(key) != change.after[key]} <= {"edition"}
+
+
+# ---------------------------------------------------------------- the change history in words
+@dataclass(frozen=True)
+class FieldChange:
+    """One field of a change as a person reads it: its label, and the value before and after in words
+    (``before`` None for a row made, ``after`` None for a row removed). A list of lines (seeds, crawler
+    traps) changed in place has ``added`` and ``removed`` lines instead."""
+
+    label: str
+    before: str | None
+    after: str | None
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ChangeInWords:
+    changed_at: datetime
+    actor: str
+    action: str
+    fields: tuple[FieldChange, ...]
+
+
+ACTIONS = {"insert": "created", "update": "changed", "delete": "removed"}
+# Columns nobody reads: the optimistic-locking counter, and keys that name the row the page is about.
+HIDDEN = {"edition", "instance_id", "extendedfieldvalue_id"}
+# and the row a page is about, where a row of another table names it
+HIDDEN_IN = {"harvest_configs": {"harvest_id"}, "configurations": {"domain_id"}, "seedlists": {"domain_id"}}
+# Columns that hold the id of another row, by the kind of row (harvestdef.repositories.audit.REFERENCE_KINDS),
+# and what an empty one means.
+REFERENCES = {"domain_id": "domain", "alias": "domain", "defaultconfig": "configuration", "config_id": "configuration",
+              "template_id": "template", "channel_id": "channel", "schedule_id": "schedule", "harvest_id": "harvest",
+              "previoushd": "harvest", "seedlist_id": "seedlist", "extendedfield_id": "extendedfield"}
+# Columns that hold a list of such ids (the audit row of a configuration lists its seed lists).
+LIST_REFERENCES = {"seedlists": "seedlist"}
+# The kind of row each audited table holds, to know a row's own key when it shows.
+TABLE_KINDS = {"domains": "domain", "configurations": "configuration", "seedlists": "seedlist",
+               "harvestdefinitions": "harvest", "partialharvests": "harvest", "fullharvests": "harvest",
+               "ordertemplates": "template", "harvestchannel": "channel", "schedules": "schedule"}
+EMPTY_REFERENCE = {"channel_id": "the default channel of its kind", "alias": "none (not an alias)",
+                   "previoushd": "none (the first step)"}
+LABELS = {
+    "name": "Name", "comments": "Comments", "audience": "Audience", "isactive": "Active", "numevents": "Runs",
+    "isevent": "Event harvest",
+    "submitted": "Created", "nextdate": "Next run", "crawlertraps": "Crawler traps", "channel_id": "Channel",
+    "schedule_id": "Schedule", "maxobjects": "Max objects", "maxbytes": "Max bytes",
+    "maxjobrunningtime": "Max seconds per job", "previoushd": "Continues", "isindexready": "Deduplication index ready",
+    "template_id": "Crawl template", "domain_id": "Domain", "defaultconfig": "Default configuration",
+    "alias": "Alias of", "lastaliasupdate": "Alias confirmed", "maxrate": "Max requests per minute",
+    "overridelimits": "Overrides the harvest's limits", "seeds": "Seeds", "config_id": "Configuration",
+    "seedlist_id": "Seed list", "seedlists": "Seed lists", "harvest_id": "Harvest", "value": "Value",
+    "content": "Value",
+}
+SIZES = {"maxbytes"}
+_ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
+
+
+def changes_in_words(changes: Sequence[AuditEntry]) -> list[ChangeInWords]:
+    """The audit rows of a change history as a person reads them: names of templates, channels, schedules,
+    domains and configurations instead of their ids, times in the one format, yes and no, "unlimited", and
+    for an update only the fields that changed, before → after. A change that moved nothing a person sees
+    (the edition alone) is left out."""
+    references: dict[str, set[int]] = {kind: set() for kind in REFERENCE_KINDS}
+    for change in changes:
+        for side in (change.before, change.after):
+            for key, value in (side or {}).items():
+                if key in REFERENCES and isinstance(value, int):
+                    references[REFERENCES[key]].add(value)
+                elif key in LIST_REFERENCES and isinstance(value, list):
+                    references[LIST_REFERENCES[key]].update(item for item in value if isinstance(item, int))
+    with database().connect() as conn:
+        names = AuditRepository(conn).names_of(references)
+    worded = (_in_words(change, names) for change in changes)
+    return [change for change in worded if change.fields]
+
+
+def _in_words(change: AuditEntry, names: dict[tuple[str, int], str]) -> ChangeInWords:
+    hidden = HIDDEN | HIDDEN_IN.get(change.tablename, set())
+    before, after = change.before or {}, change.after or {}
+    fields = []
+    for key in sorted(set(before) | set(after), key=lambda key: _label(key).lower()):
+        old, new = before.get(key), after.get(key)
+        own_key = REFERENCES.get(key) == TABLE_KINDS.get(change.tablename)
+        if key in hidden or ((key == "id" or key.endswith("_id")) and key not in REFERENCES) or (
+                own_key and str(new if change.after is not None else old) == change.row_key):
+            continue  # bookkeeping, or the row's own key: the page is about that row
+        if change.before is not None and change.after is not None:  # an update: what changed
+            if old == new:
+                continue
+            if _is_lines(old) or _is_lines(new):
+                fields.append(_lines_change(key, old or "", new or ""))
+            elif key not in before or key not in after:  # a writer that audits only what it changed
+                fields.append(FieldChange(_label(key), None, _value(key, new if key in after else old, names)))
+            else:
+                fields.append(FieldChange(_label(key), _value(key, old, names), _value(key, new, names)))
+        else:  # a row made or removed: what it held
+            value = new if change.after is not None else old
+            if value is None or value == "":
+                continue
+            if _is_lines(value):
+                fields.append(_lines_change(key, old or "", new or ""))
+                continue
+            shown = _value(key, value, names)
+            fields.append(FieldChange(_label(key), shown if change.after is None else None,
+                                      shown if change.after is not None else None))
+    return ChangeInWords(change.changed_at, change.actor, ACTIONS.get(change.action, change.action), tuple(fields))
+
+
+def _label(key: str) -> str:
+    return LABELS.get(key) or key.replace("_", " ").capitalize()
+
+
+def _value(key: str, value: object, names: dict[tuple[str, int], str]) -> str:
+    if key in REFERENCES:
+        if value is None:
+            return EMPTY_REFERENCE.get(key, "none")
+        name = names.get((REFERENCES[key], value)) if isinstance(value, int) else None
+        if name is None:
+            return f"a {REFERENCES[key]} since deleted"
+        return spaced(name) if REFERENCES[key] == "schedule" else name
+    if key in LIST_REFERENCES and isinstance(value, list):
+        kind = LIST_REFERENCES[key]
+        return ", ".join(names.get((kind, item), f"a {kind} since deleted") for item in value) or "none"
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return size(value) if key in SIZES else count(value)
+    if isinstance(value, str) and _ISO_TIME.match(value):
+        moment = instant(value)
+        return utc_text(moment) if moment is not None else value
+    if value == "":
+        return "empty"
+    return str(value)
+
+
+def _is_lines(value: object) -> bool:
+    return isinstance(value, str) and "\n" in value.strip()
+
+
+def _lines_change(key: str, old: str, new: str) -> FieldChange:
+    """A list of lines changed: the lines added and removed, in their order, not both lists whole."""
+    old_lines = [line for line in old.splitlines() if line.strip()]
+    new_lines = [line for line in new.splitlines() if line.strip()]
+    kept_old, kept_new = set(old_lines), set(new_lines)
+    return FieldChange(_label(key), None, None, added=tuple(line for line in new_lines if line not in kept_old),
+                       removed=tuple(line for line in old_lines if line not in kept_new))
+
+
+@blueprint.context_processor
+def _change_history() -> dict[str, object]:
+    return {"changes_in_words": changes_in_words}

@@ -24,6 +24,7 @@ from webui.api.history import (
     harvest_id_of,
     harvest_runs,
     largest_domains,
+    newest_run_with_figures,
     nothing_harvested,
     render_run,
 )
@@ -114,12 +115,15 @@ def domain(name: str) -> Any:
 @blueprint.get("/harvests/<name>")
 @require(READ)
 def harvest(name: str) -> Any:
-    """A harvest's statistics: its newest runs as charts and a table, and its largest domains."""
+    """A harvest's statistics: its newest runs as charts and a table, and the largest domains of one run
+    (``?run=N``; by default the newest run with figures)."""
     cursor = request.args.get("after", type=int)
+    chosen = request.args.get("run", type=int)
     with database().connect() as conn:
         harvest_id = harvest_id_of(conn, name)
         rows = harvest_runs(conn, harvest_id, CHART_RUNS, cursor)
-        largest = largest_domains(conn, harvest_id)
+        largest_run = chosen if chosen is not None else newest_run_with_figures(conn, harvest_id)
+        largest = largest_domains(conn, harvest_id, largest_run)
         qa_sums = run_qa_sums(conn, harvest_id)
         # the newest run with pictures, each seed beside its picture of the run before
         newest, thumbnails = run_thumbnails(conn, harvest_id)
@@ -130,7 +134,8 @@ def harvest(name: str) -> Any:
     oldest_first = list(reversed(runs))
     labels = [str(run["harvest_num"]) for run in oldest_first]
     stops = {reason.name: sum(run["stop_reasons"][reason.name] for run in runs) for reason in StopReason}
-    # only the reasons that occur: seven long names side by side cannot be read
+    # only the reasons that occur, in the chart and as the table's columns: seven long names side by side
+    # cannot be read, and the table would not fit the page
     stops = {name: total for name, total in stops.items() if total} or stops
     charts = {
         "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], ["bytes"], unit="bytes"),
@@ -143,9 +148,9 @@ def harvest(name: str) -> Any:
                              unit="bytes", horizontal=True),
     }
     return render_template("history/harvest.html", name=name, harvest_id=harvest_id, runs=runs, charts=charts,
-                           largest=largest, thumbnails=thumbnails, thumbnails_run=newest,
+                           largest=largest, largest_run=largest_run, thumbnails=thumbnails, thumbnails_run=newest,
                            max_thumbnails=MAX_RUN_THUMBNAILS, captures=captures,
-                           stop_names=[reason.name for reason in StopReason],
+                           stop_names=list(stops), all_stops=len(stops) == len(StopReason),
                            next_url=url_for("history.harvest", name=name, after=following)
                            if following is not None else None)
 
