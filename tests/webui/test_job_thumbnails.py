@@ -46,6 +46,18 @@ def test_a_skipped_job_shows_its_note_and_no_preview_without_a_replay_service(lo
     assert ('data-thumbnails="none">No thumbnails: no chromium at /usr/bin/chromium (harvestsuite.qa.chromium).'
             in page)
     assert "No preview: no replay service is configured" in page and "<iframe" not in page
+    api = login("archivist").get("/api/v1/jobs/1/thumbnails").get_json()
+    assert api == {"job_id": 1, "state": "SKIPPED", "seeds": [],
+                   "note": "no chromium at /usr/bin/chromium (harvestsuite.qa.chromium)"}
+
+
+def test_the_thumbnails_of_a_job_the_qa_worker_has_not_reached_and_of_no_job(login, webui_engine):
+    seed(webui_engine, [JobStatus.DONE])
+    client = login("archivist")
+    assert client.get("/api/v1/jobs/1/thumbnails").get_json() == {"job_id": 1, "state": None, "note": None,
+                                                                   "seeds": []}
+    missing = client.get("/api/v1/jobs/99/thumbnails")
+    assert missing.status_code == 404 and "99" in missing.get_json()["error"]["message"]
 
 
 def test_a_picture_is_served_as_png_and_the_preview_frames_the_replay_services_origin(webui_engine, tmp_path):
@@ -85,6 +97,17 @@ def test_a_picture_is_served_as_png_and_the_preview_frames_the_replay_services_o
     assert frame is not None, page
     assert frame.group(1) == f"{REPLAY}/harvest-1/20260302100000/{seeds[0]}"
     assert frame.group(2) == "allow-scripts allow-same-origin"
+
+    api = client.get("/api/v1/jobs/2/thumbnails").get_json()
+    assert api["state"] == "MADE" and [entry["seed"] for entry in api["seeds"]] == list(seeds)
+    pictured, uncaptured = api["seeds"]
+    assert pictured["thumbnail"] == {"job_id": 2, "harvest_num": 2, "has_image": True, "note": None,
+                                     "capture_time": "20260302100000",
+                                     "image_url": f"/status/jobs/2/thumbnails/{seed_key(seeds[0])}.png"}
+    assert pictured["previous"]["job_id"] == 1 and pictured["previous"]["image_url"].startswith("/status/jobs/1/")
+    assert uncaptured["thumbnail"]["image_url"] is None
+    assert uncaptured["thumbnail"]["note"] == "not captured by this job"
+    assert client.get(api["seeds"][0]["thumbnail"]["image_url"]).data == picture
 
     harvest = text_of(client, "/history/harvests/daily")
     assert "Seeds as replayed in run 2" in harvest

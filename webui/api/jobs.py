@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from flask import url_for
 from sqlalchemy import BigInteger, Connection, DateTime, Row, cast, func, select, type_coerce
 
 from harvestdef.archive import ArchiveStore
@@ -32,9 +33,11 @@ from harvestdef.validation import to_utc
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
+from webui.api.shapes import BOOLEAN, INTEGER, STRING, answers, nullable, shape
 from webui.auth import OPERATE, READ, require
 from webui.context import actor, database, settings
 from webui.qa import job_qa
+from webui.thumbnails import job_thumbnails
 
 _j, _hd, _h = s.jobs, s.harvestdefinitions, s.historyinfo
 
@@ -450,6 +453,47 @@ def get_job_qa(job_id: int) -> Any:
     ``fell_to_nothing``. 404 naming why when the job has no QA report yet."""
     with database().connect() as conn:
         return job_qa(conn, ArchiveStore.from_settings(settings()), job_id, settings().webui.qaChangeThreshold)
+
+
+THUMBNAIL = shape({"job_id": INTEGER, "harvest_num": INTEGER, "has_image": BOOLEAN,
+                   "capture_time": nullable(STRING, "the capture pictured (14 digits); null when none"),
+                   "note": nullable(STRING, "why there is no picture; null when there is one"),
+                   "image_url": nullable(STRING, "the PNG, served by the web UI; null when there is none")})
+SEED_THUMBNAILS = shape({
+    "job_id": INTEGER,
+    "state": nullable(STRING, "MADE or SKIPPED; null while the QA worker has not finished the job"),
+    "note": nullable(STRING, "why the job got no thumbnails (SKIPPED)"),
+    "seeds": {"type": "array", "items": shape({"seed": STRING, "thumbnail": nullable(THUMBNAIL),
+                                               "previous": nullable(THUMBNAIL, "the seed's in the previous run")})},
+})
+
+
+def _thumbnail_json(shown: dict[str, Any] | None) -> dict[str, Any] | None:
+    if shown is None:
+        return None
+    image = url_for("status.thumbnail", job_id=shown["job_id"], key=shown["key"]) if shown["has_image"] else None
+    return {"job_id": shown["job_id"], "harvest_num": shown["harvest_num"], "has_image": shown["has_image"],
+            "capture_time": shown["capture_time"], "note": shown["note"], "image_url": image}
+
+
+@blueprint.get("/jobs/<int:job_id>/thumbnails")
+@answers(SEED_THUMBNAILS)
+@require(READ)
+def get_job_thumbnails(job_id: int) -> Any:
+    """The QA worker's thumbnails of the job's seeds as replayed, each with the same seed's of the previous run.
+
+    ``state`` is null until the QA worker (harvestsuite qa thumbnails run) has finished the job, MADE when
+    it has, SKIPPED with ``note`` saying why when it could make none (no Chromium, no replay service). A
+    seed's ``thumbnail`` has ``image_url`` (a PNG) or a ``note`` (not captured by the job, or its replay did
+    not load)."""
+    with database().connect() as conn:
+        job = JobRepository(conn).get(job_id)
+        found = job_thumbnails(conn, job_id, job.harvest_num, job.harvest_id)
+    return {"job_id": job_id, "state": found["state"], "note": found["note"],
+            "seeds": [{"seed": seed["seed"],
+                       "thumbnail": _thumbnail_json({k: v for k, v in seed.items() if k not in ("seed", "previous")}
+                                                    if "key" in seed else None),
+                       "previous": _thumbnail_json(seed["previous"])} for seed in found["seeds"]]}
 
 
 @blueprint.post("/jobs/<int:job_id>/restart")
