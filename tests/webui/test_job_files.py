@@ -121,6 +121,8 @@ def test_bad_view_requests_are_answered_with_what_is_wrong(login, webui_engine, 
     directory = job_directory(tmp_path)
     (directory / "SHA256SUMS").write_text("".join(f"{n:064x}  file-{n}\n" for n in range(1, 11)))
     (directory / "1-1-20260301-00000.warc.gz").write_bytes(b"WARC")
+    (directory / "thumbnails").mkdir()
+    (directory / "thumbnails" / "ab.png").write_bytes(b"\x89PNG\r\n")
     (tmp_path / "archive" / "1" / "2").mkdir()
     (tmp_path / "archive" / "1" / "2" / "SHA256SUMS").write_text("another job's\n")
     log = tmp_path / "crawl.log"
@@ -150,6 +152,7 @@ def test_bad_view_requests_are_answered_with_what_is_wrong(login, webui_engine, 
     refused("/status/jobs/1/view/nothing.txt", 404, "no file 'nothing.txt' of job 1")
     refused("/status/jobs/99/view/SHA256SUMS", 404, "no job 99")
     refused("/status/jobs/1/view/1-1-20260301-00000.warc.gz", 400, "is a WARC file: it is downloaded, not read as text")
+    refused("/status/jobs/1/view/thumbnails/ab.png", 400, "is a picture: it is downloaded, not read as text")
     refused(f"{view}?record=logs/crawl.log", 400, "SHA256SUMS is not a metadata WARC")
     refused("/status/jobs/1/view/1-metadata-1.warc.gz?record=logs/nothing.log", 404, "has no record 'logs/nothing.log'")
     refused("/status/jobs/1/records/SHA256SUMS", 400, "only a metadata WARC's records are listed")

@@ -47,6 +47,8 @@ from webui.textlines import LinePage, read_last_page, read_page
 log = logging.getLogger(__name__)
 
 WARC_FILE = re.compile(r"\.w?arc(\.gz)?$", re.IGNORECASE)
+# pictures among a job's files (the QA worker's thumbnails): downloaded or shown as images, never as lines
+PICTURE_FILE = re.compile(r"\.(png|jpe?g|gif|webp)$", re.IGNORECASE)
 RECORD_TYPES = ("resource", "metadata")  # the metadata WARC's files; its warcinfo is the WARC's own header
 CRAWL_PATH = "/crawl/"
 UNREADABLE = (ArchiveLoadFailed, EOFError, OSError, zlib.error)
@@ -55,8 +57,8 @@ Opener = Callable[[], AbstractContextManager[BinaryIO]]
 
 
 def is_text_file(name: str) -> bool:
-    """True for the stored files that are read as lines: all but WARC and ARC files."""
-    return WARC_FILE.search(name) is None
+    """True for the stored files that are read as lines: all but WARC and ARC files and pictures."""
+    return WARC_FILE.search(name) is None and PICTURE_FILE.search(name) is None
 
 
 def is_metadata_warc(name: str) -> bool:
@@ -233,7 +235,8 @@ def text_opener(job_id: int, name: str, record: str, offset: int | None) -> tupl
                            "record")
         return path, lambda: open_record(path, record, offset)
     if not is_text_file(name):
-        raise ApiError("invalid", f"{name} is a WARC file: it is downloaded, not read as text", "name")
+        kind = "a WARC file" if WARC_FILE.search(name) else "a picture"
+        raise ApiError("invalid", f"{name} is {kind}: it is downloaded, not read as text", "name")
     return path, file_opener(path)
 
 
