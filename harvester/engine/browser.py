@@ -140,6 +140,15 @@ class Chromium:
         self._context.on("page", self._close_other_page)
         return self._context
 
+    async def ready(self) -> BrowserContext | None:
+        """The browser, started if it is not running; None if it would not start (the next call tries anew)."""
+        try:
+            async with asyncio.timeout(START_TIMEOUT_SECONDS):
+                return await self._ensure()
+        except Exception:  # noqa: BLE001 - a browser that does not start fails the page, whatever the error
+            await self.stop()
+            return None
+
     def _close_other_page(self, page: Page) -> None:
         if self._opening:  # the page this crawler opens: announced before new_page returns it
             self._opening = False
@@ -150,11 +159,8 @@ class Chromium:
     async def load(self, url: str, headers: dict[str, str]) -> PageLoad:
         """Load ``url`` and read its links, within the page time limit and the memory limit; every request of
         the page carries ``headers`` (the proxy's visit token)."""
-        try:
-            async with asyncio.timeout(START_TIMEOUT_SECONDS):
-                context = await self._ensure()
-        except Exception:  # noqa: BLE001 - a browser that does not start is this page's crash; the next tries anew
-            await self.stop()
+        context = await self.ready()
+        if context is None:
             return PageLoad(failure=CRASHED)
         over_memory = asyncio.Event()
         watch = asyncio.create_task(self._watch_memory(over_memory))
@@ -167,7 +173,10 @@ class Chromium:
                 return PageLoad(links=visit.result())
             if over_memory.is_set():
                 return PageLoad(failure=MEMORY_LIMIT)
-            return PageLoad(failure=CRASHED if done else TIME_LIMIT)
+            if done:  # the page or the browser failed under it: the next page gets a new browser
+                await self.stop()
+                return PageLoad(failure=CRASHED)
+            return PageLoad(failure=TIME_LIMIT)
         finally:
             for task in (memory, visit, watch):
                 task.cancel()

@@ -18,7 +18,8 @@ Outcomes: a document that failed on the network is retried as fetching.py retrie
 a page the browser could not load (time limit, memory limit, crash) is tried once more at once, the
 browser restarted if it was stopped, and then ends: with its document's status and the reason annotated if
 the document came, else with BROWSER_FAILED (-8000) and the reason. The queue then rests for the template's
-politeness, and at least ``60 / pagesPerMinutePerHost`` seconds after the page's start.
+politeness, and at least ``60 / pagesPerMinutePerHost`` seconds after the page's document was asked for
+(the page's start, when it never was).
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class PageVisit:
         self.document = None                      # the page's own FetchResult, recorded at the end
         self.document_failure: int | None = None  # its negative status, when the network failed it
         self.redirects: set[str] = set()
+        self.document_asked_at: float | None = None  # monotonic time the document was asked of its host
         self.in_flight: set[asyncio.Task] = set()
         self.has_ended = False
 
@@ -102,6 +104,8 @@ class PageVisit:
         is_document = (self.document is None and self.document_failure is None and request.method == "GET"
                        and url == page.url)
         uri = page if is_document else CrawlUri(url, page.hop_path + hop, page.url, page.seed)
+        if is_document:
+            self.document_asked_at = time.monotonic()
         address = step.address(uri, self.curi.thread)
         if address is None:
             if is_document:
@@ -189,9 +193,10 @@ class BrowserFetchProcessor:
             return Outcome(ready_at=time.monotonic())
         pages = self.pages
         async with pages.lock:
+            browser = await pages.browser()
+            await browser.ready()  # a browser's start is not part of the page's time
             started = time.monotonic()
             visit = PageVisit(self, curi)
-            browser = await pages.browser()
             token = secrets.token_hex(16)
             pages.proxy.handlers[token] = visit.exchange
             try:
@@ -199,7 +204,7 @@ class BrowserFetchProcessor:
             finally:
                 del pages.proxy.handlers[token]
                 await visit.end()
-        return self._loaded(curi, visit, load.links, load.failure, started)
+        return self._loaded(curi, visit, load.links, load.failure, visit.document_asked_at or started)
 
     def _loaded(self, curi: Curi, visit: PageVisit, links: tuple[str, ...], failure: str | None,
                 started: float) -> Outcome:

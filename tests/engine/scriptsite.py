@@ -27,6 +27,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from harvester.engine.tls import make_self_signed, server_context
+
 HOST = "www.skriptet.dk"
 CDN_HOST = "cdn.skriptet.dk"
 SCRIPT_TEXT = "Skrevet af scriptet 7391"
@@ -46,7 +48,8 @@ fetch('/api/articles.json').then(r => r.json()).then(data => {{
     const a = document.createElement('a'); a.href = '/artikel/' + n; a.textContent = 'Artikel ' + n;
     app.appendChild(a);
   }}
-  const img = document.createElement('img'); img.src = 'http://{CDN_HOST}:' + location.port + '/logo.png';
+  const img = document.createElement('img');
+  img.src = location.protocol + '//{CDN_HOST}:' + location.port + '/logo.png';
   app.appendChild(img);
   const xhr = new XMLHttpRequest();
   xhr.open('GET', '/api/note.txt');
@@ -73,7 +76,7 @@ m.innerHTML = '<h1>Side ' + n + '</h1>' + (n < {last} ? '<a href="/pages/' + (n 
 class ScriptSite:
     """The site on a free loopback port; a context manager. ``requests`` counts requests per (host, path)."""
 
-    def __init__(self, hang_seconds: float = 30.0, pages: int = 20) -> None:
+    def __init__(self, hang_seconds: float = 30.0, pages: int = 20, tls_dir: Path | None = None) -> None:
         self.hang_seconds = hang_seconds
         self.pages = pages
         self.requests: dict[tuple[str, str], int] = {}
@@ -82,10 +85,16 @@ class ScriptSite:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
+        self.scheme = "http"
+        if tls_dir is not None:  # HTTPS with a self-signed certificate (a crawler does not check it)
+            make_self_signed(tls_dir / "site.pem", tls_dir / "site.key", [HOST, CDN_HOST])
+            context = server_context(tls_dir / "site.pem", tls_dir / "site.key")
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.scheme = "https"
         self.hosts = {HOST: "127.0.0.1", CDN_HOST: "127.0.0.1"}
 
     def url(self, path: str = "/", host: str = HOST) -> str:
-        return f"http://{host}:{self.port}{path}"
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def write_hosts_file(self, path: Path) -> Path:
         path.write_text("".join(f"{name} {address}\n" for name, address in self.hosts.items()), encoding="utf-8")

@@ -9,6 +9,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -40,12 +41,12 @@ def browser_crawl(tmp_path: Path, script_site: ScriptSite):
     controllers: list[CrawlController] = []
 
     def run(seeds: list[str], options: BrowserOptions = QUICK, overrides: dict[str, object] | None = None,
-            timeout: float = 90) -> CrawlRun:
+            timeout: float = 90, hosts: dict[str, str] | None = None) -> CrawlRun:
         job_dir = tmp_path / "job"
         cxml = write_job(job_dir, seeds, overrides)
         launch_dir = job_dir / "20260101000000"
         launch_dir.mkdir(parents=True)
-        controller = CrawlController(load_crawl_config(cxml, job_dir), job_dir, launch_dir, script_site.hosts,
+        controller = CrawlController(load_crawl_config(cxml, job_dir), job_dir, launch_dir, hosts or script_site.hosts,
                                      logging.getLogger("test.browser"), browser=options)
         controllers.append(controller)
         controller.start()
@@ -129,3 +130,22 @@ def test_no_pop_up_and_no_download_outside_the_warc(browser_crawl, script_site: 
     saved = [path for place in places for path in place.rglob("*")
              if path.is_file() and path.stat().st_size == len(DOWNLOAD) and path.read_bytes() == DOWNLOAD]
     assert not saved
+
+
+def test_an_https_site_is_captured_through_the_proxys_tunnel(browser_crawl, tmp_path: Path):
+    with ScriptSite(tls_dir=tmp_path) as site:
+        run = browser_crawl([site.url("/")], hosts=site.hosts)
+    lines = {fields[3]: fields for fields in run.crawl_log()}
+    assert lines[site.url("/")][1] == "200" and site.url("/").startswith("https://")
+    assert lines[site.url("/api/articles.json")][4] == "E"
+    assert lines[site.url("/artikel/2")][4] == "L"
+    assert SCRIPT_TEXT.encode() in _responses(run)[site.url("/api/articles.json")]
+
+
+def test_pages_of_one_host_are_loaded_no_faster_than_pages_per_minute(browser_crawl, script_site: ScriptSite):
+    run = browser_crawl([script_site.url("/")], options=replace(QUICK, pages_per_minute_per_host=30))
+    pages = [script_site.url(path) for path in ("/", "/artikel/1", "/artikel/2")]
+    # column 9: when the document's fetch began; at 30 a minute, pages of a host begin two seconds apart at
+    # least (without the limit, under one second apart)
+    begun = sorted(datetime.strptime(run.lines_for(page)[0][8][:17], "%Y%m%d%H%M%S%f") for page in pages)
+    assert all((later - earlier).total_seconds() >= 1.95 for earlier, later in zip(begun, begun[1:], strict=False))
