@@ -162,6 +162,7 @@ class Chromium:
         context = await self.ready()
         if context is None:
             return PageLoad(failure=CRASHED)
+        failed = True
         over_memory = asyncio.Event()
         watch = asyncio.create_task(self._watch_memory(over_memory))
         visit = asyncio.create_task(self._visit(context, url, headers))
@@ -170,6 +171,7 @@ class Chromium:
             done, _ = await asyncio.wait((visit, memory), timeout=self.options.page_time_limit,
                                          return_when=asyncio.FIRST_COMPLETED)
             if visit in done and visit.exception() is None and not over_memory.is_set():
+                failed = not await self._blanked()
                 return PageLoad(links=visit.result())
             if over_memory.is_set():
                 return PageLoad(failure=MEMORY_LIMIT)
@@ -181,16 +183,34 @@ class Chromium:
             for task in (memory, visit, watch):
                 task.cancel()
             await asyncio.gather(memory, visit, watch, return_exceptions=True)
-            page, self._page = self._page, None
-            if page is not None and not await self._closed(page):
-                await self.stop()
+            if failed:
+                # A page that failed is not used again: closed (the browser stopped if it will not close).
+                page, self._page = self._page, None
+                if page is not None and not await self._closed(page):
+                    await self.stop()
+
+    async def _blanked(self) -> bool:
+        """Take the page to about:blank, so that nothing of the last document runs on into the next visit;
+        False if it would not go."""
+        if self._page is None:
+            return True
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT_SECONDS):
+                await self._page.goto("about:blank")
+            return True
+        except Exception:  # noqa: BLE001 - a page that cannot leave its document is closed, whatever the error
+            return False
 
     async def _visit(self, context: BrowserContext, url: str, headers: dict[str, str]) -> tuple[str, ...]:
         from playwright.async_api import Error as PlaywrightError
-        self._opening = True
-        page = self._page = await context.new_page()
+        page = self._page
+        if page is None or page.is_closed():
+            # One page serves visit after visit (a new page costs a renderer's start); the first of a browser
+            # is opened here.
+            self._opening = True
+            page = self._page = await context.new_page()
+            page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.dismiss()))
         await page.set_extra_http_headers(headers)
-        page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.dismiss()))
         try:
             await page.goto(url, wait_until="load")
         except PlaywrightError as exc:
@@ -229,7 +249,7 @@ class Chromium:
             if used > self.options.memory_limit:
                 over.set()
                 self._kill(pids)
-                self._browser = self._context = None  # dead: the next page starts another
+                self._browser = self._context = self._page = None  # dead: the next page starts another
                 return
 
     @staticmethod
@@ -240,7 +260,7 @@ class Chromium:
 
     async def stop(self) -> None:
         """Stop the browser (started again by the next page); Playwright's driver stays."""
-        browser, self._browser, self._context = self._browser, None, None
+        browser, self._browser, self._context, self._page = self._browser, None, None, None
         if browser is None:
             return
         try:

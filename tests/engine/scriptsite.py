@@ -15,8 +15,8 @@ the engine's ``--hosts``):
 - ``/memory``             a script that keeps allocating memory
 - ``/popup``              opens ``/artikel/9`` in a new window as it loads
 - ``/download``           an attachment (Content-Disposition), which a browser would save as a file
-- ``/pages/N``            (``pages`` of them) plain pages built by a script, each linking to the next: the
-                          benchmark's site
+- ``/pages/N``            (``pages`` of them) the benchmark's site: each links to the next in its HTML and
+                          writes into itself, by a script, what it fetched from ``/pages/N/data.json``
 """
 
 from __future__ import annotations
@@ -66,11 +66,10 @@ const hog = [];
 for (let i = 0; i < 256; i++) hog.push(new Float64Array(1 << 20).fill(i + 0.5));
 </script></body></html>"""
 
-BENCH_PAGE = """<!doctype html><html><body><main id="m"></main><script>
-const m = document.getElementById('m'); const n = {n};
-m.innerHTML = '<h1>Side ' + n + '</h1>' + (n < {last} ? '<a href="/pages/' + (n + 1) + '">Naeste</a>' : '') +
-              '<a href="/pages/' + Math.max(1, n - 1) + '">Forrige</a>';
+BENCH_PAGE = """<!doctype html><html><body><h1>Side {n}</h1>{next}<main id="m"></main><script>
+fetch('/pages/{n}/data.json').then(r => r.json()).then(d => {{ document.getElementById('m').textContent = d.text; }});
 </script></body></html>"""
+BENCH_TEXT = "Data til side {n}"
 
 
 class ScriptSite:
@@ -146,11 +145,19 @@ class ScriptSite:
                     self._send(200, "application/octet-stream", DOWNLOAD, ("Content-Disposition", "attachment"))
                 elif path == "/memory":
                     self._send(200, "text/html; charset=utf-8", MEMORY)
-                elif path.startswith("/pages/") and path[7:].isdigit() and 1 <= int(path[7:]) <= site.pages:
-                    body = BENCH_PAGE.format(n=int(path[7:]), last=site.pages).encode()
-                    self._send(200, "text/html; charset=utf-8", body)
+                elif path.startswith("/pages/") and path[7:].split("/")[0].isdigit():
+                    self._bench_page(int(path[7:].split("/")[0]), path.endswith("/data.json"))
                 else:
                     self._send(404, "text/plain", b"not here\n")
+
+            def _bench_page(self, number: int, is_data: bool) -> None:
+                if not 1 <= number <= site.pages:
+                    self._send(404, "text/plain", b"not here\n")
+                elif is_data:
+                    self._send(200, "application/json", json.dumps({"text": BENCH_TEXT.format(n=number)}).encode())
+                else:
+                    following = f'<a href="/pages/{number + 1}">Naeste</a>' if number < site.pages else ""
+                    self._send(200, "text/html; charset=utf-8", BENCH_PAGE.format(n=number, next=following).encode())
 
             def _send(self, status: int, content_type: str, body: bytes, *headers: tuple[str, str]) -> None:
                 self.send_response(status)
