@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +45,12 @@ QUIET_ARGS = ("--disable-background-networking", "--disable-component-update", "
               "--disable-features=OptimizationHints,MediaRouter,Translate")
 # href of links and areas, in the document and every frame, as the browser resolved them
 LINKS_SCRIPT = "() => Array.from(document.querySelectorAll('a[href], area[href]'), a => a.href)"
+
+
+async def _quietly(action: Awaitable[object]) -> None:
+    """Close a pop-up, dismiss a dialog: gone meanwhile is as good as done."""
+    with contextlib.suppress(Exception):
+        await action
 
 
 @dataclass(frozen=True)
@@ -154,7 +161,7 @@ class Chromium:
             self._opening = False
             return
         if page is not self._page:
-            asyncio.ensure_future(page.close())
+            asyncio.ensure_future(_quietly(page.close()))
 
     async def load(self, url: str, headers: dict[str, str]) -> PageLoad:
         """Load ``url`` and read its links, within the page time limit and the memory limit; every request of
@@ -209,7 +216,7 @@ class Chromium:
             # is opened here.
             self._opening = True
             page = self._page = await context.new_page()
-            page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.dismiss()))
+            page.on("dialog", lambda dialog: asyncio.ensure_future(_quietly(dialog.dismiss())))
         await page.set_extra_http_headers(headers)
         try:
             await page.goto(url, wait_until="load")

@@ -35,7 +35,7 @@ from harvester.engine.chain import DOMAIN_LOOKUP_FAILED, Curi, Outcome
 from harvester.engine.config import CrawlConfig
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.disposition import Disposition
-from harvester.engine.fetch import HttpConnection, RequestSettings, fetch
+from harvester.engine.fetch import FetchResult, HttpConnection, RequestSettings, fetch
 from harvester.engine.fetching import MAX_BACKOFF_SECONDS, Politeness
 from harvester.engine.frontier import DONE, CrawlUri, Frontier
 from harvester.engine.queuepolicy import is_ip_address
@@ -79,7 +79,7 @@ class PageVisit:
     def __init__(self, step: BrowserFetchProcessor, curi: Curi) -> None:
         self.step = step
         self.curi = curi
-        self.document = None                      # the page's own FetchResult, recorded at the end
+        self.document: FetchResult | None = None  # the page's own response, recorded when the visit ends
         self.document_failure: int | None = None  # its negative status, when the network failed it
         self.redirects: set[str] = set()
         self.document_asked_at: float | None = None  # monotonic time the document was asked of its host
@@ -170,7 +170,7 @@ class BrowserFetchProcessor:
                 self.disposition.record_dns(self.queue_key(uri.url), host, address, uri, thread, started)
         return servers.address(host)
 
-    async def fetch(self, request: ProxyRequest, address: str):  # noqa: ANN201 - FetchResult
+    async def fetch(self, request: ProxyRequest, address: str) -> FetchResult:
         """The browser's request sent on with its own headers, under FetchHTTP's timeouts and length limit."""
         target = urlsplit(request.url)
         port = target.port or (443 if target.scheme == "https" else 80)

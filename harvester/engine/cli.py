@@ -33,6 +33,7 @@ standard input may be a terminal or /dev/null, runs until it is stopped.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import signal
@@ -150,6 +151,8 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
     browser = BrowserOptions.from_settings(settings.crawler) if use_browser else None
     if browser is not None and not Path(browser.executable).is_file():
         raise click.ClickException(f"harvestsuite.crawler.browser.executable: no browser at {browser.executable}")
+    if browser is not None and importlib.util.find_spec("playwright") is None:
+        raise click.ClickException("--browser needs the Python package playwright: pip install 'harvestsuite[browser]'")
     registry = JobRegistry(jobs_dir, hosts, SitemapLimits.from_settings(settings.crawler), browser)
     authenticator = DigestAuthenticator(user, password, failure_penalty=auth_failure_delay)
     try:

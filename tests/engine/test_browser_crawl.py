@@ -5,7 +5,6 @@ and link discovery, and the pages it could not load end with their reason."""
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -21,10 +20,9 @@ from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
 from tests.engine.conftest import CrawlRun, write_job
 from tests.engine.scriptsite import ARTICLES, CDN_HOST, DOWNLOAD, HOST, NOTE_TEXT, SCRIPT_TEXT, ScriptSite
+from tests.webui.browser import require_browser
 
 CHROMIUM = "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).is_file() and not os.environ.get("CI"),
-                                reason=f"no Chromium at {CHROMIUM}")
 # Quick limits: a page may take 4 s; enough for the site's pages, which load in well under one.
 QUICK = BrowserOptions(executable=CHROMIUM, pages_per_minute_per_host=0, page_time_limit=4.0, settle_time=0.5,
                        memory_limit=1_500_000_000)
@@ -32,6 +30,7 @@ QUICK = BrowserOptions(executable=CHROMIUM, pages_per_minute_per_host=0, page_ti
 
 @pytest.fixture
 def script_site() -> Iterator[ScriptSite]:
+    require_browser()  # skips saying why without Chromium and Playwright, fails so under CI=true
     with ScriptSite(hang_seconds=20) as site:
         yield site
 
