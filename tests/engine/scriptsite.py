@@ -13,6 +13,7 @@ the engine's ``--hosts``):
 - ``/logo.png``           a small image (on the second host)
 - ``/hang``               sends its header block and a little HTML, then nothing for ``hang_seconds``
 - ``/memory``             a script that keeps allocating memory
+- ``/flyttet``            301 to ``/artikel/3``
 - ``/popup``              opens ``/artikel/9`` in a new window as it loads
 - ``/download``           an attachment (Content-Disposition), which a browser would save as a file
 - ``/pages/N``            (``pages`` of them) the benchmark's site: each links to the next in its HTML and
@@ -138,6 +139,8 @@ class ScriptSite:
                 elif path.startswith("/artikel/"):
                     body = f"<!doctype html><html><body><h1>Artikel {path[9:]}</h1><a href='/'>Forside</a>"
                     self._send(200, "text/html; charset=utf-8", (body + "</body></html>").encode())
+                elif path == "/flyttet":
+                    self._send(301, "text/plain", b"moved\n", ("Location", "/artikel/3"))
                 elif path == "/popup":
                     body = b"<!doctype html><html><body><p>Pop</p><script>window.open('/artikel/9')</script>"
                     self._send(200, "text/html; charset=utf-8", body + b"</body></html>")

@@ -148,3 +148,14 @@ def test_pages_of_one_host_are_loaded_no_faster_than_pages_per_minute(browser_cr
     # least (without the limit, under one second apart)
     begun = sorted(datetime.strptime(run.lines_for(page)[0][8][:17], "%Y%m%d%H%M%S%f") for page in pages)
     assert all((later - earlier).total_seconds() >= 1.95 for earlier, later in zip(begun, begun[1:], strict=False))
+
+
+def test_a_redirected_page_is_followed_by_the_browser_and_its_links_come_from_the_target(browser_crawl,
+                                                                                          script_site: ScriptSite):
+    moved, target = script_site.url("/flyttet"), script_site.url("/artikel/3")
+    run = browser_crawl([moved])
+    assert run.lines_for(moved)[0][1] == "301"
+    [line] = run.lines_for(target)  # loaded once, as the redirect's target (hop R, via the page)
+    assert line[1] == "200" and line[4:6] == ["R", moved]
+    # the target's DOM links to the front page, found from the redirected page (hop L)
+    assert run.lines_for(script_site.url("/"))[0][4:6] == ["L", moved]
