@@ -5,7 +5,10 @@ it in the chain (reject rules, DNS, quotas, robots.txt, login forms) and everyth
 is the engine's own: this step only decides what the browser's requests are and records them through the
 disposition.
 
-A page's visit (``PageVisit``) is the exchange handler of the proxy while the page loads. Its requests:
+A page's visit (``PageVisit``) is the exchange handler of the proxy while the page loads. Each request is
+sent on by the crawl's fetcher with the browser's own headers, plus what the template's cookie store and
+credential store add (a login form's session cookie, posted by the chain's login prerequisite, joins the
+browser's cookies; a 401 of a server the credentials cover is answered). Its requests:
 - the page's own URL (the first GET of it) is the page's document: fetched, relayed, and recorded when the
   visit ends, with the page's hop path and via, and annotated with the reason if the page did not finish;
 - a URL its document redirected to (hop ``R``) and every other request (hop ``E``, an embed: scripts,
@@ -35,7 +38,7 @@ from harvester.engine.chain import DOMAIN_LOOKUP_FAILED, Curi, Outcome
 from harvester.engine.config import CrawlConfig
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.disposition import Disposition
-from harvester.engine.fetch import FetchResult, HttpConnection, RequestSettings, fetch
+from harvester.engine.fetch import Fetcher, FetchResult
 from harvester.engine.fetching import MAX_BACKOFF_SECONDS, Politeness
 from harvester.engine.frontier import DONE, CrawlUri, Frontier
 from harvester.engine.queuepolicy import is_ip_address
@@ -143,11 +146,13 @@ class PageVisit:
 class BrowserFetchProcessor:
     """The chain's last step for the browser crawler (see the module's docstring)."""
 
-    def __init__(self, config: CrawlConfig, pages: BrowserPages, frontier: Frontier, servers: ServerCache,
-                 disposition: Disposition, discovery: LinkDiscovery, queue_key: Callable[[str], str],
-                 is_stopping: Callable[[], bool], politeness: Callable[[], Politeness]) -> None:
+    def __init__(self, config: CrawlConfig, pages: BrowserPages, fetcher: Fetcher, frontier: Frontier,
+                 servers: ServerCache, disposition: Disposition, discovery: LinkDiscovery,
+                 queue_key: Callable[[str], str], is_stopping: Callable[[], bool],
+                 politeness: Callable[[], Politeness]) -> None:
         self.config = config
         self.pages = pages
+        self.fetcher = fetcher
         self.frontier = frontier
         self.servers = servers
         self.disposition = disposition
@@ -155,7 +160,6 @@ class BrowserFetchProcessor:
         self.queue_key = queue_key
         self.is_stopping = is_stopping
         self.politeness = politeness
-        self.request_settings = RequestSettings.from_config(config)
 
     def address(self, uri: CrawlUri, thread: int) -> str | None:
         """The address of ``uri``'s host, looked up (and its ``dns:`` recorded) the first time."""
@@ -171,20 +175,11 @@ class BrowserFetchProcessor:
         return servers.address(host)
 
     async def fetch(self, request: ProxyRequest, address: str) -> FetchResult:
-        """The browser's request sent on with its own headers, under FetchHTTP's timeouts and length limit."""
-        target = urlsplit(request.url)
-        port = target.port or (443 if target.scheme == "https" else 80)
-        host = target.hostname or ""
-        connection = HttpConnection(address, port, host if target.scheme == "https" else None)
-        settings = self.request_settings
-        try:
-            return await fetch(connection, host if port in (80, 443) else f"{host}:{port}",
-                               (target.path or "/") + (f"?{target.query}" if target.query else ""),
-                               list(request.headers), settings.so_timeout_seconds, settings.so_timeout_seconds,
-                               settings.timeout_seconds, settings.max_length_bytes, http11=True,
-                               method=request.method, body=request.body)
-        finally:
-            connection.close()
+        """The browser's request sent on by the crawl's fetcher with the browser's own headers, under
+        FetchHTTP's timeouts and length limit, with the job's cookie store and credentials (the template's
+        HTTP credentials answer a 401; a login form's session cookie goes with the browser's cookies)."""
+        return await self.fetcher.fetch(request.url, "", False, address, request.method, request.body,
+                                        headers=list(request.headers))
 
     async def process(self, curi: Curi) -> Outcome:
         uri = curi.uri

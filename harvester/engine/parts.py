@@ -110,8 +110,8 @@ class CrawlParts:
     def _fetch_step(self, disposition: Disposition,
                     is_stopping: Callable[[], bool]) -> FetchProcessor | BrowserFetchProcessor:
         if self.browser_pages is not None:
-            return BrowserFetchProcessor(self.config, self.browser_pages, self.frontier, self.servers, disposition,
-                                         self.discovery, self.queue_assignment.key, is_stopping,
+            return BrowserFetchProcessor(self.config, self.browser_pages, self.fetcher, self.frontier, self.servers,
+                                         disposition, self.discovery, self.queue_assignment.key, is_stopping,
                                          lambda: self.politeness)
         return FetchProcessor(self.config, self.fetcher, self.frontier, self.servers, disposition, is_stopping,
                               lambda: self.politeness)

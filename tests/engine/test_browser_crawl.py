@@ -20,6 +20,8 @@ from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
 from tests.engine.conftest import CrawlRun, write_job
 from tests.engine.scriptsite import ARTICLES, CDN_HOST, DOWNLOAD, HOST, NOTE_TEXT, SCRIPT_TEXT, ScriptSite
+from tests.engine.site import MODERN_HOST, TestSite
+from tests.engine.test_process_sessions import session_beans
 from tests.webui.browser import require_browser
 
 CHROMIUM = "/usr/bin/chromium"
@@ -40,9 +42,10 @@ def browser_crawl(tmp_path: Path, script_site: ScriptSite):
     controllers: list[CrawlController] = []
 
     def run(seeds: list[str], options: BrowserOptions = QUICK, overrides: dict[str, object] | None = None,
-            timeout: float = 90, hosts: dict[str, str] | None = None) -> CrawlRun:
+            timeout: float = 90, hosts: dict[str, str] | None = None,
+            replace_text: dict[str, str] | None = None) -> CrawlRun:
         job_dir = tmp_path / "job"
-        cxml = write_job(job_dir, seeds, overrides)
+        cxml = write_job(job_dir, seeds, overrides, replace_text)
         launch_dir = job_dir / "20260101000000"
         launch_dir.mkdir(parents=True)
         controller = CrawlController(load_crawl_config(cxml, job_dir), job_dir, launch_dir, hosts or script_site.hosts,
@@ -159,3 +162,27 @@ def test_a_redirected_page_is_followed_by_the_browser_and_its_links_come_from_th
     assert line[1] == "200" and line[4:6] == ["R", moved]
     # the target's DOM links to the front page, found from the redirected page (hop L)
     assert run.lines_for(script_site.url("/"))[0][4:6] == ["L", moved]
+
+
+def test_the_template_s_cookie_store_and_credentials_go_with_the_browser_s_requests(browser_crawl):
+    with TestSite(hosts=(MODERN_HOST,)) as site:
+        url = lambda path: site.url(MODERN_HOST, path)  # noqa: E731 - a short name for the site's URLs
+        run = browser_crawl([url("/")], hosts=site.hosts,
+                            replace_text={"</beans>": session_beans(site) + "</beans>"})
+        posted = [target for _, target, _ in site.request_bodies]
+    lines = {fields[3]: fields for fields in run.crawl_log()}
+    requests = {}
+    for path in sorted((run.launch_dir / "warcs").glob("*.warc*")):
+        with open(path, "rb") as handle:
+            for record in ArchiveIterator(handle):
+                if record.rec_type == "request":
+                    requests[record.rec_headers.get_header("WARC-Target-URI")] = record.http_headers.to_bytes()
+    responses = _responses(run)
+    # HTTP Basic: the 401 answered with the template's credential, the page's links followed behind it
+    assert lines[url("/basic/inner.html")][1] == "200"
+    assert b"Authorization: Basic " in requests[url("/basic/inner.html")]
+    # the login form, posted once by the engine as a prerequisite; its session cookie goes with the browser's
+    assert posted.count("/members/login") == 1 and lines[url("/members/login")][4] == "P"
+    assert b"members only: /members/article.html" in responses[url("/members/article.html")]
+    # the consent cookie the page set in the browser opens the gated article
+    assert b"the gated article" in responses[url("/modern/gated")]
