@@ -38,6 +38,7 @@ JobGeneratorClass = Literal["DefaultJobGenerator", "FixedDomainConfigurationCoun
 NamingConvention = Literal["LegacyNamingConvention", "CollectionPrefixNamingConvention"]
 ShutdownAction = Literal["checkpoint", "finish"]
 MetadataFileNameFormat = Literal["default", "prefix"]
+CrawlerKind = Literal["engine", "browser"]
 
 
 # Keys that were settings once and are no more, with what replaced them: an old settings file stops start-up
@@ -289,6 +290,11 @@ class HarvesterSettings:
     metadataFileNameFormat: MetadataFileNameFormat = setting(
         "harvester.harvesting.metadata.metadataFileNameFormat", "default",
         "default: <job>-metadata-1.warc.gz; prefix: <collectionName>-<job>-<harvest>-metadata-1.warc.gz")
+    crawler: CrawlerKind = setting(
+        "harvestsuite.harvester.crawler", "engine",
+        "the crawler this controller starts for its jobs: engine (the bundled engine's HTTP fetcher) or browser "
+        "(the same engine loading each page in headless Chromium through its recording proxy, docs/browser.md); "
+        "a controller of the BROWSER channel sets browser")
     heritrixUrl: str = setting("harvestsuite.harvester.heritrixUrl", "",
                                "REST URL of an external Heritrix 3 engine; empty = run the bundled engine")
     heritrixUser: str = setting("harvester.harvesting.heritrix.adminName", "admin", "REST API user")
@@ -316,6 +322,34 @@ class CrawlerSettings:
     sitemapMaxBytes: int = setting("harvestsuite.crawler.sitemapMaxBytes", 52_428_800,
                                    "bytes of one sitemap the bundled engine reads at most, decompressed "
                                    "(sitemaps.org's 50 MiB)")
+    browserExecutable: str = setting("harvestsuite.crawler.browser.executable", "/usr/bin/chromium",
+                                     "the Chromium the browser crawler drives (Debian's package)")
+    browserPagesPerMinutePerHost: int = setting(
+        "harvestsuite.crawler.browser.pagesPerMinutePerHost", 30,
+        "pages the browser crawler loads from one host (one queue) per minute at most, besides the template's "
+        "politeness; 0 = no such limit")
+    browserPageTimeLimit: int = setting(
+        "harvestsuite.crawler.browser.pageTimeLimit", 30,
+        "seconds one page may take in the browser, loading, scrolling and settling; past it the page is tried "
+        "once more, then ends with its reason")
+    browserSettleTime: int = setting(
+        "harvestsuite.crawler.browser.settleTime", 3,
+        "seconds, at most, a loaded and scrolled page waits for its network to go quiet (within pageTimeLimit)")
+    browserMemoryLimit: int = setting(
+        "harvestsuite.crawler.browser.memoryLimit", 1_500_000_000,
+        "bytes of memory (resident, all its processes) the browser may use; past it the browser is restarted "
+        "and the page tried once more, then it ends with its reason")
+
+    def __post_init__(self) -> None:
+        if self.browserPagesPerMinutePerHost < 0:
+            raise SettingsError("harvestsuite.crawler.browser.pagesPerMinutePerHost: 0 (no limit) or more, got "
+                                f"{self.browserPagesPerMinutePerHost}")
+        for key, seconds in (("pageTimeLimit", self.browserPageTimeLimit), ("settleTime", self.browserSettleTime)):
+            if seconds <= 0:
+                raise SettingsError(f"harvestsuite.crawler.browser.{key}: seconds, more than 0, got {seconds}")
+        if self.browserMemoryLimit <= 0:
+            raise SettingsError("harvestsuite.crawler.browser.memoryLimit: bytes, more than 0, got "
+                                f"{self.browserMemoryLimit}")
 
 
 @dataclass(frozen=True)

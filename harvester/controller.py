@@ -49,7 +49,7 @@ from pathlib import Path
 
 from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
-from harvestdef.errors import HarvestSuiteError, HeritrixError
+from harvestdef.errors import HarvestSuiteError, HeritrixError, SettingsError
 from harvestdef.messages import CrawlTally, DoOneCrawl, HarvesterStatus
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import QueueNames, Transport
@@ -82,6 +82,12 @@ SHUTDOWN_FILE = "shutdown.txt"
 INTERRUPTED = "crawl interrupted: the harvest controller stopped before the crawl ended"
 
 
+def browser_settings(settings: Settings) -> tuple[tuple[str, object], ...]:
+    """The browser crawler's settings in force (harvestsuite.crawler.browser.*), by dotted key."""
+    return tuple((key, value) for key, value in settings.effective().items()
+                 if key.startswith("harvestsuite.crawler.browser."))
+
+
 class ControllerStateError(HarvestSuiteError):
     """A move the controller's state table does not allow."""
 
@@ -103,12 +109,18 @@ class ControllerOptions:
     hosts_file: str
     engine_start_timeout: float
     request_timeout: float = 30.0
+    # None: the bundled engine fetches; else the browser crawler, with these harvestsuite.crawler.browser.* values
+    browser_settings: tuple[tuple[str, object], ...] | None = None
     answer_timeout: float = 30.0
     leftover_upload_interval: float = 300.0
 
     @classmethod
     def from_settings(cls, settings: Settings, channels: tuple[str, ...] | None = None) -> ControllerOptions:
         h = settings.harvester
+        if h.crawler == "browser" and h.heritrixUrl:
+            raise SettingsError("harvestsuite.harvester.crawler = browser starts the browser crawler, which "
+                                f"an external Heritrix (harvestsuite.harvester.heritrixUrl = {h.heritrixUrl}) is not: "
+                                "leave heritrixUrl empty on the BROWSER channel's controllers")
         server_dir = Path(h.serverDir).resolve()
         oldjobs = Path(h.oldjobsDir)
         return cls(
@@ -123,7 +135,8 @@ class ControllerOptions:
             heritrix_url=h.heritrixUrl, heritrix_user=h.heritrixUser, heritrix_password=h.heritrixPassword,
             engine_port=settings.crawler.port, engine_bind=settings.crawler.bind,
             hosts_file=settings.crawler.hostsFile, engine_start_timeout=h.engineStartTimeout,
-            request_timeout=h.statusPollTimeout, leftover_upload_interval=h.leftoverUploadInterval)
+            request_timeout=h.statusPollTimeout, leftover_upload_interval=h.leftoverUploadInterval,
+            browser_settings=browser_settings(settings) if h.crawler == "browser" else None)
 
 
 class HarvestController:
@@ -207,8 +220,9 @@ class HarvestController:
         """Process leftovers, register, then take and crawl jobs until asked to stop."""
         options = self.options
         options.server_dir.mkdir(parents=True, exist_ok=True)
-        log.info("harvest controller %s on %s: channels %s, serverDir %s", self.controller_id, self.host,
-                 ",".join(options.channels), options.server_dir)
+        log.info("harvest controller %s on %s: channels %s, serverDir %s, crawler %s", self.controller_id, self.host,
+                 ",".join(options.channels), options.server_dir,
+                 options.heritrix_url or ("browser" if options.browser_settings is not None else "engine"))
         if not options.heritrix_url:
             self._engine().stop_stale()
         resumable = self.process_leftovers()
@@ -365,7 +379,8 @@ class HarvestController:
     def _engine(self) -> BundledEngine:
         o = self.options
         return BundledEngine(o.server_dir, o.heritrix_user, o.heritrix_password, o.engine_port, o.engine_bind,
-                             o.hosts_file, o.engine_start_timeout)
+                             o.hosts_file, o.engine_start_timeout,
+                             dict(o.browser_settings) if o.browser_settings is not None else None)
 
     def _crawl_and_finish(self, directory: Path, checkpoint: str | None) -> None:
         jobdir = JobDirectory.load(directory)

@@ -13,6 +13,11 @@ controller started after a SIGKILL first stops the engine its predecessor left r
 stopping (or was started without the pipe). Its output goes to ``<serverDir>/engine.out`` and
 ``engine.err``; the URL it listens on is read from the former.
 Credentials reach it in a file readable only by the owner, never on its command line.
+
+A controller whose crawler is ``browser`` (``harvestsuite.harvester.crawler``) starts it with ``--browser``,
+the browser crawler, and hands it its own browser settings (``harvestsuite.crawler.browser.*``) as
+environment variables, the settings' own override, so the child crawls under the limits the controller was
+given whichever way they were given.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from harvestdef.errors import HeritrixError
+from harvestdef.settings import ENV_PREFIX
 from harvester.engine.tls import CERT_FILE
 
 PID_FILE = "engine.pid"
@@ -84,7 +91,8 @@ class BundledEngine:
     """Start, watch and stop the bundled engine for one controller (one serverDir)."""
 
     def __init__(self, server_dir: Path, user: str, password: str, port: int = 0, bind: str = "127.0.0.1",
-                 hosts_file: str = "", start_timeout: float = 60.0) -> None:
+                 hosts_file: str = "", start_timeout: float = 60.0,
+                 browser_settings: Mapping[str, object] | None = None) -> None:
         self.server_dir = Path(server_dir).resolve()
         self.jobs_dir = self.server_dir / ENGINE_DIR
         self.user = user
@@ -93,6 +101,8 @@ class BundledEngine:
         self.bind = bind
         self.hosts_file = hosts_file
         self.start_timeout = start_timeout
+        # None: the engine fetches over HTTP; else the browser crawler, with these settings (dotted key -> value)
+        self.browser_settings = dict(browser_settings) if browser_settings is not None else None
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -132,10 +142,15 @@ class BundledEngine:
                    "--port", str(self.port), "--bind", self.bind, "--auth", f"@{auth}", "--stop-when-stdin-closes"]
         if self.hosts_file:
             command += ["--hosts", self.hosts_file]
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        if self.browser_settings is not None:
+            command.append("--browser")
+            environment.update({ENV_PREFIX + key.replace(".", "__").upper(): str(value)
+                                for key, value in self.browser_settings.items()})
         out_path, err_path = self.server_dir / OUT_FILE, self.server_dir / ERR_FILE
         with open(out_path, "wb") as out, open(err_path, "ab") as err:
             self._process = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.PIPE,
-                                             start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                             start_new_session=True, env=environment)
         (self.server_dir / PID_FILE).write_text(f"{self._process.pid}\n")
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:

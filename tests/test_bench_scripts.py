@@ -40,3 +40,19 @@ def test_the_qa_benchmark_times_post_processing_of_a_small_crawled_job():
                    result.stdout)
     assert qa and float(qa.group(1)) > 0 and float(qa.group(2)) > 0, result.stdout
     assert "post-processing without the QA step" in result.stdout and "machine: " in result.stdout
+
+
+def test_the_browser_benchmark_crawls_a_small_site_both_ways():
+    """bench/browser.py at a small size: the engine and the browser crawler each capture every page."""
+    from tests.webui.browser import require_browser
+
+    require_browser()
+    result = subprocess.run([sys.executable, str(BENCH / "browser.py"), "--pages", "5"], capture_output=True,
+                            text=True, timeout=300, cwd=BENCH.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {fields[0]: fields for fields in (line.split() for line in result.stdout.splitlines())
+            if fields[:1] in (["engine"], ["browser"]) and fields[1].isdigit()}
+    assert rows["engine"][1] == rows["browser"][1] == "5", result.stdout
+    # the script-made content of every page is in the browser's WARC and in none of the engine's
+    assert rows["browser"][5:8] == ["5", "of", "5"] and rows["engine"][5:8] == ["0", "of", "5"], result.stdout
+    assert float(rows["browser"][3]) > 0 and "machine: " in result.stdout

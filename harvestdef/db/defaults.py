@@ -3,7 +3,8 @@
 Each function inserts what is missing and leaves existing rows alone, so ``db init`` can run again on
 a database a site has already changed. Schedules and channels are the site's once it has any: a database
 taken over from NetarchiveSuite keeps its ``Once a day`` schedules and LOWPRIORITY/HIGHPRIORITY channels
-as the defaults, without HarvestSuite's beside them.
+as the defaults, without HarvestSuite's beside them. The BROWSER channel (never a default) goes beside
+HarvestSuite's FOCUSED channel, in a database made by HarvestSuite before it existed too.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ DEFAULT_CHANNELS: list[tuple[str, bool, bool, str]] = [
     ("SNAPSHOT", True, True, "Channel for snapshot harvests (NetarchiveSuite's LOWPRIORITY queue)"),
     ("FOCUSED", False, True, "Channel for selective and event harvests (NetarchiveSuite's HIGHPRIORITY queue)"),
 ]
+BROWSER_CHANNEL = ("BROWSER", False, False, "Channel for selective harvests of sites that need a browser: served by "
+                                            "controllers whose harvestsuite.harvester.crawler is browser "
+                                            "(docs/browser.md)")
 
 EXTENDED_FIELD_TYPES: list[tuple[int, str]] = [(1, "domains"), (2, "harvestdefinitions")]
 
@@ -65,7 +69,8 @@ def insert_default_schedules(conn: Connection) -> None:
 
 
 def insert_default_channels(conn: Connection) -> None:
-    """SNAPSHOT and FOCUSED, each only where no default channel of its kind (snapshot or selective) exists."""
+    """SNAPSHOT and FOCUSED, each only where no default channel of its kind (snapshot or selective) exists;
+    BROWSER beside FOCUSED."""
     ch = s.harvestchannel
     present = set(conn.scalars(select(ch.c.name)))
     defaults_present = set(conn.scalars(select(ch.c.issnapshot).where(ch.c.isdefault)))
@@ -73,6 +78,11 @@ def insert_default_channels(conn: Connection) -> None:
         if name not in present and snapshot not in defaults_present:
             conn.execute(insert(s.harvestchannel).values(
                 name=name, issnapshot=snapshot, isdefault=default, comments=comment))
+            present.add(name)
+    name, snapshot, default, comment = BROWSER_CHANNEL
+    if "FOCUSED" in present and name not in present:
+        conn.execute(insert(s.harvestchannel).values(name=name, issnapshot=snapshot, isdefault=default,
+                                                     comments=comment))
 
 
 def insert_extended_field_types(conn: Connection) -> None:

@@ -1,11 +1,15 @@
 """``harvestsuite engine``: start the bundled crawl engine, a Heritrix-3-compatible REST server.
 
     harvestsuite engine --jobs-dir DIR [--port 8090] [--auth USER:PASS] [--bind ADDR] [--hosts FILE]
-                        [--cert PEM --key PEM] [--stop-when-stdin-closes]
+                        [--cert PEM --key PEM] [--stop-when-stdin-closes] [--browser]
 
 Port, credentials, address and hosts file come from the same settings the harvest controller reads
 (``harvester.harvesting.heritrix.guiPort``, ``…adminName``/``…adminPassword``, ``harvestsuite.crawler.bind``,
 ``harvestsuite.crawler.hostsFile``); the options override them.
+
+With ``--browser`` it is the browser crawler: the same engine, REST API and job directory, each URI loaded
+as a page in headless Chromium through a recording proxy (harvester/engine/browserfetch.py, docs/browser.md),
+under the ``harvestsuite.crawler.browser.*`` settings.
 
 It prints the URL it listens on (``--port 0`` picks a free port) and the certificate's fingerprint, then
 serves until SIGTERM or SIGINT, when it stops answering, checkpoints every running crawl it can, terminates
@@ -29,6 +33,7 @@ standard input may be a terminal or /dev/null, runs until it is stopped.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import signal
@@ -40,6 +45,7 @@ import click
 
 from harvestdef.errors import SettingsError
 from harvestdef.settings import Settings, load_settings
+from harvester.engine.browser import BrowserOptions
 from harvester.engine.digest import DigestAuthenticator
 from harvester.engine.hostsfile import HostsFileError, load_hosts_file
 from harvester.engine.jobs import JobRegistry
@@ -113,10 +119,13 @@ def stop_when_stdin_closes(stop: threading.Event) -> threading.Thread:
 @click.option("--stop-when-stdin-closes", "stop_on_stdin_eof", is_flag=True, default=False,
               help="Also stop (checkpoint and end the crawls, as at SIGTERM) when standard input reaches end of "
                    "file: the harvest controller's pipe, closed when it dies.")
+@click.option("--browser", "use_browser", is_flag=True, default=False,
+              help="Be the browser crawler: load each URI as a page in headless Chromium through the recording "
+                   "proxy (limits: the harvestsuite.crawler.browser.* settings).")
 @click.pass_context
 def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | None, bind: str | None,
            hosts_file: Path | None, cert: Path | None, key: Path | None, auth_failure_delay: float,
-           stop_on_stdin_eof: bool) -> None:
+           stop_on_stdin_eof: bool, use_browser: bool) -> None:
     """Run the crawl engine until SIGTERM/SIGINT (or, with --stop-when-stdin-closes, end of standard input)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -139,7 +148,12 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
         cert_path, key_path = ensure_certificate(jobs_dir, ["localhost", "127.0.0.1", "::1", bind], cert, key)
     except CertificateError as exc:
         raise click.BadParameter(str(exc), param_hint="--cert/--key") from exc
-    registry = JobRegistry(jobs_dir, hosts, SitemapLimits.from_settings(settings.crawler))
+    browser = BrowserOptions.from_settings(settings.crawler) if use_browser else None
+    if browser is not None and not Path(browser.executable).is_file():
+        raise click.ClickException(f"harvestsuite.crawler.browser.executable: no browser at {browser.executable}")
+    if browser is not None and importlib.util.find_spec("playwright") is None:
+        raise click.ClickException("--browser needs the Python package playwright: pip install 'harvestsuite[browser]'")
+    registry = JobRegistry(jobs_dir, hosts, SitemapLimits.from_settings(settings.crawler), browser)
     authenticator = DigestAuthenticator(user, password, failure_penalty=auth_failure_delay)
     try:
         server = EngineServer(bind, port, registry, authenticator, server_context(cert_path, key_path))
@@ -159,6 +173,8 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
         stop_when_stdin_closes(stop_requested)
     click.echo(f"Certificate {cert_path} SHA-256 fingerprint {fingerprint(cert_path)}")
     click.echo(f"Jobs directory {jobs_dir} ({len(registry.snapshot().jobs)} jobs)")
+    if browser is not None:
+        click.echo(f"Browser crawler: {browser.executable}, {browser.page_time_limit:.0f} s per page")
     server.start()
     # Printed last and only once the server accepts: whoever starts the engine waits for this line.
     click.echo(f"Engine listening at {server.url}")

@@ -31,6 +31,7 @@ from harvestdef.errors import CrawlEngineError
 from harvester.crawlstates import CONTROLLER_TRANSITIONS, ControllerEvent, ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.actiondir import ActionDirectory
+from harvester.engine.browser import BrowserOptions
 from harvester.engine.chain import ProcessorChain
 from harvester.engine.clock import CrawlClock
 from harvester.engine.config import CrawlConfig
@@ -63,7 +64,7 @@ class CrawlController:
 
     def __init__(self, config: CrawlConfig, job_dir: Path, launch_dir: Path, hosts: Mapping[str, str],
                  job_log: logging.Logger, checkpoint: Path | None = None, api_port: int = 0,
-                 sitemap_limits: SitemapLimits | None = None):
+                 sitemap_limits: SitemapLimits | None = None, browser: BrowserOptions | None = None):
         self.config = config
         self.job_dir = Path(job_dir)
         self.launch_dir = Path(launch_dir)
@@ -79,7 +80,7 @@ class CrawlController:
         self._finished = threading.Event()
         self.clock = CrawlClock()
         self.parts = CrawlParts(config, self.job_dir, hosts, self.resume_from, on_scheduled=self._wake_threads,
-                                sitemap_limits=sitemap_limits)
+                                sitemap_limits=sitemap_limits, browser=browser)
         self.threads = CrawlThreads(self.parts.frontier, self._is_stopping, self._after_uri)
         self.logs: CrawlLogs | None = None
         self.progress: ProgressLog | None = None
@@ -233,7 +234,7 @@ class CrawlController:
                 finally:
                     if dedup is not None:
                         dedup.__exit__(None, None, None)
-                    parts.fetcher.close()
+                    await parts.close_fetching()
                     self._write_reports()
                     parts.store.close()
                     ended = self._exit_status

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import h11
 
@@ -267,6 +267,18 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
     return result
 
 
+def _with_cookie(headers: list[tuple[str, str]], cookie: str) -> list[tuple[str, str]]:
+    """``headers`` with the job's ``cookie`` pairs added: to the Cookie header already there (a browser's, whose
+    own pairs win), else as one (a request has one Cookie header, RFC 6265 §5.4)."""
+    for index, (name, value) in enumerate(headers):
+        if name.lower() == "cookie":
+            present = {pair.split("=", 1)[0].strip() for pair in value.split(";")}
+            added = [pair for pair in cookie.split("; ") if pair.split("=", 1)[0].strip() not in present]
+            merged = "; ".join([value, *added]) if added else value
+            return [*headers[:index], (name, merged), *headers[index + 1:]]
+    return [*headers, ("Cookie", cookie)]
+
+
 @dataclass(frozen=True)
 class RequestSettings:
     """FetchHTTP's settings that shape a request and its limits (Heritrix's bean property names beside)."""
@@ -333,22 +345,41 @@ class Fetcher:
         return headers
 
     async def fetch(self, url: str, via: str, is_prerequisite: bool, address: str, method: str = "GET",
-                    body: bytes = b"") -> FetchResult:
-        """GET ``url`` from ``address`` (or POST ``body``, form-encoded); the caller closes the result."""
+                    body: bytes = b"", headers: list[tuple[str, str]] | None = None) -> FetchResult:
+        """GET ``url`` from ``address`` (or POST ``body``, form-encoded); the caller closes the result.
+
+        With ``headers`` (a browser's request, through the browser crawler's proxy) those are sent instead of
+        Heritrix's, on a connection of the exchange's own (a browser asks a server several things at once),
+        with the job's cookies and credentials added as for any fetch."""
         target = urlsplit(url)
         host = target.hostname or ""
         port = target.port or (443 if target.scheme == "https" else 80)
         authority = f"{host}:{port}"
-        connection = self.connections.get(authority)
+        own_connection = headers is not None
+        connection = None if own_connection else self.connections.get(authority)
         if connection is None:
-            connection = self.connections[authority] = HttpConnection(
-                address, port, host if target.scheme == "https" else None)
+            connection = HttpConnection(address, port, host if target.scheme == "https" else None)
+            if not own_connection:
+                self.connections[authority] = connection
+        try:
+            return await self._exchange(connection, url, target, host, port, method, body, headers, via,
+                                        is_prerequisite)
+        finally:
+            if own_connection:
+                connection.close()
+
+    async def _exchange(self, connection: HttpConnection, url: str, target: SplitResult, host: str, port: int,
+                        method: str, body: bytes, given_headers: list[tuple[str, str]] | None, via: str,
+                        is_prerequisite: bool) -> FetchResult:
         path = (target.path or "/") + (f"?{target.query}" if target.query else "")
         host_header = host if port in (80, 443) else f"{host}:{port}"
         settings = self.settings
-        headers = self.request_headers(url, via, is_prerequisite)
-        if method != "GET":
-            headers.append(("Content-Type", "application/x-www-form-urlencoded"))
+        if given_headers is not None:
+            headers = list(given_headers)
+        else:
+            headers = self.request_headers(url, via, is_prerequisite)
+            if method != "GET":
+                headers.append(("Content-Type", "application/x-www-form-urlencoded"))
         cookies, authentication = self.cookies, self.authentication
         if cookies is None and authentication is None:
             return await fetch(connection, host_header, path, headers, settings.so_timeout_seconds,
@@ -365,7 +396,7 @@ class Fetcher:
             if cookies is not None:
                 cookie = cookies.header_for(url, host)
                 if cookie:
-                    sent.append(("Cookie", cookie))
+                    sent = _with_cookie(sent, cookie)
             if answer:
                 sent.append(("Authorization", answer))
             result = await fetch(connection, host_header, path, sent, settings.so_timeout_seconds,

@@ -18,6 +18,8 @@ from harvestdef.dedup import DedupIndex
 from harvestdef.domainnames import to_punycode
 from harvester.crawlstates import ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
+from harvester.engine.browser import BrowserOptions
+from harvester.engine.browserfetch import BrowserFetchProcessor, BrowserPages
 from harvester.engine.chain import ProcessorChain
 from harvester.engine.config import CrawlConfig
 from harvester.engine.cookies import CookieStore
@@ -47,10 +49,12 @@ from harvester.engine.warc import WarcFileWriter
 
 class CrawlParts:
     """One launch's parts. ``on_scheduled`` is called whenever a URL is (re)queued (to wake idle crawl
-    threads). A launch from ``resume_from`` starts from that checkpoint's copy of the store."""
+    threads). A launch from ``resume_from`` starts from that checkpoint's copy of the store. With ``browser``
+    options the fetch step loads each URI as a page in Chromium (browserfetch.py) instead of fetching it."""
 
     def __init__(self, config: CrawlConfig, job_dir: Path, hosts: Mapping[str, str], resume_from: Path | None,
-                 on_scheduled: Callable[[], None], sitemap_limits: SitemapLimits | None = None) -> None:
+                 on_scheduled: Callable[[], None], sitemap_limits: SitemapLimits | None = None,
+                 browser: BrowserOptions | None = None) -> None:
         self.config = config
         punycode_hosts = {to_punycode(name): address for name, address in hosts.items()}
         self.store = checkpoints.launch_store(job_dir, resume_from)
@@ -76,6 +80,7 @@ class CrawlParts:
         # The DispositionProcessor's politeness in force: replaced whole by a live change, read for each fetch.
         self.politeness = Politeness.from_config(config)
         self.live = LiveChanges(self)
+        self.browser_pages = BrowserPages(browser, config.user_agent) if browser is not None else None
 
     def _count_discovered(self) -> None:
         self.stats.discovered += 1  # self.stats, not a reference kept: a resume replaces it
@@ -99,9 +104,23 @@ class CrawlParts:
             RobotsPrerequisite(config.robots_policy, servers, self.fetcher, frontier, disposition,
                                offers_sitemaps=config.robots_sitemaps),
             *logins,
-            FetchProcessor(config, self.fetcher, frontier, servers, disposition, is_stopping,
-                           lambda: self.politeness),
+            self._fetch_step(disposition, is_stopping),
         ), disposition)
+
+    def _fetch_step(self, disposition: Disposition,
+                    is_stopping: Callable[[], bool]) -> FetchProcessor | BrowserFetchProcessor:
+        if self.browser_pages is not None:
+            return BrowserFetchProcessor(self.config, self.browser_pages, self.fetcher, self.frontier, self.servers,
+                                         disposition, self.discovery, self.queue_assignment.key, is_stopping,
+                                         lambda: self.politeness)
+        return FetchProcessor(self.config, self.fetcher, self.frontier, self.servers, disposition, is_stopping,
+                              lambda: self.politeness)
+
+    async def close_fetching(self) -> None:
+        """End what fetches: the browser and its proxy (their exchanges in flight given up), the connections."""
+        if self.browser_pages is not None:
+            await self.browser_pages.close()
+        self.fetcher.close()
 
     def seed(self, logs: CrawlLogs) -> int:
         """Schedule the configured seeds (one not http(s) is an alert and left out); the first WARC serial of

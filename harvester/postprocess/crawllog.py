@@ -54,6 +54,7 @@ FETCH_STATUS_WORDS: dict[int, str] = {
     -5004: "runtime limit reached",
     -6000: "deleted by operator",
     -7000: "thread killed",
+    -8000: "the browser could not load the page",  # the browser crawler's own code (docs/browser.md)
     -9998: "robots.txt precluded",
 }
 

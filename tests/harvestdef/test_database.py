@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 
 from harvestdef.db import schema as s
 from harvestdef.db.ddl import postgresql_ddl
-from harvestdef.db.defaults import DEFAULT_CHANNELS, DEFAULT_SCHEDULES
+from harvestdef.db.defaults import BROWSER_CHANNEL, DEFAULT_CHANNELS, DEFAULT_SCHEDULES
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import alembic_config, head_revision, init_database, upgrade_database
 from harvestdef.errors import DatabaseError
@@ -103,7 +103,7 @@ def test_init_inserts_default_rows_once(engine):
     assert sorted(r.name for r in schedules) == sorted(name for name, *_ in DEFAULT_SCHEDULES)
     assert {r.name: r.maxrepeats for r in schedules}["Once"] == 1
     assert {r.name: (r.issnapshot, r.isdefault) for r in channels} == {
-        name: (snap, default) for name, snap, default, _ in DEFAULT_CHANNELS}
+        name: (snap, default) for name, snap, default, _ in (*DEFAULT_CHANNELS, BROWSER_CHANNEL)}
     assert versions["jobs"] == 10 and versions["domains"] == 3
 
 
@@ -159,7 +159,8 @@ def test_sql_file_loads_into_empty_postgresql_with_psql_and_init_accepts_it(post
         try:
             assert init_database(engine) == "up to date"
             with engine.connect() as conn:
-                assert conn.scalar(text("select count(*) from harvestchannel")) == 2
+                # the default channels and BROWSER
+                assert conn.scalar(text("select count(*) from harvestchannel")) == len(DEFAULT_CHANNELS) + 1
         finally:
             engine.dispose()
     finally:

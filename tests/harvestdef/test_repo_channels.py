@@ -18,7 +18,7 @@ def test_defaults_from_init_and_create_upper_case(engine):
         channel = repository.create("news_daily", comments="news sites")
         assert (channel.name, channel.issnapshot, channel.isdefault) == ("NEWS_DAILY", False, False)
         assert repository.get("News_Daily") == channel
-        assert [c.name for c in repository.all_channels()] == ["SNAPSHOT", "FOCUSED", "NEWS_DAILY"]
+        assert [c.name for c in repository.all_channels()] == ["SNAPSHOT", "BROWSER", "FOCUSED", "NEWS_DAILY"]
 
 
 @pytest.mark.parametrize("name", ["with space", "dash-ed", "", "ümlaut!"])
