@@ -84,7 +84,8 @@ def test_the_switch_refuses_an_unknown_language_and_a_missing_csrf_token(login):
     client = login("curator")
     response = client.post("/language", data={"language": "xx", "csrf_token": client.csrf})
     assert response.status_code == 400
-    assert "language 'xx' is not one of the shipped languages (en, da)" in html.unescape(response.get_data(as_text=True))
+    refusal = html.unescape(response.get_data(as_text=True))
+    assert "language 'xx' is not one of the shipped languages (en, da)" in refusal
     response = client.post("/language", data={"language": "da"})
     assert response.status_code == 400 and "CSRF" in response.get_data(as_text=True)
     assert COOKIE not in response.headers.get("Set-Cookie", "")
