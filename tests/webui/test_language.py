@@ -7,8 +7,12 @@ import html
 import re
 
 from flask import render_template_string
+from sqlalchemy import insert, select
 
+from harvestdef.db import schema as s
+from harvestdef.model.status import JobStatus, StopReason
 from tests.webui.conftest import PASSWORD, csrf_of
+from tests.webui.test_jobs import T0, seed
 from webui.formatting import count, size
 from webui.language import COOKIE
 
@@ -115,3 +119,35 @@ def test_plurals_and_figures_follow_the_language(app):
     with app.test_request_context("/"):
         assert [render_template_string(template, n=n) for n in (1, 2)] == ["1 run", "2 runs"]
         assert count(-1) == "unlimited"
+
+
+def test_the_job_list_the_job_page_and_their_messages_in_danish(login, webui_engine):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.FAILED, JobStatus.FAILED])
+    with webui_engine.begin() as conn:
+        alpha = conn.scalar(select(s.configurations.c.config_id).join(
+            s.domains, s.domains.c.domain_id == s.configurations.c.domain_id).where(s.domains.c.name == "alpha.dk"))
+        conn.execute(insert(s.historyinfo).values(
+            stopreason=int(StopReason.OBJECT_LIMIT), objectcount=5000, bytecount=12_345_678, config_id=alpha,
+            harvest_id=1, job_id=1, harvest_time=T0, novel_objects=4990, novel_bytes=12_000_000,
+            duplicate_objects=10, duplicate_bytes=345_678))
+    client = login("operator")
+    client.post("/language", data={"language": "da", "csrf_token": client.csrf})
+
+    job = client.get("/status/jobs/1")
+    page = re.sub(r"\s+", " ", job.get_data(as_text=True))
+    assert heading(job) == "Job 1 DONE"
+    assert "Høstet: 5,000 objekter, 12.3 MB, heraf 10 objekter dubletter" in page
+    assert "Domæner og konfigurationer (2)" in page and ">Stopårsag<" in page
+    assert "Seeds (2)" in page and "Filer i arkivlageret" in page
+
+    listed = client.get("/status/?status=FAILED")
+    page = re.sub(r"\s+", " ", listed.get_data(as_text=True))
+    assert heading(listed) == "Høststatus"
+    assert "Genstart markerede" in page and "Ingen job passer." not in page
+
+    answer = client.post("/status/jobs/actions", data={"csrf_token": client.csrf, "action": "reject",
+                                                       "job_id": ["2", "3"]}, follow_redirects=True)
+    assert "Afvis: udført for jobbene 2, 3." in answer.get_data(as_text=True)
+    answer = client.post("/status/jobs/actions", data={"csrf_token": client.csrf, "action": "restart"},
+                         follow_redirects=True)
+    assert "Ingen job var markeret." in answer.get_data(as_text=True)
