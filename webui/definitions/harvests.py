@@ -96,7 +96,8 @@ def parse_configurations(text: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         line = line.strip()
         if line:
-            domain, _, configuration = line.partition("/")
+            # not "_", which is gettext in this module
+            domain, _slash, configuration = line.partition("/")
             entries.append({"domain": domain.strip(), "configuration": configuration.strip() or None})
     return entries
 
