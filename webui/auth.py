@@ -164,12 +164,13 @@ def init_app(app: Flask) -> None:
                                  READ=READ, CURATE=CURATE, OPERATE=OPERATE, EXPORT=EXPORT, ADMIN=ADMIN)
 
 
-def _safe_next(target: str | None) -> str:
-    """Only a path on this site: never redirect a login to somewhere else."""
+def safe_next(target: str | None) -> str:
+    """Only a path on this site: never redirect a login or the language switch to somewhere else (a browser
+    reads "/\\host" as "//host")."""
     if not target:
         return url_for("system.home")
     parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not target.startswith("/"):
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("/\\"):
         return url_for("system.home")
     return target
 
@@ -243,7 +244,7 @@ def login() -> Any:
             flash(_("Unknown user or wrong password."), "error")
             return render_template("login.html"), 401
         _start_session(user)
-        return redirect(_safe_next(request.args.get("next")))
+        return redirect(safe_next(request.args.get("next")))
     return render_template("login.html")
 
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from flask import Blueprint, Flask, abort, redirect, request, url_for
+from flask import Blueprint, Flask, abort, redirect, request
 from flask_babel import Babel, get_locale
 
-from webui.auth import check_form_csrf
+from webui.auth import check_form_csrf, safe_next
 from webui.context import settings
 
 # code -> the language's name in itself, as the switch shows it; English first, the default
@@ -43,13 +42,6 @@ def current_language() -> str:
     return str(get_locale() or DEFAULT_LANGUAGE)
 
 
-def _back_to(target: str | None) -> str:
-    """Only a path on this site: the switch never redirects elsewhere."""
-    if not target or not target.startswith("/") or urlsplit(target).netloc or target.startswith("//"):
-        return url_for("system.home")
-    return target
-
-
 @blueprint.route("/language", methods=["POST"])
 def choose() -> Any:
     """Remember the language of the form's ``language`` field and go back to the page it was sent from."""
@@ -57,7 +49,7 @@ def choose() -> Any:
     language = request.form.get("language", "")
     if language not in LANGUAGES:
         abort(400, f"language {language!r} is not one of the shipped languages ({', '.join(LANGUAGES)})")
-    response = redirect(_back_to(request.form.get("next")))
+    response = redirect(safe_next(request.form.get("next")))
     response.set_cookie(COOKIE, language, max_age=COOKIE_LIFETIME, httponly=True, samesite="Lax",
                         secure=settings().webui.secureCookies)
     return response

@@ -75,9 +75,9 @@ def test_the_switch_remembers_the_choice_across_requests_over_accept_language(lo
 def test_the_switch_works_before_login_and_keeps_to_this_site(app):
     client = app.test_client()
     token = csrf_of(client)
-    response = client.post("/language", data={"language": "da", "next": "https://evil.example/",
-                                              "csrf_token": token})
-    assert response.status_code == 302 and response.headers["Location"] == "/"
+    for elsewhere in ("https://evil.example/", "//evil.example/", "/\\evil.example/", "evil"):
+        response = client.post("/language", data={"language": "da", "next": elsewhere, "csrf_token": token})
+        assert response.status_code == 302 and response.headers["Location"] == "/", elsewhere
     assert heading(client.get("/login")) == "Log ind"
     response = client.post("/login", data={"name": "curator", "password": PASSWORD, "csrf_token": token})
     assert response.status_code == 302
