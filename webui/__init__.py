@@ -1,8 +1,9 @@
 """The web UI for curators, operators and archivists, and its JSON API (design.md §Packages).
 
 ``create_app`` is all this module holds (style.md §1): it reads the settings once, opens the harvest
-database, and registers one blueprint per section: ``auth`` (login), ``definitions``, ``status`` (harvest
-status), ``history``, ``system``, and ``api`` (``/api/v1``, the same data and actions as JSON).
+database, and registers one blueprint per section: ``auth`` (login), ``language`` (the pages' language),
+``definitions``, ``status`` (harvest status), ``history``, ``system``, and ``api`` (``/api/v1``, the same data
+and actions as JSON).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
                test_config: dict[str, Any] | None = None) -> Flask:
     """The web UI on the harvest database of ``settings`` (or ``engine``, which the caller keeps owning)."""
     from harvestdef.db.guard import guard_writes
-    from webui import api, auth, definitions, formatting, history, replaylinks, routing, status, system
+    from webui import api, auth, definitions, formatting, history, language, replaylinks, routing, status, system
     from webui.context import WebuiContext
     from webui.jsonbody import JsonBodyProvider
 
@@ -51,6 +52,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
     routing.init_app(app)
     auth.init_app(app)
     app.before_request(routing.refuse_unstorable_text)
+    language.init_app(app)
     formatting.init_app(app)
     replaylinks.init_app(app, settings.replay.url)
     for section in (auth, definitions, status, history, system):

@@ -32,6 +32,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, abort, flash, g, redirect, render_template, request, session, url_for
+from flask_babel import gettext as _
+from flask_babel import ngettext
 from werkzeug.wrappers import Response
 
 from harvestdef.db.engine import write_transaction
@@ -54,7 +56,7 @@ PERMISSIONS: dict[str, frozenset[Role]] = {
     ADMIN: frozenset({Role.ADMIN}),
 }
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
-OPEN_ENDPOINTS = {"auth.login", "static"}
+OPEN_ENDPOINTS = {"auth.login", "language.choose", "static"}
 API_PREFIX = "/api/"
 # The API's page for people (webui/api/docs.py): under the API's prefix, yet a page, answered as pages are.
 API_DOCS = "/api/v1/docs"
@@ -162,12 +164,13 @@ def init_app(app: Flask) -> None:
                                  READ=READ, CURATE=CURATE, OPERATE=OPERATE, EXPORT=EXPORT, ADMIN=ADMIN)
 
 
-def _safe_next(target: str | None) -> str:
-    """Only a path on this site: never redirect a login to somewhere else."""
+def safe_next(target: str | None) -> str:
+    """Only a path on this site: never redirect a login or the language switch to somewhere else (a browser
+    reads "/\\host" as "//host")."""
     if not target:
         return url_for("system.home")
     parts = urlsplit(target)
-    if parts.scheme or parts.netloc or not target.startswith("/"):
+    if parts.scheme or parts.netloc or not target.startswith("/") or target.startswith("/\\"):
         return url_for("system.home")
     return target
 
@@ -185,7 +188,9 @@ def _throttled(name: str, template: str, **context: Any) -> Any | None:
         return None
     seconds = max(1, math.ceil(wait))
     log.warning("login of user %r from %s refused: too many failed logins, %d s to wait", name, address, seconds)
-    flash(f"Too many failed logins of this user or from this address: try again in {seconds} seconds.", "error")
+    flash(ngettext("Too many failed logins of this user or from this address: try again in %(num)s second.",
+                   "Too many failed logins of this user or from this address: try again in %(num)s seconds.",
+                   seconds), "error")
     return render_template(template, **context), 429, {"Retry-After": str(seconds)}
 
 
@@ -219,7 +224,7 @@ def _start_session(user: User) -> None:
     csrf_token()
 
 
-def _check_form_csrf(what: str) -> None:
+def check_form_csrf(what: str) -> None:
     sent = request.form.get("csrf_token", "")
     # bytes: compare_digest raises on a str that is not ASCII, which a client may send
     if not sent or not hmac.compare_digest(sent.encode(), session.get("csrf", "").encode()):
@@ -229,17 +234,17 @@ def _check_form_csrf(what: str) -> None:
 @blueprint.route("/login", methods=["GET", "POST"])
 def login() -> Any:
     if request.method == "POST":
-        _check_form_csrf("login")
+        check_form_csrf("login")
         name = request.form.get("name", "").strip()
         refused = _throttled(name, "login.html")
         if refused is not None:
             return refused
         user = _check_password(name, request.form.get("password", ""))
         if user is None:
-            flash("Unknown user or wrong password.", "error")
+            flash(_("Unknown user or wrong password."), "error")
             return render_template("login.html"), 401
         _start_session(user)
-        return redirect(_safe_next(request.args.get("next")))
+        return redirect(safe_next(request.args.get("next")))
     return render_template("login.html")
 
 
@@ -268,19 +273,19 @@ def password() -> Any:
         return refused
     new, repeated = request.form.get("new_password", ""), request.form.get("repeated_password", "")
     if _check_password(user.name, request.form.get("password", "")) is None:
-        flash("The current password is wrong.", "error")
+        flash(_("The current password is wrong."), "error")
         return render_template("password.html"), 401
     if new != repeated:
-        flash("The new password and its repetition differ.", "error")
+        flash(_("The new password and its repetition differ."), "error")
         return render_template("password.html"), 400
     try:
         with write_transaction(database()) as conn:
             UserRepository(conn, actor=user.name).set_password(user.name, new, user.edition)
     except HarvestSuiteError as exc:
-        flash(f"The password was not changed: {exc}.", "error")
+        flash(_("The password was not changed: %(reason)s.", reason=exc), "error")
         return render_template("password.html"), 400
     log.info("user %r changed the password from %s; every session of the user ended", user.name,
              request.remote_addr)
     session.clear()
-    flash("Password changed: every session of yours has ended. Log in with the new password.")
+    flash(_("Password changed: every session of yours has ended. Log in with the new password."))
     return redirect(url_for("auth.login"))

@@ -1,5 +1,9 @@
 """Jinja filters that make figures readable, one way on every page: thousands separators, -1 as "unlimited",
-sizes in bytes, counts with their noun, stored names in words, and times in one format.
+sizes in bytes, stored names in words, and times in one format.
+
+Words go through gettext (webui/language.py), so "unlimited" reads "ubegrænset" on a Danish page; a count with
+its noun is written in the template with ``ngettext`` ("1 job", "2 jobs"), where the catalogue holds both
+forms. Times are not translated: every language reads the one UTC format.
 
 A time is written as harvestdef.times writes it everywhere ("2026-11-27 14:05:33 UTC": stored in UTC, shown
 in UTC, to the second, never the ISO text with microseconds the database hands out), inside a
@@ -14,10 +18,11 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from flask import Flask
+from flask_babel import gettext as _
 from markupsafe import Markup, escape
 
+from harvestdef.model.definitions import RunOutlook
 from harvestdef.times import duration_text, utc_text
-from harvestdef.words import plural as plural_text
 from harvestdef.words import spaced
 
 _UNITS = ("bytes", "KB", "MB", "GB", "TB", "PB")
@@ -28,7 +33,7 @@ def count(value: Any) -> str:
     if value is None or value == "":
         return ""
     if isinstance(value, int | float) and value == -1:
-        return "unlimited"
+        return _("unlimited")
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
@@ -41,7 +46,7 @@ def size(value: Any) -> str:
     if value is None or value == "":
         return ""
     if value == -1:
-        return "unlimited"
+        return _("unlimited")
     amount = float(value)
     if amount == 1:
         return "1 byte"
@@ -52,11 +57,10 @@ def size(value: Any) -> str:
     raise AssertionError("unreachable")
 
 
-def plural(value: Any, noun: str, many: str | None = None) -> str:
-    """``{{ jobs|plural('job') }}``: "1 job", "12,345 jobs"; None -> ""."""
-    if value is None or value == "":
-        return ""
-    return plural_text(int(value), noun, many)
+def outlook(value: RunOutlook) -> str:
+    """Whether a harvest runs (again), capitalised, in the page's language: "Active", "Cannot run"."""
+    return {RunOutlook.ACTIVE: _("Active"), RunOutlook.FINISHED: _("Finished"),
+            RunOutlook.CANNOT_RUN: _("Cannot run"), RunOutlook.INACTIVE: _("Inactive")}[RunOutlook(value)]
 
 
 def words(value: Any) -> str:
@@ -100,4 +104,4 @@ def duration(value: Any) -> str:
 
 
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration, plural=plural, words=words)
+    app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration, outlook=outlook, words=words)

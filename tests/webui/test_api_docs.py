@@ -66,7 +66,7 @@ def test_the_docs_page_is_a_page_a_login_form_guards(app, login):
 
 
 def test_every_page_links_the_api_page_in_its_footer(app, login):
-    footer = re.compile(r'<footer class="bottom"><a href="/api/v1/docs">API</a></footer>')
+    footer = re.compile(r'<footer class="bottom">\s*<a href="/api/v1/docs">API</a>')
     client = login("operator")
     for path in ("/", "/definitions/", "/status/", "/status/running", "/history/", "/system", DOCS):
         page = client.get(path)

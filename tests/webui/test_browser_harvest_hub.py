@@ -75,7 +75,7 @@ def test_the_curator_removes_a_domain_runs_now_and_previews_on_the_harvest_page(
     tick(webui)
     page.reload()
     preview = page.locator("#preview")
-    assert "run 1, 2 configurations in 1 jobs" in preview.inner_text()
+    assert "run 1, 2 configurations in 1 job" in preview.inner_text()
     assert preview.locator("table.preview .sample").inner_text() == "bib.dk/defaultconfig, kb.dk/defaultconfig"
     assert page.locator(".flash.run-request").count() == 0
     run_row = page.locator("table.runs tr").nth(1)

@@ -191,7 +191,7 @@ def test_the_preview_on_the_page(login, webui_engine):
         as_text=True)
     tick(webui_engine)
     page = curator.get("/definitions/harvests/snap").get_data(as_text=True)
-    assert "2 configurations in 1 jobs" in page
+    assert "2 configurations in 1 job" in page
     assert "dr.dk/defaultconfig, kb.dk/defaultconfig" in page
     assert "20 hops, robots.txt ignored, JavaScript read" in page and "unlimited objects" in page
 

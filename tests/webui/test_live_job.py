@@ -6,6 +6,9 @@ when its condition does."""
 from __future__ import annotations
 
 import dataclasses
+import html
+import json
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -320,3 +323,19 @@ def test_the_job_page_shows_the_live_figures_and_polls_for_more(crawl, client):
     page = client.get(f"/status/jobs/{crawl.job_id}").get_data(as_text=True)
     assert f'data-live-url="/api/v1/jobs/{crawl.job_id}/live"' in page and "live.js" in page
     assert "https://www.københavn.dk/page1" in page and 'data-reason="no_active_queues"' in page
+
+
+def test_the_live_page_gives_its_script_the_words_in_the_pages_language(crawl, client):
+    crawl.heartbeat(utcnow())
+    page = client.get(f"/status/jobs/{crawl.job_id}", headers={"Accept-Language": "da"}).get_data(as_text=True)
+    attribute = re.search(r'<section id="live"[^>]* data-words="([^"]*)"', page)
+    assert attribute, "the live section carries the words of static/live.js"
+    words = json.loads(html.unescape(attribute.group(1)))
+    assert words["no report yet"] == "ingen rapport endnu" and words["unlimited"] == "ubegrænset"
+    # values stay placeholders, for the script to fill in; each plural form for its count
+    assert words["Paused since %(time)s by %(name)s"] == "Sat på pause siden %(time)s af %(name)s"
+    assert words["%(num)s progress sample"] == "%(num)s fremdriftsmåling"
+    assert words["%(num)s progress samples"] == "%(num)s fremdriftsmålinger"
+    english = client.get(f"/status/jobs/{crawl.job_id}").get_data(as_text=True)
+    attribute = re.search(r'<section id="live"[^>]* data-words="([^"]*)"', english)
+    assert json.loads(html.unescape(attribute.group(1)))["no report yet"] == "no report yet"

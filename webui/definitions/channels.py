@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.harvests import HarvestRepository
@@ -39,7 +40,7 @@ def _create_channel() -> Any:
             created = ChannelRepository(conn, actor()).create(
                 request.form.get("name", ""), request.form.get("snapshot") == "1",
                 request.form.get("comments", ""), request.form.get("default") == "1")
-        flash(f"Harvest channel {created.name} created.")
+        flash(_("Harvest channel %(name)s created.", name=created.name))
         return redirect(url_for("definitions.channels"))
     return attempt(create, _channels_page)
 
@@ -54,6 +55,6 @@ def channel_mapping() -> Any:
             target = HarvestRepository(conn).get(data.get("harvest", ""))
             channel = ChannelRepository(conn, actor()).map_harvest(target.harvest_id, data.get("channel"),
                                                                     data.get("edition", 0))
-        flash(f"Harvest {target.name} now goes to channel {channel.name}.")
+        flash(_("Harvest %(name)s now goes to channel %(channel)s.", name=target.name, channel=channel.name))
         return redirect(url_for("definitions.channels"))
     return attempt(change, _channels_page)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from harvestdef.repositories.templates import TemplateRepository
 from webui.api.crawltemplates import template_input
@@ -46,7 +47,8 @@ def _upload_template() -> Any:
                 repository.create(name, cxml, request.form.get("description", ""))
             else:
                 repository.replace(name, cxml, expected)
-        flash(f"Template {name} {'uploaded' if expected is None else 'replaced'}.")
+        flash(_("Template %(name)s uploaded.", name=name) if expected is None
+              else _("Template %(name)s replaced.", name=name))
         return redirect(url_for("definitions.templates"))
     return attempt(upload, _templates_page)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 from sqlalchemy import Connection, select
 
 from harvestdef.bulkimport import DomainImporter, TakenLine
@@ -139,7 +140,7 @@ def domains_create() -> Any:
         flash(str(exc), "error")
         return page(), 400
     if not made.created and not made.existing:
-        flash("Give a domain name, a list of names or a file.", "error")
+        flash(_("Give a domain name, a list of names or a file."), "error")
         return page(), 400
     return render_template("definitions/domains_new.html", result=made, form={})
 
@@ -229,7 +230,7 @@ def domain_delete(name: str) -> Any:
     except HarvestSuiteError as exc:
         flash(str(exc), "error")
         return redirect(url_for("definitions.domain", name=name))
-    flash(f"Domain {name} deleted.")
+    flash(_("Domain %(name)s deleted.", name=name))
     return redirect(url_for("definitions.domains"))
 
 

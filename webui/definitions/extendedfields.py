@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from harvestdef.model.definitions import ExtendedFieldDatatype, ExtendedFieldType
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
@@ -53,7 +54,7 @@ def _define_extended_field() -> Any:
                 defaultvalue=request.form.get("defaultvalue", ""),
                 options=tuple(o.strip() for o in request.form.get("options", "").splitlines() if o.strip()),
                 format=request.form.get("format", ""), sequencenr=data.get("sequencenr"), maxlen=data.get("maxlen"))
-        flash(f"Extended field {created.name} defined.")
+        flash(_("Extended field %(name)s defined.", name=created.name))
         return redirect(url_for("definitions.extended_fields"))
     return attempt(define, _extended_fields_page)
 

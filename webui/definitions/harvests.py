@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
+from flask_babel import ngettext
 
 from harvestdef.crawlattributes import ATTRIBUTES, SNAPSHOT_TREE, as_json, form_values
 from harvestdef.errors import RefusedLinesError
@@ -94,7 +96,8 @@ def parse_configurations(text: str) -> list[dict[str, Any]]:
     for line in text.splitlines():
         line = line.strip()
         if line:
-            domain, _, configuration = line.partition("/")
+            # not "_", which is gettext in this module
+            domain, _slash, configuration = line.partition("/")
             entries.append({"domain": domain.strip(), "configuration": configuration.strip() or None})
     return entries
 
@@ -130,7 +133,7 @@ def new_harvest(kind: str) -> Any:
                 warning = api.save_warning(api.harvest_repository(conn), created)
         except RefusedLinesError as exc:
             return show_refusals(exc, show)
-        flash(f"Harvest {created.name} created.")
+        flash(_("Harvest %(name)s created.", name=created.name))
         if warning:
             flash(warning, "warning")
         return redirect(url_for("definitions.harvest", name=created.name))
@@ -195,7 +198,8 @@ def _update_harvest(name: str, show: Callable[[], str]) -> Any:
             saved = api.update_harvest_from(conn, name, data)
             repository = api.harvest_repository(conn)
             warning = api.save_warning(repository, repository.get(saved))
-        flash(f"Harvest {saved} saved." if saved == name else f"Harvest {name} saved as {saved}.")
+        flash(_("Harvest %(name)s saved.", name=saved) if saved == name
+              else _("Harvest %(name)s saved as %(saved)s.", name=name, saved=saved))
         if warning:
             flash(warning, "warning")
         return redirect(url_for("definitions.harvest", name=saved))
@@ -233,7 +237,7 @@ def harvest_seeds(name: str) -> Any:
                     attributes=attributes)
         except RefusedLinesError as exc:
             return show_refusals(exc, lambda: _harvest_page(name))
-        flash(f"Seeds added: {len(made)} configuration(s).")
+        flash(ngettext("Seeds added: %(num)s configuration.", "Seeds added: %(num)s configurations.", len(made)))
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(add, lambda: _harvest_page(name))
 
@@ -246,7 +250,8 @@ def harvest_remove_configuration(name: str, domain: str, configuration: str) -> 
         with database().begin() as conn:
             api.harvest_repository(conn).remove_configuration(
                 name, domain, configuration, form_data(("edition",)).get("edition", 0))
-        flash(f"Configuration {domain}/{configuration} removed from harvest {name}.")
+        flash(_("Configuration %(domain)s/%(configuration)s removed from harvest %(name)s.", domain=domain,
+                configuration=configuration, name=name))
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(remove, lambda: _harvest_page(name))
 
@@ -262,7 +267,8 @@ def harvest_change_configuration(name: str, domain: str, configuration: str) -> 
         with database().begin() as conn:
             api.change_configuration(conn, name, domain, configuration, replacement,
                                      form_data(("edition",)).get("edition", 0))
-        flash(f"{domain} is harvested with configuration {replacement} instead of {configuration}.")
+        flash(_("%(domain)s is harvested with configuration %(replacement)s instead of %(configuration)s.",
+                domain=domain, replacement=replacement, configuration=configuration))
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(change, lambda: _harvest_page(name))
 
@@ -274,8 +280,8 @@ def harvest_run(name: str) -> Any:
     def ask() -> Any:
         with database().begin() as conn:
             RunRequestRepository(conn, actor()).request_run(name)
-        flash(f"A run of {name} is asked for: the scheduler makes it at its next tick "
-              f"(every {settings().scheduler.jobgenerationperiod} s).")
+        flash(_("A run of %(name)s is asked for: the scheduler makes it at its next tick (every %(period)s s).",
+                name=name, period=settings().scheduler.jobgenerationperiod))
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(ask, lambda: _harvest_page(name))
 
@@ -286,7 +292,7 @@ def harvest_run_withdraw(name: str) -> Any:
     def withdraw() -> Any:
         with database().begin() as conn:
             RunRequestRepository(conn, actor()).withdraw(name)
-        flash(f"The run of {name} asked for is withdrawn.")
+        flash(_("The run of %(name)s asked for is withdrawn.", name=name))
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(withdraw, lambda: _harvest_page(name))
 
@@ -298,8 +304,8 @@ def harvest_preview(name: str) -> Any:
     def ask() -> Any:
         with database().begin() as conn:
             RunRequestRepository(conn, actor()).request_preview(name)
-        flash(f"Preview asked for: the scheduler makes it at its next tick "
-              f"(every {settings().scheduler.jobgenerationperiod} s); reload this page to see it.")
+        flash(_("Preview asked for: the scheduler makes it at its next tick (every %(period)s s); reload this "
+                "page to see it.", period=settings().scheduler.jobgenerationperiod))
         return redirect(url_for("definitions.harvest", name=name, _anchor="preview"))
     return attempt(ask, lambda: _harvest_page(name))
 
@@ -312,6 +318,6 @@ def harvest_extended_fields(name: str) -> Any:
         values = {key[len("field:"):]: value for key, value in request.form.items() if key.startswith("field:")}
         with database().begin() as conn:
             set_harvest_fields(conn, name, form_data(("edition",)).get("edition", 0), values)
-        flash("Extended fields saved.")
+        flash(_("Extended fields saved."))
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(save, lambda: _harvest_page(name))

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.schedules import Schedule, TimeUnit
@@ -60,7 +61,7 @@ def _create_schedule() -> Any:
         schedule = schedule_from(schedule_body())
         with database().begin() as conn:
             ScheduleRepository(conn, actor()).create(schedule)
-        flash(f"Schedule {schedule.name} created.")
+        flash(_("Schedule %(name)s created.", name=schedule.name))
         return redirect(url_for("definitions.schedules"))
     return attempt(create, _schedules_page)
 
@@ -91,6 +92,6 @@ def _update_schedule(name: str, show: Callable[[], str]) -> Any:
             changed = schedule_from(data, current)
             saved = repository.update(Schedule(**{n: getattr(changed, n) for n in SCHEDULE_FIELDS},
                                                    schedule_id=current.schedule_id, edition=expected))
-        flash(f"Schedule {saved.name} saved.")
+        flash(_("Schedule %(name)s saved.", name=saved.name))
         return redirect(url_for("definitions.schedule", name=saved.name))
     return attempt(update, show)

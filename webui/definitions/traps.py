@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response, flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from harvestdef.errors import CrawlerTrapError
 from harvestdef.repositories.traps import GlobalCrawlerTrapRepository
@@ -42,7 +43,7 @@ def _create_traps() -> Any:
             created = GlobalCrawlerTrapRepository(conn, actor()).create(
                 request.form.get("name", ""), expressions, request.form.get("description", ""),
                 request.form.get("active") == "1")
-        flash(f"Crawler trap list {created.name} created.")
+        flash(_("Crawler trap list %(name)s created.", name=created.name))
         return redirect(url_for("definitions.global_traps"))
     return attempt(create, _traps_page)
 

@@ -8,14 +8,21 @@
 // - the running jobs page (#running-jobs): fetches the page itself and swaps in its table body, so the
 //   list and its figures are rendered by one template only.
 // Figures are formatted as webui/formatting.py formats them on the server, so an update looks the same
-// as the page did when it was loaded.
+// as the page did when it was loaded; its words come in the page's language from the live section's
+// data-words (English text -> translation, with %(name)s for the values), English where a word is missing.
 "use strict";
 (function () {
   const UNITS = ["bytes", "KB", "MB", "GB", "TB", "PB"];
+  let words = {};
+
+  // text in the page's language, its %(name)s replaced by values[name]
+  function say(text, values) {
+    return (words[text] || text).replace(/%\((\w+)\)s/g, (whole, name) => String((values || {})[name]));
+  }
 
   function count(value) {
     if (value === null || value === undefined) return "–";
-    if (value === -1) return "unlimited";
+    if (value === -1) return say("unlimited");
     return Number.isInteger(value) ? value.toLocaleString("en-US")
       : value.toLocaleString("en-US", {minimumFractionDigits: 1, maximumFractionDigits: 1});
   }
@@ -71,7 +78,7 @@
     }
     if (!queues.length) {
       const row = document.createElement("tr");
-      cell(row, "none reported", "muted");
+      cell(row, say("none reported"), "muted");
       row.firstChild.colSpan = 8;
       body.appendChild(row);
     }
@@ -157,7 +164,7 @@
     if (!changes.length) {
       const row = document.createElement("tr");
       row.className = "none";
-      cell(row, "No changes yet.", "muted");
+      cell(row, say("No changes yet."), "muted");
       row.firstChild.colSpan = 7;
       body.appendChild(row);
     }
@@ -166,7 +173,7 @@
   function fillPaused(line, paused) {
     if (!line) return;
     line.hidden = !paused;
-    line.textContent = paused ? "Paused since " + when(paused.since) + " by " + paused.by : "";
+    line.textContent = paused ? say("Paused since %(time)s by %(name)s", {time: when(paused.since), name: paused.by}) : "";
   }
 
   // Each control button enabled when its action is available now, its title saying why not otherwise.
@@ -192,20 +199,20 @@
     }
     if (!domains.length) {
       const row = document.createElement("tr");
-      cell(row, "none counted yet", "muted");
+      cell(row, say("none counted yet"), "muted");
       row.firstChild.colSpan = 3;
       body.appendChild(row);
     }
   }
 
   function statusClasses(counts) {
-    if (!counts) return "none counted yet";
+    if (!counts) return say("none counted yet");
     return Object.keys(counts.by_class).sort()
       .map(name => name.replace(/_/g, " ") + " " + count(counts.by_class[name])).join(" · ");
   }
 
   function fillJob(section, live) {
-    setText(section, "crawler_status", live.crawler ? (live.crawler.status || "?") : "no report yet");
+    setText(section, "crawler_status", live.crawler ? (live.crawler.status || "?") : say("no report yet"));
     setText(section, "progress", live.crawler && live.crawler.progress !== null
       ? live.crawler.progress.toFixed(1) + " %" : "–");
     setText(section, "downloaded", count(live.downloaded));
@@ -221,10 +228,11 @@
     setText(section, "queue_counts", queues ? [queues.active, queues.retired, queues.exhausted, queues.total]
       .join(" · ") : "–");
     setText(section, "reported_at", when(live.reported_at));
-    setText(section, "frontier_reported_at", live.frontier_reported_at ? "reported " + when(live.frontier_reported_at)
-      : "no frontier report yet");
+    setText(section, "frontier_reported_at", live.frontier_reported_at
+      ? say("reported %(time)s", {time: when(live.frontier_reported_at)}) : say("no frontier report yet"));
     setText(section, "log", live.log.map(line => line + "\n").join(""));
-    setText(section, "chart_note", live.history.length + " progress sample" + (live.history.length === 1 ? "" : "s"));
+    setText(section, "chart_note", say(live.history.length === 1 ? "%(num)s progress sample" : "%(num)s progress samples",
+      {num: count(live.history.length)}));
     fillHoldingBack(element(section, "holding_back"), live.holding_back);
     fillQueues(element(section, "queues"), live.queues);
     fillDomains(element(section, "domains"), live.domains);
@@ -255,7 +263,7 @@
           if (ended) return;
           fillJob(section, live);
           if (live.state === "STARTED") {
-            setText(section, "note", "updated " + when(new Date().toISOString()));
+            setText(section, "note", say("updated %(time)s", {time: when(new Date().toISOString())}));
             schedule();
           } else {
             ended = true;
@@ -263,12 +271,12 @@
             // a job that has ended takes no more changes: its forms go, its buttons are disabled
             const forms = element(section, "change_forms");
             if (forms) forms.hidden = true;
-            setText(section, "note", "the job is " + live.state + " now: reload the page for its results");
+            setText(section, "note", say("the job is %(state)s now: reload the page for its results", {state: live.state}));
           }
         })
         .catch(error => {
           // a failed update keeps the figures shown and tries again: the web UI may be restarting
-          setText(section, "note", "update failed (" + error.message + "), trying again");
+          setText(section, "note", say("update failed (%(error)s), trying again", {error: error.message}));
           schedule();
         });
     };
@@ -301,12 +309,12 @@
             error.textContent = "";
           } else {
             error.hidden = false;
-            error.textContent = answer.error ? answer.error.message : "refused (HTTP " + response.status + ")";
+            error.textContent = answer.error ? answer.error.message : say("refused (HTTP %(status)s)", {status: response.status});
           }
         }))
         .catch(failure => {
           error.hidden = false;
-          error.textContent = "could not send the " + form.dataset.action + ": " + failure.message;
+          error.textContent = say("could not send the %(action)s: %(reason)s", {action: form.dataset.action, reason: failure.message});
         })
         .finally(() => {
           delete form.dataset.sending;
@@ -333,6 +341,7 @@
   document.addEventListener("DOMContentLoaded", () => {
     const section = document.getElementById("live");
     if (section) {
+      words = JSON.parse(section.dataset.words || "{}");
       const initial = document.getElementById("live-initial");
       if (initial) drawChart(element(section, "chart"), JSON.parse(initial.textContent).history);
       sendControls(section, pollJob(section));

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from flask import flash, redirect, request, url_for
+from flask_babel import gettext as _
 
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.repositories.jobchanges import ADD_URIS, BUDGET, DELETE_QUEUED, POLITENESS, REJECT, UNREJECT
@@ -44,8 +45,8 @@ def control(job_id: int) -> Any:
         change = request_control(job_id, action, {})
     except (ApiError, HarvestSuiteError) as exc:
         return _refused(job_id, "control", exc, {"action": action})
-    flash(f"Change {change['version']} ({change['kind']}) is pending: the job's controller carries it out "
-          f"shortly.", "info")
+    flash(_("Change %(version)s (%(kind)s) is pending: the job's controller carries it out shortly.",
+            version=change["version"], kind=change["kind"]), "info")
     return redirect(url_for("status.job", job_id=job_id, _anchor="steer"))
 
 
@@ -69,8 +70,8 @@ def change(job_id: int) -> Any:
         made = request_change(job_id, fields)
     except (ApiError, HarvestSuiteError) as exc:
         return _refused(job_id, kind, exc, typed, lines)
-    flash(f"Change {made['version']} ({made['summary']}) is pending: the job's controller applies it shortly.",
-          "info")
+    flash(_("Change %(version)s (%(summary)s) is pending: the job's controller applies it shortly.",
+            version=made["version"], summary=made["summary"]), "info")
     return redirect(url_for("status.job", job_id=job_id, _anchor="steer"))
 
 

@@ -19,6 +19,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from flask import abort, flash, redirect, render_template, request, send_file, url_for
+from flask_babel import gettext as _
+from flask_babel import ngettext
 from sqlalchemy import Connection, select
 
 from harvestdef.archive import ArchiveStore
@@ -96,17 +98,18 @@ def job_actions() -> Any:
         if text.isdigit():
             job_ids.append(int(text))
     if not job_ids:
-        flash("No jobs were checked.", "error")
+        flash(_("No jobs were checked."), "error")
     done = []
     for job_id in job_ids:
         try:
             JOB_ACTIONS[action](job_id)
             done.append(job_id)
         except (ApiError, HarvestSuiteError) as exc:
-            flash(f"Job {job_id}: {translate(exc).message}", "error")
+            flash(_("Job %(id)s: %(reason)s", id=job_id, reason=translate(exc).message), "error")
     if done:
-        flash(f"{action.capitalize()}: done for job{'s' if len(done) > 1 else ''} "
-              f"{', '.join(map(str, done))}.", "info")
+        done_for = {"restart": _("Restart"), "reject": _("Reject"), "unreject": _("Unreject")}[action]
+        flash(ngettext("%(action)s: done for job %(jobs)s.", "%(action)s: done for jobs %(jobs)s.", len(done),
+                       action=done_for, jobs=", ".join(map(str, done))), "info")
     return redirect(_back_to_list())
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.model.definitions import Role
@@ -45,10 +46,12 @@ def change(name: str) -> Any:
     try:
         changed = change_user(name, _edition(), request.form.get("role") or None, active)
     except (ApiError, HarvestSuiteError) as exc:
-        flash(f"User {name} was not changed: {getattr(exc, 'message', exc)}.", "error")
+        flash(_("User %(name)s was not changed: %(reason)s.", name=name, reason=getattr(exc, "message", exc)), "error")
     else:
-        flash(f"User {changed.name} is now {changed.role.value}, "
-              f"{'active' if changed.isactive else 'deactivated: its sessions and API tokens are refused'}.")
+        flash(_("User %(name)s is now %(role)s, active.", name=changed.name, role=changed.role.value)
+              if changed.isactive else
+              _("User %(name)s is now %(role)s, deactivated: its sessions and API tokens are refused.",
+                name=changed.name, role=changed.role.value))
     return redirect(url_for("system.users"))
 
 
@@ -58,15 +61,17 @@ def reset_password(name: str) -> Any:
     """Set a user's password (forgotten or leaked); every session of the user ends."""
     new, repeated = request.form.get("new_password", ""), request.form.get("repeated_password", "")
     if new != repeated:
-        flash(f"The password of {name} was not changed: the new password and its repetition differ.", "error")
+        flash(_("The password of %(name)s was not changed: the new password and its repetition differ.", name=name),
+              "error")
         return redirect(url_for("system.users"))
     try:
         with database().begin() as conn:
             UserRepository(conn, actor()).set_password(name, new, _edition())
     except (ApiError, HarvestSuiteError) as exc:
-        flash(f"The password of {name} was not changed: {getattr(exc, 'message', exc)}.", "error")
+        flash(_("The password of %(name)s was not changed: %(reason)s.", name=name,
+                reason=getattr(exc, "message", exc)), "error")
     else:
-        flash(f"The password of {name} is changed; every session of the user has ended.")
+        flash(_("The password of %(name)s is changed; every session of the user has ended.", name=name))
     return redirect(url_for("system.users"))
 
 
@@ -87,8 +92,10 @@ def revoke_token(name: str, token_id: int) -> Any:
     try:
         revoked = revoke(name, token_id)
     except (ApiError, HarvestSuiteError) as exc:
-        flash(f"API token {token_id} was not revoked: {getattr(exc, 'message', exc)}.", "error")
+        flash(_("API token %(id)s was not revoked: %(reason)s.", id=token_id, reason=getattr(exc, "message", exc)),
+              "error")
     else:
-        flash(f"API token {revoked.token_id} of {revoked.user} is revoked: it is refused from now on (at the "
-              f"latest harvestsuite.webui.tokenCacheSeconds later by a web UI that had it in hand).")
+        flash(_("API token %(id)s of %(name)s is revoked: it is refused from now on (at the latest "
+                "harvestsuite.webui.tokenCacheSeconds later by a web UI that had it in hand).",
+                id=revoked.token_id, name=revoked.user))
     return redirect(url_for("system.tokens", name=name))

@@ -13,6 +13,7 @@ import secrets
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
+from flask_babel import gettext as _
 
 from harvestdef.model.webhooks import DELIVERY_STATES, WebhookEvent
 from harvestdef.repositories.webhooks import WebhookRepository
@@ -74,8 +75,8 @@ def webhooks() -> Any:
 
     def save() -> Any:
         made = create(_form_body(editing=False))
-        flash(f"Webhook {made.name} saved; its secret ({made.secret_hint}) is not shown again: give it to the "
-              f"receiver now if you have not.")
+        flash(_("Webhook %(name)s saved; its secret (%(hint)s) is not shown again: give it to the receiver now if "
+                "you have not.", name=made.name, hint=made.secret_hint))
         return redirect(url_for("system.webhooks"))
     return attempt(save, _webhooks_page)
 
@@ -97,7 +98,8 @@ def webhook(webhook_id: int) -> Any:
 
     def save() -> Any:
         saved = change(webhook_id, _form_body(editing=True))
-        flash(f"Webhook {saved.name} saved{'' if saved.isactive else ' (inactive: it gets no deliveries)'}.")
+        flash(_("Webhook %(name)s saved.", name=saved.name) if saved.isactive
+              else _("Webhook %(name)s saved (inactive: it gets no deliveries).", name=saved.name))
         return redirect(url_for("system.webhook", webhook_id=webhook_id))
     return attempt(save, page)
 
@@ -109,7 +111,7 @@ def delete_webhook(webhook_id: int) -> Any:
     def remove() -> Any:
         with database().begin() as conn:
             removed = WebhookRepository(conn, actor()).delete(webhook_id)
-        flash(f"Webhook {removed.name} deleted; its pending deliveries are failed, and its log stays.")
+        flash(_("Webhook %(name)s deleted; its pending deliveries are failed, and its log stays.", name=removed.name))
         return redirect(url_for("system.webhooks"))
     return attempt(remove, _webhooks_page)
 
@@ -121,7 +123,7 @@ def send_again(delivery_id: int) -> Any:
     def resend() -> Any:
         with database().begin() as conn:
             delivery = WebhookRepository(conn, actor()).send_again(delivery_id)
-        flash(f"Delivery {delivery.delivery_id} ({delivery.event.value}) goes to {delivery.url} again at the "
-              "scheduler's next sending.")
+        flash(_("Delivery %(id)s (%(event)s) goes to %(url)s again at the scheduler's next sending.",
+                id=delivery.delivery_id, event=delivery.event.value, url=delivery.url))
         return redirect(url_for("system.webhooks"))
     return attempt(resend, _webhooks_page)

@@ -1,0 +1,153 @@
+"""The pages' language (webui/language.py): the remembered choice, else the browser's Accept-Language among the
+shipped languages, else English; the switch in every page's footer; the JSON API in English whatever is asked."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from flask import render_template_string
+from sqlalchemy import insert, select
+
+from harvestdef.db import schema as s
+from harvestdef.model.status import JobStatus, StopReason
+from tests.webui.conftest import PASSWORD, csrf_of
+from tests.webui.test_jobs import T0, seed
+from webui.formatting import count, size
+from webui.language import COOKIE
+
+
+def heading(response) -> str:
+    match = re.search(r"<h1>(.*?)</h1>", response.get_data(as_text=True), re.S)
+    assert match, response.get_data(as_text=True)[:500]
+    return " ".join(re.sub(r"<[^>]+>", " ", match.group(1)).split())
+
+
+def page_language(response) -> str:
+    return re.search(r'<html lang="([^"]+)">', response.get_data(as_text=True)).group(1)
+
+
+def test_english_is_the_default(app):
+    client = app.test_client()
+    response = client.get("/login")
+    assert heading(response) == "Log in" and page_language(response) == "en"
+    # a language that is not shipped falls back to English too
+    response = client.get("/login", headers={"Accept-Language": "fr-FR,fr;q=0.9"})
+    assert heading(response) == "Log in" and page_language(response) == "en"
+
+
+def test_accept_language_picks_danish_among_the_shipped_languages(app):
+    client = app.test_client()
+    for header in ("da", "da-DK,da;q=0.9,en;q=0.8", "fr-FR,fr;q=0.9,da;q=0.5"):
+        response = client.get("/login", headers={"Accept-Language": header})
+        assert heading(response) == "Log ind", header
+        assert page_language(response) == "da"
+        assert "Adgangskode" in response.get_data(as_text=True)
+
+
+def test_a_view_says_its_flash_message_in_the_chosen_language(app):
+    client = app.test_client()
+    token = csrf_of(client)
+    response = client.post("/login", data={"name": "curator", "password": "wrong", "csrf_token": token},
+                           headers={"Accept-Language": "da"})
+    assert response.status_code == 401
+    assert "Ukendt bruger eller forkert adgangskode." in response.get_data(as_text=True)
+
+
+def test_the_switch_remembers_the_choice_across_requests_over_accept_language(login):
+    client = login("curator")
+    response = client.post("/language", data={"language": "da", "next": "/status/", "csrf_token": client.csrf},
+                           headers={"Accept-Language": "en"})
+    assert response.status_code == 302 and response.headers["Location"] == "/status/"
+    assert f"{COOKIE}=da" in response.headers["Set-Cookie"]
+    english_browser = {"Accept-Language": "en-GB,en;q=0.9"}
+    assert heading(client.get("/status/", headers=english_browser)) == "Høststatus"
+    home = client.get("/", headers=english_browser)
+    text = home.get_data(as_text=True)
+    assert heading(home) == "Oversigt"
+    assert all(f">{word}</a>" in text for word in ("Oversigt", "Definitioner", "Høststatus", "Historik"))
+    assert "Logget ind som curator." in text
+    # and back: the choice of English holds in a Danish browser
+    client.post("/language", data={"language": "en", "next": "/", "csrf_token": client.csrf})
+    assert heading(client.get("/", headers={"Accept-Language": "da"})) == "Overview"
+
+
+def test_the_switch_works_before_login_and_keeps_to_this_site(app):
+    client = app.test_client()
+    token = csrf_of(client)
+    for elsewhere in ("https://evil.example/", "//evil.example/", "/\\evil.example/", "evil"):
+        response = client.post("/language", data={"language": "da", "next": elsewhere, "csrf_token": token})
+        assert response.status_code == 302 and response.headers["Location"] == "/", elsewhere
+    assert heading(client.get("/login")) == "Log ind"
+    response = client.post("/login", data={"name": "curator", "password": PASSWORD, "csrf_token": token})
+    assert response.status_code == 302
+    assert heading(client.get("/")) == "Oversigt"
+
+
+def test_the_switch_refuses_an_unknown_language_and_a_missing_csrf_token(login):
+    client = login("curator")
+    response = client.post("/language", data={"language": "xx", "csrf_token": client.csrf})
+    assert response.status_code == 400
+    refusal = html.unescape(response.get_data(as_text=True))
+    assert "language 'xx' is not one of the shipped languages (en, da)" in refusal
+    response = client.post("/language", data={"language": "da"})
+    assert response.status_code == 400 and "CSRF" in response.get_data(as_text=True)
+    assert COOKIE not in response.headers.get("Set-Cookie", "")
+    assert heading(client.get("/")) == "Overview"
+
+
+def test_the_api_stays_english_whatever_the_page_language(api, login):
+    client = login("curator")
+    client.post("/language", data={"language": "da", "csrf_token": client.csrf})
+    response = client.get("/api/v1/jobs/999999", headers={"Accept-Language": "da"})
+    assert response.status_code == 404
+    message = response.get_json()["error"]["message"]
+    assert "999999" in message and re.fullmatch(r"[ -~]+", message), message  # English, plain ASCII
+    response = api("curator", "get", "/api/v1/jobs/999999", headers={"Accept-Language": "da"})
+    assert response.get_json()["error"]["message"] == message
+
+
+def test_plurals_and_figures_follow_the_language(app):
+    template = "{{ ngettext('%(num)s run', '%(num)s runs', n, num=n|count) }}"
+    with app.test_request_context("/", headers={"Accept-Language": "da"}):
+        assert [render_template_string(template, n=n) for n in (1, 2, 12345)] == [
+            "1 kørsel", "2 kørsler", "12,345 kørsler"]
+        assert count(-1) == "ubegrænset" and size(-1) == "ubegrænset"
+        # times are not translated: the one UTC format in every language
+        assert render_template_string("{{ t|when }}", t="2026-11-23T04:01:55Z").endswith(
+            "<span>2026-11-23</span> <span>04:01:55 UTC</span></time>")
+    with app.test_request_context("/"):
+        assert [render_template_string(template, n=n) for n in (1, 2)] == ["1 run", "2 runs"]
+        assert count(-1) == "unlimited"
+
+
+def test_the_job_list_the_job_page_and_their_messages_in_danish(login, webui_engine):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.FAILED, JobStatus.FAILED])
+    with webui_engine.begin() as conn:
+        alpha = conn.scalar(select(s.configurations.c.config_id).join(
+            s.domains, s.domains.c.domain_id == s.configurations.c.domain_id).where(s.domains.c.name == "alpha.dk"))
+        conn.execute(insert(s.historyinfo).values(
+            stopreason=int(StopReason.OBJECT_LIMIT), objectcount=5000, bytecount=12_345_678, config_id=alpha,
+            harvest_id=1, job_id=1, harvest_time=T0, novel_objects=4990, novel_bytes=12_000_000,
+            duplicate_objects=10, duplicate_bytes=345_678))
+    client = login("operator")
+    client.post("/language", data={"language": "da", "csrf_token": client.csrf})
+
+    job = client.get("/status/jobs/1")
+    page = re.sub(r"\s+", " ", job.get_data(as_text=True))
+    assert heading(job) == "Job 1 DONE"
+    assert "Høstet: 5,000 objekter, 12.3 MB, heraf 10 objekter dubletter" in page
+    assert "Domæner og konfigurationer (2)" in page and ">Stopårsag<" in page
+    assert "Seeds (2)" in page and "Filer i arkivlageret" in page
+
+    listed = client.get("/status/?status=FAILED")
+    page = re.sub(r"\s+", " ", listed.get_data(as_text=True))
+    assert heading(listed) == "Høststatus"
+    assert "Genstart markerede" in page and "Ingen job passer." not in page
+
+    answer = client.post("/status/jobs/actions", data={"csrf_token": client.csrf, "action": "reject",
+                                                       "job_id": ["2", "3"]}, follow_redirects=True)
+    assert "Afvis: udført for jobbene 2, 3." in answer.get_data(as_text=True)
+    answer = client.post("/status/jobs/actions", data={"csrf_token": client.csrf, "action": "restart"},
+                         follow_redirects=True)
+    assert "Ingen job var markeret." in answer.get_data(as_text=True)
