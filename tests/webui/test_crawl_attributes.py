@@ -124,7 +124,9 @@ def test_a_configurations_attributes_on_its_page(login, webui_engine):
     assert eav_rows(webui_engine, 2, default) == {"MAX_HOPS": 3, "HONOR_ROBOTS_DOT_TXT": 1, "EXTRACT_JAVASCRIPT": 0}
     page = curator.get(page_path).get_data(as_text=True)
     assert 'value="3"' in page and '<option value="obey" selected>' in page
-    assert "MAX_HOPS" in page, "the change history shows the attributes' change"
+    history = re.sub(r"<[^>]+>|\s+", " ", page[page.index("Change history"):])
+    assert re.search(r"curator +created +Extract links from JavaScript \(1\) or not \(0\) +: 0 +Max hops +: 3 ",
+                     history), "the change history shows the attributes' change in words"
 
 
 def test_a_snapshots_own_attributes_through_the_api_and_the_page(api, login, webui_engine):

@@ -92,7 +92,8 @@ EMPTY_REFERENCE = {"channel_id": "the default channel of its kind", "alias": "no
                    "previoushd": "none (the first step)"}
 LABELS = {
     "name": "Name", "comments": "Comments", "audience": "Audience", "isactive": "Active", "numevents": "Runs",
-    "isevent": "Event harvest",
+    "isevent": "Event harvest", "MAX_HOPS": "Max hops", "HONOR_ROBOTS_DOT_TXT": "Obey robots.txt (1) or not (0)",
+    "EXTRACT_JAVASCRIPT": "Extract links from JavaScript (1) or not (0)",
     "submitted": "Created", "nextdate": "Next run", "crawlertraps": "Crawler traps", "channel_id": "Channel",
     "schedule_id": "Schedule", "maxobjects": "Max objects", "maxbytes": "Max bytes",
     "maxjobrunningtime": "Max seconds per job", "previoushd": "Continues", "isindexready": "Deduplication index ready",
