@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from flask import render_template_string
 from sqlalchemy import insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.schedules import Schedule, TimeUnit
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_jobs import T0, seed
-from webui.formatting import count, size
+from webui.formatting import count, outlook_reason, size
 from webui.language import COOKIE
 
 
@@ -188,3 +191,18 @@ def test_the_change_history_and_a_schedule_frequency_in_danish_and_english(api, 
     assert "Kører hver uge om mandagen kl. 02:30." in page.get_data(as_text=True)
     english = words("/definitions/schedules", "en")
     assert "mondays-0230 every week on Monday at 02:30" in english and "Every 5 minutes every 5 minutes" in english
+
+
+def test_why_a_harvest_runs_no_more_in_danish_as_harvestdef_words_it(app):
+    now, zone = datetime(2026, 11, 27, 12, 0, tzinfo=UTC), ZoneInfo("Europe/Copenhagen")
+    reasons = [Schedule("Once", TimeUnit.DAILY, 1, maxrepeats=1).end_reason(1, now, zone),
+               Schedule("Twice", TimeUnit.DAILY, 1, maxrepeats=2).end_reason(2, now, zone),
+               Schedule("Past", TimeUnit.DAILY, 1, enddate=datetime(2026, 1, 1, tzinfo=UTC)).end_reason(0, now, zone),
+               "a snapshot harvest runs once, and it has run"]
+    with app.test_request_context("/", headers={"Accept-Language": "da"}):
+        assert [outlook_reason(reason) for reason in reasons] == [
+            "skemaet Once tillader 1 kørsel, og den har kørt", "skemaet Twice tillader 2 kørsler, og de har alle kørt",
+            "skemaet Past sluttede 2026-01-01 00:00:00 UTC", "en tværsnitshøstning kører én gang, og den har kørt"]
+        assert outlook_reason("a reason not known") == "a reason not known"
+    with app.test_request_context("/"):
+        assert [outlook_reason(reason) for reason in reasons] == reasons
