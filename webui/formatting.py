@@ -1,5 +1,5 @@
 """Jinja filters that make figures readable, one way on every page: thousands separators, -1 as "unlimited",
-sizes in bytes, stored names in words, and times in one format.
+sizes in bytes, stored names in words, how often a schedule runs, and times in one format.
 
 Words go through gettext (webui/language.py), so "unlimited" reads "ubegrænset" on a Danish page; a count with
 its noun is written in the template with ``ngettext`` ("1 job", "2 jobs"), where the catalogue holds both
@@ -14,14 +14,17 @@ the script the page still says the one UTC time.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime
 from typing import Any
 
 from flask import Flask
 from flask_babel import gettext as _
+from flask_babel import lazy_gettext, ngettext
 from markupsafe import Markup, escape
 
 from harvestdef.model.definitions import RunOutlook
+from harvestdef.schedules import Schedule, TimeUnit
 from harvestdef.times import duration_text, utc_text
 from harvestdef.words import spaced
 
@@ -61,6 +64,75 @@ def outlook(value: RunOutlook) -> str:
     """Whether a harvest runs (again), capitalised, in the page's language: "Active", "Cannot run"."""
     return {RunOutlook.ACTIVE: _("Active"), RunOutlook.FINISHED: _("Finished"),
             RunOutlook.CANNOT_RUN: _("Cannot run"), RunOutlook.INACTIVE: _("Inactive")}[RunOutlook(value)]
+
+
+# java.util.Calendar's order, as Schedule.ondayofweek counts
+_WEEKDAYS = (lazy_gettext("Sunday"), lazy_gettext("Monday"), lazy_gettext("Tuesday"), lazy_gettext("Wednesday"),
+             lazy_gettext("Thursday"), lazy_gettext("Friday"), lazy_gettext("Saturday"))
+
+
+def _every(unit: TimeUnit, n: int) -> str:
+    # one ngettext per unit: a language may bend each unit its own way ("hvert minut", "hver time")
+    units = f"{n:,}"
+    if unit is TimeUnit.MINUTE:
+        return ngettext("every minute", "every %(units)s minutes", n, units=units)
+    if unit is TimeUnit.HOURLY:
+        return ngettext("every hour", "every %(units)s hours", n, units=units)
+    if unit is TimeUnit.DAILY:
+        return ngettext("every day", "every %(units)s days", n, units=units)
+    if unit is TimeUnit.WEEKLY:
+        return ngettext("every week", "every %(units)s weeks", n, units=units)
+    return ngettext("every month", "every %(units)s months", n, units=units)
+
+
+def frequency(schedule: Schedule) -> str:
+    """How often a schedule runs, in the page's language: the words of ``Schedule.frequency`` (which the API
+    and the commands say in English), built here from the schedule's parts so harvestdef needs no Flask."""
+    every = _every(schedule.timeunit, schedule.numtimeunits)
+    if schedule.is_anytime:
+        return every
+    if schedule.timeunit is TimeUnit.HOURLY:
+        return _("%(every)s at minute %(minute)s", every=every, minute=schedule.onminute)
+    time = f"{schedule.onhour:02d}:{schedule.onminute:02d}" if schedule.onhour is not None else None
+    if schedule.timeunit is TimeUnit.WEEKLY and schedule.ondayofweek is not None:
+        day = str(_WEEKDAYS[schedule.ondayofweek - 1])
+        if time is None:
+            return _("%(every)s on %(weekday)s", every=every, weekday=day)
+        return _("%(every)s on %(weekday)s at %(time)s", every=every, weekday=day, time=time)
+    if schedule.timeunit is TimeUnit.MONTHLY:
+        if time is None:
+            return _("%(every)s on day %(day)s", every=every, day=schedule.ondayofmonth)
+        return _("%(every)s on day %(day)s at %(time)s", every=every, day=schedule.ondayofmonth, time=time)
+    return every if time is None else _("%(every)s at %(time)s", every=every, time=time)
+
+
+# The reasons harvestdef gives why a harvest runs no more (HarvestRepository.outlook, Schedule.end_reason), in
+# English for the API; the page says them in its language from their parts. A reason not known here stays
+# as it was.
+_OUTLOOK_REASONS = [
+    (re.compile(r"schedule (?P<name>.+) allows (?P<runs>\d+) runs?, and all of them have run"),
+     lambda m: ngettext("schedule %(name)s allows %(runs)s run, and all of them have run",
+                        "schedule %(name)s allows %(runs)s runs, and all of them have run", int(m["runs"]),
+                        name=m["name"], runs=m["runs"])),
+    (re.compile(r"schedule (?P<name>.+) ended on (?P<time>.+)"),
+     lambda m: _("schedule %(name)s ended on %(time)s", name=m["name"], time=m["time"])),
+    (re.compile(r"schedule (?P<name>.+) has no event left before its end on (?P<time>.+)"),
+     lambda m: _("schedule %(name)s has no event left before its end on %(time)s", name=m["name"],
+                 time=m["time"])),
+    (re.compile(r"a snapshot harvest runs once, and it has run"),
+     lambda m: _("a snapshot harvest runs once, and it has run")),
+    (re.compile(r"its next run date was cleared, although its schedule has events to come"),
+     lambda m: _("its next run date was cleared, although its schedule has events to come")),
+]
+
+
+def outlook_reason(reason: str) -> str:
+    """Why a harvest runs no more, in the page's language."""
+    for pattern, said in _OUTLOOK_REASONS:
+        match = pattern.fullmatch(reason)
+        if match:
+            return said(match)
+    return reason
 
 
 def words(value: Any) -> str:
@@ -104,4 +176,5 @@ def duration(value: Any) -> str:
 
 
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration, outlook=outlook, words=words)
+    app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration, outlook=outlook, words=words,
+                                 frequency=frequency, outlook_reason=outlook_reason)

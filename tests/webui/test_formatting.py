@@ -9,7 +9,7 @@ from markupsafe import Markup
 from harvestdef.schedules import Schedule, TimeUnit
 from harvestdef.words import plural as plural_text
 from harvestdef.words import spaced
-from webui.formatting import count, size, when, words
+from webui.formatting import count, frequency, size, when, words
 
 
 def test_counts_get_separators_and_minus_one_is_unlimited():
@@ -90,3 +90,5 @@ def test_stored_names_read_as_words():
 ])
 def test_a_schedule_says_how_often_it_runs_in_words(schedule, said):
     assert schedule.frequency == said
+    # the pages' filter, which builds the same words through gettext, says it alike in English
+    assert frequency(schedule) == said

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from flask import render_template_string
 from sqlalchemy import insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.schedules import Schedule, TimeUnit
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_jobs import T0, seed
-from webui.formatting import count, size
+from webui.formatting import count, outlook_reason, size
 from webui.language import COOKIE
 
 
@@ -151,3 +154,55 @@ def test_the_job_list_the_job_page_and_their_messages_in_danish(login, webui_eng
     answer = client.post("/status/jobs/actions", data={"csrf_token": client.csrf, "action": "restart"},
                          follow_redirects=True)
     assert "Ingen job var markeret." in answer.get_data(as_text=True)
+
+
+def test_the_change_history_and_a_schedule_frequency_in_danish_and_english(api, login):
+    assert api("curator", "post", "/api/v1/domains", json={"names": ["kb.dk"]}).status_code in (200, 201)
+    assert api("curator", "post", "/api/v1/schedules", json={
+        "name": "mondays-0230", "timeunit": "WEEKLY", "numtimeunits": 1, "anytime": False, "ondayofweek": 2,
+        "onhour": 2, "onminute": 30}).status_code == 201
+    assert api("curator", "post", "/api/v1/schedules", json={
+        "name": "Every_5_minutes", "timeunit": "MINUTE", "numtimeunits": 5}).status_code == 201
+    assert api("curator", "post", "/api/v1/harvests", json={
+        "type": "selective", "name": "weekly", "schedule": "Once_a_day", "comments": "first words",
+        "configurations": [{"domain": "kb.dk"}]}).status_code == 201
+    current = api("curator", "get", "/api/v1/harvests/weekly").get_json()["edition"]
+    assert api("curator", "patch", "/api/v1/harvests/weekly", json={
+        "edition": current, "comments": "new words", "schedule": "mondays-0230"}).status_code == 200
+    client = login("curator")
+
+    def words(path: str, language: str) -> str:
+        page = client.get(path, headers={"Accept-Language": language}).get_data(as_text=True)
+        return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split()).replace(" :", ":")
+
+    danish = words("/definitions/harvests/weekly", "da")
+    history = danish[danish.index("Ændringshistorik"):]
+    assert "curator ændret Kommentarer: first words → new words" in history, history
+    assert "Skema: Once a day → mondays-0230" in history and "oprettet" in history and "Navn: weekly" in history
+    assert "changed" not in history and "Comments" not in history
+    english = words("/definitions/harvests/weekly", "en")
+    assert "curator changed Comments: first words → new words" in english[english.index("Change history"):]
+
+    danish = words("/definitions/schedules", "da")
+    assert "mondays-0230 hver uge om mandagen kl. 02:30" in danish
+    assert "Every 5 minutes hvert 5. minut" in danish and "Once a day hver dag" in danish
+    reader = login("archivist")  # who may not edit reads the schedule in words
+    page = reader.get("/definitions/schedules/mondays-0230", headers={"Accept-Language": "da"})
+    assert "Kører hver uge om mandagen kl. 02:30." in page.get_data(as_text=True)
+    english = words("/definitions/schedules", "en")
+    assert "mondays-0230 every week on Monday at 02:30" in english and "Every 5 minutes every 5 minutes" in english
+
+
+def test_why_a_harvest_runs_no_more_in_danish_as_harvestdef_words_it(app):
+    now, zone = datetime(2026, 11, 27, 12, 0, tzinfo=UTC), ZoneInfo("Europe/Copenhagen")
+    reasons = [Schedule("Once", TimeUnit.DAILY, 1, maxrepeats=1).end_reason(1, now, zone),
+               Schedule("Twice", TimeUnit.DAILY, 1, maxrepeats=2).end_reason(2, now, zone),
+               Schedule("Past", TimeUnit.DAILY, 1, enddate=datetime(2026, 1, 1, tzinfo=UTC)).end_reason(0, now, zone),
+               "a snapshot harvest runs once, and it has run"]
+    with app.test_request_context("/", headers={"Accept-Language": "da"}):
+        assert [outlook_reason(reason) for reason in reasons] == [
+            "skemaet Once tillader 1 kørsel, og den har kørt", "skemaet Twice tillader 2 kørsler, og de har alle kørt",
+            "skemaet Past sluttede 2026-01-01 00:00:00 UTC", "en tværsnitshøstning kører én gang, og den har kørt"]
+        assert outlook_reason("a reason not known") == "a reason not known"
+    with app.test_request_context("/"):
+        assert [outlook_reason(reason) for reason in reasons] == reasons

@@ -1,6 +1,9 @@
 """The change history of a definition page: the audit log's rows of the definition itself and of its
 extended-field values, newest first (design.md: every change shows on the page of what changed), and the
 same rows in words for the page (``changes_in_words``, the template global of definitions/domains_changes.html).
+
+Only the pages read these words, so they go through gettext (webui/language.py): a Danish page says "ændret"
+and "Maks. objekter". Stored values (names, seeds, comments) stay as they were written.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from flask_babel import gettext, lazy_gettext
 from sqlalchemy import Connection
 
 from harvestdef.model.definitions import AuditEntry, ExtendedFieldType
@@ -37,7 +41,7 @@ def definition_changes(conn: Connection, rows: Sequence[tuple[str, object]], fie
     for value_id in repository.value_ids_of(field_type, instance_id):
         for entry in audit.changes_of("extendedfieldvalue", value_id):
             row = entry.after or entry.before or {}
-            label = f"{entry.action} extended field {names.get(row.get('extendedfield_id'), '?')}"
+            label = str(EXTENDED_FIELD_ACTIONS[entry.action]) % {"name": names.get(row.get("extendedfield_id"), "?")}
             changes.append(dataclasses.replace(
                 entry, action=label, before={"value": entry.before["content"]} if entry.before else None,
                 after={"value": entry.after["content"]} if entry.after else None))
@@ -72,7 +76,11 @@ class ChangeInWords:
     fields: tuple[FieldChange, ...]
 
 
-ACTIONS = {"insert": "created", "update": "changed", "delete": "removed"}
+ACTIONS = {"insert": lazy_gettext("created"), "update": lazy_gettext("changed"), "delete": lazy_gettext("removed")}
+# A value of an extended field, named by its field; the English keeps the audit trail's own action words.
+EXTENDED_FIELD_ACTIONS = {"insert": lazy_gettext("insert extended field %(name)s"),
+                          "update": lazy_gettext("update extended field %(name)s"),
+                          "delete": lazy_gettext("delete extended field %(name)s")}
 # Columns nobody reads: the optimistic-locking counter, and keys that name the row the page is about.
 HIDDEN = {"edition", "instance_id", "extendedfieldvalue_id"}
 # and the row a page is about, where a row of another table names it
@@ -88,20 +96,35 @@ LIST_REFERENCES = {"seedlists": "seedlist"}
 TABLE_KINDS = {"domains": "domain", "configurations": "configuration", "seedlists": "seedlist",
                "harvestdefinitions": "harvest", "partialharvests": "harvest", "fullharvests": "harvest",
                "ordertemplates": "template", "harvestchannel": "channel", "schedules": "schedule"}
-EMPTY_REFERENCE = {"channel_id": "the default channel of its kind", "alias": "none (not an alias)",
-                   "previoushd": "none (the first step)"}
+EMPTY_REFERENCE = {
+    "channel_id": lazy_gettext("the default channel of its kind"), "alias": lazy_gettext("none (not an alias)"),
+    "previoushd": lazy_gettext("none (the first step)"),
+}
 LABELS = {
-    "name": "Name", "comments": "Comments", "audience": "Audience", "isactive": "Active", "numevents": "Runs",
-    "isevent": "Event harvest", "MAX_HOPS": "Max hops", "HONOR_ROBOTS_DOT_TXT": "Obey robots.txt (1) or not (0)",
-    "EXTRACT_JAVASCRIPT": "Extract links from JavaScript (1) or not (0)",
-    "submitted": "Created", "nextdate": "Next run", "crawlertraps": "Crawler traps", "channel_id": "Channel",
-    "schedule_id": "Schedule", "maxobjects": "Max objects", "maxbytes": "Max bytes",
-    "maxjobrunningtime": "Max seconds per job", "previoushd": "Continues", "isindexready": "Deduplication index ready",
-    "template_id": "Crawl template", "domain_id": "Domain", "defaultconfig": "Default configuration",
-    "alias": "Alias of", "lastaliasupdate": "Alias confirmed", "maxrate": "Max requests per minute",
-    "overridelimits": "Overrides the harvest's limits", "seeds": "Seeds", "config_id": "Configuration",
-    "seedlist_id": "Seed list", "seedlists": "Seed lists", "harvest_id": "Harvest", "value": "Value",
-    "content": "Value",
+    "name": lazy_gettext("Name"), "comments": lazy_gettext("Comments"), "audience": lazy_gettext("Audience"),
+    "isactive": lazy_gettext("Active"), "numevents": lazy_gettext("Runs"), "isevent": lazy_gettext("Event harvest"),
+    "MAX_HOPS": lazy_gettext("Max hops"), "HONOR_ROBOTS_DOT_TXT": lazy_gettext("Obey robots.txt (1) or not (0)"),
+    "EXTRACT_JAVASCRIPT": lazy_gettext("Extract links from JavaScript (1) or not (0)"),
+    "submitted": lazy_gettext("Created"), "nextdate": lazy_gettext("Next run"),
+    "crawlertraps": lazy_gettext("Crawler traps"), "channel_id": lazy_gettext("Channel"),
+    "schedule_id": lazy_gettext("Schedule"), "maxobjects": lazy_gettext("Max objects"),
+    "maxbytes": lazy_gettext("Max bytes"), "maxjobrunningtime": lazy_gettext("Max seconds per job"),
+    "previoushd": lazy_gettext("Continues"), "isindexready": lazy_gettext("Deduplication index ready"),
+    "template_id": lazy_gettext("Crawl template"), "domain_id": lazy_gettext("Domain"),
+    "defaultconfig": lazy_gettext("Default configuration"), "alias": lazy_gettext("Alias of"),
+    "lastaliasupdate": lazy_gettext("Alias confirmed"), "maxrate": lazy_gettext("Max requests per minute"),
+    "overridelimits": lazy_gettext("Overrides the harvest's limits"), "seeds": lazy_gettext("Seeds"),
+    "config_id": lazy_gettext("Configuration"), "seedlist_id": lazy_gettext("Seed list"),
+    "seedlists": lazy_gettext("Seed lists"), "harvest_id": lazy_gettext("Harvest"), "value": lazy_gettext("Value"),
+    "content": lazy_gettext("Value"),
+}
+# What a reference to a row that is gone says, by the kind of row.
+SINCE_DELETED = {
+    "domain": lazy_gettext("a domain since deleted"), "configuration": lazy_gettext("a configuration since deleted"),
+    "template": lazy_gettext("a template since deleted"), "channel": lazy_gettext("a channel since deleted"),
+    "schedule": lazy_gettext("a schedule since deleted"), "harvest": lazy_gettext("a harvest since deleted"),
+    "seedlist": lazy_gettext("a seed list since deleted"),
+    "extendedfield": lazy_gettext("an extended field since deleted"),
 }
 SIZES = {"maxbytes"}
 _ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
@@ -155,35 +178,37 @@ def _in_words(change: AuditEntry, names: dict[tuple[str, int], str]) -> ChangeIn
             shown = _value(key, value, names)
             fields.append(FieldChange(_label(key), shown if change.after is None else None,
                                       shown if change.after is not None else None))
-    return ChangeInWords(change.changed_at, change.actor, ACTIONS.get(change.action, change.action), tuple(fields))
+    return ChangeInWords(change.changed_at, change.actor, str(ACTIONS.get(change.action, change.action)),
+                         tuple(fields))
 
 
 def _label(key: str) -> str:
-    return LABELS.get(key) or key.replace("_", " ").capitalize()
+    label = LABELS.get(key)
+    return str(label) if label is not None else key.replace("_", " ").capitalize()
 
 
 def _value(key: str, value: object, names: dict[tuple[str, int], str]) -> str:
     if key in REFERENCES:
         if value is None:
-            return EMPTY_REFERENCE.get(key, "none")
+            return str(EMPTY_REFERENCE.get(key) or gettext("none"))
         name = names.get((REFERENCES[key], value)) if isinstance(value, int) else None
         if name is None:
-            return f"a {REFERENCES[key]} since deleted"
+            return str(SINCE_DELETED[REFERENCES[key]])
         return spaced(name) if REFERENCES[key] == "schedule" else name
     if key in LIST_REFERENCES and isinstance(value, list):
         kind = LIST_REFERENCES[key]
-        return ", ".join(names.get((kind, item), f"a {kind} since deleted") for item in value) or "none"
+        return ", ".join(names.get((kind, item), str(SINCE_DELETED[kind])) for item in value) or gettext("none")
     if value is None:
-        return "none"
+        return gettext("none")
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return gettext("yes") if value else gettext("no")
     if isinstance(value, int):
         return size(value) if key in SIZES else count(value)
     if isinstance(value, str) and _ISO_TIME.match(value):
         moment = instant(value)
         return utc_text(moment) if moment is not None else value
     if value == "":
-        return "empty"
+        return gettext("empty")
     return str(value)
 
 
