@@ -51,8 +51,8 @@ RSS, the load average before and after the line, and whether the run is complete
 site captured (wget's time-limited run excepted). The header gives the date, command, nproc, CPU model and
 load average. Runs: undelayed (``nodelay``, CPU-bound), 50 ms per response (``delay``, latency-bound) and
 ``memory``, which crawls ``--memory-pages`` pages with the Heritrix default profile only and prints its
-RSS at 25 % of the crawl and at the end. ``--py-spy DIR`` records a py-spy flame graph of each engine
-line (py-spy from the ``bench`` extra).
+RSS at 25 % of the crawl and at the end. ``--py-spy DIR`` records a py-spy profile of each engine line
+(collapsed stacks, DIR/RUN-LINE.txt; py-spy from the ``bench`` extra).
 """
 
 from __future__ import annotations
@@ -359,13 +359,14 @@ def load_average() -> str:
 
 
 def py_spy_record(pid: int, output: Path) -> subprocess.Popen | None:
-    """py-spy recording ``pid`` into the flame graph ``output`` until the process ends or it is stopped."""
+    """py-spy recording ``pid`` into ``output`` until the process ends or it is stopped: collapsed stacks, one
+    line a stack with its sample count (what flamegraph.pl and speedscope read)."""
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(py_spy).exists():
         print("  py-spy is missing (pip install -e '.[bench]'): no profile", flush=True)
         return None
-    return subprocess.Popen([py_spy, "record", "--pid", str(pid), "--rate", "250", "--nonblocking",
-                             "-o", str(output)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen([py_spy, "record", "--pid", str(pid), "--rate", "250", "--nonblocking", "--format",
+                             "raw", "-o", str(output)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str, template: str,
@@ -406,7 +407,7 @@ def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str
         client.rescan()
         client.build("bench")
         if profile_dir is not None:
-            spy = py_spy_record(process.pid, profile_dir / f"{label}-{LINE_NAMES[template]}.svg")
+            spy = py_spy_record(process.pid, profile_dir / f"{label}-{LINE_NAMES[template]}.txt")
         # From the launch: NetarchiveSuite's template sets pauseAtStart=false, so its crawl starts at once.
         cpu_before = sampler.cpu_seconds()
         client.launch("bench")
@@ -594,7 +595,7 @@ def main() -> None:
                         help=f"engine lines, comma-separated from {', '.join(TEMPLATES)}")
     parser.add_argument("--only", choices=("delay", "nodelay", "memory"), default=None)
     parser.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
-                        help="record a py-spy flame graph of every engine line into DIR")
+                        help="record a py-spy profile (collapsed stacks) of every engine line into DIR")
     parser.add_argument("--keep", type=Path, default=None, help="work directory to keep (default: a temp dir)")
     args = parser.parse_args()
     templates = [name.strip() for name in args.templates.split(",") if name.strip()]
