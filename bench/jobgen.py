@@ -370,7 +370,8 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
            "ratio": wall / (floors["read"] + write),
            "floor_summary_s": floors["read_summary"] + write, "ratio_summary": wall / (floors["read_summary"] + write),
            "floor_history_s": floors["read_history"] + write, "ratio_history": wall / (floors["read_history"] + write),
-           "generation_reads": "config_history_summary" if floors["summary_current"] else "historyinfo",
+           "generation_reads": {True: "config_history_summary", False: "historyinfo", None: "(not timed)"}[
+               floors["summary_current"]],
            "client_peak_rss_mib": figures["peak_rss_mib"],
            "server_peak_private_mib": server.peak_kib / 1024, "server_spilled_mib": spilled / 2**20}
     row["client_plus_server_mib"] = row["client_peak_rss_mib"] + row["server_peak_private_mib"]
