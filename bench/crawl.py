@@ -6,10 +6,11 @@ on a generated site of a fixed shape served by nginx.
                           [--wget-seconds 120] [--py-spy DIR] [--keep DIR]
 
 The site (``--hosts`` hosts of ``--pages``/``--hosts`` HTML pages each; by default 50 x 200) has this shape,
-the same in every run so figures compare across runs: every HTML page is about 6 KB with about 30 links (26
-to other pages of its host, 2 images; every 20th page instead links a redirect (301 to a page), a missing
-page (404), a binary identical on every host and a page robots.txt forbids); the host's home page ``/`` is
-its page 0 and also links the next host; 40 images of 2-4 KB per host; robots.txt forbids ``/private/``.
+the same in every run so figures compare across runs: every HTML page is about 6 KB with 28 links (26 to
+other pages of its host, 2 images; on every 20th page four of the page links give way to a redirect (301
+to a page), a missing page (404), a binary identical on every host and a page robots.txt forbids); the
+host's home page ``/`` is its page 0 and also links the next host; 40 images of 2-4 KB per host;
+robots.txt forbids ``/private/``.
 It is written to a temporary directory and served by Debian's nginx (one worker, access log off) on a free
 loopback port, pinned to the other CPU than the crawler when the machine has two, so the server is not
 the bottleneck. Host names resolve through the engine's ``--hosts`` file; Scrapy and wget reach the same
