@@ -18,14 +18,22 @@ Then, each in its own child process so each peak RSS is its own, it generates
 (a) a first snapshot step (every domain's default configuration, estimated from its history);
 (b) the continuation of the latest earlier step (the configurations that step carries over),
 
-and after each times the database's floor for the same work on the same data (issue 13): (i) the sorted
-read of the step's configurations with all their history, ``COPY (SELECT … ORDER BY c.template_id,
-c.maxbytes, h.objectcount) TO '/dev/null'``, and (ii) an INSERT … SELECT of as many rows as the step wrote
-into job_configs, into a logged table with the same primary key. It prints wall time, floor and their
-ratio, the job and configuration counts read back from the database, the client's peak RSS (VmHWM) and
-PostgreSQL's memory: the peak of the private memory (RssAnon, sampled every 0.1 s) summed over the
-database's backends and parallel workers, and the bytes its sorts and hashes spilled over work_mem into
-temporary files.
+and after each times the database's floor for the same work on the same data: (i) the sorted read of
+every candidate of the step with the history row generation reads for it (config_history_summary, one
+row per configuration: ``COPY (SELECT … FROM domains d JOIN configurations c … LEFT JOIN
+config_history_summary … ORDER BY d.name COLLATE "C", c.name COLLATE "C") TO '/dev/null'``, the order
+selection streams them in; should the summary lag historyinfo, generation reads historyinfo and the floor
+is the historyinfo read below), and (ii) an INSERT … SELECT of as many rows as the step wrote into
+job_configs, into a logged table with the same primary key. It also times the floor pinned when
+generation read historyinfo (issue 13): the sorted join of the step's configurations with all their
+history, ``COPY (SELECT … LEFT JOIN historyinfo h … ORDER BY c.template_id, c.maxbytes, h.objectcount)``,
+plus the same insert, and prints both floors and both ratios. The reads run with the session settings
+generation uses (work_mem = SORT_MEMORY, hash_mem_multiplier 1, no parallel workers). It prints wall time,
+the floors and ratios, the job and configuration counts read back from the database, the client's peak RSS
+(VmHWM) and PostgreSQL's memory: the peak of the private memory (RssAnon, sampled every 0.1 s) summed
+over the database's backends and parallel workers, and the bytes its sorts and hashes spilled over
+work_mem into temporary files; first the date, command, machine (nproc, CPU model) and load average, and
+the load average again with every step.
 
 Usage::
 
@@ -34,7 +42,8 @@ Usage::
     python bench/jobgen.py --keep                                # leave the database for a look afterwards
     python bench/jobgen.py --url postgresql+psycopg://…/hs_bench_x  # reuse a kept database
 
-Targets (issue 13, 2 cores): each step <= 3 x its floor, <= 1 GiB client and server together.
+Targets (2 cores): each step <= 3 x the floor of the work generation does (moonshot 2 x), <= 1 GiB client
+and server together.
 """
 
 from __future__ import annotations
@@ -262,13 +271,22 @@ def _temp_bytes(conn: Connection) -> int:
     return conn.scalar(text("SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()")) or 0
 
 
-def floor(url: str, harvest_id: int, continuation: bool) -> tuple[float, float, int, int]:
-    """The floor of one step (issue 13): (sorted read seconds, insert seconds, configurations, job_configs rows)."""
+def floor(url: str, harvest_id: int, continuation: bool) -> dict:
+    """The floors of one step, in seconds: ``read_summary`` (the sorted read of every candidate with the
+    history row generation reads today, config_history_summary), ``read_history`` (issue 13's pinned floor:
+    the sorted join over all of historyinfo), ``read`` (the one generation does now: the summary's unless
+    the summary lags historyinfo, when generation reads historyinfo and so does its floor), ``write`` (an
+    INSERT … SELECT of as many rows as the step wrote into job_configs); and the step's job and
+    configuration counts. The reads run with the session settings generation uses (work_mem, no parallel
+    workers) and COPY to /dev/null, so only the server's work is timed."""
+    from scheduler.jobgen.selection import summary_is_current
+
     engine = open_engine(url)
     with engine.connect() as conn:
         counts = conn.execute(text(
             "SELECT count(DISTINCT j.job_id), count(*) FROM jobs j JOIN job_configs jc ON jc.job_id = j.job_id "
             "WHERE j.harvest_id = :h"), {"h": harvest_id}).one()
+        summary_current = summary_is_current(conn)
         carried = ""
         if continuation:
             # the configurations the previous step carries over: the ones this step wrote (made before timing)
@@ -277,28 +295,40 @@ def floor(url: str, harvest_id: int, continuation: bool) -> tuple[float, float, 
                          {"h": harvest_id})
             conn.execute(text("ANALYZE carried"))
             carried = "JOIN carried ON carried.config_id = c.config_id "
+        conn.execute(text(f"SET work_mem = '{SORT_MEMORY}'"))
+        conn.execute(text("SET hash_mem_multiplier = 1.0"))
+        conn.execute(text("SET max_parallel_workers_per_gather = 0"))
         conn.commit()
-        started = time.monotonic()
-        conn.execute(text(
+
+        def timed(statement: str) -> float:
+            started = time.monotonic()
+            conn.execute(text(statement))
+            conn.commit()
+            return time.monotonic() - started
+
+        # What selection reads (selection.summary_query): each candidate with its summary row, in its order.
+        read_summary = timed(
+            'COPY (SELECT d.name COLLATE "C", c.name COLLATE "C", c.config_id, c.domain_id, c.template_id, '
+            "c.maxobjects, c.maxbytes, chs.best_objectcount, chs.best_bytecount, chs.best_stopreason "
+            f"FROM domains d JOIN configurations c ON c.config_id = d.defaultconfig {carried}"
+            "LEFT JOIN config_history_summary chs ON chs.config_id = c.config_id "
+            'ORDER BY d.name COLLATE "C", c.name COLLATE "C") TO \'/dev/null\'')
+        read_history = timed(
             "COPY (SELECT d.name, c.config_id, c.template_id, c.maxbytes, c.maxobjects, h.objectcount, h.bytecount, "
             f"h.stopreason FROM domains d JOIN configurations c ON c.config_id = d.defaultconfig {carried}"
             "LEFT JOIN historyinfo h ON h.config_id = c.config_id "
-            "ORDER BY c.template_id, c.maxbytes, h.objectcount) TO '/dev/null'"))
-        conn.commit()
-        read = time.monotonic() - started
+            "ORDER BY c.template_id, c.maxbytes, h.objectcount) TO '/dev/null'")
         conn.execute(text("DROP TABLE IF EXISTS floor_job_configs"))
         conn.execute(text("CREATE TABLE floor_job_configs (job_id bigint NOT NULL, config_id bigint NOT NULL, "
                           "PRIMARY KEY (job_id, config_id))"))
         conn.commit()
-        started = time.monotonic()
-        conn.execute(text("INSERT INTO floor_job_configs SELECT g / 10000, g FROM generate_series(1, :n) g"),
-                     {"n": counts[1]})
-        conn.commit()
-        write = time.monotonic() - started
+        write = timed(f"INSERT INTO floor_job_configs SELECT g / 10000, g FROM generate_series(1, {counts[1]}) g")
         conn.execute(text("DROP TABLE floor_job_configs"))
         conn.commit()
     engine.dispose()
-    return read, write, counts[0], counts[1]
+    return {"read_summary": read_summary, "read_history": read_history,
+            "read": read_summary if summary_current else read_history, "summary_current": summary_current,
+            "write": write, "jobs": counts[0], "configurations": counts[1]}
 
 
 def _counts(url: str, harvest_id: int) -> tuple[int, int]:
@@ -328,18 +358,31 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
         if "scheduler.jobgen" in line:
             print("   ", line.split(" ", 2)[-1])
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    read, write, jobs, configs = floor(url, harvest_id, continuation) if with_floor else (float("nan"),) * 2 + (
-        _counts(url, harvest_id))
-    row = {"step": label, "jobs": jobs, "configurations": configs, "wall_s": figures["seconds"],
-           "floor_read_s": read, "floor_write_s": write, "floor_s": read + write,
-           "ratio": figures["seconds"] / (read + write), "client_peak_rss_mib": figures["peak_rss_mib"],
+    if with_floor:
+        floors = floor(url, harvest_id, continuation)
+    else:
+        jobs, configs = _counts(url, harvest_id)
+        floors = {"read_summary": float("nan"), "read_history": float("nan"), "read": float("nan"),
+                  "summary_current": None, "write": float("nan"), "jobs": jobs, "configurations": configs}
+    wall, write = figures["seconds"], floors["write"]
+    row = {"step": label, "jobs": floors["jobs"], "configurations": floors["configurations"], "wall_s": wall,
+           "floor_read_s": floors["read"], "floor_write_s": write, "floor_s": floors["read"] + write,
+           "ratio": wall / (floors["read"] + write),
+           "floor_summary_s": floors["read_summary"] + write, "ratio_summary": wall / (floors["read_summary"] + write),
+           "floor_history_s": floors["read_history"] + write, "ratio_history": wall / (floors["read_history"] + write),
+           "generation_reads": {True: "config_history_summary", False: "historyinfo", None: "(not timed)"}[
+               floors["summary_current"]],
+           "client_peak_rss_mib": figures["peak_rss_mib"],
            "server_peak_private_mib": server.peak_kib / 1024, "server_spilled_mib": spilled / 2**20}
     row["client_plus_server_mib"] = row["client_peak_rss_mib"] + row["server_peak_private_mib"]
-    print(f"{label}: {jobs} jobs, {configs:,} configurations; wall {row['wall_s']:.1f} s, floor {row['floor_s']:.1f} s "
-          f"(read {read:.1f} s + write {write:.1f} s), ratio {row['ratio']:.2f}; client peak RSS "
+    print(f"{label}: {row['jobs']} jobs, {row['configurations']:,} configurations; wall {wall:.1f} s; "
+          f"floor (generation reads {row['generation_reads']}) {row['floor_s']:.1f} s "
+          f"(read {row['floor_read_s']:.1f} s + write {write:.1f} s), ratio {row['ratio']:.2f}; "
+          f"old pinned floor (sorted join over historyinfo) {row['floor_history_s']:.1f} s, "
+          f"ratio {row['ratio_history']:.2f}; client peak RSS "
           f"{row['client_peak_rss_mib']:.0f} MiB + server peak private {row['server_peak_private_mib']:.0f} MiB = "
           f"{row['client_plus_server_mib']:.0f} MiB; spilled over work_mem ({SORT_MEMORY}) "
-          f"{row['server_spilled_mib']:.0f} MiB",
+          f"{row['server_spilled_mib']:.0f} MiB; load average {'/'.join(f'{v:.2f}' for v in os.getloadavg())}",
           flush=True)
     return row
 
@@ -360,6 +403,11 @@ def main() -> int:
         run_step(args.url, args.run_step)
         return 0
 
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), "unknown")
+    print(f"job-generation benchmark {time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC: "
+          f"{' '.join(['python', *sys.argv])}\nmachine: nproc {os.cpu_count()}, {model}; load average "
+          f"{'/'.join(f'{v:.2f}' for v in os.getloadavg())}", flush=True)
     admin = create_engine(args.admin_url, isolation_level="AUTOCOMMIT")
     if args.url:
         url, name = args.url, make_url(args.url).database

@@ -27,7 +27,7 @@ fi
 # setuptools as pyproject.toml's build-system asks: tests/harvestdef/test_wheel_install.py builds the wheel with
 # this environment's setuptools (no build isolation, so no download).
 .venv/bin/python -m pip install --disable-pip-version-check -q --upgrade pip "setuptools>=77" >/dev/null
-.venv/bin/python -m pip install --disable-pip-version-check -q -e ".[test]"
+.venv/bin/python -m pip install --disable-pip-version-check -q -e ".[test,bench]"
 # pywb, the replay service (`harvestsuite replay run`), in an environment of its own: it pins Werkzeug 2.2,
 # which Flask 3 cannot share. Built by the same code the tests use; a failure (no network) leaves replay off.
 if ! .venv/bin/harvestsuite --set harvestsuite.replay.pywbVenv=.venv-pywb replay install >/dev/null; then

@@ -81,8 +81,10 @@ class LinkDiscovery:
     def offer(self, url: str, hop_path: str, via: str, seed: str, hop: str = "L") -> None:
         """Offer a URL found by ``via``: schedule it, or improve its hop path (the shortest-path rule)."""
         frontier = self.frontier
-        state = frontier.state.get(url)
-        if state is not None and not frontier.is_shorter(url, hop_path):
+        # one look-up for the state and the best path: most links of a page name URLs met before
+        seen = frontier.seen(url)
+        state = seen[0] if seen is not None else None
+        if seen is not None and len(hop_path) >= len(seen[1]):
             return
         if state == DONE:
             frontier.note_shorter_path(url, hop_path)

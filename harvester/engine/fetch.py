@@ -162,9 +162,14 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
     try:
         if not connection.is_open:
             await connection.open(connect_timeout)
-    except (TimeoutError, OSError):
+    except (TimeoutError, OSError) as exc:
         connection.close()
-        result.status = CONNECT_FAILED if time.monotonic() - clock < connect_timeout else TIMED_OUT
+        # The connect timeout fired (wait_for's TimeoutError carries no errno), or the connection failed
+        # after it. Not by the clock alone: uvloop's timers run on the loop's time, taken once per turn of the
+        # loop, so a timeout may fire a little before time.monotonic() says it is due.
+        timed_out = (isinstance(exc, TimeoutError) and exc.errno is None) \
+            or time.monotonic() - clock >= connect_timeout
+        result.status = TIMED_OUT if timed_out else CONNECT_FAILED
         result.duration_ms = int((time.monotonic() - clock) * 1000)
         return result
     if method == "GET":
@@ -200,7 +205,9 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                     if not got_response:
                         result.status = TIMED_OUT
                     else:
-                        result.annotations.append("timeTrunc" if time.monotonic() >= deadline else "midFetchTrunc")
+                        # the whole exchange's time is up when it bounded this wait (see the connect timeout)
+                        whole = remaining <= so_timeout or time.monotonic() >= deadline
+                        result.annotations.append("timeTrunc" if whole else "midFetchTrunc")
                     break
                 spool.record_received(data)
                 connection.h11.receive_data(data)

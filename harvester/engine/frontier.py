@@ -201,6 +201,10 @@ class Frontier:
         else:
             self.schedule(key, uri)
 
+    def seen(self, url: str) -> tuple[str, str] | None:
+        """(state, best hop path) of a URL met before, else None."""
+        return self.store.lookup(url)
+
     def is_shorter(self, url: str, hop_path: str) -> bool:
         entry = self.store.lookup(url)
         return entry is None or len(hop_path) < len(entry[1])

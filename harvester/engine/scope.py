@@ -13,6 +13,7 @@ queued before a rule came (harvester/engine/preselector.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -39,8 +40,40 @@ def _netloc(scheme: str, netloc: str) -> str | None:
     return host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
 
 
+# A link that is a plain absolute path ("/a/b.html?q"): no "//" authority, no dot segment ("/." rules out
+# "/./" and "/../", conservatively also "/.x"), no white space or control character (which urlsplit strips
+# or removes), none of the characters canonical_url rewrites.
+_PLAIN_ABSOLUTE_PATH = re.compile(r"/(?!/)[^\x00-\x20\x7f]*")
+
+
+@lru_cache(maxsize=1024)
+def _origin(base: str) -> str | None:
+    """``scheme://authority`` of canonical_url(anything, base), None if no URL relative to ``base`` is
+    http(s); cached: a page's links share its base."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return None
+    if parts.scheme not in _DEFAULT_PORTS or not parts.netloc:
+        return None
+    netloc = _netloc(parts.scheme, parts.netloc.rsplit("@", 1)[-1])
+    return None if netloc is None else f"{parts.scheme}://{netloc}"
+
+
 def canonical_url(url: str, base: str | None = None) -> str | None:
-    """Absolute, fragment-free URL with a punycode lower-case host; None if it is not http(s)."""
+    """Absolute, fragment-free URL with a punycode lower-case host; None if it is not http(s).
+
+    Most links of a page are plain absolute paths: for them the result is the base's canonical origin and
+    the path, without the fragment and an empty query, which is what urljoin and urlsplit give (the
+    general way below), for a fraction of the work."""
+    if base is not None:
+        stripped = url.strip()
+        if "/." not in stripped and _PLAIN_ABSOLUTE_PATH.fullmatch(stripped):
+            origin = _origin(base)
+            if origin is None:
+                return None
+            path, _, query = stripped.partition("#")[0].partition("?")
+            return f"{origin}{path}?{query}" if query else origin + path
     try:
         if base is not None:
             url = urljoin(base, url.strip())
