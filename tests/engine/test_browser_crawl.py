@@ -98,7 +98,8 @@ def test_a_script_built_page_is_captured_with_what_its_scripts_fetched(browser_c
 
 def test_a_page_that_hangs_ends_with_its_reason(browser_crawl, script_site: ScriptSite):
     hang = script_site.url("/hang")
-    run = browser_crawl([hang], options=replace(QUICK, page_time_limit=1.5),
+    # long enough for a loaded machine to start the browser and ask for the page within the limit
+    run = browser_crawl([hang], options=replace(QUICK, page_time_limit=4.0),
                         overrides={"fetchHttp.soTimeoutMs": 20000, "fetchHttp.timeoutSeconds": 30})
     [line] = run.lines_for(hang)
     assert int(line[1]) == BROWSER_FAILED

@@ -29,7 +29,7 @@ def test_db_init_creates_sqlite_file_in_working_directory_and_is_idempotent(tmp_
     assert second.returncode == 0 and "up to date" in second.stdout
     engine = create_engine(f"sqlite:///{tmp_path / 'harvestsuite.db'}")
     with engine.connect() as conn:
-        assert len(conn.execute(select(s.harvestchannel)).all()) == 2
+        assert [row.name for row in conn.execute(select(s.harvestchannel))] == ["SNAPSHOT", "FOCUSED", "BROWSER"]
     engine.dispose()
 
 

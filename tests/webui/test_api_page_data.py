@@ -170,8 +170,9 @@ def test_channels_and_the_mapping_as_the_page_shows_them(api, login, webui_engin
         channels.map_harvest(harvest_id, "URGENT", 1)
     listed = api("operator", "get", "/api/v1/channels").json["items"]
     assert [(c["name"], c["for"], c["default"]) for c in listed] == [
-        ("SNAPSHOT", "snapshot", True), ("FOCUSED", "selective", True), ("URGENT", "selective", False)]
-    assert listed[2]["comments"] == "news that cannot wait"
+        ("SNAPSHOT", "snapshot", True), ("BROWSER", "selective", False), ("FOCUSED", "selective", True),
+        ("URGENT", "selective", False)]
+    assert listed[3]["comments"] == "news that cannot wait"
     mapping = walk(api, "/api/v1/channel-mapping?limit=2")
     assert [(m["harvest"], m["type"], m["channel"], m["by_default"]) for m in mapping] == [
         ("broad", "snapshot", "SNAPSHOT", True), ("daily_news", "selective", "URGENT", False),
