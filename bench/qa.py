@@ -42,7 +42,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crawl import free_port, generate_site, host_names, nginx_config, wait_for_port, warc_page_urls  # noqa: E402
+from crawl import (  # noqa: E402
+    free_port,
+    generate_site,
+    host_names,
+    nginx_config,
+    page_path,
+    wait_for_port,
+    warc_counts,
+)
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 
 from harvestdef.archive import ArchiveStore  # noqa: E402
@@ -222,7 +230,9 @@ def main() -> None:
             nginx.terminate()
             nginx.wait(10)
         warcs = crawled.warc_files()
-        records, page_urls = warc_page_urls(warcs)
+        # the generated pages among the HTML pages captured (status 200, text/html)
+        records, html_urls = warc_counts(warcs)
+        page_urls = html_urls & {f"http://{host}:{port}{page_path(n)}" for host in hosts for n in range(pages_per_host)}
         log_lines = sum(count_lines(launch.crawl_log) for launch in crawled.launches())
         print(f"site: {pages:,} pages over {args.hosts} hosts (bench/crawl.py's generator), 40 images a host, "
               f"served by nginx on 127.0.0.1:{port}")
