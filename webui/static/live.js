@@ -249,6 +249,7 @@
     const period = Number(section.dataset.pollMs || 5000);
     let timer = null;
     let ended = false;
+    let settling = 20;  // polls after the job's end while a change is still pending
     // one timer at most: a poll asked for at once replaces the one that was due
     const schedule = () => {
       clearTimeout(timer);
@@ -266,7 +267,11 @@
             setText(section, "note", say("updated %(time)s", {time: when(new Date().toISOString())}));
             schedule();
           } else {
-            ended = true;
+            // a change the crawl handled as it ended is settled by the job's last report: keep asking,
+            // a bounded number of times, until none is pending, so the list ends as the job did
+            const pending = (live.changes || []).some(change => change.state === "pending");
+            if (pending && settling-- > 0) schedule();
+            else ended = true;
             section.dataset.state = live.state;
             // a job that has ended takes no more changes: its forms go, its buttons are disabled
             const forms = element(section, "change_forms");
