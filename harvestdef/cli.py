@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Sequence
@@ -118,15 +119,18 @@ def show_settings(app: AppContext) -> None:
 def command_as_run(argv0: str | None = None, cwd: Path | None = None) -> str:
     """This ``harvestsuite`` command as a person can type it again here, for messages that name a command:
     ``harvestsuite`` when that name on PATH is this very command, else its path (relative to the working
-    directory when under it: ``.venv/bin/harvestsuite``), or ``PYTHON -m harvestdef`` when it was run so."""
+    directory when under it: ``.venv/bin/harvestsuite``), or ``PYTHON -m harvestdef`` when it was run so; each
+    path quoted as a shell word."""
     argv0 = sys.argv[0] if argv0 is None else argv0
     cwd = Path.cwd() if cwd is None else cwd
 
     def as_typed(path: Path) -> str:
         path = path.absolute()
         if path.is_relative_to(cwd):
-            return os.path.join(".", path.relative_to(cwd)) if path.parent == cwd else str(path.relative_to(cwd))
-        return str(path)
+            typed = os.path.join(".", path.relative_to(cwd)) if path.parent == cwd else str(path.relative_to(cwd))
+        else:
+            typed = str(path)
+        return shlex.quote(typed)
 
     script = Path(argv0)
     if script.name == "__main__.py" and script.parent.name == "harvestdef":

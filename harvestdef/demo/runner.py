@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 
+from harvestdef.cli import command_as_run
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
 from harvestdef.demo import definitions
@@ -128,15 +129,6 @@ def _shown(path: Path) -> str:
     except ValueError:
         return shlex.quote(str(path))
     return shlex.quote(str(relative) if relative.parent != Path(".") else f"./{relative}")
-
-
-def harvestsuite_command() -> str:
-    """How to run this installation's ``harvestsuite`` from the working directory: the script of the
-    environment running the demo, or this Python with ``-m harvestdef`` where there is none."""
-    script = Path(sys.prefix) / "bin" / "harvestsuite"
-    if script.is_file():
-        return _shown(script)
-    return f"{_shown(Path(sys.executable))} -m harvestdef"
 
 
 def demo_settings(directory: Path, web_port: int, state: DemoState, replay_port: int | None = None,
@@ -314,7 +306,7 @@ class Demo:
         else:
             log.info("    replay:  off, no pywb environment at %s; `%s --set harvestsuite.replay.pywbVenv=%s "
                      "replay install` builds it (scripts/setup.sh does), then run the demo again",
-                     self.pywb_venv, harvestsuite_command(), _shown(self.pywb_venv))
+                     self.pywb_venv, command_as_run(), _shown(self.pywb_venv))
         log.info("    files:   %s (settings.toml, harvest.db, queue.db, archive/, harvester/%s)", self.directory,
                  f", {REPLAY_DIR}/" if self.replay_url else "")
         log.info("    Ctrl-C stops the demo; running it again continues where it stopped")
@@ -348,7 +340,7 @@ class Demo:
         if self.failures:
             log.error("the demo stopped because %s", "; ".join(self.failures))
             return 1
-        command = harvestsuite_command()
+        command = command_as_run()
         venv = f" --pywb-venv {_shown(self.pywb_venv)}" if self.pywb_venv_given else ""
         log.info("stopped; `%s demo --dir %s --port %d%s` continues where it stopped; `%s --config %s jobs list` "
                  "lists its jobs", command, _shown(self.directory), self.web_port, venv, command,

@@ -201,11 +201,12 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
         # without pywb's environment it says how to build it, and runs without replay
         install = demo.wait_for(r"replay:  off, no pywb environment at (\S+); `([^`]+)` builds it", 10)
         assert install.group(1) == str(no_pywb)
+        # the command as the demo was run (here `PYTHON -m harvestdef`), then its arguments
         words = shlex.split(install.group(2))
-        setting, value = words[2].split("=", 1)
-        assert words[1] == "--set" and words[3:] == ["replay", "install"]
+        assert words[:3] == [sys.executable, "-m", "harvestdef"], words
+        setting, value = words[4].split("=", 1)
+        assert words[3] == "--set" and words[5:] == ["replay", "install"]
         assert setting == "harvestsuite.replay.pywbVenv" and (tmp_path / value).resolve() == no_pywb
-        assert os.access(tmp_path / words[0], os.X_OK), words[0]  # paths as seen from where the demo ran
         done = demo.wait_for(r"job (\d+) \(News and local history, run 1\) DONE: (\d+) objects", 150)
         selective_job = int(done.group(1))
         demo.wait_for(r"Snapshot 2026 step 1 has finished; (\d+) domains stopped on its limit", 150)
@@ -228,8 +229,9 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
         stopped = re.search(r"stopped; `([^`]+)` continues where it stopped; `([^`]+)` lists its jobs", demo.text())
         assert stopped, demo.text()
         rerun, list_jobs = (shlex.split(command) for command in stopped.groups())
-        assert rerun[1:3] == ["demo", "--dir"] and rerun[4:7] == ["--port", str(port), "--pywb-venv"]
-        assert (tmp_path / rerun[3]).resolve() == directory and (tmp_path / rerun[7]).resolve() == no_pywb
+        assert rerun[:3] == [sys.executable, "-m", "harvestdef"], rerun
+        assert rerun[3:5] == ["demo", "--dir"] and rerun[6:9] == ["--port", str(port), "--pywb-venv"]
+        assert (tmp_path / rerun[5]).resolve() == directory and (tmp_path / rerun[9]).resolve() == no_pywb
     finally:
         demo.kill()
 
