@@ -16,7 +16,8 @@ from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.schedules import Schedule, TimeUnit
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_jobs import T0, seed
-from webui.formatting import count, outlook_reason, size
+from webui.formatting import count, size
+from webui.harvest_reasons import outlook_reason
 from webui.language import COOKIE
 
 
