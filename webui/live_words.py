@@ -1,5 +1,6 @@
 """The API's phrases (webui/api/phrases.py) in the page's language: why a control action cannot be taken
-(webui/api/jobcontrol.py) and what holds a running crawl back (webui/api/live.py).
+(webui/api/jobcontrol.py), what holds a running crawl back (webui/api/live.py) and why a job has no QA report
+(webui/qa.py).
 
 The job page says each phrase with the ``phrase`` filter when it is drawn, and hands static/live.js every
 template in its language (``phrase_templates``), so an update says them alike; the JSON stays English.
@@ -13,11 +14,13 @@ from typing import Any
 from flask import Flask
 from flask_babel import gettext
 
+from webui import qa
 from webui.api import jobcontrol, live
 
-# code -> English template (the catalogue's msgid); the two books share no code
-TEMPLATES: Mapping[str, str] = {**jobcontrol.PHRASES, **live.PHRASES}
-assert len(TEMPLATES) == len(jobcontrol.PHRASES) + len(live.PHRASES), "a phrase code is in both books"
+_BOOKS = (jobcontrol.PHRASES, live.PHRASES, qa.PHRASES)
+# code -> English template (the catalogue's msgid); no code is in two books
+TEMPLATES: Mapping[str, str] = {code: template for book in _BOOKS for code, template in book.items()}
+assert len(TEMPLATES) == sum(map(len, _BOOKS)), "a phrase code is in two books"
 
 
 def say(phrase: Mapping[str, Any] | None, english: str = "") -> str:

@@ -162,7 +162,7 @@
       state.className = "nowrap";
       const badge = document.createElement("span");
       badge.className = "change-state " + change.state;
-      badge.textContent = change.state;
+      badge.textContent = say(change.state);
       state.appendChild(badge);
       if (change.applied) {
         const at = document.createElement("span");
