@@ -20,6 +20,7 @@ from harvestdef.repositories.users import UserRepository
 from tests.scheduler.test_intake import transport  # noqa: F401
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_live_job import CONTROLLER, app, client, crawl, live, queue  # noqa: F401
+from webui import qa
 from webui.api import jobcontrol
 from webui.api import live as live_api
 from webui.language import COOKIE
@@ -27,7 +28,7 @@ from webui.live_words import TEMPLATES, phrase_templates, say
 
 
 def test_every_phrase_has_danish_words_and_says_its_english_in_english(app):  # noqa: F811
-    assert set(TEMPLATES) == set(jobcontrol.PHRASES) | set(live_api.PHRASES)
+    assert set(TEMPLATES) == set(jobcontrol.PHRASES) | set(live_api.PHRASES) | set(qa.PHRASES)
     with app.test_request_context("/", headers={"Accept-Language": "da"}):
         danish = phrase_templates()
     same = [code for code, template in TEMPLATES.items() if danish[code] == template]
@@ -100,7 +101,8 @@ def test_a_paused_crawl_reads_danish_on_its_page_while_its_live_view_stays_engli
     assert "<td>slumrer</td>" in page and "<td>udtømt</td>" in page
     phrases = json.loads(html.unescape(re.search(r'data-phrases="([^"]*)"', page).group(1)))
     assert phrases["controller_paused"] == "Controlleren %(controller)s er på pause: %(reason)s."
-    assert phrases["state_paused"] == "på pause" and set(phrases) == set(TEMPLATES)
+    assert phrases["state_paused"] == "crawleren er på pause (%(status)s, rapporteret %(time)s)"
+    assert set(phrases) == set(TEMPLATES)
     # the API is not the page: English whatever the cookie
     assert live(operator, crawl.job_id)["holding_back"] == answer["holding_back"]
 

@@ -65,12 +65,14 @@ PHRASES: Mapping[str, str] = {
     "needs_resume": N_("only a paused or pausing crawler can be resumed"),
     "needs_checkpoint": N_("only a running or paused crawler can be checkpointed"),
     "refused_in_state": N_("%(needs)s, and %(state)s"),
-    # the crawler's state
-    "state_running": N_("running"), "state_pausing": N_("pausing"), "state_paused": N_("paused"),
-    "state_starting": N_("starting (not crawling yet)"), "state_finishing": N_("finishing its crawl"),
-    "state_unknown": N_("in an unknown state"),
+    # the crawler's state, one sentence each: a language may say each state its own way
+    "state_running": N_("the crawler is running (%(status)s, reported %(time)s)"),
+    "state_pausing": N_("the crawler is pausing (%(status)s, reported %(time)s)"),
+    "state_paused": N_("the crawler is paused (%(status)s, reported %(time)s)"),
+    "state_starting": N_("the crawler is starting (not crawling yet) (%(status)s, reported %(time)s)"),
+    "state_finishing": N_("the crawler is finishing its crawl (%(status)s, reported %(time)s)"),
+    "state_unknown": N_("the crawler is in an unknown state (%(status)s, reported %(time)s)"),
     "crawler_unreported": N_("no progress report has come from the crawler yet"),
-    "crawler_is": N_("the crawler is %(state)s (%(status)s, reported %(time)s)"),
     "at_an_unknown_time": N_("at an unknown time"),
     "crawler_to_be_paused": N_("the crawler is to be paused by change %(version)s (pending)"),
     "crawler_to_be_resumed": N_("the crawler is to be resumed by change %(version)s (pending)"),
@@ -112,7 +114,7 @@ def crawler_state(status: str | None, reported_at: datetime | None, changes: Seq
         judged = CrawlerState(UNKNOWN, _say("crawler_unreported"))
     else:
         state = STATE_OF_STATUS.get(status, UNKNOWN)
-        judged = CrawlerState(state, _say("crawler_is", state=_say(f"state_{state.lower()}"), status=status,
+        judged = CrawlerState(state, _say(f"state_{state.lower()}", status=status,
                                           time=utc_text(reported_at) if reported_at else _say("at_an_unknown_time")))
     for change in changes:
         if change.kind not in STATE_AFTER:
