@@ -78,7 +78,7 @@ from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobE
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.schedules import scheduler_zone
 from harvestdef.times import utc_text
-from harvestdef.words import plural
+from scheduler import reasons
 from scheduler.dedupindex import (
     DedupIndexBuilder,
     HarvestRun,
@@ -473,13 +473,14 @@ class Ticker:
             for harvest_id, name, nextdate, channel, is_requested in selective:
                 channel = channel or default_selective
                 index_note = waiting_for_index.get(harvest_id)
-                also = f"; {index_note[1]}" if index_note else ""
-                asked = "a run asked for; " if is_requested else ""
+                also = index_note[1] if index_note else None
                 if not is_requested and nextdate > now:
-                    self._wait(conn, harvest_id, name, f"next run at {when(nextdate)}{also}", now, report)
+                    self._wait(conn, harvest_id, name, reasons.joined(reasons.next_run(nextdate), also), now,
+                               report)
                 elif self.options.postpone_unregistered_channel and channel not in served:
-                    self._wait(conn, harvest_id, name, f"{asked}postponed: no registered harvest controller "
-                                                       f"serves channel {channel}{also}", now, report)
+                    self._wait(conn, harvest_id, name, reasons.joined(
+                        reasons.run_asked_for() if is_requested else None, reasons.postponed(channel), also),
+                        now, report)
                 else:
                     ready.append((harvest_id, name))
             self._note_ended(conn, now, report, waiting_for_index)
@@ -494,13 +495,12 @@ class Ticker:
                         func.count(), func.count().filter(j.c.status.in_(_UNFINISHED)))
                         .where(j.c.harvest_id == previous)).one()
                     if total == 0:
-                        self._wait(conn, harvest_id, name, f"waiting for the previous step (harvest {previous}) "
-                                                           "to make its jobs", now, report)
+                        self._wait(conn, harvest_id, name, reasons.previous_step_without_jobs(previous), now,
+                                   report)
                         continue
                     if unfinished:
-                        self._wait(conn, harvest_id, name, f"waiting for the previous step (harvest {previous}): "
-                                                           f"{unfinished} of its {total} jobs are not finished",
-                                   now, report)
+                        self._wait(conn, harvest_id, name,
+                                   reasons.previous_step_unfinished(previous, unfinished, total), now, report)
                         continue
                 if not index_ready:
                     if self.indexer is not None:
@@ -527,16 +527,14 @@ class Ticker:
             harvest = harvests.get_by_id(harvest_id)
             outlook = harvests.outlook(harvest)
             index_note = waiting_for_index.get(harvest_id)
-            also = f"; {index_note[1]}" if index_note else ""
+            also = index_note[1] if index_note else None
             if outlook.outlook is RunOutlook.CANNOT_RUN:
-                self._wait(conn, harvest_id, harvest.name, f"will never run: {outlook.reason}; give it a schedule "
-                                                           f"with events to come{also}", now, report)
+                self._wait(conn, harvest_id, harvest.name, reasons.joined(reasons.never_runs(outlook.reason), also),
+                           now, report)
                 continue
-            last = f"; last run {outlook.last_run}"
-            if outlook.last_run_at is not None:
-                last += f" at {when(outlook.last_run_at)}"
             report.finished[harvest.name] = outlook.reason
-            if set_harvest_state(conn, harvest_id, FINISHED, f"{outlook.reason}{last}{also}", now):
+            finished = reasons.finished(outlook.reason, outlook.last_run, outlook.last_run_at)
+            if set_harvest_state(conn, harvest_id, FINISHED, reasons.joined(finished, also), now):
                 log.info("harvest definition %r is finished: %s", harvest.name, outlook.reason)
 
     def _wait(self, conn: Connection, harvest_id: int, name: str, reason: str, now: datetime,
@@ -565,9 +563,9 @@ class Ticker:
                 note = self._index_note(conn, indexer, HarvestRun(harvest_id, harvest_num), snapshot)
                 if note is None:
                     continue
-                note = f"the jobs of run {harvest_num} wait: {note}"
+                note = reasons.run_jobs_wait(harvest_num, note)
                 if harvest_id in waiting:
-                    note = f"{waiting[harvest_id][1]}; {note}"
+                    note = reasons.joined(waiting[harvest_id][1], note)
                 waiting[harvest_id] = (name, note)
                 report.indexing[name] = note
         return waiting
@@ -589,8 +587,7 @@ class Ticker:
         if unfinished:
             # Their entries exist only once they end; an index built now would lack them for good, because
             # it is cached under the name of the whole job set.
-            return (f"waiting for {unfinished} of the {len(job_ids)} jobs it deduplicates against to finish "
-                    f"before building its deduplication index")
+            return reasons.index_waits_for_jobs(unfinished, len(job_ids))
         progress = indexer.progress(job_ids)
         if progress is None:
             if row is not None and row.failures:
@@ -600,14 +597,11 @@ class Ticker:
             progress = indexer.progress(job_ids) or (0, len(job_ids))
         if row is not None and row.refusal:
             # the count made again now (above) replaces this when it comes out otherwise
-            return (f"deduplication index refused: {row.refusal}; not dispatched until enough of these jobs' "
-                    "entries are stored (counted again at every tick)")
+            return reasons.index_refused(row.refusal)
         done, total = progress
-        note = f"building deduplication index ({done} of {total} jobs)"
         if row is not None and row.failures:
-            attempts = "attempt" if row.failures == 1 else "attempts"
-            note += f"; {row.failures} earlier {attempts} failed, the last: {row.error}"
-        return note
+            return reasons.index_building(done, total, row.failures, row.error)
+        return reasons.index_building(done, total)
 
     # ------------------------------------------------------------------ previews
     def _make_previews(self, now: datetime, report: TickReport) -> None:
@@ -621,7 +615,7 @@ class Ticker:
     # ------------------------------------------------------------------ generation
     def _generate(self, harvest_id: int, name: str, now: datetime, report: TickReport) -> None:
         with write_transaction(self.engine) as conn:
-            set_harvest_state(conn, harvest_id, GENERATING, f"generating jobs since {when(now)}", now)
+            set_harvest_state(conn, harvest_id, GENERATING, reasons.generating(now), now)
         try:
             result = generate_jobs(self.engine, harvest_id, self.generation, now)
         except JobGenerationError as exc:
@@ -633,9 +627,7 @@ class Ticker:
             self.notifier.notify(f"Harvest definition {name} deactivated", reason)
             return
         report.generated[name] = result.job_ids
-        summary = f"run {result.harvest_num}: {plural(len(result.job_ids), 'job')} at {when(now)}"
-        if result.next_date is not None:
-            summary += f"; next run at {when(result.next_date)}"
+        summary = reasons.generated(result.harvest_num, len(result.job_ids), now, result.next_date)
         with write_transaction(self.engine) as conn:
             set_harvest_state(conn, harvest_id, GENERATED, summary, utcnow())
 

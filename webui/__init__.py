@@ -25,7 +25,19 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
                test_config: dict[str, Any] | None = None) -> Flask:
     """The web UI on the harvest database of ``settings`` (or ``engine``, which the caller keeps owning)."""
     from harvestdef.db.guard import guard_writes
-    from webui import api, auth, definitions, formatting, history, language, replaylinks, routing, status, system
+    from webui import (
+        api,
+        auth,
+        definitions,
+        formatting,
+        history,
+        language,
+        live_words,
+        replaylinks,
+        routing,
+        status,
+        system,
+    )
     from webui.context import WebuiContext
     from webui.jsonbody import JsonBodyProvider
 
@@ -54,6 +66,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
     app.before_request(routing.refuse_unstorable_text)
     language.init_app(app)
     formatting.init_app(app)
+    live_words.init_app(app)
     replaylinks.init_app(app, settings.replay.url)
     for section in (auth, definitions, status, history, system):
         app.register_blueprint(section.blueprint)

@@ -14,7 +14,6 @@ the script the page still says the one UTC time.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -27,6 +26,7 @@ from harvestdef.model.definitions import RunOutlook
 from harvestdef.schedules import Schedule, TimeUnit
 from harvestdef.times import duration_text, utc_text
 from harvestdef.words import spaced
+from webui.harvest_reasons import outlook_reason, state_name, state_reason
 
 _UNITS = ("bytes", "KB", "MB", "GB", "TB", "PB")
 
@@ -106,35 +106,6 @@ def frequency(schedule: Schedule) -> str:
     return every if time is None else _("%(every)s at %(time)s", every=every, time=time)
 
 
-# The reasons harvestdef gives why a harvest runs no more (HarvestRepository.outlook, Schedule.end_reason), in
-# English for the API; the page says them in its language from their parts. A reason not known here stays
-# as it was.
-_OUTLOOK_REASONS = [
-    (re.compile(r"schedule (?P<name>.+) allows (?P<runs>\d+) runs?, and all of them have run"),
-     lambda m: ngettext("schedule %(name)s allows %(runs)s run, and all of them have run",
-                        "schedule %(name)s allows %(runs)s runs, and all of them have run", int(m["runs"]),
-                        name=m["name"], runs=m["runs"])),
-    (re.compile(r"schedule (?P<name>.+) ended on (?P<time>.+)"),
-     lambda m: _("schedule %(name)s ended on %(time)s", name=m["name"], time=m["time"])),
-    (re.compile(r"schedule (?P<name>.+) has no event left before its end on (?P<time>.+)"),
-     lambda m: _("schedule %(name)s has no event left before its end on %(time)s", name=m["name"],
-                 time=m["time"])),
-    (re.compile(r"a snapshot harvest runs once, and it has run"),
-     lambda m: _("a snapshot harvest runs once, and it has run")),
-    (re.compile(r"its next run date was cleared, although its schedule has events to come"),
-     lambda m: _("its next run date was cleared, although its schedule has events to come")),
-]
-
-
-def outlook_reason(reason: str) -> str:
-    """Why a harvest runs no more, in the page's language."""
-    for pattern, said in _OUTLOOK_REASONS:
-        match = pattern.fullmatch(reason)
-        if match:
-            return said(match)
-    return reason
-
-
 def words(value: Any) -> str:
     """A stored name in words: ``Every_5_minutes`` -> "Every 5 minutes"; None -> ""."""
     return "" if value is None else spaced(str(value))
@@ -177,4 +148,5 @@ def duration(value: Any) -> str:
 
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration, outlook=outlook, words=words,
-                                 frequency=frequency, outlook_reason=outlook_reason)
+                                 frequency=frequency, outlook_reason=outlook_reason, state_reason=state_reason,
+                                 state_name=state_name)

@@ -27,18 +27,34 @@ from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.errors import NotFoundError
 from harvestdef.repositories.jobs import JobRepository
+from webui.api.phrases import N_, Phrase, phrasebook
 
 METADATA_WARC = re.compile(r"metadata-\d+\.warc(\.gz)?$")
 QA_RECORD_PATH = "/crawl/reports/qa-report?"
 MAX_REPORT_BYTES = 32 * 1024 * 1024  # far above a report's size: its lists are capped by the harvester
 
 
-class NoQaReportError(NotFoundError):
-    """A job without a QA report (yet); the message says why."""
+# Why a job has no QA report, by code (webui/api/phrases.py): English for the API, the job page's language there.
+PHRASES = {
+    "no_qa_report": N_("job %(job)s has no QA report: %(why)s"),
+    "qa_not_stored": N_("its metadata WARC is not in the archive store (the job has not ended, or its files are not "
+                        "stored yet)"),
+    "qa_unreadable": N_("its metadata WARC %(name)s cannot be read: %(error)s"),
+    "qa_too_large": N_("its qa-report record is over %(limit)s bytes"),
+    "qa_not_json": N_("its qa-report record is not JSON: %(error)s"),
+    "qa_no_record": N_("its metadata WARC holds no qa-report record (post-processing could not make one, or the job "
+                       "was harvested before QA reports)"),
+}
+_say = phrasebook(PHRASES)
 
-    def __init__(self, job_id: int, why: str) -> None:
+
+class NoQaReportError(NotFoundError):
+    """A job without a QA report (yet); the message says why, and ``phrase`` says it for a page."""
+
+    def __init__(self, job_id: int, why: Phrase) -> None:
         super().__init__("QA report of job", job_id)
-        self.args = (f"job {job_id} has no QA report: {why}",)
+        self.phrase = _say("no_qa_report", job=job_id, why=why)
+        self.args = (self.phrase.english(),)
 
     def __str__(self) -> str:
         return self.args[0]
@@ -56,25 +72,23 @@ def read_qa_report(store: ArchiveStore, harvest_id: int, job_id: int) -> dict[st
     """The QA report of a job from its stored metadata WARC; NoQaReportError saying why there is none."""
     warcs = metadata_warcs(store, harvest_id, job_id)
     if not warcs:
-        raise NoQaReportError(job_id, "its metadata WARC is not in the archive store (the job has not ended, "
-                                      "or its files are not stored yet)")
+        raise NoQaReportError(job_id, _say("qa_not_stored"))
     for path in warcs:
         try:
             body = _qa_record(path)
         except ArchiveLoadFailed as exc:
-            raise NoQaReportError(job_id, f"its metadata WARC {path.name} cannot be read: {exc}") from exc
+            raise NoQaReportError(job_id, _say("qa_unreadable", name=path.name, error=str(exc))) from exc
         if body is None:
             continue
         if len(body) > MAX_REPORT_BYTES:
-            raise NoQaReportError(job_id, f"its qa-report record is over {MAX_REPORT_BYTES} bytes")
+            raise NoQaReportError(job_id, _say("qa_too_large", limit=MAX_REPORT_BYTES))
         try:
             report = json.loads(body)
         except ValueError as exc:
-            raise NoQaReportError(job_id, f"its qa-report record is not JSON: {exc}") from exc
+            raise NoQaReportError(job_id, _say("qa_not_json", error=str(exc))) from exc
         if isinstance(report, dict):
             return report
-    raise NoQaReportError(job_id, "its metadata WARC holds no qa-report record (post-processing could not "
-                                  "make one, or the job was harvested before QA reports)")
+    raise NoQaReportError(job_id, _say("qa_no_record"))
 
 
 def _qa_record(path: Path) -> bytes | None:

@@ -40,6 +40,7 @@ from harvestdef.repositories.jobs import allocate_job_ids
 from harvestdef.repositories.runrequests import RunRequestRepository
 from harvestdef.settings import NamingConvention, Settings
 from harvestdef.traps import parse_stored_traps
+from scheduler import reasons
 from scheduler.jobgen.building import BULK_CHECK_THRESHOLD, JobWriter, RunContext, TemplateInfo
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackedJob, PackingRules, job_generator
 from scheduler.jobgen.selection import CRAWL_ATTRIBUTE_TREE, HarvestSource, select_candidates
@@ -303,11 +304,8 @@ def generate_jobs(engine: Engine, harvest: str | int, options: GenerationOptions
         log.error("job generation for harvest definition %r (id %d) failed, deactivating it: %s",
                   hd.name, hd.harvest_id, cause, exc_info=True)
         deactivation_failure = _deactivate(engine, hd, cause)
-        outcome = ("the harvest was deactivated" if deactivation_failure is None
-                   else f"deactivating the harvest failed too ({deactivation_failure}), so it is still active")
         raise JobGenerationError(
-            f"job generation for harvest definition {hd.name!r} (id {hd.harvest_id}) failed and {outcome}: "
-            f"{cause}") from exc
+            reasons.generation_failed(hd.name, hd.harvest_id, deactivation_failure, cause)) from exc
     if not result.jobs:
         log.warning("harvest definition %r made 0 jobs (probable cause: it continues a harvest that is "
                     "already finished, or no configuration has an active seed)", hd.name)

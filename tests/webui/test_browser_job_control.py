@@ -92,3 +92,43 @@ def test_pause_from_the_page_then_the_applied_pause_shows_without_a_reload(brows
         screenshot(page, tmp_path, "job-control-refused-form")
     finally:
         context.close()
+
+
+def test_the_danish_page_says_why_a_button_is_disabled_and_what_holds_the_crawl_back(browser, steered, tmp_path):
+    """The titles and the holding-back list in Danish when drawn and again after live.js's updates, which
+    say the live view's phrases from the page's data-phrases; nothing wider than the window."""
+    webui, crawl, engine = steered
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=webui.url)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    try:
+        log_in(page, webui.url, "operator")
+        context.add_cookies([{"name": "harvestsuite_language", "value": "da", "url": webui.url}])
+        page.goto(f"/status/jobs/{crawl.job_id}")
+        resume = page.locator('.control-actions [data-action="resume"] button')
+        assert resume.is_disabled()
+        assert resume.get_attribute("title").startswith(
+            "kun en crawler, der er på pause eller ved at gå på pause, kan genoptages, og crawleren kører "
+            "(CRAWLER_ACTIVE, rapporteret ")
+        page.evaluate("window.loadedOnce = true")
+
+        # the crawler pauses itself and its controller is paused: live.js says both in Danish
+        crawl.heartbeat(utcnow(), paused=True, reason="vedligehold")
+        crawl.progress(utcnow(), status="CRAWLER_PAUSED")
+        page.wait_for_function("document.querySelector('.control-actions [data-action=\"pause\"] button').disabled")
+        pause = page.locator('.control-actions [data-action="pause"] button')
+        assert pause.get_attribute("title").startswith(
+            "kun en crawler, der kører, kan sættes på pause, og crawleren er på pause (CRAWLER_PAUSED, rapporteret ")
+        held = page.locator('[data-live="holding_back"] li')
+        held.first.wait_for()
+        texts = held.all_inner_texts()
+        assert "Controlleren ctl-1 er på pause: vedligehold." in texts, texts
+        assert any(text.startswith("Crawleren er på pause (rapporteret ") for text in texts), texts
+        paused = page.locator('[data-live="paused"]')
+        paused.wait_for(state="visible")
+        assert paused.inner_text().startswith("Sat på pause siden ") and paused.inner_text().endswith(" af crawleren")
+        assert page.evaluate("window.loadedOnce") is True
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        screenshot(page, tmp_path, "job-control-danish")
+    finally:
+        context.close()

@@ -16,7 +16,8 @@ from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.schedules import Schedule, TimeUnit
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_jobs import T0, seed
-from webui.formatting import count, outlook_reason, size
+from webui.formatting import count, size
+from webui.harvest_reasons import outlook_reason
 from webui.language import COOKIE
 
 
@@ -206,3 +207,50 @@ def test_why_a_harvest_runs_no_more_in_danish_as_harvestdef_words_it(app):
         assert outlook_reason("a reason not known") == "a reason not known"
     with app.test_request_context("/"):
         assert [outlook_reason(reason) for reason in reasons] == reasons
+
+
+def visible_words(response) -> str:
+    """A page's text and the words of its titles, labels and placeholders, without its scripts' data."""
+    page = re.sub(r"<(script|style)\b.*?</\1>", " ", response.get_data(as_text=True), flags=re.S)
+    attributes = " ".join(re.findall(r'(?:title|aria-label|placeholder|alt)="([^"]*)"', page))
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page) + " " + attributes).split())
+
+
+def test_every_page_without_parameters_and_a_few_with_speak_danish(app, api, login, webui_engine):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.NEW])
+    assert api("curator", "post", "/api/v1/harvests", json={
+        "type": "snapshot", "name": "snap", "active": False}).status_code == 201
+    assert api("admin", "post", "/api/v1/webhooks", json={
+        "name": "ops", "url": "https://receiver.example.org/hook", "secret": "a secret of sixteen",
+        "events": ["job_failed"]}).status_code == 201
+    client = login("admin")
+    client.set_cookie(COOKIE, "da")
+    paths = {str(rule) for rule in app.url_map.iter_rules() if "GET" in rule.methods and not rule.arguments
+             and not str(rule).startswith(("/api/", "/static/", "/logout"))}
+    paths |= {"/status/jobs/1", "/status/jobs/2", "/definitions/harvests/daily", "/definitions/harvests/snap",
+              "/definitions/schedules/Once_a_day", "/history/domains/alpha.dk", "/history/harvests/daily",
+              "/definitions/harvests/new/selective", "/system/webhooks/1", "/api/v1/docs"}
+    # English that these pages said whatever the language, in the words they say it in now
+    english = ("minutes", "hours", "weeks", "months", "History of", "role of", "new password of",
+               "next tick makes one run", "Another configuration of", "out of this harvest", "(its default",
+               "a job failed", "line cut at", "no QA report", "Rendered by Swagger UI", "Everything these pages",
+               "type a new one to replace it", "Deactivate", "Activate")
+    pages = {}
+    for path in sorted(paths):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        pages[path] = visible_words(response)
+        found = [phrase for phrase in english if phrase in pages[path]]
+        assert not found, (path, found)
+    for path in ("/definitions/schedules", "/definitions/schedules/Once_a_day"):
+        units = re.search(r'<select name="timeunit">(.*?)</select>', client.get(path).get_data(as_text=True), re.S)
+        options = dict(re.findall(r'<option value="(\w+)"[^>]*>([^<]*)</option>', units.group(1)))
+        assert options == {"MINUTE": "minutter", "HOURLY": "timer", "DAILY": "dage", "WEEKLY": "uger",
+                           "MONTHLY": "måneder"}, (path, options)
+    assert "job 1 har ingen QA-rapport: dets metadata-WARC er ikke i arkivlageret" in pages["/status/jobs/1"]
+    assert "Historik for alpha.dk" in pages["/history/domains/alpha.dk"]
+    assert "rolle for curator" in pages["/system/users"] and "et job fejlede" in pages["/system/webhooks/1"]
+    assert "Vist med Swagger UI" in pages["/api/v1/docs"] and "Deaktivér" in pages["/definitions/templates"]
+    # the system page's title is its name, not its notifications card
+    system = client.get("/system").get_data(as_text=True)
+    assert re.search(r"<title>System · HarvestSuite</title>", system), re.search(r"<title>.*?</title>", system, re.S)

@@ -12,7 +12,8 @@ an action of the same kind still pending is redundant (refused, naming its versi
 or fail ends the crawl, so only a fail may follow a stop.
 
 This module reads no database and knows no Flask: webui/api/changes.py and webui/api/live.py give it
-what they read.
+what they read. Its words are phrases (webui/api/phrases.py): English for the API, with a code and values
+from which the job page says them in its language.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from harvestdef.repositories.jobchanges import (
     JobChange,
 )
 from harvestdef.times import utc_text
+from webui.api.phrases import N_, Phrase, phrasebook
 
 # The crawler's state as this module judges it.
 RUNNING, PAUSING, PAUSED, STARTING, FINISHING, UNKNOWN = (
@@ -54,14 +56,44 @@ ALLOWED: Mapping[str, frozenset[str]] = {
     FINISHING: frozenset({STOP, FAIL}),
     UNKNOWN: frozenset({STOP, FAIL}),
 }
-# What each action needs, in words, for a refusal.
-NEEDS: Mapping[str, str] = {PAUSE: "only a running crawler can be paused",
-                            RESUME: "only a paused or pausing crawler can be resumed",
-                            CHECKPOINT: "only a running or paused crawler can be checkpointed"}
 # The crawler's own word for the one who paused it when no change of ours did.
 THE_CRAWLER = "the crawler"
-_WORDS = {RUNNING: "running", PAUSING: "pausing", PAUSED: "paused", STARTING: "starting (not crawling yet)",
-          FINISHING: "finishing its crawl"}
+# The words of a refusal and of the crawler's state, by code (webui/api/phrases.py).
+PHRASES: Mapping[str, str] = {
+    # what each action needs
+    "needs_pause": N_("only a running crawler can be paused"),
+    "needs_resume": N_("only a paused or pausing crawler can be resumed"),
+    "needs_checkpoint": N_("only a running or paused crawler can be checkpointed"),
+    "refused_in_state": N_("%(needs)s, and %(state)s"),
+    # the crawler's state, one sentence each: a language may say each state its own way
+    "state_running": N_("the crawler is running (%(status)s, reported %(time)s)"),
+    "state_pausing": N_("the crawler is pausing (%(status)s, reported %(time)s)"),
+    "state_paused": N_("the crawler is paused (%(status)s, reported %(time)s)"),
+    "state_starting": N_("the crawler is starting (not crawling yet) (%(status)s, reported %(time)s)"),
+    "state_finishing": N_("the crawler is finishing its crawl (%(status)s, reported %(time)s)"),
+    "state_unknown": N_("the crawler is in an unknown state (%(status)s, reported %(time)s)"),
+    "crawler_unreported": N_("no progress report has come from the crawler yet"),
+    "at_an_unknown_time": N_("at an unknown time"),
+    "crawler_to_be_paused": N_("the crawler is to be paused by change %(version)s (pending)"),
+    "crawler_to_be_resumed": N_("the crawler is to be resumed by change %(version)s (pending)"),
+    "crawler_was_paused": N_("the crawler was paused by change %(version)s at %(time)s"),
+    "crawler_was_resumed": N_("the crawler was resumed by change %(version)s at %(time)s"),
+    # why an action cannot be taken
+    "job_not_started": N_("the job is %(status)s, not STARTED: control actions go to a running job only"),
+    "pending_pause": N_("a pause is pending already (change %(version)s, made by %(author)s at %(time)s); the "
+                        "controller applies it shortly"),
+    "pending_resume": N_("a resume is pending already (change %(version)s, made by %(author)s at %(time)s); the "
+                         "controller applies it shortly"),
+    "pending_checkpoint": N_("a checkpoint is pending already (change %(version)s, made by %(author)s at "
+                             "%(time)s); the controller applies it shortly"),
+    "pending_stop": N_("a stop is pending already (change %(version)s, made by %(author)s at %(time)s); the "
+                       "controller applies it shortly"),
+    "pending_fail": N_("a fail is pending already (change %(version)s, made by %(author)s at %(time)s); the "
+                       "controller applies it shortly"),
+    "ending_stop": N_("the crawl is ending: a stop is pending (change %(version)s)"),
+    "ending_fail": N_("the crawl is ending: a fail is pending (change %(version)s)"),
+}
+_say = phrasebook(PHRASES)
 
 
 @dataclass(frozen=True)
@@ -69,53 +101,64 @@ class CrawlerState:
     """The crawler's state (one of ALLOWED's keys) and, in words, what it was judged from."""
 
     state: str
-    text: str
+    phrase: Phrase
+
+    @property
+    def text(self) -> str:
+        return self.phrase.english()
 
 
 def crawler_state(status: str | None, reported_at: datetime | None, changes: Sequence[JobChange]) -> CrawlerState:
     """The state the crawler is in, or will be once the changes pending before a new one are applied."""
     if status is None:
-        judged = CrawlerState(UNKNOWN, "no progress report has come from the crawler yet")
+        judged = CrawlerState(UNKNOWN, _say("crawler_unreported"))
     else:
         state = STATE_OF_STATUS.get(status, UNKNOWN)
-        judged = CrawlerState(state, f"the crawler is {_WORDS.get(state, 'in an unknown state')} ({status}, "
-                                     f"reported {utc_text(reported_at) if reported_at else 'at an unknown time'})")
+        judged = CrawlerState(state, _say(f"state_{state.lower()}", status=status,
+                                          time=utc_text(reported_at) if reported_at else _say("at_an_unknown_time")))
     for change in changes:
         if change.kind not in STATE_AFTER:
             continue
         done = "paused" if change.kind == PAUSE else "resumed"
         if change.state == PENDING:
-            judged = CrawlerState(STATE_AFTER[change.kind], f"the crawler is to be {done} by change "
-                                                            f"{change.version} (pending)")
+            judged = CrawlerState(STATE_AFTER[change.kind], _say(f"crawler_to_be_{done}", version=change.version))
         elif change.state == APPLIED and _is_after(change.applied, reported_at):
-            judged = CrawlerState(STATE_AFTER[change.kind], f"the crawler was {done} by change {change.version} "
-                                                            f"at {utc_text(change.applied)}")
+            judged = CrawlerState(STATE_AFTER[change.kind], _say(f"crawler_was_{done}", version=change.version,
+                                                                 time=utc_text(change.applied)))
     return judged
 
 
 def refusal(action: str, job_status: str, state: CrawlerState, changes: Sequence[JobChange]) -> str | None:
     """Why ``action`` cannot be taken on the job now, in words naming the state; None if it can."""
+    why = refusal_phrase(action, job_status, state, changes)
+    return None if why is None else why.english()
+
+
+def refusal_phrase(action: str, job_status: str, state: CrawlerState,
+                   changes: Sequence[JobChange]) -> Phrase | None:
+    """``refusal`` as a phrase."""
     if job_status != "STARTED":
-        return f"the job is {job_status}, not STARTED: control actions go to a running job only"
+        return _say("job_not_started", status=job_status)
     pending = [change for change in changes if change.state == PENDING and change.is_control]
     same = next((change for change in pending if change.kind == action), None)
     if same is not None:
-        return (f"a {action} is pending already (change {same.version}, made by {same.author} at "
-                f"{utc_text(same.created)}); the controller applies it shortly")
+        return _say(f"pending_{action}", version=same.version, author=same.author, time=utc_text(same.created))
     ending = next((change for change in pending if change.kind in (STOP, FAIL)), None)
     if ending is not None and not (action == FAIL and ending.kind == STOP):
-        return f"the crawl is ending: a {ending.kind} is pending (change {ending.version})"
+        return _say(f"ending_{ending.kind}", version=ending.version)
     if action not in ALLOWED[state.state]:
-        return f"{NEEDS[action]}, and {state.text}"
+        return _say("refused_in_state", needs=_say(f"needs_{action}"), state=state.phrase)
     return None
 
 
 def availability(job_status: str, state: CrawlerState, changes: Sequence[JobChange]) -> dict[str, dict[str, Any]]:
-    """Each control action with whether it can be taken now and, if not, why (the live view's ``actions``)."""
+    """Each control action with whether it can be taken now and, if not, why: in English (``why_not``) and as a
+    phrase (``why_not_phrase``, for a page in another language). The live view's ``actions``."""
     answer = {}
     for action in CONTROL_ACTIONS:
-        why = refusal(action, job_status, state, changes)
-        answer[action] = {"available": why is None, "why_not": why}
+        why = refusal_phrase(action, job_status, state, changes)
+        answer[action] = {"available": why is None, "why_not": None if why is None else why.english(),
+                          "why_not_phrase": None if why is None else why.json()}
     return answer
 
 

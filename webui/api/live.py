@@ -17,7 +17,7 @@ by the scheduler, not definitions.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,6 +37,7 @@ from webui.api.changelist import render_change
 from webui.api.core import blueprint, jsonable
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
+from webui.api.phrases import N_, Phrase, phrasebook
 from webui.auth import READ, require
 from webui.context import database, settings
 
@@ -98,10 +99,11 @@ LIVE_FIELDS: dict[str, str] = {
     "domains": f"the job's domains with the most objects so far, at most {MAX_LIVE_DOMAINS}, each domain, "
                "objects, bytes: counted from crawl.log by the final domain report's rules as the controller "
                "reads it; [] before its first count",
-    "holding_back": "what holds the crawl back, each {reason, text}: controller_paused, controller_lost, "
-                    "controller_silent, crawler_paused, crawler_pausing, no_active_queues, all_snoozed, "
-                    "disk_low (the controller's free disk below its minSpaceLeft, both from its newest "
-                    "heartbeat), no_progress, no_progress_report",
+    "holding_back": "what holds the crawl back, each {reason, text, phrase}: reason one of controller_paused, "
+                    "controller_lost, controller_silent, crawler_paused, crawler_pausing, no_active_queues, "
+                    "all_snoozed, disk_low (the controller's free disk below its minSpaceLeft, both from its "
+                    "newest heartbeat), no_progress, no_progress_report; text in English; phrase the same words "
+                    "as {code, values}, for a page in another language",
     "history": "the progress samples (runningjobshistory), oldest first: at, elapsed_seconds, downloaded, "
                "queued, bytes, bytes_per_second, documents_per_second",
     "log": "the crawler's newest crawl-log lines from the newest report, newest first, those log_regex "
@@ -115,7 +117,8 @@ LIVE_FIELDS: dict[str, str] = {
               "when the crawler reports itself paused and no change explains it, since the first progress "
               "sample that said so",
     "actions": "each control action (pause, resume, checkpoint, stop, fail) with available (whether POST "
-               "/api/v1/jobs/{id}/control would take it now) and why_not (in words, naming the state)",
+               "/api/v1/jobs/{id}/control would take it now), why_not (in words, naming the state) and "
+               "why_not_phrase (the same words as {code, values}, for a page in another language)",
 }
 
 
@@ -337,25 +340,57 @@ def _sample_json(sample: Row[Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- why is it slow or stalled?
+# The words of each reason, by code (webui/api/phrases.py): a reason's phrase has the reason's code, or a
+# variant's (no_progress_report_since), and the parts inside it (silent_since) codes of their own.
+PHRASES: Mapping[str, str] = {
+    "no_progress_report": N_("No progress report has arrived since the job started: the crawler may still be "
+                             "starting."),
+    "no_progress_report_since": N_("No progress report has arrived since the job started at %(time)s: the "
+                                   "crawler may still be starting."),
+    "crawler_paused": N_("The crawler is paused (reported %(time)s): it fetches nothing until it is resumed."),
+    "crawler_pausing": N_("The crawler is pausing (reported %(time)s): it finishes the URIs in hand and then "
+                          "fetches nothing."),
+    "controller_lost": N_("Controller %(controller)s is lost: %(silent)s (lost after %(limit)s of silence); the "
+                          "figures are as it last reported them."),
+    "silent_since": N_("silent since %(time)s, %(duration)s"),
+    "never_heard_from": N_("never heard from"),
+    "controller_silent": N_("Controller %(controller)s has been silent for %(duration)s since %(time)s; it counts "
+                            "as lost after %(limit)s."),
+    "disk_low": N_("Controller %(controller)s is short of disk: %(free)s bytes free in its serverDir on %(host)s, "
+                   "below its minSpaceLeft of %(minimum)s (heartbeat %(time)s); it takes no new job until space "
+                   "is back, and a crawl that fills the disk fails."),
+    "controller_paused": N_("Controller %(controller)s is paused: %(reason)s."),
+    "no_reason_given": N_("no reason given"),
+    "no_active_queues": N_("No queue is active while %(queued)s URIs are queued: of %(total)s queues %(retired)s "
+                           "is retired (their budget is spent) and %(exhausted)s exhausted (reported %(time)s)."),
+    "no_active_queues_retired": N_("No queue is active while %(queued)s URIs are queued: of %(total)s queues "
+                                   "%(retired)s are retired (their budget is spent) and %(exhausted)s exhausted "
+                                   "(reported %(time)s)."),
+    "all_snoozed": N_("All %(snoozed)s queues of the frontier report that can be fetched from are snoozed on "
+                      "politeness, the soonest (%(queue)s) waking in %(wakes_in)s (report of %(time)s): the crawler "
+                      "waits between fetches from the same host."),
+    "no_progress": N_("No URI downloaded since %(time)s (%(duration)s): the count stayed at %(downloaded)s across "
+                      "the last %(samples)s progress samples and the newest report."),
+}
+_say = phrasebook(PHRASES)
+
+
 def holding_back(job: Row[Any], monitor: Row[Any] | None, controller: Row[Any] | None, history: Sequence[Row[Any]],
-                 queues: Sequence[Row[Any]], rule: LostControllerRule, now: datetime) -> list[dict[str, str]]:
+                 queues: Sequence[Row[Any]], rule: LostControllerRule, now: datetime) -> list[dict[str, Any]]:
     """What holds a STARTED job back, each reason a sentence with its figures; [] for any other job."""
     if job.status != JobStatus.STARTED:
         return []
     reasons = _controller_reasons(job, controller, rule, now)
     if monitor is None:
-        started = f" at {utc_text(job.startdate)}" if job.startdate is not None else ""
-        reasons.append(_reason("no_progress_report", f"No progress report has arrived since the job started"
-                                                     f"{started}: the crawler may still be starting."))
+        reasons.append(_reason("no_progress_report", _say("no_progress_report") if job.startdate is None
+                               else _say("no_progress_report_since", time=utc_text(job.startdate))))
         return reasons
     status = crawler_status(monitor.status)
     if status == "CRAWLER_PAUSED":
-        reasons.append(_reason("crawler_paused", f"The crawler is paused (reported {utc_text(monitor.tstamp)}): "
-                                                 f"it fetches nothing until it is resumed."))
+        reasons.append(_reason("crawler_paused", _say("crawler_paused", time=utc_text(monitor.tstamp))))
         return reasons  # its queues wait on the pause, whatever an older frontier report said of them
     if status == "CRAWLER_PAUSING":
-        reasons.append(_reason("crawler_pausing", f"The crawler is pausing (reported {utc_text(monitor.tstamp)}): "
-                                                  f"it finishes the URIs in hand and then fetches nothing."))
+        reasons.append(_reason("crawler_pausing", _say("crawler_pausing", time=utc_text(monitor.tstamp))))
         return reasons
     reasons += _queue_reasons(monitor, queues)
     stalled = _no_progress(monitor, history)
@@ -364,12 +399,12 @@ def holding_back(job: Row[Any], monitor: Row[Any] | None, controller: Row[Any] |
     return reasons
 
 
-def _reason(reason: str, text: str) -> dict[str, str]:
-    return {"reason": reason, "text": text}
+def _reason(reason: str, phrase: Phrase) -> dict[str, Any]:
+    return {"reason": reason, "text": phrase.english(), "phrase": phrase.json()}
 
 
 def _controller_reasons(job: Row[Any], controller: Row[Any] | None, rule: LostControllerRule,
-                        now: datetime) -> list[dict[str, str]]:
+                        now: datetime) -> list[dict[str, Any]]:
     if job.controller is None:
         return []
     reasons = []
@@ -378,51 +413,45 @@ def _controller_reasons(job: Row[Any], controller: Row[Any] | None, rule: LostCo
     since = last_sign_of_life(heartbeat, job.startdate)
     limit = rule.silence_limit(interval)
     if job.interrupted or rule.is_lost(since, interval, now):
-        silent = f"silent since {utc_text(since)}, {duration_text((now - since).total_seconds())}" if since else \
-            "never heard from"
-        reasons.append(_reason("controller_lost", f"Controller {job.controller} is lost: {silent} (lost after "
-                                                  f"{duration_text(limit.total_seconds())} of silence); the figures "
-                                                  f"are as it last reported them."))
+        silent = _say("silent_since", time=utc_text(since), duration=duration_text((now - since).total_seconds())) \
+            if since else _say("never_heard_from")
+        reasons.append(_reason("controller_lost", _say("controller_lost", controller=job.controller, silent=silent,
+                                                       limit=duration_text(limit.total_seconds()))))
     elif since is not None and now - since > limit / rule.lost_after_heartbeats * SILENT_AFTER_HEARTBEATS:
-        reasons.append(_reason("controller_silent", f"Controller {job.controller} has been silent for "
-                                                    f"{duration_text((now - since).total_seconds())} since "
-                                                    f"{utc_text(since)}; it counts as lost after "
-                                                    f"{duration_text(limit.total_seconds())}."))
+        reasons.append(_reason("controller_silent", _say(
+            "controller_silent", controller=job.controller, duration=duration_text((now - since).total_seconds()),
+            time=utc_text(since), limit=duration_text(limit.total_seconds()))))
     if controller is not None and controller.min_space_left and controller.free_disk_bytes is not None \
             and controller.free_disk_bytes < controller.min_space_left:
-        reasons.append(_reason("disk_low", f"Controller {job.controller} is short of disk: "
-                                           f"{controller.free_disk_bytes:,} bytes free in its serverDir on "
-                                           f"{controller.host}, below its minSpaceLeft of "
-                                           f"{controller.min_space_left:,} (heartbeat "
-                                           f"{utc_text(controller.last_heartbeat)}); it takes no new job until "
-                                           f"space is back, and a crawl that fills the disk fails."))
+        reasons.append(_reason("disk_low", _say(
+            "disk_low", controller=job.controller, free=f"{controller.free_disk_bytes:,}", host=controller.host,
+            minimum=f"{controller.min_space_left:,}", time=utc_text(controller.last_heartbeat))))
     if controller is not None and controller.paused:
-        reasons.append(_reason("controller_paused", f"Controller {job.controller} is paused: "
-                                                    f"{controller.pause_reason or 'no reason given'}."))
+        reasons.append(_reason("controller_paused", _say(
+            "controller_paused", controller=job.controller,
+            reason=controller.pause_reason or _say("no_reason_given"))))
     return reasons
 
 
-def _queue_reasons(monitor: Row[Any], queues: Sequence[Row[Any]]) -> list[dict[str, str]]:
+def _queue_reasons(monitor: Row[Any], queues: Sequence[Row[Any]]) -> list[dict[str, Any]]:
     queued = monitor.queuedfilescount or 0
     if queued <= 0:
         return []
     reasons = []
     if (monitor.activequeuescount or 0) == 0:
         retired, exhausted = monitor.retiredqueuescount or 0, monitor.exhaustedqueuescount or 0
-        reasons.append(_reason("no_active_queues", f"No queue is active while {queued:,} URIs are queued: of "
-                                                   f"{monitor.totalqueuescount or 0:,} queues "
-                                                   f"{retired:,} {'is' if retired == 1 else 'are'} retired (their "
-                                                   f"budget is spent) and {exhausted:,} exhausted "
-                                                   f"(reported {utc_text(monitor.tstamp)})."))
+        reasons.append(_reason("no_active_queues", _say(
+            "no_active_queues" if retired == 1 else "no_active_queues_retired", queued=f"{queued:,}",
+            total=f"{monitor.totalqueuescount or 0:,}", retired=f"{retired:,}", exhausted=f"{exhausted:,}",
+            time=utc_text(monitor.tstamp))))
     # the queues that could be fetched from: not exhausted, not retired over their budget
     waiting = [line for line in queues if queue_state(line) in ("active", "snoozed")]
     snoozed = [line for line in waiting if queue_state(line) == "snoozed"]
     if waiting and len(snoozed) == len(waiting):
         soonest = min(snoozed, key=lambda line: _wake_seconds(line.waketime))
-        reasons.append(_reason(
-            "all_snoozed", f"All {len(snoozed)} queues of the frontier report that can be fetched from are snoozed "
-                           f"on politeness, the soonest ({soonest.domainname}) waking in {soonest.waketime} (report "
-                           f"of {utc_text(soonest.tstamp)}): the crawler waits between fetches from the same host."))
+        reasons.append(_reason("all_snoozed", _say(
+            "all_snoozed", snoozed=len(snoozed), queue=soonest.domainname, wakes_in=soonest.waketime,
+            time=utc_text(soonest.tstamp))))
     return reasons
 
 
@@ -446,7 +475,7 @@ def _wake_seconds(text: str) -> float:
     return total if not number else float("inf")
 
 
-def _no_progress(monitor: Row[Any], history: Sequence[Row[Any]]) -> dict[str, str] | None:
+def _no_progress(monitor: Row[Any], history: Sequence[Row[Any]]) -> dict[str, Any] | None:
     recent = history[-NO_PROGRESS_SAMPLES:]
     if len(recent) < NO_PROGRESS_SAMPLES:
         return None
@@ -455,9 +484,9 @@ def _no_progress(monitor: Row[Any], history: Sequence[Row[Any]]) -> dict[str, st
         return None
     since = recent[0].tstamp
     span = (monitor.tstamp - since) if monitor.tstamp is not None else timedelta(0)
-    return _reason("no_progress", f"No URI downloaded since {utc_text(since)} ({duration_text(span.total_seconds())}): "
-                                  f"the count stayed at {monitor.downloadedfilescount:,} across the last "
-                                  f"{len(recent)} progress samples and the newest report.")
+    return _reason("no_progress", _say("no_progress", time=utc_text(since),
+                                       duration=duration_text(span.total_seconds()),
+                                       downloaded=f"{monitor.downloadedfilescount:,}", samples=len(recent)))
 
 
 # ---------------------------------------------------------------- route

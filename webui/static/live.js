@@ -10,14 +10,27 @@
 // Figures are formatted as webui/formatting.py formats them on the server, so an update looks the same
 // as the page did when it was loaded; its words come in the page's language from the live section's
 // data-words (English text -> translation, with %(name)s for the values), English where a word is missing.
+// The API's phrases (why a control action cannot be taken, what holds the crawl back: {code, values} beside
+// the English) are said from data-phrases (code -> template in the page's language), nested ones first.
 "use strict";
 (function () {
   const UNITS = ["bytes", "KB", "MB", "GB", "TB", "PB"];
   let words = {};
+  let phrases = {};
 
   // text in the page's language, its %(name)s replaced by values[name]
   function say(text, values) {
     return (words[text] || text).replace(/%\((\w+)\)s/g, (whole, name) => String((values || {})[name]));
+  }
+
+  // an API phrase in the page's language; the English the API gave beside it where the code is not known
+  function speak(phrase, english) {
+    if (!phrase || !(phrase.code in phrases)) return english || "";
+    const values = {};
+    for (const [name, value] of Object.entries(phrase.values || {})) {
+      values[name] = value !== null && typeof value === "object" ? speak(value, "") : value;
+    }
+    return phrases[phrase.code].replace(/%\((\w+)\)s/g, (whole, name) => String(values[name]));
   }
 
   function count(value) {
@@ -67,11 +80,11 @@
     for (const queue of queues) {
       const row = document.createElement("tr");
       cell(row, queue.queue);
-      cell(row, queue.state);
+      cell(row, say(queue.state));
       cell(row, count(queue.current_size), "number");
       cell(row, count(queue.total_enqueues), "number");
       cell(row, count(queue.total_spend), "number");
-      cell(row, queue.total_budget >= 0 ? count(queue.total_budget) : "none", "number");
+      cell(row, queue.total_budget >= 0 ? count(queue.total_budget) : say("none"), "number");
       cell(row, count(queue.error_count), "number");
       cell(row, queue.wakes_in || "");
       body.appendChild(row);
@@ -91,7 +104,7 @@
     for (const why of reasons) {
       const item = document.createElement("li");
       item.dataset.reason = why.reason;
-      item.textContent = why.text;
+      item.textContent = speak(why.phrase, why.text);
       list.appendChild(item);
     }
   }
@@ -149,7 +162,7 @@
       state.className = "nowrap";
       const badge = document.createElement("span");
       badge.className = "change-state " + change.state;
-      badge.textContent = change.state;
+      badge.textContent = say(change.state);
       state.appendChild(badge);
       if (change.applied) {
         const at = document.createElement("span");
@@ -173,7 +186,7 @@
   function fillPaused(line, paused) {
     if (!line) return;
     line.hidden = !paused;
-    line.textContent = paused ? say("Paused since %(time)s by %(name)s", {time: when(paused.since), name: paused.by}) : "";
+    line.textContent = paused ? say("Paused since %(time)s by %(name)s", {time: when(paused.since), name: say(paused.by)}) : "";
   }
 
   // Each control button enabled when its action is available now, its title saying why not otherwise.
@@ -183,7 +196,7 @@
       const button = form.querySelector("button");
       if (!availability || !button || form.dataset.sending) continue;
       button.disabled = !availability.available;
-      button.title = availability.why_not || "";
+      button.title = availability.available ? "" : speak(availability.why_not_phrase, availability.why_not);
     }
   }
 
@@ -347,6 +360,7 @@
     const section = document.getElementById("live");
     if (section) {
       words = JSON.parse(section.dataset.words || "{}");
+      phrases = JSON.parse(section.dataset.phrases || "{}");
       const initial = document.getElementById("live-initial");
       if (initial) drawChart(element(section, "chart"), JSON.parse(initial.textContent).history);
       sendControls(section, pollJob(section));

@@ -38,6 +38,7 @@ from webui.api.live import job_live
 from webui.api.status import find_running_jobs, find_waiting_harvests
 from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
+from webui.live_words import say
 from webui.qa import NoQaReportError, job_qa
 from webui.status import blueprint
 from webui.thumbnails import first_seed_capture, job_thumbnails, thumbnail_path
@@ -170,7 +171,7 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
             try:
                 qa = job_qa(conn, ArchiveStore.from_settings(settings()), job_id, settings().webui.qaChangeThreshold)
             except NoQaReportError as exc:
-                qa_error = str(exc)
+                qa_error = say(exc.phrase.json(), str(exc))
             thumbnails = job_thumbnails(conn, job_id, detail["harvest_num"], detail["harvest_id"])
     domain = search_domain(request.args.get("domain"))
     pattern = request.args.get("regex") or ""
