@@ -1,6 +1,6 @@
-"""The API's phrases (webui/api/phrases.py) in the page's language: why a control action cannot be taken
-(webui/api/jobcontrol.py), what holds a running crawl back (webui/api/live.py) and why a job has no QA report
-(webui/qa.py).
+"""The API's phrases (webui/api/phrases.py) in the page's language: what a change does
+(webui/api/changelist.py), why a control action cannot be taken (webui/api/jobcontrol.py), what holds a
+running crawl back (webui/api/live.py) and why a job has no QA report (webui/qa.py).
 
 The job page says each phrase with the ``phrase`` filter when it is drawn, and hands static/live.js every
 template in its language (``phrase_templates``), so an update says them alike; the JSON stays English.
@@ -15,9 +15,9 @@ from flask import Flask
 from flask_babel import gettext
 
 from webui import qa
-from webui.api import jobcontrol, live
+from webui.api import changelist, jobcontrol, live
 
-_BOOKS = (jobcontrol.PHRASES, live.PHRASES, qa.PHRASES)
+_BOOKS = (changelist.PHRASES, jobcontrol.PHRASES, live.PHRASES, qa.PHRASES)
 # code -> English template (the catalogue's msgid); no code is in two books
 TEMPLATES: Mapping[str, str] = {code: template for book in _BOOKS for code, template in book.items()}
 assert len(TEMPLATES) == sum(map(len, _BOOKS)), "a phrase code is in two books"
@@ -28,9 +28,15 @@ def say(phrase: Mapping[str, Any] | None, english: str = "") -> str:
     code is unknown (an answer of another version)."""
     if not phrase or phrase.get("code") not in TEMPLATES:
         return english
-    values = {name: say(value, str(value)) if isinstance(value, Mapping) else value
-              for name, value in phrase.get("values", {}).items()}
+    values = {name: _said(value) for name, value in phrase.get("values", {}).items()}
     return gettext(TEMPLATES[phrase["code"]]) % values
+
+
+def _said(value: Any) -> Any:
+    """A phrase's value in the page's language: a nested phrase said, a list of them said and joined."""
+    if isinstance(value, list):
+        return ", ".join(str(_said(part)) for part in value)
+    return say(value, str(value)) if isinstance(value, Mapping) else value
 
 
 def phrase_templates() -> dict[str, str]:

@@ -113,7 +113,7 @@ def test_a_control_action_is_the_jobs_next_change_pending_and_listed(crawl, api,
     assert [(item["version"], item["kind"], item["state"]) for item in items] == [(1, "pause", "pending"),
                                                                                  (2, "reject", "pending")]
     assert set(items[0]) == {"version", "kind", "payload", "author", "created", "state", "applied", "reason",
-                             "summary"}
+                             "summary", "summary_phrase"}
     assert [(c.version, c.kind, c.author) for c in stored(engine, crawl.job_id)] == [(1, "pause", "operator"),
                                                                                     (2, "reject", "admin")]
     assert live(api, crawl.job_id)["changes"] == items

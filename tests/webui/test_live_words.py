@@ -1,5 +1,6 @@
 """A running job's page speaks Danish where the API speaks English: why a control button is disabled
-(webui/api/jobcontrol.py) and what holds the crawl back (webui/api/live.py) are phrases, English in the JSON
+(webui/api/jobcontrol.py), what holds the crawl back (webui/api/live.py) and what each change does
+(webui/api/changelist.py) are phrases, English in the JSON
 with their code and values beside it, said in the page's language when the page is drawn and handed to
 static/live.js (data-phrases) for its updates. The job is run through the scheduler's real intake."""
 
@@ -21,17 +22,20 @@ from tests.scheduler.test_intake import transport  # noqa: F401
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_live_job import CONTROLLER, app, client, crawl, live, queue  # noqa: F401
 from webui import qa
-from webui.api import jobcontrol
+from webui.api import changelist, jobcontrol
 from webui.api import live as live_api
 from webui.language import COOKIE
 from webui.live_words import TEMPLATES, phrase_templates, say
 
 
 def test_every_phrase_has_danish_words_and_says_its_english_in_english(app):  # noqa: F811
-    assert set(TEMPLATES) == set(jobcontrol.PHRASES) | set(live_api.PHRASES) | set(qa.PHRASES)
+    assert set(TEMPLATES) == (set(changelist.PHRASES) | set(jobcontrol.PHRASES) | set(live_api.PHRASES)
+                              | set(qa.PHRASES))
     with app.test_request_context("/", headers={"Accept-Language": "da"}):
         danish = phrase_templates()
-    same = [code for code, template in TEMPLATES.items() if danish[code] == template]
+    # words that are the same in both languages
+    alike = {"action_pause", "action_checkpoint", "action_stop", "control_with_reason", "max_bytes"}
+    same = [code for code, template in TEMPLATES.items() if danish[code] == template and code not in alike]
     assert not same, f"no Danish words for {same}"
     with app.test_request_context("/"):
         assert phrase_templates() == dict(TEMPLATES)
@@ -123,3 +127,42 @@ def test_a_pending_pause_and_a_lost_controller_in_danish(crawl, client, engine, 
     assert titles["checkpoint"] == ""  # a crawler to be paused can be checkpointed
     assert re.search(rf"Controlleren {CONTROLLER} er tabt: tavs siden \d{{4}}-\d\d-\d\d [\d:]+ UTC, 5 min \(tabt "
                      r"efter [^)]+ tavshed\); tallene er, som den sidst rapporterede dem\.", text), text
+
+
+def test_each_kind_of_change_reads_danish_on_the_job_page_and_english_in_the_api(app, crawl, client,  # noqa: F811
+                                                                                   engine, operator):
+    crawl.progress(utcnow())
+    made = [("pause", {"reason": "the site asked us to"}),
+            ("reject", {"regex": r".*\.iso$", "domain": "a.dk"}),
+            ("unreject", {"regex": r".*\.iso$"}),
+            ("delete_queued", {"regex": r".*/calendar/.*"}),
+            ("budget", {"domain": "a.dk", "max_objects": 500, "max_bytes": -1}),
+            ("add_uris", {"uris": [f"http://a.dk/{n}" for n in range(5)]}),
+            ("politeness", {"delay_factor": 2.5, "max_per_host": 3})]
+    with engine.begin() as conn:
+        for kind, payload in made:
+            JobChangeRepository(conn).add(crawl.job_id, kind, payload, "curator", utcnow())
+    changes = live(client, crawl.job_id)["changes"]
+    assert [change["summary"] for change in changes] == [
+        "pause: the site asked us to",
+        "reject URIs matching .*\\.iso$ on a.dk",
+        "stop rejecting URIs matching .*\\.iso$",
+        "delete queued URIs matching .*/calendar/.*",
+        "budget of a.dk: objects 500, bytes unlimited",
+        "add 5 URIs: http://a.dk/0, http://a.dk/1, http://a.dk/2 and 2 more",
+        "politeness: delay factor 2.5, at most 3 at once per host"]
+    with app.test_request_context("/"):
+        assert [say(change["summary_phrase"], change["summary"]) for change in changes] == [
+            change["summary"] for change in changes]
+
+    page = operator.get(f"/status/jobs/{crawl.job_id}").get_data(as_text=True)
+    shown = [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", cell)).split())
+             for cell in re.findall(r'<td class="change-what">(.*?)</td>', page, re.S)]
+    assert shown == [
+        "pause: the site asked us to",
+        "afvis URI'er, der passer på .*\\.iso$, på a.dk",
+        "hold op med at afvise URI'er, der passer på .*\\.iso$",
+        "slet URI'er i kø, der passer på .*/calendar/.*",
+        "budget for a.dk: objekter 500, bytes ubegrænset",
+        "tilføj 5 URI'er: http://a.dk/0, http://a.dk/1, http://a.dk/2 og 2 mere",
+        "høflighed: forsinkelsesfaktor 2.5, højst 3 ad gangen pr. vært"], shown

@@ -111,7 +111,7 @@ LIVE_FIELDS: dict[str, str] = {
     "changes": "the job's control actions and live changes, oldest first, as GET /api/v1/jobs/{id}/changes "
                "answers them: version, kind, payload, author, created, state (pending, applied, refused), "
                "applied (when the controller applied or refused it), reason (the controller's, for a refusal), "
-               "summary (what it does, in words)",
+               "summary (what it does, in words) and summary_phrase (the same as {code, values})",
     "paused": "null, or since when and by whom the crawl is paused ({since, by}): the newest applied pause not "
               "followed by an applied resume, unless the crawler reported running after it; by \"the crawler\" "
               "when the crawler reports itself paused and no change explains it, since the first progress "

@@ -133,7 +133,10 @@ CHANGE = _object({
     "applied": {"type": ["string", "null"], "description": "when the controller applied or refused it"},
     "reason": {"type": ["string", "null"], "description": "why it was refused"},
     "summary": {"type": "string", "description": "what it does, in words"},
-}, "version", "kind", "payload", "author", "created", "state", "applied", "reason", "summary")
+    "summary_phrase": {"type": ["object", "null"],
+                       "description": "the summary's words as {code, values}, for a page in another language; "
+                                      "null for a kind the server does not describe"},
+}, "version", "kind", "payload", "author", "created", "state", "applied", "reason", "summary", "summary_phrase")
 
 
 # The JSON body of each route that reads one, by endpoint.

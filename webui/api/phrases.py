@@ -1,5 +1,6 @@
 """A sentence the API says in English that a page says in its own language: a code naming its English template
-and the values that fill it, each a figure, a name, a time or another phrase.
+and the values that fill it, each a figure, a name, a time, another phrase or a list of phrases (said joined
+by ", ").
 
 The JSON API stays English (it is read by programs), so it answers the sentence in English and, beside it,
 the phrase ({"code", "values"}), from which the job page (webui/live_words.py) and its script
@@ -19,7 +20,7 @@ def N_(text: str) -> str:  # noqa: N802 - gettext's name for a string marked for
     return text
 
 
-Value = Union[str, int, "Phrase"]
+Value = Union[str, int, float, "Phrase", list["Phrase"]]
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,22 @@ class Phrase:
     values: Mapping[str, Value] = field(default_factory=dict)
 
     def english(self) -> str:
-        return self.templates[self.code] % {name: value.english() if isinstance(value, Phrase) else value
-                                            for name, value in self.values.items()}
+        return self.templates[self.code] % {name: _english(value) for name, value in self.values.items()}
 
     def json(self) -> dict[str, Any]:
-        return {"code": self.code, "values": {name: value.json() if isinstance(value, Phrase) else value
-                                              for name, value in self.values.items()}}
+        return {"code": self.code, "values": {name: _json(value) for name, value in self.values.items()}}
+
+
+def _english(value: Value) -> Any:
+    if isinstance(value, list):
+        return ", ".join(part.english() for part in value)
+    return value.english() if isinstance(value, Phrase) else value
+
+
+def _json(value: Value) -> Any:
+    if isinstance(value, list):
+        return [part.json() for part in value]
+    return value.json() if isinstance(value, Phrase) else value
 
 
 def phrasebook(templates: Mapping[str, str]) -> Callable[..., Phrase]:

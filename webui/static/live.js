@@ -28,7 +28,8 @@
     if (!phrase || !(phrase.code in phrases)) return english || "";
     const values = {};
     for (const [name, value] of Object.entries(phrase.values || {})) {
-      values[name] = value !== null && typeof value === "object" ? speak(value, "") : value;
+      if (Array.isArray(value)) values[name] = value.map((part) => speak(part, "")).join(", ");
+      else values[name] = value !== null && typeof value === "object" ? speak(value, "") : value;
     }
     return phrases[phrase.code].replace(/%\((\w+)\)s/g, (whole, name) => String(values[name]));
   }
@@ -155,7 +156,7 @@
       row.dataset.state = change.state;
       cell(row, String(change.version), "number");
       cell(row, change.kind);
-      cell(row, change.summary, "change-what");
+      cell(row, speak(change.summary_phrase, change.summary), "change-what");
       cell(row, change.author);
       cell(row, when(change.created), "when");
       const state = document.createElement("td");
