@@ -228,7 +228,7 @@ def check_form_csrf(what: str) -> None:
     sent = request.form.get("csrf_token", "")
     # bytes: compare_digest raises on a str that is not ASCII, which a client may send
     if not sent or not hmac.compare_digest(sent.encode(), session.get("csrf", "").encode()):
-        abort(400, f"the {what} form's CSRF token is missing or wrong: reload the page")
+        abort(400, _("the %(form)s form's CSRF token is missing or wrong: reload the page", form=what))
 
 
 @blueprint.route("/login", methods=["GET", "POST"])

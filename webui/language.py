@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Flask, abort, redirect, request
-from flask_babel import Babel, get_locale
+from flask_babel import Babel, get_locale, gettext
 
 from webui.auth import check_form_csrf, safe_next
 from webui.context import settings
@@ -48,7 +48,8 @@ def choose() -> Any:
     check_form_csrf("language")
     language = request.form.get("language", "")
     if language not in LANGUAGES:
-        abort(400, f"language {language!r} is not one of the shipped languages ({', '.join(LANGUAGES)})")
+        abort(400, gettext("language %(language)s is not one of the shipped languages (%(shipped)s)",
+                           language=repr(language), shipped=", ".join(LANGUAGES)))
     response = redirect(safe_next(request.form.get("next")))
     response.set_cookie(COOKIE, language, max_age=COOKIE_LIFETIME, httponly=True, samesite="Lax",
                         secure=settings().webui.secureCookies)

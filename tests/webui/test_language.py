@@ -99,6 +99,14 @@ def test_the_switch_refuses_an_unknown_language_and_a_missing_csrf_token(login):
     assert COOKIE not in response.headers.get("Set-Cookie", "")
     assert heading(client.get("/")) == "Overview"
 
+    # with Danish chosen, the refusals are Danish too
+    client.post("/language", data={"language": "da", "csrf_token": client.csrf})
+    refusal = html.unescape(client.post("/language", data={"language": "xx", "csrf_token": client.csrf})
+                            .get_data(as_text=True))
+    assert "sproget 'xx' er ikke et af de medfølgende sprog (en, da)" in refusal, refusal
+    refusal = html.unescape(client.post("/language", data={"language": "en"}).get_data(as_text=True))
+    assert "formularen language har en manglende eller forkert CSRF-nøgle: genindlæs siden" in refusal, refusal
+
 
 def test_the_api_stays_english_whatever_the_page_language(api, login):
     client = login("curator")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, abort, render_template, send_from_directory, url_for
+from flask_babel import gettext as _
 
 from webui.api.core import blueprint
 from webui.api.shapes import STRING, answers, described, shape
@@ -66,5 +67,5 @@ def page() -> Any:
 def asset(name: str) -> Any:
     """One of Swagger UI's files, from the installed package."""
     if name not in ASSETS:
-        abort(404, f"no file {name!r} of the API page")
+        abort(404, _("no file %(name)s of the API page", name=repr(name)))
     return send_from_directory(swagger_ui_files(), name, max_age=ASSET_MAX_AGE)

@@ -93,7 +93,7 @@ def job_actions() -> Any:
     """Restart, reject or unreject the checked jobs; each job in its own transaction, each outcome flashed."""
     action = request.form.get("action", "")
     if action not in JOB_ACTIONS:
-        abort(400, f"unknown action {action!r}")
+        abort(400, _("unknown action %(action)s", action=repr(action)))
     job_ids = []
     for text in request.form.getlist("job_id")[:MAX_BULK_JOBS]:
         if text.isdigit():
@@ -196,7 +196,7 @@ def thumbnail(job_id: int, key: str) -> Any:
     path = None if harvest_id is None else thumbnail_path(ArchiveStore.from_settings(settings()), harvest_id,
                                                            job_id, key)
     if path is None:
-        abort(404, f"no thumbnail {key!r} of job {job_id}")
+        abort(404, _("no thumbnail %(key)s of job %(job)s", key=repr(key), job=job_id))
     # a stored file never changes (harvestdef/archive.py), so a browser may keep it
     response = send_file(path, mimetype="image/png", max_age=86_400)
     response.headers["X-Content-Type-Options"] = "nosniff"
