@@ -41,6 +41,7 @@ from harvestdef.repositories.runrequests import RunRequestRepository
 from harvestdef.settings import NamingConvention, Settings
 from harvestdef.traps import parse_stored_traps
 from scheduler.jobgen.building import BULK_CHECK_THRESHOLD, JobWriter, RunContext, TemplateInfo
+from scheduler.jobgen.memberseeds import MemberSeeds
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackedJob, PackingRules, job_generator
 from scheduler.jobgen.selection import CRAWL_ATTRIBUTE_TREE, HarvestSource, select_candidates
 
@@ -150,10 +151,11 @@ def _tune_transaction(conn: Connection) -> None:
         conn.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
 
 
-def _select(conn: Connection, harvest: HarvestToGenerate, options: GenerationOptions, now: datetime) -> Candidates:
+def _select(conn: Connection, harvest: HarvestToGenerate, options: GenerationOptions, now: datetime,
+            seeds: MemberSeeds | None = None) -> Candidates:
     source = HarvestSource(harvest.harvest_id, harvest.snapshot, harvest.previous_harvest_id)
     return select_candidates(conn, source, harvest.limits, options.rules, now, options.alias_timeout,
-                             options.batch_size)
+                             options.batch_size, seeds)
 
 
 def preview(engine: Engine, harvest: str | int, options: GenerationOptions,
@@ -245,7 +247,8 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
     _tune_transaction(conn)
     harvest_num = harvest.numevents + 1
     started = time.monotonic()
-    candidates = _select(conn, harvest, options, now)
+    seeds = MemberSeeds()
+    candidates = _select(conn, harvest, options, now, seeds)
     selected = time.monotonic()
     jobs = list(job_generator(options.rules).pack(candidates))
     packed = time.monotonic()
@@ -260,7 +263,7 @@ def _generate(conn: Connection, harvest: HarvestToGenerate, options: GenerationO
         operator=options.operator)
     writer = JobWriter(conn, context, _templates(conn, {job.template_name for job in jobs}),
                        allocate_job_ids(conn, len(jobs), options.next_job_id), options.bulk_check_threshold)
-    job_ids = writer.write(jobs, candidates)
+    job_ids = writer.write(jobs, candidates, seeds)
     log.info("harvest %r: %d configurations selected in %.1f s, packed into %d jobs in %.1f s, written in %.1f s",
              harvest.name, len(candidates), selected - started, len(jobs), packed - selected,
              time.monotonic() - packed)
