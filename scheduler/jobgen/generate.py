@@ -149,6 +149,11 @@ def _tune_transaction(conn: Connection) -> None:
         conn.execute(text(f"SET LOCAL work_mem = '{SORT_MEMORY}'"))
         conn.execute(text("SET LOCAL hash_mem_multiplier = 1.0"))
         conn.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
+        # The jobs' seed lists and templates (hundreds of MB for a national snapshot) are compressed as
+        # they are stored; lz4 does it four times as fast as the default pglz (4.6 s -> 1.1 s for the 220 MB
+        # of a 2-million-domain first step), for a fifth more space. Readers decompress either.
+        if conn.scalar(text("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")):
+            conn.execute(text("SET LOCAL default_toast_compression = 'lz4'"))
 
 
 def _select(conn: Connection, harvest: HarvestToGenerate, options: GenerationOptions, now: datetime,
