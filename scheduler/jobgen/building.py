@@ -29,7 +29,7 @@ from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 from xml.sax.saxutils import escape, quoteattr
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from harvestdef.bulkload import constraints_set_aside, copy_rows, copy_text, lock_tables_nowait
 from harvestdef.crawlattributes import template_text
@@ -317,9 +317,6 @@ class JobWriter:
             # added back, they are checked in one join. The locks keep everyone else out meanwhile.
             with constraints_set_aside(self.conn, ["job_configs"], unique=False, indexes=False):
                 copy_text(self.conn, "job_configs", JOB_CONFIG_COLUMNS, _job_config_lines(job_ids, jobs, candidates))
-            # Fresh statistics for the join that reads the run back: without them the planner expects a
-            # few rows and walks millions of index lookups (20 s instead of 2 for a national snapshot).
-            self.conn.execute(text("ANALYZE job_configs"))
         else:
             copy_text(self.conn, "job_configs", JOB_CONFIG_COLUMNS, _job_config_lines(job_ids, jobs, candidates))
         loaded = time.monotonic()
