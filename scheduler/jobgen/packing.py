@@ -260,7 +260,7 @@ class DefaultJobGenerator:
     def __init__(self, rules: PackingRules) -> None:
         self.rules = rules
 
-    def order(self, candidates: Candidates) -> list[int]:
+    def order(self, candidates: Candidates) -> array:
         """Candidate indexes in CompareConfigsDesc order, ties by position.
 
         The key of each candidate is one integer (group rank | limit descending | expectation descending |
@@ -287,7 +287,7 @@ class DefaultJobGenerator:
                 for index, (group_limit, expected) in enumerate(zip(group_limits, candidates.expected, strict=True))]
         keys.sort()
         mask = (1 << _INDEX_BITS) - 1
-        return [key & mask for key in keys]
+        return array("q", [key & mask for key in keys])
 
     def pack(self, candidates: Candidates) -> Iterator[PackedJob]:
         """The jobs, in the order NetarchiveSuite would make them.
@@ -369,7 +369,7 @@ class FixedDomainConfigurationCountJobGenerator:
     def __init__(self, rules: PackingRules) -> None:
         self.rules = rules
 
-    def order(self, candidates: Candidates) -> list[int]:
+    def order(self, candidates: Candidates) -> array:
         """Sorted by configuration name, ties by position."""
         name_ranks = {number: rank for rank, number in enumerate(
             sorted(range(len(candidates.names)), key=candidates.names.__getitem__))}
@@ -377,7 +377,7 @@ class FixedDomainConfigurationCountJobGenerator:
         keys = [(name_ranks[name[index]] << _INDEX_BITS) | index for index in range(len(candidates))]
         keys.sort()
         mask = (1 << _INDEX_BITS) - 1
-        return [key & mask for key in keys]
+        return array("q", [key & mask for key in keys])
 
     def pack(self, candidates: Candidates) -> Iterator[PackedJob]:
         cap = (self.rules.fixed_domain_count_snapshot if candidates.limits.snapshot
