@@ -114,8 +114,13 @@ class TemplateInfo:
 
 def domain_scoped_trap(domain: str, trap: str) -> str:
     """Trap ``trap`` of ``domain`` as a regex that only matches URLs on the domain or its subdomains."""
+    return f"{domain_scope(domain)}(?:{trap})"
+
+
+def domain_scope(domain: str) -> str:
+    """The look-ahead that ``domain_scoped_trap`` puts before each trap of ``domain``."""
     host = re.escape(to_punycode(domain) if not is_ip_address(domain) else domain)
-    return rf"(?=https?://(?:[^/?#@]*\.)?{host}(?::\d+)?(?:[/?#].*)?$)(?:{trap})"
+    return rf"(?=https?://(?:[^/?#@]*\.)?{host}(?::\d+)?(?:[/?#].*)?$)"
 
 
 def seeds_of(seedlist_texts: Iterable[str | None]) -> Iterator[str]:
@@ -355,8 +360,9 @@ class JobWriter:
             members = sorted(job.members)
             traps = dict.fromkeys(fixed_traps)
             for domain, stored in seeds.domain_traps(members):
+                scope = domain_scope(domain)
                 for trap in parse_stored_traps(stored):
-                    traps.setdefault(domain_scoped_trap(domain, trap), None)
+                    traps.setdefault(f"{scope}(?:{trap})", None)
             template = self.templates[job.template_name]
             updates.append((job_id, "\n".join(dict.fromkeys(seeds_of([seeds.text(members)]))),
                             filled_template(self.context, template, job_id, job, traps)))

@@ -19,23 +19,23 @@ class MemberSeeds:
 
     def __init__(self) -> None:
         self._text = bytearray()
-        self._ends = array("q")
+        self._bounds = array("q", [0])  # candidate i's text is _text[_bounds[i]:_bounds[i + 1]]
         self.traps: dict[int, tuple[str, str]] = {}  # candidate index -> (domain name, stored traps)
 
     def __len__(self) -> int:
-        return len(self._ends)
+        return len(self._bounds) - 1
 
     def add(self, seedlists: str, domain: str, traps: str | None) -> None:
         """The next candidate's seed lists (joined by newlines) and its domain's stored traps."""
         if traps:
-            self.traps[len(self._ends)] = (domain, traps)
+            self.traps[len(self._bounds) - 1] = (domain, traps)
         self._text += seedlists.encode()
-        self._ends.append(len(self._text))
+        self._bounds.append(len(self._text))
 
     def text(self, indexes: Iterable[int]) -> str:
         """The seed lists of the candidates ``indexes``, in that order, joined by newlines."""
-        text, ends = self._text, self._ends
-        return b"\n".join([text[ends[index - 1] if index else 0:ends[index]] for index in indexes]).decode()
+        text, bounds = self._text, self._bounds
+        return b"\n".join([text[bounds[index]:bounds[index + 1]] for index in indexes]).decode()
 
     def domain_traps(self, indexes: Iterable[int]) -> list[tuple[str, str]]:
         """(domain name, stored traps) of the candidates ``indexes`` that have traps, in that order."""
