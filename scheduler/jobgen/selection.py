@@ -92,7 +92,9 @@ def _above(limit: ColumnElement[int], harvested: ColumnElement[int]) -> ColumnEl
 
 def _from_clause(conn: Connection, source: HarvestSource, now: datetime, alias_timeout: int) -> Select:
     c, d = s.configurations, s.domains
-    columns = (c.c.config_id, c.c.domain_id, c.c.name, s.ordertemplates.c.name.label("template"),
+    # The configuration's name as the sort compares it, so the sort carries it once; the template by id
+    # (select_candidates names it), which keeps the sorted rows narrow.
+    columns = (c.c.config_id, c.c.domain_id, _tie_break(conn)[1].label("name"), c.c.template_id,
                c.c.maxobjects, c.c.maxbytes)
     if not source.snapshot:
         hc = s.harvest_configs
@@ -139,12 +141,11 @@ def summary_is_current(conn: Connection) -> bool:
 
 def _base_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
                 alias_timeout: int) -> Select:
-    """The run's configurations with their template; a row per seed list of each (a configuration without
-    a seed list has no seed)."""
-    c, t, cs, sl = s.configurations, s.ordertemplates, s.config_seedlists, s.seedlists
+    """The run's configurations, a row per seed list of each (a configuration without a seed list has no
+    seed)."""
+    c, cs, sl = s.configurations, s.config_seedlists, s.seedlists
     query = _from_clause(conn, source, now, alias_timeout)
-    query = (query.join(t, t.c.template_id == c.c.template_id)
-             .join(cs, cs.c.config_id == c.c.config_id).join(sl, sl.c.seedlist_id == cs.c.seedlist_id))
+    query = query.join(cs, cs.c.config_id == c.c.config_id).join(sl, sl.c.seedlist_id == cs.c.seedlist_id)
     if rules.exclude_domains_with_zero_budget:
         query = query.where(c.c.maxbytes != 0, c.c.maxobjects != 0)
     return query
@@ -166,8 +167,8 @@ def summary_query(conn: Connection, source: HarvestSource, rules: PackingRules, 
     chs, d, sl = s.config_history_summary, s.domains, s.seedlists
     query = _base_query(conn, source, rules, now, alias_timeout)
     query = query.outerjoin(chs, chs.c.config_id == s.configurations.c.config_id)
-    query = query.add_columns(chs.c.best_objectcount, chs.c.best_bytecount, chs.c.best_stopreason, d.c.name,
-                              d.c.crawlertraps, *_seedlist_columns(conn))
+    query = query.add_columns(chs.c.best_objectcount, chs.c.best_bytecount, chs.c.best_stopreason,
+                              _tie_break(conn)[0].label("domain_name"), d.c.crawlertraps, *_seedlist_columns(conn))
     return query.order_by(*_tie_break(conn), sl.c.seedlist_id)
 
 
@@ -183,8 +184,9 @@ def candidate_query(conn: Connection, source: HarvestSource, rules: PackingRules
                       h.c.harvest_time, h.c.harvest_id, h.c.historyinfo_id)
                .select_from(h.join(hc, hc.c.config_id == h.c.config_id)).subquery("history"))
     query = query.outerjoin(history, and_(history.c.domain_id == c.c.domain_id, history.c.name == c.c.name))
-    query = query.add_columns(history.c.objectcount, history.c.bytecount, history.c.stopreason, d.c.name,
-                              d.c.crawlertraps, sl.c.seedlist_id, *_seedlist_columns(conn))
+    query = query.add_columns(history.c.objectcount, history.c.bytecount, history.c.stopreason,
+                              _tie_break(conn)[0].label("domain_name"), d.c.crawlertraps, sl.c.seedlist_id,
+                              *_seedlist_columns(conn))
     return query.order_by(*_tie_break(conn), sl.c.seedlist_id, history.c.harvest_time.desc(),
                           history.c.harvest_id.desc(), history.c.historyinfo_id.desc())
 
@@ -245,6 +247,7 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
     national snapshot.
     """
     defaults, own_attributes = crawl_attributes(conn, source)
+    template_names = dict(conn.execute(select(s.ordertemplates.c.template_id, s.ordertemplates.c.name)).all())
     candidates = Candidates(limits, rules.expectation)
     add = candidates.add_flat
     keep = seeds.add if seeds is not None else None
@@ -264,8 +267,8 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
     for row in stream_rows(conn, query, batch_size):
         if row[0] != config_id:
             if active:
-                add(config_id, first[1], first[3], own_attributes.get(config_id, defaults), first[2], first[4],
-                    first[5], best_objects, best_bytes, best_stop)
+                add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults),
+                    first[2], first[4], first[5], best_objects, best_bytes, best_stop)
                 if keep is not None:
                     keep("\n".join(filter(None, seedlists)), first[9], first[10])
             first, config_id = row, row[0]
@@ -295,8 +298,8 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
             best_objects, best_bytes, best_stop = row[6], row[7], stop
         settled = stop == complete
     if active:
-        add(config_id, first[1], first[3], own_attributes.get(config_id, defaults), first[2], first[4], first[5],
-            best_objects, best_bytes, best_stop)
+        add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults), first[2],
+            first[4], first[5], best_objects, best_bytes, best_stop)
         if keep is not None:
             keep("\n".join(filter(None, seedlists)), first[9], first[10])
     log.info("harvest %s: %d configurations selected%s", source.harvest_id, len(candidates),
