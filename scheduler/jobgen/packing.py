@@ -119,6 +119,8 @@ class Candidates:
         self.names: list[str] = []
         self._name_index: dict[str, int] = {}
         self._no_history: dict[tuple[int, int], int] = {}
+        # the harvest's forced limits, read once: add_flat runs once per configuration
+        self._forced_objects, self._forced_bytes = limits.max_objects_per_domain, limits.max_bytes_per_domain
 
     def __len__(self) -> int:
         return len(self.config_id)
@@ -152,11 +154,10 @@ class Candidates:
             expected = self._no_history.get((max_objects, max_bytes))
             if expected is None:
                 expected = self._no_history[(max_objects, max_bytes)] = expected_objects(
-                    self.limits.max_objects_per_domain, self.limits.max_bytes_per_domain, max_objects, max_bytes,
-                    0, 0, NO_HISTORY, self.params)
+                    self._forced_objects, self._forced_bytes, max_objects, max_bytes, 0, 0, NO_HISTORY, self.params)
         else:
-            expected = expected_objects(self.limits.max_objects_per_domain, self.limits.max_bytes_per_domain,
-                                        max_objects, max_bytes, best_objects, best_bytes, best_stop, self.params)
+            expected = expected_objects(self._forced_objects, self._forced_bytes, max_objects, max_bytes,
+                                        best_objects, best_bytes, best_stop, self.params)
         self.config_id.append(config_id)
         self.domain.append(domain)
         self.group.append(group)

@@ -270,7 +270,8 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
                 add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults),
                     first[2], first[4], first[5], best_objects, best_bytes, best_stop)
                 if keep is not None:
-                    keep("\n".join(filter(None, seedlists)), first[9], first[10])
+                    keep((seedlists[0] or "") if len(seedlists) == 1 else "\n".join(filter(None, seedlists)),
+                         first[9], first[10])
             first, config_id = row, row[0]
             if summary:
                 # config_id … max_bytes, best objects, bytes, stop, domain name, traps, seeds, has a seed
@@ -301,7 +302,8 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
         add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults), first[2],
             first[4], first[5], best_objects, best_bytes, best_stop)
         if keep is not None:
-            keep("\n".join(filter(None, seedlists)), first[9], first[10])
+            keep((seedlists[0] or "") if len(seedlists) == 1 else "\n".join(filter(None, seedlists)),
+                 first[9], first[10])
     log.info("harvest %s: %d configurations selected%s", source.harvest_id, len(candidates),
              " (history from config_history_summary)" if summary else "")
     return candidates
