@@ -20,14 +20,16 @@ Then, each in its own child process so each peak RSS is its own, it generates
 
 and after each times the database's floor for the same work on the same data: (i) the sorted read of
 every candidate of the step with the history row generation reads for it (config_history_summary, one
-row per configuration: ``COPY (SELECT … FROM domains d JOIN configurations c … LEFT JOIN
-config_history_summary … ORDER BY d.name COLLATE "C", c.name COLLATE "C") TO '/dev/null'``, the order
-selection streams them in; should the summary lag historyinfo, generation reads historyinfo and the floor
-is the historyinfo read below), and (ii) an INSERT … SELECT of as many rows as the step wrote into
-job_configs, into a logged table with the same primary key. It also times the floor pinned when
-generation read historyinfo (issue 13): the sorted join of the step's configurations with all their
-history, ``COPY (SELECT … LEFT JOIN historyinfo h … ORDER BY c.template_id, c.maxbytes, h.objectcount)``,
-plus the same insert, and prints both floors and both ratios. The reads run with the session settings
+row per configuration) and its seed lists, which selection reads in the same pass so that writing reads
+nothing back: ``COPY (SELECT … FROM domains d JOIN configurations c … JOIN config_seedlists … JOIN
+seedlists … LEFT JOIN config_history_summary … ORDER BY d.name COLLATE "C", c.name COLLATE "C",
+seedlist_id) TO '/dev/null'``, the order selection streams them in; should the summary lag historyinfo,
+generation reads historyinfo and the floor is the historyinfo read below), and (ii) an INSERT … SELECT of
+as many rows as the step wrote into job_configs, into a logged table with the same primary key. Beside it,
+the same read without the seed lists (the floor while generation read them back when writing) and the
+floor pinned when generation read historyinfo (issue 13): the sorted join of the step's configurations
+with all their history, ``COPY (SELECT … LEFT JOIN historyinfo h … ORDER BY c.template_id, c.maxbytes,
+h.objectcount)``, each plus the same insert; it prints the floors and ratios. The reads run with the session settings
 generation uses (work_mem = SORT_MEMORY, hash_mem_multiplier 1, no parallel workers). It prints wall time,
 the floors and ratios, the job and configuration counts read back from the database, the client's peak RSS
 (VmHWM) and PostgreSQL's memory: the peak of the private memory (RssAnon, sampled every 0.1 s) summed
@@ -273,7 +275,9 @@ def _temp_bytes(conn: Connection) -> int:
 
 def floor(url: str, harvest_id: int, continuation: bool) -> dict:
     """The floors of one step, in seconds: ``read_summary`` (the sorted read of every candidate with the
-    history row generation reads today, config_history_summary), ``read_history`` (issue 13's pinned floor:
+    history row generation reads today, config_history_summary, and its seed lists, which selection reads
+    in the same pass), ``read_without_seeds`` (the same without the seed lists, for comparison with the
+    figures before generation read them there), ``read_history`` (issue 13's pinned floor:
     the sorted join over all of historyinfo), ``read`` (the one generation does now: the summary's unless
     the summary lags historyinfo, when generation reads historyinfo and so does its floor), ``write`` (an
     INSERT … SELECT of as many rows as the step wrote into job_configs); and the step's job and
@@ -306,8 +310,20 @@ def floor(url: str, harvest_id: int, continuation: bool) -> dict:
             conn.commit()
             return time.monotonic() - started
 
-        # What selection reads (selection.summary_query): each candidate with its summary row, in its order.
+        # What selection reads (selection.summary_query): each candidate with its summary row, its domain's
+        # name and traps and its seed lists (a row per seed list), in its order.
         read_summary = timed(
+            'COPY (SELECT d.name COLLATE "C", c.name COLLATE "C", c.config_id, c.domain_id, c.template_id, '
+            "c.maxobjects, c.maxbytes, chs.best_objectcount, chs.best_bytecount, chs.best_stopreason, "
+            "d.crawlertraps, sl.seeds "
+            f"FROM domains d JOIN configurations c ON c.config_id = d.defaultconfig {carried}"
+            "JOIN config_seedlists cs ON cs.config_id = c.config_id "
+            "JOIN seedlists sl ON sl.seedlist_id = cs.seedlist_id "
+            "LEFT JOIN config_history_summary chs ON chs.config_id = c.config_id "
+            'ORDER BY d.name COLLATE "C", c.name COLLATE "C", sl.seedlist_id) TO \'/dev/null\'')
+        # The same without the seed lists: the floor's read while generation read them back job by job
+        # when writing (shown beside, not used in the ratio).
+        read_without_seeds = timed(
             'COPY (SELECT d.name COLLATE "C", c.name COLLATE "C", c.config_id, c.domain_id, c.template_id, '
             "c.maxobjects, c.maxbytes, chs.best_objectcount, chs.best_bytecount, chs.best_stopreason "
             f"FROM domains d JOIN configurations c ON c.config_id = d.defaultconfig {carried}"
@@ -326,7 +342,7 @@ def floor(url: str, harvest_id: int, continuation: bool) -> dict:
         conn.execute(text("DROP TABLE floor_job_configs"))
         conn.commit()
     engine.dispose()
-    return {"read_summary": read_summary, "read_history": read_history,
+    return {"read_summary": read_summary, "read_without_seeds": read_without_seeds, "read_history": read_history,
             "read": read_summary if summary_current else read_history, "summary_current": summary_current,
             "write": write, "jobs": counts[0], "configurations": counts[1]}
 
@@ -362,13 +378,16 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
         floors = floor(url, harvest_id, continuation)
     else:
         jobs, configs = _counts(url, harvest_id)
-        floors = {"read_summary": float("nan"), "read_history": float("nan"), "read": float("nan"),
+        floors = {"read_summary": float("nan"), "read_without_seeds": float("nan"), "read_history": float("nan"),
+                  "read": float("nan"),
                   "summary_current": None, "write": float("nan"), "jobs": jobs, "configurations": configs}
     wall, write = figures["seconds"], floors["write"]
     row = {"step": label, "jobs": floors["jobs"], "configurations": floors["configurations"], "wall_s": wall,
            "floor_read_s": floors["read"], "floor_write_s": write, "floor_s": floors["read"] + write,
            "ratio": wall / (floors["read"] + write),
            "floor_summary_s": floors["read_summary"] + write, "ratio_summary": wall / (floors["read_summary"] + write),
+           "floor_without_seeds_s": floors["read_without_seeds"] + write,
+           "ratio_without_seeds": wall / (floors["read_without_seeds"] + write),
            "floor_history_s": floors["read_history"] + write, "ratio_history": wall / (floors["read_history"] + write),
            "generation_reads": {True: "config_history_summary", False: "historyinfo", None: "(not timed)"}[
                floors["summary_current"]],
@@ -378,6 +397,7 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
     print(f"{label}: {row['jobs']} jobs, {row['configurations']:,} configurations; wall {wall:.1f} s; "
           f"floor (generation reads {row['generation_reads']}) {row['floor_s']:.1f} s "
           f"(read {row['floor_read_s']:.1f} s + write {write:.1f} s), ratio {row['ratio']:.2f}; "
+          f"without the seed lists {row['floor_without_seeds_s']:.1f} s, ratio {row['ratio_without_seeds']:.2f}; "
           f"old pinned floor (sorted join over historyinfo) {row['floor_history_s']:.1f} s, "
           f"ratio {row['ratio_history']:.2f}; client peak RSS "
           f"{row['client_peak_rss_mib']:.0f} MiB + server peak private {row['server_peak_private_mib']:.0f} MiB = "

@@ -41,8 +41,13 @@ _PLAIN_HOST = re.compile(r"[a-z0-9.-]+")
 
 
 def is_ip_address(host: str) -> bool:
+    bare = host.strip("[]")
+    # An IPv4 address is digits and dots, an IPv6 one has colons: a host name is neither, and parsing it
+    # (a raised ValueError) costs microseconds that add up over the domains of a national snapshot.
+    if ":" not in bare and not bare.replace(".", "").isdigit():
+        return False
     try:
-        ipaddress.ip_address(host.strip("[]"))
+        ipaddress.ip_address(bare)
     except ValueError:
         return False
     return True

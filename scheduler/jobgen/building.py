@@ -8,10 +8,10 @@ harvester writes harvestInfo.xml from the message, so the file and the WARCs' wa
 same even when the harvest is renamed between generation and dispatch.
 
 Writing goes in three bulk steps inside the caller's transaction: the job rows (without seeds and
-template), their job_configs rows (COPY on PostgreSQL, executemany on SQLite), then one streamed query
-over the run's job_configs joined with domains and seed lists, ordered by job, which yields each job's
-seeds and domain traps in turn; the job's seed list and filled template are written back as soon as the
-job is complete. Only one job's seeds are in memory at a time.
+template), their job_configs rows (COPY on PostgreSQL, executemany on SQLite), then each job's seed list
+and filled template, in batches. The seed lists and domain traps come from selection, which read them in
+its one sorted pass (``memberseeds``): nothing is read back, and a job's members in index order are its
+domains in name order, the order of its seed list.
 
 Unlike NetarchiveSuite, a domain's crawler traps apply to that domain's URLs only: each trap R of domain D
 becomes ``(?=https?://(?:[^/?#@]*\\.)?D(?::\\d+)?(?:[/?#].*)?$)(?:R)``, which matches (whole-URL, as
@@ -29,10 +29,9 @@ from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 from xml.sax.saxutils import escape, quoteattr
 
-from sqlalchemy import BigInteger, Connection, any_, bindparam, select, text
-from sqlalchemy.dialects import postgresql
+from sqlalchemy import Connection
 
-from harvestdef.bulkload import constraints_set_aside, copy_rows, lock_tables_nowait
+from harvestdef.bulkload import constraints_set_aside, copy_rows, copy_text, lock_tables_nowait
 from harvestdef.crawlattributes import template_text
 from harvestdef.crawltemplate import (
     DEDUPLICATION_INDEX_LOCATION,
@@ -41,7 +40,6 @@ from harvestdef.crawltemplate import (
     placeholder,
     warcinfo_items,
 )
-from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.domainnames import is_ip_address, to_punycode
 from harvestdef.errors import DomainNameError, JobGenerationError
@@ -51,8 +49,8 @@ from harvestdef.seeds import seed_lines
 from harvestdef.settings import NamingConvention
 from harvestdef.traps import parse_stored_traps
 from scheduler.jobgen.expectation import UNLIMITED
+from scheduler.jobgen.memberseeds import MemberSeeds
 from scheduler.jobgen.packing import Candidates, PackedJob
-from scheduler.jobgen.streaming import stream_rows
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +58,7 @@ LEGACY_NAMING: NamingConvention = "LegacyNamingConvention"
 COLLECTION_PREFIX_NAMING: NamingConvention = "CollectionPrefixNamingConvention"
 # From this many job_configs rows on, PostgreSQL checks their foreign keys once for the whole load.
 BULK_CHECK_THRESHOLD = 50_000
+JOB_CONFIG_COLUMNS = ("job_id", "config_id")
 
 
 @dataclass(frozen=True)
@@ -115,8 +114,13 @@ class TemplateInfo:
 
 def domain_scoped_trap(domain: str, trap: str) -> str:
     """Trap ``trap`` of ``domain`` as a regex that only matches URLs on the domain or its subdomains."""
+    return f"{domain_scope(domain)}(?:{trap})"
+
+
+def domain_scope(domain: str) -> str:
+    """The look-ahead that ``domain_scoped_trap`` puts before each trap of ``domain``."""
     host = re.escape(to_punycode(domain) if not is_ip_address(domain) else domain)
-    return rf"(?=https?://(?:[^/?#@]*\.)?{host}(?::\d+)?(?:[/?#].*)?$)(?:{trap})"
+    return rf"(?=https?://(?:[^/?#@]*\.)?{host}(?::\d+)?(?:[/?#].*)?$)"
 
 
 def seeds_of(seedlist_texts: Iterable[str | None]) -> Iterator[str]:
@@ -276,6 +280,16 @@ def filled_template(context: RunContext, template: TemplateInfo, job_id: int, jo
     return fill_placeholders(template.document, values, template.name)
 
 
+def _job_config_lines(job_ids: Sequence[int], jobs: Sequence[PackedJob], candidates: Candidates) -> Iterator[str]:
+    """The job_configs rows as COPY text, a job's rows at a time: one string per job instead of a call per
+    row, which is most of the cost of millions of two-integer rows."""
+    config_id = candidates.config_id
+    for job_id, job in zip(job_ids, jobs, strict=True):
+        if job.members:
+            prefix = f"{job_id}\t"
+            yield prefix + f"\n{prefix}".join([str(config_id[i]) for i in job.members]) + "\n"
+
+
 class JobWriter:
     """Writes the jobs of one run into the caller's transaction."""
 
@@ -287,8 +301,9 @@ class JobWriter:
         self.templates = templates
         self.job_ids = list(job_ids)
 
-    def write(self, jobs: Sequence[PackedJob], candidates: Candidates) -> list[int]:
-        """Write every job; returns the job ids in order."""
+    def write(self, jobs: Sequence[PackedJob], candidates: Candidates, seeds: MemberSeeds) -> list[int]:
+        """Write every job, with the seed lists and traps selection kept in ``seeds``; returns the job ids in
+        order."""
         missing = {job.template_name for job in jobs} - set(self.templates)
         if missing:
             raise JobGenerationError(f"no crawl template named {', '.join(sorted(missing))}")
@@ -297,21 +312,20 @@ class JobWriter:
             raise JobGenerationError(f"{len(jobs)} jobs but {len(self.job_ids)} job ids allocated")
         job_ids = self.job_ids
         self._insert_jobs(job_ids, jobs)
-        rows = ((job_id, candidates.config_id[i]) for job_id, job in zip(job_ids, jobs, strict=True)
-                for i in job.members)
         count = sum(len(job) for job in jobs)
-        if is_postgresql(self.conn.engine) and count >= self.bulk_check_threshold and self._lock_job_tables():
+        if not is_postgresql(self.conn.engine):
+            copy_rows(self.conn, "job_configs", JOB_CONFIG_COLUMNS,
+                      ((job_id, candidates.config_id[i]) for job_id, job in zip(job_ids, jobs, strict=True)
+                       for i in job.members))
+        elif count >= self.bulk_check_threshold and self._lock_job_tables():
             # PostgreSQL checks a foreign key row by row (20 s for a national snapshot's 2 million rows);
             # added back, they are checked in one join. The locks keep everyone else out meanwhile.
             with constraints_set_aside(self.conn, ["job_configs"], unique=False, indexes=False):
-                copy_rows(self.conn, "job_configs", ("job_id", "config_id"), rows)
-            # Fresh statistics for the join that reads the run back: without them the planner expects a
-            # few rows and walks millions of index lookups (20 s instead of 2 for a national snapshot).
-            self.conn.execute(text("ANALYZE job_configs"))
+                copy_text(self.conn, "job_configs", JOB_CONFIG_COLUMNS, _job_config_lines(job_ids, jobs, candidates))
         else:
-            copy_rows(self.conn, "job_configs", ("job_id", "config_id"), rows)
+            copy_text(self.conn, "job_configs", JOB_CONFIG_COLUMNS, _job_config_lines(job_ids, jobs, candidates))
         loaded = time.monotonic()
-        self._fill_jobs(job_ids, jobs)
+        self._fill_jobs(job_ids, jobs, seeds)
         log.info("harvest %s: %d job_configs rows loaded in %.1f s, seed lists and templates written in %.1f s",
                  self.context.harvest_id, count, loaded - started, time.monotonic() - loaded)
         return job_ids
@@ -337,64 +351,25 @@ class JobWriter:
         # records it, so the jobs are not audited one by one.
         JobRepository(self.conn).insert(rows, audit=False)
 
-    def _members(self, job_ids: Sequence[int]) -> Iterator[tuple[int, str, str | None, str | None]]:
-        jc, c, d, cs, sl = s.job_configs, s.configurations, s.domains, s.config_seedlists, s.seedlists
-        query = (select(jc.c.job_id, d.c.name, d.c.crawlertraps, sl.c.seeds)
-                 .select_from(jc.join(c, c.c.config_id == jc.c.config_id)
-                              .join(d, d.c.domain_id == c.c.domain_id)
-                              .outerjoin(cs, cs.c.config_id == c.c.config_id)
-                              .outerjoin(sl, sl.c.seedlist_id == cs.c.seedlist_id))
-                 .order_by(jc.c.job_id, d.c.name, sl.c.seedlist_id))
-        if is_postgresql(self.conn.engine):
-            # The run's own ids, as one array: the planner sees how many job_configs rows they hold and
-            # joins by hashing (national snapshot) instead of millions of index lookups.
-            query = query.where(jc.c.job_id == any_(bindparam("run_job_ids", list(job_ids),
-                                                               type_=postgresql.ARRAY(BigInteger))))
-        else:
-            # ids of a run are ascending, but may interleave with a resubmission's
-            query = (query.join(s.jobs, s.jobs.c.job_id == jc.c.job_id)
-                     .where(jc.c.job_id.between(job_ids[0], job_ids[-1]),
-                            s.jobs.c.harvest_id == self.context.harvest_id,
-                            s.jobs.c.harvest_num == self.context.harvest_num))
-        return stream_rows(self.conn, query, 5000)
-
-    def _fill_jobs(self, job_ids: Sequence[int], jobs: Sequence[PackedJob]) -> None:
-        if not jobs:
-            return
-        by_id = dict(zip(job_ids, jobs, strict=True))
+    def _fill_jobs(self, job_ids: Sequence[int], jobs: Sequence[PackedJob], seeds: MemberSeeds) -> None:
+        """Each job's seed list and filled template, from its members' seed lists and traps as selection read
+        them; a job's members in index order are in domain-name order."""
         fixed_traps = list(self.context.global_traps) + list(self.context.harvest_traps)
-        current: int | None = None
-        seeds: list[str] = []
-        traps: dict[str, None] = {}
-        domains_seen: set[str] = set()
-        updates: list[dict] = []
-
-        def finish() -> None:
-            assert current is not None
-            job = by_id[current]
+        updates: list[tuple[int, str, str]] = []
+        for job_id, job in zip(job_ids, jobs, strict=True):
+            members = sorted(job.members)
+            traps = dict.fromkeys(fixed_traps)
+            for domain, stored in seeds.domain_traps(members):
+                scope = domain_scope(domain)
+                for trap in parse_stored_traps(stored):
+                    traps.setdefault(f"{scope}(?:{trap})", None)
             template = self.templates[job.template_name]
-            all_traps = dict.fromkeys(fixed_traps) | traps
-            updates.append({"b_job_id": current, "seedlist": "\n".join(dict.fromkeys(seeds)),
-                            "orderxmldoc": filled_template(self.context, template, current, job, all_traps)})
+            updates.append((job_id, "\n".join(dict.fromkeys(seeds_of([seeds.text(members)]))),
+                            filled_template(self.context, template, job_id, job, traps)))
             if len(updates) >= 20:
                 self._write_updates(updates)
-
-        for job_id, domain, domain_traps, seedlist in self._members(job_ids):
-            if job_id != current:
-                if current is not None:
-                    finish()
-                current, seeds, traps, domains_seen = job_id, [], {}, set()
-            if domain_traps and domain not in domains_seen:
-                domains_seen.add(domain)
-                for trap in parse_stored_traps(domain_traps):
-                    traps.setdefault(domain_scoped_trap(domain, trap), None)
-            if seedlist:
-                seeds.extend(_job_seeds(seedlist))
-        if current is not None:
-            finish()
         self._write_updates(updates)
 
-    def _write_updates(self, updates: list[dict]) -> None:
-        JobRepository(self.conn).write_documents(
-            [(row["b_job_id"], row["seedlist"], row["orderxmldoc"]) for row in updates])
+    def _write_updates(self, updates: list[tuple[int, str, str]]) -> None:
+        JobRepository(self.conn).write_documents(updates)
         updates.clear()

@@ -119,6 +119,8 @@ class Candidates:
         self.names: list[str] = []
         self._name_index: dict[str, int] = {}
         self._no_history: dict[tuple[int, int], int] = {}
+        # the harvest's forced limits, read once: add_flat runs once per configuration
+        self._forced_objects, self._forced_bytes = limits.max_objects_per_domain, limits.max_bytes_per_domain
 
     def __len__(self) -> int:
         return len(self.config_id)
@@ -152,11 +154,10 @@ class Candidates:
             expected = self._no_history.get((max_objects, max_bytes))
             if expected is None:
                 expected = self._no_history[(max_objects, max_bytes)] = expected_objects(
-                    self.limits.max_objects_per_domain, self.limits.max_bytes_per_domain, max_objects, max_bytes,
-                    0, 0, NO_HISTORY, self.params)
+                    self._forced_objects, self._forced_bytes, max_objects, max_bytes, 0, 0, NO_HISTORY, self.params)
         else:
-            expected = expected_objects(self.limits.max_objects_per_domain, self.limits.max_bytes_per_domain,
-                                        max_objects, max_bytes, best_objects, best_bytes, best_stop, self.params)
+            expected = expected_objects(self._forced_objects, self._forced_bytes, max_objects, max_bytes,
+                                        best_objects, best_bytes, best_stop, self.params)
         self.config_id.append(config_id)
         self.domain.append(domain)
         self.group.append(group)
@@ -260,7 +261,7 @@ class DefaultJobGenerator:
     def __init__(self, rules: PackingRules) -> None:
         self.rules = rules
 
-    def order(self, candidates: Candidates) -> list[int]:
+    def order(self, candidates: Candidates) -> array:
         """Candidate indexes in CompareConfigsDesc order, ties by position.
 
         The key of each candidate is one integer (group rank | limit descending | expectation descending |
@@ -274,66 +275,87 @@ class DefaultJobGenerator:
             config_limits, forced = candidates.max_objects, limits.max_objects_per_domain
         else:
             config_limits, forced = candidates.max_bytes, limits.max_bytes_per_domain
-        keys = []
-        group, expected = candidates.group, candidates.expected
-        for index in range(len(candidates)):
-            limit = config_limits[index]
+        # group rank and limit as the key's top bits, per distinct (group, limit): a run has few of them
+        prefixes: dict[tuple[int, int], int] = {}
+        for group_limit in set(zip(candidates.group, config_limits, strict=True)):
+            group, limit = group_limit
             if forced != UNLIMITED and (limit == UNLIMITED or limit > forced):
                 limit = forced
             limit_key = _I63 - (_I63 if limit == UNLIMITED else limit)
-            expected_key = (_I63 - expected[index]) & _U64
-            keys.append((((ranks[group[index]] << 64 | limit_key) << 64 | expected_key) << _INDEX_BITS) | index)
+            prefixes[group_limit] = (ranks[group] << 64 | limit_key) << (64 + _INDEX_BITS)
+        group_limits = zip(candidates.group, config_limits, strict=True)
+        keys = [prefixes[group_limit] | ((_I63 - expected) & _U64) << _INDEX_BITS | index
+                for index, (group_limit, expected) in enumerate(zip(group_limits, candidates.expected, strict=True))]
         keys.sort()
         mask = (1 << _INDEX_BITS) - 1
-        return [key & mask for key in keys]
+        return array("q", [key & mask for key in keys])
 
     def pack(self, candidates: Candidates) -> Iterator[PackedJob]:
-        """The jobs, in the order NetarchiveSuite would make them."""
+        """The jobs, in the order NetarchiveSuite would make them.
+
+        Each configuration goes into the open job if the job accepts it (canAccept): same template and
+        crawl attributes, no configuration of its domain yet, below fixedDomainCountSnapshot, a limit at
+        least the job's (equal to it when a configuration set the job's limit), the total within
+        maxTotalSize, and the expectations within maxRelativeSizeDifference of each other unless they
+        differ by at most minAbsoluteSizeDifference; otherwise it opens a new job. Written out with the
+        open job's state in local variables: the loop runs once per configuration of a national snapshot,
+        where attribute lookups and calls are most of its cost. The open job's totals are written back to
+        it when it closes.
+        """
+        rules, limits = self.rules, candidates.limits
+        group, domain, expected = candidates.group, candidates.domain, candidates.expected
+        harvest_limits = (limits.max_objects_per_domain, limits.max_bytes_per_domain)
+        config_limit = candidates.max_objects if rules.split_by_object_limit else candidates.max_bytes
+        cap = rules.fixed_domain_count_snapshot if limits.snapshot and rules.fixed_domain_count_snapshot > 0 else 0
+        max_total, min_difference = rules.max_total_size, rules.min_absolute_size_difference
+        max_relative = rules.max_relative_size_difference
         job: PackedJob | None = None
+        # the open job's state
+        job_group = job_limit = total = low = high = 0
+        fixed_limit = own_limits = False
+        members: array = array("q")
+        domains: set[int] = set()
         for index in self.order(candidates):
+            if job is not None and group[index] == job_group and domain[index] not in domains \
+                    and not (cap and len(members) >= cap):
+                limit = config_limit[index]
+                # compare_inf(limit, job_limit) >= 0, and == 0 when a configuration set the job's limit
+                if limit == job_limit or not (fixed_limit or (limit != UNLIMITED and (
+                        job_limit == UNLIMITED or limit < job_limit))):
+                    expectation = candidates.expectation(index, *own_limits) if own_limits else expected[index]
+                    if not (total > 0 and total + expectation > max_total):
+                        accepted = low <= expectation <= high
+                        if not accepted:
+                            new_low = expectation if expectation < low else low
+                            new_high = expectation if expectation > high else high
+                            difference = new_high - new_low
+                            accepted = (difference == 0 or difference <= min_difference
+                                        or new_high / (new_low or 1) <= max_relative)
+                        if accepted:
+                            members.append(index)
+                            domains.add(domain[index])
+                            total += expectation
+                            if expectation < low:
+                                low = expectation
+                            elif expectation > high:
+                                high = expectation
+                            continue
             if job is not None:
-                expectation = self._acceptable(job, candidates, index)
-                if expectation is not None:
-                    _add(job, candidates, index, expectation)
-                    continue
+                job.expected_total, job.min_expectation, job.max_expectation = total, low, high
                 yield _closed(job)
             job = _new_job(candidates, index)
+            job_group, total, low, high = job.group, job.expected_total, job.min_expectation, job.max_expectation
+            members, domains = job.members, job.domains
+            if rules.split_by_object_limit:
+                job_limit, fixed_limit = job.max_objects_per_domain, job.configuration_sets_object_limit
+            else:
+                job_limit, fixed_limit = job.max_bytes_per_domain, job.configuration_sets_byte_limit
+            job_limits = (job.max_objects_per_domain, job.max_bytes_per_domain)
+            # the sort key holds the expectation under the harvest's limits, the usual case
+            own_limits = job_limits if job_limits != harvest_limits else False
         if job is not None:
+            job.expected_total, job.min_expectation, job.max_expectation = total, low, high
             yield _closed(job)
-
-    def _acceptable(self, job: PackedJob, candidates: Candidates, index: int) -> int | None:
-        """canAccept: the expectation to add if ``job`` accepts candidate ``index``, else None."""
-        rules = self.rules
-        # invariants: same template and crawl attributes, one configuration per domain per job
-        if candidates.group[index] != job.group or candidates.domain[index] in job.domains:
-            return None
-        if (candidates.limits.snapshot and rules.fixed_domain_count_snapshot > 0
-                and len(job) >= rules.fixed_domain_count_snapshot):
-            return None
-        if rules.split_by_object_limit:
-            limit, job_limit = candidates.max_objects[index], job.max_objects_per_domain
-            set_by_configuration = job.configuration_sets_object_limit
-        else:
-            limit, job_limit = candidates.max_bytes[index], job.max_bytes_per_domain
-            set_by_configuration = job.configuration_sets_byte_limit
-        comparison = compare_inf(limit, job_limit)
-        if comparison < 0 or (set_by_configuration and comparison != 0):
-            return None
-        expectation = _job_expectation(job, candidates, index)
-        if job.expected_total > 0 and job.expected_total + expectation > rules.max_total_size:
-            return None
-        if job.min_expectation <= expectation <= job.max_expectation:
-            return expectation
-        new_min = min(job.min_expectation, expectation)
-        new_max = max(job.max_expectation, expectation)
-        difference = new_max - new_min
-        if difference == 0 or difference <= rules.min_absolute_size_difference:
-            return expectation
-        if new_min == 0:
-            new_min = 1
-        if new_max / new_min > rules.max_relative_size_difference:
-            return None
-        return expectation
 
 
 class FixedDomainConfigurationCountJobGenerator:
@@ -348,7 +370,7 @@ class FixedDomainConfigurationCountJobGenerator:
     def __init__(self, rules: PackingRules) -> None:
         self.rules = rules
 
-    def order(self, candidates: Candidates) -> list[int]:
+    def order(self, candidates: Candidates) -> array:
         """Sorted by configuration name, ties by position."""
         name_ranks = {number: rank for rank, number in enumerate(
             sorted(range(len(candidates.names)), key=candidates.names.__getitem__))}
@@ -356,7 +378,7 @@ class FixedDomainConfigurationCountJobGenerator:
         keys = [(name_ranks[name[index]] << _INDEX_BITS) | index for index in range(len(candidates))]
         keys.sort()
         mask = (1 << _INDEX_BITS) - 1
-        return [key & mask for key in keys]
+        return array("q", [key & mask for key in keys])
 
     def pack(self, candidates: Candidates) -> Iterator[PackedJob]:
         cap = (self.rules.fixed_domain_count_snapshot if candidates.limits.snapshot

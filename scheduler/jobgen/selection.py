@@ -5,8 +5,10 @@ config_history_summary, which status intake keeps beside historyinfo: one row pe
 many harvests the archive has run. Only when the summary lacks the newest historyinfo row (history loaded
 by other means and not yet summarised) does the query yield all of each configuration's history rows
 (same domain, same configuration name, newest first) for ``select_candidates`` to fold, with the same
-result. Each configuration becomes a compact ``Candidates`` row; nothing else about it is kept: seeds,
-traps and names are read again, job by job, when the jobs are built.
+result. The summary query also yields the configuration's seed lists (a row per seed list) and its
+domain's traps, so the jobs are written from what this pass read (``MemberSeeds``) and nothing is read
+back; the history query is folded first and the seed lists follow in a second pass in the same order.
+Each configuration becomes a compact ``Candidates`` row and its seed lists one ``MemberSeeds`` entry.
 
 Rules (each a WHERE clause below):
 * selective and event harvests: the rows of harvest_configs;
@@ -19,7 +21,8 @@ Rules (each a WHERE clause below):
   whose configuration row is gone cannot be followed (historyinfo names no domain); the repositories refuse
   to delete a configuration that history refers to, so this only happens with data imported from elsewhere;
 * always: a configuration needs an active seed (a seed-list line non-empty after trimming and not starting
-  with '#', NAS-2506), and with excludeDomainsWithZeroBudget a byte and object limit other than 0.
+  with '#', NAS-2506; the query says per seed list whether it has one), and with excludeDomainsWithZeroBudget
+  a byte and object limit other than 0.
 
 Candidates are added ordered by domain name, then configuration name (code-point order on both
 databases), which is the packing's tie-break.
@@ -34,7 +37,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import Connection, DateTime, and_, bindparam, exists, func, literal, not_, or_, select
+from sqlalchemy import Connection, DateTime, and_, bindparam, func, not_, or_, select
 from sqlalchemy.sql import ColumnElement, Select
 
 from harvestdef.crawlattributes import CONFIGURATION_TREE, SNAPSHOT_TREE
@@ -43,6 +46,7 @@ from harvestdef.db.engine import is_postgresql
 from harvestdef.model.status import StopReason
 from harvestdef.seeds import has_seed, has_seed_sql, register_sqlite_functions
 from scheduler.jobgen.expectation import NO_HISTORY
+from scheduler.jobgen.memberseeds import MemberSeeds
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackingRules
 from scheduler.jobgen.streaming import stream_rows
 
@@ -63,14 +67,13 @@ class HarvestSource:
     previous_harvest_id: int | None = None
 
 
-def _active_seed_clause(conn: Connection) -> ColumnElement[bool]:
-    sl, cs = s.seedlists, s.config_seedlists
+def _seedlist_columns(conn: Connection) -> tuple[ColumnElement[str], ColumnElement[bool]]:
+    """The seed list's text and whether it holds a seed (harvestdef.seeds' rule, evaluated by the database)."""
+    sl = s.seedlists
     postgresql = is_postgresql(conn.engine)
     if not postgresql:
         register_sqlite_functions(conn.connection.driver_connection)
-    matches = has_seed_sql(sl.c.seeds, postgresql)
-    return exists(select(literal(1)).select_from(cs.join(sl, sl.c.seedlist_id == cs.c.seedlist_id)).where(
-        cs.c.config_id == s.configurations.c.config_id, matches))
+    return sl.c.seeds, has_seed_sql(sl.c.seeds, postgresql)
 
 
 def _not_current_alias(now: datetime, alias_timeout: int) -> ColumnElement[bool]:
@@ -89,7 +92,9 @@ def _above(limit: ColumnElement[int], harvested: ColumnElement[int]) -> ColumnEl
 
 def _from_clause(conn: Connection, source: HarvestSource, now: datetime, alias_timeout: int) -> Select:
     c, d = s.configurations, s.domains
-    columns = (c.c.config_id, c.c.domain_id, c.c.name, s.ordertemplates.c.name.label("template"),
+    # The configuration's name as the sort compares it, so the sort carries it once; the template by id
+    # (select_candidates names it), which keeps the sorted rows narrow.
+    columns = (c.c.config_id, c.c.domain_id, _tie_break(conn)[1].label("name"), c.c.template_id,
                c.c.maxobjects, c.c.maxbytes)
     if not source.snapshot:
         hc = s.harvest_configs
@@ -136,9 +141,11 @@ def summary_is_current(conn: Connection) -> bool:
 
 def _base_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
                 alias_timeout: int) -> Select:
-    c, t = s.configurations, s.ordertemplates
+    """The run's configurations, a row per seed list of each (a configuration without a seed list has no
+    seed)."""
+    c, cs, sl = s.configurations, s.config_seedlists, s.seedlists
     query = _from_clause(conn, source, now, alias_timeout)
-    query = query.join(t, t.c.template_id == c.c.template_id).where(_active_seed_clause(conn))
+    query = query.join(cs, cs.c.config_id == c.c.config_id).join(sl, sl.c.seedlist_id == cs.c.seedlist_id)
     if rules.exclude_domains_with_zero_budget:
         query = query.where(c.c.maxbytes != 0, c.c.maxobjects != 0)
     return query
@@ -154,28 +161,34 @@ def _tie_break(conn: Connection) -> tuple[ColumnElement[str], ColumnElement[str]
 
 def summary_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
                   alias_timeout: int) -> Select:
-    """The configurations of the run with their best history row from config_history_summary, one row
-    each, in tie-break order; the best-row columns are NULL without history."""
-    chs = s.config_history_summary
+    """The configurations of the run with their best history row from config_history_summary (NULL without
+    history), their domain's name and traps, and a row per seed list (its text and whether it holds a seed),
+    in tie-break order, then seed list id."""
+    chs, d, sl = s.config_history_summary, s.domains, s.seedlists
     query = _base_query(conn, source, rules, now, alias_timeout)
     query = query.outerjoin(chs, chs.c.config_id == s.configurations.c.config_id)
-    query = query.add_columns(chs.c.best_objectcount, chs.c.best_bytecount, chs.c.best_stopreason)
-    return query.order_by(*_tie_break(conn))
+    query = query.add_columns(chs.c.best_objectcount, chs.c.best_bytecount, chs.c.best_stopreason,
+                              _tie_break(conn)[0].label("domain_name"), d.c.crawlertraps, *_seedlist_columns(conn))
+    return query.order_by(*_tie_break(conn), sl.c.seedlist_id)
 
 
 def candidate_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
                     alias_timeout: int) -> Select:
-    """The configurations of the run joined with their history, ordered for folding and for tie-breaks."""
-    c = s.configurations
+    """The configurations of the run joined with their history, ordered for folding and for tie-breaks:
+    ``summary_query``'s columns, the seed list's id before its text, and for each seed list of a
+    configuration all its history rows, newest first."""
+    c, d, sl = s.configurations, s.domains, s.seedlists
     query = _base_query(conn, source, rules, now, alias_timeout)
     h, hc = s.historyinfo, c.alias("history_config")
     history = (select(hc.c.domain_id, hc.c.name, h.c.objectcount, h.c.bytecount, h.c.stopreason,
                       h.c.harvest_time, h.c.harvest_id, h.c.historyinfo_id)
                .select_from(h.join(hc, hc.c.config_id == h.c.config_id)).subquery("history"))
     query = query.outerjoin(history, and_(history.c.domain_id == c.c.domain_id, history.c.name == c.c.name))
-    query = query.add_columns(history.c.objectcount, history.c.bytecount, history.c.stopreason)
-    return query.order_by(*_tie_break(conn), history.c.harvest_time.desc(), history.c.harvest_id.desc(),
-                          history.c.historyinfo_id.desc())
+    query = query.add_columns(history.c.objectcount, history.c.bytecount, history.c.stopreason,
+                              _tie_break(conn)[0].label("domain_name"), d.c.crawlertraps, sl.c.seedlist_id,
+                              *_seedlist_columns(conn))
+    return query.order_by(*_tie_break(conn), sl.c.seedlist_id, history.c.harvest_time.desc(),
+                          history.c.harvest_id.desc(), history.c.historyinfo_id.desc())
 
 
 def crawl_attributes(conn: Connection, source: HarvestSource | None = None
@@ -222,52 +235,75 @@ def _overridden(values: tuple[int, ...] | list[int], overrides: dict[int, int]) 
 
 
 def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLimits, rules: PackingRules,
-                      now: datetime, alias_timeout: int, batch_size: int = 10_000) -> Candidates:
-    """Stream the harvest's configurations into Candidates (server-side cursor on PostgreSQL).
+                      now: datetime, alias_timeout: int, batch_size: int = 10_000,
+                      seeds: MemberSeeds | None = None) -> Candidates:
+    """Stream the harvest's configurations into Candidates (server-side cursor on PostgreSQL), and their seed
+    lists and domain traps into ``seeds`` if given.
 
-    Each configuration's history rows arrive newest first and are folded on the fly, with the rule of
-    ``expectation.best_history`` (most objects, older row on ties, stop after the first complete row),
-    written out here because it runs once per row of a national snapshot.
+    A configuration's rows (one per seed list; with the history query, each with all its history rows)
+    arrive together; it is a candidate if one of its seed lists holds a seed. History rows arrive newest
+    first and are folded on the fly, with the rule of ``expectation.best_history`` (most objects, older row
+    on ties, stop after the first complete row), written out here because it runs once per row of a
+    national snapshot.
     """
     defaults, own_attributes = crawl_attributes(conn, source)
+    template_names = dict(conn.execute(select(s.ordertemplates.c.template_id, s.ordertemplates.c.name)).all())
     candidates = Candidates(limits, rules.expectation)
     add = candidates.add_flat
-    if summary_is_current(conn):
-        for config_id, domain_id, name, template, max_objects, max_bytes, objects, size, stop in stream_rows(
-                conn, summary_query(conn, source, rules, now, alias_timeout), batch_size):
-            if stop is None:
-                add(config_id, domain_id, template, own_attributes.get(config_id, defaults), name, max_objects,
-                    max_bytes, 0, 0, NO_HISTORY)
-            else:
-                add(config_id, domain_id, template, own_attributes.get(config_id, defaults), name, max_objects,
-                    max_bytes, objects, size, stop)
-        log.info("harvest %s: %d configurations selected (history from config_history_summary)",
-                 source.harvest_id, len(candidates))
-        return candidates
-    log.warning("harvest %s: config_history_summary lacks the newest historyinfo rows (history written by "
-                "other means; `harvestsuite db rebuild-summaries` brings it up to date); reading historyinfo",
-                source.harvest_id)
+    keep = seeds.add if seeds is not None else None
+    summary = summary_is_current(conn)
+    if not summary:
+        log.warning("harvest %s: config_history_summary lacks the newest historyinfo rows (history written by "
+                    "other means; `harvestsuite db rebuild-summaries` brings it up to date); reading historyinfo",
+                    source.harvest_id)
+    query = (summary_query if summary else candidate_query)(conn, source, rules, now, alias_timeout)
     complete = int(StopReason.DOWNLOAD_COMPLETE)
-    current: tuple | None = None
-    current_id = None
+    first: tuple | None = None  # the current configuration's first row
+    config_id = seedlist_id = None
+    seedlists: list[str] = []
+    active = settled = False
     best_objects = best_bytes = 0
     best_stop = NO_HISTORY
-    settled = False
-    for row in stream_rows(conn, candidate_query(conn, source, rules, now, alias_timeout), batch_size):
-        if row[0] != current_id:
-            if current is not None:
-                add(current_id, current[1], current[3], own_attributes.get(current_id, defaults), current[2],
-                    current[4], current[5], best_objects, best_bytes, best_stop)
-            current, current_id = row, row[0]
+    for row in stream_rows(conn, query, batch_size):
+        if row[0] != config_id:
+            if active:
+                add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults),
+                    first[2], first[4], first[5], best_objects, best_bytes, best_stop)
+                if keep is not None:
+                    keep((seedlists[0] or "") if len(seedlists) == 1 else "\n".join(filter(None, seedlists)),
+                         first[9], first[10])
+            first, config_id = row, row[0]
+            if summary:
+                # config_id … max_bytes, best objects, bytes, stop, domain name, traps, seeds, has a seed
+                stop = row[8]
+                best_objects, best_bytes, best_stop = (0, 0, NO_HISTORY) if stop is None else row[6:9]
+                seedlists, active = [row[11]], bool(row[12])
+                continue
+            # … history objects, bytes, stop, domain name, traps, seed list id, seeds, has a seed
+            seedlist_id, seedlists, active = row[11], [row[12]], bool(row[13])
             best_objects, best_bytes, best_stop, settled = 0, 0, NO_HISTORY, False
+        elif summary:
+            seedlists.append(row[11])
+            active = active or bool(row[12])
+            continue
+        elif row[11] != seedlist_id:
+            # the next seed list of the configuration repeats its history, already folded
+            seedlist_id = row[11]
+            seedlists.append(row[12])
+            active = active or bool(row[13])
+            settled = True
         stop = row[8]
         if stop is None or settled:
             continue
         if best_stop == NO_HISTORY or row[6] >= best_objects:
             best_objects, best_bytes, best_stop = row[6], row[7], stop
         settled = stop == complete
-    if current is not None:
-        add(current_id, current[1], current[3], own_attributes.get(current_id, defaults), current[2],
-            current[4], current[5], best_objects, best_bytes, best_stop)
-    log.info("harvest %s: %d configurations selected", source.harvest_id, len(candidates))
+    if active:
+        add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults), first[2],
+            first[4], first[5], best_objects, best_bytes, best_stop)
+        if keep is not None:
+            keep((seedlists[0] or "") if len(seedlists) == 1 else "\n".join(filter(None, seedlists)),
+                 first[9], first[10])
+    log.info("harvest %s: %d configurations selected%s", source.harvest_id, len(candidates),
+             " (history from config_history_summary)" if summary else "")
     return candidates
