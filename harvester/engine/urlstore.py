@@ -117,12 +117,23 @@ class UrlStore:
         return cursor.rowcount > 0
 
     def take_pending(self, queue: str, limit: int) -> list[PendingRow]:
-        """The next ``limit`` URIs of a queue, shortest hop path first, removed from disk."""
-        self._flush_pending()
-        rows = self._db.execute("SELECT seq, queue, hops, url, hop_path, via, seed, attempts FROM pending "
-                                "WHERE queue = ? ORDER BY hops, seq LIMIT ?", (queue, limit)).fetchall()
-        if rows:
-            self._db.executemany("DELETE FROM pending WHERE seq = ?", [(row[0],) for row in rows])
+        """The next ``limit`` URIs of a queue, shortest hop path first, removed from disk.
+
+        One transaction for the buffered rows, the read and the delete: in autocommit each deleted row was
+        a commit of its own, a WAL append and a lock taken and released, for every queue head refilled."""
+        self._db.execute("BEGIN")
+        try:
+            if self._pending_buffer:
+                self._db.executemany("INSERT INTO pending VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._pending_buffer)
+            rows = self._db.execute("SELECT seq, queue, hops, url, hop_path, via, seed, attempts FROM pending "
+                                    "WHERE queue = ? ORDER BY hops, seq LIMIT ?", (queue, limit)).fetchall()
+            if rows:
+                self._db.executemany("DELETE FROM pending WHERE seq = ?", [(row[0],) for row in rows])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._pending_buffer.clear()
         return rows
 
     def delete_pending(self, matches: Callable[[str], bool]) -> list[tuple[str, str]]:
