@@ -56,6 +56,9 @@ class UrlStore:
         self._db.executescript(_SCHEMA)
         self.cache_size = cache_size
         self._cache: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        # True while every URL the file holds is in the cache as well (a fresh store, none evicted yet): a URL
+        # missing from the cache is then unknown without asking SQLite, as most URLs a crawl meets first are
+        self._cache_holds_all = fresh
         self._dirty: dict[str, tuple[str, str]] = {}
         self._pending_buffer: list[PendingRow] = []
         self._deferred_buffer: list[tuple[str, str, str]] = []
@@ -72,6 +75,8 @@ class UrlStore:
         if entry is not None:
             self._cache.move_to_end(url)
             return entry
+        if self._cache_holds_all:
+            return None
         row = self._db.execute("SELECT state, best_path FROM seen WHERE url = ?", (url,)).fetchone()
         if row is None:
             return None
@@ -95,6 +100,7 @@ class UrlStore:
         self._cache.move_to_end(url)
         if len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)  # still in _dirty until flushed if it changed
+            self._cache_holds_all = False
 
     def count_state(self, state: str) -> int:
         self.flush()
