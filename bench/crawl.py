@@ -241,20 +241,20 @@ def nas_default_cxml(threads: int) -> str:
     """templates/default_orderxml.cxml as job generation fills it for one job, then as the harvest controller
     writes it without a deduplication index, with the changes the docstring names."""
     sys.path.insert(0, str(ROOT))
+    from harvestdef.crawlattributes import ATTRIBUTES
     from harvestdef.crawltemplate import DEDUPLICATION_INDEX_LOCATION, placeholder
-    from harvestdef.db.defaults import EAV_CRAWL_ATTRIBUTES
     from scheduler.jobgen.building import RunContext, TemplateInfo, filled_template
     from scheduler.jobgen.expectation import UNLIMITED
     from scheduler.jobgen.packing import PackedJob
 
     context = RunContext(harvest_id=1, harvest_name="bench", harvest_comments="", audience="",
                          schedule_name="", harvest_num=0, channel="FOCUSED", snapshot=False, global_traps=(),
-                         harvest_traps=(), attribute_names=tuple(name for _, name, _ in EAV_CRAWL_ATTRIBUTES),
+                         harvest_traps=(), attribute_names=tuple(kind.name for kind in ATTRIBUTES),
                          creation_date=datetime.now(UTC))
     template = TemplateInfo(name="default_orderxml", document=NAS_TEMPLATE.read_text(encoding="utf-8"),
                             description="bench", lastupdated=None)
     job = PackedJob(template_name=template.name,
-                    attributes=tuple(default for _, _, default in EAV_CRAWL_ATTRIBUTES),
+                    attributes=tuple(kind.default for kind in ATTRIBUTES),
                     max_objects_per_domain=UNLIMITED, max_bytes_per_domain=UNLIMITED, max_running_time=0,
                     configuration_sets_object_limit=False, configuration_sets_byte_limit=False)
     cxml = filled_template(context, template, 1, job, traps=())

@@ -46,6 +46,7 @@ import click
 from harvestdef.errors import SettingsError
 from harvestdef.settings import Settings, load_settings
 from harvester.engine.browser import BrowserOptions
+from harvester.engine.collector import tune_collector
 from harvester.engine.digest import DigestAuthenticator
 from harvester.engine.hostsfile import HostsFileError, load_hosts_file
 from harvester.engine.jobs import JobRegistry
@@ -175,6 +176,7 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
     click.echo(f"Jobs directory {jobs_dir} ({len(registry.snapshot().jobs)} jobs)")
     if browser is not None:
         click.echo(f"Browser crawler: {browser.executable}, {browser.page_time_limit:.0f} s per page")
+    tune_collector()
     server.start()
     # Printed last and only once the server accepts: whoever starts the engine waits for this line.
     click.echo(f"Engine listening at {server.url}")

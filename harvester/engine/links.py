@@ -136,6 +136,12 @@ class _HtmlLinks:
         self._style: list[str] | None = None
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
+        if not attrib:
+            # Most elements have no attribute, and lxml gives those an empty mapping whose ``get`` is
+            # Python's generic one (a KeyError raised and caught per call): only a <style> matters then.
+            if tag == "style":
+                self._style = []
+            return
         links = self.links
         for attribute, hop in _ATTRIBUTES_BY_TAG.get(tag, ()):
             value = attrib.get(attribute)
@@ -259,6 +265,8 @@ class _HtmlScriptLinks(_HtmlLinks):
         _HtmlLinks.start(self, tag, attrib)
         if tag == "script":
             self._script = []
+        if not attrib:
+            return
         for name in attrib:
             if name[:2] == "on":
                 self.scripts.append(attrib[name])

@@ -72,6 +72,8 @@ class ResponseSpool:
         self._block_hasher = hashlib.sha1()
         self._payload_hasher = hashlib.sha1()
         self._payload_copy: _Spool | None = None
+        # the payload digest's label once asked for: the recorder, the WARC writer and crawl.log each ask
+        self._payload_label: str | None = None
         self.header_length = 0
         self.payload_length = 0
         self.is_chunked = False
@@ -99,6 +101,7 @@ class ResponseSpool:
     def record_payload(self, data: bytes | memoryview) -> None:
         """De-chunked payload bytes, in order."""
         self._payload_hasher.update(data)
+        self._payload_label = None
         self.payload_length += len(data)
         if self._payload_copy is not None:
             self._payload_copy.write(data)
@@ -108,6 +111,7 @@ class ResponseSpool:
         (a response h11 refused: its body is whatever followed the header block)."""
         self.header_length, self.is_chunked = header_length, False
         self._payload_hasher = hashlib.sha1()
+        self._payload_label = None
         self.payload_length = 0
         self._payload_copy = None
         for piece in self.raw.read_range(header_length, payload_length):
@@ -124,7 +128,10 @@ class ResponseSpool:
 
     @property
     def payload_digest(self) -> str:
-        return sha1_label(self._payload_hasher)
+        label = self._payload_label
+        if label is None:
+            label = self._payload_label = sha1_label(self._payload_hasher)
+        return label
 
     def head(self) -> bytes:
         """The status line and header block (small: h11 caps it)."""

@@ -56,6 +56,9 @@ class UrlStore:
         self._db.executescript(_SCHEMA)
         self.cache_size = cache_size
         self._cache: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        # True while every URL the file holds is in the cache as well (a fresh store, none evicted yet): a URL
+        # missing from the cache is then unknown without asking SQLite, as most URLs a crawl meets first are
+        self._cache_holds_all = fresh
         self._dirty: dict[str, tuple[str, str]] = {}
         self._pending_buffer: list[PendingRow] = []
         self._deferred_buffer: list[tuple[str, str, str]] = []
@@ -72,6 +75,8 @@ class UrlStore:
         if entry is not None:
             self._cache.move_to_end(url)
             return entry
+        if self._cache_holds_all:
+            return None
         row = self._db.execute("SELECT state, best_path FROM seen WHERE url = ?", (url,)).fetchone()
         if row is None:
             return None
@@ -95,6 +100,7 @@ class UrlStore:
         self._cache.move_to_end(url)
         if len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)  # still in _dirty until flushed if it changed
+            self._cache_holds_all = False
 
     def count_state(self, state: str) -> int:
         self.flush()
@@ -117,12 +123,23 @@ class UrlStore:
         return cursor.rowcount > 0
 
     def take_pending(self, queue: str, limit: int) -> list[PendingRow]:
-        """The next ``limit`` URIs of a queue, shortest hop path first, removed from disk."""
-        self._flush_pending()
-        rows = self._db.execute("SELECT seq, queue, hops, url, hop_path, via, seed, attempts FROM pending "
-                                "WHERE queue = ? ORDER BY hops, seq LIMIT ?", (queue, limit)).fetchall()
-        if rows:
-            self._db.executemany("DELETE FROM pending WHERE seq = ?", [(row[0],) for row in rows])
+        """The next ``limit`` URIs of a queue, shortest hop path first, removed from disk.
+
+        One transaction for the buffered rows, the read and the delete: in autocommit each deleted row was
+        a commit of its own, a WAL append and a lock taken and released, for every queue head refilled."""
+        self._db.execute("BEGIN")
+        try:
+            if self._pending_buffer:
+                self._db.executemany("INSERT INTO pending VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._pending_buffer)
+            rows = self._db.execute("SELECT seq, queue, hops, url, hop_path, via, seed, attempts FROM pending "
+                                    "WHERE queue = ? ORDER BY hops, seq LIMIT ?", (queue, limit)).fetchall()
+            if rows:
+                self._db.executemany("DELETE FROM pending WHERE seq = ?", [(row[0],) for row in rows])
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._pending_buffer.clear()
         return rows
 
     def delete_pending(self, matches: Callable[[str], bool]) -> list[tuple[str, str]]:

@@ -40,6 +40,10 @@ def sha1_digest(data: bytes) -> str:
     return sha1_label(hashlib.sha1(data))
 
 
+# A GET's request record's payload digest: its body is empty.
+EMPTY_PAYLOAD_DIGEST = sha1_digest(b"")
+
+
 def local_address() -> str:
     """This machine's address towards the network (warcinfo ``ip``), without sending anything: a UDP
     socket "connected" to a public address picks the outgoing interface. Loopback when there is no route."""
@@ -55,6 +59,10 @@ def http_body(raw_message: bytes) -> bytes:
     """The bytes after the header block of an HTTP message (empty for a GET)."""
     end = raw_message.find(b"\r\n\r\n")
     return raw_message[end + 4:] if end >= 0 else b""
+
+
+def _payload_digest(body: bytes) -> str:
+    return sha1_digest(body) if body else EMPTY_PAYLOAD_DIGEST
 
 
 def warc_date(epoch: float) -> str:
@@ -161,7 +169,7 @@ class WarcFileWriter:
         # A request's payload is its body (a GET's is empty), not the whole block.
         fields, _ = self._record("request", uri, date, raw_request, "application/http; msgtype=request",
                                  {"WARC-Concurrent-To": concurrent_to,
-                                  "WARC-Payload-Digest": sha1_digest(http_body(raw_request))})
+                                  "WARC-Payload-Digest": _payload_digest(http_body(raw_request))})
         self._append(fields, io.BytesIO(raw_request), len(raw_request))
 
     def write_exchange(self, uri: str, started: float, address: str, raw_request: bytes, response: ResponseSpool,

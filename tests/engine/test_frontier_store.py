@@ -31,6 +31,18 @@ def test_the_seen_set_outlives_its_cache(tmp_path: Path) -> None:
     assert store.seen_count == 5000 and len(store._cache) <= 100
 
 
+def test_a_store_opened_again_finds_what_its_file_holds(tmp_path: Path) -> None:
+    store = UrlStore(tmp_path / "frontier.sqlite")
+    assert store.lookup("http://www.kulturarv.dk/1") is None
+    store.note("http://www.kulturarv.dk/1", DONE, "L")
+    store.close()
+    again = UrlStore(tmp_path / "frontier.sqlite", fresh=False)
+    assert not again._cache
+    assert again.lookup("http://www.kulturarv.dk/1") == (DONE, "L")
+    assert again.lookup("http://www.kulturarv.dk/2") is None
+    again.close()
+
+
 def test_queues_spill_to_disk_and_come_back_shortest_first(tmp_path: Path) -> None:
     frontier = Frontier(UrlStore(tmp_path / "frontier.sqlite"), head_size=2)
     for n in range(50):
