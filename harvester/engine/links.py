@@ -20,7 +20,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from lxml import etree
 
@@ -189,14 +189,17 @@ class _HtmlLinks:
 # lxml's parsers are not shared between threads (each crawl runs in its own); one parser per thread is
 # reused from document to document, as building one costs more than parsing a typical page.
 _parsers = threading.local()
+_Target = TypeVar("_Target", bound=_HtmlLinks)
 
 
-def extract_html_pieces(pieces: Iterable[bytes]) -> Outlinks:
-    """The links and the base href of an HTML document read piece by piece (lxml's feed parser)."""
-    reader = getattr(_parsers, "html", None)
+def _parse_html(pieces: Iterable[bytes], slot: str, target_type: type[_Target]) -> tuple[Outlinks, _Target]:
+    """Feed an HTML document piece by piece to this thread's parser kept in ``slot`` (made on first use with a
+    ``target_type`` target): the document's links and base href, and the target, for what else it gathered."""
+    reader = getattr(_parsers, slot, None)
     if reader is None:
-        target = _HtmlLinks()
-        reader = _parsers.html = (etree.HTMLParser(target=target), target)
+        target = target_type()
+        reader = (etree.HTMLParser(target=target), target)
+        setattr(_parsers, slot, reader)
     parser, target = reader
     fed = False
     try:
@@ -208,15 +211,20 @@ def extract_html_pieces(pieces: Iterable[bytes]) -> Outlinks:
             if fed or piece.strip():  # leading white space alone is no document (lxml refuses it)
                 parser.feed(piece)
                 fed = True
-        return parser.close() if fed else ([], None)
+        return (parser.close() if fed else ([], None)), target
     except etree.LxmlError:
         # markup libxml2 gives up on: the links found so far; a fresh parser for the next document
-        _parsers.html = None
-        return target.close()
+        setattr(_parsers, slot, None)
+        return target.close(), target
     except BaseException:
         # the pieces failed (the spool, the decoder): this parser holds half a document, never reused
-        _parsers.html = None
+        setattr(_parsers, slot, None)
         raise
+
+
+def extract_html_pieces(pieces: Iterable[bytes]) -> Outlinks:
+    """The links and the base href of an HTML document read piece by piece (lxml's feed parser)."""
+    return _parse_html(pieces, "html", _HtmlLinks)[0]
 
 
 def extract_html(body: bytes) -> Outlinks:
@@ -293,26 +301,7 @@ class _HtmlScriptLinks(_HtmlLinks):
 
 def extract_html_with_scripts(pieces: Iterable[bytes], url: str, rules: JsRules) -> Outlinks:
     """The links of an HTML document and, speculative (``X``), the URL-like strings of its scripts."""
-    reader = getattr(_parsers, "html_scripts", None)
-    if reader is None:
-        target = _HtmlScriptLinks()
-        reader = _parsers.html_scripts = (etree.HTMLParser(target=target), target)
-    parser, target = reader
-    fed = False
-    try:
-        for piece in pieces:
-            if piece.count(0) == len(piece):
-                continue
-            if fed or piece.strip():
-                parser.feed(piece)
-                fed = True
-        links, base = parser.close() if fed else ([], None)
-    except etree.LxmlError:
-        _parsers.html_scripts = None
-        links, base = target.close()
-    except BaseException:
-        _parsers.html_scripts = None
-        raise
+    (links, base), target = _parse_html(pieces, "html_scripts", _HtmlScriptLinks)
     for script in target.take_scripts():
         links.extend((link, SPECULATIVE_HOP) for link in script_links(script, url, rules))
     return links, base
