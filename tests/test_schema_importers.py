@@ -25,7 +25,6 @@ MAY_IMPORT_THE_SCHEMA = {
     "scheduler/dedupindex.py": "the run's deduplication index row (harvest_run_dedup_index) and its job sets",
     "scheduler/dispatch.py": "a ready message's one statement on the controller's row, the hot path",
     "scheduler/intake.py": "controllers' rows, the running-job monitor and dead letters: what harvesters said",
-    "scheduler/jobgen/building.py": "job generation's streamed read of a run's seeds and traps",
     "scheduler/jobgen/generate.py": "a run's inputs read in the run's transaction, under its lock",
     "scheduler/jobgen/selection.py": "the streamed selection of millions of configurations (reference §2.2)",
     "scheduler/leader.py": "the leadership lock: the database's own locking, not a definition",

@@ -13,6 +13,7 @@ from sqlalchemy import insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus, StopReason
+from harvestdef.repositories.users import UserRepository
 from harvestdef.schedules import Schedule, TimeUnit
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_jobs import T0, seed
@@ -231,18 +232,21 @@ def test_every_page_without_parameters_and_a_few_with_speak_danish(app, api, log
     assert api("admin", "post", "/api/v1/webhooks", json={
         "name": "ops", "url": "https://receiver.example.org/hook", "secret": "a secret of sixteen",
         "events": ["job_failed"]}).status_code == 201
+    with webui_engine.begin() as conn:  # a token never used: its "last used" in words
+        UserRepository(conn).create_token("admin")
     client = login("admin")
     client.set_cookie(COOKIE, "da")
     paths = {str(rule) for rule in app.url_map.iter_rules() if "GET" in rule.methods and not rule.arguments
              and not str(rule).startswith(("/api/", "/static/", "/logout"))}
     paths |= {"/status/jobs/1", "/status/jobs/2", "/definitions/harvests/daily", "/definitions/harvests/snap",
               "/definitions/schedules/Once_a_day", "/history/domains/alpha.dk", "/history/harvests/daily",
-              "/definitions/harvests/new/selective", "/system/webhooks/1", "/api/v1/docs"}
+              "/definitions/harvests/new/selective", "/system/webhooks/1", "/api/v1/docs",
+              "/system/users/admin/tokens"}
     # English that these pages said whatever the language, in the words they say it in now
     english = ("minutes", "hours", "weeks", "months", "History of", "role of", "new password of",
                "next tick makes one run", "Another configuration of", "out of this harvest", "(its default",
                "a job failed", "line cut at", "no QA report", "Rendered by Swagger UI", "Everything these pages",
-               "type a new one to replace it", "Deactivate", "Activate")
+               "type a new one to replace it", "Deactivate", "Activate", "inactive", "never")
     pages = {}
     for path in sorted(paths):
         response = client.get(path)
@@ -259,6 +263,7 @@ def test_every_page_without_parameters_and_a_few_with_speak_danish(app, api, log
     assert "Historik for alpha.dk" in pages["/history/domains/alpha.dk"]
     assert "rolle for curator" in pages["/system/users"] and "et job fejlede" in pages["/system/webhooks/1"]
     assert "Vist med Swagger UI" in pages["/api/v1/docs"] and "Deaktivér" in pages["/definitions/templates"]
+    assert "aldrig" in pages["/system/users/admin/tokens"]
     # the system page's title is its name, not its notifications card
     system = client.get("/system").get_data(as_text=True)
     assert re.search(r"<title>System · HarvestSuite</title>", system), re.search(r"<title>.*?</title>", system, re.S)
