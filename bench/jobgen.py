@@ -389,8 +389,8 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
            "floor_without_seeds_s": floors["read_without_seeds"] + write,
            "ratio_without_seeds": wall / (floors["read_without_seeds"] + write),
            "floor_history_s": floors["read_history"] + write, "ratio_history": wall / (floors["read_history"] + write),
-           "generation_reads": {True: "config_history_summary", False: "historyinfo", None: "(not timed)"}[
-               floors["summary_current"]],
+           "generation_reads": {True: "config_history_summary and seed lists", False: "historyinfo",
+                                None: "(not timed)"}[floors["summary_current"]],
            "client_peak_rss_mib": figures["peak_rss_mib"],
            "server_peak_private_mib": server.peak_kib / 1024, "server_spilled_mib": spilled / 2**20}
     row["client_plus_server_mib"] = row["client_peak_rss_mib"] + row["server_peak_private_mib"]

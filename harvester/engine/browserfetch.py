@@ -41,7 +41,7 @@ from harvester.engine.disposition import Disposition
 from harvester.engine.fetch import Fetcher, FetchResult
 from harvester.engine.fetching import MAX_BACKOFF_SECONDS, Politeness
 from harvester.engine.frontier import DONE, CrawlUri, Frontier
-from harvester.engine.queuepolicy import is_ip_address
+from harvester.engine.prerequisites import host_address
 from harvester.engine.recordingproxy import VISIT_HEADER, ProxyAnswer, ProxyRequest, RecordingProxy
 from harvester.engine.scope import canonical_url
 from harvester.engine.servercache import ServerCache
@@ -163,16 +163,8 @@ class BrowserFetchProcessor:
 
     def address(self, uri: CrawlUri, thread: int) -> str | None:
         """The address of ``uri``'s host, looked up (and its ``dns:`` recorded) the first time."""
-        host = urlsplit(uri.url).hostname or ""
-        servers = self.servers
-        if not servers.knows_host(host):
-            if is_ip_address(host):
-                servers.take_literal(host)
-            else:
-                started = time.time()
-                address = servers.look_up(host)
-                self.disposition.record_dns(self.queue_key(uri.url), host, address, uri, thread, started)
-        return servers.address(host)
+        return host_address(self.servers, self.disposition, urlsplit(uri.url).hostname or "",
+                            self.queue_key(uri.url), uri, thread)
 
     async def fetch(self, request: ProxyRequest, address: str) -> FetchResult:
         """The browser's request sent on by the crawl's fetcher with the browser's own headers, under

@@ -24,6 +24,19 @@ from harvester.engine.servercache import ServerCache
 ROBOTS_MAX_BYTES = 500_000  # robots.txt read beyond this is ignored, as by Heritrix's Robotstxt
 
 
+def host_address(servers: ServerCache, disposition: Disposition, host: str, queue_key: str, uri: CrawlUri,
+                 thread: int) -> str | None:
+    """``host``'s address, looked up and its ``dns:`` recorded (under ``uri``'s queue) the first time; an IP
+    literal is its own address, with no lookup; None for a host with no address."""
+    if not servers.knows_host(host):
+        if is_ip_address(host):
+            servers.take_literal(host)
+        else:
+            started = time.time()
+            disposition.record_dns(queue_key, host, servers.look_up(host), uri, thread, started)
+    return servers.address(host)
+
+
 class DnsPrerequisite:
     """Looks a host up the first time one of its URIs comes (an IP literal is its own address, with no
     ``dns:`` capture); a URI whose host has no address ends -6."""
@@ -33,15 +46,8 @@ class DnsPrerequisite:
         self.disposition = disposition
 
     async def process(self, curi: Curi) -> Outcome | None:
-        servers, host = self.servers, curi.host
-        if not servers.knows_host(host):
-            if is_ip_address(host):
-                servers.take_literal(host)
-            else:
-                started = time.time()
-                address = servers.look_up(host)
-                self.disposition.record_dns(curi.queue.key, host, address, curi.uri, curi.thread, started)
-        curi.address = servers.address(host)
+        curi.address = host_address(self.servers, self.disposition, curi.host, curi.queue.key, curi.uri,
+                                    curi.thread)
         if curi.address is None:
             return curi.fail(DOMAIN_LOOKUP_FAILED)
         return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -26,6 +27,8 @@ import h11
 
 from harvester.engine.fetch import FetchResult
 from harvester.engine.tls import make_self_signed, server_context
+
+log = logging.getLogger(__name__)
 
 READ_SIZE = 65536
 VISIT_HEADER = "x-harvestsuite-visit"
@@ -145,8 +148,10 @@ class RecordingProxy:
         self._tasks.add(task)
         try:
             await self._exchange(reader, writer)
-        except (OSError, TimeoutError, h11.ProtocolError, ssl.SSLError, asyncio.IncompleteReadError):
-            pass  # the browser gave up on the connection, or sent what is not HTTP: nothing to record
+        except (OSError, TimeoutError, h11.ProtocolError, ssl.SSLError, asyncio.IncompleteReadError) as exc:
+            # the browser gave up on the connection, or sent what is not HTTP: nothing to record, and the
+            # page's own outcome is what the crawl reports
+            log.debug("recording proxy: a browser connection ended without an exchange: %r", exc)
         finally:
             self._tasks.discard(task)
             writer.close()

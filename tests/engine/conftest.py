@@ -55,6 +55,14 @@ class CrawlRun:
         return records
 
 
+def stop_controllers(controllers: list[CrawlController]) -> None:
+    """Terminate the crawls a test left running, each given 30 s to close its files."""
+    for controller in controllers:
+        if not controller.join(0):
+            controller.terminate()
+            controller.join(30)
+
+
 def write_job(job_dir: Path, seeds: list[str], overrides: dict[str, object] | None = None,
               replace: dict[str, str] | None = None) -> Path:
     """A job directory with the test template, extra PropertyOverrideConfigurer lines and the seeds."""
@@ -92,7 +100,4 @@ def crawl(tmp_path: Path, test_site: TestSite):
         return CrawlRun(controller, job_dir, launch_dir)
 
     yield run
-    for controller in controllers:
-        if not controller.join(0):
-            controller.terminate()
-            controller.join(30)
+    stop_controllers(controllers)

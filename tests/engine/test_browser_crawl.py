@@ -18,7 +18,7 @@ from harvester.engine.browser import MEMORY_LIMIT, TIME_LIMIT, BrowserOptions
 from harvester.engine.browserfetch import BROWSER_FAILED
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
-from tests.engine.conftest import CrawlRun, write_job
+from tests.engine.conftest import CrawlRun, stop_controllers, write_job
 from tests.engine.scriptsite import ARTICLES, CDN_HOST, DOWNLOAD, HOST, NOTE_TEXT, SCRIPT_TEXT, ScriptSite
 from tests.engine.site import MODERN_HOST, TestSite
 from tests.engine.test_process_sessions import session_beans
@@ -56,10 +56,7 @@ def browser_crawl(tmp_path: Path, script_site: ScriptSite):
         return CrawlRun(controller, job_dir, launch_dir)
 
     yield run
-    for controller in controllers:
-        if not controller.join(0):
-            controller.terminate()
-            controller.join(30)
+    stop_controllers(controllers)
 
 
 def _responses(run: CrawlRun) -> dict[str, bytes]:

@@ -39,96 +39,98 @@ def steered(tmp_path: Path) -> Iterator[tuple[ServedWebui, Crawl, Any]]:
             engine.dispose()
 
 
-def test_pause_from_the_page_then_the_applied_pause_shows_without_a_reload(browser, steered, tmp_path):
-    webui, crawl, engine = steered
+@pytest.fixture
+def operator_page(browser: Any, steered: tuple[ServedWebui, Crawl, Any]) -> Iterator[Any]:
+    """A 1280 px page logged in as an operator, its browser context closed after the test."""
+    webui = steered[0]
     context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=webui.url)
     context.set_default_timeout(15_000)
     page = context.new_page()
     try:
         log_in(page, webui.url, "operator")
-        page.goto(f"/status/jobs/{crawl.job_id}")
-        pause, resume = page.get_by_role("button", name="Pause"), page.get_by_role("button", name="Resume")
-        assert pause.is_enabled() and resume.is_disabled()
-        page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
-
-        pause.click()
-        pending = page.locator('[data-live="changes"] tr[data-version="1"]')
-        pending.wait_for()
-        assert pending.get_attribute("data-state") == "pending"
-        assert "operator" in pending.inner_text() and "pause" in pending.inner_text()
-        page.wait_for_function("document.querySelector('.control-actions [data-action=\"pause\"] button').disabled")
-        assert page.locator('[data-live="paused"]').is_hidden()
-
-        with engine.begin() as conn:
-            assert JobChangeRepository(conn).settle(crawl.job_id, 1, "applied", "", utcnow(), crawl.attempt)
-        paused = page.locator('[data-live="paused"]')
-        paused.wait_for(state="visible")
-        assert paused.inner_text().startswith("Paused since ") and paused.inner_text().endswith(" UTC by operator")
-        page.locator('[data-live="changes"] tr[data-version="1"][data-state="applied"]').wait_for()
-        assert resume.is_enabled() and pause.is_disabled()
-        assert page.evaluate("window.loadedOnce") is True
-        screenshot(page, tmp_path, "job-control-paused")
-
-        # Stop asks first; dismissed, it sends nothing, so the next action is change 2
-        asked: list[str] = []
-        page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
-        page.get_by_role("button", name="Stop").click()
-        page.get_by_role("button", name="Checkpoint now").click()
-        page.locator('[data-live="changes"] tr[data-version="2"]').wait_for()
-        assert asked and asked[0].startswith(f"Stop the crawl of job {crawl.job_id}?")
-        assert page.locator('[data-live="changes"] tr').count() == 2
-        assert "checkpoint" in page.locator('[data-live="changes"] tr[data-version="2"]').inner_text()
-        assert page.evaluate("window.loadedOnce") is True
-
-        # a change form refused: shown again with the error beside it and what was typed
-        rule = page.locator('form[data-form="rule"]')
-        rule.get_by_label("Regular expression").fill("(unclosed")
-        rule.get_by_role("button", name="Send").click()
-        page.wait_for_load_state()
-        error = page.locator('form[data-form="rule"] .form-error')
-        assert error.inner_text().startswith("regex: is not a regular expression the crawler can run")
-        assert page.locator('form[data-form="rule"]').get_by_label("Regular expression").input_value() == "(unclosed"
-        assert page.locator('[data-live="changes"] tr').count() == 2
-        screenshot(page, tmp_path, "job-control-refused-form")
+        yield page
     finally:
         context.close()
 
 
-def test_the_danish_page_says_why_a_button_is_disabled_and_what_holds_the_crawl_back(browser, steered, tmp_path):
+def test_pause_from_the_page_then_the_applied_pause_shows_without_a_reload(operator_page, steered, tmp_path):
+    webui, crawl, engine = steered
+    page = operator_page
+    page.goto(f"/status/jobs/{crawl.job_id}")
+    pause, resume = page.get_by_role("button", name="Pause"), page.get_by_role("button", name="Resume")
+    assert pause.is_enabled() and resume.is_disabled()
+    page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
+
+    pause.click()
+    pending = page.locator('[data-live="changes"] tr[data-version="1"]')
+    pending.wait_for()
+    assert pending.get_attribute("data-state") == "pending"
+    assert "operator" in pending.inner_text() and "pause" in pending.inner_text()
+    page.wait_for_function("document.querySelector('.control-actions [data-action=\"pause\"] button').disabled")
+    assert page.locator('[data-live="paused"]').is_hidden()
+
+    with engine.begin() as conn:
+        assert JobChangeRepository(conn).settle(crawl.job_id, 1, "applied", "", utcnow(), crawl.attempt)
+    paused = page.locator('[data-live="paused"]')
+    paused.wait_for(state="visible")
+    assert paused.inner_text().startswith("Paused since ") and paused.inner_text().endswith(" UTC by operator")
+    page.locator('[data-live="changes"] tr[data-version="1"][data-state="applied"]').wait_for()
+    assert resume.is_enabled() and pause.is_disabled()
+    assert page.evaluate("window.loadedOnce") is True
+    screenshot(page, tmp_path, "job-control-paused")
+
+    # Stop asks first; dismissed, it sends nothing, so the next action is change 2
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.get_by_role("button", name="Stop").click()
+    page.get_by_role("button", name="Checkpoint now").click()
+    page.locator('[data-live="changes"] tr[data-version="2"]').wait_for()
+    assert asked and asked[0].startswith(f"Stop the crawl of job {crawl.job_id}?")
+    assert page.locator('[data-live="changes"] tr').count() == 2
+    assert "checkpoint" in page.locator('[data-live="changes"] tr[data-version="2"]').inner_text()
+    assert page.evaluate("window.loadedOnce") is True
+
+    # a change form refused: shown again with the error beside it and what was typed
+    rule = page.locator('form[data-form="rule"]')
+    rule.get_by_label("Regular expression").fill("(unclosed")
+    rule.get_by_role("button", name="Send").click()
+    page.wait_for_load_state()
+    error = page.locator('form[data-form="rule"] .form-error')
+    assert error.inner_text().startswith("regex: is not a regular expression the crawler can run")
+    assert page.locator('form[data-form="rule"]').get_by_label("Regular expression").input_value() == "(unclosed"
+    assert page.locator('[data-live="changes"] tr').count() == 2
+    screenshot(page, tmp_path, "job-control-refused-form")
+
+
+def test_the_danish_page_says_why_a_button_is_disabled_and_what_holds_the_crawl_back(operator_page, steered, tmp_path):
     """The titles and the holding-back list in Danish when drawn and again after live.js's updates, which
     say the live view's phrases from the page's data-phrases; nothing wider than the window."""
     webui, crawl, engine = steered
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=webui.url)
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    try:
-        log_in(page, webui.url, "operator")
-        context.add_cookies([{"name": "harvestsuite_language", "value": "da", "url": webui.url}])
-        page.goto(f"/status/jobs/{crawl.job_id}")
-        resume = page.locator('.control-actions [data-action="resume"] button')
-        assert resume.is_disabled()
-        assert resume.get_attribute("title").startswith(
-            "kun en crawler, der er på pause eller ved at gå på pause, kan genoptages, og crawleren kører "
-            "(CRAWLER_ACTIVE, rapporteret ")
-        page.evaluate("window.loadedOnce = true")
+    page = operator_page
+    page.context.add_cookies([{"name": "harvestsuite_language", "value": "da", "url": webui.url}])
+    page.goto(f"/status/jobs/{crawl.job_id}")
+    resume = page.locator('.control-actions [data-action="resume"] button')
+    assert resume.is_disabled()
+    assert resume.get_attribute("title").startswith(
+        "kun en crawler, der er på pause eller ved at gå på pause, kan genoptages, og crawleren kører "
+        "(CRAWLER_ACTIVE, rapporteret ")
+    page.evaluate("window.loadedOnce = true")
 
-        # the crawler pauses itself and its controller is paused: live.js says both in Danish
-        crawl.heartbeat(utcnow(), paused=True, reason="vedligehold")
-        crawl.progress(utcnow(), status="CRAWLER_PAUSED")
-        page.wait_for_function("document.querySelector('.control-actions [data-action=\"pause\"] button').disabled")
-        pause = page.locator('.control-actions [data-action="pause"] button')
-        assert pause.get_attribute("title").startswith(
-            "kun en crawler, der kører, kan sættes på pause, og crawleren er på pause (CRAWLER_PAUSED, rapporteret ")
-        held = page.locator('[data-live="holding_back"] li')
-        held.first.wait_for()
-        texts = held.all_inner_texts()
-        assert "Controlleren ctl-1 er på pause: vedligehold." in texts, texts
-        assert any(text.startswith("Crawleren er på pause (rapporteret ") for text in texts), texts
-        paused = page.locator('[data-live="paused"]')
-        paused.wait_for(state="visible")
-        assert paused.inner_text().startswith("Sat på pause siden ") and paused.inner_text().endswith(" af crawleren")
-        assert page.evaluate("window.loadedOnce") is True
-        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-        screenshot(page, tmp_path, "job-control-danish")
-    finally:
-        context.close()
+    # the crawler pauses itself and its controller is paused: live.js says both in Danish
+    crawl.heartbeat(utcnow(), paused=True, reason="vedligehold")
+    crawl.progress(utcnow(), status="CRAWLER_PAUSED")
+    page.wait_for_function("document.querySelector('.control-actions [data-action=\"pause\"] button').disabled")
+    pause = page.locator('.control-actions [data-action="pause"] button')
+    assert pause.get_attribute("title").startswith(
+        "kun en crawler, der kører, kan sættes på pause, og crawleren er på pause (CRAWLER_PAUSED, rapporteret ")
+    held = page.locator('[data-live="holding_back"] li')
+    held.first.wait_for()
+    texts = held.all_inner_texts()
+    assert "Controlleren ctl-1 er på pause: vedligehold." in texts, texts
+    assert any(text.startswith("Crawleren er på pause (rapporteret ") for text in texts), texts
+    paused = page.locator('[data-live="paused"]')
+    paused.wait_for(state="visible")
+    assert paused.inner_text().startswith("Sat på pause siden ") and paused.inner_text().endswith(" af crawleren")
+    assert page.evaluate("window.loadedOnce") is True
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    screenshot(page, tmp_path, "job-control-danish")
