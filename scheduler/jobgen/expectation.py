@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from harvestdef.model.status import StopReason
 
 UNLIMITED = -1
@@ -133,3 +135,58 @@ def expected_objects(max_objects_per_domain: int, max_bytes_per_domain: int, con
         maximum = limit_to_objects(config_max_objects, config_max_bytes, per_object, params.max_domain_size)
     # step 8
     return min(expectation, maximum)
+
+
+def _limits_to_objects(object_limit: np.ndarray | int, byte_limit: np.ndarray | int, per_object: np.ndarray,
+                       max_domain_size: int) -> np.ndarray:
+    """``limit_to_objects`` element by element."""
+    objects_set, bytes_set = np.not_equal(object_limit, UNLIMITED), np.not_equal(byte_limit, UNLIMITED)
+    from_bytes = np.floor_divide(byte_limit, per_object)
+    return np.where(objects_set & bytes_set, np.minimum(object_limit, from_bytes),
+                    np.where(objects_set, object_limit, np.where(bytes_set, from_bytes, max_domain_size)))
+
+
+def expected_objects_array(max_objects_per_domain: int, max_bytes_per_domain: int, config_max_objects: np.ndarray,
+                           config_max_bytes: np.ndarray, best_objects: np.ndarray, best_bytes: np.ndarray,
+                           best_stop: np.ndarray, params: ExpectationParams) -> np.ndarray:
+    """``expected_objects`` of many configurations at once, as int64 (NetarchiveSuite's ``long``): the same
+    steps, each over whole columns, for the millions of configurations of a national snapshot.
+
+    The column arguments are int64 arrays of one length; the two per-domain limits are the harvest's, the
+    same for every configuration. ``tests/scheduler/test_expectation.py`` checks it against
+    ``expected_objects``, edge values included.
+    """
+    if params.expected_average_bytes_per_object < 1 or params.error_factor_prev_result < 1:
+        # expected_objects divides by both: raise as it does rather than let numpy return 0 with a warning
+        raise ZeroDivisionError("expectedAverageBytesPerObject and errorFactorPrevResult must be at least 1")
+    average = params.expected_average_bytes_per_object
+    has_history = best_stop != NO_HISTORY
+    # step 2: bytes per object
+    trusted = has_history & (best_objects > 0)
+    per_object = np.maximum(MIN_EXPECTATION, best_bytes // np.where(trusted, best_objects, 1))
+    too_thin = ~trusted | ((per_object < average) & (best_objects < MIN_OBJECTS_TO_TRUST_SMALL_EXPECTATION))
+    per_object = np.where(too_thin, average, per_object)
+    # step 4: the largest number of objects the limits allow
+    if max_objects_per_domain != UNLIMITED or max_bytes_per_domain != UNLIMITED:
+        maximum = _limits_to_objects(max_objects_per_domain, max_bytes_per_domain, per_object,
+                                     params.max_domain_size)
+    else:
+        configured = (config_max_objects != UNLIMITED) | (config_max_bytes != UNLIMITED)
+        maximum = np.where(configured, _limits_to_objects(config_max_objects, config_max_bytes, per_object,
+                                                          params.max_domain_size), params.max_domain_size)
+    # steps 5 and 6
+    divisor = np.where((best_stop == StopReason.DOWNLOAD_COMPLETE) & (maximum != UNLIMITED),
+                       params.error_factor_prev_result, 2)
+    with_history = best_objects + (maximum - best_objects) // divisor
+    without_history = config_max_objects  # min_inf(max_domain_size, the configuration's object limit)
+    if params.max_domain_size != UNLIMITED:
+        without_history = np.where(config_max_objects == UNLIMITED, params.max_domain_size,
+                                   np.minimum(params.max_domain_size, config_max_objects))
+    expectation = np.where(has_history, with_history, without_history)
+    # step 7: the configuration's own limits cap the maximum
+    capped = (((config_max_objects != UNLIMITED) & (maximum > config_max_objects))
+              | ((config_max_bytes != UNLIMITED) & (maximum > config_max_bytes // per_object)))
+    maximum = np.where(capped, _limits_to_objects(config_max_objects, config_max_bytes, per_object,
+                                                  params.max_domain_size), maximum)
+    # step 8
+    return np.minimum(expectation, maximum).astype(np.int64, copy=False)

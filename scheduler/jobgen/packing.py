@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import typing
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from harvestdef.settings import JobGeneratorClass, JobGenSettings
 from scheduler.jobgen.expectation import (
@@ -27,15 +29,15 @@ from scheduler.jobgen.expectation import (
     HistoryRow,
     compare_inf,
     expected_objects,
+    expected_objects_array,
 )
 
 DEFAULT_GENERATOR: JobGeneratorClass = "DefaultJobGenerator"
 FIXED_COUNT_GENERATOR: JobGeneratorClass = "FixedDomainConfigurationCountJobGenerator"
 GENERATORS: tuple[JobGeneratorClass, ...] = typing.get_args(JobGeneratorClass)
 
-_U64 = (1 << 64) - 1
 _I63 = (1 << 63) - 1
-_INDEX_BITS = 32
+_EXPECTATION_CHUNK = 100_000
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,61 @@ class Candidates:
         return self.add_flat(config_id, domain, template, attributes, name, max_objects, max_bytes,
                              best.objects, best.bytes, int(best.stop_reason))
 
+    def group_number(self, template: str, attributes: tuple[int, ...]) -> int:
+        """The number of the group (template, crawl attribute values), made on first use."""
+        group_key = (template, attributes)
+        group = self._group_index.get(group_key)
+        if group is None:
+            group = self._group_index[group_key] = len(self.groups)
+            self.groups.append(group_key)
+        return group
+
+    def name_numbers(self, names: Sequence[str]) -> list[int]:
+        """The numbers of configuration names, made on first use."""
+        index = self._name_index
+        for name in set(names) - index.keys():
+            index[name] = len(self.names)
+            self.names.append(name)
+        return list(map(index.__getitem__, names))
+
+    def extend(self, config_ids: Sequence[int], domains: Sequence[int], groups: Sequence[int],
+               names: Sequence[int], max_objects: Sequence[int], max_bytes: Sequence[int],
+               best_objects: Sequence[int], best_bytes: Sequence[int], best_stops: Sequence[int]) -> None:
+        """Add many configurations at once, as columns of one length: ``add_flat``'s arguments, with groups
+        and names as the numbers ``group_number`` and ``name_numbers`` give. The expectations are computed
+        column-wise (``expected_objects_array``), the same figures ``add_flat`` computes one by one."""
+        columns = [np.asarray(column, dtype=np.int64)
+                   for column in (max_objects, max_bytes, best_objects, best_bytes, best_stops)]
+        expected = expected_objects_array(self._forced_objects, self._forced_bytes, *columns, self.params)
+        for target, column in ((self.config_id, config_ids), (self.domain, domains), (self.group, groups),
+                               (self.name, names), (self.max_objects, columns[0]), (self.max_bytes, columns[1]),
+                               (self.best_objects, columns[2]), (self.best_bytes, columns[3]),
+                               (self.best_stop, columns[4]), (self.expected, expected)):
+            # numpy's type codes are the array module's, so the bytes are the array's own items
+            target.frombytes(np.asarray(column, dtype=np.dtype(target.typecode)).tobytes())
+
+    def extend_by_column(self, column: Callable[[str], np.ndarray]) -> None:
+        """``extend`` a column at a time: ``column(name)`` gives the named column (``config_id``, ``domain``,
+        ``group``, ``name``, ``max_objects``, ``max_bytes``, ``best_objects``, ``best_bytes``, ``best_stop``)
+        of every configuration added, in order, and is asked once per name, so that its maker can free each
+        of its own columns as soon as this one holds it: millions of configurations are never held twice."""
+        inputs = {name: column(name) for name in ("max_objects", "max_bytes", "best_objects", "best_bytes",
+                                                  "best_stop")}
+        count = len(inputs["max_objects"])
+        for start in range(0, count, _EXPECTATION_CHUNK):
+            # a chunk at a time: the computation's intermediate columns are as long as its input
+            self.expected.frombytes(expected_objects_array(
+                self._forced_objects, self._forced_bytes, *(
+                    np.asarray(inputs[name][start:start + _EXPECTATION_CHUNK], dtype=np.int64)
+                    for name in ("max_objects", "max_bytes", "best_objects", "best_bytes", "best_stop")),
+                self.params).tobytes())
+        for name in ("config_id", "domain", "group", "name", "max_objects", "max_bytes", "best_objects",
+                     "best_bytes", "best_stop"):
+            target = getattr(self, name)
+            values = inputs.pop(name) if name in inputs else column(name)
+            target.frombytes(np.asarray(values, dtype=np.dtype(target.typecode)).tobytes())
+            del values
+
     def add_flat(self, config_id: int, domain: int, template: str, attributes: tuple[int, ...], name: str,
                  max_objects: int, max_bytes: int, best_objects: int, best_bytes: int, best_stop: int) -> int:
         """``add`` with the best history row as three integers (``best_stop`` NO_HISTORY without one).
@@ -141,11 +198,7 @@ class Candidates:
         Runs once per configuration of a national snapshot, hence plain integers and the memo of
         expectations without history (they depend on the two limits only).
         """
-        group_key = (template, attributes)
-        group = self._group_index.get(group_key)
-        if group is None:
-            group = self._group_index[group_key] = len(self.groups)
-            self.groups.append(group_key)
+        group = self.group_number(template, attributes)
         name_number = self._name_index.get(name)
         if name_number is None:
             name_number = self._name_index[name] = len(self.names)
@@ -264,31 +317,25 @@ class DefaultJobGenerator:
     def order(self, candidates: Candidates) -> array:
         """Candidate indexes in CompareConfigsDesc order, ties by position.
 
-        The key of each candidate is one integer (group rank | limit descending | expectation descending |
-        position), a few dozen bytes per configuration, so millions sort in seconds without tuples.
-        The limit is the byte limit, or the object limit under splitByObjectLimit: sorting by the limit
-        compatibility is judged on keeps equal-limit configurations together in both modes.
+        One stable numpy sort over three keys: the group's rank, the limit descending (unlimited first), the
+        expectation descending. The limit is the byte limit, or the object limit under splitByObjectLimit,
+        capped by the harvest's forced one: sorting by the limit compatibility is judged on keeps
+        equal-limit configurations together in both modes. Both descending keys are ``2**63 - 1 - value``
+        in 64-bit unsigned arithmetic, which orders every int64 value as Python's integers would.
         """
-        ranks = _group_ranks(candidates)
         limits = candidates.limits
         if self.rules.split_by_object_limit:
             config_limits, forced = candidates.max_objects, limits.max_objects_per_domain
         else:
             config_limits, forced = candidates.max_bytes, limits.max_bytes_per_domain
-        # group rank and limit as the key's top bits, per distinct (group, limit): a run has few of them
-        prefixes: dict[tuple[int, int], int] = {}
-        for group_limit in set(zip(candidates.group, config_limits, strict=True)):
-            group, limit = group_limit
-            if forced != UNLIMITED and (limit == UNLIMITED or limit > forced):
-                limit = forced
-            limit_key = _I63 - (_I63 if limit == UNLIMITED else limit)
-            prefixes[group_limit] = (ranks[group] << 64 | limit_key) << (64 + _INDEX_BITS)
-        group_limits = zip(candidates.group, config_limits, strict=True)
-        keys = [prefixes[group_limit] | ((_I63 - expected) & _U64) << _INDEX_BITS | index
-                for index, (group_limit, expected) in enumerate(zip(group_limits, candidates.expected, strict=True))]
-        keys.sort()
-        mask = (1 << _INDEX_BITS) - 1
-        return array("q", [key & mask for key in keys])
+        limit = np.frombuffer(config_limits, dtype=np.int64)
+        if forced != UNLIMITED:
+            limit = np.where((limit == UNLIMITED) | (limit > forced), forced, limit)
+        top = np.uint64(_I63)
+        limit_key = np.where(limit == UNLIMITED, np.uint64(0), top - limit.view(np.uint64))
+        expected_key = top - np.frombuffer(candidates.expected, dtype=np.int64).view(np.uint64)
+        ranks = np.asarray(_group_ranks(candidates), dtype=np.int64)[_numbers(candidates.group)]
+        return _index_array(np.lexsort((expected_key, limit_key, ranks)))
 
     def pack(self, candidates: Candidates) -> Iterator[PackedJob]:
         """The jobs, in the order NetarchiveSuite would make them.
@@ -372,13 +419,10 @@ class FixedDomainConfigurationCountJobGenerator:
 
     def order(self, candidates: Candidates) -> array:
         """Sorted by configuration name, ties by position."""
-        name_ranks = {number: rank for rank, number in enumerate(
-            sorted(range(len(candidates.names)), key=candidates.names.__getitem__))}
-        name = candidates.name
-        keys = [(name_ranks[name[index]] << _INDEX_BITS) | index for index in range(len(candidates))]
-        keys.sort()
-        mask = (1 << _INDEX_BITS) - 1
-        return array("q", [key & mask for key in keys])
+        name_ranks = np.empty(len(candidates.names), dtype=np.int64)
+        name_ranks[sorted(range(len(candidates.names)), key=candidates.names.__getitem__)] = np.arange(
+            len(candidates.names))
+        return _index_array(np.argsort(name_ranks[_numbers(candidates.name)], kind="stable"))
 
     def pack(self, candidates: Candidates) -> Iterator[PackedJob]:
         cap = (self.rules.fixed_domain_count_snapshot if candidates.limits.snapshot
@@ -407,6 +451,18 @@ def job_generator(rules: PackingRules) -> DefaultJobGenerator | FixedDomainConfi
     if rules.generator == FIXED_COUNT_GENERATOR:
         return FixedDomainConfigurationCountJobGenerator(rules)
     return DefaultJobGenerator(rules)
+
+
+def _numbers(column: array) -> np.ndarray:
+    """An array column as numpy sees it, without a copy."""
+    return np.frombuffer(column, dtype=np.dtype(column.typecode))
+
+
+def _index_array(indexes: np.ndarray) -> array:
+    """Candidate indexes as the array packing iterates (an array's items come out as plain ints)."""
+    order = array("q")
+    order.frombytes(indexes.astype(np.int64, copy=False).tobytes())
+    return order
 
 
 def _group_ranks(candidates: Candidates) -> list[int]:

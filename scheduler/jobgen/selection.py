@@ -5,10 +5,11 @@ config_history_summary, which status intake keeps beside historyinfo: one row pe
 many harvests the archive has run. Only when the summary lacks the newest historyinfo row (history loaded
 by other means and not yet summarised) does the query yield all of each configuration's history rows
 (same domain, same configuration name, newest first) for ``select_candidates`` to fold, with the same
-result. The summary query also yields the configuration's seed lists (a row per seed list) and its
-domain's traps, so the jobs are written from what this pass read (``MemberSeeds``) and nothing is read
-back; the history query is folded first and the seed lists follow in a second pass in the same order.
-Each configuration becomes a compact ``Candidates`` row and its seed lists one ``MemberSeeds`` entry.
+result. Both queries also yield the configuration's seed lists (a row per seed list) and its domain's
+traps, so the jobs are written from what this pass read (``MemberSeeds``) and nothing is read back. Each
+configuration becomes a compact ``Candidates`` row and its seed lists one ``MemberSeeds`` entry; the summary
+query's rows are added a batch at a time, column by column (``Candidates.extend``), the history query's one
+by one as they are folded.
 
 Rules (each a WHERE clause below):
 * selective and event harvests: the rows of harvest_configs;
@@ -21,7 +22,8 @@ Rules (each a WHERE clause below):
   whose configuration row is gone cannot be followed (historyinfo names no domain); the repositories refuse
   to delete a configuration that history refers to, so this only happens with data imported from elsewhere;
 * always: a configuration needs an active seed (a seed-list line non-empty after trimming and not starting
-  with '#', NAS-2506; the query says per seed list whether it has one), and with excludeDomainsWithZeroBudget
+  with '#', NAS-2506; the summary query yields only the seed lists that hold one, the history query says
+  per seed list whether it does), and with excludeDomainsWithZeroBudget
   a byte and object limit other than 0.
 
 Candidates are added ordered by domain name, then configuration name (code-point order on both
@@ -34,9 +36,12 @@ row-at-a-time repository method could be.
 from __future__ import annotations
 
 import logging
+import operator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 from sqlalchemy import Connection, DateTime, and_, bindparam, func, not_, or_, select
 from sqlalchemy.sql import ColumnElement, Select
 
@@ -47,8 +52,9 @@ from harvestdef.model.status import StopReason
 from harvestdef.seeds import has_seed, has_seed_sql, register_sqlite_functions
 from scheduler.jobgen.expectation import NO_HISTORY
 from scheduler.jobgen.memberseeds import MemberSeeds
+from scheduler.jobgen.ordering import ArrivingRows
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackingRules
-from scheduler.jobgen.streaming import stream_rows
+from scheduler.jobgen.streaming import stream_batches, stream_rows
 
 log = logging.getLogger(__name__)
 
@@ -161,15 +167,17 @@ def _tie_break(conn: Connection) -> tuple[ColumnElement[str], ColumnElement[str]
 
 def summary_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
                   alias_timeout: int) -> Select:
-    """The configurations of the run with their best history row from config_history_summary (NULL without
-    history), their domain's name and traps, and a row per seed list (its text and whether it holds a seed),
-    in tie-break order, then seed list id."""
+    """The configurations of the run with their best history row from config_history_summary (0, 0,
+    NO_HISTORY without history), their domain's name and traps, and a row per seed list that holds a seed
+    (its id and text), in no order (``ordering`` sorts them). A configuration none of whose seed lists holds
+    a seed has no row; the lists without a seed add no seed to a job, so leaving them out changes no job."""
     chs, d, sl = s.config_history_summary, s.domains, s.seedlists
-    query = _base_query(conn, source, rules, now, alias_timeout)
+    seeds, holds_seed = _seedlist_columns(conn)
+    query = _base_query(conn, source, rules, now, alias_timeout).where(holds_seed)
     query = query.outerjoin(chs, chs.c.config_id == s.configurations.c.config_id)
-    query = query.add_columns(chs.c.best_objectcount, chs.c.best_bytecount, chs.c.best_stopreason,
-                              _tie_break(conn)[0].label("domain_name"), d.c.crawlertraps, *_seedlist_columns(conn))
-    return query.order_by(*_tie_break(conn), sl.c.seedlist_id)
+    return query.add_columns(func.coalesce(chs.c.best_objectcount, 0), func.coalesce(chs.c.best_bytecount, 0),
+                             func.coalesce(chs.c.best_stopreason, NO_HISTORY), sl.c.seedlist_id, d.c.name,
+                             d.c.crawlertraps, seeds)
 
 
 def candidate_query(conn: Connection, source: HarvestSource, rules: PackingRules, now: datetime,
@@ -241,22 +249,69 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
     lists and domain traps into ``seeds`` if given.
 
     A configuration's rows (one per seed list; with the history query, each with all its history rows)
-    arrive together; it is a candidate if one of its seed lists holds a seed. History rows arrive newest
-    first and are folded on the fly, with the rule of ``expectation.best_history`` (most objects, older row
-    on ties, stop after the first complete row), written out here because it runs once per row of a
-    national snapshot.
+    arrive together; it is a candidate if one of its seed lists holds a seed.
     """
     defaults, own_attributes = crawl_attributes(conn, source)
     template_names = dict(conn.execute(select(s.ordertemplates.c.template_id, s.ordertemplates.c.name)).all())
     candidates = Candidates(limits, rules.expectation)
-    add = candidates.add_flat
-    keep = seeds.add if seeds is not None else None
     summary = summary_is_current(conn)
-    if not summary:
+    if summary:
+        query = summary_query(conn, source, rules, now, alias_timeout)
+        arriving = ArrivingRows()
+        own_ids = np.fromiter(own_attributes, dtype=np.int64, count=len(own_attributes))
+        for rows in stream_batches(conn, query, batch_size, prefetch=True):
+            _add_batch(candidates, arriving, rows, template_names, defaults, own_attributes, own_ids)
+        arriving.into(candidates, seeds)
+    else:
         log.warning("harvest %s: config_history_summary lacks the newest historyinfo rows (history written by "
                     "other means; `harvestsuite db rebuild-summaries` brings it up to date); reading historyinfo",
                     source.harvest_id)
-    query = (summary_query if summary else candidate_query)(conn, source, rules, now, alias_timeout)
+        query = candidate_query(conn, source, rules, now, alias_timeout)
+        _fold_history(candidates, seeds, stream_rows(conn, query, batch_size), template_names, defaults,
+                      own_attributes)
+    log.info("harvest %s: %d configurations selected%s", source.harvest_id, len(candidates),
+             " (history from config_history_summary)" if summary else "")
+    return candidates
+
+
+# summary_query's columns, by name: the integer ones (ordering.COLUMNS but group, which comes from the template
+# id) and the texts
+_INTEGERS = {"config_id": 0, "domain": 1, "template_id": 3, "max_objects": 4, "max_bytes": 5, "best_objects": 6,
+             "best_bytes": 7, "best_stop": 8, "seedlist_id": 9}
+_NAME, _DOMAIN_NAME, _TRAPS, _TEXT = (operator.itemgetter(position) for position in (2, 10, 11, 12))
+
+
+def _add_batch(candidates: Candidates, arriving: ArrivingRows, rows: list[tuple], template_names: dict[int, str],
+               defaults: tuple[int, ...], own_attributes: dict[int, tuple[int, ...]],
+               own_ids: np.ndarray) -> None:
+    """Take in a batch of the summary query's rows column by column: a national snapshot has millions."""
+    count = len(rows)
+    columns = {name: np.fromiter(map(operator.itemgetter(position), rows), count=count,
+                                 dtype=np.int8 if name == "best_stop" else np.int64)
+               for name, position in _INTEGERS.items()}
+    template_ids = columns.pop("template_id")
+    groups = np.empty(count, dtype=np.int64)
+    for template_id in np.unique(template_ids).tolist():
+        groups[template_ids == template_id] = candidates.group_number(template_names[template_id], defaults)
+    if own_ids.size:
+        # the few configurations with crawl attributes of their own form groups of their own
+        config_ids = columns["config_id"]
+        for position in np.flatnonzero(np.isin(config_ids, own_ids)).tolist():
+            groups[position] = candidates.group_number(template_names[int(template_ids[position])],
+                                                       own_attributes[int(config_ids[position])])
+    columns["group"] = groups
+    columns["name"] = np.array(candidates.name_numbers(list(map(_NAME, rows))), dtype=np.int64)
+    arriving.add(columns, list(map(_DOMAIN_NAME, rows)), list(map(_TRAPS, rows)), list(map(_TEXT, rows)))
+
+
+def _fold_history(candidates: Candidates, seeds: MemberSeeds | None, rows: Iterator[tuple],
+                  template_names: dict[int, str], defaults: tuple[int, ...],
+                  own_attributes: dict[int, tuple[int, ...]]) -> None:
+    """Add the configurations of ``candidate_query``'s rows, each folding its history rows on the fly with the
+    rule of ``expectation.best_history`` (most objects, older row on ties, stop after the first complete
+    row), written out here because it runs once per history row."""
+    add = candidates.add_flat
+    keep = seeds.add if seeds is not None else None
     complete = int(StopReason.DOWNLOAD_COMPLETE)
     first: tuple | None = None  # the current configuration's first row
     config_id = seedlist_id = None
@@ -264,33 +319,29 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
     active = settled = False
     best_objects = best_bytes = 0
     best_stop = NO_HISTORY
-    for row in stream_rows(conn, query, batch_size):
+
+    def add_current() -> None:
+        add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults), first[2],
+            first[4], first[5], best_objects, best_bytes, best_stop)
+        if keep is not None:
+            keep("\n".join(seedlists), first[9], first[10])
+
+    # config_id … max_bytes, history objects, bytes, stop, domain name, traps, seed list id, seeds, has a seed
+    for row in rows:
         if row[0] != config_id:
             if active:
-                add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults),
-                    first[2], first[4], first[5], best_objects, best_bytes, best_stop)
-                if keep is not None:
-                    keep((seedlists[0] or "") if len(seedlists) == 1 else "\n".join(filter(None, seedlists)),
-                         first[9], first[10])
+                add_current()
             first, config_id = row, row[0]
-            if summary:
-                # config_id … max_bytes, best objects, bytes, stop, domain name, traps, seeds, has a seed
-                stop = row[8]
-                best_objects, best_bytes, best_stop = (0, 0, NO_HISTORY) if stop is None else row[6:9]
-                seedlists, active = [row[11]], bool(row[12])
-                continue
-            # … history objects, bytes, stop, domain name, traps, seed list id, seeds, has a seed
-            seedlist_id, seedlists, active = row[11], [row[12]], bool(row[13])
+            # only the seed lists that hold a seed, as the summary query yields them
+            seedlist_id, active = row[11], bool(row[13])
+            seedlists = [row[12]] if active else []
             best_objects, best_bytes, best_stop, settled = 0, 0, NO_HISTORY, False
-        elif summary:
-            seedlists.append(row[11])
-            active = active or bool(row[12])
-            continue
         elif row[11] != seedlist_id:
             # the next seed list of the configuration repeats its history, already folded
             seedlist_id = row[11]
-            seedlists.append(row[12])
-            active = active or bool(row[13])
+            if row[13]:
+                seedlists.append(row[12])
+                active = True
             settled = True
         stop = row[8]
         if stop is None or settled:
@@ -299,11 +350,4 @@ def select_candidates(conn: Connection, source: HarvestSource, limits: HarvestLi
             best_objects, best_bytes, best_stop = row[6], row[7], stop
         settled = stop == complete
     if active:
-        add(config_id, first[1], template_names[first[3]], own_attributes.get(config_id, defaults), first[2],
-            first[4], first[5], best_objects, best_bytes, best_stop)
-        if keep is not None:
-            keep((seedlists[0] or "") if len(seedlists) == 1 else "\n".join(filter(None, seedlists)),
-                 first[9], first[10])
-    log.info("harvest %s: %d configurations selected%s", source.harvest_id, len(candidates),
-             " (history from config_history_summary)" if summary else "")
-    return candidates
+        add_current()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
+import numpy as np
 import pytest
 
 from harvestdef.model.status import StopReason
@@ -12,6 +16,7 @@ from scheduler.jobgen.expectation import (
     best_history,
     compare_inf,
     expected_objects,
+    expected_objects_array,
     min_inf,
 )
 
@@ -50,6 +55,45 @@ CASES = [
 def test_expected_objects(why, hd_objects, hd_bytes, cfg_objects, cfg_bytes, best, expected):
     objects, size, stop = best if best else (0, 0, NO_HISTORY)
     assert expected_objects(hd_objects, hd_bytes, cfg_objects, cfg_bytes, objects, size, stop, P) == expected
+
+
+@pytest.mark.parametrize(("why", "hd_objects", "hd_bytes", "cfg_objects", "cfg_bytes", "best", "expected"), CASES,
+                         ids=[case[0] for case in CASES])
+def test_expected_objects_array_agrees_on_each_case(why, hd_objects, hd_bytes, cfg_objects, cfg_bytes, best,
+                                                    expected):
+    objects, size, stop = best if best else (0, 0, NO_HISTORY)
+    column = [np.array([value], dtype=np.int64) for value in (cfg_objects, cfg_bytes, objects, size, stop)]
+    assert expected_objects_array(hd_objects, hd_bytes, *column, P).tolist() == [expected]
+
+
+# Values at and around every boundary the rules test: -1 (unlimited), 0, 1, 49/50 objects, the default
+# bytes per object, and large figures.
+EDGE_COUNTS = [-1, 0, 1, 2, 49, 50, 51, 999, 5000, 5001, 123_456, 10**9, 2**40]
+EDGE_BYTES = [-1, 0, 1, 37_999, 38_000, 38_001, 3_800_000, 10**9, 2 * 10**9, 2**50]
+STOPS = [NO_HISTORY, *(int(reason) for reason in StopReason)]
+
+
+@pytest.mark.parametrize("params", [P, ExpectationParams(4, 1, 7), ExpectationParams(1, 10**6, -1),
+                                    ExpectationParams(3, 38_000, 0)], ids=["defaults", "small", "unlimited", "zero"])
+def test_expected_objects_array_agrees_with_expected_objects(params):
+    """Every harvest limit pair against a random sample of configurations and history rows, edge values only,
+    and the same sample with random figures in between."""
+    draw = random.Random(13)
+    rows = [(draw.choice(EDGE_COUNTS), draw.choice(EDGE_BYTES), max(0, draw.choice(EDGE_COUNTS)),
+             max(0, draw.choice(EDGE_BYTES)), draw.choice(STOPS)) for _ in range(3000)]
+    rows += [(draw.choice([-1, draw.randrange(0, 10**7)]), draw.choice([-1, draw.randrange(0, 10**11)]),
+              draw.randrange(0, 10**6), draw.randrange(0, 10**12), draw.choice(STOPS)) for _ in range(3000)]
+    columns = [np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)]
+    for hd_objects, hd_bytes in itertools.product([-1, 0, 1, 50, 10_000], [-1, 0, 1, 38_000, 10**9]):
+        found = expected_objects_array(hd_objects, hd_bytes, *columns, params).tolist()
+        wanted = [expected_objects(hd_objects, hd_bytes, *row, params) for row in rows]
+        assert found == wanted, (hd_objects, hd_bytes)
+
+
+def test_expected_objects_array_refuses_a_zero_divisor():
+    column = np.zeros(1, dtype=np.int64)
+    with pytest.raises(ZeroDivisionError):
+        expected_objects_array(-1, -1, column, column, column, column, column, ExpectationParams(0, 38_000, 5000))
 
 
 def test_error_factor_setting_is_used():

@@ -195,3 +195,61 @@ def test_fixed_count_zero_focused_count_closes_after_every_configuration():
     found = candidates(SELECTIVE, [(f"d{i}.dk", "t", -1, -1, None) for i in range(4)])
     rules = PackingRules(generator=FIXED_COUNT_GENERATOR, fixed_domain_count_focused=0)
     assert [len(job) for job in job_generator(rules).pack(found)] == [1, 1, 1, 1]
+
+
+def _reference_order(found: Candidates, rules: PackingRules) -> list[int]:
+    """CompareConfigsDesc written out plainly: template and attributes ascending, the (capped) limit descending
+    with unlimited first, the expectation descending, then position."""
+    limits = found.limits
+    forced = limits.max_objects_per_domain if rules.split_by_object_limit else limits.max_bytes_per_domain
+    column = found.max_objects if rules.split_by_object_limit else found.max_bytes
+
+    def key(index: int) -> tuple:
+        limit = column[index]
+        if forced != -1 and (limit == -1 or limit > forced):
+            limit = forced
+        return (found.groups[found.group[index]], limit != -1, -limit, -found.expected[index], index)
+
+    return sorted(range(len(found)), key=key)
+
+
+def test_order_agrees_with_compare_configs_desc_written_out():
+    draw = random.Random(29)
+    limit_values = [-1, -1, 0, 1, 100, 5000, 10**6, 10**7, 10**9, 2**62]
+    for limits in (SNAPSHOT_10MB, SELECTIVE, HarvestLimits(True, 500, -1), HarvestLimits(True, 0, 0)):
+        rows = [(f"d{draw.randrange(300)}.dk", draw.choice(["b", "a", "c"]), draw.choice(limit_values),
+                 draw.choice(limit_values),
+                 draw.choice([None, HistoryRow(draw.randrange(10**5), draw.randrange(10**10),
+                                               draw.choice(list(StopReason)))]),
+                 "defaultconfig", draw.choice([(20, 0, 1), (5, 1, 0), (20, 0, 1)])) for _ in range(2000)]
+        found = candidates(limits, rows)
+        for rules in (PackingRules(), PackingRules(split_by_object_limit=True)):
+            assert list(DefaultJobGenerator(rules).order(found)) == _reference_order(found, rules)
+
+
+def test_fixed_count_order_is_by_name_then_position():
+    draw = random.Random(31)
+    rows = [(f"d{i}.dk", "t", -1, -1, None, draw.choice(["b", "a", "ærø", "Z", "a2"])) for i in range(500)]
+    found = candidates(SELECTIVE, rows)
+    order = list(FixedDomainConfigurationCountJobGenerator(PackingRules()).order(found))
+    assert order == sorted(range(500), key=lambda index: (found.names[found.name[index]], index))
+
+
+def test_extend_adds_what_add_flat_adds():
+    draw = random.Random(37)
+    limits = HarvestLimits(True, 2000, 10**8)
+    one_by_one, at_once = Candidates(limits, ExpectationParams()), Candidates(limits, ExpectationParams())
+    rows = [(config_id, draw.randrange(100), draw.choice([-1, 0, 700, 10**4]), draw.choice([-1, 0, 10**6, 10**9]),
+             draw.randrange(10**5), draw.randrange(10**10), draw.choice([-1, *map(int, StopReason)]))
+            for config_id in range(3000)]
+    group = at_once.group_number("t", (1, 2))
+    for config_id, domain, max_objects, max_bytes, best_objects, best_bytes, best_stop in rows:
+        one_by_one.add_flat(config_id, domain, "t", (1, 2), "defaultconfig", max_objects, max_bytes, best_objects,
+                            best_bytes, best_stop)
+    columns = list(zip(*rows, strict=True))
+    at_once.extend(columns[0], columns[1], [group] * len(rows), at_once.name_numbers(["defaultconfig"] * len(rows)),
+                   *columns[2:])
+    for column in ("config_id", "domain", "group", "name", "max_objects", "max_bytes", "best_objects", "best_bytes",
+                   "best_stop", "expected"):
+        assert getattr(at_once, column) == getattr(one_by_one, column), column
+    assert at_once.groups == one_by_one.groups and at_once.names == one_by_one.names
