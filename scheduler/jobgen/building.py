@@ -29,9 +29,10 @@ from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
 from xml.sax.saxutils import escape, quoteattr
 
+import numpy as np
 from sqlalchemy import Connection
 
-from harvestdef.bulkload import constraints_set_aside, copy_rows, copy_text, lock_tables_nowait
+from harvestdef.bulkload import constraints_set_aside, copy_integers, copy_rows, lock_tables_nowait
 from harvestdef.crawlattributes import template_text
 from harvestdef.crawltemplate import (
     DEDUPLICATION_INDEX_LOCATION,
@@ -280,14 +281,30 @@ def filled_template(context: RunContext, template: TemplateInfo, job_id: int, jo
     return fill_placeholders(template.document, values, template.name)
 
 
-def _job_config_lines(job_ids: Sequence[int], jobs: Sequence[PackedJob], candidates: Candidates) -> Iterator[str]:
-    """The job_configs rows as COPY text, a job's rows at a time: one string per job instead of a call per
-    row, which is most of the cost of millions of two-integer rows."""
-    config_id = candidates.config_id
+def _job_config_columns(job_ids: Sequence[int], jobs: Sequence[PackedJob], candidates: Candidates
+                        ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The job_configs rows, a job's at a time as (job ids, configuration ids), each job's in configuration-id
+    order: the primary key's order, in which PostgreSQL appends each index entry to the last leaf page instead
+    of searching for its place."""
+    config_ids = np.frombuffer(candidates.config_id, dtype=np.int64)
     for job_id, job in zip(job_ids, jobs, strict=True):
         if job.members:
-            prefix = f"{job_id}\t"
-            yield prefix + f"\n{prefix}".join([str(config_id[i]) for i in job.members]) + "\n"
+            members = np.sort(config_ids[np.frombuffer(job.members, dtype=np.int64)])
+            yield np.full(len(members), job_id, dtype=np.int64), members
+
+
+def _traps_by_job(jobs: Sequence[PackedJob], seeds: MemberSeeds) -> dict[int, list[tuple[str, str]]]:
+    """(domain name, stored traps) of each job's members that have traps, in member index order, by the job's
+    position: one pass over the few candidates with traps instead of a lookup per member."""
+    if not seeds.traps:
+        return {}
+    job_of = np.full(len(seeds), -1, dtype=np.int64)
+    for number, job in enumerate(jobs):
+        job_of[np.frombuffer(job.members, dtype=np.int64)] = number
+    found: dict[int, list[tuple[str, str]]] = {}
+    for index in sorted(seeds.traps):
+        found.setdefault(int(job_of[index]), []).append(seeds.traps[index])
+    return found
 
 
 class JobWriter:
@@ -321,9 +338,10 @@ class JobWriter:
             # PostgreSQL checks a foreign key row by row (20 s for a national snapshot's 2 million rows);
             # added back, they are checked in one join. The locks keep everyone else out meanwhile.
             with constraints_set_aside(self.conn, ["job_configs"], unique=False, indexes=False):
-                copy_text(self.conn, "job_configs", JOB_CONFIG_COLUMNS, _job_config_lines(job_ids, jobs, candidates))
+                copy_integers(self.conn, "job_configs", JOB_CONFIG_COLUMNS,
+                              _job_config_columns(job_ids, jobs, candidates))
         else:
-            copy_text(self.conn, "job_configs", JOB_CONFIG_COLUMNS, _job_config_lines(job_ids, jobs, candidates))
+            copy_integers(self.conn, "job_configs", JOB_CONFIG_COLUMNS, _job_config_columns(job_ids, jobs, candidates))
         loaded = time.monotonic()
         self._fill_jobs(job_ids, jobs, seeds)
         log.info("harvest %s: %d job_configs rows loaded in %.1f s, seed lists and templates written in %.1f s",
@@ -355,15 +373,16 @@ class JobWriter:
         """Each job's seed list and filled template, from its members' seed lists and traps as selection read
         them; a job's members in index order are in domain-name order."""
         fixed_traps = list(self.context.global_traps) + list(self.context.harvest_traps)
+        traps_of_job = _traps_by_job(jobs, seeds)
         updates: list[tuple[int, str, str]] = []
-        for job_id, job in zip(job_ids, jobs, strict=True):
-            members = sorted(job.members)
+        for number, (job_id, job) in enumerate(zip(job_ids, jobs, strict=True)):
             traps = dict.fromkeys(fixed_traps)
-            for domain, stored in seeds.domain_traps(members):
+            for domain, stored in traps_of_job.get(number, ()):
                 scope = domain_scope(domain)
                 for trap in parse_stored_traps(stored):
                     traps.setdefault(f"{scope}(?:{trap})", None)
             template = self.templates[job.template_name]
+            members = np.sort(np.frombuffer(job.members, dtype=np.int64)).tolist()
             updates.append((job_id, "\n".join(dict.fromkeys(seeds_of([seeds.text(members)]))),
                             filled_template(self.context, template, job_id, job, traps)))
             if len(updates) >= 20:

@@ -38,8 +38,3 @@ class MemberSeeds:
     def text(self, indexes: Iterable[int]) -> str:
         """The seed lists of the candidates ``indexes``, in that order, joined by newlines."""
         return "\n".join(map(self._texts.__getitem__, indexes))
-
-    def domain_traps(self, indexes: Iterable[int]) -> list[tuple[str, str]]:
-        """(domain name, stored traps) of the candidates ``indexes`` that have traps, in that order."""
-        traps = self.traps
-        return [traps[index] for index in indexes if index in traps]
