@@ -138,15 +138,12 @@ def load_harvest(conn: Connection, harvest: str | int) -> HarvestToGenerate:
 
 
 def _tune_transaction(conn: Connection) -> None:
-    """PostgreSQL settings for this transaction only: the run reads every row of its cursors, so plan them
-    for the whole result (the default plans a cursor for its first 10 %, which picks millions of index
-    lookups). Memory is bounded for client and server together (1 GiB at 2 million configurations,
-    issue 13): each sort or hash gets SORT_MEMORY and no more (hash_mem_multiplier 1), and no parallel
-    workers, each of which would take as much again while competing with the client for the same cores.
-    Measured at national scale: 64 MB spills the big sorts to temporary files for about the same wall
-    time as 256 MB in memory, with a third of the server's peak."""
+    """PostgreSQL settings for this transaction only. Memory is bounded for client and server together
+    (1 GiB at 2 million configurations, issue 13): each sort or hash gets SORT_MEMORY and no more
+    (hash_mem_multiplier 1), and no parallel workers, each of which would take as much again while competing
+    with the client for the same cores. Measured at national scale: 64 MB spills the big joins to temporary
+    files for about the same wall time as 256 MB in memory, with a third of the server's peak."""
     if is_postgresql(conn.engine):
-        conn.execute(text("SET LOCAL cursor_tuple_fraction = 1.0"))
         conn.execute(text(f"SET LOCAL work_mem = '{SORT_MEMORY}'"))
         conn.execute(text("SET LOCAL hash_mem_multiplier = 1.0"))
         conn.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))

@@ -2,8 +2,8 @@
 
 Selection's summary query has no ORDER BY: sorting millions of wide rows (each with its seed lists) made
 PostgreSQL spill most of them to disk before sending the first, while the client waited. Unsorted, rows
-stream from the first moment and the client takes them in as they come (``streaming``'s prefetch keeps the
-server working meanwhile). Here they are kept column-wise in arrival order and sorted once at the end, into
+stream from the first moment and the client takes them in as they come, while the server makes the next
+(``streaming``). Here they are kept column-wise in arrival order and sorted once at the end, into
 the order the candidates need (domain name, configuration name, seed list id; code-point order, as
 PostgreSQL's "C" collation and SQLite compare): numpy sorts a 16-byte prefix of each domain name's UTF-8
 bytes, and the rare runs of rows whose prefixes are equal (a domain with several seed lists or
