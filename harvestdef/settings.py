@@ -164,6 +164,13 @@ class JobGenSettings:
     collectionName: str = setting("harvester.harvesting.heritrix.archiveNaming.collectionName", "netarkivet",
                                   "prefix of CollectionPrefixNamingConvention")
 
+    def __post_init__(self) -> None:
+        # the expectation divides by both (scheduler/jobgen/expectation.py)
+        for key, value in (("errorFactorPrevResult", self.errorFactorPrevResult),
+                           ("expectedAverageBytesPerObject", self.expectedAverageBytesPerObject)):
+            if value < 1:
+                raise SettingsError(f"harvester.scheduler.jobGen.config.{key}: 1 or more, got {value}")
+
 
 @dataclass(frozen=True)
 class SchedulerSettings:

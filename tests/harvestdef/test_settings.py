@@ -220,3 +220,11 @@ def test_the_user_agent_setting_that_was_never_applied_is_refused_with_what_gove
     path.write_text('[harvestsuite.crawler]\nuserAgent = "Mozilla/5.0 (compatible; x)"\n', encoding="utf-8")
     with pytest.raises(SettingsError, match=r"userAgent .*no longer read: .*userAgentTemplate"):
         load_settings(path, environ={})
+
+
+@pytest.mark.parametrize("key", ["errorFactorPrevResult", "expectedAverageBytesPerObject"])
+def test_a_divisor_of_the_expectation_below_one_is_refused_at_load(key):
+    with pytest.raises(SettingsError, match=rf"jobGen\.config\.{key}: 1 or more, got 0"):
+        load_settings(environ={}, overrides={f"harvester.scheduler.jobGen.config.{key}": 0})
+    assert getattr(load_settings(environ={}, overrides={f"harvester.scheduler.jobGen.config.{key}": 1}).jobgen,
+                   key) == 1
