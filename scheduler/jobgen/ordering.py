@@ -105,9 +105,10 @@ class ArrivingRows:
             traps = {int(index_of[position]): trap for position, trap in self._traps.items()
                      if index_of[position] >= 0}
             del index_of
-            texts = self._texts
-            seeds.extend([text for start in range(0, len(order), _CHUNK)
-                          for text in map(texts.__getitem__, order[start:start + _CHUNK].tolist())], traps)
+            in_order: list[str] = []
+            for start in range(0, len(order), _CHUNK):
+                in_order.extend(map(self._texts.__getitem__, order[start:start + _CHUNK].tolist()))
+            seeds.extend(in_order, traps)
         self._columns = _new_columns()
         self._texts, self._traps, self._names, self._name_ends = [], {}, bytearray(), array("q")
 
