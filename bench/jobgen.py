@@ -23,7 +23,8 @@ every candidate of the step with the history row generation reads for it (config
 row per configuration) and its seed lists, which selection reads in the same pass so that writing reads
 nothing back: ``COPY (SELECT … FROM domains d JOIN configurations c … JOIN config_seedlists … JOIN
 seedlists … LEFT JOIN config_history_summary … ORDER BY d.name COLLATE "C", c.name COLLATE "C",
-seedlist_id) TO '/dev/null'``, the order selection streams them in; should the summary lag historyinfo,
+seedlist_id) TO '/dev/null'``, the order selection puts them in (it reads them unsorted and sorts them
+itself, scheduler/jobgen/ordering.py); should the summary lag historyinfo,
 generation reads historyinfo and the floor is the historyinfo read below), and (ii) an INSERT … SELECT of
 as many rows as the step wrote into job_configs, into a logged table with the same primary key. Beside it,
 the same read without the seed lists (the floor while generation read them back when writing) and the
@@ -311,7 +312,7 @@ def floor(url: str, harvest_id: int, continuation: bool) -> dict:
             return time.monotonic() - started
 
         # What selection reads (selection.summary_query): each candidate with its summary row, its domain's
-        # name and traps and its seed lists (a row per seed list), in its order.
+        # name and traps and its seed lists (a row per seed list), in the order it puts them in.
         read_summary = timed(
             'COPY (SELECT d.name COLLATE "C", c.name COLLATE "C", c.config_id, c.domain_id, c.template_id, '
             "c.maxobjects, c.maxbytes, chs.best_objectcount, chs.best_bytecount, chs.best_stopreason, "
