@@ -70,6 +70,7 @@ _HAS_SEED = re.compile(HAS_SEED_PATTERN)
 # list is megabytes.
 _NOT_PLAIN_ASCII = tuple(sorted(char for char in set(WHITESPACE) - set(LINE_BREAKS) | {COMMENT} if char.isascii()))
 
+
 def seed_of_line(line: str) -> str | None:
     """The seed a line holds (the line stripped), or None for a blank or comment line."""
     seed = line.strip()

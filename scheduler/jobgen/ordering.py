@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from scheduler.jobgen.memberseeds import MemberSeeds
+from scheduler.jobgen.packing import COLUMNS as CANDIDATE_COLUMNS
 from scheduler.jobgen.packing import Candidates
 
 PREFIX_BYTES = 16
@@ -27,8 +28,7 @@ _PREFIX = f"S{PREFIX_BYTES}"
 _CHUNK = 100_000  # candidates' seed lists are put in order this many at a time
 # The integer columns of a row: Candidates' own (groups and names numbered by the Candidates they go to),
 # then the seed list's id.
-COLUMNS = ("config_id", "domain", "group", "name", "max_objects", "max_bytes", "best_objects", "best_bytes",
-           "best_stop", "seedlist_id")
+COLUMNS = (*CANDIDATE_COLUMNS, "seedlist_id")
 
 
 def _new_columns() -> dict[str, array]:

@@ -38,6 +38,11 @@ GENERATORS: tuple[JobGeneratorClass, ...] = typing.get_args(JobGeneratorClass)
 
 _I63 = (1 << 63) - 1
 _EXPECTATION_CHUNK = 100_000
+# The columns of Candidates that extend_by_column fills, in add_flat's order (the expectation is computed),
+# and those the expectation is computed from, in expected_objects_array's order.
+COLUMNS = ("config_id", "domain", "group", "name", "max_objects", "max_bytes", "best_objects", "best_bytes",
+           "best_stop")
+_EXPECTATION_INPUTS = ("max_objects", "max_bytes", "best_objects", "best_bytes", "best_stop")
 
 
 @dataclass(frozen=True)
@@ -153,41 +158,26 @@ class Candidates:
             self.names.append(name)
         return list(map(index.__getitem__, names))
 
-    def extend(self, config_ids: Sequence[int], domains: Sequence[int], groups: Sequence[int],
-               names: Sequence[int], max_objects: Sequence[int], max_bytes: Sequence[int],
-               best_objects: Sequence[int], best_bytes: Sequence[int], best_stops: Sequence[int]) -> None:
-        """Add many configurations at once, as columns of one length: ``add_flat``'s arguments, with groups
-        and names as the numbers ``group_number`` and ``name_numbers`` give. The expectations are computed
-        column-wise (``expected_objects_array``), the same figures ``add_flat`` computes one by one."""
-        columns = [np.asarray(column, dtype=np.int64)
-                   for column in (max_objects, max_bytes, best_objects, best_bytes, best_stops)]
-        expected = expected_objects_array(self._forced_objects, self._forced_bytes, *columns, self.params)
-        for target, column in ((self.config_id, config_ids), (self.domain, domains), (self.group, groups),
-                               (self.name, names), (self.max_objects, columns[0]), (self.max_bytes, columns[1]),
-                               (self.best_objects, columns[2]), (self.best_bytes, columns[3]),
-                               (self.best_stop, columns[4]), (self.expected, expected)):
-            # numpy's type codes are the array module's, so the bytes are the array's own items
-            target.frombytes(np.asarray(column, dtype=np.dtype(target.typecode)).tobytes())
-
     def extend_by_column(self, column: Callable[[str], np.ndarray]) -> None:
-        """``extend`` a column at a time: ``column(name)`` gives the named column (``config_id``, ``domain``,
-        ``group``, ``name``, ``max_objects``, ``max_bytes``, ``best_objects``, ``best_bytes``, ``best_stop``)
-        of every configuration added, in order, and is asked once per name, so that its maker can free each
-        of its own columns as soon as this one holds it: millions of configurations are never held twice."""
-        inputs = {name: column(name) for name in ("max_objects", "max_bytes", "best_objects", "best_bytes",
-                                                  "best_stop")}
+        """Add many configurations at once, a column at a time: ``column(name)`` gives the named column (each
+        of ``COLUMNS``, ``add_flat``'s arguments with groups and names as the numbers ``group_number`` and
+        ``name_numbers`` give) of every configuration added, in order. It is asked once per name, so that its
+        maker can free each of its own columns as soon as this one holds it: millions of configurations are
+        never held twice. The expectations are computed column-wise (``expected_objects_array``), the same
+        figures ``add_flat`` computes one by one."""
+        inputs = {name: column(name) for name in _EXPECTATION_INPUTS}
         count = len(inputs["max_objects"])
         for start in range(0, count, _EXPECTATION_CHUNK):
             # a chunk at a time: the computation's intermediate columns are as long as its input
             self.expected.frombytes(expected_objects_array(
-                self._forced_objects, self._forced_bytes, *(
-                    np.asarray(inputs[name][start:start + _EXPECTATION_CHUNK], dtype=np.int64)
-                    for name in ("max_objects", "max_bytes", "best_objects", "best_bytes", "best_stop")),
+                self._forced_objects, self._forced_bytes,
+                *(np.asarray(inputs[name][start:start + _EXPECTATION_CHUNK], dtype=np.int64)
+                  for name in _EXPECTATION_INPUTS),
                 self.params).tobytes())
-        for name in ("config_id", "domain", "group", "name", "max_objects", "max_bytes", "best_objects",
-                     "best_bytes", "best_stop"):
+        for name in COLUMNS:
             target = getattr(self, name)
             values = inputs.pop(name) if name in inputs else column(name)
+            # numpy's type codes are the array module's, so the bytes are the array's own items
             target.frombytes(np.asarray(values, dtype=np.dtype(target.typecode)).tobytes())
             del values
 
@@ -328,12 +318,12 @@ class DefaultJobGenerator:
             config_limits, forced = candidates.max_objects, limits.max_objects_per_domain
         else:
             config_limits, forced = candidates.max_bytes, limits.max_bytes_per_domain
-        limit = np.frombuffer(config_limits, dtype=np.int64)
+        limit = _numbers(config_limits)
         if forced != UNLIMITED:
             limit = np.where((limit == UNLIMITED) | (limit > forced), forced, limit)
         top = np.uint64(_I63)
         limit_key = np.where(limit == UNLIMITED, np.uint64(0), top - limit.view(np.uint64))
-        expected_key = top - np.frombuffer(candidates.expected, dtype=np.int64).view(np.uint64)
+        expected_key = top - _numbers(candidates.expected).view(np.uint64)
         ranks = np.asarray(_group_ranks(candidates), dtype=np.int64)[_numbers(candidates.group)]
         return _index_array(np.lexsort((expected_key, limit_key, ranks)))
 

@@ -8,8 +8,8 @@ by other means and not yet summarised) does the query yield all of each configur
 result. Both queries also yield the configuration's seed lists (a row per seed list) and its domain's
 traps, so the jobs are written from what this pass read (``MemberSeeds``) and nothing is read back. Each
 configuration becomes a compact ``Candidates`` row and its seed lists one ``MemberSeeds`` entry; the summary
-query's rows are added a batch at a time, column by column (``Candidates.extend``), the history query's one
-by one as they are folded.
+query's rows are taken in a batch at a time, column by column, and added once ``ordering`` has sorted them,
+the history query's one by one as they are folded.
 
 Rules (each a WHERE clause below):
 * selective and event harvests: the rows of harvest_configs;

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 from harvestdef.model.status import StopReason
 from scheduler.jobgen.expectation import ExpectationParams, HistoryRow
 from scheduler.jobgen.packing import (
@@ -235,7 +237,7 @@ def test_fixed_count_order_is_by_name_then_position():
     assert order == sorted(range(500), key=lambda index: (found.names[found.name[index]], index))
 
 
-def test_extend_adds_what_add_flat_adds():
+def test_extend_by_column_adds_what_add_flat_adds():
     draw = random.Random(37)
     limits = HarvestLimits(True, 2000, 10**8)
     one_by_one, at_once = Candidates(limits, ExpectationParams()), Candidates(limits, ExpectationParams())
@@ -247,8 +249,12 @@ def test_extend_adds_what_add_flat_adds():
         one_by_one.add_flat(config_id, domain, "t", (1, 2), "defaultconfig", max_objects, max_bytes, best_objects,
                             best_bytes, best_stop)
     columns = list(zip(*rows, strict=True))
-    at_once.extend(columns[0], columns[1], [group] * len(rows), at_once.name_numbers(["defaultconfig"] * len(rows)),
-                   *columns[2:])
+    by_name = dict(zip(("config_id", "domain", "max_objects", "max_bytes", "best_objects", "best_bytes", "best_stop"),
+                       map(np.array, columns), strict=True))
+    by_name["group"] = np.full(len(rows), group)
+    by_name["name"] = np.array(at_once.name_numbers(["defaultconfig"] * len(rows)))
+    at_once.extend_by_column(by_name.pop)
+    assert not by_name  # each column asked for once
     for column in ("config_id", "domain", "group", "name", "max_objects", "max_bytes", "best_objects", "best_bytes",
                    "best_stop", "expected"):
         assert getattr(at_once, column) == getattr(one_by_one, column), column
