@@ -18,25 +18,26 @@ Then, each in its own child process so each peak RSS is its own, it generates
 (a) a first snapshot step (every domain's default configuration, estimated from its history);
 (b) the continuation of the latest earlier step (the configurations that step carries over),
 
-and after each times the database's floor for the same work on the same data: (i) the sorted read of
-every candidate of the step with the history row generation reads for it (config_history_summary, one
-row per configuration) and its seed lists, which selection reads in the same pass so that writing reads
-nothing back: ``COPY (SELECT … FROM domains d JOIN configurations c … JOIN config_seedlists … JOIN
-seedlists … LEFT JOIN config_history_summary … ORDER BY d.name COLLATE "C", c.name COLLATE "C",
-seedlist_id) TO '/dev/null'``, the order selection puts them in (it reads them unsorted and sorts them
-itself, scheduler/jobgen/ordering.py); should the summary lag historyinfo,
-generation reads historyinfo and the floor is the historyinfo read below), and (ii) an INSERT … SELECT of
-as many rows as the step wrote into job_configs, into a logged table with the same primary key. Beside it,
-the same read without the seed lists (the floor while generation read them back when writing) and the
-floor pinned when generation read historyinfo (issue 13): the sorted join of the step's configurations
-with all their history, ``COPY (SELECT … LEFT JOIN historyinfo h … ORDER BY c.template_id, c.maxbytes,
-h.objectcount)``, each plus the same insert; it prints the floors and ratios. The reads run with the session settings
+and after each times the database's floor for the same work on the same data: (i) the sorted read of every
+candidate of the step with the history row generation reads for it (config_history_summary, one row per
+configuration) and its seed lists, which selection reads in the same pass so that writing reads nothing
+back: ``COPY (SELECT … FROM domains d JOIN configurations c … JOIN config_seedlists … JOIN seedlists … LEFT
+JOIN config_history_summary … ORDER BY d.name COLLATE "C", c.name COLLATE "C", seedlist_id) TO
+'/dev/null'``, the order selection puts them in (it reads them unsorted and sorts them itself,
+scheduler/jobgen/ordering.py); should the summary lag historyinfo, generation reads historyinfo and the
+floor is the historyinfo read below), and (ii) an INSERT … SELECT of as many rows as the step wrote into
+job_configs, into a logged table with the same primary key. Beside it, the same read without the seed lists
+(the floor while generation read them back when writing) and the floor pinned when generation read
+historyinfo (issue 13): the sorted join of the step's configurations with all their history, ``COPY (SELECT
+… LEFT JOIN historyinfo h … ORDER BY c.template_id, c.maxbytes, h.objectcount)``, each plus the same insert;
+it prints the floors and ratios, except a ratio to the pinned floor, which is no floor of work that does not
+read historyinfo (it is the floor above when generation does). The reads run with the session settings
 generation uses (work_mem = SORT_MEMORY, hash_mem_multiplier 1, no parallel workers). It prints wall time,
 the floors and ratios, the job and configuration counts read back from the database, the client's peak RSS
-(VmHWM) and PostgreSQL's memory: the peak of the private memory (RssAnon, sampled every 0.1 s) summed
-over the database's backends and parallel workers, and the bytes its sorts and hashes spilled over
-work_mem into temporary files; first the date, command, machine (nproc, CPU model) and load average, and
-the load average again with every step.
+(VmHWM) and PostgreSQL's memory: the peak of the private memory (RssAnon, sampled every 0.1 s) summed over
+the database's backends and parallel workers, and the bytes its sorts and hashes spilled over work_mem into
+temporary files; first the date, command, machine (nproc, CPU model) and load average, and the load average
+again with every step.
 
 Usage::
 
@@ -389,7 +390,7 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
            "floor_summary_s": floors["read_summary"] + write, "ratio_summary": wall / (floors["read_summary"] + write),
            "floor_without_seeds_s": floors["read_without_seeds"] + write,
            "ratio_without_seeds": wall / (floors["read_without_seeds"] + write),
-           "floor_history_s": floors["read_history"] + write, "ratio_history": wall / (floors["read_history"] + write),
+           "floor_history_s": floors["read_history"] + write,
            "generation_reads": {True: "config_history_summary and seed lists", False: "historyinfo",
                                 None: "(not timed)"}[floors["summary_current"]],
            "client_peak_rss_mib": figures["peak_rss_mib"],
@@ -399,8 +400,9 @@ def measure(url: str, admin_url: str, database: str, label: str, harvest_id: int
           f"floor (generation reads {row['generation_reads']}) {row['floor_s']:.1f} s "
           f"(read {row['floor_read_s']:.1f} s + write {write:.1f} s), ratio {row['ratio']:.2f}; "
           f"without the seed lists {row['floor_without_seeds_s']:.1f} s, ratio {row['ratio_without_seeds']:.2f}; "
-          f"old pinned floor (sorted join over historyinfo) {row['floor_history_s']:.1f} s, "
-          f"ratio {row['ratio_history']:.2f}; client peak RSS "
+          f"issue 13's pinned floor (sorted join over historyinfo, + write) {row['floor_history_s']:.1f} s, "
+          f"no ratio: the floor only while generation reads historyinfo, when it is the floor above; "
+          f"client peak RSS "
           f"{row['client_peak_rss_mib']:.0f} MiB + server peak private {row['server_peak_private_mib']:.0f} MiB = "
           f"{row['client_plus_server_mib']:.0f} MiB; spilled over work_mem ({SORT_MEMORY}) "
           f"{row['server_spilled_mib']:.0f} MiB; load average {'/'.join(f'{v:.2f}' for v in os.getloadavg())}",
