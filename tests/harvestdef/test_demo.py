@@ -177,6 +177,52 @@ class DemoProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
+# Loads the demo's roles as the demo does, then runs each in this one thread with its stop event already set,
+# so it starts and stops at once; prints, per role, the modules it imported that loading it had not.
+ROLE_IMPORTS = """
+import json, sys, threading
+from pathlib import Path
+from harvestdef.db.engine import open_engine
+from harvestdef.db.init import init_database
+from harvestdef.demo import runner
+from harvestdef.settings import load_settings
+
+directory = Path(sys.argv[1])
+(directory / "archive").mkdir()
+state = runner.DemoState(site_port=1, admin_password="a", secret_key="k" * 64, engine_password="e")
+runner.write_settings(directory / "settings.toml", runner.demo_settings(directory, int(sys.argv[2]), state))
+settings = load_settings(directory / "settings.toml", environ={})
+engine = open_engine(settings.database.url)
+init_database(engine)
+engine.dispose()
+roles = {**runner.load_roles(), "qa": runner.load_qa_role()}
+stop = threading.Event()
+stop.set()
+imported = {}
+for name, role in roles.items():
+    before = set(sys.modules)
+    role(settings, stop)
+    imported[name] = sorted(set(sys.modules) - before)
+print(json.dumps(imported))
+"""
+
+
+def test_loading_the_roles_imports_all_they_run_before_their_threads_start(tmp_path):
+    """The demo starts its roles' threads at once. A role that imported its modules as it started could meet
+    another doing the same within one package (each holding a module the other waits for), and CPython fails
+    one of the imports: the web UI and the harvest controller did so over warcio's modules, and the demo
+    stopped at its start. Loading the roles imports what they run, so their threads import nothing of note."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HARVESTSUITE")}
+    done = subprocess.run([sys.executable, "-c", ROLE_IMPORTS, str(tmp_path), str(free_port())], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(imported) == {"scheduler", "harvester", "webui", "qa"}
+    # a codec is imported when a name is first looked up; it imports nothing but the codecs module
+    assert {name: [module for module in modules if not module.startswith("encodings.")]
+            for name, modules in imported.items()} == {name: [] for name in imported}
+
+
 def run_demo_command(directory: Path, port: int) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HARVESTSUITE")}
     return subprocess.run([sys.executable, "-m", "harvestdef", "demo", "--dir", str(directory), "--port", str(port)],
