@@ -5,28 +5,35 @@ Stop asks first, and a refused change form is shown again with the error naming 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
+from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
 from harvestdef.db.types import utcnow
+from harvestdef.messages import LiveChangeResult
+from harvestdef.model.status import JobStatus
 from harvestdef.queues import open_transport
 from harvestdef.repositories.jobchanges import JobChangeRepository
 from harvestdef.settings import QueueSettings
+from scheduler.livechanges import refuse_changes_of_ended_jobs
 from tests.webui.browser import ServedWebui, log_in, screenshot
-from tests.webui.test_live_job import Crawl, start_crawl
+from tests.webui.test_live_job import CONTROLLER, Crawl, start_crawl
 
 pytestmark = pytest.mark.timeout(300)
 
 
 
-@pytest.fixture
-def steered(tmp_path: Path) -> Iterator[tuple[ServedWebui, Crawl, Any]]:
-    """A web UI polling every half second, an operator, and a STARTED job whose crawler runs."""
-    with ServedWebui(tmp_path, users=("operator",), settings={"harvestsuite.webui.livePollIntervalMs": "500"}) as webui:
+@contextlib.contextmanager
+def steered_job(tmp_path: Path, poll_ms: int) -> Iterator[tuple[ServedWebui, Crawl, Any]]:
+    """A web UI polling every ``poll_ms``, an operator, and a STARTED job whose crawler runs."""
+    with ServedWebui(tmp_path, users=("operator",),
+                     settings={"harvestsuite.webui.livePollIntervalMs": str(poll_ms)}) as webui:
         engine = open_engine(f"sqlite:///{tmp_path / 'harvest.db'}")
         transport = open_transport(QueueSettings(url=f"sqlite:///{tmp_path / 'queue.db'}", environmentName="UNIT"))
         try:
@@ -39,10 +46,9 @@ def steered(tmp_path: Path) -> Iterator[tuple[ServedWebui, Crawl, Any]]:
             engine.dispose()
 
 
-@pytest.fixture
-def operator_page(browser: Any, steered: tuple[ServedWebui, Crawl, Any]) -> Iterator[Any]:
+@contextlib.contextmanager
+def operator_page_of(browser: Any, webui: ServedWebui) -> Iterator[Any]:
     """A 1280 px page logged in as an operator, its browser context closed after the test."""
-    webui = steered[0]
     context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=webui.url)
     context.set_default_timeout(15_000)
     page = context.new_page()
@@ -51,6 +57,18 @@ def operator_page(browser: Any, steered: tuple[ServedWebui, Crawl, Any]) -> Iter
         yield page
     finally:
         context.close()
+
+
+@pytest.fixture
+def steered(tmp_path: Path) -> Iterator[tuple[ServedWebui, Crawl, Any]]:
+    with steered_job(tmp_path, 500) as steered:
+        yield steered
+
+
+@pytest.fixture
+def operator_page(browser: Any, steered: tuple[ServedWebui, Crawl, Any]) -> Iterator[Any]:
+    with operator_page_of(browser, steered[0]) as page:
+        yield page
 
 
 def test_pause_from_the_page_then_the_applied_pause_shows_without_a_reload(operator_page, steered, tmp_path):
@@ -134,3 +152,57 @@ def test_the_danish_page_says_why_a_button_is_disabled_and_what_holds_the_crawl_
     assert page.evaluate("window.loadedOnce") is True
     assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     screenshot(page, tmp_path, "job-control-danish")
+
+
+# the page's note while an ended job's changes are pending, then once none is, in each language
+ENDED_NOTES = {"en": ("the job is DONE now; waiting for the answer to change 1, 2",
+                      "the job is DONE now: reload the page for its results"),
+               "da": ("jobbet er DONE nu; venter på svaret på ændring 1, 2",
+                      "jobbet er DONE nu: genindlæs siden for at se dets resultater")}
+
+
+@pytest.mark.parametrize("language", ["en", "da"])
+def test_changes_answered_after_the_jobs_end_show_their_final_state_without_a_reload(browser, tmp_path, language):
+    """The job ends while a stop and a reject rule are pending (here by another writer than the scheduler's
+    intake, which would settle both in the same transaction); the page goes on asking well past any number of
+    polls, says what it waits for, then shows the stop applied by its controller's late answer and the rule
+    refused, with the reason, by the scheduler's tick."""
+    with steered_job(tmp_path, 100) as (webui, crawl, engine), operator_page_of(browser, webui) as page:
+        page.context.add_cookies([{"name": "harvestsuite_language", "value": language, "url": webui.url}])
+        page.goto(f"/status/jobs/{crawl.job_id}")
+        page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.locator('.control-actions [data-action="stop"] button').click()
+        changes = page.locator('[data-live="changes"]')
+        changes.locator('tr[data-version="1"][data-state="pending"]').wait_for()
+        with engine.begin() as conn:
+            JobChangeRepository(conn).add(crawl.job_id, "reject", {"regex": ".*/calendar/.*"}, "operator", utcnow())
+            conn.execute(update(s.jobs).where(s.jobs.c.job_id == crawl.job_id).values(status=int(JobStatus.DONE)))
+        page.locator('[data-live-url][data-state="DONE"]').wait_for(state="attached")
+        changes.locator('tr[data-version="2"][data-state="pending"]').wait_for()
+        assert page.locator("h1 [data-job-status]").inner_text() == "DONE"
+
+        # more polls than the page ever made before giving up on a pending change (twenty)
+        for _ in range(30):
+            with page.expect_response(lambda response: response.url.endswith(f"/jobs/{crawl.job_id}/live")):
+                pass
+        waiting, settled = ENDED_NOTES[language]
+        assert page.locator('[data-live="note"]').inner_text() == waiting
+        assert changes.locator('tr[data-state="pending"]').count() == 2
+        assert page.locator('[data-live="change_forms"]').is_hidden()
+        screenshot(page, tmp_path, f"job-control-ended-waiting-{language}")
+
+        # the controller's answer comes late, through the scheduler's intake; the tick refuses the rule
+        crawl.handle(LiveChangeResult(job_id=crawl.job_id, attempt_id=crawl.attempt, controller_id=CONTROLLER,
+                                      version=1, state="applied", reason="", happened_at=utcnow().isoformat()))
+        assert refuse_changes_of_ended_jobs(engine, utcnow()) == {crawl.job_id: 1}
+        changes.locator('tr[data-version="1"][data-state="applied"]').wait_for()
+        refused = changes.locator('tr[data-version="2"][data-state="refused"]')
+        refused.wait_for()
+        assert (f"job {crawl.job_id} ended DONE (the change was stored as the job ended) before its controller "
+                f"applied this change") in refused.inner_text()
+        page.wait_for_function("document.querySelector('[data-live=\"note\"]').textContent === "
+                               f"{settled!r}")
+        assert page.locator(".control-actions button:enabled").count() == 0
+        assert page.evaluate("window.loadedOnce") is True
+        screenshot(page, tmp_path, f"job-control-ended-settled-{language}")

@@ -2,9 +2,10 @@
 // - a running job's page (#live, webui/status/templates/status/_live.html): fetches
 //   GET /api/v1/jobs/{id}/live every data-poll-ms and fills the elements named by data-live (figures, the
 //   paused line, the change list, which control buttons are enabled); it stops once the job is no longer
-//   STARTED, because then nothing changes any more until its final report. Its control buttons are sent
-//   to POST /api/v1/jobs/{id}/control (the code their forms reach without a script), after a confirmation
-//   for those that ask one (data-confirm: Stop, Fail), and the page is refreshed at once.
+//   STARTED and none of its changes is pending, because then nothing changes any more until its final
+//   report (a change still pending after the job's end is waited for, and the page says so). Its control
+//   buttons are sent to POST /api/v1/jobs/{id}/control (the code their forms reach without a script), after
+//   a confirmation for those that ask one (data-confirm: Stop, Fail), and the page is refreshed at once.
 // - the running jobs page (#running-jobs): fetches the page itself and swaps in its table body, so the
 //   list and its figures are rendered by one template only.
 // Figures are formatted as webui/formatting.py formats them on the server, so an update looks the same
@@ -263,7 +264,6 @@
     const period = Number(section.dataset.pollMs || 5000);
     let timer = null;
     let ended = false;
-    let settling = 20;  // polls after the job's end while a change is still pending
     // one timer at most: a poll asked for at once replaces the one that was due
     const schedule = () => {
       clearTimeout(timer);
@@ -281,16 +281,29 @@
             setText(section, "note", say("updated %(time)s", {time: when(new Date().toISOString())}));
             schedule();
           } else {
-            // a change the crawl handled as it ended is settled by the job's last report: keep asking,
-            // a bounded number of times, until none is pending, so the list ends as the job did
-            const pending = (live.changes || []).some(change => change.state === "pending");
-            if (pending && settling-- > 0) schedule();
-            else ended = true;
             section.dataset.state = live.state;
+            // the heading's status, drawn while the job ran, says how it ended
+            const badge = document.querySelector("[data-job-status]");
+            if (badge) {
+              badge.textContent = live.state;
+              badge.className = "status " + live.state;
+            }
             // a job that has ended takes no more changes: its forms go, its buttons are disabled
             const forms = element(section, "change_forms");
             if (forms) forms.hidden = true;
-            setText(section, "note", say("the job is %(state)s now: reload the page for its results", {state: live.state}));
+            // Every change of an ended job is settled: its final report settles what its crawl handled and
+            // refuses the rest, and the scheduler's tick refuses what any other end left pending. So the
+            // page keeps asking, however long that takes, while a change is still pending, and says so:
+            // the list never stops on a pending change.
+            const pending = (live.changes || []).filter(change => change.state === "pending");
+            if (pending.length) {
+              setText(section, "note", say("the job is %(state)s now; waiting for the answer to change %(versions)s",
+                {state: live.state, versions: pending.map(change => change.version).join(", ")}));
+              schedule();
+            } else {
+              ended = true;
+              setText(section, "note", say("the job is %(state)s now: reload the page for its results", {state: live.state}));
+            }
           }
         })
         .catch(error => {
