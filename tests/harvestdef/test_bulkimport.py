@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -47,6 +50,44 @@ def ensure_template(engine: Engine) -> None:
         if not conn.scalar(select(func.count()).select_from(s.ordertemplates)
                            .where(s.ordertemplates.c.name == DEFAULTS.template_name)):
             conn.execute(insert(s.ordertemplates).values(name=DEFAULTS.template_name, orderxml="<beans/>"))
+
+
+@contextlib.contextmanager
+def writers_held(engine: Engine) -> Iterator[None]:
+    """Every other writer of the domains waits until the block ends: SQLite's write lock is held, or
+    PostgreSQL's EXCLUSIVE lock on domains (reads go on beside either)."""
+    if engine.dialect.name == "sqlite":
+        holder = sqlite3.connect(engine.url.database, isolation_level=None, timeout=60)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            yield
+        finally:
+            holder.rollback()
+            holder.close()
+        return
+    with engine.begin() as conn:
+        conn.execute(text("LOCK TABLE domains IN EXCLUSIVE MODE"))
+        yield
+
+
+def interrupt_mid_import(process: subprocess.Popen, engine: Engine, committed: Callable[[], bool],
+                         within: float = 120) -> str:
+    """Ctrl-C an import process once ``committed()`` says enough of its batches are in, and before its last
+    one: the other writers are held while the signal is sent, so the batch the import is writing waits for
+    them and the interrupt meets it before its commit, however fast or slow the machine; its stderr."""
+    try:
+        deadline = time.monotonic() + within
+        while not committed() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, f"the import ended before it was interrupted:\n{process.stderr.read()}"
+        assert committed(), f"no batch committed within {within} s"
+        with writers_held(engine):
+            process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return stderr
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -274,18 +315,11 @@ def test_sigint_then_rerun_leaves_exactly_one_complete_domain_per_name(
     names = [f"signal{number}.dk" for number in range(60_000)]
     path = write_lines(tmp_path / "domains.txt", names)
     script = shutil.which("harvestsuite") or str(Path(sys.executable).with_name("harvestsuite"))
+    # small batches: hundreds of commits, so the import is still running when the first is seen
     process = subprocess.Popen([script, "--set", f"harvestsuite.database.url={database_url}", "domains", "import",
-                                str(path), "--batch-size", "2000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                str(path), "--batch-size", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while count(engine, "domains") == 0 and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
+    stderr = interrupt_mid_import(process, engine, lambda: count(engine, "domains") > 0)
     assert process.returncode == 130, stderr
     assert "run the same import again" in stderr
     interrupted = count(engine, "domains")

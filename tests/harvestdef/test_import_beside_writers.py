@@ -6,7 +6,6 @@ with when the write lock cannot be had in time."""
 from __future__ import annotations
 
 import re
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
+from tests.harvestdef.test_bulkimport import interrupt_mid_import
 from tests.harvestdef.test_demo import DemoProcess, free_port, log_in
 from tests.webui.conftest import PASSWORD, csrf_of
 from webui import create_app
@@ -100,16 +100,7 @@ def test_a_50_mb_import_and_an_upload_complete_beside_the_running_demo(tmp_path)
         # 1. an import interrupted once a few batches are in
         first = subprocess.Popen(harvestsuite("--config", config, "domains", "import", str(big)),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + 120
-            while count_domains(engine, "bibliotek") < 60_000 and first.poll() is None \
-                    and time.monotonic() < deadline:
-                time.sleep(0.2)
-            first.send_signal(signal.SIGINT)
-            _, stderr = first.communicate(timeout=60)
-        finally:
-            if first.poll() is None:
-                first.kill()
+        stderr = interrupt_mid_import(first, engine, lambda: count_domains(engine, "bibliotek") >= 60_000)
         assert first.returncode == 130 and "run the same import again" in stderr, stderr
         interrupted = count_domains(engine, "bibliotek")
         assert 0 < interrupted < lines
