@@ -70,6 +70,13 @@ def writers_held(engine: Engine) -> Iterator[None]:
         yield
 
 
+def as_from_a_terminal(command: list[str]) -> list[str]:
+    """``command`` with SIGINT at its default, as a shell in a terminal starts it: a test suite started in the
+    background of a shell without job control (a CI runner, ``nohup``) has SIGINT ignored, its children
+    inherit that, and Python then installs no KeyboardInterrupt for Ctrl-C (coreutils' env resets it)."""
+    return ["env", "--default-signal=INT", *command]
+
+
 def interrupt_mid_import(process: subprocess.Popen, engine: Engine, committed: Callable[[], bool],
                          within: float = 120) -> str:
     """Ctrl-C an import process once ``committed()`` says enough of its batches are in, and before its last
@@ -316,9 +323,9 @@ def test_sigint_then_rerun_leaves_exactly_one_complete_domain_per_name(
     path = write_lines(tmp_path / "domains.txt", names)
     script = shutil.which("harvestsuite") or str(Path(sys.executable).with_name("harvestsuite"))
     # small batches: hundreds of commits, so the import is still running when the first is seen
-    process = subprocess.Popen([script, "--set", f"harvestsuite.database.url={database_url}", "domains", "import",
-                                str(path), "--batch-size", "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen(as_from_a_terminal([script, "--set", f"harvestsuite.database.url={database_url}",
+                                                   "domains", "import", str(path), "--batch-size", "200"]),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     stderr = interrupt_mid_import(process, engine, lambda: count(engine, "domains") > 0)
     assert process.returncode == 130, stderr
     assert "run the same import again" in stderr

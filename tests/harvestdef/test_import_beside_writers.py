@@ -23,7 +23,7 @@ from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
-from tests.harvestdef.test_bulkimport import interrupt_mid_import
+from tests.harvestdef.test_bulkimport import as_from_a_terminal, interrupt_mid_import
 from tests.harvestdef.test_demo import DemoProcess, free_port, log_in
 from tests.webui.conftest import PASSWORD, csrf_of
 from webui import create_app
@@ -98,7 +98,7 @@ def test_a_50_mb_import_and_an_upload_complete_beside_the_running_demo(tmp_path)
         started, told_before = time.monotonic(), len(demo.text())
 
         # 1. an import interrupted once a few batches are in
-        first = subprocess.Popen(harvestsuite("--config", config, "domains", "import", str(big)),
+        first = subprocess.Popen(as_from_a_terminal(harvestsuite("--config", config, "domains", "import", str(big))),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         stderr = interrupt_mid_import(first, engine, lambda: count_domains(engine, "bibliotek") >= 60_000)
         assert first.returncode == 130 and "run the same import again" in stderr, stderr
