@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_type_hints
 
-from harvestdef.errors import SettingsError
+from harvestdef.destinations import DestinationPolicy
+from harvestdef.errors import SettingsError, ValidationError
 
 log = logging.getLogger(__name__)
 
@@ -379,6 +380,28 @@ class QueueSettings:
 
 
 @dataclass(frozen=True)
+class NetworkSettings:
+    """The destination policy (harvestdef/destinations.py) of everything the harvesting side connects to."""
+
+    allowDestinations: tuple[str, ...] = setting(
+        "harvestsuite.network.allowDestinations", (),
+        "networks (10.20.0.0/16, fd00::/8) and host names (intranet.example.org, *.example.org) that harvesting, "
+        "its browser and webhook deliveries may connect to although they are not public: loopback, link-local, "
+        "private, shared, multicast and reserved addresses are refused otherwise; the names of "
+        "harvestsuite.crawler.hostsFile are always allowed")
+
+    def __post_init__(self) -> None:
+        try:
+            DestinationPolicy.from_entries(self.allowDestinations)
+        except ValidationError as exc:
+            raise SettingsError(str(exc)) from exc
+
+    def policy(self, hosts: Mapping[str, str] | None = None) -> DestinationPolicy:
+        """The destination policy of these settings, also allowing the names of the hosts file ``hosts``."""
+        return DestinationPolicy.from_entries(self.allowDestinations, hosts)
+
+
+@dataclass(frozen=True)
 class NotificationSettings:
     """Notifications of failed jobs, deactivated harvests, lost and refused harvesters: always logged,
     e-mailed when a mail server and a receiver are set, and sent to the webhooks that want them."""
@@ -535,6 +558,7 @@ class Settings:
     replay: ReplaySettings = field(default_factory=ReplaySettings)
     qa: QaSettings = field(default_factory=QaSettings)
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
 
     def effective(self) -> dict[str, Any]:
         """Every key with its effective value, for logging at start."""
