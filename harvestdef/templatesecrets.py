@@ -179,7 +179,9 @@ class _Masker:
 
 def masked_template(document: str) -> str:
     """``document`` with every credential value replaced by MASK (module docstring); the document itself,
-    unchanged to the byte, when it holds none; WITHHELD when it is not well-formed XML."""
+    unchanged to the byte, when it holds none (an empty one too); WITHHELD when it is not well-formed XML."""
+    if not document.strip():
+        return document
     try:
         root = etree.fromstring(document.encode("utf-8"), parser=template_parser())
     except (etree.XMLSyntaxError, ValueError):
