@@ -1,13 +1,18 @@
 """Credential values of a crawl template masked for reading (harvestdef/templatesecrets.py): passwords,
 form items and cookie values in each way a Spring crawler-beans (or a Heritrix 1 order.xml) can spell them,
-while what is not a secret stays readable, and a template without secrets stays byte for byte."""
+while what is not a secret stays readable, and a template without secrets stays byte for byte; and the audit
+log of a template's changes, on SQLite and PostgreSQL, without them."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from lxml import etree
+from sqlalchemy import select
 
+from harvestdef.db import schema as s
+from harvestdef.repositories.templates import TemplateRepository
 from harvestdef.templatesecrets import MASK, WITHHELD, has_secrets, masked_template
 
 SECRET_TEMPLATE_PATH = Path(__file__).parent.parent / "data" / "secret-template.cxml"
@@ -67,3 +72,25 @@ def test_a_document_that_is_not_xml_is_withheld_whole():
     broken = "<beans><bean class='HttpAuthenticationCredential'><property name='password' value='x'/>"
     assert masked_template(broken) == WITHHELD
     assert "not well-formed XML" in WITHHELD and "x'" not in WITHHELD
+
+
+def test_the_audit_log_keeps_a_templates_changes_without_its_credential_values(engine):
+    with engine.begin() as conn:
+        templates = TemplateRepository(conn, "admin")
+        templates.create("members", SECRET_TEMPLATE)
+        templates.replace("members", SECRET_TEMPLATE.replace("s3cret-basic", "s3cret-basic-2"), 1)
+        templates.replace("members", DEFAULT_TEMPLATE.read_text(encoding="utf-8"), 2)
+    with engine.connect() as conn:
+        rows = conn.execute(select(s.audit_log.c.action, s.audit_log.c.before, s.audit_log.c.after)
+                            .where(s.audit_log.c.tablename == "ordertemplates")
+                            .order_by(s.audit_log.c.audit_id)).all()
+        stored = conn.scalar(select(s.ordertemplates.c.orderxml).where(s.ordertemplates.c.name == "members"))
+    assert [row.action for row in rows] == ["insert", "update", "update"]
+    for row in rows:
+        for side in (row.before, row.after):
+            assert side is None or not [secret for secret in SECRETS if secret in side], side
+    assert MASK in json.loads(rows[0].after)["orderxml"]
+    assert json.loads(rows[2].after)["orderxml"] == DEFAULT_TEMPLATE.read_text(encoding="utf-8")
+    assert stored == DEFAULT_TEMPLATE.read_text(encoding="utf-8")
+    with engine.connect() as conn:
+        assert TemplateRepository(conn).get("members").edition == 3
