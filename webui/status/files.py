@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from flask import Response, abort, make_response, render_template, request, send_file, url_for
+from flask_babel import gettext as _
 
 from webui.api.errors import ApiError
 from webui.api.jobfiles import (
@@ -68,10 +69,10 @@ def job_file(job_id: int, name: str) -> Any:
         except UNREADABLE as exc:
             refuse(500, f"{name} of job {job_id} cannot be read: {exc}")
         if is_secret:
-            refuse(403, f"{name} was written before credential values were masked in metadata WARCs: its copy "
-                        "of the crawl template holds them, and only admins see credential values, so only "
-                        "admins download it whole. Its records can be viewed and downloaded one by one, the "
-                        "template masked.")
+            refuse(403, _("%(name)s was written before credential values were masked in metadata WARCs: its "
+                          "copy of the crawl template holds them, and only admins see credential values, so only "
+                          "admins download it whole. Its records can be viewed and downloaded one by one, the "
+                          "template masked.", name=name))
     return send_file(path, as_attachment=True, download_name=path.name)
 
 
