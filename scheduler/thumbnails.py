@@ -15,8 +15,10 @@ never on a harvester: harvesters neither read the database nor replay. It takes 
    capture of the seed (the capture in one of the job's WARCs, in the harvest's collection ``harvest-<id>``);
    Chromium loads its replay at that timestamp, pictures the replayed page (scheduler/camera.py), and the
    picture is stored in the archive
-   store beside the job's files as ``thumbnails/<sha1 of the seed>.png``; then the seed's row names it. A
-   seed the job did not capture, or whose replay did not load, gets a row with the note instead.
+   store beside the job's files as ``thumbnails/<sha1 of the seed>.png``; then the seed's row names it, with
+   the camera's note when the replayed page navigated away by itself (the picture is then of the seed's own
+   capture without its scripts). A seed the job did not capture, or whose replay did not load, gets a row
+   with the note instead. Chromium loads from the replay service only (scheduler/camera.py).
 4. When every seed has its row, the job's SHA256SUMS is written again (it then lists the pictures) and the
    job gets its MADE row.
 
@@ -174,6 +176,7 @@ class ThumbnailWorker:
                 self._record(job, seed, note=NOT_CAPTURED)
                 continue
             name = thumbnail_name(seed)
+            note = None
             if not self.store.has(job.harvest_id, job.job_id, name):
                 picture = self.camera.picture(replay_url_of(self.replay_url, collection, capture.timestamp,
                                                                    url))
@@ -182,7 +185,8 @@ class ThumbnailWorker:
                     continue
                 self._store(job, name, picture.png)
                 made += 1
-            self._record(job, seed, name=name, capture_time=capture.timestamp)
+                note = picture.note  # beside a picture: what it shows (the page navigated away)
+            self._record(job, seed, name=name, capture_time=capture.timestamp, note=note)
             named += 1
         if named:
             self.store.write_checksums(job.harvest_id, job.job_id)

@@ -4,7 +4,9 @@ Every request but the login page and static files needs a user: from the session
 calls made by the pages) or from ``Authorization: Bearer TOKEN`` (scripts). What a role may do is one
 table, ``PERMISSIONS``: every role reads; curators write definitions; operators act on jobs; archivists
 export statistics; admins do all of that and manage users, crawl templates, harvest channels, extended
-field definitions and the system.
+field definitions and the system. Only admins see a crawl template's credential values (passwords, form
+items, cookie values): every other role reads the template as ``readable_template`` masks it, in the pages,
+the API and the downloads (harvestdef/templatesecrets.py).
 
 A state-changing request authenticated by the session cookie must carry the session's CSRF token, as the
 form field ``csrf_token`` or the header ``X-CSRF-Token``; one authenticated by an API token needs none
@@ -41,19 +43,21 @@ from harvestdef.errors import HarvestSuiteError
 from harvestdef.model.definitions import Role, User
 from harvestdef.repositories.logins import LoginPolicy, LoginThrottle
 from harvestdef.repositories.users import UserRepository
+from harvestdef.templatesecrets import masked_template
 from webui.context import current_user, database, settings, token_cache
 
 log = logging.getLogger(__name__)
 
 blueprint = Blueprint("auth", __name__, template_folder="templates")
 
-READ, CURATE, OPERATE, EXPORT, ADMIN = "read", "curate", "operate", "export", "admin"
+READ, CURATE, OPERATE, EXPORT, ADMIN, SECRETS = "read", "curate", "operate", "export", "admin", "secrets"
 PERMISSIONS: dict[str, frozenset[Role]] = {
     READ: frozenset(Role),
     CURATE: frozenset({Role.CURATOR, Role.ADMIN}),
     OPERATE: frozenset({Role.OPERATOR, Role.ADMIN}),
     EXPORT: frozenset({Role.ARCHIVIST, Role.CURATOR, Role.ADMIN}),
     ADMIN: frozenset({Role.ADMIN}),
+    SECRETS: frozenset({Role.ADMIN}),
 }
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 OPEN_ENDPOINTS = {"auth.login", "language.choose", "static"}
@@ -97,7 +101,13 @@ def require(permission: str) -> Callable[[_F], _F]:
 
 _WHAT = {READ: "read", CURATE: "curators and admins change definitions",
          OPERATE: "operators and admins act on jobs", EXPORT: "archivists, curators and admins export",
-         ADMIN: "only admins do this"}
+         ADMIN: "only admins do this", SECRETS: "only admins see credential values"}
+
+
+def readable_template(document: str) -> str:
+    """A crawl template (or a job's filled one) as the current user may read it: whole for admins, its
+    credential values masked for every other role."""
+    return document if may(SECRETS) else masked_template(document)
 
 
 def csrf_token() -> str:

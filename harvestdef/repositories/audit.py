@@ -16,7 +16,7 @@ from sqlalchemy import Connection, insert, select
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.model.definitions import AuditEntry
-from harvestdef.repositories.base import row_json
+from harvestdef.repositories.base import audited_json
 
 _log = s.audit_log
 
@@ -87,7 +87,8 @@ class AuditBatch:
     def record(self, actor: str, table: str, key: object, action: str, before: Mapping[str, Any] | None,
                after: Mapping[str, Any] | None) -> None:
         self.rows.append({"changed_at": utcnow(), "actor": actor, "tablename": table, "row_key": str(key),
-                          "action": action, "before": row_json(before), "after": row_json(after)})
+                          "action": action, "before": audited_json(table, before),
+                          "after": audited_json(table, after)})
 
     def flush(self, conn: Connection) -> int:
         """Insert the rows recorded so far; returns how many."""

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import ConflictError, DatabaseError, StaleEditionError
+from harvestdef.templatesecrets import masked_template
 
 SYSTEM_ACTOR = "system"
 
@@ -36,12 +37,25 @@ def row_json(row: Mapping[str, Any] | None) -> str | None:
     return json.dumps({k: _jsonable(v) for k, v in row.items()}, ensure_ascii=False, sort_keys=True)
 
 
+# Columns that hold a crawl template: audited with its credential values masked, since the audit log is kept
+# forever and read by whoever reads the database, while the table itself keeps the values the crawler needs.
+TEMPLATE_COLUMNS = {"ordertemplates": ("orderxml",)}
+
+
+def audited_json(table: str, row: Mapping[str, Any] | None) -> str | None:
+    """A row of ``table`` as the audit log stores it (row_json), crawl templates masked (TEMPLATE_COLUMNS)."""
+    columns = [column for column in TEMPLATE_COLUMNS.get(table, ()) if row and isinstance(row.get(column), str)]
+    if row is not None and columns:
+        row = {**row, **{column: masked_template(row[column]) for column in columns}}
+    return row_json(row)
+
+
 def record_audit(conn: Connection, actor: str, table: str, key: object, action: str,
                  before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> None:
     """Append one audit_log row; ``action`` is insert, update or delete."""
     conn.execute(insert(s.audit_log).values(
         changed_at=utcnow(), actor=actor, tablename=table, row_key=str(key), action=action,
-        before=row_json(before), after=row_json(after)))
+        before=audited_json(table, before), after=audited_json(table, after)))
 
 
 def fetch_row(conn: Connection, table: Table, key_column: str, key: object) -> dict[str, Any] | None:

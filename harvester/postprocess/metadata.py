@@ -20,7 +20,10 @@ digests:
    QA report (harvester/postprocess/qa.py), when post-processing could make one.
 4. Heritrix files as ``metadata://<org>/crawl/{setup|reports|logs}/<file name>?heritrixVersion=V&harvestid=H
    &jobid=J``: setup files, then reports, then logs, each group sorted by URL; text/xml for .xml files,
-   text/plain otherwise.
+   text/plain otherwise. The copy of the crawl template among the setup files (``*.cxml``, Heritrix 1's
+   ``order.xml``) is written with its credential values (passwords, form items, cookie values) replaced by
+   ``[masked]`` (harvestdef/templatesecrets.py): the metadata WARC is kept forever and read by every role,
+   while the crawler needed the real values only for the crawl, from the job's own crawler-beans.cxml.
 5. One ``metadata://<org>/crawl/index/cdx?majorversion=2&minorversion=0&harvestid=H&jobid=J&filename=F``
    record (application/x-cdx) per archive file, sorted by file name, holding its 8-field CDX lines
    (harvester.postprocess.cdx) in file order.
@@ -49,6 +52,7 @@ from warcio.warcwriter import WARCWriter
 from harvestdef.errors import ValidationError
 from harvestdef.files import replacing
 from harvestdef.messages import AliasRecord
+from harvestdef.templatesecrets import masked_template
 from harvester.postprocess.cdx import cdx_lines
 
 WARC_VERSION = "WARC/1.1"
@@ -206,12 +210,22 @@ class _MetadataWriter:
         with open(path, "rb") as handle:
             self.write_stream(url, content_type, handle, str(path))
 
+    def write_template(self, url: str, path: Path) -> None:
+        """A copy of the crawl template, its credential values masked (module docstring)."""
+        content_type = "text/xml" if path.name.endswith(".xml") else "text/plain"
+        self.write_text(url, masked_template(path.read_text(encoding="utf-8", errors="replace")), content_type)
+
     def write_cdx(self, archive_file: Path) -> None:
         with tempfile.SpooledTemporaryFile(_SPOOL_IN_MEMORY) as spool:
             for line in cdx_lines(archive_file):
                 spool.write(line.encode("utf-8") + b"\n")
             spool.seek(0)
             self.write_stream(cdx_url(self.info, archive_file.name), "application/x-cdx", spool, str(archive_file))
+
+
+def is_template_file(name: str) -> bool:
+    """True for a setup file that is a copy of the crawl template: ``*.cxml``, or Heritrix 1's order.xml."""
+    return name.endswith(".cxml") or name == "order.xml"
 
 
 def _sorted_by_url(info: MetadataInfo, category: str, files: Sequence[Path]) -> list[tuple[str, Path]]:
@@ -251,7 +265,10 @@ def write_metadata_warc(out_path: Path, info: MetadataInfo, setup_files: Sequenc
                 writer.write_stream(qa_report_url(info), "application/json", handle, str(info.qa_report))
         for category, files in groups:
             for url, path in _sorted_by_url(info, category, files):
-                writer.write_file(url, path)
+                if category == SETUP and is_template_file(path.name):
+                    writer.write_template(url, path)
+                else:
+                    writer.write_file(url, path)
         for archive_file in sorted((Path(p) for p in archive_files), key=lambda p: (p.name, str(p))):
             writer.write_cdx(archive_file)
     return out_path

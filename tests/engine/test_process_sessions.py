@@ -187,6 +187,15 @@ def test_the_template_s_cookies_credentials_and_extractors_capture_what_a_plain_
         assert url(path) not in plain_log
     assert log[url("/only-in-sitemap/from-gzip.html")][4] == "PMMM"
 
+    # The credentials' secrets reach no log: the job's, the launch's logs and reports, the engine's output.
+    secrets = (BASIC_PASSWORD, DIGEST_PASSWORD, LOGIN_FORM["kodeord"])
+    logs = [engine.jobs_dir / "sessions" / "job.log", engine.jobs_dir.parent / "jobs-engine-stderr.log",
+            *(with_beans / "logs").glob("*"), *(with_beans / "reports").glob("*")]
+    assert len(logs) > 4 and all(path.is_file() for path in logs), logs
+    for path in logs:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert not [secret for secret in secrets if secret in text], path
+
 
 def test_the_cookie_jar_survives_a_checkpoint_and_a_resume(engine: EngineProcess, modern_site: TestSite) -> None:
     client = engine.client()

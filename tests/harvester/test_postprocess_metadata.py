@@ -17,6 +17,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.messages import AliasRecord
+from harvestdef.templatesecrets import MASK, masked_template
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
 from harvester.jobdir import Launch
@@ -29,6 +30,7 @@ from harvester.postprocess import (
 )
 from tests.engine.conftest import write_job
 from tests.engine.site import TestSite
+from tests.harvestdef.test_template_secrets import SECRET_TEMPLATE, SECRETS
 
 WARCIO = Path(sys.executable).parent / "warcio"
 Q = "heritrixVersion=3.4.0&harvestid=3&jobid=7"
@@ -210,5 +212,22 @@ def test_the_qa_report_is_one_json_record_among_the_reports(job_dir, tmp_path):
     records = [(url, headers, body) for _, url, headers, body in read_records(out) if url and "qa-report" in url]
     assert [(url, headers.get_header("Content-Type"), body) for url, headers, body in records] == [
         (f"metadata://netarkivet.dk/crawl/reports/qa-report?{SETUP_Q}", "application/json", b'{"job_id": 7}\n')]
+    check = subprocess.run([str(WARCIO), "check", str(out)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_the_template_copy_has_its_credential_values_masked_and_the_job_keeps_them(tmp_path):
+    beans = tmp_path / "crawler-beans.cxml"
+    beans.write_text(SECRET_TEMPLATE, encoding="utf-8")
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://www.site.dk/\n", encoding="utf-8")
+    out = write_metadata_warc(tmp_path / "s.warc.gz", info(), [beans, seeds], [], [], [])
+    bodies = {url: body.decode("utf-8") for _, url, _, body in read_records(out) if url}
+    copy = bodies[f"metadata://netarkivet.dk/crawl/setup/crawler-beans.cxml?{Q}"]
+    assert copy == masked_template(SECRET_TEMPLATE) and MASK in copy
+    for secret in SECRETS:
+        assert secret not in copy, secret
+    assert bodies[f"metadata://netarkivet.dk/crawl/setup/seeds.txt?{Q}"] == "http://www.site.dk/\n"
+    assert beans.read_text(encoding="utf-8") == SECRET_TEMPLATE, "the crawler's own file keeps the values"
     check = subprocess.run([str(WARCIO), "check", str(out)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr

@@ -1,6 +1,7 @@
 """API routes: crawl templates (``/api/v1/templates``), Heritrix 3 crawler-beans documents by name.
 
-Only admins upload or change a template; a document that is not well-formed XML is refused with its line
+Only admins upload or change a template, and only admins read its credential values: every other role gets
+the XML with them masked (webui.auth.readable_template). A document that is not well-formed XML is refused with its line
 and column on the ``cxml`` field (``template_input``, shared with the template pages in
 webui/definitions/crawltemplates.py), and nothing is stored.
 """
@@ -19,7 +20,7 @@ from harvestdef.repositories.templates import TemplateRepository
 from webui.api.core import PAGED, blueprint, body, edition, field, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
-from webui.auth import ADMIN, READ, require
+from webui.auth import ADMIN, READ, readable_template, require
 from webui.context import actor, database
 from webui.downloads import attachment
 
@@ -29,7 +30,7 @@ def template_json(template: CrawlTemplate, with_cxml: bool = False) -> dict[str,
                               "active": template.isactive, "lastupdated": jsonable(template.lastupdated),
                               "edition": template.edition}
     if with_cxml:
-        record["cxml"] = template.orderxml
+        record["cxml"] = readable_template(template.orderxml)
     return record
 
 
@@ -70,11 +71,13 @@ def create_template() -> Any:
 @takes(QueryParameter("format", "string", "cxml: the template's XML alone, as a download", enum=("cxml",)))
 @require(READ)
 def get_template(name: str) -> Any:
-    """One crawl template with its XML (``?format=cxml``: the XML alone, as a download)."""
+    """One crawl template with its XML (``?format=cxml``: the XML alone, as a download); its credential values
+    (passwords, form items, cookie values) masked for every role but admin."""
     with database().connect() as conn:
         template = TemplateRepository(conn).get(name)
     if query("format") == "cxml":
-        return Response(template.orderxml, mimetype="application/xml", headers=attachment(f"{template.name}.cxml"))
+        return Response(readable_template(template.orderxml), mimetype="application/xml",
+                        headers=attachment(f"{template.name}.cxml"))
     return template_json(template, with_cxml=True)
 
 

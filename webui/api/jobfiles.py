@@ -13,6 +13,11 @@ path after ``/crawl/``, so ``logs/crawl.log``), reading the metadata WARC from i
 records gives each one's offset, which is tried first and verified, so following it reads the WARC from
 that record on.
 
+A record that is a copy of the crawl template (``setup/*.cxml``, Heritrix 1's ``setup/order.xml``) is read
+with its credential values masked by every role but admin (``open_readable_record``): metadata WARCs
+written since post-processing masks that copy hold none, older ones do. For the same reason only admins
+download whole a metadata WARC whose template copy holds credential values (``holds_credentials``).
+
 Paths are the archive store's (ArchiveStore.path_of: no absolute path, no ``..``) and must resolve inside
 the job's directory; anything else is not found, naming the file.
 """
@@ -20,6 +25,7 @@ the job's directory; anything else is not found, naming the file.
 from __future__ import annotations
 
 import gzip
+import io
 import logging
 import re
 import zlib
@@ -34,12 +40,14 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
 from harvestdef.archive import ArchiveStore
+from harvestdef.crawltemplate import MAX_TEMPLATE_BYTES
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.repositories.jobs import JobRepository
+from harvestdef.templatesecrets import WITHHELD, has_secrets, masked_template
 from webui.api.core import blueprint
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
-from webui.auth import READ, require
+from webui.auth import READ, SECRETS, may, require
 from webui.context import database, settings
 from webui.qa import METADATA_WARC
 from webui.textlines import LinePage, read_last_page, read_page
@@ -145,6 +153,51 @@ def open_record(path: Path, wanted: str, offset: int | None) -> Iterator[BinaryI
     raise NoSuchRecordError(f"{path.name} has no record {wanted!r}")
 
 
+def is_template_record(wanted: str) -> bool:
+    """True for a record that is a copy of the crawl template: ``setup/<name>.cxml`` or ``setup/order.xml``."""
+    name = record_name(wanted)
+    return name.startswith("setup/") and (name.endswith(".cxml") or name == "setup/order.xml")
+
+
+def _readable_template(content: BinaryIO) -> str:
+    data = content.read(MAX_TEMPLATE_BYTES + 1)
+    if len(data) > MAX_TEMPLATE_BYTES:
+        return WITHHELD  # larger than any template: not one that can be searched for its secrets
+    return data.decode("utf-8", "replace")
+
+
+@contextmanager
+def open_readable_record(path: Path, wanted: str, offset: int | None, sees_secrets: bool) -> Iterator[BinaryIO]:
+    """``open_record``, a copy of the crawl template masked unless ``sees_secrets`` (an admin: ``may(SECRETS)``,
+    asked while the request is there, since a download streams after it)."""
+    if sees_secrets or not is_template_record(wanted):
+        with open_record(path, wanted, offset) as content:
+            yield content
+        return
+    with open_record(path, wanted, offset) as content:
+        text = masked_template(_readable_template(content))
+    yield io.BytesIO(text.encode("utf-8"))
+
+
+# records after the setup files: a template copy is never among them, so the search for one stops there
+_AFTER_SETUP = ("logs/", "index/")
+
+
+def holds_credentials(path: Path) -> bool:
+    """True when a copy of the crawl template in the metadata WARC at ``path`` holds credential values (one
+    written before post-processing masked them), or cannot be read to tell."""
+    with open(path, "rb") as raw:
+        for record in ArchiveIterator(raw):
+            uri = record.rec_headers.get_header("WARC-Target-URI") or ""
+            if record.rec_type not in RECORD_TYPES:
+                continue
+            if record_name(uri).startswith(_AFTER_SETUP):
+                return False
+            if is_template_record(uri) and has_secrets(_readable_template(record.content_stream())):
+                return True
+    return False
+
+
 @dataclass(frozen=True)
 class RecordEntry:
     """One record of a metadata WARC as its list shows it."""
@@ -233,7 +286,8 @@ def text_opener(job_id: int, name: str, record: str, offset: int | None) -> tupl
         if not is_metadata_warc(name):
             raise ApiError("invalid", f"{name} is not a metadata WARC: only a metadata WARC's records are read",
                            "record")
-        return path, lambda: open_record(path, record, offset)
+        sees_secrets = may(SECRETS)
+        return path, lambda: open_readable_record(path, record, offset, sees_secrets)
     if not is_text_file(name):
         kind = "a WARC file" if WARC_FILE.search(name) else "a picture"
         raise ApiError("invalid", f"{name} is {kind}: it is downloaded, not read as text", "name")

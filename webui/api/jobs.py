@@ -34,7 +34,7 @@ from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, pag
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
 from webui.api.shapes import BOOLEAN, INTEGER, STRING, answers, nullable, shape
-from webui.auth import OPERATE, READ, require
+from webui.auth import OPERATE, READ, readable_template, require
 from webui.context import actor, database, settings
 from webui.qa import job_qa
 from webui.thumbnails import job_thumbnails
@@ -250,8 +250,9 @@ def render_job_row(row: Row[Any]) -> dict[str, Any]:
 
 
 def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
-    """Everything about one job: limits, configurations, seeds, template, errors, its stored files, its events
-    and, while or because its controller is lost, the ``interruption``."""
+    """Everything about one job: limits, configurations, seeds, template (its credential values masked but for
+    admins), errors, its stored files, its events and, while or because its controller is lost, the
+    ``interruption``."""
     job = JobRepository(conn).get(job_id)
     harvest = conn.scalar(select(_hd.c.name).where(_hd.c.harvest_id == job.harvest_id))
     events = JobEventRepository(conn).for_job(job_id)
@@ -263,7 +264,7 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
                    "max_running_time": -1 if job.forcemaxrunningtime is None else job.forcemaxrunningtime},
         "configurations": job_configurations(conn, job_id),
         "seeds": [line for line in job.seedlist.splitlines() if line.strip()],
-        "template": {"name": job.orderxml, "document": job.orderxmldoc},
+        "template": {"name": job.orderxml, "document": readable_template(job.orderxmldoc)},
         "errors": {"harvest": job.harvest_errors, "harvest_details": job.harvest_error_details,
                    "upload": job.upload_errors, "upload_details": job.upload_error_details},
         "times": {name: jsonable(getattr(job, name))

@@ -1,5 +1,6 @@
 """Pages of the definitions section: crawl templates, uploaded (checked to be well-formed, with line and
-column otherwise), downloaded, activated and deactivated; only admins change them.
+column otherwise), downloaded, activated and deactivated; only admins change them, and only admins download
+them with their credential values (webui.auth.readable_template).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from flask_babel import gettext as _
 
 from harvestdef.repositories.templates import TemplateRepository
 from webui.api.crawltemplates import template_input
-from webui.auth import ADMIN, READ, require
+from webui.auth import ADMIN, READ, readable_template, require
 from webui.context import actor, database
 from webui.definitions import blueprint
 from webui.definitions.forms import attempt, form_data
@@ -58,7 +59,8 @@ def _upload_template() -> Any:
 def download_template(name: str) -> Any:
     with database().connect() as conn:
         template = TemplateRepository(conn).get(name)
-    return Response(template.orderxml, mimetype="application/xml", headers=attachment(f"{template.name}.cxml"))
+    return Response(readable_template(template.orderxml), mimetype="application/xml",
+                    headers=attachment(f"{template.name}.cxml"))
 
 
 @blueprint.post("/templates/<name>/active")

@@ -1,6 +1,9 @@
 """The job's files in the page: downloaded as they are, text ones viewed a range of lines at a time (first,
 previous, next and last page, a jump to a line, the lines per page bounded by
 ``harvestsuite.webui.fileViewMaxLines``), and the records of its metadata WARC listed, viewed and downloaded.
+A copy of the crawl template among them is viewed and downloaded with its credential values masked by every
+role but admin, and a metadata WARC holding them unmasked (written before they were masked) is downloaded
+whole by admins only (webui/api/jobfiles.py).
 
 The reading is the API's (webui/api/jobfiles.py: what is text, where a file is, which lines, never a file
 read whole), so a page shows what ``GET /api/v1/jobs/JOB/lines/NAME`` returns. The text goes into the page
@@ -14,12 +17,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from flask import Response, abort, make_response, render_template, request, send_file, url_for
+from flask_babel import gettext as _
 
 from webui.api.errors import ApiError
 from webui.api.jobfiles import (
+    UNREADABLE,
     NoSuchRecordError,
+    holds_credentials,
     is_metadata_warc,
     is_text_file,
+    open_readable_record,
     open_record,
     parse_offset,
     read_file_lines,
@@ -27,7 +34,7 @@ from webui.api.jobfiles import (
     record_name,
     stored_file,
 )
-from webui.auth import READ, require
+from webui.auth import READ, SECRETS, may, require
 from webui.context import settings
 from webui.downloads import attachment
 from webui.status import blueprint
@@ -50,11 +57,22 @@ def file_kinds() -> dict[str, Any]:
 @blueprint.get("/jobs/<int:job_id>/files/<path:name>")
 @require(READ)
 def job_file(job_id: int, name: str) -> Any:
-    """Download one of the job's files from the archive store."""
+    """Download one of the job's files from the archive store; a metadata WARC whose copy of the crawl template
+    holds credential values (one written before they were masked) only by admins."""
     try:
         path = stored_file(job_id, name)
     except ApiError as exc:
         refuse(exc.status, exc.message)
+    if is_metadata_warc(name) and not may(SECRETS):
+        try:
+            is_secret = holds_credentials(path)
+        except UNREADABLE as exc:
+            refuse(500, f"{name} of job {job_id} cannot be read: {exc}")
+        if is_secret:
+            refuse(403, _("%(name)s was written before credential values were masked in metadata WARCs: its "
+                          "copy of the crawl template holds them, and only admins see credential values, so only "
+                          "admins download it whole. Its records can be viewed and downloaded one by one, the "
+                          "template masked.", name=name))
     return send_file(path, as_attachment=True, download_name=path.name)
 
 
@@ -111,8 +129,10 @@ def _download_record(job_id: int, name: str, record: str, offset: int | None) ->
     except NoSuchRecordError:
         raise ApiError("not_found", f"{name} of job {job_id} has no record {record!r}", "record") from None
 
+    sees_secrets = may(SECRETS)  # asked now: the chunks are sent after the view has returned
+
     def chunks() -> Iterator[bytes]:
-        with open_record(path, record, offset) as content:
+        with open_readable_record(path, record, offset, sees_secrets) as content:
             while chunk := content.read(DOWNLOAD_CHUNK):
                 yield chunk
 
