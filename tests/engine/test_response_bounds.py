@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from harvestdef.errors import SettingsError
+from harvestdef.settings import load_settings
 from harvester.engine.bounds import ResponseBounds
 from harvester.engine.fetch import _ResponseCaps
 from harvester.engine.links import LinkExtractors
@@ -205,3 +207,13 @@ def test_a_cut_extraction_is_logged(crawl, test_site):
     lines = (run.logs / "nonfatal-errors.log").read_text().splitlines()
     cut = [line for line in lines if f" {seed} " in f"{line} "]
     assert len(cut) == 1 and "link extraction stopped after 200 bytes" in cut[0]
+
+
+def test_bounds_come_from_the_engines_settings(tmp_path) -> None:
+    assert ResponseBounds.from_settings(load_settings(environ={}).crawler) == ResponseBounds()
+    config = tmp_path / "hs.toml"
+    config.write_text("[harvestsuite.crawler]\nresponseHeaderMaxLines = 20\nextractionMaxSeconds = 2\n")
+    bounds = ResponseBounds.from_settings(load_settings(config, environ={}).crawler)
+    assert (bounds.header_max_lines, bounds.extraction_max_seconds, bounds.header_max_bytes) == (20, 2.0, 65_536)
+    with pytest.raises(SettingsError, match=r"harvestsuite\.crawler\.responseHeaderMaxBytes: more than 0, got 0"):
+        load_settings(environ={"HARVESTSUITE__HARVESTSUITE__CRAWLER__RESPONSEHEADERMAXBYTES": "0"})
