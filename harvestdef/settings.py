@@ -330,6 +330,23 @@ class CrawlerSettings:
     sitemapMaxBytes: int = setting("harvestsuite.crawler.sitemapMaxBytes", 52_428_800,
                                    "bytes of one sitemap the bundled engine reads at most, decompressed "
                                    "(sitemaps.org's 50 MiB)")
+    responseHeaderMaxBytes: int = setting(
+        "harvestsuite.crawler.responseHeaderMaxBytes", 65_536,
+        "bytes of a response's status line and header block (interim 1xx responses included) the bundled engine "
+        "keeps at most; a longer block is cut there, the rest not read, and the capture is annotated headerTrunc "
+        "(so no record exceeds FetchHTTP's maxLengthBytes plus this)")
+    responseHeaderMaxLines: int = setting(
+        "harvestsuite.crawler.responseHeaderMaxLines", 100,
+        "header lines of one response the bundled engine keeps at most; past them the header block is cut as "
+        "past responseHeaderMaxBytes")
+    extractionMaxBytes: int = setting(
+        "harvestsuite.crawler.extractionMaxBytes", 16_777_216,
+        "bytes of one document the bundled engine's link extractors read at most, decoded; the rest is left "
+        "unread and the cut written to nonfatal-errors.log")
+    extractionMaxSeconds: int = setting(
+        "harvestsuite.crawler.extractionMaxSeconds", 5,
+        "seconds the bundled engine's link extraction may spend on one document; past them it stops with the "
+        "links found so far and the cut is written to nonfatal-errors.log")
     browserExecutable: str = setting("harvestsuite.crawler.browser.executable", "/usr/bin/chromium",
                                      "the Chromium the browser crawler drives (Debian's package)")
     browserPagesPerMinutePerHost: int = setting(
@@ -349,6 +366,12 @@ class CrawlerSettings:
         "and the page tried once more, then it ends with its reason")
 
     def __post_init__(self) -> None:
+        for key, value in (("responseHeaderMaxBytes", self.responseHeaderMaxBytes),
+                           ("responseHeaderMaxLines", self.responseHeaderMaxLines),
+                           ("extractionMaxBytes", self.extractionMaxBytes),
+                           ("extractionMaxSeconds", self.extractionMaxSeconds)):
+            if value <= 0:
+                raise SettingsError(f"harvestsuite.crawler.{key}: more than 0, got {value}")
         if self.browserPagesPerMinutePerHost < 0:
             raise SettingsError("harvestsuite.crawler.browser.pagesPerMinutePerHost: 0 (no limit) or more, got "
                                 f"{self.browserPagesPerMinutePerHost}")

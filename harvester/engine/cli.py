@@ -45,6 +45,7 @@ import click
 
 from harvestdef.errors import SettingsError
 from harvestdef.settings import Settings, load_settings
+from harvester.engine.bounds import ResponseBounds
 from harvester.engine.browser import BrowserOptions
 from harvester.engine.collector import tune_collector
 from harvester.engine.digest import DigestAuthenticator
@@ -154,7 +155,8 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
         raise click.ClickException(f"harvestsuite.crawler.browser.executable: no browser at {browser.executable}")
     if browser is not None and importlib.util.find_spec("playwright") is None:
         raise click.ClickException("--browser needs the Python package playwright: pip install 'harvestsuite[browser]'")
-    registry = JobRegistry(jobs_dir, hosts, SitemapLimits.from_settings(settings.crawler), browser)
+    registry = JobRegistry(jobs_dir, hosts, SitemapLimits.from_settings(settings.crawler), browser,
+                           ResponseBounds.from_settings(settings.crawler))
     authenticator = DigestAuthenticator(user, password, failure_penalty=auth_failure_delay)
     try:
         server = EngineServer(bind, port, registry, authenticator, server_context(cert_path, key_path))

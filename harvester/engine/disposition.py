@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from harvester.engine.chain import DNS_FAILED
 from harvester.engine.config import CrawlConfig
-from harvester.engine.crawllog import CrawlLogs
+from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.fetch import FetchResult
 from harvester.engine.frontier import QUEUED, CrawlUri, Frontier
@@ -130,6 +130,9 @@ class Disposition:
             assert spool is not None
             found = self.extractors.extract(uri.url, uri.via, content_type, result.header("content-encoding"),
                                             lambda: spool.payload_pieces(size), is_declared_sitemap)
+            if found.cut:
+                # the document's links past the cut are not offered; the log says which document and why
+                self.logs.write("nonfatal-errors.log", f"{iso_now()} {uri.url} {found.cut}")
             base_url = canonical_url(found.base, uri.url) if found.base else uri.url
             for raw, hop in found.links:
                 self.discovery.discover(raw, hop, uri, base_url or uri.url)

@@ -5,15 +5,18 @@ h11 only finds boundaries, status, headers and the de-chunked body; the bytes re
 ResponseSpool (harvester/engine/spool.py) as they arrive, in memory for a small response and on disk for a
 large one, with the block and payload digests computed on the way, so no response is ever held whole. A
 response h11 rejects (bad header, truncated body) is still returned with what was received and
-``is_malformed`` set: it is recorded, never a crash. Truncation follows Heritrix: ``lenTrunc`` past
-maxLengthBytes, ``timeTrunc`` past timeoutSeconds, ``midFetchTrunc`` when the server stops sending
-mid-body for soTimeoutMs.
+``is_malformed`` set: it is recorded, never a crash. Every path is bounded before a byte is recorded
+(``_ResponseCaps``): the head at the engine's header caps (``headerTrunc``, nothing more read), the body as
+received at maxLengthBytes (``lenTrunc``), so no record exceeds maxLengthBytes plus the header cap, a
+malformed response's included. Truncation follows Heritrix: ``lenTrunc`` past maxLengthBytes,
+``timeTrunc`` past timeoutSeconds, ``midFetchTrunc`` when the server stops sending mid-body for soTimeoutMs.
 This module opens sockets only; it knows nothing of WARCs, queues or logs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import time
 from collections.abc import Callable
@@ -23,6 +26,7 @@ from urllib.parse import SplitResult, urlsplit
 
 import h11
 
+from harvester.engine.bounds import DEFAULT_HEADER_MAX_BYTES, DEFAULT_HEADER_MAX_LINES, ResponseBounds
 from harvester.engine.credentials import server_name
 from harvester.engine.spool import ResponseSpool
 
@@ -32,6 +36,11 @@ if TYPE_CHECKING:
     from harvester.engine.credentials import HttpAuthentication
 
 READ_SIZE = 65536
+# Heritrix's truncation annotations (heritrix3 FetchErrors / CoreAttributeConstants).
+HEADER_TRUNC = "headerTrunc"
+LENGTH_TRUNC = "lenTrunc"
+TIME_TRUNC = "timeTrunc"
+_BLANK_LINE = re.compile(rb"\n\r?\n")
 # Heritrix's fetch status codes for failures before a response (peers.md §1.6).
 CONNECT_FAILED = -2
 CONNECTION_BROKEN = -3
@@ -140,22 +149,125 @@ def _parse_status_line(head: bytes) -> int:
 
 
 def _header_end(spool: ResponseSpool, limit: int = READ_SIZE) -> int:
-    """Where the header block of the received bytes ends (after its blank line); -1 if not within ``limit``."""
+    """Where the header block of the received bytes ends (after its blank line); -1 if not within ``limit``.
+    A blank line is an empty line or a lone CR, as h11 reads it (``\\n\\r?\\n``)."""
     head = b"".join(spool.raw.read_range(0, limit))
-    end = head.find(b"\r\n\r\n")
-    return end + 4 if end >= 0 else -1
+    match = _BLANK_LINE.search(head)
+    return match.end() if match else -1
+
+
+class _ResponseCaps:
+    """The bounds on one response's bytes as they arrive, applied before anything is recorded or parsed.
+
+    The head (status line and header fields, and any interim 1xx responses before them) is kept up to
+    ``header_max_bytes`` bytes and ``header_max_lines`` header lines (every line but one status line and the
+    blank lines); the body that follows, as received (chunk framing included), up to ``max_length`` bytes,
+    0 for no bound. So a response is never recorded longer than ``max_length`` plus the header cap, whatever
+    the server sends. ``admit(data)`` gives the part of ``data`` that may be kept; once something had to go,
+    ``cut`` is Heritrix's annotation for it: ``headerTrunc`` (FetchErrors.HEADER_TRUNC) for the head,
+    ``lenTrunc`` for the body. ``header_end`` is where the head ended (after its blank line), -1 until then.
+    Work is a few steps per line of the head and one slice per piece of the body: a head cut at its cap of
+    lines costs no more than a short one."""
+
+    __slots__ = ("header_max_bytes", "header_max_lines", "max_length", "head_length", "header_end", "body_length",
+                 "cut", "_lines", "_block_lines", "_block_first", "_line_length", "_line_start")
+
+    def __init__(self, header_max_bytes: int, header_max_lines: int, max_length: int) -> None:
+        self.header_max_bytes = header_max_bytes
+        self.header_max_lines = header_max_lines
+        self.max_length = max_length
+        self.head_length = 0
+        self.header_end = -1
+        self.body_length = 0
+        self.cut = ""
+        self._lines = 0             # lines of the head that were not blank, status lines included
+        self._block_lines = 0       # of them, in the current block (a 1xx response's or the final one)
+        self._block_first = b""     # the start of the current block's status line
+        self._line_length = 0       # bytes of the current line so far, across pieces
+        self._line_start = b""      # its first bytes (enough to tell a blank line and a status code)
+
+    def admit(self, data: bytes) -> bytes:
+        if self.cut:
+            return b""
+        if self.header_end >= 0:
+            return self._admit_body(data)
+        head = self._admit_head(data)
+        if self.header_end < 0 or self.cut:
+            return head
+        return head + self._admit_body(data[len(head):])
+
+    def _admit_head(self, data: bytes) -> bytes:
+        room = self.header_max_bytes - self.head_length
+        window = data[:room]
+        position = 0
+        while True:
+            if (self._line_length == 0 and self._lines > self.header_max_lines and position < len(window)
+                    and window[position] not in b"\r\n"):
+                # a line begins that is not the blank one, and the head has all the lines it may have: the head
+                # is kept up to the line before it
+                self.cut = HEADER_TRUNC
+                self.head_length += position
+                return data[:position]
+            newline = window.find(b"\n", position)
+            if newline < 0:
+                break
+            length = self._line_length + newline - position
+            start = (self._line_start + window[position:min(newline, position + 16)])[:16]
+            self._line_length, self._line_start = 0, b""
+            if length == 0 or (length == 1 and start == b"\r"):
+                if self._block_lines:
+                    if not _is_interim_status(self._block_first):
+                        self.head_length += newline + 1
+                        self.header_end = self.head_length
+                        return data[:newline + 1]
+                    self._block_lines = 0  # an interim response ended; the final one follows
+            else:
+                if not self._block_lines:
+                    self._block_first = start
+                self._block_lines += 1
+                self._lines += 1
+                if self._lines > self.header_max_lines + 1:
+                    # one line too many that began as a blank one would (a lone CR): kept up to its start
+                    self.cut = HEADER_TRUNC
+                    self.head_length += position
+                    return data[:position]
+            position = newline + 1
+        if position < len(window):
+            self._line_start = (self._line_start + window[position:position + 16])[:16]
+            self._line_length += len(window) - position
+        self.head_length += len(window)
+        if len(data) > len(window):
+            self.cut = HEADER_TRUNC  # the cap came before the blank line
+        return window
+
+    def _admit_body(self, data: bytes) -> bytes:
+        if self.max_length and self.body_length + len(data) > self.max_length:
+            self.cut = LENGTH_TRUNC
+            data = data[:self.max_length - self.body_length]
+        self.body_length += len(data)
+        return data
+
+
+def _is_interim_status(status_line_start: bytes) -> bool:
+    """Whether a status line (its first bytes) is a 1xx response's, which another head follows."""
+    return status_line_start.startswith(b"HTTP/") and status_line_start[9:10] == b"1"
 
 
 async def fetch(connection: HttpConnection, host_header: str, target: str, headers: list[tuple[str, str]],
                 connect_timeout: float, so_timeout: float, total_timeout: float, max_length: int,
                 http11: bool = True, keeps_payload: Callable[[str], bool] = lambda content_type: False,
-                method: str = "GET", body: bytes = b"") -> FetchResult:
+                method: str = "GET", body: bytes = b"", header_max_bytes: int = DEFAULT_HEADER_MAX_BYTES,
+                header_max_lines: int = DEFAULT_HEADER_MAX_LINES) -> FetchResult:
     """GET ``target`` on ``connection`` (reopened if needed), or with ``method`` POST send ``body`` (its
     Content-Type among ``headers``). Never raises for network trouble.
 
     ``http11`` False sends HTTP/1.0, as Heritrix does by default (FetchHTTP.useHTTP11): the server then
     answers without chunking, and the connection is not reused. ``keeps_payload(content_type)`` says whether
-    a chunked body's de-chunked bytes are kept for link extraction. The caller closes the result."""
+    a chunked body's de-chunked bytes are kept for link extraction. The caller closes the result.
+
+    Bounded on every path, a response h11 refuses included: the head is kept up to ``header_max_bytes``
+    and ``header_max_lines`` (past them ``headerTrunc``, and nothing more is read), the body as received up
+    to ``max_length`` (``lenTrunc``), the whole exchange up to ``total_timeout`` (``timeTrunc``)."""
     started = time.time()
     clock = time.monotonic()
     result = FetchResult(status=0, started=started, address=connection.address)
@@ -172,6 +284,11 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
         result.status = TIMED_OUT if timed_out else CONNECT_FAILED
         result.duration_ms = int((time.monotonic() - clock) * 1000)
         return result
+    # The exchange's own h11 state machine, allowed a head as long as the caps allow (h11's default stops at
+    # 16 KiB and makes a longer head a malformed response); the caps keep it from ever being given more. A
+    # kept connection's previous exchange ended complete (start_next_cycle below), so nothing of it is lost.
+    connection.h11 = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=header_max_bytes)
+    caps = _ResponseCaps(header_max_bytes, header_max_lines, max_length)
     if method == "GET":
         request = h11.Request(method="GET", target=target, headers=[("Host", host_header), *headers])
         result.raw_request = connection.h11.send(request) + connection.h11.send(h11.EndOfMessage())
@@ -187,16 +304,20 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
     assert connection.writer is not None and connection.reader is not None
     spool = result.spool = ResponseSpool()
     reusable = False
+    deadline = clock + total_timeout
     try:
         connection.writer.write(result.raw_request)
-        deadline = clock + total_timeout
         got_response = False
         while True:
             event = connection.h11.next_event()
             if event is h11.NEED_DATA:
+                if caps.cut:
+                    # the caps let no more in: what was kept is the response (headerTrunc, lenTrunc)
+                    result.annotations.append(caps.cut)
+                    break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    result.annotations.append("timeTrunc")
+                    result.annotations.append(TIME_TRUNC)
                     break
                 try:
                     async with asyncio.timeout(min(so_timeout, remaining)):
@@ -207,10 +328,12 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                     else:
                         # the whole exchange's time is up when it bounded this wait (see the connect timeout)
                         whole = remaining <= so_timeout or time.monotonic() >= deadline
-                        result.annotations.append("timeTrunc" if whole else "midFetchTrunc")
+                        result.annotations.append(TIME_TRUNC if whole else "midFetchTrunc")
                     break
-                spool.record_received(data)
-                connection.h11.receive_data(data)
+                kept = caps.admit(data)
+                spool.record_received(kept)
+                if kept or not data:  # b"" tells h11 the connection closed: not for bytes the caps refused
+                    connection.h11.receive_data(kept)
                 if not data and not got_response and not spool.raw_length:
                     result.status = CONNECTION_BROKEN
                     break
@@ -223,15 +346,10 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                 result.headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
                 is_chunked = any(name == b"transfer-encoding" and b"chunked" in value.lower()
                                  for name, value in event.headers)
-                spool.start_payload(_header_end(spool), is_chunked, keeps_payload(result.header("content-type")))
+                header_length = caps.header_end if caps.header_end >= 0 else _header_end(spool)
+                spool.start_payload(header_length, is_chunked, keeps_payload(result.header("content-type")))
             elif isinstance(event, h11.Data):
-                data = event.data
-                if max_length and spool.payload_length + len(data) > max_length:
-                    # Heritrix's maxLengthBytes: the payload ends at the limit, the record says so.
-                    spool.record_payload(memoryview(data)[:max_length - spool.payload_length])
-                    result.annotations.append("lenTrunc")
-                    break
-                spool.record_payload(data)
+                spool.record_payload(event.data)
             elif isinstance(event, h11.EndOfMessage):
                 reusable = connection.h11.our_state is h11.DONE and connection.h11.their_state is h11.DONE
                 break
@@ -240,26 +358,17 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                     result.status = CONNECTION_BROKEN
                 break
     except h11.RemoteProtocolError:
-        # Keep reading what the server sends until it closes or goes quiet, then record it as received.
+        # Keep reading what the server sends, within the same caps, until it closes or goes quiet, then
+        # record it as received.
         result.is_malformed = True
-        while time.monotonic() < clock + total_timeout:
-            try:
-                data = await asyncio.wait_for(connection.reader.read(READ_SIZE), so_timeout)
-            except TimeoutError:
-                break
-            if not data:
-                break
-            spool.record_received(data)
-        header_length = _header_end(spool)
-        header_length = header_length if header_length >= 0 else spool.raw_length
-        if result.status <= 0:
-            result.status = _parse_status_line(b"".join(spool.raw.read_range(0, READ_SIZE)))
-        if not spool.payload_length:
-            spool.payload_from_raw(header_length, spool.raw_length - header_length)
-        spool.header_length = header_length
+        await _read_malformed(connection, spool, caps, so_timeout, deadline, result.annotations)
     except (OSError, ssl.SSLError, asyncio.IncompleteReadError):
         if result.status <= 0:
             result.status = CONNECTION_BROKEN
+    if caps.cut == HEADER_TRUNC and result.status == 0:
+        result.is_malformed = True  # a head h11 never saw end: the response is what the caps kept of it
+    if result.is_malformed:
+        _keep_as_received(result, spool, caps)
     if result.status < 0:
         result.close()
         result.spool = None
@@ -272,6 +381,44 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
     else:
         connection.close()
     return result
+
+
+async def _read_malformed(connection: HttpConnection, spool: ResponseSpool, caps: _ResponseCaps,
+                          so_timeout: float, deadline: float, annotations: list[str]) -> None:
+    """The rest of a response h11 refused, as received: read until the server closes or is quiet for
+    ``so_timeout``, the caps let no more in, or the exchange's ``deadline`` passes (``timeTrunc``)."""
+    assert connection.reader is not None
+    while not caps.cut:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            annotations.append(TIME_TRUNC)
+            return
+        try:
+            async with asyncio.timeout(min(so_timeout, remaining)):
+                data = await connection.reader.read(READ_SIZE)
+        except TimeoutError:
+            if remaining <= so_timeout or time.monotonic() >= deadline:
+                annotations.append(TIME_TRUNC)
+            return
+        except (OSError, ssl.SSLError):
+            return  # the server went away mid-response: what came is the response
+        if not data:
+            return
+        spool.record_received(caps.admit(data))
+    annotations.append(caps.cut)
+
+
+def _keep_as_received(result: FetchResult, spool: ResponseSpool, caps: _ResponseCaps) -> None:
+    """A response h11 could not read whole (refused, or its head cut at the caps): its status from its status
+    line, its payload whatever followed the head (nothing, when the head never ended)."""
+    header_length = caps.header_end if caps.header_end >= 0 else _header_end(spool)
+    if header_length < 0:
+        header_length = spool.raw_length
+    if result.status <= 0:
+        result.status = _parse_status_line(b"".join(spool.raw.read_range(0, READ_SIZE)))
+    if not spool.payload_length:
+        spool.payload_from_raw(header_length, spool.raw_length - header_length)
+    spool.header_length = header_length
 
 
 def _with_cookie(headers: list[tuple[str, str]], cookie: str) -> list[tuple[str, str]]:
@@ -300,14 +447,19 @@ class RequestSettings:
     so_timeout_seconds: float                # soTimeoutMs, also the connect timeout
     timeout_seconds: float                   # timeoutSeconds, the whole exchange
     max_length_bytes: int                    # maxLengthBytes, 0 for no limit
+    # the engine's caps on a response's head (harvestsuite.crawler.responseHeaderMaxBytes, ...MaxLines)
+    header_max_bytes: int = DEFAULT_HEADER_MAX_BYTES
+    header_max_lines: int = DEFAULT_HEADER_MAX_LINES
 
     @classmethod
-    def from_config(cls, config: CrawlConfig) -> RequestSettings:
+    def from_config(cls, config: CrawlConfig, bounds: ResponseBounds | None = None) -> RequestSettings:
+        bounds = bounds or ResponseBounds()
         return cls(user_agent=config.user_agent, operator_from=config.operator_from,
                    accept_headers=config.accept_headers, accept_compression=config.accept_compression,
                    send_connection_close=config.send_connection_close, send_referer=config.send_referer,
                    use_http11=config.use_http11, so_timeout_seconds=config.so_timeout_ms / 1000,
-                   timeout_seconds=config.timeout_seconds, max_length_bytes=config.max_length_bytes)
+                   timeout_seconds=config.timeout_seconds, max_length_bytes=config.max_length_bytes,
+                   header_max_bytes=bounds.header_max_bytes, header_max_lines=bounds.header_max_lines)
 
 
 class Fetcher:
@@ -392,7 +544,8 @@ class Fetcher:
             return await fetch(connection, host_header, path, headers, settings.so_timeout_seconds,
                                settings.so_timeout_seconds, settings.timeout_seconds, settings.max_length_bytes,
                                http11=settings.use_http11, keeps_payload=self.keeps_payload, method=method,
-                               body=body)
+                               body=body, header_max_bytes=settings.header_max_bytes,
+                               header_max_lines=settings.header_max_lines)
         # the server (Heritrix's CrawlServer name) when the credential store has credentials for it, else ""
         server = server_name(url) if authentication is not None else ""
         if server and not authentication.covers(server):
@@ -409,7 +562,8 @@ class Fetcher:
             result = await fetch(connection, host_header, path, sent, settings.so_timeout_seconds,
                                  settings.so_timeout_seconds, settings.timeout_seconds, settings.max_length_bytes,
                                  http11=settings.use_http11, keeps_payload=self.keeps_payload, method=method,
-                                 body=body)
+                                 body=body, header_max_bytes=settings.header_max_bytes,
+                                 header_max_lines=settings.header_max_lines)
             if cookies is not None and result.status > 0:
                 cookies.take(url, host, result.header_values("set-cookie"))
             if not server:

@@ -41,6 +41,7 @@ from pathlib import Path
 from harvestdef.errors import CrawlEngineError, NotFoundError
 from harvestdef.files import write_atomically
 from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
+from harvester.engine.bounds import ResponseBounds
 from harvester.engine.browser import BrowserOptions
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
 from harvester.engine.crawl import CrawlController, CrawlStateError
@@ -191,10 +192,12 @@ class CrawlJob:
     """One job directory and, once built, its configuration and its current launch's controller."""
 
     def __init__(self, name: str, directory: Path, hosts: Mapping[str, str],
-                 sitemap_limits: SitemapLimits | None = None, browser: BrowserOptions | None = None) -> None:
+                 sitemap_limits: SitemapLimits | None = None, browser: BrowserOptions | None = None,
+                 bounds: ResponseBounds | None = None) -> None:
         self.name = name
         self.directory = directory
         self.sitemap_limits = sitemap_limits or SitemapLimits()
+        self.bounds = bounds or ResponseBounds()
         self.browser = browser  # None: fetched over HTTP; else loaded in Chromium (browserfetch.py)
         # A profile (Heritrix: copyTo with asProfile) holds profile-crawler-beans.cxml; it builds, never launches.
         self.is_profile = not (directory / PRIMARY_CONFIG).is_file() and (directory / PROFILE_NAME).is_file()
@@ -387,7 +390,8 @@ class CrawlJob:
         try:
             controller = CrawlController(self._config, self.directory, launch_dir, self.hosts, self.job_log,
                                          checkpoint=checkpoint_dir, api_port=self.api_port,
-                                         sitemap_limits=self.sitemap_limits, browser=self.browser)
+                                         sitemap_limits=self.sitemap_limits, browser=self.browser,
+                                         bounds=self.bounds)
             controller.start()
         except Exception as exc:
             # Anything the crawl raises while starting is the crawl's failure, not the engine's: log it, stay READY.
@@ -513,10 +517,11 @@ class JobRegistry:
     """All jobs of one engine, found in (or added to) its jobs directory."""
 
     def __init__(self, jobs_dir: Path, hosts: Mapping[str, str], sitemap_limits: SitemapLimits | None = None,
-                 browser: BrowserOptions | None = None) -> None:
+                 browser: BrowserOptions | None = None, bounds: ResponseBounds | None = None) -> None:
         self.jobs_dir = jobs_dir
         self.hosts = dict(hosts)
         self.sitemap_limits = sitemap_limits or SitemapLimits()
+        self.bounds = bounds or ResponseBounds()
         self.browser = browser
         self._api_port = 0
         self._lock = threading.Lock()
@@ -537,7 +542,7 @@ class JobRegistry:
                 job.api_port = port
 
     def _new_job(self, name: str, directory: Path) -> CrawlJob:
-        job = CrawlJob(name, directory, self.hosts, self.sitemap_limits, self.browser)
+        job = CrawlJob(name, directory, self.hosts, self.sitemap_limits, self.browser, self.bounds)
         job.api_port = self._api_port
         return job
 

@@ -14,7 +14,9 @@ NetarchiveSuite's IcelandicExtractorJS (Heritrix's ConfigurableExtractorJS) adds
 URLs only), ``maximumCandidateLength`` and ``rejectRelativeMatchingRegexList`` (relative candidates a
 regex of the list matches, case-insensitively, are refused); ``JsRules`` holds them.
 
-Found links are speculative (hop ``X``). This module does no I/O and knows nothing of scope or frontier.
+Found links are speculative (hop ``X``). A search stops when the document's extraction budget
+(harvester/engine/bounds.py) says its time is up: a file of nothing but string literals is otherwise slow to
+read. This module does no I/O and knows nothing of scope or frontier.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 from publicsuffixlist import PublicSuffixList
 
 from harvestdef.patterns import CompiledPattern, compile_pattern
+from harvester.engine.bounds import ExtractionBudget
 
 SPECULATIVE_HOP = "X"
 # Heritrix's UURI.MAX_URL_LENGTH: a string literal longer than this is not a URL.
@@ -36,6 +39,9 @@ MAX_URL_LENGTH = 2083
 # and its quotes) cut at a piece boundary is found whole in the next piece.
 SCRIPT_PIECE = 256 * 1024
 SCRIPT_OVERLAP = MAX_URL_LENGTH + 32
+# How many string literals a search finds between looks at the document's extraction budget: a clock read
+# per literal would cost more than the match, and a few hundred take well under a millisecond.
+BUDGET_CHECK = 256
 
 # A string literal: opening quote (with up to 8 backslashes before it, or the \u0022 / \u0027 escape),
 # then anything but quotes, then the same opening again (ExtractorJS.JAVASCRIPT_STRING_EXTRACTOR).
@@ -160,14 +166,19 @@ def is_very_likely_url(candidate: str) -> bool:
     return not (selector and selector.group(1).lower() in HTML_ELEMENTS)
 
 
-def script_strings(text: str) -> Iterator[str]:
+def script_strings(text: str, budget: ExtractionBudget | None = None) -> Iterator[str]:
     """The string literals of script text that could be URLs (isPossibleUri), as written. The search goes
-    on just after each opening quote, so the text between two literals is a candidate too, as in Heritrix."""
+    on just after each opening quote, so the text between two literals is a candidate too, as in Heritrix.
+    With a ``budget`` the search ends once its time is up (looked at every BUDGET_CHECK literals)."""
     search = _STRING.search
     position = 0
+    count = 0
     while True:
         match = search(text, position)
         if match is None:
+            return
+        count += 1
+        if budget is not None and count % BUDGET_CHECK == 0 and budget.is_time_up():
             return
         literal = match.group(2)
         if _POSSIBLE.fullmatch(literal):
@@ -175,20 +186,23 @@ def script_strings(text: str) -> Iterator[str]:
         position = match.end(1)
 
 
-def script_links(text: str, base_url: str, rules: JsRules) -> list[str]:
-    """The URLs (as written, after the fix-ups; relative ones stay relative) that script ``text`` holds."""
+def script_links(text: str, base_url: str, rules: JsRules, budget: ExtractionBudget | None = None) -> list[str]:
+    """The URLs (as written, after the fix-ups; relative ones stay relative) that script ``text`` holds, as
+    far as the ``budget``'s time lets the search go."""
     found = []
-    for literal in script_strings(text):
+    for literal in script_strings(text, budget):
         candidate = speculative_fixup(unescape_script_string(literal), base_url)
         if rules.allows(candidate) and is_very_likely_url(candidate):
             found.append(candidate)
     return found
 
 
-def script_pieces_links(pieces: Iterable[bytes], base_url: str, rules: JsRules) -> list[str]:
+def script_pieces_links(pieces: Iterable[bytes], base_url: str, rules: JsRules,
+                        budget: ExtractionBudget | None = None) -> list[str]:
     """The links of a script file read piece by piece (decoded as UTF-8, bad bytes replaced). Each piece is
     searched with the tail of the one before, at most SCRIPT_OVERLAP characters, so a literal across a
-    boundary is found; a literal found twice that way is kept once."""
+    boundary is found; a literal found twice that way is kept once. The ``budget`` (one document's) ends the
+    search once its time is up."""
     found: list[str] = []
     seen: set[str] = set()
     carried = ""
@@ -197,15 +211,18 @@ def script_pieces_links(pieces: Iterable[bytes], base_url: str, rules: JsRules) 
         buffered += piece
         if len(buffered) < SCRIPT_PIECE:
             continue
-        carried = _scan(carried + buffered.decode("utf-8", "replace"), base_url, rules, found, seen)
+        carried = _scan(carried + buffered.decode("utf-8", "replace"), base_url, rules, found, seen, budget)
         buffered = b""
-    if buffered or carried:
-        _scan(carried + buffered.decode("utf-8", "replace"), base_url, rules, found, seen)
+        if budget is not None and budget.is_time_up():
+            return found
+    if (buffered or carried) and not (budget is not None and budget.is_time_up()):
+        _scan(carried + buffered.decode("utf-8", "replace"), base_url, rules, found, seen, budget)
     return found
 
 
-def _scan(text: str, base_url: str, rules: JsRules, found: list[str], seen: set[str]) -> str:
-    for link in script_links(text, base_url, rules):
+def _scan(text: str, base_url: str, rules: JsRules, found: list[str], seen: set[str],
+          budget: ExtractionBudget | None) -> str:
+    for link in script_links(text, base_url, rules, budget):
         if link not in seen:
             seen.add(link)
             found.append(link)

@@ -7,7 +7,9 @@ content_encoding)``: the payload comes in bounded pieces (from the response's sp
 read it piece by piece (lxml's feed parser with a target that sees start tags, no tree; style sheets with a
 small overlap between pieces), so no response is held whole; at most MAX_DECODED_BYTES of one are read.
 Only extractable types are read at all. An extractor never raises on bad markup: a page lxml cannot parse
-yields the links it could find.
+yields the links it could find. A crawl bounds each document's extraction in size and time (its
+ResponseBounds, harvester/engine/bounds.py): past either, the links found so far are kept and the cut is
+reported with them (``FoundLinks.cut``), for the crawl's nonfatal-errors.log.
 
 A crawl reads through ``LinkExtractors``, which adds what its template turns on: a page's scripts and
 script files (ExtractorJS, harvester/engine/jslinks.py; hop ``X``) and sitemaps (ExtractorSitemap,
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 from lxml import etree
 
 from harvester.decoding import DECODED_PIECE, ContentDecodingError, DecodedSizeLimitError, decoded_pieces
+from harvester.engine.bounds import DEFAULT_EXTRACTION_MAX_BYTES, ExtractionBudget, ResponseBounds
 from harvester.engine.jslinks import SPECULATIVE_HOP, JsRules, is_script_type, script_links, script_pieces_links
 from harvester.engine.sitemaps import (
     MANIFEST_HOP,
@@ -38,9 +42,10 @@ from harvester.engine.sitemaps import (
 if TYPE_CHECKING:
     from harvester.engine.config import CrawlConfig
 
-# How much of one document the extractors read, decoded: a bound on the parsing work one response can
-# cost (memory does not grow with it: the extractors read piece by piece).
-MAX_DECODED_BYTES = 16 * 1024 * 1024
+# How much of one document the extractors read, decoded, unless the crawl's bounds say otherwise
+# (harvestsuite.crawler.extractionMaxBytes): a bound on the parsing work one response can cost (memory does
+# not grow with it: the extractors read piece by piece).
+MAX_DECODED_BYTES = DEFAULT_EXTRACTION_MAX_BYTES
 # The longest url(...) or @import a style sheet read in pieces is sure to find whole.
 CSS_OVERLAP = 8192
 Outlinks = tuple[list[tuple[str, str]], str | None]  # ((raw url, hop) for each link, base href or None)
@@ -58,13 +63,14 @@ for _tag, _attribute, _hop in _ATTRIBUTES:
     _ATTRIBUTES_BY_TAG.setdefault(_tag, []).append((_attribute, _hop))
 
 
-def bounded_pieces(pieces: Iterable[bytes], content_encoding: str, limit: int = MAX_DECODED_BYTES
-                   ) -> Iterator[bytes]:
+def bounded_pieces(pieces: Iterable[bytes], content_encoding: str, limit: int = MAX_DECODED_BYTES,
+                   budget: ExtractionBudget | None = None) -> Iterator[bytes]:
     """The payload's pieces with their content encoding undone (harvester.decoding), at most ``limit`` bytes
     of them in all: the links of a document's first ``limit`` bytes are worth having, so a longer one (or a
     compression bomb) is read that far and no further. A payload that does not decode from its first piece
     on is read as it is (a server that labels plain text gzip); one that stops decoding part way is read up
-    to there."""
+    to there. With a ``budget`` (one document's, harvester/engine/bounds.py) no piece is given once its time
+    is up, and the budget notes why the pieces stopped early."""
     pieces = iter(pieces)
     first = next(pieces, b"")
     taken = 0
@@ -76,15 +82,26 @@ def bounded_pieces(pieces: Iterable[bytes], content_encoding: str, limit: int = 
             taken += 1
             yield piece
 
+    def decoded() -> Iterator[bytes]:
+        nonlocal given
+        try:
+            for piece in decoded_pieces(encoded(), content_encoding, limit, piece_size=DECODED_PIECE):
+                given += len(piece)
+                yield piece
+        except ContentDecodingError:
+            if taken == 1 and given == 0:
+                yield from decoded_pieces(_chain(first, pieces), "identity", limit)
+
     try:
-        for piece in decoded_pieces(encoded(), content_encoding, limit, piece_size=DECODED_PIECE):
-            given += len(piece)
+        for piece in decoded():
+            if budget is not None:
+                if budget.is_time_up():
+                    return
+                budget.bytes_read += len(piece)
             yield piece
     except DecodedSizeLimitError:
-        return
-    except ContentDecodingError:
-        if taken == 1 and given == 0:
-            yield from decoded_pieces(_chain(first, pieces), "identity", limit)
+        if budget is not None:
+            budget.note_size_cut(limit)
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
@@ -299,11 +316,15 @@ class _HtmlScriptLinks(_HtmlLinks):
         return scripts
 
 
-def extract_html_with_scripts(pieces: Iterable[bytes], url: str, rules: JsRules) -> Outlinks:
-    """The links of an HTML document and, speculative (``X``), the URL-like strings of its scripts."""
+def extract_html_with_scripts(pieces: Iterable[bytes], url: str, rules: JsRules,
+                              budget: ExtractionBudget | None = None) -> Outlinks:
+    """The links of an HTML document and, speculative (``X``), the URL-like strings of its scripts; the
+    scripts are read while the ``budget``'s time lasts."""
     (links, base), target = _parse_html(pieces, "html_scripts", _HtmlScriptLinks)
     for script in target.take_scripts():
-        links.extend((link, SPECULATIVE_HOP) for link in script_links(script, url, rules))
+        if budget is not None and budget.is_time_up():
+            break
+        links.extend((link, SPECULATIVE_HOP) for link in script_links(script, url, rules, budget))
     return links, base
 
 
@@ -315,6 +336,7 @@ class FoundLinks:
     links: list[tuple[str, str]] = field(default_factory=list)
     base: str | None = None
     sitemaps: list[str] = field(default_factory=list)
+    cut: str = ""  # why extraction stopped before the document's end, in words; empty when it read it all
 
 
 class LinkExtractors:
@@ -326,21 +348,25 @@ class LinkExtractors:
 
     def __init__(self, js_inline: bool = False, js_files: bool = False, js_rules: JsRules | None = None,
                  sitemaps: bool = False, sitemap_rules: SitemapRules | None = None,
-                 sitemap_limits: SitemapLimits | None = None) -> None:
+                 sitemap_limits: SitemapLimits | None = None, bounds: ResponseBounds | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.js_inline = js_inline
         self.js_files = js_files
         self.js_rules = js_rules or JsRules()
         self.sitemaps = sitemaps
         self.sitemap_rules = sitemap_rules or SitemapRules()
         self.sitemap_limits = sitemap_limits or SitemapLimits()
+        self.bounds = bounds or ResponseBounds()
+        self.clock = clock  # what the documents' extraction time is measured on
 
     @classmethod
-    def from_config(cls, config: CrawlConfig, sitemap_limits: SitemapLimits) -> LinkExtractors:
+    def from_config(cls, config: CrawlConfig, sitemap_limits: SitemapLimits,
+                    bounds: ResponseBounds | None = None) -> LinkExtractors:
         return cls(js_inline=config.js_inline, js_files=config.js_files,
                    js_rules=JsRules(config.js_strict, config.js_max_candidate_length, config.js_reject_relative),
                    sitemaps=config.sitemaps,
                    sitemap_rules=SitemapRules(config.sitemap_url_pattern, config.sitemap_lenient),
-                   sitemap_limits=sitemap_limits)
+                   sitemap_limits=sitemap_limits, bounds=bounds)
 
     def keeps_payload(self, content_type: str) -> bool:
         """Whether a chunked response of this type keeps its de-chunked body for extraction."""
@@ -355,22 +381,35 @@ class LinkExtractors:
     def extract(self, url: str, via: str, content_type: str, content_encoding: str,
                 pieces: Callable[[], Iterable[bytes]], is_declared_sitemap: bool) -> FoundLinks:
         """The links of a 2xx response of ``url`` whose payload ``pieces()`` gives (from the start at each call).
-        ``is_declared_sitemap``: robots.txt or a sitemap index named it a sitemap."""
+        ``is_declared_sitemap``: robots.txt or a sitemap index named it a sitemap. The document gets its
+        budget of the crawl's bounds: read up to extractionMaxBytes, for extractionMaxSeconds; the links found
+        until then are kept, and ``FoundLinks.cut`` says where it stopped."""
+        budget = self.bounds.extraction_budget(self.clock)
+        found = self._extract(url, via, content_type, content_encoding, pieces, is_declared_sitemap, budget)
+        found.cut = budget.describe()
+        return found
+
+    def _extract(self, url: str, via: str, content_type: str, content_encoding: str,
+                 pieces: Callable[[], Iterable[bytes]], is_declared_sitemap: bool,
+                 budget: ExtractionBudget) -> FoundLinks:
         mime = content_type.split(";", 1)[0].strip().lower()
         if self.sitemaps and (is_declared_sitemap or self.sitemap_rules.matches_url(url)
                               or self._sniffs_as_sitemap(mime, content_encoding, pieces)):
-            found = read_sitemap(bounded_pieces(pieces(), content_encoding, self.sitemap_limits.max_bytes), url,
-                                 self.sitemap_rules, self.sitemap_limits)
+            found = read_sitemap(bounded_pieces(pieces(), content_encoding, self.sitemap_limits.max_bytes, budget),
+                                 url, self.sitemap_rules, self.sitemap_limits)
             return FoundLinks([(link, MANIFEST_HOP) for link in found.urls], None, found.sitemaps)
+        limit = budget.max_bytes
         if self.js_inline and mime in ("text/html", "application/xhtml+xml"):
-            links, base = extract_html_with_scripts(bounded_pieces(pieces(), content_encoding), url, self.js_rules)
+            links, base = extract_html_with_scripts(bounded_pieces(pieces(), content_encoding, limit, budget), url,
+                                                    self.js_rules, budget)
             return FoundLinks(links, base)
         extractor = EXTRACTORS.get(mime)
         if extractor is not None:
-            links, base = extractor(bounded_pieces(pieces(), content_encoding))
+            links, base = extractor(bounded_pieces(pieces(), content_encoding, limit, budget))
             return FoundLinks(links, base)
         if self.js_files and is_script_type(mime, url):
-            links = script_pieces_links(bounded_pieces(pieces(), content_encoding), url, self.js_rules)
+            links = script_pieces_links(bounded_pieces(pieces(), content_encoding, limit, budget), url,
+                                        self.js_rules, budget)
             return FoundLinks([(link, SPECULATIVE_HOP) for link in links], via or None)
         return FoundLinks()
 

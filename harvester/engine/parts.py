@@ -18,6 +18,7 @@ from harvestdef.dedup import DedupIndex
 from harvestdef.domainnames import to_punycode
 from harvester.crawlstates import ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
+from harvester.engine.bounds import ResponseBounds
 from harvester.engine.browser import BrowserOptions
 from harvester.engine.browserfetch import BrowserFetchProcessor, BrowserPages
 from harvester.engine.chain import ProcessorChain
@@ -54,7 +55,7 @@ class CrawlParts:
 
     def __init__(self, config: CrawlConfig, job_dir: Path, hosts: Mapping[str, str], resume_from: Path | None,
                  on_scheduled: Callable[[], None], sitemap_limits: SitemapLimits | None = None,
-                 browser: BrowserOptions | None = None) -> None:
+                 browser: BrowserOptions | None = None, bounds: ResponseBounds | None = None) -> None:
         self.config = config
         punycode_hosts = {to_punycode(name): address for name, address in hosts.items()}
         self.store = checkpoints.launch_store(job_dir, resume_from)
@@ -68,14 +69,15 @@ class CrawlParts:
         self.discovery = LinkDiscovery(self.frontier, self.scope, self.queue_assignment,
                                        on_discovered=self._count_discovered, on_scheduled=on_scheduled)
         self.servers = ServerCache(punycode_hosts, config.user_agent)
-        self.extractors = LinkExtractors.from_config(config, sitemap_limits or SitemapLimits())
+        bounds = bounds or ResponseBounds()
+        self.extractors = LinkExtractors.from_config(config, sitemap_limits or SitemapLimits(), bounds)
         # What the template's cookie store and credential store keep; None where the template has neither,
         # so a fetch without them costs nothing more than before.
         self.cookies = CookieStore() if config.cookies_enabled else None
         self.authentication = HttpAuthentication(config.http_credentials) if config.http_credentials else None
         self.logins_posted: set[str] = set()
         self.sitemaps = SitemapDeclarations()
-        self.fetcher = Fetcher(RequestSettings.from_config(config), keeps_payload=self.extractors.keeps_payload,
+        self.fetcher = Fetcher(RequestSettings.from_config(config, bounds), keeps_payload=self.extractors.keeps_payload,
                                cookies=self.cookies, authentication=self.authentication)
         # The DispositionProcessor's politeness in force: replaced whole by a live change, read for each fetch.
         self.politeness = Politeness.from_config(config)

@@ -68,7 +68,9 @@ class CaptureRecorder:
         """
         assert result.spool is not None  # a response was received: there is something to record
         digest = result.payload_digest
-        dedup_applies = self.rules.applies_to(result.status, mime, annotations)
+        # An empty payload is no content to point at: its digest is every empty response's, so a revisit of
+        # it would say an error page, or a head cut at the caps, is some other capture.
+        dedup_applies = result.payload_length > 0 and self.rules.applies_to(result.status, mime, annotations)
         original = None
         seen_key = ""
         if dedup_applies:
@@ -98,8 +100,11 @@ class CaptureRecorder:
 
 
 def _truncation(annotations: list[str]) -> str | None:
-    """The WARC-Truncated reason Heritrix writes for its crawl.log truncation annotations."""
-    if "lenTrunc" in annotations:
+    """The WARC-Truncated reason for the crawl.log truncation annotations: Heritrix's for ``lenTrunc`` and
+    the time cuts. A head cut at the engine's header caps (``headerTrunc``) is cut at a configured length, the
+    WARC 1.1 specification's ``length``; Heritrix writes its own token ``long-headers`` there, which no
+    reader of the standard knows, and crawl.log's ``headerTrunc`` tells the two cuts apart."""
+    if "lenTrunc" in annotations or "headerTrunc" in annotations:
         return "length"
     if "timeTrunc" in annotations or "midFetchTrunc" in annotations:
         return "time"

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from harvester.engine.bounds import ResponseBounds
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
 from tests.engine.site import TestSite
@@ -79,12 +80,12 @@ def write_job(job_dir: Path, seeds: list[str], overrides: dict[str, object] | No
 
 @pytest.fixture
 def crawl(tmp_path: Path, test_site: TestSite):
-    """Run a crawl of the test site: ``crawl(seeds, overrides=..., replace=..., wait=True)``."""
+    """Run a crawl of the test site: ``crawl(seeds, overrides=..., replace=..., wait=True, bounds=...)``."""
     controllers: list[CrawlController] = []
 
     def run(seeds: list[str], overrides: dict[str, object] | None = None, replace: dict[str, str] | None = None,
             wait: bool = True, job_name: str = "job", checkpoint: Path | None = None,
-            launch: str = "20260101000000") -> CrawlRun:
+            launch: str = "20260101000000", bounds: ResponseBounds | None = None) -> CrawlRun:
         job_dir = tmp_path / job_name
         cxml = write_job(job_dir, seeds, overrides, replace) if not (job_dir / "crawler-beans.cxml").exists() \
             else job_dir / "crawler-beans.cxml"
@@ -92,7 +93,7 @@ def crawl(tmp_path: Path, test_site: TestSite):
         launch_dir.mkdir(parents=True, exist_ok=True)
         config = load_crawl_config(cxml, job_dir)
         controller = CrawlController(config, job_dir, launch_dir, test_site.hosts, logging.getLogger("test.job"),
-                                     checkpoint=checkpoint)
+                                     checkpoint=checkpoint, bounds=bounds)
         controllers.append(controller)
         controller.start()
         if wait:

@@ -25,6 +25,16 @@ Paths (the same on every host):
 - ``/br-bomb.html``                   about 800 bytes of br that decode to 1 GiB of zeros (a compression bomb)
 - ``/stall.bin``                      announces 100,000 bytes, sends 1,000, then stalls
 - ``/malformed``                      a header line h11 rejects
+- ``/hostile/…``                      servers that never stop (the response bounds), their bytes counted in
+                                      ``hostile_sent``, only their first piece kept in ``sent``:
+                                      ``endless-header-lines`` (a header line after another, forever),
+                                      ``endless-header-line`` (one header line that never ends),
+                                      ``malformed-endless`` (a header line h11 rejects, then a body forever),
+                                      ``malformed-empty`` (a header line h11 rejects and no body),
+                                      ``long-head.html`` (a head of LONG_HEAD_LINES lines, over h11's 16 KiB
+                                      default, under the engine's caps, sent 1 KiB at a time, and a page
+                                      linking ``/page/3``),
+                                      ``interim.html`` (a 100 Continue before the page)
 - ``/hop/``                           links to ``/hop/flaky`` and to ``/hop/x1`` on the second host
 - ``/hop/x1``, ``/hop/x2``            a chain reaching the first host's ``/hop/target`` at hop 3
 - ``/hop/flaky``                      drops the connection the first two times, then links to ``/hop/target``
@@ -70,6 +80,7 @@ BIG_SIZE = 300_000
 HUGE_SIZE = 50 * 1024 * 1024
 HUGE_PIECE = 1024 * 1024
 DUP_BODY = hashlib.sha256(b"dup").digest() * 1000  # 32,000 identical bytes everywhere
+LONG_HEAD_LINES = 40  # of 600 bytes each: 24 KiB of head
 MODERN_HOST = "www.moderne.dk"
 BASIC_REALM, BASIC_USER, BASIC_PASSWORD = "Arkivet", "arkiv", "basic-hemmelig"
 DIGEST_REALM, DIGEST_USER, DIGEST_PASSWORD = "Digest-arkivet", "arkiv", "digest-hemmelig"
@@ -89,6 +100,11 @@ def br_bomb() -> bytes:
     packer = brotli.Compressor(quality=5, lgwin=24)
     zeros = bytes(1 << 20)
     return b"".join(packer.process(zeros) for _ in range(1024)) + packer.finish()
+
+
+def _chain_pieces(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
 
 
 def punycode(host: str) -> str:
@@ -114,6 +130,7 @@ class TestSite:
         self.request_heads: list[bytes] = []  # each request's line and headers, as received
         self.request_bodies: list[tuple[str, str, bytes]] = []  # (host, target, body) of each request with one
         self._flaky_count: dict[str, int] = defaultdict(int)
+        self.hostile_sent: dict[tuple[str, str], int] = defaultdict(int)  # bytes sent of each /hostile/ answer
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._listener: socket.socket | None = None
@@ -257,6 +274,8 @@ class TestSite:
             raw = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nBad Header Line\r\nContent-Length: 5\r\n\r\nhello"
             self._send(connection, host, target, raw)
             return False
+        if path.startswith("/hostile/"):
+            return self._hostile(connection, host, target, path[len("/hostile/"):])
         if path == "/chunked.html":
             body = self._page_html(host, 0, extra='<a href="/page/1">one</a>').encode()
             if is_http10:
@@ -277,6 +296,57 @@ class TestSite:
         head += f"Content-Length: {len(body)}\r\n\r\n"
         self._send(connection, host, target, head.encode("latin-1") + body)
         return True
+
+    def _hostile(self, connection: socket.socket, host: str, target: str, name: str) -> bool:
+        """The resources of a server that does not stop: each sends until the client hangs up (a send
+        fails) or the site stops."""
+        if name == "long-head.html":
+            body = b'<html><body><a href="/page/3">three</a></body></html>'
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+            head += b"".join(b"X-Filler-%03d: %s\r\n" % (number, b"f" * 584) for number in range(LONG_HEAD_LINES))
+            raw = head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+            with self._lock:
+                self.sent[(host, target)].append(raw)
+            # in pieces, as a head this long comes over a real network: the client reads it part by part
+            for start in range(0, len(raw), 1024):
+                connection.sendall(raw[start:start + 1024])
+                if self._stop.wait(0.005):
+                    return False
+            return True
+        if name == "interim.html":
+            body = b'<html><body><a href="/page/4">four</a></body></html>'
+            raw = (b"HTTP/1.1 100 Continue\r\nX-Interim: yes\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                   b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self._send(connection, host, target, raw)
+            return True
+        if name == "malformed-empty":
+            self._send(connection, host, target, b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\nBad Header Line\r\n"
+                       b"Content-Length: 0\r\n\r\n")
+            return False
+        if name == "endless-header-lines":
+            first = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+            pieces = (b"".join(b"X-Endless-%09d: %s\r\n" % (number * 100 + line, b"e" * 40) for line in range(100))
+                      for number in range(10 ** 8))
+        elif name == "endless-header-line":
+            first = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Endless: "
+            pieces = (b"e" * 65536 for _ in range(10 ** 8))
+        elif name == "malformed-endless":
+            first = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nBad Header Line\r\n\r\n"
+            pieces = (b"<p>" + b"b" * 65533 for _ in range(10 ** 8))
+        else:
+            return False
+        with self._lock:
+            self.sent[(host, target)].append(first)
+        for piece in _chain_pieces(first, pieces):
+            if self._stop.is_set():
+                return False
+            try:
+                connection.sendall(piece)
+            except OSError:
+                return False  # the client hung up: the end a hostile server waits for
+            with self._lock:
+                self.hostile_sent[(host, target)] += len(piece)
+        return False
 
     def _resource(self, host: str, path: str) -> tuple[int, str, bytes, list[tuple[str, str]]]:
         if path == "/robots.txt":
