@@ -178,6 +178,7 @@ class WebhookSender:
         """Attempt webhook ``webhook_id``'s due deliveries one after another, each once, until none is due
         (at ``now``, or at each moment when None) or per_sending were attempted; returns the attempts."""
         tried: set[int] = set()
+        attempts = 0
         while len(tried) < self.per_sending and not self._closing.is_set():
             moment = now or utcnow()
             with database_errors("taking a due webhook delivery"):
@@ -191,7 +192,8 @@ class WebhookSender:
                     if not WebhookRepository(conn).take(delivery, webhook.url, moment, self.lease):
                         continue  # another sender took or settled it meanwhile
             self._attempt(delivery, webhook)
-        return len(tried)
+            attempts += 1
+        return attempts
 
     def _attempt(self, delivery: Delivery, webhook: Webhook) -> None:
         attempt = delivery.attempts + 1
