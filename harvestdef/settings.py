@@ -440,8 +440,19 @@ class NotificationSettings:
                                          "milliseconds between the leading scheduler's looks for webhook "
                                          "deliveries that are due")
     webhookTimeout: int = setting("harvestsuite.webhooks.timeout", 10,
-                                  "seconds one webhook request (connecting, sending, the answer's status) may take "
-                                  "before the attempt counts as failed")
+                                  "seconds one webhook attempt may take in all (connecting, TLS, sending, the "
+                                  "answer's status line and headers, the excerpt of its body), however slowly the "
+                                  "receiver answers, before it counts as failed")
+    webhookAnswerHeaderLimit: int = setting("harvestsuite.webhooks.answerHeaderLimit", 16_384,
+                                            "bytes of a receiver's status line and headers read at most; a longer "
+                                            "header block is a failed attempt")
+    webhookAnswerExcerpt: int = setting("harvestsuite.webhooks.answerExcerpt", 200,
+                                        "characters of a failed answer's plain-text or JSON body kept in the "
+                                        "delivery log (other bodies are named by their type only)")
+    webhookShutdownGraceMs: int = setting("harvestsuite.webhooks.shutdownGraceMs", 2000,
+                                          "milliseconds the scheduler's shutdown gives the webhook attempts it "
+                                          "interrupts to put their deliveries back (pending, not counted); one "
+                                          "still busy then is tried again once its lease has run out")
     webhookRetryDelayMs: int = setting("harvestsuite.webhooks.retryDelayMs", 30_000,
                                        "milliseconds before a failed webhook delivery is tried again; doubles "
                                        "with each further failure")
@@ -455,10 +466,15 @@ class NotificationSettings:
     def __post_init__(self) -> None:
         for key, value, least in (("harvestsuite.webhooks.sendIntervalMs", self.webhookSendIntervalMs, 10),
                                   ("harvestsuite.webhooks.timeout", self.webhookTimeout, 1),
+                                  ("harvestsuite.webhooks.answerHeaderLimit", self.webhookAnswerHeaderLimit, 256),
+                                  ("harvestsuite.webhooks.answerExcerpt", self.webhookAnswerExcerpt, 0),
+                                  ("harvestsuite.webhooks.shutdownGraceMs", self.webhookShutdownGraceMs, 0),
                                   ("harvestsuite.webhooks.retryDelayMs", self.webhookRetryDelayMs, 1),
                                   ("harvestsuite.webhooks.maxAttempts", self.webhookMaxAttempts, 1)):
             if value < least:
                 raise SettingsError(f"{key}: {least} or more, got {value}")
+        if self.webhookAnswerExcerpt > 1000:  # the log keeps a line, not a receiver's page
+            raise SettingsError(f"harvestsuite.webhooks.answerExcerpt: at most 1000, got {self.webhookAnswerExcerpt}")
         if self.webhookRetryMaxDelayMs < self.webhookRetryDelayMs:
             raise SettingsError(f"harvestsuite.webhooks.retryMaxDelayMs: at least retryDelayMs "
                                 f"({self.webhookRetryDelayMs}), got {self.webhookRetryMaxDelayMs}")

@@ -35,9 +35,10 @@ The tick's deduplication indexes are built on threads of the ticker's index buil
 (scheduler.dedupindex), beside the tick and never in it; only the leading scheduler builds, so only its
 host needs the archive store (harvestsuite.archive.root) mounted.
 
-Every sendIntervalMs, on a thread of its own as well, the leader sends the webhook deliveries that are due
-(scheduler.webhooks): the events' rows are written where they happen, on any scheduler process, and only
-the leader sends them.
+Every sendIntervalMs the leader starts sending the webhook deliveries that are due (scheduler.webhooks),
+each webhook in a lane of its own, so a slow receiver holds back only its own deliveries and never the
+sending of the others; the events' rows are written where they happen, on any scheduler process, and only
+the leader sends them. Its shutdown aborts the attempts in flight rather than wait for their receivers.
 
 ``tick_once`` is one tick after draining what waits in the queues, one sending of the live changes due and
 one of the webhook deliveries due: ``harvestsuite scheduler tick --once`` for tests and for cron. It then
@@ -330,7 +331,8 @@ class SchedulerService:
         ticker.add_job(self._send_live_changes_safely, "interval", seconds=self.options.live_change_interval,
                        id="live-changes", next_run_time=datetime.now().astimezone(), max_instances=1,
                        coalesce=True, misfire_grace_time=self.options.live_change_interval)
-        # the webhook deliveries due, on a thread of their own too: a slow receiver holds back neither
+        # the webhook deliveries due: each sending only starts the lanes of the webhooks that have none, so it
+        # returns at once and a slow receiver holds back neither the tick nor the other webhooks
         ticker.add_job(self._send_webhooks_safely, "interval", seconds=self.options.webhook_send_interval,
                        id="webhooks", next_run_time=datetime.now().astimezone(), max_instances=1, coalesce=True,
                        misfire_grace_time=max(1, int(self.options.webhook_send_interval)))
@@ -350,6 +352,7 @@ class SchedulerService:
                     break
         finally:
             stop.set()
+            self.webhooks.close()  # first: aborts the attempts in flight, so nothing below waits for a receiver
             workers_stop.set()
             for worker in workers:
                 worker.join(timeout=30)
@@ -401,12 +404,12 @@ class SchedulerService:
 
 
     def _send_webhooks_safely(self) -> None:
-        """One sending of the due webhook deliveries; a failing database is logged once until it works again
-        (the deliveries wait in their table meanwhile)."""
+        """Start the lanes of the webhooks with due deliveries; a failing database is logged once until it
+        works again (the deliveries wait in their table meanwhile)."""
         if not self.leader.is_held:
             return
         try:
-            self.webhooks.send_due()
+            self.webhooks.start_due()
         except Exception:  # noqa: BLE001 - the next sending tries again
             if not self._webhooks_failing:
                 log.exception("sending webhook deliveries failed; trying again every %g s",

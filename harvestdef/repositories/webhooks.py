@@ -10,7 +10,13 @@ Sending (scheduler/webhooks.py) takes a due delivery with a compare-and-set on i
 attempt and moves its next try past the request's timeout (a lease): a scheduler that dies while it sends
 leaves the delivery to be tried again once the lease has run out, never lost. Its outcome is settled with
 the same compare-and-set, so an attempt whose lease ran out cannot overwrite a later one's. Receivers may
-thus see a delivery twice; its id (the X-HarvestSuite-Delivery header) tells them.
+thus see a delivery twice; its id (the X-HarvestSuite-Delivery header) tells them. An attempt the
+scheduler's shutdown interrupted is released: pending again, due at once, the attempt not counted.
+
+A webhook's address is checked against the destination policy (harvestdef/destinations.py) when it is
+saved: an address, or a name that resolves to one, that the policy refuses is a FieldError on ``url``
+naming it and why. A name that does not resolve (yet) is kept; every attempt checks the address it
+connects to anyway (scheduler/webhookattempt.py), so a name that turns internal later is refused then.
 """
 
 from __future__ import annotations
@@ -19,12 +25,14 @@ import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.errors import IllegalTransitionError, NotFoundError, StaleEditionError, ValidationError
+from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy, DestinationRefused
+from harvestdef.errors import FieldError, IllegalTransitionError, NotFoundError, StaleEditionError, ValidationError
 from harvestdef.model.webhooks import (
     DELIVERED,
     FAILED,
@@ -61,6 +69,18 @@ def _to_delivery(row: Any) -> Delivery:
                     last_status=row.last_status, last_error=row.last_error)
 
 
+def check_destination(url: str, destinations: DestinationPolicy, field: str = "url") -> str:
+    """``url`` (checked by check_url already) if ``destinations`` allows its host: an IP address as it is, a
+    name by every address it resolves to now. A refusal is a FieldError naming the URL and the reason."""
+    try:
+        destinations.resolve(urlsplit(url).hostname or "")
+    except DestinationRefused as exc:
+        raise FieldError(field, f"{url[:200]} is refused: {exc.reason}") from None
+    except OSError:
+        pass  # not resolvable now: each attempt resolves and checks it again
+    return url
+
+
 def _audited(row: dict[str, Any] | None, secret_changed: bool = False) -> dict[str, Any] | None:
     """A webhook row as the audit trail keeps it: the secret replaced by whether it changed."""
     if row is None:
@@ -71,10 +91,14 @@ def _audited(row: dict[str, Any] | None, secret_changed: bool = False) -> dict[s
 class WebhookRepository:
     """The webhooks (admins' definitions) and their delivery log."""
 
-    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, clock: Callable[[], datetime] = utcnow,
+                 destinations: DestinationPolicy = PUBLIC_ONLY) -> None:
+        """``destinations`` decides which addresses a webhook saved through this repository may have
+        (settings.network.policy())."""
         self.conn = conn
         self.actor = actor
         self.clock = clock
+        self.destinations = destinations
 
     # ------------------------------------------------------------------ definitions
     def list(self) -> list[Webhook]:
@@ -89,7 +113,8 @@ class WebhookRepository:
     def create(self, name: str, url: str, events: list[str] | tuple[str, ...], secret: str,
                active: bool = True) -> Webhook:
         """A new webhook; FieldError naming the input that is refused, ConflictError for a name in use."""
-        values = {"name": check_name(name, "webhook", _w.c.name, in_path=False), "url": check_url(url),
+        values = {"name": check_name(name, "webhook", _w.c.name, in_path=False),
+                  "url": check_destination(check_url(url), self.destinations),
                   "events": ",".join(check_events(events)), "secret": check_secret(check_text(secret, "secret")),
                   "isactive": active, "created": self.clock(), "edition": 1}
         with translate_errors("webhook", values["name"]):
@@ -108,7 +133,7 @@ class WebhookRepository:
         if name is not None:
             values["name"] = check_name(name, "webhook", _w.c.name, in_path=False)
         if url is not None:
-            values["url"] = check_url(url)
+            values["url"] = check_destination(check_url(url), self.destinations)
         if events is not None:
             values["events"] = ",".join(check_events(events))
         if secret is not None:
@@ -197,18 +222,32 @@ class WebhookRepository:
         return self.delivery(delivery_id)
 
     # ------------------------------------------------------------------ sending (the leading scheduler)
-    def due(self, now: datetime, size: int) -> list[tuple[Delivery, Webhook]]:
-        """Pending deliveries of active webhooks whose next try has come, the longest waiting first."""
+    def due(self, now: datetime, size: int, webhook_id: int | None = None,
+            excluding: frozenset[int] | set[int] = frozenset()) -> list[tuple[Delivery, Webhook]]:
+        """Pending deliveries of active webhooks whose next try has come, the longest waiting first; only
+        webhook ``webhook_id``'s if given, and none of the delivery ids ``excluding``."""
+        only = [] if webhook_id is None else [_d.c.webhook_id == webhook_id]
+        if excluding:
+            only.append(_d.c.delivery_id.not_in(sorted(excluding)))
         rows = self.conn.execute(
             select(_d, _w.c.name.label("webhook_name"), _w.c.url.label("webhook_url"), _w.c.events, _w.c.secret,
                    _w.c.isactive, _w.c.created.label("webhook_created"), _w.c.edition)
             .select_from(_d.join(_w, _w.c.webhook_id == _d.c.webhook_id))
-            .where(_d.c.state == PENDING, _d.c.next_attempt_at <= now, _w.c.isactive.is_(True))
+            .where(_d.c.state == PENDING, _d.c.next_attempt_at <= now, _w.c.isactive.is_(True), *only)
             .order_by(_d.c.next_attempt_at, _d.c.delivery_id).limit(size))
         return [(_to_delivery(row), to_webhook({
             "webhook_id": row.webhook_id, "name": row.webhook_name, "url": row.webhook_url, "events": row.events,
             "secret": row.secret, "isactive": row.isactive, "created": row.webhook_created,
             "edition": row.edition})) for row in rows]
+
+    def due_webhooks(self, now: datetime) -> list[int]:
+        """The active webhooks with a delivery due at ``now``, the one whose delivery waited longest first:
+        every one of them, however many deliveries another has waiting."""
+        waited = func.min(_d.c.next_attempt_at)
+        return list(self.conn.scalars(
+            select(_d.c.webhook_id).select_from(_d.join(_w, _w.c.webhook_id == _d.c.webhook_id))
+            .where(_d.c.state == PENDING, _d.c.next_attempt_at <= now, _w.c.isactive.is_(True))
+            .group_by(_d.c.webhook_id).order_by(waited, _d.c.webhook_id)))
 
     def take(self, delivery: Delivery, url: str, now: datetime, lease: timedelta) -> bool:
         """Count an attempt of ``delivery`` to ``url`` and hold it for ``lease``; False if another sender
@@ -218,6 +257,14 @@ class WebhookRepository:
                              _d.c.attempts == delivery.attempts)
             .values(attempts=delivery.attempts + 1, last_attempt_at=now, next_attempt_at=now + lease,
                     url=url)).rowcount == 1
+
+    def release(self, delivery_id: int, attempt: int, reason: str, now: datetime) -> bool:
+        """Give back attempt number ``attempt`` of a delivery that was interrupted before it had an outcome
+        (the scheduler stopped): pending, due ``now``, the attempt not counted, ``reason`` in its log. False
+        if the attempt was overtaken meanwhile."""
+        return self.conn.execute(
+            update(_d).where(_d.c.delivery_id == delivery_id, _d.c.state == PENDING, _d.c.attempts == attempt)
+            .values(attempts=attempt - 1, next_attempt_at=now, last_error=reason[:MAX_ERROR_LENGTH])).rowcount == 1
 
     def settle(self, delivery_id: int, attempt: int, status: int | None, error: str | None,
                next_attempt_at: datetime | None) -> str | None:

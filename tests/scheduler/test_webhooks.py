@@ -39,11 +39,19 @@ from tests.webhookreceiver import dead_url, webhook_receiver
 from webui import create_app
 
 SECRET = "correct horse battery staple"
+# the receivers of these tests listen on loopback, which an operator allows as a site would its own network
+LOOPBACK = load_settings(environ={}, overrides={
+    "harvestsuite.network.allowDestinations": "127.0.0.0/8,::1"}).network.policy()
 
 
 def make_webhook(engine, url, events, name="ops", active=True, secret=SECRET):
     with engine.begin() as conn:
-        return WebhookRepository(conn, "admin").create(name, url, events, secret, active)
+        return WebhookRepository(conn, "admin", destinations=LOOPBACK).create(name, url, events, secret, active)
+
+
+def make_sender(engine, **options) -> WebhookSender:
+    """A sender as the scheduler makes one, allowed to send to the tests' loopback receivers."""
+    return WebhookSender(engine, destinations=LOOPBACK, **options)
 
 
 def deliveries(engine, **filters):
@@ -77,7 +85,7 @@ def test_a_failed_job_reaches_the_webhooks_that_want_it_signed_and_is_mailed_too
         assert not fail(handle, job_id, attempt), "a repeat of the report changes nothing"
         assert len(deliveries(engine)) == 2, "and records no second event"
 
-        assert WebhookSender(engine, timeout=5).send_due() == 2
+        assert make_sender(engine, timeout=5).send_due() == 2
         received = {json.loads(r.body)["event"]: r for r in receiver.wait_for(2)}
     failed = received["job_failed"]
     assert verifies(failed)
@@ -110,6 +118,7 @@ def test_a_receiver_that_fails_twice_gets_three_attempts_from_the_running_schedu
         "harvestsuite.webui.secretKey": "test", "harvester.scheduler.jobgenerationperiod": 1,
         "harvestsuite.scheduler.leaderLeaseTime": 2, "harvestsuite.webhooks.sendIntervalMs": 50,
         "harvestsuite.webhooks.retryDelayMs": 400, "harvestsuite.webhooks.timeout": 2,
+        "harvestsuite.network.allowDestinations": "127.0.0.0/8",
         "harvestsuite.notifications.webuiUrl": "https://harvest.example.org/"})
     with engine.begin() as conn:
         make_snapshot(conn, 1, "broad")
@@ -162,7 +171,7 @@ def test_a_dead_receiver_ends_failed_after_max_attempts_with_the_error_shown(eng
         token = UserRepository(conn).create_token("admin")
     with write_transaction(engine) as conn:
         WebhookEvents(conn).harvest_deactivated(1, "no configurations")
-    sender = WebhookSender(engine, timeout=2, first_retry=0.1, longest_retry=0.2, max_attempts=3)
+    sender = make_sender(engine, timeout=2, first_retry=0.1, longest_retry=0.2, max_attempts=3)
     attempts_at = []
     deadline = time.monotonic() + 10
     while deliveries(engine)[0].state == "pending" and time.monotonic() < deadline:
@@ -197,7 +206,7 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_failed_attempt(engine):
         make_webhook(engine, receiver.url, ["harvest_deactivated"])
         with write_transaction(engine) as conn:
             WebhookEvents(conn).harvest_deactivated(7, "no configurations")
-        assert WebhookSender(engine, timeout=1, max_attempts=1).send_due() == 1
+        assert make_sender(engine, timeout=1, max_attempts=1).send_due() == 1
         (request,) = receiver.wait_for(1)
     assert json.loads(request.body)["reason"] == "no configurations"
     (logged,) = deliveries(engine)
@@ -214,7 +223,7 @@ def test_an_event_rolled_back_is_never_sent_and_one_whose_sender_died_is_sent_on
         with write_transaction(engine) as conn:
             WebhookEvents(conn).harvest_deactivated(1, "kept")
         now = utcnow()
-        sender = WebhookSender(engine, timeout=1)
+        sender = make_sender(engine, timeout=1)
         # a sender takes it and dies before its POST: the delivery is held, not lost
         with engine.begin() as conn:
             repository = WebhookRepository(conn)

@@ -102,8 +102,10 @@ def fuzzed_app(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
                         heritrix_version="3.4.0", software_version="fuzz", hostname="h", ip="127.0.0.1")
     write_metadata_warc(root / "archive" / "1" / str(job_id) / f"{job_id}-metadata-1.warc.gz", info, [], [],
                         [crawl_log], [])
+    # the webhook below points at a loopback port, which a site allows as it would its own network
     settings = load_settings(environ={}, overrides={"harvestsuite.webui.secretKey": "fuzz",
-                                                    "harvestsuite.archive.root": str(root / "archive")})
+                                                    "harvestsuite.archive.root": str(root / "archive"),
+                                                    "harvestsuite.network.allowDestinations": "127.0.0.0/8"})
     app = create_app(settings, engine, {"TESTING": True})
     client, auth = app.test_client(), {"Authorization": f"Bearer {token}"}
     for path, body in [("/api/v1/domains", {"names": ["kb.dk", "kultur.dk"]}),

@@ -11,6 +11,8 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.repositories.webhookevents import WebhookEvents
 from harvestdef.repositories.webhooks import WebhookRepository
+from harvestdef.settings import load_settings
+from webui import create_app
 
 SECRET = "s3cret-shared-with-the-receiver"
 GOOD = {"name": "ops chat", "url": "https://chat.example.org/hooks/T000/B000/XXXX", "events": ["job_failed"],
@@ -185,3 +187,37 @@ def test_the_edit_form_keeps_the_secret_when_left_empty_and_deletes(login, webui
     deleted = client.post(f"/system/webhooks/{hook.webhook_id}/delete", data={"csrf_token": client.csrf},
                           follow_redirects=True)
     assert "Webhook ops chat deleted" in deleted.get_data(as_text=True) and stored(webui_engine) == 0
+
+
+@pytest.mark.parametrize(("url", "kind"), [("http://127.0.0.1:15672/api/queues", "loopback"),
+                                           ("http://localhost:5432/", "loopback"),
+                                           ("https://192.168.1.20/hooks", "private"),
+                                           ("http://[fd00::5]/hooks", "private"),
+                                           ("http://169.254.169.254/latest/meta-data/", "link-local")])
+def test_an_internal_address_is_refused_when_saved_naming_it_and_why(api, login, webui_engine, url, kind):
+    answer = api("admin", "post", "/api/v1/webhooks", json={**GOOD, "url": url})
+    assert answer.status_code == 400, answer.get_json()
+    error = answer.get_json()["error"]
+    assert error["field"] == "url" and url in error["message"] and f"is a {kind} address" in error["message"]
+    assert "harvestsuite.network.allowDestinations" in error["message"]
+    hook = api("admin", "post", "/api/v1/webhooks", json=GOOD).get_json()
+    changed = api("admin", "patch", f"/api/v1/webhooks/{hook['id']}", json={"edition": hook["edition"], "url": url})
+    assert changed.status_code == 400 and changed.get_json()["error"]["field"] == "url"
+    client = login("admin")
+    page = client.post("/system/webhooks", data=form(client, url=url, name="internal"))
+    text = page.get_data(as_text=True)
+    assert page.status_code == 400 and f"is a {kind} address" in text and f'value="{url}"' in text
+    assert stored(webui_engine) == 1, "only the public one"
+
+
+def test_an_address_the_operator_allows_is_saved(webui_engine, tokens, tmp_path):
+    settings = load_settings(environ={}, overrides={
+        "harvestsuite.webui.secretKey": "test-secret", "harvestsuite.archive.root": str(tmp_path / "archive"),
+        "harvestsuite.network.allowDestinations": "10.20.0.0/16,hooks.intranet.example.org"})
+    client = create_app(settings, webui_engine, {"TESTING": True}).test_client()
+    headers = {"Authorization": f"Bearer {tokens['admin']}"}
+    for name, url in (("ops", "http://10.20.3.4:8080/hooks"), ("intranet", "https://hooks.intranet.example.org/x")):
+        answer = client.post("/api/v1/webhooks", headers=headers, json={**GOOD, "name": name, "url": url})
+        assert answer.status_code == 201, answer.get_json()
+    refused = client.post("/api/v1/webhooks", headers=headers, json={**GOOD, "url": "http://10.21.0.1/hooks"})
+    assert refused.status_code == 400 and "10.21.0.1 is a private address" in refused.get_json()["error"]["message"]

@@ -8,6 +8,10 @@ on (409 if the webhook has moved on) and are audited by WebhookRepository. The d
 delivery, newest first: its event, the URL of its last attempt, its attempts, its last status and error,
 and its next try; a failed one may be sent again.
 
+An address the destination policy refuses (harvestsuite.network.allowDestinations; harvestdef/destinations.py)
+is a 400 on ``url`` naming it and why, when the webhook is saved; each delivery checks again the address it
+connects to.
+
 Addresses can carry a receiver's token in their path (chat services' webhooks do), so reading webhooks and
 their log is for admins too.
 """
@@ -22,7 +26,7 @@ from webui.api.core import PAGED, blueprint, body, decode_cursor, edition, encod
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
 from webui.auth import ADMIN, require
-from webui.context import actor, database
+from webui.context import actor, database, settings
 
 WEBHOOK = QueryParameter("webhook", "integer", "only the deliveries of this webhook (its id)")
 STATE = QueryParameter("state", "string", "only the deliveries in this state", enum=DELIVERY_STATES)
@@ -60,7 +64,7 @@ def create(data: dict[str, Any]) -> Webhook:
     """A new webhook from an API body or the webhooks page's form (the same checks)."""
     events = events_field(data)
     with database().begin() as conn:
-        return WebhookRepository(conn, actor()).create(
+        return WebhookRepository(conn, actor(), destinations=settings().network.policy()).create(
             field(data, "name", str), field(data, "url", str), events if events is not None else [],
             field(data, "secret", str), field(data, "active", bool, required=False, default=True))
 
@@ -69,7 +73,7 @@ def change(webhook_id: int, data: dict[str, Any]) -> Webhook:
     """Change what ``data`` gives of webhook ``webhook_id`` (its ``edition`` required)."""
     expected = edition(data)
     with database().begin() as conn:
-        return WebhookRepository(conn, actor()).update(
+        return WebhookRepository(conn, actor(), destinations=settings().network.policy()).update(
             webhook_id, expected, name=field(data, "name", str, required=False),
             url=field(data, "url", str, required=False), events=events_field(data),
             secret=field(data, "secret", str, required=False), active=field(data, "active", bool, required=False))
