@@ -128,6 +128,46 @@ class JobChangeRepository:
                                  .order_by(_changes.c.version)).mappings()
         return [_to_change(row) for row in rows]
 
+    def controls_for_job(self, job_id: int) -> list[JobChange]:
+        """The job's control actions, oldest first: all that judging the next action needs (a handful, however
+        many live changes the job has)."""
+        rows = self.conn.execute(select(*_COLUMNS).where(_changes.c.job_id == job_id,
+                                                         _changes.c.kind.in_(CONTROL_ACTIONS))
+                                 .order_by(_changes.c.version)).mappings()
+        return [_to_change(row) for row in rows]
+
+    def page(self, job_id: int, limit: int, *, after: int | None = None, before: int | None = None) -> list[JobChange]:
+        """At most ``limit`` of the job's changes, oldest first: the first ones after version ``after``, or the
+        newest ones before version ``before`` (the newest of all when neither is given). Read through the
+        primary key (job_id, version), so a page costs the same whatever the number of changes."""
+        query = select(*_COLUMNS).where(_changes.c.job_id == job_id)
+        if after is not None:
+            rows = self.conn.execute(query.where(_changes.c.version > after).order_by(_changes.c.version)
+                                     .limit(limit)).mappings()
+            return [_to_change(row) for row in rows]
+        if before is not None:
+            query = query.where(_changes.c.version < before)
+        rows = self.conn.execute(query.order_by(_changes.c.version.desc()).limit(limit)).mappings()
+        return [_to_change(row) for row in reversed(list(rows))]
+
+    def counts(self, job_id: int) -> dict[str, int]:
+        """How many of the job's changes are in each state (every state named, 0 where none)."""
+        found = dict(self.conn.execute(select(_changes.c.state, func.count()).where(_changes.c.job_id == job_id)
+                                       .group_by(_changes.c.state)).all())
+        return {state: int(found.get(state, 0)) for state in STATES}
+
+    def pending_live_changes(self, job_id: int) -> int:
+        """How many live changes (not control actions) of the job are pending: what maxPending bounds."""
+        return int(self.conn.scalar(select(func.count()).where(
+            _changes.c.job_id == job_id, _changes.c.state == PENDING,
+            _changes.c.kind.not_in(CONTROL_ACTIONS))) or 0)
+
+    def pending_versions(self, job_id: int, limit: int) -> list[int]:
+        """The versions of the job's oldest ``limit`` pending changes (to say which a page waits for)."""
+        return list(self.conn.execute(select(_changes.c.version).where(
+            _changes.c.job_id == job_id, _changes.c.state == PENDING).order_by(_changes.c.version)
+            .limit(limit)).scalars())
+
     def get(self, job_id: int, version: int) -> JobChange | None:
         row = self.conn.execute(select(*_COLUMNS).where(_changes.c.job_id == job_id,
                                                          _changes.c.version == version)).mappings().first()

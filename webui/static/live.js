@@ -295,10 +295,12 @@
             // refuses the rest, and the scheduler's tick refuses what any other end left pending. So the
             // page keeps asking, however long that takes, while a change is still pending, and says so:
             // the list never stops on a pending change.
-            const pending = (live.changes || []).filter(change => change.state === "pending");
+            // changes_pending names the oldest pending ones, also those older than the newest page shown
+            const pending = live.changes_pending
+              || (live.changes || []).filter(change => change.state === "pending").map(change => change.version);
             if (pending.length) {
               setText(section, "note", say("the job is %(state)s now; waiting for the answer to change %(versions)s",
-                {state: live.state, versions: pending.map(change => change.version).join(", ")}));
+                {state: live.state, versions: pending.join(", ")}));
               schedule();
             } else {
               ended = true;
