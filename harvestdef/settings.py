@@ -257,6 +257,10 @@ class LiveChangeSettings:
         "harvestsuite.liveChanges.applyBatch", 500,
         "live changes a harvest controller takes from its control queue and applies in one round (one script "
         "to the crawler); control actions among them are carried out first")
+    drainWaitMs: int = setting(
+        "harvestsuite.liveChanges.drainWaitMs", 20,
+        "milliseconds a harvest controller waits for the next message of its control queue while it collects a "
+        "round of changes (the broker hands a subscription a few at a time); a round ends when none comes in it")
     pageSize: int = setting(
         "harvestsuite.liveChanges.pageSize", 100,
         "changes of a job per page of GET /api/v1/jobs/{id}/changes, of the live view and of the job page "
@@ -281,6 +285,8 @@ class LiveChangeSettings:
                            ("pageSize", self.pageSize), ("maxPerHost", self.maxPerHost)):
             if value < 1:
                 raise SettingsError(f"harvestsuite.liveChanges.{key}: 1 or more, got {value}")
+        if self.drainWaitMs < 0:
+            raise SettingsError(f"harvestsuite.liveChanges.drainWaitMs: 0 or more, got {self.drainWaitMs}")
         for key, value in (("minDelayFactor", self.minDelayFactor), ("minDelayMs", self.minDelayMs),
                            ("minMaxDelayMs", self.minMaxDelayMs)):
             if value < 0:

@@ -2,8 +2,8 @@
 
 A change is one row of ``job_changes``, numbered 1, 2, ... per job in the order it was made (ArchiveBot's
 settings_age, per job). Its life is one table of states: it is written ``pending`` by the web UI; the
-scheduler sends it, in version order, to the controller that holds the job's claim, again every while
-until the controller answers (a controller briefly away finds it in its durable control queue, or in a
+scheduler sends it (control actions before live changes, each in version order) to the controller that
+holds the job's claim, again every while until the controller answers (a controller briefly away finds it in its durable control queue, or in a
 later sending); the controller's answer settles it ``applied`` or ``refused`` with the reason. A change
 still pending when the job ends is refused with the reason: nothing is silently dropped.
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, and_, case, func, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
@@ -180,17 +180,19 @@ class JobChangeRepository:
 
     def to_send(self, now: datetime, resend_after: timedelta) -> list[Outgoing]:
         """Pending changes of STARTED jobs whose claim a controller holds, never sent or not sent since
-        ``resend_after``, in job and version order. A job with any change due is sent all its pending
-        changes, so the controller can apply them in order whatever it received before."""
-        due = (select(_changes.c.job_id).where(
-            _changes.c.state == PENDING,
-            or_(_changes.c.sent_at.is_(None), _changes.c.sent_at <= now - resend_after)).distinct())
+        ``resend_after``: per job, its control actions first, then its live changes, each in version order
+        (the order the controller carries them out in). Only the changes due: one sent before waits in the
+        controller's durable control queue ahead of those sent after it, so sending it again with every new
+        change would only fill that queue with copies (a flood of changes would grow it by the square of
+        their number)."""
+        is_live_change = case((_changes.c.kind.in_(CONTROL_ACTIONS), 0), else_=1)
         query = (select(*_COLUMNS, s.jobs.c.controller, s.jobs.c.attempt_id.label("claim_attempt"))
                  .join(s.jobs, s.jobs.c.job_id == _changes.c.job_id)
-                 .where(_changes.c.state == PENDING, _changes.c.job_id.in_(due),
+                 .where(_changes.c.state == PENDING,
+                        or_(_changes.c.sent_at.is_(None), _changes.c.sent_at <= now - resend_after),
                         s.jobs.c.status == int(JobStatus.STARTED), s.jobs.c.controller.is_not(None),
                         s.jobs.c.attempt_id.is_not(None))
-                 .order_by(_changes.c.job_id, _changes.c.version))
+                 .order_by(_changes.c.job_id, is_live_change, _changes.c.version))
         return [Outgoing(_to_change(row), row["controller"], row["claim_attempt"])
                 for row in self.conn.execute(query).mappings()]
 
