@@ -3,9 +3,10 @@
 A change is one row of ``job_changes``, numbered 1, 2, ... per job in the order it was made (ArchiveBot's
 settings_age, per job). Its life is one table of states: it is written ``pending`` by the web UI; the
 scheduler sends it (control actions before live changes, each in version order) to the controller that
-holds the job's claim, again every while until the controller answers (a controller briefly away finds it in its durable control queue, or in a
-later sending); the controller's answer settles it ``applied`` or ``refused`` with the reason. A change
-still pending when the job ends is refused with the reason: nothing is silently dropped.
+holds the job's claim, again every while until the controller answers (a controller briefly away finds it
+in its durable control queue, or in a later sending); the controller's answer settles it ``applied`` or
+``refused`` with the reason. A change still pending when the job ends is refused with the reason: nothing
+is silently dropped.
 
 A control action (pause, resume, checkpoint, stop, fail) is a change like the others, its kind the action.
 """
