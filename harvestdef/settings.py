@@ -293,6 +293,7 @@ class LiveChangeSettings:
                 raise SettingsError(f"harvestsuite.liveChanges.{key}: 0 or more, got {value}")
 
 
+
 @dataclass(frozen=True)
 class HarvesterSettings:
     """Harvest controller and its Heritrix polling (reference §5.3, §5.4)."""

@@ -21,6 +21,7 @@ from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.livechanges import validate_change
 from harvestdef.model.status import JobStatus
+from harvestdef.politeness import PolitenessBounds
 from harvestdef.repositories.jobchanges import CHANGE_KINDS, CONTROL_ACTIONS, JobChangeRepository
 from harvestdef.repositories.jobs import JobRepository
 from webui.api.changelist import changes_page, render_change
@@ -68,7 +69,8 @@ def _add(job_id: int, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
         # scheduler refused the pending ones at the job's end would stay pending for ever
         job = jobs.get(job_id, with_documents=False, for_update=True)
         domains = {configuration["domain"] for configuration in jobs.configurations(job_id)}
-        payload = validate_change(kind, fields, domains, valid_seed_regex=settings().domain.validSeedRegex)
+        payload = validate_change(kind, fields, domains, valid_seed_regex=settings().domain.validSeedRegex,
+                                  politeness_bounds=PolitenessBounds.from_settings(settings().livechanges))
         if job.status != JobStatus.STARTED:
             raise ApiError("conflict", f"job {job_id} is {job.status.name}, not STARTED: changes go to a running "
                                        f"job only")
