@@ -113,11 +113,11 @@ def test_the_change_list_is_paged_in_the_api(crawl, api, engine):
     settle(engine, crawl.job_id, 3)
     first = api("archivist", "get", CHANGES.format(crawl.job_id)).get_json()
     assert [item["version"] for item in first["items"]] == [1, 2, 3, 4]
-    assert (first["total"], first["pending"], first["next_after"], first["previous_before"]) == (10, 9, 4, None)
+    assert (first["total"], first["pending"], first["next"], first["previous_before"]) == (10, 9, "4", None)
     second = api("archivist", "get", CHANGES.format(crawl.job_id), query_string={"after": 4}).get_json()
-    assert [item["version"] for item in second["items"]] == [5, 6, 7, 8] and second["next_after"] == 8
+    assert [item["version"] for item in second["items"]] == [5, 6, 7, 8] and second["next"] == "8"
     last = api("archivist", "get", CHANGES.format(crawl.job_id), query_string={"after": 8}).get_json()
-    assert [item["version"] for item in last["items"]] == [9, 10] and last["next_after"] is None
+    assert [item["version"] for item in last["items"]] == [9, 10] and last["next"] is None
     newest = api("archivist", "get", CHANGES.format(crawl.job_id), query_string={"before": 0, "limit": 3}).get_json()
     assert [item["version"] for item in newest["items"]] == [8, 9, 10] and newest["previous_before"] == 8
     older = api("archivist", "get", CHANGES.format(crawl.job_id), query_string={"before": 8}).get_json()

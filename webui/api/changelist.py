@@ -55,9 +55,10 @@ def changes_page(conn: Connection, job_id: int, limit: int, *, after: int | None
                  before: int | None = None) -> dict[str, Any]:
     """One page of the job's changes, oldest first (JobChangeRepository.page: the first ``limit`` after
     version ``after``, or the newest before ``before``, or the newest of all), with the counts of the whole
-    list: ``total``, ``pending``, and the versions that bound the neighbouring pages (``next_after``: the page
-    after this one starts after it; ``previous_before``: the page before ends before it; null when there
-    is none). NotFoundError for an unknown job."""
+    list: ``total``, ``pending``, and where the neighbouring pages are (``next``: the cursor of the page after
+    this one, to pass as ?after=, as every paged list of the API has it; ``previous_before``: the version the
+    page before ends before, to pass as ?before=; null when there is none). NotFoundError for an unknown
+    job."""
     JobRepository(conn).get(job_id, with_documents=False)
     repository = JobChangeRepository(conn)
     changes = repository.page(job_id, limit, after=after, before=before)
@@ -66,7 +67,7 @@ def changes_page(conn: Connection, job_id: int, limit: int, *, after: int | None
     first, last = (changes[0].version, changes[-1].version) if changes else (None, None)
     return {"items": [render_change(change) for change in changes], "total": sum(counts.values()),
             "pending": counts[PENDING],
-            "next_after": last if last is not None and newest and newest[0].version > last else None,
+            "next": str(last) if last is not None and newest and newest[0].version > last else None,
             "previous_before": first if first is not None and first > 1 else None}
 
 

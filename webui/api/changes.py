@@ -30,6 +30,7 @@ from webui.api.errors import ApiError
 from webui.api.jobcontrol import crawler_state, refusal
 from webui.api.live import crawler_report
 from webui.api.parameters import QueryParameter, query, takes
+from webui.api.shapes import COUNT, INTEGER, answers, nullable, page_of
 from webui.auth import OPERATE, READ, require
 from webui.context import actor, database, settings
 
@@ -125,7 +126,7 @@ def add_job_change(job_id: int) -> Any:
 
 
 CHANGES_PARAMETERS = (
-    QueryParameter("after", "integer", "the page of the changes after this version (a page's next_after); "
+    QueryParameter("after", "integer", "the page of the changes after this version (a page's next); "
                                        "without after or before, the first page"),
     QueryParameter("before", "integer", "the page of the newest changes before this version (a page's "
                                         "previous_before); before=0 is the newest page of all"),
@@ -144,13 +145,17 @@ def _version_parameter(name: str) -> int | None:
 
 
 @blueprint.get("/jobs/<int:job_id>/changes")
+@answers(page_of({"type": "object"}, total=COUNT, pending=COUNT,
+                 previous_before=nullable(INTEGER, "the version the page before this one ends before: pass it "
+                                                   "as ?before=; null on the first page")))
 @takes(*CHANGES_PARAMETERS)
 @require(READ)
 def list_job_changes(job_id: int) -> Any:
     """The job's control actions and live changes, oldest first, each with its state, a page at a time.
 
-    ``items`` is one page (at most ``limit``); ``total`` and ``pending`` count the whole list; ``next_after``
-    and ``previous_before`` are the versions to ask with for the neighbouring pages (null at either end)."""
+    ``items`` is one page (at most ``limit``); ``total`` and ``pending`` count the whole list; ``next`` (for
+    ?after=) and ``previous_before`` (for ?before=) say where the neighbouring pages are (null at either
+    end)."""
     page_size = settings().livechanges.pageSize
     text = query("limit")
     limit = int(text) if text is not None and text.strip() else page_size
