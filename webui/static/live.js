@@ -185,6 +185,28 @@
     }
   }
 
+  // The line above the newest page of changes: which versions it shows of how many, and the link to the
+  // older ones once the page no longer holds them all (an older page, loaded on purpose, is left alone).
+  function fillChangePages(section, live) {
+    const line = section.querySelector("[data-changes-pages]");
+    if (!line || line.dataset.olderPage) return;
+    const changes = live.changes || [];
+    const first = changes.length ? changes[0].version : null;
+    const hasOlder = first !== null && first > 1;
+    line.hidden = !hasOlder;
+    if (!hasOlder) return;
+    const range = line.querySelector("[data-changes-range]");
+    if (range) range.textContent = say("Changes %(first)s to %(last)s of %(total)s.",
+      {first: first, last: changes[changes.length - 1].version, total: live.changes_total});
+    const older = line.querySelector('[data-changes-page="older"]');
+    if (older) {
+      const url = new URL(older.href, window.location.href);
+      url.searchParams.set("changes_before", first);
+      older.href = url.toString();
+      older.hidden = false;
+    }
+  }
+
   function fillPaused(line, paused) {
     if (!line) return;
     line.hidden = !paused;
@@ -253,6 +275,7 @@
     fillDomains(element(section, "domains"), live.domains);
     drawChart(element(section, "chart"), live.history);
     fillChanges(element(section, "changes"), live.changes);
+    fillChangePages(section, live);
     fillPaused(element(section, "paused"), live.paused);
     fillActions(section, live.actions);
   }
