@@ -199,9 +199,10 @@ class CrawlSteering:
                 fresh.setdefault(change.version, change)  # a repeat within the round is answered with the first
             ordered = sorted(fresh.values(), key=lambda change: change.version)
             for change in (change for change in ordered if change.kind in CONTROL_KINDS):
-                self._control(change)
-                if self.end_request is not None:
-                    return  # the crawl ends: the round's live changes are not applied (the scheduler refuses them)
+                if change.kind in (STOP, FAIL):
+                    self.end_request = EndRequest(change)  # the crawl loop terminates the crawl, then settle_end
+                    return  # the round's live changes are not applied: the job's end refuses them
+                self._apply_one(change)
             self._live_changes([change for change in ordered if change.kind not in CONTROL_KINDS])
         finally:
             self._flush()
@@ -226,12 +227,6 @@ class CrawlSteering:
                                           f"order")
             return True
         return False
-
-    def _control(self, change: LiveChange) -> None:
-        if change.kind in (STOP, FAIL):
-            self.end_request = EndRequest(change)  # the crawl loop terminates the crawl, then settle_end
-            return
-        self._apply_one(change)
 
     def _apply_one(self, change: LiveChange) -> None:
         try:
