@@ -84,6 +84,11 @@ def test_pending_live_changes_are_bounded_with_the_reason_and_control_actions_st
     # a pause is never held back by the flood
     paused = api("operator", "post", CONTROL.format(crawl.job_id), json={"action": "pause"})
     assert paused.status_code == 202, paused.get_json()
+    # the API's description says so
+    described = api("curator", "get", "/api/v1/openapi.json").get_json()["paths"]["/jobs/{job_id}/changes"]
+    assert "429" in described["post"]["responses"] and "429" not in described["get"]["responses"]
+    assert {"next", "total", "pending", "previous_before"} <= set(
+        described["get"]["responses"]["200"]["content"]["application/json"]["schema"]["properties"])
     # once the controller has applied one, there is room for one more
     settle(engine, crawl.job_id, 1)
     assert reject(api, crawl.job_id, MAX_PENDING).status_code == 202

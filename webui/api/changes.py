@@ -30,7 +30,6 @@ from webui.api.errors import ApiError
 from webui.api.jobcontrol import crawler_state, refusal
 from webui.api.live import crawler_report
 from webui.api.parameters import QueryParameter, query, takes
-from webui.api.shapes import COUNT, INTEGER, answers, nullable, page_of
 from webui.auth import OPERATE, READ, require
 from webui.context import actor, database, settings
 
@@ -145,9 +144,6 @@ def _version_parameter(name: str) -> int | None:
 
 
 @blueprint.get("/jobs/<int:job_id>/changes")
-@answers(page_of({"type": "object"}, total=COUNT, pending=COUNT,
-                 previous_before=nullable(INTEGER, "the version the page before this one ends before: pass it "
-                                                   "as ?before=; null on the first page")))
 @takes(*CHANGES_PARAMETERS)
 @require(READ)
 def list_job_changes(job_id: int) -> Any:
