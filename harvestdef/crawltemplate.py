@@ -23,6 +23,7 @@ from lxml import etree
 
 from harvestdef.errors import PatternError, TemplateError
 from harvestdef.patterns import compile_crawl_pattern
+from harvestdef.politeness import PolitenessBounds
 
 # ordertemplates.orderxml: NetarchiveSuite allows templates up to 64 MiB (reference §1.4)
 MAX_TEMPLATE_BYTES = 64 * 1024 * 1024
@@ -117,10 +118,12 @@ def _names_the_copy(root: etree._Element, old_prefix: str, items: dict[str, str]
     return True
 
 
-def check_orderxml(orderxml: str, name: str = "template") -> str:
+def check_orderxml(orderxml: str, name: str = "template", politeness: PolitenessBounds | None = None) -> str:
     """Return the root element's local name if ``orderxml`` is well-formed; else raise TemplateError.
 
-    The error carries ``line`` and ``column`` (1-based, as lxml reports them).
+    The error carries ``line`` and ``column`` (1-based, as lxml reports them). With ``politeness`` (the
+    site's floors, harvestdef/politeness.py), a template giving a politeness value out of its bounds is
+    refused too, naming the property, its line and the bound.
     """
     if not orderxml.strip():
         raise TemplateError(f"{name}: the template is empty", None, None)
@@ -134,6 +137,8 @@ def check_orderxml(orderxml: str, name: str = "template") -> str:
         raise TemplateError(f"{name} is not well-formed XML: line {line}, column {column}: {exc.msg}",
                             line, column) from exc
     _check_regexes(root, name)
+    if politeness is not None:
+        politeness.check_template(root, name)
     return etree.QName(root).localname
 
 

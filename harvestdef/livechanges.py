@@ -18,7 +18,8 @@ ValidationError) naming the field and what is wrong with it; the caller stores n
   once;
 - politeness ``{delay_factor?, min_delay_ms?, max_delay_ms?, max_per_host?}``: at least one; the names of
   Heritrix's politeness settings (delayFactor, minDelayMs, maxDelayMs) and the most URIs fetched from one
-  host at once.
+  host at once; none below the site's floor nor max_per_host above its ceiling (harvestdef/politeness.py,
+  the settings harvestsuite.liveChanges.minDelayFactor, minDelayMs, minMaxDelayMs and maxPerHost).
 
 A ``domain`` is given in Unicode or punycode and must be one of ``job_domains`` (the job's domains as the
 harvest database stores them, Unicode for an IDN); it is stored in that form, the form of DoOneCrawl's
@@ -39,6 +40,7 @@ from typing import Any
 from harvestdef.domainnames import http_url, is_ip_address, normalize_domain_name, to_unicode
 from harvestdef.errors import DomainNameError, FieldError, PatternError, UrlError, shown
 from harvestdef.patterns import compile_pattern
+from harvestdef.politeness import PolitenessBounds
 from harvestdef.repositories.jobchanges import (
     ADD_URIS,
     BUDGET,
@@ -80,10 +82,13 @@ _CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 
 
 def validate_change(kind: str, body: Mapping[str, Any], job_domains: Collection[str], *,
-                    valid_seed_regex: str = ANY_SEED) -> dict[str, Any]:
+                    valid_seed_regex: str = ANY_SEED,
+                    politeness_bounds: PolitenessBounds | None = None) -> dict[str, Any]:
     """The payload to store for a change of ``kind`` to a job of ``job_domains``, from the request's
     ``body`` (which may repeat the kind as ``kind``); FieldError naming the field otherwise.
-    ``valid_seed_regex``: the site's harvester.datamodel.domain.validSeedRegex, which added URIs match."""
+    ``valid_seed_regex``: the site's harvester.datamodel.domain.validSeedRegex, which added URIs match;
+    ``politeness_bounds``: the site's floors of politeness (harvestsuite.liveChanges.*), which a politeness
+    change must keep to."""
     if kind not in KINDS:
         raise FieldError("kind", f"unknown kind of change {shown(str(kind))!r}; one of {', '.join(KINDS)}")
     given = dict(body)
@@ -93,7 +98,10 @@ def validate_change(kind: str, body: Mapping[str, Any], job_domains: Collection[
     values = {name: value for name, value in given.items() if value is not None}
     if kind in CONTROL_ACTIONS:
         return _control(values)
-    return _CHECKS[kind](values, job_domains, valid_seed_regex)
+    payload = _CHECKS[kind](values, job_domains, valid_seed_regex)
+    if kind == POLITENESS and politeness_bounds is not None:
+        politeness_bounds.check_change(payload)
+    return payload
 
 
 def _refuse_unknown(kind: str, given: Mapping[str, Any]) -> None:

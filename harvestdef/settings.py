@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 import tomllib
 import typing
@@ -240,6 +241,57 @@ class SchedulerSettings:
         if not 0 <= self.satisfactorythresholdpercentage <= 100:
             raise SettingsError("harvester.indexserver.satisfactorythresholdpercentage: a percentage from 0 to "
                                 f"100, got {self.satisfactorythresholdpercentage}")
+
+
+@dataclass(frozen=True)
+class LiveChangeSettings:
+    """Bounds of operators' live changes to running jobs (harvestdef/livechanges.py, the job-changes table)
+    and of the politeness a crawl may be given, by a live change or a crawl template."""
+
+    maxPending: int = setting(
+        "harvestsuite.liveChanges.maxPending", 200,
+        "live changes (reject rules, budgets, added URIs, ...) one job may have pending at once; past it a new "
+        "one is refused (429) until its controller has applied some. Control actions (pause, stop, ...) are "
+        "never held back by it")
+    applyBatch: int = setting(
+        "harvestsuite.liveChanges.applyBatch", 500,
+        "live changes a harvest controller takes from its control queue and applies in one round (one script "
+        "to the crawler); control actions among them are carried out first")
+    drainWaitMs: int = setting(
+        "harvestsuite.liveChanges.drainWaitMs", 20,
+        "milliseconds a harvest controller waits for the next message of its control queue while it collects a "
+        "round of changes (the broker hands a subscription a few at a time); a round ends when none comes in it")
+    pageSize: int = setting(
+        "harvestsuite.liveChanges.pageSize", 100,
+        "changes of a job per page of GET /api/v1/jobs/{id}/changes, of the live view and of the job page "
+        "(the newest); older ones are paged")
+    minDelayFactor: float = setting(
+        "harvestsuite.liveChanges.minDelayFactor", 0.1,
+        "the least politeness delayFactor (disposition.delayFactor) a live change or a crawl template may give "
+        "a crawl: a queue rests this many times its last fetch's duration")
+    minDelayMs: int = setting(
+        "harvestsuite.liveChanges.minDelayMs", 10,
+        "the least politeness minDelayMs (disposition.minDelayMs) a live change or a crawl template may give")
+    minMaxDelayMs: int = setting(
+        "harvestsuite.liveChanges.minMaxDelayMs", 10,
+        "the least politeness maxDelayMs (disposition.maxDelayMs) a live change or a crawl template may give")
+    maxPerHost: int = setting(
+        "harvestsuite.liveChanges.maxPerHost", 10,
+        "the most URIs of one host fetched at once (queueAssignmentPolicy.parallelQueues) a live change or a "
+        "crawl template may give")
+
+    def __post_init__(self) -> None:
+        for key, value in (("maxPending", self.maxPending), ("applyBatch", self.applyBatch),
+                           ("pageSize", self.pageSize), ("maxPerHost", self.maxPerHost)):
+            if value < 1:
+                raise SettingsError(f"harvestsuite.liveChanges.{key}: 1 or more, got {value}")
+        if self.drainWaitMs < 0:
+            raise SettingsError(f"harvestsuite.liveChanges.drainWaitMs: 0 or more, got {self.drainWaitMs}")
+        for key, value in (("minDelayFactor", self.minDelayFactor), ("minDelayMs", self.minDelayMs),
+                           ("minMaxDelayMs", self.minMaxDelayMs)):
+            if value < 0:
+                raise SettingsError(f"harvestsuite.liveChanges.{key}: 0 or more, got {value}")
+
 
 
 @dataclass(frozen=True)
@@ -598,6 +650,7 @@ class Settings:
     qa: QaSettings = field(default_factory=QaSettings)
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
     network: NetworkSettings = field(default_factory=NetworkSettings)
+    livechanges: LiveChangeSettings = field(default_factory=LiveChangeSettings)
 
     def effective(self) -> dict[str, Any]:
         """Every key with its effective value, for logging at start."""
@@ -672,6 +725,14 @@ def _coerce_text(spec: _Spec, text: str, source: str) -> Any:
             return int(text.strip())
         except ValueError:
             raise SettingsError(f"{spec.key} from {source}: expected an integer, got {text!r}") from None
+    if spec.type is float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise SettingsError(f"{spec.key} from {source}: expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise SettingsError(f"{spec.key} from {source}: expected a finite number, got {text!r}")
+        return value
     choices = _choices(spec)
     if choices is not None:
         return _check_choice(spec, choices, text, "from", source)
@@ -687,6 +748,8 @@ def _check_type(spec: _Spec, value: Any, source: str) -> Any:
     choices = _choices(spec)
     if choices is not None:
         return _check_choice(spec, choices, value, "in", source)
+    if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)  # TOML's 1 for a decimal setting
     # bool is a subclass of int: an int setting must not accept true/false silently.
     ok = isinstance(value, spec.type) and not (spec.type is int and isinstance(value, bool))
     if not ok:

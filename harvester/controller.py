@@ -113,6 +113,9 @@ class ControllerOptions:
     browser_settings: tuple[tuple[str, object], ...] | None = None
     answer_timeout: float = 30.0
     leftover_upload_interval: float = 300.0
+    # live changes: how many one round applies, and how long collecting a round waits for the next message
+    live_change_batch: int = 500
+    live_change_drain_wait: float = 0.02
 
     @classmethod
     def from_settings(cls, settings: Settings, channels: tuple[str, ...] | None = None) -> ControllerOptions:
@@ -136,6 +139,8 @@ class ControllerOptions:
             engine_port=settings.crawler.port, engine_bind=settings.crawler.bind,
             hosts_file=settings.crawler.hostsFile, engine_start_timeout=h.engineStartTimeout,
             request_timeout=h.statusPollTimeout, leftover_upload_interval=h.leftoverUploadInterval,
+            live_change_batch=settings.livechanges.applyBatch,
+            live_change_drain_wait=settings.livechanges.drainWaitMs / 1000.0,
             browser_settings=browser_settings(settings) if h.crawler == "browser" else None)
 
 
@@ -440,7 +445,9 @@ class HarvestController:
         if job.max_running_time:
             options = DriverOptions(**{**options.__dict__, "max_running_time": float(job.max_running_time)})
         steering = CrawlSteering(client, jobdir.name, jobdir, self.transport, self.link.control_queue,
-                                 self.controller_id, self.link.send_live_change_result, self.stop_event)
+                                 self.controller_id, self.link.send_live_change_results, self.stop_event,
+                                 batch_size=self.options.live_change_batch,
+                                 drain_wait=self.options.live_change_drain_wait)
         driver = CrawlDriver(client, jobdir.name, jobdir.path, options, on_status, self.stop_event,
                              engine_alive=engine.is_alive if engine else None,
                              engine_gone=engine.exit_description if engine else None, on_frontier=on_frontier,

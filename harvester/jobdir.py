@@ -47,7 +47,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -343,8 +343,14 @@ class JobDirectory:
 
     def record_live_change(self, entry: dict[str, object]) -> None:
         """Append one handled change and sync it: it is the controller's memory of what it applied."""
+        self.record_live_changes([entry])
+
+    def record_live_changes(self, entries: Sequence[dict[str, object]]) -> None:
+        """Append a round of handled changes, in the order handled, and sync them once."""
+        if not entries:
+            return
         with open(self.live_changes_file, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, sort_keys=True) + "\n")
+            handle.write("".join(json.dumps(entry, sort_keys=True) + "\n" for entry in entries))
             handle.flush()
             os.fsync(handle.fileno())
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -212,6 +213,14 @@ class SchedulerLink:
     def send_live_change_result(self, result: LiveChangeResult) -> None:
         """Whether a live change of the running job was applied or refused, for the job's change list."""
         self.transport.publish(self.names.scheduler, encode(result))
+
+    def send_live_change_results(self, results: Sequence[LiveChangeResult]) -> None:
+        """The answers of a round of live changes, published together and their confirms awaited together.
+
+        :raise PublishFailures: some were not confirmed (the scheduler sends those changes again, and hears
+            the answer then)."""
+        if results:
+            self.transport.publish_many([(self.names.scheduler, encode(result)) for result in results])
 
     def send_progress(self, progress: CrawlProgress) -> None:
         self.transport.publish(self.names.monitor, encode(progress))

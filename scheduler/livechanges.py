@@ -9,8 +9,10 @@ table of their moves. Nothing here decides whether a change makes sense: the con
 * Sending (``LiveChangeSender.send``: every liveChangeInterval seconds on the leading scheduler, and once
   from ``SchedulerService.send_live_changes`` and ``tick_once``). The pending changes of STARTED jobs that
   a controller has claimed, never sent or not sent for liveChangeResendAfter seconds, go as LiveChange
-  messages to that controller's durable control queue, all of a job's pending changes together, in version
-  order, so the controller can apply them in order whatever it received before. They are marked sent once
+  messages to that controller's durable control queue: per job its control actions first, then its live
+  changes, each in version order, the order the controller carries them out in. Only the changes due go:
+  one sent before waits in the durable queue ahead of those sent after it, so a flood of changes does not
+  fill the queue with copies of the earlier ones at every round. They are marked sent once
   the broker has confirmed them; one not confirmed stays due for the next round. A scheduler that dies
   between the confirm and the mark sends it again, which is harmless: a controller applies a version once
   and answers a repeat with what it answered before. A controller that is away finds them in its durable

@@ -2,10 +2,11 @@
 
 A change is one row of ``job_changes``, numbered 1, 2, ... per job in the order it was made (ArchiveBot's
 settings_age, per job). Its life is one table of states: it is written ``pending`` by the web UI; the
-scheduler sends it, in version order, to the controller that holds the job's claim, again every while
-until the controller answers (a controller briefly away finds it in its durable control queue, or in a
-later sending); the controller's answer settles it ``applied`` or ``refused`` with the reason. A change
-still pending when the job ends is refused with the reason: nothing is silently dropped.
+scheduler sends it (control actions before live changes, each in version order) to the controller that
+holds the job's claim, again every while until the controller answers (a controller briefly away finds it
+in its durable control queue, or in a later sending); the controller's answer settles it ``applied`` or
+``refused`` with the reason. A change still pending when the job ends is refused with the reason: nothing
+is silently dropped.
 
 A control action (pause, resume, checkpoint, stop, fail) is a change like the others, its kind the action.
 """
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, and_, case, func, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
@@ -128,6 +129,46 @@ class JobChangeRepository:
                                  .order_by(_changes.c.version)).mappings()
         return [_to_change(row) for row in rows]
 
+    def controls_for_job(self, job_id: int) -> list[JobChange]:
+        """The job's control actions, oldest first: all that judging the next action needs (a handful, however
+        many live changes the job has)."""
+        rows = self.conn.execute(select(*_COLUMNS).where(_changes.c.job_id == job_id,
+                                                         _changes.c.kind.in_(CONTROL_ACTIONS))
+                                 .order_by(_changes.c.version)).mappings()
+        return [_to_change(row) for row in rows]
+
+    def page(self, job_id: int, limit: int, *, after: int | None = None, before: int | None = None) -> list[JobChange]:
+        """At most ``limit`` of the job's changes, oldest first: the first ones after version ``after``, or the
+        newest ones before version ``before`` (the newest of all when neither is given). Read through the
+        primary key (job_id, version), so a page costs the same whatever the number of changes."""
+        query = select(*_COLUMNS).where(_changes.c.job_id == job_id)
+        if after is not None:
+            rows = self.conn.execute(query.where(_changes.c.version > after).order_by(_changes.c.version)
+                                     .limit(limit)).mappings()
+            return [_to_change(row) for row in rows]
+        if before is not None:
+            query = query.where(_changes.c.version < before)
+        rows = self.conn.execute(query.order_by(_changes.c.version.desc()).limit(limit)).mappings()
+        return [_to_change(row) for row in reversed(list(rows))]
+
+    def counts(self, job_id: int) -> dict[str, int]:
+        """How many of the job's changes are in each state (every state named, 0 where none)."""
+        found = dict(self.conn.execute(select(_changes.c.state, func.count()).where(_changes.c.job_id == job_id)
+                                       .group_by(_changes.c.state)).all())
+        return {state: int(found.get(state, 0)) for state in STATES}
+
+    def pending_live_changes(self, job_id: int) -> int:
+        """How many live changes (not control actions) of the job are pending: what maxPending bounds."""
+        return int(self.conn.scalar(select(func.count()).where(
+            _changes.c.job_id == job_id, _changes.c.state == PENDING,
+            _changes.c.kind.not_in(CONTROL_ACTIONS))) or 0)
+
+    def pending_versions(self, job_id: int, limit: int) -> list[int]:
+        """The versions of the job's oldest ``limit`` pending changes (to say which a page waits for)."""
+        return list(self.conn.execute(select(_changes.c.version).where(
+            _changes.c.job_id == job_id, _changes.c.state == PENDING).order_by(_changes.c.version)
+            .limit(limit)).scalars())
+
     def get(self, job_id: int, version: int) -> JobChange | None:
         row = self.conn.execute(select(*_COLUMNS).where(_changes.c.job_id == job_id,
                                                          _changes.c.version == version)).mappings().first()
@@ -140,17 +181,19 @@ class JobChangeRepository:
 
     def to_send(self, now: datetime, resend_after: timedelta) -> list[Outgoing]:
         """Pending changes of STARTED jobs whose claim a controller holds, never sent or not sent since
-        ``resend_after``, in job and version order. A job with any change due is sent all its pending
-        changes, so the controller can apply them in order whatever it received before."""
-        due = (select(_changes.c.job_id).where(
-            _changes.c.state == PENDING,
-            or_(_changes.c.sent_at.is_(None), _changes.c.sent_at <= now - resend_after)).distinct())
+        ``resend_after``: per job, its control actions first, then its live changes, each in version order
+        (the order the controller carries them out in). Only the changes due: one sent before waits in the
+        controller's durable control queue ahead of those sent after it, so sending it again with every new
+        change would only fill that queue with copies (a flood of changes would grow it by the square of
+        their number)."""
+        is_live_change = case((_changes.c.kind.in_(CONTROL_ACTIONS), 0), else_=1)
         query = (select(*_COLUMNS, s.jobs.c.controller, s.jobs.c.attempt_id.label("claim_attempt"))
                  .join(s.jobs, s.jobs.c.job_id == _changes.c.job_id)
-                 .where(_changes.c.state == PENDING, _changes.c.job_id.in_(due),
+                 .where(_changes.c.state == PENDING,
+                        or_(_changes.c.sent_at.is_(None), _changes.c.sent_at <= now - resend_after),
                         s.jobs.c.status == int(JobStatus.STARTED), s.jobs.c.controller.is_not(None),
                         s.jobs.c.attempt_id.is_not(None))
-                 .order_by(_changes.c.job_id, _changes.c.version))
+                 .order_by(_changes.c.job_id, is_live_change, _changes.c.version))
         return [Outgoing(_to_change(row), row["controller"], row["claim_attempt"])
                 for row in self.conn.execute(query).mappings()]
 

@@ -17,6 +17,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import NotFoundError, StaleEditionError, ValidationError
 from harvestdef.model.definitions import CrawlTemplate
+from harvestdef.politeness import PolitenessBounds
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -63,10 +64,12 @@ class TemplateRepository:
             stmt = stmt.where(s.ordertemplates.c.name > after)
         return [_to_template(row) for row in self.conn.execute(stmt)]
 
-    def create(self, name: str, orderxml: str, description: str = "", active: bool = True) -> CrawlTemplate:
-        """A new template; TemplateError (line, column) if not well-formed, ConflictError if the name exists."""
+    def create(self, name: str, orderxml: str, description: str = "", active: bool = True,
+               politeness: PolitenessBounds | None = None) -> CrawlTemplate:
+        """A new template; TemplateError (line, column) if not well-formed or, with ``politeness``, if it gives
+        a politeness value out of those bounds; ConflictError if the name exists."""
         name = check_name(name, "template", s.ordertemplates.c.name)
-        check_orderxml(orderxml, f"template {name!r}")
+        check_orderxml(orderxml, f"template {name!r}", politeness)
         with translate_errors("template", name):
             template_id = self.conn.execute(insert(s.ordertemplates).values(
                 name=name, orderxml=orderxml, isactive=active, edition=1, description=description,
@@ -81,10 +84,11 @@ class TemplateRepository:
                             expected_edition, {**values, "lastupdated": utcnow()}, "template")
         return self.get_by_id(current.template_id)
 
-    def replace(self, name: str, orderxml: str, expected_edition: int,
-                description: str | None = None) -> CrawlTemplate:
-        """Replace a template's XML (checked first); configurations using it pick it up at the next job."""
-        check_orderxml(orderxml, f"template {name!r}")
+    def replace(self, name: str, orderxml: str, expected_edition: int, description: str | None = None,
+                politeness: PolitenessBounds | None = None) -> CrawlTemplate:
+        """Replace a template's XML (checked first, as ``create`` checks it); configurations using it pick it
+        up at the next job."""
+        check_orderxml(orderxml, f"template {name!r}", politeness)
         values: dict[str, Any] = {"orderxml": orderxml}
         if description is not None:
             values["description"] = description

@@ -64,6 +64,7 @@ JOBPATH_SUFFIX = ".jobpath"
 LAUNCH_ID = re.compile(r"^\d{14}$")
 JOB_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 JOB_LOG_TAIL_LINES = 5
+SCRIPT_CHANGES_NAMED = 10  # the applied changes a script's job.log line names
 # How long a stopping engine waits for each crawl to end after its checkpoint and terminate.
 SHUTDOWN_JOIN_SECONDS = 30.0
 # The names of the script engines whose scripts are read (Heritrix's JSR-223 names for Groovy and BeanShell;
@@ -298,8 +299,11 @@ class CrawlJob:
             done = f" after {len(outcome.applied)} changes carried out" if outcome.applied else ""
             self.job_log.warning(f"Script failed{done}: {outcome.failure}")
         else:
+            # a script of hundreds of changes names the first few: scripting_events.log has each of them
+            named = "; ".join(outcome.applied[:SCRIPT_CHANGES_NAMED])
+            more = len(outcome.applied) - SCRIPT_CHANGES_NAMED
             self.job_log.info(f"Script carried out: {len(calls)} calls, {len(outcome.applied)} changes"
-                              + (f" ({'; '.join(outcome.applied)})" if outcome.applied else ""))
+                              + (f" ({named}{f'; and {more} more' if more > 0 else ''})" if outcome.applied else ""))
         return outcome
 
     def _launched_controller(self) -> CrawlController:

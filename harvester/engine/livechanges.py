@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from harvestdef.errors import PatternError, ValidationError
 from harvestdef.patterns import CrawlPatterns
@@ -30,6 +30,7 @@ from harvester.engine.scope import canonical_url
 from harvester.engine.scripting import (
     ADD_REJECT_RULE,
     ADD_URIS,
+    BEGIN_CHANGE,
     DELETE_QUEUED,
     REMOVE_REJECT_RULE,
     SCRIPTING_EVENTS_LOG,
@@ -113,27 +114,43 @@ class LiveChanges:
         self._operations: dict[str, Callable[..., tuple[list[str], str | None]]] = {
             ADD_REJECT_RULE: self._add_reject_rule, REMOVE_REJECT_RULE: self._remove_reject_rule,
             SET_DOMAIN_BUDGET: self._set_domain_budget, DELETE_QUEUED: self._delete_queued,
-            ADD_URIS: self._add_uris, SHOW_REJECT_RULES: self._show_reject_rules}
+            ADD_URIS: self._add_uris, SHOW_REJECT_RULES: self._show_reject_rules,
+            BEGIN_CHANGE: self._begin_change}
 
     # -- scripts --------------------------------------------------------------------------------------
     def run(self, calls: Sequence[ScriptCall], logs_dir: Path) -> ScriptOutcome:
-        """Carry out ``calls`` in order, each applied change a line of ``logs_dir``/scripting_events.log."""
+        """Carry out ``calls`` in order, each applied change a line of ``logs_dir``/scripting_events.log.
+
+        The reject rules a script adds are compiled together once (Scope.add_reject_rule's ``defer``), before
+        a call that asks the scope (addUris) and at the end: a script of hundreds of rules costs one
+        compilation, not one per rule. No URI is fetched meanwhile (this runs on the crawl's loop)."""
         output: list[str] = []
         applied: list[str] = []
-        for call in calls:
-            try:
-                lines, event = self._operations[call.operation](*call.arguments)
-            except CallFailed as exc:
-                return ScriptOutcome(_text(output), f"line {call.line}: {call.operation}: {exc}", tuple(applied))
-            output += lines
-            if event is not None:
-                _record(logs_dir / EVENTS_LOG_FILE, call.initials, event)
-                applied.append(event)
-        return ScriptOutcome(_text(output), None, tuple(applied))
+        events = _EventsLog(logs_dir / EVENTS_LOG_FILE)
+        try:
+            for call in calls:
+                if call.operation == ADD_URIS:
+                    self.parts.scope.compile_reject_rules()
+                try:
+                    lines, event = self._operations[call.operation](*call.arguments)
+                except CallFailed as exc:
+                    return ScriptOutcome(_text(output), f"line {call.line}: {call.operation}: {exc}",
+                                         tuple(applied))
+                output += lines
+                if event is not None:
+                    events.record(call.initials, event)
+                    applied.append(event)
+            return ScriptOutcome(_text(output), None, tuple(applied))
+        finally:
+            self.parts.scope.compile_reject_rules()
+            events.close()
+
+    def _begin_change(self, version: int) -> tuple[list[str], str | None]:
+        return [f"change {version}:"], None
 
     def _add_reject_rule(self, regex: str) -> tuple[list[str], str | None]:
         try:
-            added = self.parts.scope.add_reject_rule(regex)
+            added = self.parts.scope.add_reject_rule(regex, defer=True)
         except PatternError as exc:
             raise CallFailed(f"the regex {regex!r} cannot be used: {exc}") from exc
         if not added:
@@ -262,7 +279,8 @@ class LiveChanges:
                 self._apply(path, value)
                 self._properties[path] = value
         for regex in data.get("rejectRules", []):
-            self.parts.scope.add_reject_rule(regex)
+            self.parts.scope.add_reject_rule(regex, defer=True)
+        self.parts.scope.compile_reject_rules()
         for domain, (max_objects, max_kb) in data.get("domainBudgets", {}).items():
             self.parts.quota.set_domain_budget(domain, DomainBudget(max_objects, max_kb))
 
@@ -297,8 +315,22 @@ def _text(lines: list[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _record(path: Path, initials: str, event: str) -> None:
-    # One line per change, flushed at once (a change must be on record even if the engine is killed next).
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as log:
-        log.write(f"{iso_now()} Action from user {initials or 'unknown'}: {event}\n")
+class _EventsLog:
+    """scripting_events.log, opened once per script: one line per applied change, flushed at once (a change
+    must be on record even if the engine is killed next), without opening the file again for each."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: TextIO | None = None
+
+    def record(self, initials: str, event: str) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("a", encoding="utf-8")
+        self._file.write(f"{iso_now()} Action from user {initials or 'unknown'}: {event}\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -20,7 +20,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from harvestdef.domainnames import registered_domain, to_punycode
 from harvestdef.errors import DomainNameError
-from harvestdef.patterns import CrawlPatterns
+from harvestdef.patterns import CrawlPatterns, compile_crawl_pattern
 from harvester.engine.config import BACKTRACKING_MATCH_SECONDS, ScopeRule
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -137,15 +137,34 @@ class Scope:
                 self._regexes[index] = CrawlPatterns(rule.patterns, BACKTRACKING_MATCH_SECONDS)
         self.reject_rules: tuple[str, ...] = ()
         self._reject_rules: CrawlPatterns | None = None
+        self._reject_rules_stale = False  # rules added with defer, not compiled yet
 
-    def add_reject_rule(self, regex: str) -> bool:
+    def add_reject_rule(self, regex: str, *, defer: bool = False) -> bool:
         """Reject what ``regex`` (Java's dialect) fully matches from now on; False if it is a rule already.
-        PatternError (and no change) for a regex that cannot be run."""
+        PatternError (and no change) for a regex that cannot be run.
+
+        ``defer``: the rule is checked alone and listed, but the rules are compiled together only at
+        ``compile_reject_rules``, so a script of hundreds of rules compiles them once, not once per rule (each
+        compilation takes every rule: adding them one at a time costs the square of their number). The caller
+        compiles before anything asks the rules again."""
         if regex in self.reject_rules:
             return False
+        if defer:
+            compile_crawl_pattern(regex, BACKTRACKING_MATCH_SECONDS)
+            self.reject_rules = (*self.reject_rules, regex)
+            self._reject_rules_stale = True
+            return True
         compiled = CrawlPatterns((*self.reject_rules, regex), BACKTRACKING_MATCH_SECONDS)
         self.reject_rules, self._reject_rules = (*self.reject_rules, regex), compiled
+        self._reject_rules_stale = False
         return True
+
+    def compile_reject_rules(self) -> None:
+        """Compile the rules added with ``defer`` (nothing to do when there are none)."""
+        if self._reject_rules_stale:
+            self._reject_rules = CrawlPatterns(self.reject_rules, BACKTRACKING_MATCH_SECONDS) \
+                if self.reject_rules else None
+            self._reject_rules_stale = False
 
     def remove_reject_rule(self, regex: str) -> bool:
         """Take back the reject rule ``regex``; False if there is no such rule."""
@@ -154,6 +173,7 @@ class Scope:
         kept = tuple(rule for rule in self.reject_rules if rule != regex)
         self.reject_rules = kept
         self._reject_rules = CrawlPatterns(kept, BACKTRACKING_MATCH_SECONDS) if kept else None
+        self._reject_rules_stale = False
         return True
 
     def rejects_now(self, url: str) -> bool:

@@ -21,7 +21,11 @@ The operations (a regex is Java's dialect, matched against the whole URI as Heri
   is, -1: unlimited); a retired domain whose budget now allows more comes back;
 - ``deleteQueued(String regex)``: queued URIs matching it are dropped, never fetched;
 - ``addUris(List uris)``: URIs scheduled as the action directory's ``.schedule`` does (the scope decides);
-- ``showRejectRules()``: prints the reject rules, one per line.
+- ``showRejectRules()``: prints the reject rules, one per line;
+- ``beginChange(long version)``: prints ``change VERSION:`` and changes nothing. A script of many live
+  changes (``batch_script``) puts one before each change's call, so the printed text says which change each
+  line of output belongs to and, when the script fails, which change it failed on (the last one begun): one
+  script carries hundreds of changes, each still answered on its own.
 
 This module only writes and reads the text; it changes no crawl and imports no part of the engine.
 """
@@ -42,6 +46,7 @@ SET_DOMAIN_BUDGET = "setDomainBudget"
 DELETE_QUEUED = "deleteQueued"
 ADD_URIS = "addUris"
 SHOW_REJECT_RULES = "showRejectRules"
+BEGIN_CHANGE = "beginChange"
 # Each operation's signature as the library declares it, in the order the refusals list them.
 SIGNATURES = {
     ADD_REJECT_RULE: "addRejectRule(String regex)",
@@ -50,10 +55,11 @@ SIGNATURES = {
     DELETE_QUEUED: "deleteQueued(String regex)",
     ADD_URIS: "addUris(List uris)",
     SHOW_REJECT_RULES: "showRejectRules()",
+    BEGIN_CHANGE: "beginChange(long version)",
 }
 # The argument kinds of each operation: "s" a string, "n" a whole number, "l" a list of strings.
 _ARGUMENT_KINDS = {ADD_REJECT_RULE: "s", REMOVE_REJECT_RULE: "s", SET_DOMAIN_BUDGET: "snn", DELETE_QUEUED: "s",
-                   ADD_URIS: "l", SHOW_REJECT_RULES: ""}
+                   ADD_URIS: "l", SHOW_REJECT_RULES: "", BEGIN_CHANGE: "n"}
 UNCHANGED = -2   # setDomainBudget: leave this budget as it is
 UNLIMITED = -1   # Heritrix's "no limit"
 SCRIPTING_EVENTS_LOG = "scripting_events"   # logs/scripting_events.log, as NetarchiveSuite's library names it
@@ -181,6 +187,11 @@ void showRejectRules() {
     MatchesListRegexDecideRule rule = rejectList(false)
     (rule == null ? [] : rule.regexList).each { rawOut.println(it.pattern()) }
 }
+
+// Marks where the output of one change of a script of many begins (and, if the script fails, on which).
+void beginChange(long version) {
+    rawOut.println('change ' + version + ':')
+}
 """
 _LIBRARY_LINES = LIBRARY.count("\n")
 
@@ -206,36 +217,93 @@ class ScriptCall:
 
 # -- builders ------------------------------------------------------------------------------------------------
 
-def reject_script(regex: str, author: str) -> str:
-    """A script that adds the reject rule ``regex``."""
-    return _script(author, ScriptCall(ADD_REJECT_RULE, (regex,)))
+def reject_call(regex: str) -> ScriptCall:
+    """The call that adds the reject rule ``regex``."""
+    return ScriptCall(ADD_REJECT_RULE, (regex,))
 
 
-def unreject_script(regex: str, author: str) -> str:
-    """A script that takes back the reject rule ``regex`` (it fails where there is none)."""
-    return _script(author, ScriptCall(REMOVE_REJECT_RULE, (regex,)))
+def unreject_call(regex: str) -> ScriptCall:
+    """The call that takes back the reject rule ``regex`` (it fails where there is none)."""
+    return ScriptCall(REMOVE_REJECT_RULE, (regex,))
 
 
-def budget_script(domain: str, max_objects: int | None, max_kb: int | None, author: str) -> str:
-    """A script that sets the group budgets of ``domain`` (None: leave it as it is; -1: unlimited)."""
+def budget_call(domain: str, max_objects: int | None, max_kb: int | None) -> ScriptCall:
+    """The call that sets the group budgets of ``domain`` (None: leave it as it is; -1: unlimited)."""
     values = tuple(UNCHANGED if value is None else value for value in (max_objects, max_kb))
     for value in values:
         if isinstance(value, bool) or not isinstance(value, int) or value < UNCHANGED:
             raise ValueError(f"a budget is a whole number, -1 (unlimited) or more, or None; not {value!r}")
-    return _script(author, ScriptCall(SET_DOMAIN_BUDGET, (domain, *values)))
+    return ScriptCall(SET_DOMAIN_BUDGET, (domain, *values))
+
+
+def delete_queued_call(regex: str) -> ScriptCall:
+    """The call that deletes the queued URIs matching ``regex``."""
+    return ScriptCall(DELETE_QUEUED, (regex,))
+
+
+def add_uris_call(uris: Iterable[str]) -> ScriptCall:
+    """The call that schedules ``uris`` (the scope decides, as for the action directory's ``.s.schedule``)."""
+    listed = tuple(uris)
+    if not listed:
+        raise ValueError("no URIs to add")
+    return ScriptCall(ADD_URIS, (listed,))
+
+
+def reject_script(regex: str, author: str) -> str:
+    """A script that adds the reject rule ``regex``."""
+    return _script(author, reject_call(regex))
+
+
+def unreject_script(regex: str, author: str) -> str:
+    """A script that takes back the reject rule ``regex`` (it fails where there is none)."""
+    return _script(author, unreject_call(regex))
+
+
+def budget_script(domain: str, max_objects: int | None, max_kb: int | None, author: str) -> str:
+    """A script that sets the group budgets of ``domain`` (None: leave it as it is; -1: unlimited)."""
+    return _script(author, budget_call(domain, max_objects, max_kb))
 
 
 def delete_queued_script(regex: str, author: str) -> str:
     """A script that deletes the queued URIs matching ``regex``."""
-    return _script(author, ScriptCall(DELETE_QUEUED, (regex,)))
+    return _script(author, delete_queued_call(regex))
 
 
 def add_uris_script(uris: Iterable[str], author: str) -> str:
     """A script that schedules ``uris`` (the scope decides, as for the action directory's ``.s.schedule``)."""
-    listed = tuple(uris)
-    if not listed:
-        raise ValueError("no URIs to add")
-    return _script(author, ScriptCall(ADD_URIS, (listed,)))
+    return _script(author, add_uris_call(uris))
+
+
+def batch_script(changes: Sequence[tuple[int, str, ScriptCall]]) -> str:
+    """A script of many live changes, each ``(version, author, call)``, in the order given: each change's
+    call after its author's initials and ``beginChange(version)``, so ``batch_output`` can tell the
+    changes' outputs apart (and, for a failed script, the change it failed on)."""
+    if not changes:
+        raise ValueError("no changes to script")
+    lines = [LIBRARY]
+    for version, author, call in changes:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise ValueError(f"a change's version is a whole number from 1 on, not {version!r}")
+        lines += [f'initials = "{_double_quoted(author)}"', ScriptCall(BEGIN_CHANGE, (version,)).render(),
+                  call.render()]
+    return "\n".join(lines) + "\n"
+
+
+_CHANGE_MARK = re.compile(r"^change (\d+):$")
+
+
+def batch_output(raw_output: str) -> dict[int, str]:
+    """The output of a ``batch_script`` by change version, in the order the changes began: a change that
+    began is in it (with "" when it printed nothing), one that did not is not."""
+    outputs: dict[int, list[str]] = {}
+    current: list[str] | None = None
+    for line in raw_output.splitlines():
+        mark = _CHANGE_MARK.match(line.strip())
+        if mark is not None:
+            current = outputs.setdefault(int(mark.group(1)), [])
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    return {version: "\n".join(lines) for version, lines in outputs.items()}
 
 
 def show_reject_rules_script() -> str:

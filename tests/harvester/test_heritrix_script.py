@@ -190,3 +190,18 @@ def test_domain_reject_regex_of_an_idn_and_of_an_address() -> None:
     assert not re.fullmatch(address, "http://127.0.0.10/x")
     with pytest.raises(ValueError, match="not a domain name"):
         domain_reject_regex("not a domain", ".*")
+
+
+def test_a_batch_script_reads_back_as_each_changes_mark_and_call_with_its_authors_initials() -> None:
+    from harvester.engine.scripting import BEGIN_CHANGE, batch_output, batch_script, budget_call, reject_call
+    script = batch_script([(7, "ABC", reject_call(".*/a/.*")), (9, "D$E", budget_call("kb.dk", 5, None))])
+    calls = parse_script(script)
+    assert [(call.operation, call.arguments, call.initials) for call in calls] == [
+        (BEGIN_CHANGE, (7,), "ABC"), ("addRejectRule", (".*/a/.*",), "ABC"),
+        (BEGIN_CHANGE, (9,), "D$E"), ("setDomainBudget", ("kb.dk", 5, -2), "D$E")]
+    # the output of each change is told apart by its mark; one that never began is not in it
+    assert batch_output("change 7:\nreject rule added: .*/a/.*\nchange 9:\n") == {7: "reject rule added: .*/a/.*",
+                                                                                   9: ""}
+    assert batch_output("change 7:\nreject rule added: x\n") == {7: "reject rule added: x"}
+    with pytest.raises(ValueError, match="no changes"):
+        batch_script([])

@@ -168,12 +168,34 @@ def test_an_unanswered_change_is_sent_again_after_the_resend_interval_and_not_be
     service.handlers.carry_out_one(result(job_id, attempt, 1))
     assert service.send_live_changes(start + timedelta(seconds=60)) == 1
     assert [m.version for m in received(controller, queue)] == [2]
-    # A new change makes its job due: all its pending changes go again, in order, so the controller can
-    # apply them in order whatever it received before.
+    # A new change goes alone: the one sent before waits in the durable queue ahead of it, and a copy of
+    # every pending change at each new one would fill the queue by the square of their number.
     add_change(engine, job_id, "resume", now=start + timedelta(seconds=61))
-    assert service.send_live_changes(start + timedelta(seconds=62)) == 2
-    assert [m.version for m in received(controller, queue)] == [2, 3]
+    assert service.send_live_changes(start + timedelta(seconds=62)) == 1
+    assert [m.version for m in received(controller, queue)] == [3]
     assert service.send_live_changes(start + timedelta(seconds=63)) == 0
+
+
+def test_a_jobs_control_actions_go_before_its_live_changes_and_a_flood_is_sent_once(
+        engine, service, open_queue, names):
+    job_id, _ = running_job(engine)
+    start = utcnow()
+    with write_transaction(engine) as conn:
+        for number in range(300):
+            JobChangeRepository(conn).add(job_id, "reject", {"regex": f".*/flood-{number}/.*"}, "ops1", start)
+        JobChangeRepository(conn).add(job_id, "pause", {}, "ops1", start)
+        JobChangeRepository(conn).add(job_id, "reject", {"regex": ".*/after/.*"}, "ops1", start)
+        JobChangeRepository(conn).add(job_id, "stop", {}, "ops1", start)
+    queue, controller = names.control("ctl-1"), open_queue()
+    assert service.send_live_changes(start) == 303
+    sent = [(m.version, m.kind) for m in received(controller, queue)]
+    assert sent[:2] == [(301, "pause"), (303, "stop")], "control actions first, in version order"
+    assert sent[2:] == [(number, "reject") for number in range(1, 301)] + [(302, "reject")]
+    # more changes while those wait unanswered: only the new ones go, never the flood again
+    for second in range(1, 4):
+        add_change(engine, job_id, "reject", {"regex": f".*/more-{second}/.*"}, now=start + timedelta(seconds=second))
+        assert service.send_live_changes(start + timedelta(seconds=second)) == 1
+        assert [m.version for m in received(controller, queue)] == [303 + second]
 
 
 def test_changes_wait_in_the_durable_control_queue_of_a_controller_that_is_away(engine, service, open_queue, names):

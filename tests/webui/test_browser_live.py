@@ -88,3 +88,54 @@ def test_the_running_job_page_follows_the_crawl_without_a_reload(browser, crawl_
         screenshot(page, tmp_path, "running-jobs-domain")
     finally:
         context.close()
+
+
+def test_the_job_page_pages_its_changes_and_links_the_older_ones_once_the_list_outgrows_the_page(browser, tmp_path):
+    """The newest page of changes (harvestsuite.liveChanges.pageSize) follows the list as it grows, and the
+    link to the older ones appears once the page no longer holds them all, without a reload."""
+    from harvestdef.repositories.jobchanges import JobChangeRepository
+    settings = {"harvestsuite.webui.livePollIntervalMs": "500", "harvestsuite.liveChanges.pageSize": "3"}
+    with ServedWebui(tmp_path, users=("curator",), settings=settings) as webui:
+        engine = open_engine(f"sqlite:///{tmp_path / 'harvest.db'}")
+        transport = open_transport(QueueSettings(url=f"sqlite:///{tmp_path / 'queue.db'}", environmentName="UNIT"))
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=webui.url)
+        context.set_default_timeout(15_000)
+        try:
+            handle = MessageHandlers(engine, transport, Dispatcher(NAMES, DispatchOptions()),
+                                     StatusIntake(Notifier(), history_sample_rate=1)).carry_out_one
+            job_id, _ = one_job(engine, domains=(("a.dk", 1000, -1),))
+            register(handle, CONTROLLER)
+            assert ready(handle, CONTROLLER) == job_id
+            attempt = job(engine, job_id).attempt_id
+            assert claim(handle, job_id, attempt, CONTROLLER).granted
+            handle(CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id=CONTROLLER, status=JobStatus.STARTED))
+
+            def add(count: int) -> None:
+                with engine.begin() as conn:
+                    for _ in range(count):
+                        JobChangeRepository(conn).add(job_id, "reject", {"regex": ".*/x/.*"}, "ops1", utcnow())
+
+            add(2)
+            page = context.new_page()
+            log_in(page, webui.url, "curator")
+            page.goto(f"/status/jobs/{job_id}")
+            pages = page.locator("[data-changes-pages]")
+            assert page.locator('[data-live="changes"] tr').count() == 2 and pages.is_hidden()
+            page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
+            add(3)
+            page.locator('[data-live="changes"] tr[data-version="5"]').wait_for()
+            pages.wait_for(state="visible")
+            assert [row.get_attribute("data-version") for row in
+                    page.locator('[data-live="changes"] tr').all()] == ["3", "4", "5"]
+            assert pages.locator("[data-changes-range]").inner_text() == "Changes 3 to 5 of 5."
+            assert page.evaluate("window.loadedOnce") is True
+            page.locator('[data-changes-page="older"]').click()
+            page.wait_for_load_state()
+            assert [row.get_attribute("data-version") for row in page.locator("table.job-changes tbody tr").all()] \
+                == ["1", "2"]
+            assert page.locator('[data-changes-page="newest"]').is_visible()
+            screenshot(page, tmp_path, "job-changes-older-page")
+        finally:
+            context.close()
+            transport.close()
+            engine.dispose()

@@ -17,6 +17,7 @@ from harvestdef.repositories.jobchanges import (
     BUDGET,
     CONTROL_ACTIONS,
     DELETE_QUEUED,
+    PENDING,
     POLITENESS,
     REJECT,
     UNREJECT,
@@ -48,6 +49,26 @@ def job_changes(conn: Connection, job_id: int) -> list[dict[str, Any]]:
     """The job's changes, oldest first; NotFoundError for an unknown job."""
     JobRepository(conn).get(job_id, with_documents=False)
     return [render_change(change) for change in JobChangeRepository(conn).for_job(job_id)]
+
+
+def changes_page(conn: Connection, job_id: int, limit: int, *, after: int | None = None,
+                 before: int | None = None) -> dict[str, Any]:
+    """One page of the job's changes, oldest first (JobChangeRepository.page: the first ``limit`` after
+    version ``after``, or the newest before ``before``, or the newest of all), with the counts of the whole
+    list: ``total``, ``pending``, and where the neighbouring pages are (``next``: the cursor of the page after
+    this one, to pass as ?after=, as every paged list of the API has it; ``previous_before``: the version the
+    page before ends before, to pass as ?before=; null when there is none). NotFoundError for an unknown
+    job."""
+    JobRepository(conn).get(job_id, with_documents=False)
+    repository = JobChangeRepository(conn)
+    changes = repository.page(job_id, limit, after=after, before=before)
+    counts = repository.counts(job_id)
+    newest = repository.page(job_id, 1)
+    first, last = (changes[0].version, changes[-1].version) if changes else (None, None)
+    return {"items": [render_change(change) for change in changes], "total": sum(counts.values()),
+            "pending": counts[PENDING],
+            "next": str(last) if last is not None and newest and newest[0].version > last else None,
+            "previous_before": first if first is not None and first > 1 else None}
 
 
 # The words of a change's summary (webui/api/phrases.py), so the job page says it in its language.

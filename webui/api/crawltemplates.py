@@ -16,12 +16,13 @@ from flask import Response
 
 from harvestdef.errors import TemplateError
 from harvestdef.model.definitions import CrawlTemplate
+from harvestdef.politeness import PolitenessBounds
 from harvestdef.repositories.templates import TemplateRepository
 from webui.api.core import PAGED, blueprint, body, edition, field, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
 from webui.auth import ADMIN, READ, readable_template, require
-from webui.context import actor, database
+from webui.context import actor, database, settings
 from webui.downloads import attachment
 
 
@@ -63,7 +64,8 @@ def create_template() -> Any:
     description = field(data, "description", str, required=False, default="")
     active = field(data, "active", bool, required=False, default=True)
     with template_input(), database().begin() as conn:
-        created = TemplateRepository(conn, actor()).create(name, cxml, description, active)
+        politeness = PolitenessBounds.from_settings(settings().livechanges)
+        created = TemplateRepository(conn, actor()).create(name, cxml, description, active, politeness=politeness)
     return template_json(created, with_cxml=True), 201
 
 
@@ -94,7 +96,10 @@ def update_template(name: str) -> Any:
         templates = TemplateRepository(conn, actor())
         template = templates.get(name)
         if cxml is not None or description is not None:
-            template = templates.replace(name, template.orderxml if cxml is None else cxml, expected, description)
+            # a new XML keeps to the site's politeness floors; a description alone leaves the XML as it is
+            politeness = PolitenessBounds.from_settings(settings().livechanges) if cxml is not None else None
+            template = templates.replace(name, template.orderxml if cxml is None else cxml, expected, description,
+                                         politeness=politeness)
             expected = template.edition
         if active is not None and active != template.isactive:
             template = (templates.activate if active else templates.deactivate)(name, expected)

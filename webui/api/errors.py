@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 STATUS_OF_CODE = {"invalid": 400, "unauthorized": 401, "forbidden": 403, "not_found": 404,
                   "method_not_allowed": 405, "conflict": 409, "too_large": 413, "unsupported_media_type": 415,
-                  "internal": 500, "unavailable": 503}
+                  "too_many": 429,                   "internal": 500, "unavailable": 503}
 _CODE_OF_STATUS = {status: code for code, status in STATUS_OF_CODE.items()}
 
 # The schema's column names where the API's field has another name (a FieldError of harvestdef/db/guard.py

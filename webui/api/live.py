@@ -49,6 +49,9 @@ MAX_QUEUES = 50
 # NetarchiveSuite's frontier report filters, as the controller names them (harvester/frontierqueues.py)
 FRONTIER_FILTER_IDS = ("TopTotalEnqueuesFilter", "RetiredQueuesFilter", "ExhaustedQueuesFilter")
 MAX_LIVE_DOMAINS = 100
+# The pending versions the live view names (a page says which changes it waits for); the rest are counted.
+MAX_PENDING_VERSIONS = 20
+DEFAULT_CHANGES_PAGE = 100  # harvestsuite.liveChanges.pageSize's default
 # The downloaded count unchanged across this many of the newest samples (and the newest report) is a
 # stall: two sample intervals at least, so one slow interval does not count.
 NO_PROGRESS_SAMPLES = 3
@@ -108,10 +111,14 @@ LIVE_FIELDS: dict[str, str] = {
                "queued, bytes, bytes_per_second, documents_per_second",
     "log": "the crawler's newest crawl-log lines from the newest report, newest first, those log_regex "
            "finds, at most log_lines",
-    "changes": "the job's control actions and live changes, oldest first, as GET /api/v1/jobs/{id}/changes "
-               "answers them: version, kind, payload, author, created, state (pending, applied, refused), "
+    "changes": "the job's newest control actions and live changes, at most harvestsuite.liveChanges.pageSize, "
+               "oldest first, as GET /api/v1/jobs/{id}/changes answers them (which pages the older ones): "
+               "version, kind, payload, author, created, state (pending, applied, refused), "
                "applied (when the controller applied or refused it), reason (the controller's, for a refusal), "
                "summary (what it does, in words) and summary_phrase (the same as {code, values})",
+    "changes_total": "how many changes the job has, those in changes and the older ones",
+    "changes_pending": f"the versions of the job's oldest pending changes, at most {MAX_PENDING_VERSIONS}, "
+                       "oldest first; [] when none is pending",
     "paused": "null, or since when and by whom the crawl is paused ({since, by}): the newest applied pause not "
               "followed by an applied resume, unless the crawler reported running after it; by \"the crawler\" "
               "when the crawler reports itself paused and no change explains it, since the first progress "
@@ -129,6 +136,7 @@ _LIVE_TYPES: dict[str, Any] = {
     "status_counts": ["object", "null"],
     "queue_counts": ["object", "null"], "queues": "array", "frontier_reported_at": ["string", "null"],
     "domains": "array", "holding_back": "array", "history": "array", "log": "array", "changes": "array",
+    "changes_total": "integer", "changes_pending": "array",
     "paused": ["object", "null"], "actions": "object"}
 LIVE_SCHEMA: dict[str, Any] = {
     "type": "object", "required": list(LIVE_FIELDS),
@@ -157,8 +165,11 @@ def parse_log_regex(text: str | None) -> Any:
 
 
 def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datetime, *,
-             log_lines: int = DEFAULT_LOG_LINES, log_regex: Any = None) -> dict[str, Any]:
-    """The live view of one job (LIVE_FIELDS); NotFoundError for an unknown job."""
+             log_lines: int = DEFAULT_LOG_LINES, log_regex: Any = None,
+             changes_page: int = DEFAULT_CHANGES_PAGE) -> dict[str, Any]:
+    """The live view of one job (LIVE_FIELDS), with its newest ``changes_page`` changes; NotFoundError for an
+    unknown job. The pause state and the actions are judged from the job's control actions alone, so the
+    cost of a poll does not grow with the number of live changes."""
     j, m, h = s.jobs, s.runningjobsmonitor, s.harvesters
     job = conn.execute(select(j.c.job_id, j.c.status, j.c.controller, j.c.startdate, j.c.interrupted)
                        .where(j.c.job_id == job_id)).first()
@@ -173,7 +184,9 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
     log = [line for line in (monitor.crawllogtail or "").split("\n") if line] if monitor is not None else []
     if log_regex is not None:
         log = [line for line in log if log_regex.search(line) is not None]
-    changes = JobChangeRepository(conn).for_job(job_id)
+    repository = JobChangeRepository(conn)
+    changes = repository.controls_for_job(job_id)
+    newest = repository.page(job_id, changes_page)
     counts = status_counts(monitor.crawlloglines, monitor.statuscounts) if monitor is not None else None
     status = crawler_status(monitor.status) if monitor is not None else None
     reported_at = monitor.tstamp if monitor is not None else None
@@ -199,7 +212,9 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
         "holding_back": holding_back(job, monitor, controller, history, queues, rule, now),
         "history": [_sample_json(sample) for sample in history],
         "log": log[:log_lines],
-        "changes": [render_change(change) for change in changes],
+        "changes": [render_change(change) for change in newest],
+        "changes_total": newest[-1].version if newest else 0,
+        "changes_pending": repository.pending_versions(job_id, MAX_PENDING_VERSIONS),
         "paused": {"since": jsonable(pause[0]), "by": pause[1]} if pause is not None else None,
         "actions": jobcontrol.availability(JobStatus(job.status).name,
                                            jobcontrol.crawler_state(status, reported_at, changes), changes),
@@ -502,4 +517,4 @@ def job_live_view(job_id: int) -> Any:
     regex = parse_log_regex(query("log_regex"))
     with database().connect() as conn:
         return job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow(), log_lines=lines,
-                        log_regex=regex)
+                        log_regex=regex, changes_page=settings().livechanges.pageSize)

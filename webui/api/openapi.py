@@ -272,8 +272,16 @@ SUCCESS_CONTENT: dict[str, dict[str, Any]] = {
     "api.add_job_change": {"application/json": {"schema": CHANGE}},
     "api.get_harvest_preview": {"application/json": {"schema": PREVIEW}},
     "api.request_harvest_preview": {"application/json": {"schema": PREVIEW}},
-    "api.list_job_changes": {"application/json": {"schema": _object({"items": {"type": "array", "items": CHANGE}},
-                                                                     "items")}},
+    "api.list_job_changes": {"application/json": {"schema": _object({
+        "items": {"type": "array", "items": CHANGE},
+        "next": {"type": ["string", "null"], "description": "the cursor of the next page: pass it as ?after=; null "
+                                                            "on the last"},
+        "previous_before": {"type": ["integer", "null"], "description": "the version the page before this one ends "
+                                                                        "before: pass it as ?before=; null on the "
+                                                                        "first"},
+        "total": {"type": "integer", "minimum": 0, "description": "the job's changes, on every page"},
+        "pending": {"type": "integer", "minimum": 0, "description": "how many of them are pending"},
+    }, "items", "next", "previous_before", "total", "pending")}},
 }
 
 ERROR = _object({"error": _object({
@@ -286,7 +294,10 @@ PAGE = _object({"items": {"type": "array", "items": {"type": "object"}}, "next":
 _ERROR_DESCRIPTIONS = {400: "the input is wrong: error.field names it", 401: "not logged in",
                        403: "the user's role may not do this", 404: "no such thing",
                        405: "the path has no such method", 409: "changed meanwhile, or the state forbids it",
-                       413: "the body is too large", 415: "the body is not JSON"}
+                       413: "the body is too large", 415: "the body is not JSON",
+                       429: "a bound of the site's settings is reached; the message names it"}
+# The answers some operations give beside the usual errors.
+EXTRA_ERRORS: dict[str, tuple[int, ...]] = {"api.add_job_change": (429,)}
 
 
 def _path_parameter(name: str, converter: str | None) -> dict[str, Any]:
@@ -309,6 +320,7 @@ def _operation(endpoint: str, view: Any, method: str, rule: Any) -> dict[str, An
         errors.append(409)
     if endpoint in REQUEST_BODIES:
         errors += [413, 415]
+    errors += EXTRA_ERRORS.get(endpoint, ())
     for status in errors:
         responses[str(status)] = {"description": _ERROR_DESCRIPTIONS[status],
                                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

@@ -10,10 +10,11 @@ from typing import Any
 from flask import Response, flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
+from harvestdef.politeness import PolitenessBounds
 from harvestdef.repositories.templates import TemplateRepository
 from webui.api.crawltemplates import template_input
 from webui.auth import ADMIN, READ, readable_template, require
-from webui.context import actor, database
+from webui.context import actor, database, settings
 from webui.definitions import blueprint
 from webui.definitions.forms import attempt, form_data
 from webui.downloads import attachment
@@ -44,10 +45,11 @@ def _upload_template() -> Any:
         expected = form_data(("edition",)).get("edition")
         with template_input(), database().begin() as conn:
             repository = TemplateRepository(conn, actor())
+            politeness = PolitenessBounds.from_settings(settings().livechanges)
             if expected is None:
-                repository.create(name, cxml, request.form.get("description", ""))
+                repository.create(name, cxml, request.form.get("description", ""), politeness=politeness)
             else:
-                repository.replace(name, cxml, expected)
+                repository.replace(name, cxml, expected, politeness=politeness)
         flash(_("Template %(name)s uploaded.", name=name) if expected is None
               else _("Template %(name)s replaced.", name=name))
         return redirect(url_for("definitions.templates"))

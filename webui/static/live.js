@@ -185,6 +185,28 @@
     }
   }
 
+  // The line above the newest page of changes: which versions it shows of how many, and the link to the
+  // older ones once the page no longer holds them all (an older page, loaded on purpose, is left alone).
+  function fillChangePages(section, live) {
+    const line = section.querySelector("[data-changes-pages]");
+    if (!line || line.dataset.olderPage) return;
+    const changes = live.changes || [];
+    const first = changes.length ? changes[0].version : null;
+    const hasOlder = first !== null && first > 1;
+    line.hidden = !hasOlder;
+    if (!hasOlder) return;
+    const range = line.querySelector("[data-changes-range]");
+    if (range) range.textContent = say("Changes %(first)s to %(last)s of %(total)s.",
+      {first: first, last: changes[changes.length - 1].version, total: live.changes_total});
+    const older = line.querySelector('[data-changes-page="older"]');
+    if (older) {
+      const url = new URL(older.href, window.location.href);
+      url.searchParams.set("changes_before", first);
+      older.href = url.toString();
+      older.hidden = false;
+    }
+  }
+
   function fillPaused(line, paused) {
     if (!line) return;
     line.hidden = !paused;
@@ -253,6 +275,7 @@
     fillDomains(element(section, "domains"), live.domains);
     drawChart(element(section, "chart"), live.history);
     fillChanges(element(section, "changes"), live.changes);
+    fillChangePages(section, live);
     fillPaused(element(section, "paused"), live.paused);
     fillActions(section, live.actions);
   }
@@ -295,10 +318,12 @@
             // refuses the rest, and the scheduler's tick refuses what any other end left pending. So the
             // page keeps asking, however long that takes, while a change is still pending, and says so:
             // the list never stops on a pending change.
-            const pending = (live.changes || []).filter(change => change.state === "pending");
+            // changes_pending names the oldest pending ones, also those older than the newest page shown
+            const pending = live.changes_pending
+              || (live.changes || []).filter(change => change.state === "pending").map(change => change.version);
             if (pending.length) {
               setText(section, "note", say("the job is %(state)s now; waiting for the answer to change %(versions)s",
-                {state: live.state, versions: pending.map(change => change.version).join(", ")}));
+                {state: live.state, versions: pending.join(", ")}));
               schedule();
             } else {
               ended = true;

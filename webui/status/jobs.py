@@ -29,7 +29,7 @@ from harvestdef.db.types import utcnow
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.model.controllers import LostControllerRule
 from harvestdef.model.status import JobStatus
-from webui.api.changelist import job_changes
+from webui.api.changelist import changes_page
 from webui.api.core import encode_cursor
 from webui.api.crawllog import search_domain, search_job_crawl_log, search_pattern
 from webui.api.errors import ApiError, translate
@@ -162,9 +162,14 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
     with database().connect() as conn:
         detail = job_detail(conn, job_id)
         running = detail["status"] == JobStatus.STARTED.name
-        live = job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow()) if running else None
-        # the changes of a job that ended stay on its page: what was done to it, and what was refused
-        changes = live["changes"] if live is not None else job_changes(conn, job_id)
+        page_size = settings().livechanges.pageSize
+        live = job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow(),
+                        changes_page=page_size) if running else None
+        # the changes of a job that ended stay on its page: what was done to it, and what was refused; the
+        # newest page of them, and an older one when the page asks for it (changes_before)
+        changes_before = request.args.get("changes_before", type=int)
+        paging = changes_page(conn, job_id, page_size, before=changes_before if changes_before else None)
+        changes = live["changes"] if live is not None and not changes_before else paging["items"]
         domains = [configuration["domain"] for configuration in detail["configurations"]]
         qa, qa_error, thumbnails = None, None, None
         if detail["status"] in (JobStatus.DONE.name, JobStatus.FAILED.name):
@@ -179,6 +184,7 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
     if domain or pattern:
         search = search_crawl_log(job_id, domain, pattern)
     return render_template("status/job.html", job=detail, live=live, changes=changes, job_domains=domains,
+                           changes_paging=paging, older_page=bool(changes_before),
                            refused=refused, search=search, qa=qa, qa_error=qa_error, thumbnails=thumbnails,
                            first_seed_capture=first_seed_capture(thumbnails, detail["seeds"]) if thumbnails else None,
                            domain=domain, pattern=pattern,
