@@ -83,10 +83,20 @@ class DatabaseSettings:
         "seconds a domain import on SQLite waits for the write lock before each of its batches (other writers "
         "hold it for moments); past it the import stops, keeping the batches it committed",
     )
+    lockTimeout: int = setting(
+        "harvestsuite.database.lockTimeout", 30,
+        "seconds a statement waits for a lock another writer holds (SQLite's busy timeout, PostgreSQL's "
+        "lock_timeout) before it fails: the web UI then answers 503 saying the database is busy, the scheduler "
+        "logs it and tries again",
+    )
     nextJobId: int = setting(
         "harvester.datamodel.domain.nextJobId", 0,
         "lowest id of the next job (used after a database restore); 0 = just max(job_id)+1",
     )
+
+    def __post_init__(self) -> None:
+        if self.lockTimeout < 1:
+            raise SettingsError(f"harvestsuite.database.lockTimeout: seconds, at least 1, got {self.lockTimeout}")
 
 
 @dataclass(frozen=True)
@@ -480,6 +490,9 @@ class WebuiSettings:
                                      "seconds an API token found valid is trusted without asking the database "
                                      "again (a revoked token is refused at the latest this long after; 0 = "
                                      "ask on every request)")
+    tokenUseInterval: int = setting("harvestsuite.webui.tokenUseInterval", 10,
+                                    "seconds between the writes of the API tokens' last use, which requests "
+                                    "only note (a read with a token writes nothing on its way)")
     loginFailuresPerUser: int = setting("harvestsuite.webui.loginFailuresPerUser", 5,
                                         "failed logins in a row of one user name after which each further "
                                         "attempt of that name must wait (harvestsuite.webui.loginDelay)")
@@ -493,6 +506,11 @@ class WebuiSettings:
     loginFailureMemory: int = setting("harvestsuite.webui.loginFailureMemory", 3600,
                                       "seconds after its last failed login when a user name's or an address's "
                                       "failures are forgotten")
+
+    def __post_init__(self) -> None:
+        if self.tokenUseInterval < 1:
+            raise SettingsError(f"harvestsuite.webui.tokenUseInterval: seconds, at least 1, got "
+                                f"{self.tokenUseInterval}")
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from harvestdef.cli import command_as_run
-from harvestdef.db.engine import open_engine
+from harvestdef.db.engine import engine_from_settings
 from harvestdef.db.init import init_database
 from harvestdef.demo import definitions
 from harvestdef.demo.narrator import Narrator
@@ -273,7 +273,7 @@ class Demo:
                                                         self.pywb_venv))
             settings = load_settings(settings_path, environ={})
             write_hosts_file(self.directory / "hosts")
-            engine = open_engine(settings.database.url)
+            engine = engine_from_settings(settings.database)
             try:
                 self._prepare(engine, settings, state, first)
                 with DemoSite(state.site_port) as site:
