@@ -211,7 +211,15 @@ class SchedulerSettings:
                                   "seconds after a STARTED job's start and its controller's registration "
                                   "before heartbeats naming other work or none have it resubmitted")
     leaderLeaseTime: int = setting("harvestsuite.scheduler.leaderLeaseTime", 60,
-                                   "seconds the SQLite leader lock row stays valid without renewal")
+                                   "seconds the leader's lock stays valid without renewal: a leader whose "
+                                   "database does not answer keeps leading this long after its last renewal, "
+                                   "then steps down and waits to lead again; another scheduler takes over a "
+                                   "SQLite lock row this long after its holder's last renewal")
+    leaderRenewInterval: int = setting("harvestsuite.scheduler.leaderRenewInterval", 0,
+                                       "seconds between the leader's renewals of its lock, less than "
+                                       "harvestsuite.scheduler.leaderLeaseTime, so that renewals which fail while "
+                                       "the database does not answer are tried again within the lease; 0 = a "
+                                       "quarter of the lease (at least 1 s)")
     historySampleRate: int = setting("harvester.monitor.historySampleRate", 300,
                                      "seconds between runningjobshistory samples of one job")
     dedupIndexBuilders: int = setting("harvestsuite.scheduler.dedupIndexBuilders", 2,
@@ -236,6 +244,13 @@ class SchedulerSettings:
         "answers a repeat as it answered the first)")
 
     def __post_init__(self) -> None:
+        if self.leaderLeaseTime < 2:
+            raise SettingsError(f"harvestsuite.scheduler.leaderLeaseTime: seconds, at least 2 (one renewal "
+                                f"within it), got {self.leaderLeaseTime}")
+        if self.leaderRenewInterval != 0 and not 1 <= self.leaderRenewInterval < self.leaderLeaseTime:
+            raise SettingsError(f"harvestsuite.scheduler.leaderRenewInterval: seconds, 0 (a quarter of the lease) "
+                                f"or at least 1 and less than harvestsuite.scheduler.leaderLeaseTime "
+                                f"({self.leaderLeaseTime}), got {self.leaderRenewInterval}")
         if self.lostAfterHeartbeats < 2:
             # one missed heartbeat is a delay, not a loss: a slow broker or a busy host misses one now and then
             raise SettingsError("harvestsuite.scheduler.lostAfterHeartbeats: at least 2 heartbeat intervals, got "
