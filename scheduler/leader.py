@@ -66,6 +66,8 @@ class LeaderLock:
         self._lease_ends = 0.0  # on ``clock``: when the lease of the last successful take or renewal runs out
         self._taken_at = 0.0  # on ``clock``: the moment the lease of the take or renewal under way counts from
         self._renewal_failing = False
+        # the last try_acquire could not ask the database (rather than finding the lock held by another)
+        self.is_unanswered = False
 
     @property
     def is_held(self) -> bool:
@@ -85,9 +87,13 @@ class LeaderLock:
             with database_errors("taking the scheduler lock"):
                 self._held = self._acquire_postgresql() if is_postgresql(self.engine) else self._acquire_sqlite()
         except DatabaseError as exc:
-            log.warning("could not try the scheduler lock: %s", exc)
+            if not self.is_unanswered:  # once, until the database answers again
+                log.warning("could not try the scheduler lock: %s", exc)
             self._close_connection()
             self._held = False
+            self.is_unanswered = True
+        else:
+            self.is_unanswered = False
         if self._held:
             self._lease_ends = self._taken_at + self.lease.total_seconds()
             self._renewal_failing = False
@@ -125,12 +131,16 @@ class LeaderLock:
         if self._renewal_failing:
             log.warning("scheduler %s renewed its lock again; still the leader", self.holder)
             self._renewal_failing = False
+        # the last try_acquire could not ask the database (rather than finding the lock held by another)
+        self.is_unanswered = False
         return True
 
     def _lose(self, why: str) -> bool:
         log.error("scheduler %s lost its lock: %s; it is no longer the leader", self.holder, why)
         self._held = False
         self._renewal_failing = False
+        # the last try_acquire could not ask the database (rather than finding the lock held by another)
+        self.is_unanswered = False
         self._close_connection()
         return False
 

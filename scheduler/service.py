@@ -328,11 +328,13 @@ class SchedulerService:
 
     def _wait_for_leadership(self, stop: threading.Event) -> bool:
         """Try the lock every few seconds until it is ours (True) or ``stop`` is set (False)."""
-        waiting_logged = False
+        said = None
         while not stop.is_set() and not self.leader.try_acquire():
-            if not waiting_logged:
-                log.warning("another scheduler is the leader on this database; waiting to take over")
-                waiting_logged = True
+            why = ("the harvest database does not answer; waiting for it to lead" if self.leader.is_unanswered
+                   else "another scheduler is the leader on this database; waiting to take over")
+            if why != said:  # once, and again when the reason changes
+                log.warning("%s", why)
+                said = why
             stop.wait(min(5.0, self.options.leader_renew_interval))
         return not stop.is_set()
 
