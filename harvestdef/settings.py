@@ -576,6 +576,20 @@ class QaSettings:
 
 
 @dataclass(frozen=True)
+class DemoSettings:
+    """``harvestsuite demo``'s own."""
+
+    stopTimeout: int = setting("harvestsuite.demo.stopTimeout", 120,
+                               "seconds the demo waits after Ctrl-C for its roles to stop (the harvest controller "
+                               "checkpoints a running crawl) before it stops at once, as a second Ctrl-C does, "
+                               "naming the roles that had not stopped")
+
+    def __post_init__(self) -> None:
+        if self.stopTimeout < 1:
+            raise SettingsError(f"harvestsuite.demo.stopTimeout: seconds, at least 1, got {self.stopTimeout}")
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings of one process, frozen after loading."""
 
@@ -592,6 +606,7 @@ class Settings:
     qa: QaSettings = field(default_factory=QaSettings)
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
     network: NetworkSettings = field(default_factory=NetworkSettings)
+    demo: DemoSettings = field(default_factory=DemoSettings)
 
     def effective(self) -> dict[str, Any]:
         """Every key with its effective value, for logging at start."""
