@@ -109,3 +109,30 @@ def test_a_database_that_does_not_answer_is_a_503_with_the_reason_on_pages_and_t
     page = client.post("/login", data={"csrf_token": csrf, "name": "curator", "password": "whatever it is"})
     assert page.status_code == 503
     assert "does not answer" in page.get_data(as_text=True)
+
+
+def test_no_get_writes_on_its_way_every_page_and_api_route_answers_under_a_held_lock(web):
+    """Every GET route without arguments, pages by session and the API by token, under a held lock: none
+    waits for the lock (a write on the way would answer 503 after the lock timeout)."""
+    app, engine, headers = web
+    with engine.begin() as conn:
+        UserRepository(conn).create("admin", "admin", password="correct horse battery")
+        admin_token = UserRepository(conn).create_token("admin")
+    api = app.test_client()
+    pages = app.test_client()
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', pages.get("/login").get_data(as_text=True)).group(1)
+    assert pages.post("/login", data={"csrf_token": csrf, "name": "admin",
+                                      "password": "correct horse battery"}).status_code == 302
+    routes = sorted(rule.rule for rule in app.url_map.iter_rules()
+                    if "GET" in rule.methods and not rule.arguments and rule.rule not in ("/login",))
+    assert len(routes) > 30
+    api.get("/api/v1/jobs", headers={"Authorization": f"Bearer {admin_token}"})  # its use noted before the lock
+    app.extensions["harvestsuite"].token_uses.flush()
+    answers = {}
+    with writers_held(engine, *sorted(s.metadata.tables)):
+        for route in routes:
+            client, kwargs = ((api, {"headers": {"Authorization": f"Bearer {admin_token}"}})
+                              if route.startswith("/api/v1/") and route != "/api/v1/docs" else (pages, {}))
+            answers[route] = client.get(route, **kwargs).status_code
+    failed = {route: status for route, status in answers.items() if status >= 500}
+    assert not failed, failed
