@@ -166,9 +166,9 @@ def demo_settings(directory: Path, web_port: int, state: DemoState, replay_port:
         "harvestsuite.harvester.heartbeatInterval": 5,
         "harvestsuite.crawler.hostsFile": str(directory / "hosts"),
         "harvester.scheduler.jobgenerationperiod": 5,
-        # a lock held by another writer costs a pause of seconds: a tick or a web request gives up after 5 s
-        # and is tried again, a leader whose lease of 10 s ran out meanwhile steps down and leads again
-        "harvestsuite.database.lockTimeout": 5,
+        # a leader whose lease of 10 s ran out while another writer held the database steps down and leads
+        # again; the statements wait for the lock as long as by default (an import's batches hold it for a
+        # while, and the demo keeps harvesting beside an import without a failure)
         "harvestsuite.scheduler.leaderLeaseTime": 10,
         "harvestsuite.scheduler.intakeProcesses": 0,
         "harvestsuite.scheduler.intakeThreads": 2,
