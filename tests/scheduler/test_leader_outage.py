@@ -186,3 +186,29 @@ def test_a_scheduler_keeps_leading_through_locked_tables_and_leads_again_after_i
             time.sleep(0.2)
     finally:
         process.stop()
+
+
+class WaitingClock:
+    """A clock whose first reading is before a wait of ``waited`` seconds and every later one after it:
+    a take or renewal that waited that long for SQLite's write lock."""
+
+    def __init__(self, waited: float) -> None:
+        self.readings = 0
+        self.waited = waited
+
+    def __call__(self) -> float:
+        self.readings += 1
+        return 1000.0 if self.readings == 1 else 1000.0 + self.waited
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_a_lease_taken_after_a_wait_for_the_write_lock_counts_from_when_the_lock_was_had(engine):
+    """Counted from before the wait, a take that waited longer than the lease was lost at once: the demo's
+    scheduler, leading again after a held lock, lost it again."""
+    leader = LeaderLock(engine, lease_seconds=10, clock=WaitingClock(waited=25))
+    try:
+        assert leader.try_acquire()
+        assert leader.is_held, "the lease ran out during the wait for the lock, before it was taken"
+        assert leader.lease_left() == pytest.approx(10)
+    finally:
+        leader.release()
