@@ -21,6 +21,7 @@ from harvestdef.db.init import init_database
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
 from webui import create_app
+from webui.tokenuse import TokenUseRecorder
 
 TOKEN_USE_INTERVAL = 1
 
@@ -136,3 +137,17 @@ def test_no_get_writes_on_its_way_every_page_and_api_route_answers_under_a_held_
             answers[route] = client.get(route, **kwargs).status_code
     failed = {route: status for route, status in answers.items() if status >= 500}
     assert not failed, failed
+
+
+def test_token_uses_that_could_not_be_written_are_kept_and_written_once_the_database_answers(web):
+    app, engine, _ = web
+    recorder = TokenUseRecorder(engine, interval=3600)  # flushed by hand here, never by its thread's look
+    with engine.connect() as conn:
+        token_id = conn.scalar(select(s.api_tokens.c.token_id))
+    recorder.note(token_id)
+    with writers_held(engine, "api_tokens"):
+        assert not recorder.flush(), "a write under another writer's lock was reported done"
+    assert _last_used(engine) is None
+    assert recorder.flush()
+    assert _last_used(engine) is not None
+    recorder.close()
