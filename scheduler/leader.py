@@ -11,8 +11,9 @@ leaderLeaseTime; a second scheduler takes the row over once the lease has run ou
 A renewal that fails because the database does not answer (another writer holds SQLite's write lock,
 PostgreSQL cancels or times out the statement) loses nothing yet: the lease written at the last renewal
 still keeps every other scheduler out, so the holder stays the leader and tries again at the next
-renewal, until that lease has really run out (measured on this process's monotonic clock from the start
-of the renewal that wrote it, so it ends here no later than in the row). Only then, or when the lock is
+renewal, until that lease has really run out (measured on this process's monotonic clock from when the
+renewal that wrote it had the write lock, read before the row's expiry is computed, so it ends here no
+later than in the row). Only then, or when the lock is
 gone for certain (the row names another holder; PostgreSQL's session that held it has ended), is the
 leadership lost. On SQLite a renewal waits for the write lock no longer than the lease has left.
 
@@ -131,16 +132,12 @@ class LeaderLock:
         if self._renewal_failing:
             log.warning("scheduler %s renewed its lock again; still the leader", self.holder)
             self._renewal_failing = False
-        # the last try_acquire could not ask the database (rather than finding the lock held by another)
-        self.is_unanswered = False
         return True
 
     def _lose(self, why: str) -> bool:
         log.error("scheduler %s lost its lock: %s; it is no longer the leader", self.holder, why)
         self._held = False
         self._renewal_failing = False
-        # the last try_acquire could not ask the database (rather than finding the lock held by another)
-        self.is_unanswered = False
         self._close_connection()
         return False
 
