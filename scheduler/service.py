@@ -1,12 +1,17 @@
 """The scheduler process: leadership, the minute tick and the intake of messages.
 
 ``harvestsuite scheduler run`` builds a ``SchedulerService`` and calls ``run``: it waits to become the
-leader (scheduler.leader), then ticks every jobgenerationperiod seconds on APScheduler's thread (first
-tick at once; one at a time, late ticks coalesced) while its own threads take messages:
+leader (scheduler.leader), then, while it leads, ticks every jobgenerationperiod seconds on APScheduler's
+thread (first tick at once; one at a time, late ticks coalesced) while its own threads take messages:
 
 * the scheduler queue: ready messages, claims, registrations, heartbeats and job statuses;
 * the monitor queue: progress and frontier reports;
 * the dead-letter queue: every message anybody dead-lettered, kept in dead_letters.
+
+A leader whose database does not answer for a while goes on leading while its lease lasts (its ticks and
+messages fail meanwhile, and are tried again); one that loses the leadership for certain steps down: the
+threads of that term of leadership end, the lock is released, and it waits to lead again as at its start.
+``run`` returns only when ``stop`` is set.
 
 A message is acknowledged only after the transaction that recorded it has committed, so a scheduler that
 dies in between sees it again (every handler is idempotent). One that cannot be decoded, or whose major
@@ -315,16 +320,13 @@ class SchedulerService:
         acting, and waits to lead again as at its start; ``on_leader`` is called at every start of leading."""
         for queue in (self.names.scheduler, self.names.monitor, self.names.dead_letter):
             self.transport.declare(queue)
-        try:
-            while self._wait_for_leadership(stop):
-                if on_leader is not None:
-                    on_leader()
-                self._lead(stop)
-                if not stop.is_set():
-                    log.error("leadership lost; this scheduler stopped acting and waits to lead again")
-                    self.ticker.reopen()
-        finally:
-            self.ticker.close()
+        while self._wait_for_leadership(stop):
+            if on_leader is not None:
+                on_leader()
+            self.ticker.reopen()  # builds indexes again if an earlier term of leadership closed it
+            self._lead(stop)
+            if not stop.is_set():
+                log.error("leadership lost; this scheduler stopped acting and waits to lead again")
 
     def _wait_for_leadership(self, stop: threading.Event) -> bool:
         """Try the lock every few seconds until it is ours (True) or ``stop`` is set (False)."""
@@ -380,6 +382,7 @@ class SchedulerService:
                 if worker.is_alive():
                     worker.kill()
             ticker.shutdown(wait=True)
+            self.ticker.close()  # only the leader builds deduplication indexes
             for thread in threads:
                 thread.join(timeout=10)
             self.leader.release()
