@@ -22,7 +22,8 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── IllegalTransitionError     a job status change that the transition table forbids
     ├── StaleJobError              a job is no longer in the status or attempt a change expected
     ├── DatabaseError              the harvest database failed (translated from SQLAlchemy/psycopg)
-    │   └── DatabaseBusyError      other writers kept the database locked past its wait
+    │   ├── DatabaseBusyError      other writers kept the database locked past its wait
+    │   └── DatabaseUnavailableError the database server refused or dropped the connection
     ├── JobGenerationError         a harvest definition could not be split into jobs
     ├── QueueError                 the queue transport failed (translated from pika / sqlite)
     ├── ArchiveStoreError          the archive store failed (upload, checksum, missing file)
@@ -286,6 +287,11 @@ class DatabaseError(HarvestSuiteError):
 class DatabaseBusyError(DatabaseError):
     """The harvest database stayed locked by other writers past a wait: nobody's fault, and over once they
     are done. Its message is a sentence for people (what stopped, what was kept, what to do), with no SQL."""
+
+
+class DatabaseUnavailableError(DatabaseError):
+    """The harvest database does not answer now (the server refused or dropped the connection, its file
+    cannot be opened): nobody's fault, and over once it is back. Its message is a sentence for people."""
 
 
 class JobGenerationError(HarvestSuiteError):

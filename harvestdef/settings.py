@@ -84,10 +84,20 @@ class DatabaseSettings:
         "seconds a domain import on SQLite waits for the write lock before each of its batches (other writers "
         "hold it for moments); past it the import stops, keeping the batches it committed",
     )
+    lockTimeout: int = setting(
+        "harvestsuite.database.lockTimeout", 30,
+        "seconds a statement waits for a lock another writer holds (SQLite's busy timeout, PostgreSQL's "
+        "lock_timeout) before it fails: the web UI then answers 503 saying the database is busy, the scheduler "
+        "logs it and tries again",
+    )
     nextJobId: int = setting(
         "harvester.datamodel.domain.nextJobId", 0,
         "lowest id of the next job (used after a database restore); 0 = just max(job_id)+1",
     )
+
+    def __post_init__(self) -> None:
+        if self.lockTimeout < 1:
+            raise SettingsError(f"harvestsuite.database.lockTimeout: seconds, at least 1, got {self.lockTimeout}")
 
 
 @dataclass(frozen=True)
@@ -202,7 +212,15 @@ class SchedulerSettings:
                                   "seconds after a STARTED job's start and its controller's registration "
                                   "before heartbeats naming other work or none have it resubmitted")
     leaderLeaseTime: int = setting("harvestsuite.scheduler.leaderLeaseTime", 60,
-                                   "seconds the SQLite leader lock row stays valid without renewal")
+                                   "seconds the leader's lock stays valid without renewal: a leader whose "
+                                   "database does not answer keeps leading this long after its last renewal, "
+                                   "then steps down and waits to lead again; another scheduler takes over a "
+                                   "SQLite lock row this long after its holder's last renewal")
+    leaderRenewInterval: int = setting("harvestsuite.scheduler.leaderRenewInterval", 0,
+                                       "seconds between the leader's renewals of its lock, less than "
+                                       "harvestsuite.scheduler.leaderLeaseTime, so that renewals which fail while "
+                                       "the database does not answer are tried again within the lease; 0 = a "
+                                       "quarter of the lease (at least 1 s)")
     historySampleRate: int = setting("harvester.monitor.historySampleRate", 300,
                                      "seconds between runningjobshistory samples of one job")
     dedupIndexBuilders: int = setting("harvestsuite.scheduler.dedupIndexBuilders", 2,
@@ -227,6 +245,13 @@ class SchedulerSettings:
         "answers a repeat as it answered the first)")
 
     def __post_init__(self) -> None:
+        if self.leaderLeaseTime < 2:
+            raise SettingsError(f"harvestsuite.scheduler.leaderLeaseTime: seconds, at least 2 (one renewal "
+                                f"within it), got {self.leaderLeaseTime}")
+        if self.leaderRenewInterval != 0 and not 1 <= self.leaderRenewInterval < self.leaderLeaseTime:
+            raise SettingsError(f"harvestsuite.scheduler.leaderRenewInterval: seconds, 0 (a quarter of the lease) "
+                                f"or at least 1 and less than harvestsuite.scheduler.leaderLeaseTime "
+                                f"({self.leaderLeaseTime}), got {self.leaderRenewInterval}")
         if self.lostAfterHeartbeats < 2:
             # one missed heartbeat is a delay, not a loss: a slow broker or a busy host misses one now and then
             raise SettingsError("harvestsuite.scheduler.lostAfterHeartbeats: at least 2 heartbeat intervals, got "
@@ -571,6 +596,9 @@ class WebuiSettings:
                                      "seconds an API token found valid is trusted without asking the database "
                                      "again (a revoked token is refused at the latest this long after; 0 = "
                                      "ask on every request)")
+    tokenUseInterval: int = setting("harvestsuite.webui.tokenUseInterval", 10,
+                                    "seconds between the writes of the API tokens' last use, which requests "
+                                    "only note (a read with a token writes nothing on its way)")
     loginFailuresPerUser: int = setting("harvestsuite.webui.loginFailuresPerUser", 5,
                                         "failed logins in a row of one user name after which each further "
                                         "attempt of that name must wait (harvestsuite.webui.loginDelay)")
@@ -584,6 +612,11 @@ class WebuiSettings:
     loginFailureMemory: int = setting("harvestsuite.webui.loginFailureMemory", 3600,
                                       "seconds after its last failed login when a user name's or an address's "
                                       "failures are forgotten")
+
+    def __post_init__(self) -> None:
+        if self.tokenUseInterval < 1:
+            raise SettingsError(f"harvestsuite.webui.tokenUseInterval: seconds, at least 1, got "
+                                f"{self.tokenUseInterval}")
 
 
 @dataclass(frozen=True)
@@ -634,6 +667,20 @@ class QaSettings:
 
 
 @dataclass(frozen=True)
+class DemoSettings:
+    """``harvestsuite demo``'s own."""
+
+    stopTimeout: int = setting("harvestsuite.demo.stopTimeout", 120,
+                               "seconds the demo waits after Ctrl-C for its roles to stop (the harvest controller "
+                               "checkpoints a running crawl) before it stops at once, as a second Ctrl-C does, "
+                               "naming the roles that had not stopped")
+
+    def __post_init__(self) -> None:
+        if self.stopTimeout < 1:
+            raise SettingsError(f"harvestsuite.demo.stopTimeout: seconds, at least 1, got {self.stopTimeout}")
+
+
+@dataclass(frozen=True)
 class Settings:
     """All settings of one process, frozen after loading."""
 
@@ -651,6 +698,7 @@ class Settings:
     notifications: NotificationSettings = field(default_factory=NotificationSettings)
     network: NetworkSettings = field(default_factory=NetworkSettings)
     livechanges: LiveChangeSettings = field(default_factory=LiveChangeSettings)
+    demo: DemoSettings = field(default_factory=DemoSettings)
 
     def effective(self) -> dict[str, Any]:
         """Every key with its effective value, for logging at start."""

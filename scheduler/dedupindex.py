@@ -220,6 +220,7 @@ class DedupIndexBuilder:
         self.store = store
         self.notifier = notifier
         self.satisfactory_percentage = satisfactory_percentage
+        self.builders = builders
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=builders,
                                                                thread_name_prefix="dedup-index")
         self._lock = threading.Lock()
@@ -266,6 +267,18 @@ class DedupIndexBuilder:
         """Drop the builds that wait and stop the running ones before their next job; records nothing for them."""
         self._closing.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def reopen(self) -> None:
+        """Take requests again after ``close`` (a scheduler that leads again), on fresh threads; the builds
+        that ``close`` dropped are asked for again by the next tick."""
+        with self._lock:
+            if not self._closing.is_set():
+                return
+            self._builds = {key: build for key, build in self._builds.items()
+                            if build.future is not None and not build.future.done()}
+            self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=self.builders,
+                                                                   thread_name_prefix="dedup-index")
+            self._closing = threading.Event()
 
     # ------------------------------------------------------------------ on a builder thread
     def _build(self, build: _Build) -> None:

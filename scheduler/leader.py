@@ -8,13 +8,23 @@ its machine vanishes, because the session asks the server for TCP keepalives (15
 SQLite: the row ``scheduler`` of scheduler_lock, with a lease the holder renews (``renew``) well inside
 leaderLeaseTime; a second scheduler takes the row over once the lease has run out.
 
+A renewal that fails because the database does not answer (another writer holds SQLite's write lock,
+PostgreSQL cancels or times out the statement) loses nothing yet: the lease written at the last renewal
+still keeps every other scheduler out, so the holder stays the leader and tries again at the next
+renewal, until that lease has really run out (measured on this process's monotonic clock from when the
+renewal that wrote it had the write lock, read before the row's expiry is computed, so it ends here no
+later than in the row). Only then, or when the lock is
+gone for certain (the row names another holder; PostgreSQL's session that held it has ended), is the
+leadership lost. On SQLite a renewal waits for the write lock no longer than the lease has left.
+
 A waiting scheduler calls ``try_acquire`` now and then (``SchedulerService`` does so every few seconds),
 so it takes over within a minute of the first one's death.
 
 The lock is the database's own locking, not a definition or a job's state: this module takes it with
 direct statements (the advisory lock's functions, the scheduler_lock row), unaudited, and no repository
 holds it. Their errors become DatabaseError in ``database_errors``, which is what this module catches:
-a database that cannot be asked means "not the leader", never a crash.
+a database that cannot be asked means "not the leader" (or, while the lease lasts, "still the leader"),
+never a crash.
 """
 
 from __future__ import annotations
@@ -23,7 +33,9 @@ import contextlib
 import logging
 import os
 import socket
+import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 from sqlalchemy import Connection, Engine, delete, insert, select, text, update
@@ -44,54 +56,120 @@ _ROW = "scheduler"
 class LeaderLock:
     """The scheduler's leadership of one harvest database."""
 
-    def __init__(self, engine: Engine, lease_seconds: int = 60, holder: str | None = None) -> None:
+    def __init__(self, engine: Engine, lease_seconds: int = 60, holder: str | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.engine = engine
         self.lease = timedelta(seconds=lease_seconds)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.clock = clock
         self._connection: Connection | None = None
         self._held = False
+        self._lease_ends = 0.0  # on ``clock``: when the lease of the last successful take or renewal runs out
+        self._taken_at = 0.0  # on ``clock``: the moment the lease of the take or renewal under way counts from
+        self._renewal_failing = False
+        # the last try_acquire could not ask the database (rather than finding the lock held by another)
+        self.is_unanswered = False
 
     @property
     def is_held(self) -> bool:
-        return self._held
+        """Whether this scheduler leads now: it took the lock and its lease has not run out."""
+        return self._held and self.clock() < self._lease_ends
+
+    def lease_left(self) -> float:
+        """Seconds the lease written last still lasts (0 when not held)."""
+        return max(0.0, self._lease_ends - self.clock()) if self._held else 0.0
 
     def try_acquire(self) -> bool:
         """Take the lock if nobody holds it; True while we hold it."""
         if self._held:
             return self.renew()
+        self._taken_at = self.clock()  # SQLite moves it on to when the write lock was had
         try:
             with database_errors("taking the scheduler lock"):
                 self._held = self._acquire_postgresql() if is_postgresql(self.engine) else self._acquire_sqlite()
         except DatabaseError as exc:
-            log.warning("could not try the scheduler lock: %s", exc)
+            if not self.is_unanswered:  # once, until the database answers again
+                log.warning("could not try the scheduler lock: %s", exc)
             self._close_connection()
             self._held = False
+            self.is_unanswered = True
+        else:
+            self.is_unanswered = False
         if self._held:
+            self._lease_ends = self._taken_at + self.lease.total_seconds()
+            self._renewal_failing = False
             log.info("scheduler %s is now the leader", self.holder)
         return self._held
 
     def renew(self) -> bool:
-        """Keep the lock; False (and no longer held) if it was lost."""
+        """Keep the lock; True while this scheduler still leads. A renewal the database could not answer
+        keeps the leadership until the lease written last runs out (module docstring); False (and no
+        longer held) once it has, or when the lock is gone for certain."""
         if not self._held:
             return False
+        self._taken_at = self.clock()  # SQLite moves it on to when the write lock was had
+        left = self._lease_ends - self._taken_at
+        if left <= 0:
+            return self._lose(f"its lease of {self.lease.total_seconds():g} s ran out without a renewal")
         try:
             with database_errors("renewing the scheduler lock"):
-                if is_postgresql(self.engine):
-                    assert self._connection is not None
-                    self._connection.execute(text("SELECT 1"))
-                    return True
-                now = utcnow()
-                with write_transaction(self.engine) as conn:
+                renewed = self._renew_postgresql() if is_postgresql(self.engine) else self._renew_sqlite(left)
+        except DatabaseError as exc:
+            if self._connection is not None and self._connection.invalidated:
+                # PostgreSQL: the session that held the advisory lock has ended, and the lock with it
+                return self._lose(f"its database session ended ({exc})")
+            left = self._lease_ends - self.clock()
+            if left <= 0:
+                return self._lose(f"the database did not answer until its lease ran out ({exc})")
+            if not self._renewal_failing:
+                log.warning("scheduler %s could not renew its lock (%s); still the leader for %.1f s, while its "
+                            "lease lasts, and trying again", self.holder, exc, left)
+            self._renewal_failing = True
+            return True
+        if not renewed:
+            return self._lose("another scheduler holds it now")
+        self._lease_ends = self._taken_at + self.lease.total_seconds()
+        if self._renewal_failing:
+            log.warning("scheduler %s renewed its lock again; still the leader", self.holder)
+            self._renewal_failing = False
+        return True
+
+    def _lose(self, why: str) -> bool:
+        log.error("scheduler %s lost its lock: %s; it is no longer the leader", self.holder, why)
+        self._held = False
+        self._renewal_failing = False
+        self._close_connection()
+        return False
+
+    def _renew_postgresql(self) -> bool:
+        """Whether this session still holds the advisory lock (a session that ended has lost it)."""
+        assert self._connection is not None
+        return bool(self._connection.scalar(text(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
+            "AND objid = :low AND classid = :high AND granted"),
+            {"low": _ADVISORY_KEY & 0xFFFFFFFF, "high": _ADVISORY_KEY >> 32}))
+
+    def _renew_sqlite(self, left: float) -> bool:
+        """Push the row's expiry on, waiting for the write lock no longer than the lease has ``left``."""
+        with self.engine.connect() as conn:
+            previous = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()
+            conn.exec_driver_sql(f"PRAGMA busy_timeout = {max(1, int(left * 1000))}")
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+                try:
+                    # both leases count from when the write lock was ours, the one here read first: it never
+                    # ends later than the row's
+                    self._taken_at = self.clock()
                     renewed = conn.execute(update(s.scheduler_lock).where(
                         s.scheduler_lock.c.name == _ROW, s.scheduler_lock.c.holder == self.holder)
-                        .values(expires_at=now + self.lease)).rowcount == 1
-        except DatabaseError as exc:
-            log.error("scheduler %s lost its lock: %s", self.holder, exc)
-            renewed = False
-        if not renewed:
-            log.error("scheduler %s is no longer the leader", self.holder)
-            self._held = False
-            self._close_connection()
+                        .values(expires_at=utcnow() + self.lease)).rowcount == 1
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+            finally:
+                conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(previous)}")
+                conn.commit()
         return renewed
 
     def release(self) -> None:
@@ -135,9 +213,12 @@ class LeaderLock:
         return got
 
     def _acquire_sqlite(self) -> bool:
-        now = utcnow()
         lock = s.scheduler_lock
         with write_transaction(self.engine) as conn:
+            # the lease counts from when the write lock was ours (a wait for it must not shorten the lease,
+            # nor let the row be written expired already), on this process's clock read first
+            self._taken_at = self.clock()
+            now = utcnow()
             row = conn.execute(select(lock).where(lock.c.name == _ROW)).first()
             if row is None:
                 # BEGIN IMMEDIATE holds the write lock since the read, so nobody inserted meanwhile; OR IGNORE

@@ -1,12 +1,17 @@
 """The scheduler process: leadership, the minute tick and the intake of messages.
 
 ``harvestsuite scheduler run`` builds a ``SchedulerService`` and calls ``run``: it waits to become the
-leader (scheduler.leader), then ticks every jobgenerationperiod seconds on APScheduler's thread (first
-tick at once; one at a time, late ticks coalesced) while its own threads take messages:
+leader (scheduler.leader), then, while it leads, ticks every jobgenerationperiod seconds on APScheduler's
+thread (first tick at once; one at a time, late ticks coalesced) while its own threads take messages:
 
 * the scheduler queue: ready messages, claims, registrations, heartbeats and job statuses;
 * the monitor queue: progress and frontier reports;
 * the dead-letter queue: every message anybody dead-lettered, kept in dead_letters.
+
+A leader whose database does not answer for a while goes on leading while its lease lasts (its ticks and
+messages fail meanwhile, and are tried again); one that loses the leadership for certain steps down: the
+threads of that term of leadership end, the lock is released, and it waits to lead again as at its start.
+``run`` returns only when ``stop`` is set.
 
 A message is acknowledged only after the transaction that recorded it has committed, so a scheduler that
 dies in between sees it again (every handler is idempotent). One that cannot be decoded, or whose major
@@ -62,6 +67,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from harvestdef.db.availability import unavailability
 from harvestdef.db.types import utcnow
 from harvestdef.errors import HarvestSuiteError, QueueError, StaleJobError
 from harvestdef.messages import (
@@ -104,6 +110,7 @@ _MONITOR_MESSAGES = (CrawlProgress, FrontierReport, CrawlTally)
 class ServiceOptions:
     tick_period: int = 60
     leader_lease: int = 60
+    leader_renew_interval: float = 15.0  # less than leader_lease: failed renewals are tried again within it
     history_sample_rate: int = 300
     intake_threads: int = 4
     intake_processes: int = 1
@@ -116,6 +123,8 @@ class ServiceOptions:
     def from_settings(cls, settings: Settings) -> ServiceOptions:
         return cls(tick_period=settings.scheduler.jobgenerationperiod,
                    leader_lease=settings.scheduler.leaderLeaseTime,
+                   leader_renew_interval=settings.scheduler.leaderRenewInterval
+                   or max(1.0, settings.scheduler.leaderLeaseTime / 4),
                    history_sample_rate=settings.scheduler.historySampleRate,
                    intake_threads=settings.scheduler.intakeThreads,
                    intake_processes=settings.scheduler.intakeProcesses,
@@ -307,21 +316,37 @@ class SchedulerService:
                 self.handle_batch(deliveries)
 
     def run(self, stop: threading.Event, on_leader: Callable[[], None] | None = None) -> None:
-        """Wait for leadership, then tick and take messages until ``stop`` is set or leadership is lost."""
-        from apscheduler.schedulers.background import BackgroundScheduler
-
+        """Lead until ``stop`` is set: wait for leadership, then tick and take messages. A scheduler that
+        loses the leadership (its lease ran out while the database did not answer, scheduler.leader) stops
+        acting, and waits to lead again as at its start; ``on_leader`` is called at every start of leading."""
         for queue in (self.names.scheduler, self.names.monitor, self.names.dead_letter):
             self.transport.declare(queue)
-        waiting_logged = False
+        while self._wait_for_leadership(stop):
+            if on_leader is not None:
+                on_leader()
+            self.ticker.reopen()  # builds indexes again if an earlier term of leadership closed it
+            self._lead(stop)
+            if not stop.is_set():
+                log.error("leadership lost; this scheduler stopped acting and waits to lead again")
+
+    def _wait_for_leadership(self, stop: threading.Event) -> bool:
+        """Try the lock every few seconds until it is ours (True) or ``stop`` is set (False)."""
+        said = None
         while not stop.is_set() and not self.leader.try_acquire():
-            if not waiting_logged:
-                log.warning("another scheduler is the leader on this database; waiting to take over")
-                waiting_logged = True
-            stop.wait(min(5.0, self.options.leader_lease / 4))
-        if stop.is_set():
-            return
-        if on_leader is not None:
-            on_leader()
+            why = ("the harvest database does not answer; waiting for it to lead" if self.leader.is_unanswered
+                   else "another scheduler is the leader on this database; waiting to take over")
+            if why != said:  # once, and again when the reason changes
+                log.warning("%s", why)
+                said = why
+            stop.wait(min(5.0, self.options.leader_renew_interval))
+        return not stop.is_set()
+
+    def _lead(self, stop: threading.Event) -> None:
+        """Act as the leader until ``stop`` is set or the leadership is lost; returns with every thread of
+        this term ended and the lock released."""
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        term = threading.Event()  # the end of this term of leadership: what its threads watch
         ticker = BackgroundScheduler(timezone="UTC")
         ticker.add_job(self._tick_safely, "interval", seconds=self.options.tick_period, id="tick",
                        next_run_time=datetime.now().astimezone(), max_instances=1, coalesce=True,
@@ -331,27 +356,29 @@ class SchedulerService:
         ticker.add_job(self._send_live_changes_safely, "interval", seconds=self.options.live_change_interval,
                        id="live-changes", next_run_time=datetime.now().astimezone(), max_instances=1,
                        coalesce=True, misfire_grace_time=self.options.live_change_interval)
-        # the webhook deliveries due: each sending only starts the lanes of the webhooks that have none, so it
-        # returns at once and a slow receiver holds back neither the tick nor the other webhooks
-        ticker.add_job(self._send_webhooks_safely, "interval", seconds=self.options.webhook_send_interval,
-                       id="webhooks", next_run_time=datetime.now().astimezone(), max_instances=1, coalesce=True,
-                       misfire_grace_time=max(1, int(self.options.webhook_send_interval)))
-        threads = [threading.Thread(target=self._intake_loop, args=(queue, stop), name=f"intake-{queue}-{n}",
+        threads = [threading.Thread(target=self._intake_loop, args=(queue, term), name=f"intake-{queue}-{n}",
                                     daemon=True)
                    for queue, count in ((self.names.scheduler, self.options.intake_threads),
                                         (self.names.monitor, 1), (self.names.dead_letter, 1))
                    for n in range(count)]
+        # the webhook deliveries due: each sending only starts the lanes of the webhooks that have none, so it
+        # returns at once and a slow receiver holds back neither the tick nor the other webhooks. A loop of its
+        # own rather than an interval job: the interval counts from the end of a sending, so a sending slower
+        # than the interval (a busy database) delays the next one instead of being skipped with a warning.
+        self.webhooks.reopen()
+        threads.append(threading.Thread(target=self._webhook_loop, args=(term,), name="webhooks", daemon=True))
         ticker.start()
         for thread in threads:
             thread.start()
         workers, workers_stop = self._start_intake_processes()
         try:
-            while not stop.wait(max(1.0, self.options.leader_lease / 4)):
+            # a renewal the database cannot answer keeps the leadership while the lease lasts
+            # (scheduler.leader); False means it is lost for certain
+            while not stop.wait(self.options.leader_renew_interval):
                 if not self.leader.renew():
-                    log.error("leadership lost; this scheduler stops acting")
                     break
         finally:
-            stop.set()
+            term.set()
             self.webhooks.close()  # first: aborts the attempts in flight, so nothing below waits for a receiver
             workers_stop.set()
             for worker in workers:
@@ -359,7 +386,7 @@ class SchedulerService:
                 if worker.is_alive():
                     worker.kill()
             ticker.shutdown(wait=True)
-            self.ticker.close()
+            self.ticker.close()  # only the leader builds deduplication indexes
             for thread in threads:
                 thread.join(timeout=10)
             self.leader.release()
@@ -381,16 +408,23 @@ class SchedulerService:
         return workers, workers_stop
 
     def _tick_safely(self) -> None:
+        if not self.leader.is_held:
+            return  # its lease ran out: the loop in ``_lead`` steps down at its next look
         try:
             self.ticker.tick()
-        except Exception:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
-            log.exception("tick failed")
+        except Exception as exc:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
+            unavailable = unavailability(exc)
+            if unavailable is not None:  # nobody's fault and no bug: the reason, without a traceback
+                log.warning("tick failed: %s; the next tick, in %d s, tries again", unavailable,
+                            self.options.tick_period)
+            else:
+                log.exception("tick failed")
 
     def _send_live_changes_safely(self) -> None:
         """One sending of the running scheduler's; a failure is logged once, not every few seconds, until a
         sending succeeds again."""
         if not self.leader.is_held:
-            return  # leadership lost: the loop in ``run`` stops everything at its next look
+            return  # leadership lost: the loop in ``_lead`` steps down at its next look
         try:
             self.live_changes.send()
         except Exception:  # noqa: BLE001 - the next sending tries again
@@ -402,6 +436,12 @@ class SchedulerService:
             log.warning("sending live changes works again")
             self._live_changes_failing = False
 
+
+    def _webhook_loop(self, term: threading.Event) -> None:
+        """Start the due webhook lanes every webhook_send_interval seconds until ``term`` is set."""
+        while not term.is_set():
+            self._send_webhooks_safely()
+            term.wait(self.options.webhook_send_interval)
 
     def _send_webhooks_safely(self) -> None:
         """Start the lanes of the webhooks with due deliveries; a failing database is logged once until it

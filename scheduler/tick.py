@@ -198,6 +198,11 @@ class Ticker:
         if self.indexer is not None:
             self.indexer.close()
 
+    def reopen(self) -> None:
+        """Build deduplication indexes again after ``close``: a scheduler that leads once more."""
+        if self.indexer is not None:
+            self.indexer.reopen()
+
     # ------------------------------------------------------------------ supervision
     def supervise(self, now: datetime, report: TickReport) -> None:
         j, h = s.jobs, s.harvesters

@@ -150,6 +150,10 @@ class WebhookSender:
             done = [lanes.submit(self._lane, webhook_id, now) for webhook_id in webhooks]
             return sum(lane.result() for lane in done)
 
+    def reopen(self) -> None:
+        """Send again after a close(): a scheduler that stepped down and leads once more."""
+        self._closing.clear()
+
     def close(self) -> None:
         """Stop sending: no lane starts any more, the attempts in flight are aborted, and their lanes get
         shutdown_grace seconds to release them. Never waits for a receiver."""

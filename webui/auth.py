@@ -44,7 +44,7 @@ from harvestdef.model.definitions import Role, User
 from harvestdef.repositories.logins import LoginPolicy, LoginThrottle
 from harvestdef.repositories.users import UserRepository
 from harvestdef.templatesecrets import masked_template
-from webui.context import current_user, database, settings, token_cache
+from webui.context import current_user, database, settings, token_cache, token_uses
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +122,10 @@ def is_api_request() -> bool:
     return path.startswith(API_PREFIX) and path != API_DOCS and not path.startswith(API_DOCS + "/")
 
 
-def _user_for_token(token: str) -> User | None:
-    with database().begin() as conn:
-        return UserRepository(conn).user_for_token(token)
+def _token_owner(token: str) -> tuple[User, int] | None:
+    # reads only: the use is noted, and written in the background (webui/tokenuse.py)
+    with database().connect() as conn:
+        return UserRepository(conn).token_owner(token)
 
 
 def _load_user() -> Response | None:
@@ -132,9 +133,11 @@ def _load_user() -> Response | None:
     g.by_token = False
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer "):
-        g.user = token_cache().user_for(header[len("Bearer "):].strip(), _user_for_token)
-        if g.user is None:
+        owner = token_cache().user_for(header[len("Bearer "):].strip(), _token_owner)
+        if owner is None:
             raise AuthError(401, "the API token is unknown or revoked")
+        g.user, token_id = owner
+        token_uses().note(token_id)
         g.by_token = True
         return None
     name = session.get("user")

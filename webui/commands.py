@@ -25,14 +25,16 @@ def serve(settings: Settings, stop: threading.Event, url_prefix: str = "") -> No
 
     from harvestdef.db.engine import engine_from_settings
     from webui import create_app
+    from webui.context import webui_context_of
 
     web = settings.webui
     engine = engine_from_settings(settings.database)
     try:
         # Behind a reverse proxy, X-Forwarded-Proto/-Host/-For are trusted from 127.0.0.1 only.
         sockets: dict = {}  # the server's dispatchers: ours, so this thread can run and close them
+        app = create_app(settings, engine)
         server = waitress.create_server(
-            create_app(settings, engine), map=sockets, host=web.host, port=web.port, threads=web.threads,
+            app, map=sockets, host=web.host, port=web.port, threads=web.threads,
             url_prefix=url_prefix,
             trusted_proxy="127.0.0.1", trusted_proxy_headers={"x-forwarded-proto", "x-forwarded-host",
                                                               "x-forwarded-for"},
@@ -44,6 +46,7 @@ def serve(settings: Settings, stop: threading.Event, url_prefix: str = "") -> No
         finally:
             server.task_dispatcher.shutdown()
             wasyncore.close_all(sockets)
+            webui_context_of(app).token_uses.close()  # the uses noted since its last write
     finally:
         engine.dispose()
 

@@ -15,6 +15,7 @@ from harvestdef.db.engine import engine_from_settings
 from harvestdef.model.definitions import User
 from harvestdef.settings import Settings
 from webui.tokencache import TokenCache
+from webui.tokenuse import TokenUseRecorder
 
 EXTENSION = "harvestsuite"
 
@@ -24,9 +25,11 @@ class WebuiContext:
     settings: Settings
     engine: Engine
     tokens: TokenCache = field(init=False)
+    token_uses: TokenUseRecorder = field(init=False)
 
     def __post_init__(self) -> None:
         self.tokens = TokenCache(self.settings.webui.tokenCacheSeconds)
+        self.token_uses = TokenUseRecorder(self.engine, self.settings.webui.tokenUseInterval)
 
     @classmethod
     def attach(cls, app: Flask, settings: Settings, engine: Engine | None) -> WebuiContext:
@@ -39,9 +42,19 @@ def webui_context() -> WebuiContext:
     return current_app.extensions[EXTENSION]
 
 
+def webui_context_of(app: Flask) -> WebuiContext:
+    """The context of ``app``, outside a request (the server that stops it)."""
+    return app.extensions[EXTENSION]
+
+
 def token_cache() -> TokenCache:
     """The API tokens this app found valid lately (webui/tokencache.py)."""
     return webui_context().tokens
+
+
+def token_uses() -> TokenUseRecorder:
+    """Where this app notes the uses of API tokens, written in the background (webui/tokenuse.py)."""
+    return webui_context().token_uses
 
 
 def database() -> Engine:

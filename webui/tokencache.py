@@ -26,10 +26,11 @@ class TokenCache:
         self.seconds = seconds
         self.clock = clock
         self._lock = threading.Lock()
-        self._users: dict[bytes, tuple[User, float]] = {}
+        self._users: dict[bytes, tuple[tuple[User, int], float]] = {}
 
-    def user_for(self, token: str, lookup: Callable[[str], User | None]) -> User | None:
-        """The user of ``token``: from the cache while fresh, else from ``lookup`` (None: refused)."""
+    def user_for(self, token: str, lookup: Callable[[str], tuple[User, int] | None]) -> tuple[User, int] | None:
+        """The user of ``token`` and the token's id: from the cache while fresh, else from ``lookup``
+        (None: refused)."""
         if self.seconds == 0:
             return lookup(token)
         key = hashlib.sha256(token.encode()).digest()

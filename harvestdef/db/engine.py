@@ -1,7 +1,10 @@
 """Opening the harvest database: one SQLAlchemy engine per process, the same code for PostgreSQL and SQLite.
 
 SQLite runs in WAL mode with foreign keys on and a busy timeout, so the embedded default's threads
-(scheduler, controller, web UI) can share the file.
+(scheduler, controller, web UI) can share the file. A statement waits for a lock that another writer
+holds at most ``lock_timeout`` seconds (harvestsuite.database.lockTimeout: SQLite's busy timeout,
+PostgreSQL's lock_timeout), then fails; the callers tell it as "the database is busy"
+(harvestdef.db.availability).
 """
 
 from __future__ import annotations
@@ -21,21 +24,37 @@ def is_postgresql(engine: Engine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
-def open_engine(url: str, echo: bool = False) -> Engine:
-    """An engine for ``url``; on SQLite with WAL, foreign keys and a busy timeout."""
+def open_engine(url: str, echo: bool = False, lock_timeout: float = 30.0) -> Engine:
+    """An engine for ``url``; on SQLite with WAL, foreign keys and a busy timeout. A statement waits at most
+    ``lock_timeout`` seconds for a lock another writer holds."""
+    if lock_timeout <= 0:
+        raise ValueError(f"lock_timeout: seconds, more than 0, got {lock_timeout}")
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        engine = create_engine(url, echo=echo, connect_args={"timeout": 30})
+        engine = create_engine(url, echo=echo, connect_args={"timeout": lock_timeout})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     # No ping before every checkout: it costs a round trip per transaction, as much as the commit. A
     # connection the server dropped fails its statement once; SQLAlchemy then discards the whole pool, and
     # the callers retry (the scheduler returns the message to its queue).
-    return create_engine(url, echo=echo, pool_recycle=3600)
+    engine = create_engine(url, echo=echo, pool_recycle=3600)
+    milliseconds = max(1, int(lock_timeout * 1000))
+
+    def _lock_timeout(dbapi_connection: Any, _record: Any) -> None:
+        # a session setting rather than the URL's ``options``, which the URL may use for its own (search_path)
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True
+        try:
+            dbapi_connection.execute(f"SET lock_timeout = {milliseconds}")
+        finally:
+            dbapi_connection.autocommit = autocommit
+
+    event.listen(engine, "connect", _lock_timeout)
+    return engine
 
 
 def engine_from_settings(settings: DatabaseSettings) -> Engine:
-    return open_engine(settings.url, echo=settings.echo)
+    return open_engine(settings.url, echo=settings.echo, lock_timeout=settings.lockTimeout)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from sqlalchemy import Engine, func, or_, select
 
 from harvestdef.db import schema as s
+from harvestdef.db.availability import unavailability
 from harvestdef.demo import definitions
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.replay.layout import ALL_COLLECTION
@@ -40,6 +41,14 @@ def _size(count: int) -> str:
     raise AssertionError("unreachable")
 
 
+def failure_reason(row) -> str:  # noqa: ANN001 - a result row of jobs
+    """Why a job FAILED, from its record: the harvest's errors and the upload's (a job that failed at the
+    upload has only these), each said where it comes from."""
+    said = [f"{what}: {text}" for what, text in (("harvest", row.harvest_errors), ("upload", row.upload_errors))
+            if text]
+    return "; ".join(said) or "its record names no reason (the job page may say more)"
+
+
 class Narrator:
     """Polls the harvest database every ``interval`` seconds until ``stop`` is set; ``replay_url``, the
     replay service's address ("" when it does not run)."""
@@ -54,6 +63,7 @@ class Narrator:
         self._seen: dict[int, JobStatus] = {}
         self._highest = 0
         self._first_done = True
+        self._unavailable = False  # the last look found the database not answering (said once)
 
     def run(self, stop: threading.Event) -> None:
         with self.engine.connect() as conn:
@@ -65,8 +75,17 @@ class Narrator:
         while not stop.wait(self.interval):
             try:
                 self.look()
-            except Exception:  # noqa: BLE001 - the story may miss a beat; the demo must go on
-                log.exception("could not read the harvest database this time")
+            except Exception as exc:  # noqa: BLE001 - the story may miss a beat; the demo must go on
+                unavailable = unavailability(exc)
+                if unavailable is None:
+                    log.exception("could not read the harvest database this time")
+                elif not self._unavailable:  # once, not at every look, until it answers again
+                    log.warning("the story pauses: %s", unavailable)
+                self._unavailable = unavailable is not None
+                continue
+            if self._unavailable:
+                log.info("the harvest database answers again; the story goes on")
+                self._unavailable = False
 
     def look(self) -> None:
         """One look: log what changed since the last one."""
@@ -75,7 +94,8 @@ class Narrator:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(jobs.c.job_id, jobs.c.status, jobs.c.harvest_num, jobs.c.channel, jobs.c.num_configs,
-                       jobs.c.controller, jobs.c.harvest_errors, jobs.c.harvest_id, harvests.c.name)
+                       jobs.c.controller, jobs.c.harvest_errors, jobs.c.upload_errors, jobs.c.harvest_id,
+                       harvests.c.name)
                 .join(harvests, harvests.c.harvest_id == jobs.c.harvest_id)
                 .where(or_(jobs.c.job_id > self._highest, jobs.c.job_id.in_(watched)))
                 .order_by(jobs.c.job_id)).all()
@@ -108,8 +128,7 @@ class Narrator:
         elif status == JobStatus.DONE:
             self._tell_done(conn, row, what)
         elif status == JobStatus.FAILED:
-            log.warning("%s FAILED: %s (%s/status/jobs/%d says why)", what, row.harvest_errors or "no reason given",
-                        self.web_url, row.job_id)
+            log.warning("%s FAILED: %s (%s/status/jobs/%d)", what, failure_reason(row), self.web_url, row.job_id)
         else:
             log.info("%s is %s", what, status.name)
 

@@ -32,6 +32,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -39,7 +40,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from harvestdef.cli import command_as_run
-from harvestdef.db.engine import open_engine
+from harvestdef.db.engine import engine_from_settings
 from harvestdef.db.init import init_database
 from harvestdef.demo import definitions
 from harvestdef.demo.narrator import Narrator
@@ -165,6 +166,9 @@ def demo_settings(directory: Path, web_port: int, state: DemoState, replay_port:
         "harvestsuite.harvester.heartbeatInterval": 5,
         "harvestsuite.crawler.hostsFile": str(directory / "hosts"),
         "harvester.scheduler.jobgenerationperiod": 5,
+        # a leader whose lease of 10 s ran out while another writer held the database steps down and leads
+        # again; the statements wait for the lock as long as by default (an import's batches hold it for a
+        # while, and the demo keeps harvesting beside an import without a failure)
         "harvestsuite.scheduler.leaderLeaseTime": 10,
         "harvestsuite.scheduler.intakeProcesses": 0,
         "harvestsuite.scheduler.intakeThreads": 2,
@@ -273,7 +277,7 @@ class Demo:
                                                         self.pywb_venv))
             settings = load_settings(settings_path, environ={})
             write_hosts_file(self.directory / "hosts")
-            engine = open_engine(settings.database.url)
+            engine = engine_from_settings(settings.database)
             try:
                 self._prepare(engine, settings, state, first)
                 with DemoSite(state.site_port) as site:
@@ -332,8 +336,17 @@ class Demo:
             if not self.failures:
                 log.info("stopping: the harvest controller checkpoints a running crawl, which the next run "
                          "resumes (Ctrl-C again stops at once)")
+            # one Ctrl-C always ends the demo: a role that does not stop in time (one waiting for a database
+            # another writer holds, say) is left to the next run's cleanup, as after a second Ctrl-C
+            timeout = settings.demo.stopTimeout
+            deadline = time.monotonic() + timeout
             for thread in threads:
-                thread.join()
+                thread.join(max(0.0, deadline - time.monotonic()))
+            running = [thread.name.removeprefix("demo-") for thread in threads if thread.is_alive()]
+            if running:
+                log.warning("%s did not stop within %d s (harvestsuite.demo.stopTimeout)", ", ".join(running),
+                            timeout)
+                self._stop_at_once(1)
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -384,10 +397,14 @@ class Demo:
         if self._signals == 1:
             self.stop.set()
             return
+        self._stop_at_once(128 + signum)
+
+    def _stop_at_once(self, code: int) -> None:
+        """End the process now, whatever its threads are doing."""
         # The engine is a process of its own; the next run's harvest controller stops what it left. pywb
         # would keep the replay port, and nothing finds it later.
         if self.replay is not None:
             self.replay.kill()
         log.warning("stopped at once; the next run cleans up after it")
         logging.shutdown()
-        os._exit(128 + signum)
+        os._exit(code)

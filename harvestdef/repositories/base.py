@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Table, insert, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from harvestdef.db import schema as s
+from harvestdef.db.availability import unavailability
 from harvestdef.db.types import utcnow
 from harvestdef.errors import ConflictError, DatabaseError, StaleEditionError
 from harvestdef.templatesecrets import masked_template
@@ -92,6 +93,10 @@ def database_errors(what: str) -> Iterator[None]:
     try:
         yield
     except SQLAlchemyError as exc:
+        # a database that does not answer for now (busy, gone) stays told as such: it is tried again
+        unavailable = unavailability(exc)
+        if unavailable is not None:
+            raise type(unavailable)(f"{what}: {unavailable}") from exc
         raise DatabaseError(f"{what}: {exc}") from exc
 
 

@@ -22,13 +22,13 @@ import hashlib
 import hmac
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
@@ -159,19 +159,38 @@ class UserRepository:
         return token
 
     def user_for_token(self, token: str) -> User | None:
-        """The active user an unrevoked API token belongs to; None for any other token.
-
-        The token's ``last_used`` is kept to the minute (``LAST_USED_PRECISION``): writing it on every call
-        made each read of a script a write transaction."""
-        t, u = s.api_tokens, s.users
-        row = self.conn.execute(select(u, t.c.token_id, t.c.last_used).join(t, t.c.user_id == u.c.user_id).where(
-            t.c.token_sha256 == _token_digest(token), t.c.revoked.is_(False), u.c.isactive.is_(True))).first()
-        if row is None:
+        """The active user an unrevoked API token belongs to, its use recorded now; None for any other token.
+        The web UI reads with ``token_owner`` and records the uses later, in the background."""
+        owner = self.token_owner(token)
+        if owner is None:
             return None
-        now = self.clock()
-        if row.last_used is None or now - row.last_used >= LAST_USED_PRECISION:
-            self.conn.execute(update(t).where(t.c.token_id == row.token_id).values(last_used=now))
-        return _to_user(row)
+        user, token_id = owner
+        self.record_token_uses({token_id: self.clock()})
+        return user
+
+    def token_owner(self, token: str) -> tuple[User, int] | None:
+        """The active user an unrevoked API token belongs to and the token's id; None for any other token.
+        Reads only: a read with a token writes nothing."""
+        t, u = s.api_tokens, s.users
+        row = self.conn.execute(select(u, t.c.token_id).join(t, t.c.user_id == u.c.user_id).where(
+            t.c.token_sha256 == _token_digest(token), t.c.revoked.is_(False), u.c.isactive.is_(True))).first()
+        return None if row is None else (_to_user(row), row.token_id)
+
+    def record_token_uses(self, uses: Mapping[int, datetime]) -> int:
+        """Record when each token (by id) was used last; returns how many rows changed.
+
+        ``last_used`` is kept to the minute (``LAST_USED_PRECISION``): a use within a minute of the one
+        recorded changes nothing, so a script's burst of calls is one write, not one per call."""
+        if not uses:
+            return 0
+        t = s.api_tokens
+        statement = update(t).where(t.c.token_id == bindparam("b_token_id"), or_(
+            t.c.last_used.is_(None), t.c.last_used <= bindparam("b_since"))).values(last_used=bindparam("b_when"))
+        changed = 0
+        for token_id, when in sorted(uses.items()):
+            changed += self.conn.execute(statement, {"b_token_id": token_id, "b_when": when,
+                                                     "b_since": when - LAST_USED_PRECISION}).rowcount
+        return changed
 
     def authenticate(self, name: str, password: str) -> User | None:
         """The user if the name and password match and the user is active; else None.

@@ -389,3 +389,23 @@ def test_tick_once_returns_with_the_builds_it_started_recorded(engine, database_
     finally:
         service.ticker.close()
         transport.close()
+
+
+def test_a_builder_closed_at_a_step_down_builds_again_when_its_scheduler_leads_again(engine, store, indexer):
+    """A scheduler that lost the leadership closes its builder (only the leader builds); leading again, it
+    reopens it, and a build asked for then is built and recorded."""
+    with engine.begin() as conn:
+        _, config = make_domain(conn, "a.dk")
+        make_selective(conn, 1, "daily", [config])
+    job_ids = add_jobs(engine, 1, 1, 1, snapshot=False)
+    store_entries(store, 1, job_ids[0], ["http://a.dk/"])
+    pairs = [(1, job_id) for job_id in job_ids]
+    indexer.close()
+    indexer.request(HarvestRun(1, 2), pairs)
+    assert indexer.progress(job_ids) is None, "a closed builder took a request"
+    indexer.reopen()
+    indexer.request(HarvestRun(1, 2), pairs)
+    assert indexer.wait(timeout=60)
+    with engine.connect() as conn:
+        row = find_run_index(conn, HarvestRun(1, 2))
+    assert row is not None and row.ready

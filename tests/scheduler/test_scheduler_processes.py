@@ -26,11 +26,12 @@ WAITS = "another scheduler is the leader on this database; waiting to take over"
 
 
 class SchedulerProcess:
-    def __init__(self, database_url: str, queue_path: Path) -> None:
+    def __init__(self, database_url: str, queue_path: Path, extra: dict[str, str] | None = None) -> None:
         settings = {
             "harvestsuite.database.url": database_url, "harvestsuite.queue.url": f"sqlite:///{queue_path}",
             "harvester.scheduler.jobgenerationperiod": "1", "harvestsuite.scheduler.leaderLeaseTime": "2",
             "harvester.scheduler.jobGen.config.postponeUnregisteredChannel": "false",
+            **(extra or {}),
         }
         arguments = [item for key, value in settings.items() for item in ("--set", f"{key}={value}")]
         self.process = subprocess.Popen([sys.executable, "-m", "harvestdef", *arguments, "scheduler", "run"],

@@ -44,7 +44,8 @@ def webui_engine(tmp_path: Path) -> Iterator[Engine]:
 @pytest.fixture
 def app(webui_engine: Engine, tmp_path: Path) -> Flask:
     settings = load_settings(environ={}, overrides={"harvestsuite.webui.secretKey": "test-secret",
-                                                    "harvestsuite.archive.root": str(tmp_path / "archive")})
+                                                    "harvestsuite.archive.root": str(tmp_path / "archive"),
+                                                    "harvestsuite.webui.tokenUseInterval": 1})
     return create_app(settings, webui_engine, {"TESTING": True})
 
 

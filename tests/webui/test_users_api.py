@@ -4,6 +4,8 @@ without an active admin; every change is audited."""
 
 from __future__ import annotations
 
+import time
+
 from sqlalchemy import select
 
 from harvestdef.db import schema as s
@@ -66,7 +68,11 @@ def test_users_see_and_revoke_their_own_tokens_and_admins_anybodys(api, webui_en
     assert own.status_code == 200
     ids = [token["id"] for token in own.get_json()["items"]]
     assert len(ids) == 2 and ids == sorted(ids, reverse=True)
-    assert own.get_json()["items"][1]["last_used"] is not None  # the token of this very call
+    # the token of this very call: its use is written in the background, within a second here
+    deadline = time.monotonic() + 30
+    while api("operator", "get", "/api/v1/users/operator/tokens").get_json()["items"][1]["last_used"] is None:
+        assert time.monotonic() < deadline, "the token's use was never recorded"
+        time.sleep(0.1)
     assert api("curator", "get", "/api/v1/users/operator/tokens").status_code == 403
     assert api("curator", "delete", f"/api/v1/users/operator/tokens/{ids[0]}").status_code == 403
     assert api("operator", "delete", f"/api/v1/users/curator/tokens/{ids[0]}").status_code == 403

@@ -5,8 +5,10 @@ The rule (style.md: errors translated at one boundary):
 - what the client can fix is a 4xx naming the field where there is one: ApiError raised by a view,
   ValidationError (FieldError names its field), NotFoundError, ConflictError, StaleEditionError,
   StaleJobError, IllegalTransitionError, and Werkzeug's 4xx (unknown path, wrong method, body too large);
-- a database that stayed locked by other writers (DatabaseBusyError, SQLite) is a 503 with its sentence,
-  which says what was kept and to try again: nobody's fault, and no bug;
+- a database that does not answer for now is a 503 with its sentence, which says why and to try again:
+  locked by other writers past harvestsuite.database.lockTimeout (DatabaseBusyError, on SQLite and
+  PostgreSQL), a server that refused or dropped the connection (DatabaseUnavailableError); a SQLAlchemy
+  error that means either is told as such (harvestdef.db.availability). Nobody's fault, and no bug;
 - everything else (DatabaseError, a failed queue or archive store, any exception we did not raise on
   purpose) is the server's fault: a 500 whose body says only "internal error" and an error id. The log
   gets the id with the traceback; the client never sees SQL, parameters, paths or the exception's text.
@@ -21,9 +23,10 @@ import logging
 import secrets
 from typing import Any
 
-from flask import jsonify
+from flask import has_request_context, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from harvestdef.db.availability import unavailability
 from harvestdef.errors import (
     ConflictError,
     DatabaseBusyError,
@@ -90,10 +93,12 @@ def translate(error: Exception) -> ApiError:
     an "internal" one with an error id under which the traceback is logged here."""
     if isinstance(error, ApiError):
         return error
-    if isinstance(error, DatabaseBusyError):
-        # Not the client's fault, yet no bug either: a 503 whose sentence says what was kept and to try again.
-        log.warning("%s", error)
-        return ApiError("unavailable", str(error))
+    unavailable = error if isinstance(error, DatabaseBusyError) else unavailability(error)
+    if unavailable is not None:
+        # Not the client's fault, yet no bug either: a 503 whose sentence says why and to try again.
+        where = f"{request.method} {request.path}" if has_request_context() else "a request"
+        log.warning("%s answered 503: %s", where, unavailable)
+        return ApiError("unavailable", str(unavailable))
     if not is_client_error(error):
         return internal_error(error)
     field = getattr(error, "field", None)
