@@ -113,6 +113,8 @@ class ControllerOptions:
     browser_settings: tuple[tuple[str, object], ...] | None = None
     answer_timeout: float = 30.0
     leftover_upload_interval: float = 300.0
+    # harvestsuite.network.allowDestinations, handed to the bundled engine: what its crawls may connect to
+    allow_destinations: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings, channels: tuple[str, ...] | None = None) -> ControllerOptions:
@@ -136,7 +138,8 @@ class ControllerOptions:
             engine_port=settings.crawler.port, engine_bind=settings.crawler.bind,
             hosts_file=settings.crawler.hostsFile, engine_start_timeout=h.engineStartTimeout,
             request_timeout=h.statusPollTimeout, leftover_upload_interval=h.leftoverUploadInterval,
-            browser_settings=browser_settings(settings) if h.crawler == "browser" else None)
+            browser_settings=browser_settings(settings) if h.crawler == "browser" else None,
+            allow_destinations=settings.network.allowDestinations)
 
 
 class HarvestController:
@@ -380,7 +383,8 @@ class HarvestController:
         o = self.options
         return BundledEngine(o.server_dir, o.heritrix_user, o.heritrix_password, o.engine_port, o.engine_bind,
                              o.hosts_file, o.engine_start_timeout,
-                             dict(o.browser_settings) if o.browser_settings is not None else None)
+                             dict(o.browser_settings) if o.browser_settings is not None else None,
+                             o.allow_destinations)
 
     def _crawl_and_finish(self, directory: Path, checkpoint: str | None) -> None:
         jobdir = JobDirectory.load(directory)

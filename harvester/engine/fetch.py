@@ -14,6 +14,7 @@ This module opens sockets only; it knows nothing of WARCs, queues or logs.
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from urllib.parse import SplitResult, urlsplit
 
 import h11
 
+from harvestdef.destinations import DestinationPolicy
 from harvester.engine.credentials import server_name
 from harvester.engine.spool import ResponseSpool
 
@@ -36,6 +38,9 @@ READ_SIZE = 65536
 CONNECT_FAILED = -2
 CONNECTION_BROKEN = -3
 TIMED_OUT = -4
+# Ours, in Heritrix's "blocked" family (-5000..-5004 are Heritrix's; -5005 is unused there): an address the
+# policy of harvestdef/destinations.py refuses (loopback, private, link-local...), never connected to.
+DESTINATION_REFUSED = -5005
 
 
 @dataclass
@@ -99,9 +104,13 @@ class FetchResult:
 class HttpConnection:
     """A keep-alive connection to one host:port; one exchange at a time."""
 
-    def __init__(self, address: str, port: int, tls_host: str | None = None):
+    def __init__(self, address: str, port: int, tls_host: str | None = None,
+                 destinations: DestinationPolicy | None = None, host: str = ""):
         self.address = address
         self.port = port
+        # checked again on each open, whoever made the connection: a refused address is never connected to
+        self.destinations = destinations
+        self.host = host or address
         # HTTPS: TLS to the origin without certificate checks (Heritrix's sslTrustLevel OPEN): an archive
         # wants the content of a site with a broken certificate too.
         self.tls_host = tls_host
@@ -114,6 +123,10 @@ class HttpConnection:
         return self.writer is not None and not self.writer.is_closing()
 
     async def open(self, timeout: float) -> None:
+        if self.destinations is not None:
+            reason = self.destinations.refusal(self.host, self.address)
+            if reason is not None:
+                raise PermissionError(errno.EACCES, reason)
         tls = None
         if self.tls_host is not None:
             tls = ssl.create_default_context()
@@ -321,8 +334,10 @@ class Fetcher:
     exchange, as before."""
 
     def __init__(self, settings: RequestSettings, keeps_payload: Callable[[str], bool],
-                 cookies: CookieStore | None = None, authentication: HttpAuthentication | None = None) -> None:
+                 cookies: CookieStore | None = None, authentication: HttpAuthentication | None = None,
+                 destinations: DestinationPolicy | None = None) -> None:
         self.settings = settings
+        self.destinations = destinations
         self.keeps_payload = keeps_payload
         self.cookies = cookies
         self.authentication = authentication
@@ -362,10 +377,14 @@ class Fetcher:
         host = target.hostname or ""
         port = target.port or (443 if target.scheme == "https" else 80)
         authority = f"{host}:{port}"
+        if self.destinations is not None and self.destinations.refusal(host, address) is not None:
+            # the chain refuses such a host before its fetch; this is the last guard, never a connection
+            return FetchResult(status=DESTINATION_REFUSED, started=time.time(), address=address)
         own_connection = headers is not None
         connection = None if own_connection else self.connections.get(authority)
         if connection is None:
-            connection = HttpConnection(address, port, host if target.scheme == "https" else None)
+            connection = HttpConnection(address, port, host if target.scheme == "https" else None,
+                                        self.destinations, host)
             if not own_connection:
                 self.connections[authority] = connection
         try:

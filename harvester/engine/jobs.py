@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.errors import CrawlEngineError, NotFoundError
 from harvestdef.files import write_atomically
 from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
@@ -191,8 +192,10 @@ class CrawlJob:
     """One job directory and, once built, its configuration and its current launch's controller."""
 
     def __init__(self, name: str, directory: Path, hosts: Mapping[str, str],
-                 sitemap_limits: SitemapLimits | None = None, browser: BrowserOptions | None = None) -> None:
+                 sitemap_limits: SitemapLimits | None = None, browser: BrowserOptions | None = None,
+                 destinations: DestinationPolicy = PUBLIC_ONLY) -> None:
         self.name = name
+        self.destinations = destinations  # what the crawl may connect to (harvestdef/destinations.py)
         self.directory = directory
         self.sitemap_limits = sitemap_limits or SitemapLimits()
         self.browser = browser  # None: fetched over HTTP; else loaded in Chromium (browserfetch.py)
@@ -387,7 +390,8 @@ class CrawlJob:
         try:
             controller = CrawlController(self._config, self.directory, launch_dir, self.hosts, self.job_log,
                                          checkpoint=checkpoint_dir, api_port=self.api_port,
-                                         sitemap_limits=self.sitemap_limits, browser=self.browser)
+                                         sitemap_limits=self.sitemap_limits, browser=self.browser,
+                                         destinations=self.destinations)
             controller.start()
         except Exception as exc:
             # Anything the crawl raises while starting is the crawl's failure, not the engine's: log it, stay READY.
@@ -513,8 +517,9 @@ class JobRegistry:
     """All jobs of one engine, found in (or added to) its jobs directory."""
 
     def __init__(self, jobs_dir: Path, hosts: Mapping[str, str], sitemap_limits: SitemapLimits | None = None,
-                 browser: BrowserOptions | None = None) -> None:
+                 browser: BrowserOptions | None = None, destinations: DestinationPolicy = PUBLIC_ONLY) -> None:
         self.jobs_dir = jobs_dir
+        self.destinations = destinations
         self.hosts = dict(hosts)
         self.sitemap_limits = sitemap_limits or SitemapLimits()
         self.browser = browser
@@ -537,7 +542,7 @@ class JobRegistry:
                 job.api_port = port
 
     def _new_job(self, name: str, directory: Path) -> CrawlJob:
-        job = CrawlJob(name, directory, self.hosts, self.sitemap_limits, self.browser)
+        job = CrawlJob(name, directory, self.hosts, self.sitemap_limits, self.browser, self.destinations)
         job.api_port = self._api_port
         return job
 
