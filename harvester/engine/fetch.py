@@ -382,6 +382,10 @@ class Fetcher:
             return FetchResult(status=DESTINATION_REFUSED, started=time.time(), address=address)
         own_connection = headers is not None
         connection = None if own_connection else self.connections.get(authority)
+        if connection is not None and connection.address != address:
+            # the host was looked up again and moved: its kept connection goes to the address it had
+            connection.close()
+            connection = None
         if connection is None:
             connection = HttpConnection(address, port, host if target.scheme == "https" else None,
                                         self.destinations, host)

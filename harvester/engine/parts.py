@@ -70,7 +70,8 @@ class CrawlParts:
         self.discovery = LinkDiscovery(self.frontier, self.scope, self.queue_assignment,
                                        on_discovered=self._count_discovered, on_scheduled=on_scheduled)
         # the destination policy, with the hosts file's names allowed: what the crawl may connect to
-        self.servers = ServerCache(punycode_hosts, config.user_agent, destinations, job_log)
+        self.servers = ServerCache(punycode_hosts, config.user_agent, destinations, job_log,
+                                   config.ip_validity_seconds)
         self.extractors = LinkExtractors.from_config(config, sitemap_limits or SitemapLimits())
         # What the template's cookie store and credential store keep; None where the template has neither,
         # so a fetch without them costs nothing more than before.

@@ -1,6 +1,7 @@
 """What the crawl knows of each host and each host:port, as Heritrix's ServerCache keeps CrawlHost (the
-address a DNS lookup gave) and CrawlServer (the robots.txt rules): looked up or fetched once, asked for
-every URI, saved in checkpoints.
+address a DNS lookup gave) and CrawlServer (the robots.txt rules): looked up or fetched once (a name
+again once its lookup is older than PreconditionEnforcer's ipValidityDurationSeconds), asked for every
+URI, saved in checkpoints.
 
 It looks addresses up (the engine's ``--hosts`` file first, then the system resolver) but fetches nothing
 and writes no records: the crawl controller fetches robots.txt and records the ``dns:`` capture.
@@ -16,6 +17,7 @@ import ipaddress
 import logging
 import re
 import socket
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -54,19 +56,29 @@ class ServerCache:
     operator mapped them by hand). Refusals are kept by host beside the address connected to."""
 
     def __init__(self, hosts: Mapping[str, str], user_agent: str,
-                 destinations: DestinationPolicy = PUBLIC_ONLY, job_log: logging.Logger | None = None) -> None:
+                 destinations: DestinationPolicy = PUBLIC_ONLY, job_log: logging.Logger | None = None,
+                 ip_validity_seconds: float = 0) -> None:
         self.hosts = dict(hosts)
         self.job_log = job_log or logging.getLogger(__name__)
         self.user_agent = user_agent
         self.destinations = destinations.with_hosts(self.hosts)
         self.addresses: dict[str, str | None] = {}
         self.refusals: dict[str, Refusal] = {}
+        # Heritrix's ipValidityDurationSeconds (0: a lookup never expires): when each host was looked up
+        # (monotonic), so a name is resolved again, and its new addresses checked, once its lookup is old
+        self.ip_validity_seconds = ip_validity_seconds
+        self._looked_up_at: dict[str, float] = {}
         self.robots_texts: dict[str, str | None] = {}
         self._robots: dict[str, RobotsRules] = {}
 
     # -- hosts ----------------------------------------------------------------------------------------
     def knows_host(self, host: str) -> bool:
-        return host in self.addresses
+        """Whether ``host`` was looked up and its lookup has not expired (an IP literal never expires)."""
+        if host not in self.addresses:
+            return False
+        looked_up_at = self._looked_up_at.get(host)
+        return (looked_up_at is None or not self.ip_validity_seconds
+                or time.monotonic() - looked_up_at < self.ip_validity_seconds)
 
     def address(self, host: str) -> str | None:
         return self.addresses.get(host)
@@ -92,6 +104,7 @@ class ServerCache:
             except OSError:
                 addresses = []
         self.addresses[host] = addresses[0] if addresses else None
+        self._looked_up_at[host] = time.monotonic()
         self._check(host, addresses)
         return self.addresses[host]
 
@@ -129,6 +142,8 @@ class ServerCache:
         self.addresses = dict(addresses)
         # A checkpoint keeps the address connected to; the policy in force now decides on it again.
         self.refusals = {}
+        now = time.monotonic()
+        self._looked_up_at = {host: now for host in self.addresses if not _is_address(host.strip("[]"))}
         for host, address in self.addresses.items():
             if address is not None:
                 self._check(host, [address])

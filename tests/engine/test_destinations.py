@@ -8,8 +8,13 @@ is given, so "never a connection" is checked where it would show.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,11 +38,12 @@ SITEMAP_BEANS = """
 class CountingServer:
     """A server on 127.0.0.1 answering every request 200 with a small body, counting connections."""
 
-    def __init__(self, body_for: dict[str, tuple[int, str, list[tuple[str, str]]]] | None = None) -> None:
+    def __init__(self, body_for: dict[str, tuple[int, str, list[tuple[str, str]]]] | None = None,
+                 address: tuple[str, int] = ("127.0.0.1", 0)) -> None:
         self.body_for = body_for or {}
         self.connections = 0
         self.targets: list[str] = []
-        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener = socket.create_server(address)
         self.port = self.listener.getsockname()[1]
         self._lock = threading.Lock()
         threading.Thread(target=self._accept, daemon=True).start()
@@ -70,7 +76,11 @@ class CountingServer:
             status, body, headers = self.body_for.get(target.split("?", 1)[0], (200, "internal answer", []))
             head = f"HTTP/1.1 {status} X\r\nContent-Length: {len(body.encode())}\r\nConnection: close\r\n"
             head += "".join(f"{name}: {value}\r\n" for name, value in headers)
+            self.answered(target)
             connection.sendall(head.encode() + b"Content-Type: text/html\r\n\r\n" + body.encode())
+
+    def answered(self, target: str) -> None:
+        """Called before ``target``'s answer is sent: a subclass's hook."""
 
     def close(self) -> None:
         self.listener.close()
@@ -192,3 +202,52 @@ def test_a_name_the_setting_allows_is_crawled_whatever_it_resolves_to(run_crawl,
     found = statuses(run_crawl([seed], {HOSTILE: "127.0.0.1"}, DestinationPolicy.from_entries(["localhost"])))
     assert found[f"http://localhost:{internal.port}/style.css"] == "200"
     assert found[f"http://127.0.0.1:{internal.port}/script.js"] == "-5005"
+
+
+@pytest.fixture
+def namespace(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A network namespace of this test's own, with loopback up and PUBLIC on a veth interface, and its
+    hosts file (/etc/netns/NAME/hosts, which ``ip netns exec`` mounts over /etc/hosts) naming rebind.test
+    there. Removed afterwards, file and all."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2's ip to make a network namespace")
+    name = f"hs-rebind-{os.getpid()}-{tmp_path.name[-12:]}"[:40]
+    etc = Path("/etc/netns") / name
+    commands = [["ip", "netns", "add", name], ["ip", "-n", name, "link", "set", "lo", "up"],
+                # a veth pair with both ends inside the namespace: the public address leads nowhere outside it
+                ["ip", "-n", name, "link", "add", "public0", "type", "veth", "peer", "name", "public1"],
+                ["ip", "-n", name, "addr", "add", f"{PUBLIC}/32", "dev", "public0"],
+                ["ip", "-n", name, "link", "set", "public0", "up"], ["ip", "-n", name, "link", "set", "public1", "up"]]
+    try:
+        for command in commands:
+            subprocess.run(command, check=True, capture_output=True, timeout=30)
+        etc.mkdir(parents=True)
+        hosts = etc / "hosts"
+        hosts.write_text(f"127.0.0.1 localhost\n{PUBLIC} rebind.test\n", encoding="utf-8")
+        yield name, hosts
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30, check=False)
+        shutil.rmtree(etc, ignore_errors=True)
+
+
+# A public address (not in any network the policy refuses), which exists only inside the test's namespace.
+PUBLIC = "44.0.0.1"
+
+
+def test_a_name_that_moves_to_loopback_between_lookups_is_refused_at_its_new_address(
+        namespace: tuple[str, Path], tmp_path: Path) -> None:
+    name, hosts = namespace
+    result = subprocess.run(["ip", "netns", "exec", name, sys.executable, "-m", "tests.engine.rebind_crawl",
+                             str(hosts), PUBLIC, str(tmp_path / "job")],
+                            capture_output=True, text=True, timeout=120, check=False,
+                            cwd=Path(__file__).resolve().parents[2])
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["finished"]
+    statuses = dict(found["statuses"])
+    # the first lookup found the public address: the page came from there
+    assert statuses["dns:rebind.test"] == "1" and statuses["http://rebind.test:8080/"] == "200"
+    # the page moved the name to loopback; the lookup made again once the first expired is refused
+    assert statuses["http://rebind.test:8080/next"] == "-5005", found
+    assert found["annotations"]["http://rebind.test:8080/next"] == "destinationRefused:loopback"
+    assert found["internal_connections"] == 0 and "/next" not in found["site_targets"]
