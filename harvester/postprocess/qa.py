@@ -12,7 +12,8 @@ Rules:
   CSS response: img/src, srcset, link rel=stylesheet, script/src, frames, CSS url(), the engine's own
   extractors in harvester/engine/links.py) that no crawl.log line of the job fetched with 200-399. Its
   reason, from its last crawl.log line: ``out_of_scope`` (-5000), ``robots`` (-9998, -61), ``budget``
-  (-5003, with the quota annotation), ``http_error`` (400 and up), ``network_error`` (any other negative
+  (-5003, with the quota annotation), ``destination_refused`` (-5005: an address harvesting does not
+  connect to, harvestdef/destinations.py), ``http_error`` (400 and up), ``network_error`` (any other negative
   code), or, absent from crawl.log, ``never_reached`` (the crawl ended first). A crawler does not log what
   it leaves out of scope when it finds it (Heritrix does not, nor does the bundled engine), so a reference
   absent from crawl.log whose domain is none of the job's is ``out_of_scope``, not ``never_reached``.
@@ -92,6 +93,8 @@ def _reason_of(status: int) -> str | None:
         return "robots"
     if status == -5003:
         return "budget"
+    if status == -5005:
+        return "destination_refused"
     if status >= 400 or 0 < status < 200:
         return "http_error" if status >= 400 else None
     if status < 0:

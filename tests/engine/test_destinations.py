@@ -251,3 +251,41 @@ def test_a_name_that_moves_to_loopback_between_lookups_is_refused_at_its_new_add
     assert statuses["http://rebind.test:8080/next"] == "-5005", found
     assert found["annotations"]["http://rebind.test:8080/next"] == "destinationRefused:loopback"
     assert found["internal_connections"] == 0 and "/next" not in found["site_targets"]
+
+
+def test_the_browser_crawlers_requests_inwards_are_refused_unconnected(tmp_path: Path,
+                                                                        internal: CountingServer) -> None:
+    from harvester.engine.browser import BrowserOptions
+    from tests.webui.browser import require_browser
+
+    require_browser()  # skips saying why without Chromium and Playwright, fails so under CI=true
+    users = f"http://127.0.0.1:{internal.port}/api/v1/users"
+    # a form the page's script POSTs into a frame: a navigation, which no CORS check stops in the browser
+    page = f"""<html><body><img src="http://127.0.0.1:{internal.port}/pixel.png">
+<iframe name="sink"></iframe><form id="f" method="post" target="sink" action="{users}">
+<input name="name" value="intruder"></form>
+<script>document.getElementById("f").submit();</script></body></html>"""
+    hostile = CountingServer({"/": (200, page, [])})
+    controllers: list[CrawlController] = []
+    try:
+        seed = f"http://{HOSTILE}:{hostile.port}/"
+        job_dir = tmp_path / "job"
+        cxml = write_job(job_dir, [seed])
+        launch_dir = job_dir / "20260101000000"
+        launch_dir.mkdir(parents=True)
+        options = BrowserOptions(executable="/usr/bin/chromium", pages_per_minute_per_host=0, page_time_limit=4.0,
+                                 settle_time=0.5, memory_limit=1_500_000_000)
+        controller = CrawlController(load_crawl_config(cxml, job_dir), job_dir, launch_dir, {HOSTILE: "127.0.0.1"},
+                                     logging.getLogger("test.destinations"), browser=options)
+        controllers.append(controller)
+        controller.start()
+        assert controller.join(90), "browser crawl did not finish within 90 s"
+        lines = [line.split() for line in (launch_dir / "logs" / "crawl.log").read_text().splitlines() if line]
+    finally:
+        stop_controllers(controllers)
+        hostile.close()
+    found = statuses(lines)
+    assert found[seed] == "200"
+    assert found[f"http://127.0.0.1:{internal.port}/pixel.png"] == "-5005", found
+    assert found.get(users) == "-5005", sorted(found.items())
+    assert internal.connections == 0, internal.targets
