@@ -289,3 +289,23 @@ def test_the_browser_crawlers_requests_inwards_are_refused_unconnected(tmp_path:
     assert found[f"http://127.0.0.1:{internal.port}/pixel.png"] == "-5005", found
     assert found.get(users) == "-5005", sorted(found.items())
     assert internal.connections == 0, internal.targets
+
+
+def test_an_added_uri_on_loopback_is_refused_by_the_running_engine(tmp_path: Path, internal: CountingServer) -> None:
+    from harvester.engine.scripting import add_uris_script
+    from tests.engine.engine_process import EngineProcess
+    from tests.engine.site import TestSite, wait_for
+    from tests.engine.test_live_changes import HOST, crawled, launch, stop
+
+    # a seed on loopback puts 127.0.0.1 in the crawl's scope (and is refused itself), so an added URI there
+    # passes the scope and meets the destination policy, as a live add_uris of an IP domain's job would
+    inwards, added = f"http://127.0.0.1:{internal.port}/", f"http://127.0.0.1:{internal.port}/admin?added=1"
+    with TestSite() as site, EngineProcess(tmp_path / "jobs",
+                                           hosts_file=site.write_hosts_file(tmp_path / "hosts.txt")) as engine:
+        client, job_dir = launch(engine, "adding", [site.url(HOST, "/"), inwards])
+        result = client.run_script("adding", add_uris_script([added], "QA"))
+        assert not result.failure and result.raw_output == "1 URIs scheduled, 0 not added"
+        assert wait_for(lambda: (-5005, added) in {(status, uri) for status, uri, _ in crawled(job_dir)}, timeout=20)
+        stop(client, "adding")
+    assert (-5005, inwards) in {(status, uri) for status, uri, _ in crawled(job_dir)}
+    assert internal.connections == 0, internal.targets
