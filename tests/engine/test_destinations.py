@@ -309,3 +309,19 @@ def test_an_added_uri_on_loopback_is_refused_by_the_running_engine(tmp_path: Pat
         stop(client, "adding")
     assert (-5005, inwards) in {(status, uri) for status, uri, _ in crawled(job_dir)}
     assert internal.connections == 0, internal.targets
+
+
+
+def test_ip_validity_is_read_from_the_templates_precondition_enforcer(tmp_path: Path) -> None:
+    from harvester.engine.config import ConfigError
+    from tests.engine.test_config import ROOT, _job
+
+    cxml = _job(tmp_path, ROOT / "templates" / "default_orderxml.cxml", ["http://www.kb.dk/"], nas=True)
+    config = load_crawl_config(cxml, tmp_path)
+    assert config.ip_validity_seconds == 21600
+    assert not [warning for warning in config.warnings if "ipValidityDurationSeconds" in warning]
+    text = cxml.read_text(encoding="utf-8")
+    cxml.write_text(text.replace('name="ipValidityDurationSeconds" value="21600"',
+                                 'name="ipValidityDurationSeconds" value="x"'), encoding="utf-8")
+    with pytest.raises(ConfigError, match="ipValidityDurationSeconds"):
+        load_crawl_config(cxml, tmp_path)
