@@ -68,12 +68,15 @@ REASONS: dict[str, str] = {
     "out_of_scope": "out of scope",
     "robots": "precluded by robots.txt",
     "budget": "budget reached",
+    "destination_refused": "refused destination: not a public address",
     "http_error": "HTTP error",
     "network_error": "network error",
     "never_reached": "never reached: the crawl ended before it got to them",
 }
 _ROBOTS = frozenset({-9998, -61})
 _QUOTA_PREFIX = "Q:"
+# the annotations a missing resource's detail repeats: the quota it hit, the kind of a refused destination
+_TOLD_PREFIXES = (_QUOTA_PREFIX, "destinationRefused:")
 
 
 def _is_fetched(status: int) -> bool:
@@ -308,7 +311,7 @@ class _Joins:
     def add_line(self, url: str, status: int, hop_path: str, via: str | None, annotations: str) -> None:
         self.logged.append((url, 1 if _is_fetched(status) else 0))
         if hop_path.endswith("E") and not _is_fetched(status):
-            quota = next((a for a in annotations.split(",") if a.startswith(_QUOTA_PREFIX)), None)
+            quota = next((a for a in annotations.split(",") if a.startswith(_TOLD_PREFIXES)), None)
             self.failed.append((url, status, quota))
             if via:
                 self.needs.append((url, via))
