@@ -125,9 +125,9 @@ def run_crawl(tmp_path: Path):
     controllers: list[CrawlController] = []
 
     def run(seeds: list[str], hosts: dict[str, str], destinations: DestinationPolicy | None = None,
-            name: str = "job") -> list[list[str]]:
+            name: str = "job", extra_beans: str = "") -> list[list[str]]:
         job_dir = tmp_path / name
-        cxml = write_job(job_dir, seeds, replace={"</beans>": SITEMAP_BEANS + "</beans>"})
+        cxml = write_job(job_dir, seeds, replace={"</beans>": SITEMAP_BEANS + extra_beans + "</beans>"})
         launch_dir = job_dir / "20260101000000"
         launch_dir.mkdir(parents=True)
         config = load_crawl_config(cxml, job_dir)
@@ -251,6 +251,29 @@ def test_a_name_that_moves_to_loopback_between_lookups_is_refused_at_its_new_add
     assert statuses["http://rebind.test:8080/next"] == "-5005", found
     assert found["annotations"]["http://rebind.test:8080/next"] == "destinationRefused:loopback"
     assert found["internal_connections"] == 0 and "/next" not in found["site_targets"]
+
+
+def test_a_login_form_posted_inwards_is_refused_unconnected(run_crawl, hostile: CountingServer,
+                                                           internal: CountingServer) -> None:
+    """A template's HtmlFormCredential whose loginUri is an internal address: the prerequisite's POST is
+    refused like any fetch."""
+    login = f"http://127.0.0.1:{internal.port}/login"
+    beans = f"""
+  <bean id="cookieStorage" class="org.archive.modules.fetcher.BdbCookieStore"/>
+  <bean id="credentialStore" class="org.archive.modules.credential.CredentialStore">
+    <property name="credentials"><map><entry key="inwards" value-ref="inwardsLogin"/></map></property>
+  </bean>
+  <bean id="inwardsLogin" class="org.archive.modules.credential.HtmlFormCredential">
+    <property name="domain" value="{HOSTILE}:{hostile.port}"/>
+    <property name="loginUri" value="{login}"/>
+    <property name="formItems"><map><entry key="user" value="crawler"/></map></property>
+  </bean>
+"""
+    seed = f"http://{HOSTILE}:{hostile.port}/"
+    found = statuses(run_crawl([seed], {HOSTILE: "127.0.0.1"}, extra_beans=beans))
+    assert found[seed] == "200"
+    assert found[login] == "-5005", found
+    assert internal.connections == 0, internal.targets
 
 
 def test_the_browser_crawlers_requests_inwards_are_refused_unconnected(tmp_path: Path,
