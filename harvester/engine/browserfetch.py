@@ -15,7 +15,9 @@ browser's cookies; a 401 of a server the credentials cover is answered). Its req
   styles, images, fetch()/XHR calls, frames) are recorded as they come, via the page, without robots.txt or
   scope (a browser needs a page's requisites as the page names them). A URL the crawl already captured is
   fetched for the page but not recorded again: a URL has one capture per crawl, as in Heritrix.
-After the load, the links of the page's DOM are offered to discovery with hop ``L``.
+After the load, the links of the page's DOM are offered to discovery with hop ``L``. A request to a host
+the destination policy refuses (harvestdef/destinations.py: a script's POST to a loopback port, an image on
+a private address) is answered nothing and never sent on; its crawl.log line is -5005 with the reason.
 
 Outcomes: a document that failed on the network is retried as fetching.py retries (maxRetries, backoff);
 a page the browser could not load (time limit, memory limit, crash) is tried once more at once, the
