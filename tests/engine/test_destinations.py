@@ -348,3 +348,14 @@ def test_ip_validity_is_read_from_the_templates_precondition_enforcer(tmp_path: 
                                  'name="ipValidityDurationSeconds" value="x"'), encoding="utf-8")
     with pytest.raises(ConfigError, match="ipValidityDurationSeconds"):
         load_crawl_config(cxml, tmp_path)
+
+
+@pytest.mark.parametrize("url, canonical", [
+    ("http://[::1]:8080/x", "http://[::1]:8080/x"),
+    ("HTTP://[::FFFF:7F00:1]:80/m.png", "http://[::ffff:7f00:1]/m.png"),
+    ("https://[2001:DB8::1]:443/", "https://[2001:db8::1]/"),
+])
+def test_an_ipv6_literal_keeps_its_brackets_in_the_canonical_url(url: str, canonical: str) -> None:
+    # without them the URL no longer parses, and the link discovery of the page that named it stopped there
+    assert canonical_url(url) == canonical
+    assert canonical_url("/" + url.split("/", 3)[3], url) == canonical  # a path relative to such a base too
