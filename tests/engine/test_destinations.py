@@ -8,6 +8,7 @@ is given, so "never a connection" is checked where it would show.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -213,6 +214,7 @@ def namespace(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         pytest.skip("needs root and iproute2's ip to make a network namespace")
     name = f"hs-rebind-{os.getpid()}-{tmp_path.name[-12:]}"[:40]
     etc = Path("/etc/netns") / name
+    made_parent = not etc.parent.exists()
     commands = [["ip", "netns", "add", name], ["ip", "-n", name, "link", "set", "lo", "up"],
                 # a veth pair with both ends inside the namespace: the public address leads nowhere outside it
                 ["ip", "-n", name, "link", "add", "public0", "type", "veth", "peer", "name", "public1"],
@@ -228,6 +230,9 @@ def namespace(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     finally:
         subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30, check=False)
         shutil.rmtree(etc, ignore_errors=True)
+        if made_parent:
+            with contextlib.suppress(OSError):
+                etc.parent.rmdir()  # only if empty: another namespace's file stays
 
 
 # A public address (not in any network the policy refuses), which exists only inside the test's namespace.
