@@ -161,8 +161,26 @@ class DestinationPolicy:
         if any(ip.version == network.version and ip in network for network in self.allowed_networks):
             return None
         shown = host if host == address else f"{host} ({address})"
-        return (f"{shown} is a {kind} address, which harvesting does not connect to unless "
+        article = "an" if kind[0] in "aeiou" else "a"
+        return (f"{shown} is {article} {kind} address, which harvesting does not connect to unless "
                 f"harvestsuite.network.allowDestinations allows it")
+
+    def refusal_before_resolution(self, host: str) -> str | None:
+        """Why ``host`` is refused before any lookup (a seed or an added URI as it is saved), or None: an IP
+        literal the policy refuses, and ``localhost`` and names under ``.localhost``, which resolve to
+        loopback by definition (RFC 6761 §6.3); a name the setting allows is not refused. Other names are
+        decided on their addresses, when the crawler resolves them."""
+        bare = host.strip("[]").lower().rstrip(".")
+        if self.name_is_allowed(bare):
+            return None
+        try:
+            ipaddress.ip_address(bare.split("%", 1)[0])
+        except ValueError:
+            if bare == "localhost" or bare.endswith(".localhost"):
+                return (f"{bare} is a loopback name, which harvesting does not connect to unless "
+                        f"harvestsuite.network.allowDestinations allows it")
+            return None
+        return self.refusal(bare, bare)
 
     def check(self, host: str, address: str) -> None:
         """Raise DestinationRefused if connecting to ``address`` for ``host`` is refused."""

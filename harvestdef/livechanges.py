@@ -14,8 +14,9 @@ ValidationError) naming the field and what is wrong with it; the caller stores n
   (NetarchiveSuite's -1 = unlimited);
 - add_uris ``{uris}``: 1 to MAX_ADDED_URIS URIs, each by the seed rule (harvestdef/seeds.py: an http or
   https URL, ``http://`` added to a line without a scheme, stored as the crawler uses it) and on one of the
-  job's domains or a subdomain of one; the error names the index (``uris[3]``); a URI given twice is kept
-  once;
+  job's domains or a subdomain of one, and, with the site's destination policy given, not on a host it
+  refuses before resolution (an IP literal of a loopback or private network, ``localhost``:
+  harvestdef/destinations.py); the error names the index (``uris[3]``); a URI given twice is kept once;
 - politeness ``{delay_factor?, min_delay_ms?, max_delay_ms?, max_per_host?}``: at least one; the names of
   Heritrix's politeness settings (delayFactor, minDelayMs, maxDelayMs) and the most URIs fetched from one
   host at once; none below the site's floor nor max_per_host above its ceiling (harvestdef/politeness.py,
@@ -37,6 +38,7 @@ import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from harvestdef.destinations import DestinationPolicy
 from harvestdef.domainnames import http_url, is_ip_address, normalize_domain_name, to_unicode
 from harvestdef.errors import DomainNameError, FieldError, PatternError, UrlError, shown
 from harvestdef.patterns import compile_pattern
@@ -83,12 +85,14 @@ _CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 
 def validate_change(kind: str, body: Mapping[str, Any], job_domains: Collection[str], *,
                     valid_seed_regex: str = ANY_SEED,
-                    politeness_bounds: PolitenessBounds | None = None) -> dict[str, Any]:
+                    politeness_bounds: PolitenessBounds | None = None,
+                    destinations: DestinationPolicy | None = None) -> dict[str, Any]:
     """The payload to store for a change of ``kind`` to a job of ``job_domains``, from the request's
     ``body`` (which may repeat the kind as ``kind``); FieldError naming the field otherwise.
     ``valid_seed_regex``: the site's harvester.datamodel.domain.validSeedRegex, which added URIs match;
     ``politeness_bounds``: the site's floors of politeness (harvestsuite.liveChanges.*), which a politeness
-    change must keep to."""
+    change must keep to; ``destinations``: the destination policy their hosts pass before resolution (None:
+    not asked)."""
     if kind not in KINDS:
         raise FieldError("kind", f"unknown kind of change {shown(str(kind))!r}; one of {', '.join(KINDS)}")
     given = dict(body)
@@ -101,7 +105,19 @@ def validate_change(kind: str, body: Mapping[str, Any], job_domains: Collection[
     payload = _CHECKS[kind](values, job_domains, valid_seed_regex)
     if kind == POLITENESS and politeness_bounds is not None:
         politeness_bounds.check_change(payload)
+    if kind == ADD_URIS and destinations is not None:
+        _refuse_destinations(values["uris"], destinations)
     return payload
+
+
+def _refuse_destinations(uris: list[str], destinations: DestinationPolicy) -> None:
+    """Refuse an added URI (already a valid seed) whose host the policy refuses before resolution: an IP
+    literal of a loopback or private network, ``localhost``; the crawler checks other names on their
+    addresses."""
+    for index, uri in enumerate(uris):
+        reason = destinations.refusal_before_resolution(http_url(uri.strip()).host)
+        if reason is not None:
+            raise FieldError(f"uris[{index}]", f"'{shown(uri.strip())}': {reason}")
 
 
 def _refuse_unknown(kind: str, given: Mapping[str, Any]) -> None:

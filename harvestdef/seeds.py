@@ -21,7 +21,11 @@ applies (the seed-list page and API, event seeds, configurations choosing seed l
 * of the seed list's own domain or one of its subdomains (an IP address is its own domain, an IDN is the
   same domain in Unicode or punycode); an event harvest's seeds each make their own domain's seed list;
 * matching the site's ``validSeedRegex`` as a whole (NetarchiveSuite's SeedList.isAcceptableURL), applied
-  to the line as written.
+  to the line as written;
+* with a destination policy given (harvestdef/destinations.py, as the entry points give the site's): not on
+  a host it refuses before resolution: an IP literal of a loopback, private, link-local... network, or
+  ``localhost``, unless harvestsuite.network.allowDestinations allows it. The crawler checks every other
+  name again on its addresses.
 
 An accepted seed is stored as the crawler will use it (HttpUrl.url: the scheme added, scheme and host in
 lower case, the host in punycode); a seed given twice is kept once. Every refused line comes back with its
@@ -39,6 +43,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from harvestdef.destinations import DestinationPolicy
 from harvestdef.domainnames import http_url, registered_domain
 from harvestdef.errors import DomainNameError, LineRefusal, UrlError
 
@@ -143,10 +148,16 @@ def _seed_pattern(valid_seed_regex: str) -> re.Pattern[str]:
     return re.compile(valid_seed_regex)
 
 
-def check_seed(seed: str, domain: str | None, valid_seed_regex: str = ANY_SEED) -> tuple[str, str]:
+def check_seed(seed: str, domain: str | None, valid_seed_regex: str = ANY_SEED,
+               destinations: DestinationPolicy | None = None) -> tuple[str, str]:
     """(the seed as stored, its registered domain) of one stripped seed line; ``domain``: the domain the
-    seed must belong to (None: any). Raises UrlError or DomainNameError whose ``reason`` says why not."""
+    seed must belong to (None: any); ``destinations``: the policy its host must pass before resolution (None:
+    not asked). Raises UrlError or DomainNameError whose ``reason`` says why not."""
     url = http_url(seed)
+    if destinations is not None:
+        refusal = destinations.refusal_before_resolution(url.host)
+        if refusal is not None:
+            raise UrlError(refusal, refusal)
     seed_domain = registered_domain(url.host)
     if domain is not None and seed_domain != domain:
         reason = f"belongs to domain {seed_domain}, not {domain}"
@@ -159,7 +170,7 @@ def check_seed(seed: str, domain: str | None, valid_seed_regex: str = ANY_SEED) 
 
 
 def _check(lines: str | Iterable[str], domain: str | None, valid_seed_regex: str,
-           comments: tuple[str, ...]) -> SeedCheck:
+           comments: tuple[str, ...], destinations: DestinationPolicy | None) -> SeedCheck:
     kept: dict[str, str] = {}
     refusals: list[LineRefusal] = []
     for number, line in numbered_lines(lines):
@@ -167,7 +178,7 @@ def _check(lines: str | Iterable[str], domain: str | None, valid_seed_regex: str
         if seed is None or seed.startswith(comments):
             continue
         try:
-            url, seed_domain = check_seed(seed, domain, valid_seed_regex)
+            url, seed_domain = check_seed(seed, domain, valid_seed_regex, destinations)
         except (UrlError, DomainNameError) as exc:
             refusals.append(LineRefusal.of(number, seed, exc.reason))
             continue
@@ -178,13 +189,15 @@ def _check(lines: str | Iterable[str], domain: str | None, valid_seed_regex: str
     return SeedCheck(tuple(kept), {name: tuple(seeds) for name, seeds in by_domain.items()}, tuple(refusals))
 
 
-def check_seed_list(domain: str, lines: str | Iterable[str], valid_seed_regex: str = ANY_SEED) -> SeedCheck:
+def check_seed_list(domain: str, lines: str | Iterable[str], valid_seed_regex: str = ANY_SEED,
+                    destinations: DestinationPolicy | None = None) -> SeedCheck:
     """The seeds of a seed list of ``domain`` (its stored name, Unicode): every line checked by the rule in
     the module docstring; blank and ``#`` lines skipped."""
-    return _check(lines, domain, valid_seed_regex, (COMMENT,))
+    return _check(lines, domain, valid_seed_regex, (COMMENT,), destinations)
 
 
-def check_event_seeds(lines: str | Iterable[str], valid_seed_regex: str = ANY_SEED) -> SeedCheck:
+def check_event_seeds(lines: str | Iterable[str], valid_seed_regex: str = ANY_SEED,
+                      destinations: DestinationPolicy | None = None) -> SeedCheck:
     """An event harvest's seeds: each seed's own domain decides which seed list it joins (``by_domain``);
     blank, ``#`` and ``//`` lines skipped."""
-    return _check(lines, None, valid_seed_regex, (COMMENT, EVENT_COMMENT))
+    return _check(lines, None, valid_seed_regex, (COMMENT, EVENT_COMMENT), destinations)

@@ -116,6 +116,8 @@ class ControllerOptions:
     # live changes: how many one round applies, and how long collecting a round waits for the next message
     live_change_batch: int = 500
     live_change_drain_wait: float = 0.02
+    # harvestsuite.network.allowDestinations, handed to the bundled engine: what its crawls may connect to
+    allow_destinations: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings, channels: tuple[str, ...] | None = None) -> ControllerOptions:
@@ -141,7 +143,8 @@ class ControllerOptions:
             request_timeout=h.statusPollTimeout, leftover_upload_interval=h.leftoverUploadInterval,
             live_change_batch=settings.livechanges.applyBatch,
             live_change_drain_wait=settings.livechanges.drainWaitMs / 1000.0,
-            browser_settings=browser_settings(settings) if h.crawler == "browser" else None)
+            browser_settings=browser_settings(settings) if h.crawler == "browser" else None,
+            allow_destinations=settings.network.allowDestinations)
 
 
 class HarvestController:
@@ -385,7 +388,8 @@ class HarvestController:
         o = self.options
         return BundledEngine(o.server_dir, o.heritrix_user, o.heritrix_password, o.engine_port, o.engine_bind,
                              o.hosts_file, o.engine_start_timeout,
-                             dict(o.browser_settings) if o.browser_settings is not None else None)
+                             dict(o.browser_settings) if o.browser_settings is not None else None,
+                             o.allow_destinations)
 
     def _crawl_and_finish(self, directory: Path, checkpoint: str | None) -> None:
         jobdir = JobDirectory.load(directory)

@@ -17,7 +17,8 @@ Credentials reach it in a file readable only by the owner, never on its command 
 A controller whose crawler is ``browser`` (``harvestsuite.harvester.crawler``) starts it with ``--browser``,
 the browser crawler, and hands it its own browser settings (``harvestsuite.crawler.browser.*``) as
 environment variables, the settings' own override, so the child crawls under the limits the controller was
-given whichever way they were given.
+given whichever way they were given. The destination policy's allowed networks and names
+(``harvestsuite.network.allowDestinations``) reach it the same way, so it refuses what the controller would.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class BundledEngine:
 
     def __init__(self, server_dir: Path, user: str, password: str, port: int = 0, bind: str = "127.0.0.1",
                  hosts_file: str = "", start_timeout: float = 60.0,
-                 browser_settings: Mapping[str, object] | None = None) -> None:
+                 browser_settings: Mapping[str, object] | None = None,
+                 allow_destinations: tuple[str, ...] = ()) -> None:
         self.server_dir = Path(server_dir).resolve()
         self.jobs_dir = self.server_dir / ENGINE_DIR
         self.user = user
@@ -103,6 +105,7 @@ class BundledEngine:
         self.start_timeout = start_timeout
         # None: the engine fetches over HTTP; else the browser crawler, with these settings (dotted key -> value)
         self.browser_settings = dict(browser_settings) if browser_settings is not None else None
+        self.allow_destinations = tuple(allow_destinations)
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -142,7 +145,8 @@ class BundledEngine:
                    "--port", str(self.port), "--bind", self.bind, "--auth", f"@{auth}", "--stop-when-stdin-closes"]
         if self.hosts_file:
             command += ["--hosts", self.hosts_file]
-        environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        environment = {**os.environ, "PYTHONUNBUFFERED": "1",
+                       ENV_PREFIX + "HARVESTSUITE__NETWORK__ALLOWDESTINATIONS": ",".join(self.allow_destinations)}
         if self.browser_settings is not None:
             command.append("--browser")
             environment.update({ENV_PREFIX + key.replace(".", "__").upper(): str(value)

@@ -29,6 +29,7 @@ from sqlalchemy import Connection, Select, delete, exists, func, insert, select,
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
+from harvestdef.destinations import DestinationPolicy
 from harvestdef.errors import ConflictError, NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import (
     DomainConfiguration,
@@ -104,8 +105,11 @@ def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobject
 class HarvestRepository:
     def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, domain_defaults: DomainDefaults | None = None,
                  valid_seed_regex: str = ANY_SEED, clock: Callable[[], datetime] = utcnow,
-                 zone: ZoneInfo | None = None, snapshot_job_time: int = 0) -> None:
+                 zone: ZoneInfo | None = None, snapshot_job_time: int = 0,
+                 destinations: DestinationPolicy | None = None) -> None:
         self.conn = conn
+        # the destination policy an event seed's host passes before resolution (None: not asked)
+        self.destinations = destinations
         self.zone = zone
         self.snapshot_job_time = snapshot_job_time  # a new snapshot's seconds per job when none is given
         self.actor = actor
@@ -113,13 +117,14 @@ class HarvestRepository:
         self.valid_seed_regex = valid_seed_regex
         self._domains = DomainRepository(conn, actor, domain_defaults)
         self._configurations = ConfigurationRepository(conn, actor, valid_seed_regex)
-        self._seedlists = SeedListRepository(conn, actor, valid_seed_regex)
+        self._seedlists = SeedListRepository(conn, actor, valid_seed_regex, destinations)
 
     @classmethod
     def from_settings(cls, conn: Connection, settings: Settings, actor: str = SYSTEM_ACTOR) -> HarvestRepository:
         return cls(conn, actor, DomainDefaults.from_settings(settings), settings.domain.validSeedRegex,
                    zone=scheduler_zone(settings.scheduler.timezone),
-                   snapshot_job_time=settings.jobgen.maxTimeToCompleteJob)
+                   snapshot_job_time=settings.jobgen.maxTimeToCompleteJob,
+                   destinations=settings.network.policy())
 
     # ------------------------------------------------------------ reading
     def get(self, name: str) -> HarvestDefinition:
@@ -536,7 +541,7 @@ class HarvestRepository:
         check_limit("maxrate", maxrate)
         if not self.conn.scalar(select(s.ordertemplates.c.isactive).where(s.ordertemplates.c.name == template)):
             raise NotFoundError("active template", template)
-        checked = check_event_seeds(seeds, self.valid_seed_regex)
+        checked = check_event_seeds(seeds, self.valid_seed_regex, self.destinations)
         if checked.refusals:
             raise RefusedLinesError(f"seeds of harvest {harvest.name}", checked.refusals, "seeds")
         by_domain = checked.by_domain

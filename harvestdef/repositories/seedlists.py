@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, insert, or_, select
 
 from harvestdef.db import schema as s
+from harvestdef.destinations import DestinationPolicy
 from harvestdef.errors import NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import SeedList
 from harvestdef.repositories.base import (
@@ -54,11 +55,12 @@ class ConfigurationSeeds:
 
 
 def checked_seeds(domain: str, seeds: str | Iterable[str], valid_seed_regex: str = ANY_SEED,
-                  field: str | None = "seeds", what: str | None = None) -> tuple[str, ...]:
+                  field: str | None = "seeds", what: str | None = None,
+                  destinations: DestinationPolicy | None = None) -> tuple[str, ...]:
     """The seeds of a seed list of ``domain`` as they are stored; RefusedLinesError names every refused
     line (``what`` names the input in the message, ``field`` the request field), ValidationError if the
-    list is over 8 MiB."""
-    checked = check_seed_list(domain, seeds, valid_seed_regex)
+    list is over 8 MiB. ``destinations``: the policy seeds' hosts pass before resolution (None: not asked)."""
+    checked = check_seed_list(domain, seeds, valid_seed_regex, destinations)
     if checked.refusals:
         raise RefusedLinesError(what or f"seeds of {domain}", checked.refusals, field)
     size = len("\n".join(checked.seeds).encode("utf-8"))
@@ -73,15 +75,18 @@ def _to_seedlist(row: Any) -> SeedList:
 
 
 class SeedListRepository:
-    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, valid_seed_regex: str = ANY_SEED) -> None:
+    def __init__(self, conn: Connection, actor: str = SYSTEM_ACTOR, valid_seed_regex: str = ANY_SEED,
+                 destinations: DestinationPolicy | None = None) -> None:
         self.conn = conn
         self.actor = actor
         self.valid_seed_regex = valid_seed_regex
+        # the destination policy a saved seed's host passes before resolution (None: not asked)
+        self.destinations = destinations
         self.domains = DomainRepository(conn, actor)
 
     @classmethod
     def from_settings(cls, conn: Connection, settings: Settings, actor: str = SYSTEM_ACTOR) -> SeedListRepository:
-        return cls(conn, actor, settings.domain.validSeedRegex)
+        return cls(conn, actor, settings.domain.validSeedRegex, settings.network.policy())
 
     def get(self, domain: str, name: str) -> SeedList:
         domain_id = self.domains.get(domain).domain_id
@@ -145,7 +150,8 @@ class SeedListRepository:
         """A new seed list of ``domain``; ConflictError if the domain has one of that name."""
         owner = self.domains.get(domain)
         name = check_name(name, "seed list", s.seedlists.c.name)
-        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex, what=f"seed list {owner.name}/{name}")
+        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex, what=f"seed list {owner.name}/{name}",
+                                   destinations=self.destinations)
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
         with translate_errors("seed list", f"{owner.name}/{name}"):
             seedlist_id = self.conn.execute(insert(s.seedlists).values(
@@ -164,7 +170,8 @@ class SeedListRepository:
         if seeds is not None:
             owner = self.domains.get(domain).name
             values["seeds"] = "\n".join(checked_seeds(owner, seeds, self.valid_seed_regex,
-                                                      what=f"seed list {owner}/{current.name}"))
+                                                      what=f"seed list {owner}/{current.name}",
+                                                      destinations=self.destinations))
         if comments is not None:
             values["comments"] = comments
         bump_domain_edition(self.conn, self.actor, current.domain_id, domain_edition)

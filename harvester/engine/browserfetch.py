@@ -15,7 +15,9 @@ browser's cookies; a 401 of a server the credentials cover is answered). Its req
   styles, images, fetch()/XHR calls, frames) are recorded as they come, via the page, without robots.txt or
   scope (a browser needs a page's requisites as the page names them). A URL the crawl already captured is
   fetched for the page but not recorded again: a URL has one capture per crawl, as in Heritrix.
-After the load, the links of the page's DOM are offered to discovery with hop ``L``.
+After the load, the links of the page's DOM are offered to discovery with hop ``L``. A request to a host
+the destination policy refuses (harvestdef/destinations.py: a script's POST to a loopback port, an image on
+a private address) is answered nothing and never sent on; its crawl.log line is -5005 with the reason.
 
 Outcomes: a document that failed on the network is retried as fetching.py retries (maxRetries, backoff);
 a page the browser could not load (time limit, memory limit, crash) is tried once more at once, the
@@ -38,7 +40,7 @@ from harvester.engine.chain import DOMAIN_LOOKUP_FAILED, Curi, Outcome
 from harvester.engine.config import CrawlConfig
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.disposition import Disposition
-from harvester.engine.fetch import Fetcher, FetchResult
+from harvester.engine.fetch import DESTINATION_REFUSED, Fetcher, FetchResult
 from harvester.engine.fetching import MAX_BACKOFF_SECONDS, Politeness
 from harvester.engine.frontier import DONE, CrawlUri, Frontier
 from harvester.engine.prerequisites import host_address
@@ -110,6 +112,15 @@ class PageVisit:
         if is_document:
             self.document_asked_at = time.monotonic()
         address = step.address(uri, self.curi.thread)
+        refusal = step.servers.refusal(urlsplit(url).hostname or "")
+        if refusal is not None:
+            # a page's request to a refused destination (a script's POST to loopback...) gets no answer, and
+            # its crawl.log line says why; the document's own refusal ends the page as the chain would
+            if is_document:
+                self.document_failure = DESTINATION_REFUSED
+            elif not step.frontier.is_done(url):
+                step.disposition.record_failure(uri, DESTINATION_REFUSED, self.curi.thread, [refusal.annotation])
+            return ProxyAnswer(None)
         if address is None:
             if is_document:
                 self.document_failure = DOMAIN_LOOKUP_FAILED
@@ -207,7 +218,8 @@ class BrowserFetchProcessor:
             status = BROWSER_FAILED
             if failure is None and visit.document_failure is not None:
                 status = visit.document_failure  # the network failed the document: retried as fetching.py does
-                if uri.attempts <= config.max_retries and not self.is_stopping():
+                if (status != DESTINATION_REFUSED and uri.attempts <= config.max_retries
+                        and not self.is_stopping()):
                     backoff = min(MAX_BACKOFF_SECONDS, config.retry_delay_seconds * (2 ** (uri.attempts - 1)))
                     self.frontier.retry_later(curi.queue, uri, time.monotonic() + backoff)
                     return Outcome(ready_at=None)

@@ -3,7 +3,8 @@
 Order of work for each URI (do not reorder: each step relies on the one before):
 0. the operators' reject rules, asked again: a URI one of them rejects ends -5000 unfetched (preselector.py);
 1. DNS prerequisite once per host (``dns:`` record and crawl.log line, answered from ``--hosts``); a host
-   without an address ends the URI -6 (prerequisites.py, DnsPrerequisite);
+   without an address ends the URI -6, a host the destination policy refuses ends it -5005 with
+   ``destinationRefused:KIND``, never connected to (prerequisites.py, DnsPrerequisite);
 2. quota of the URI's group (-5003 with ``Q:groupMaxFetchSuccesses`` / ``Q:groupMaxAllKb``; quota.py);
 3. robots.txt prerequisite once per host:port, unless the policy is ``ignore``, then its rules (-9998;
    prerequisites.py, RobotsPrerequisite); its Sitemap lines are offered with ExtractorRobotsTxt;
@@ -39,6 +40,7 @@ DNS_FAILED = -1
 DOMAIN_LOOKUP_FAILED = -6
 OUT_OF_SCOPE = -5000
 QUOTA_BLOCKED = -5003
+# DESTINATION_REFUSED (-5005, ours) is fetch.py's: the fetcher refuses such an address too.
 ROBOTS_PRECLUDED = -9998
 
 

@@ -155,8 +155,10 @@ def engine(ctx: click.Context, jobs_dir: Path, port: int | None, auth: str | Non
         raise click.ClickException(f"harvestsuite.crawler.browser.executable: no browser at {browser.executable}")
     if browser is not None and importlib.util.find_spec("playwright") is None:
         raise click.ClickException("--browser needs the Python package playwright: pip install 'harvestsuite[browser]'")
+    # harvestsuite.network.allowDestinations and the hosts file's names: what the crawls may connect to
     registry = JobRegistry(jobs_dir, hosts, SitemapLimits.from_settings(settings.crawler), browser,
-                           ResponseBounds.from_settings(settings.crawler))
+                           bounds=ResponseBounds.from_settings(settings.crawler),
+                           destinations=settings.network.policy(hosts))
     authenticator = DigestAuthenticator(user, password, failure_penalty=auth_failure_delay)
     try:
         server = EngineServer(bind, port, registry, authenticator, server_context(cert_path, key_path))

@@ -189,6 +189,9 @@ class CrawlConfig:
     sitemap_url_pattern: str = ""               # ExtractorSitemap.urlPattern (Java's dialect)
     sitemap_lenient: bool = False               # ExtractorSitemap.enableLenientExtraction
     robots_sitemaps: bool = False               # ExtractorRobotsTxt, enabled: robots.txt's Sitemap lines
+    # PreconditionEnforcer.ipValidityDurationSeconds: a host's lookup is made again once it is this old (0:
+    # never), and its new addresses are put to the destination policy again
+    ip_validity_seconds: int = 21600
 
     def warc_directory(self, launch_dir: Path) -> Path:
         """Where the WARC writer writes: the first of storePaths, a relative one under ``launch_dir``."""
@@ -234,6 +237,7 @@ class _Reader:
         self.queue_policy = "SurtAuthorityQueueAssignmentPolicy"  # Heritrix's profile default
         self.quota_counts_prerequisites = True
         self.extractor_html: Bean | None = None
+        self.preconditions: Bean | None = None
         self.credential_beans: list[Bean] = []
 
     def read(self) -> None:
@@ -248,6 +252,8 @@ class _Reader:
             self.content_size_annotation = True
         if short == "ExtractorHTML" and self.extractor_html is None:
             self.extractor_html = bean
+        if short == "PreconditionEnforcer" and self.preconditions is None:
+            self.preconditions = bean
         if role in ("HttpAuthenticationCredential", "HtmlFormCredential"):
             self.credential_beans.append(bean)
         if role is not None:
@@ -504,6 +510,11 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
     if reader.extractor_html is not None:
         extract_javascript = _as_bool(reader.extractor_html.properties.get("extractJavascript", True),
                                       f"{reader.extractor_html.bean_id or 'ExtractorHTML'}.extractJavascript")
+    ip_validity_seconds = 21600  # Heritrix's default
+    if reader.preconditions is not None:
+        ip_validity_seconds = _as_int(reader.preconditions.properties.get("ipValidityDurationSeconds", 21600),
+                                      f"{reader.preconditions.bean_id or 'PreconditionEnforcer'}"
+                                      ".ipValidityDurationSeconds")
     sitemap_pattern = str(get("ExtractorSitemap", "urlPattern") or "").strip()
     if sitemap_pattern:
         _check_pattern(sitemap_pattern, "ExtractorSitemap: urlPattern")
@@ -576,6 +587,7 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         sitemap_url_pattern=sitemap_pattern,
         sitemap_lenient=_as_bool(get("ExtractorSitemap", "enableLenientExtraction"), "enableLenientExtraction"),
         robots_sitemaps=_is_on(reader, "ExtractorRobotsTxt"),
+        ip_validity_seconds=max(0, ip_validity_seconds),
     )
     if config.form_credentials and not config.cookies_enabled:
         config_warnings = (*config.warnings, "login forms of the credential store log in with the cookie their "

@@ -29,6 +29,7 @@ from typing import TypeVar
 import uvloop
 
 from harvestdef.dedup import DedupIndex
+from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.errors import CrawlEngineError
 from harvester.crawlstates import CONTROLLER_TRANSITIONS, ControllerEvent, ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
@@ -68,7 +69,7 @@ class CrawlController:
     def __init__(self, config: CrawlConfig, job_dir: Path, launch_dir: Path, hosts: Mapping[str, str],
                  job_log: logging.Logger, checkpoint: Path | None = None, api_port: int = 0,
                  sitemap_limits: SitemapLimits | None = None, browser: BrowserOptions | None = None,
-                 bounds: ResponseBounds | None = None):
+                 bounds: ResponseBounds | None = None, destinations: DestinationPolicy = PUBLIC_ONLY):
         self.config = config
         self.job_dir = Path(job_dir)
         self.launch_dir = Path(launch_dir)
@@ -84,7 +85,8 @@ class CrawlController:
         self._finished = threading.Event()
         self.clock = CrawlClock()
         self.parts = CrawlParts(config, self.job_dir, hosts, self.resume_from, on_scheduled=self._wake_threads,
-                                sitemap_limits=sitemap_limits, browser=browser, bounds=bounds)
+                                sitemap_limits=sitemap_limits, browser=browser, bounds=bounds,
+                                destinations=destinations, job_log=job_log)
         self.threads = CrawlThreads(self.parts.frontier, self._is_stopping, self._after_uri)
         self.logs: CrawlLogs | None = None
         self.progress: ProgressLog | None = None

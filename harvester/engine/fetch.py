@@ -16,6 +16,7 @@ This module opens sockets only; it knows nothing of WARCs, queues or logs.
 from __future__ import annotations
 
 import asyncio
+import errno
 import re
 import ssl
 import time
@@ -26,6 +27,7 @@ from urllib.parse import SplitResult, urlsplit
 
 import h11
 
+from harvestdef.destinations import DestinationPolicy
 from harvester.engine.bounds import DEFAULT_HEADER_MAX_BYTES, DEFAULT_HEADER_MAX_LINES, ResponseBounds
 from harvester.engine.credentials import server_name
 from harvester.engine.spool import ResponseSpool
@@ -45,6 +47,9 @@ _BLANK_LINE = re.compile(rb"\n\r?\n")
 CONNECT_FAILED = -2
 CONNECTION_BROKEN = -3
 TIMED_OUT = -4
+# Ours, in Heritrix's "blocked" family (-5000..-5004 are Heritrix's; -5005 is unused there): an address the
+# policy of harvestdef/destinations.py refuses (loopback, private, link-local...), never connected to.
+DESTINATION_REFUSED = -5005
 
 
 @dataclass
@@ -108,9 +113,13 @@ class FetchResult:
 class HttpConnection:
     """A keep-alive connection to one host:port; one exchange at a time."""
 
-    def __init__(self, address: str, port: int, tls_host: str | None = None):
+    def __init__(self, address: str, port: int, tls_host: str | None = None,
+                 destinations: DestinationPolicy | None = None, host: str = ""):
         self.address = address
         self.port = port
+        # checked again on each open, whoever made the connection: a refused address is never connected to
+        self.destinations = destinations
+        self.host = host or address
         # HTTPS: TLS to the origin without certificate checks (Heritrix's sslTrustLevel OPEN): an archive
         # wants the content of a site with a broken certificate too.
         self.tls_host = tls_host
@@ -123,6 +132,10 @@ class HttpConnection:
         return self.writer is not None and not self.writer.is_closing()
 
     async def open(self, timeout: float) -> None:
+        if self.destinations is not None:
+            reason = self.destinations.refusal(self.host, self.address)
+            if reason is not None:
+                raise PermissionError(errno.EACCES, reason)
         tls = None
         if self.tls_host is not None:
             tls = ssl.create_default_context()
@@ -473,8 +486,10 @@ class Fetcher:
     exchange, as before."""
 
     def __init__(self, settings: RequestSettings, keeps_payload: Callable[[str], bool],
-                 cookies: CookieStore | None = None, authentication: HttpAuthentication | None = None) -> None:
+                 cookies: CookieStore | None = None, authentication: HttpAuthentication | None = None,
+                 destinations: DestinationPolicy | None = None) -> None:
         self.settings = settings
+        self.destinations = destinations
         self.keeps_payload = keeps_payload
         self.cookies = cookies
         self.authentication = authentication
@@ -514,10 +529,18 @@ class Fetcher:
         host = target.hostname or ""
         port = target.port or (443 if target.scheme == "https" else 80)
         authority = f"{host}:{port}"
+        if self.destinations is not None and self.destinations.refusal(host, address) is not None:
+            # the chain refuses such a host before its fetch; this is the last guard, never a connection
+            return FetchResult(status=DESTINATION_REFUSED, started=time.time(), address=address)
         own_connection = headers is not None
         connection = None if own_connection else self.connections.get(authority)
+        if connection is not None and connection.address != address:
+            # the host was looked up again and moved: its kept connection goes to the address it had
+            connection.close()
+            connection = None
         if connection is None:
-            connection = HttpConnection(address, port, host if target.scheme == "https" else None)
+            connection = HttpConnection(address, port, host if target.scheme == "https" else None,
+                                        self.destinations, host)
             if not own_connection:
                 self.connections[authority] = connection
         try:

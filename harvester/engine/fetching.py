@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from harvester.engine.chain import Curi, Outcome
 from harvester.engine.config import CrawlConfig
 from harvester.engine.disposition import Disposition
-from harvester.engine.fetch import Fetcher, FetchResult
+from harvester.engine.fetch import DESTINATION_REFUSED, Fetcher, FetchResult
 from harvester.engine.frontier import Frontier
 from harvester.engine.servercache import ServerCache
 
@@ -72,7 +72,7 @@ class FetchProcessor:
         config, uri = self.config, curi.uri
         if result.status < 0:
             uri.attempts += 1
-            if uri.attempts <= config.max_retries and not self.is_stopping():
+            if result.status != DESTINATION_REFUSED and uri.attempts <= config.max_retries and not self.is_stopping():
                 backoff = min(MAX_BACKOFF_SECONDS, config.retry_delay_seconds * (2 ** (uri.attempts - 1)))
                 self.frontier.retry_later(curi.queue, uri, time.monotonic() + backoff)
                 return Outcome(ready_at=None)

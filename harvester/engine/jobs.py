@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
+from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.errors import CrawlEngineError, NotFoundError
 from harvestdef.files import write_atomically
 from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
@@ -194,8 +195,9 @@ class CrawlJob:
 
     def __init__(self, name: str, directory: Path, hosts: Mapping[str, str],
                  sitemap_limits: SitemapLimits | None = None, browser: BrowserOptions | None = None,
-                 bounds: ResponseBounds | None = None) -> None:
+                 bounds: ResponseBounds | None = None, destinations: DestinationPolicy = PUBLIC_ONLY) -> None:
         self.name = name
+        self.destinations = destinations  # what the crawl may connect to (harvestdef/destinations.py)
         self.directory = directory
         self.sitemap_limits = sitemap_limits or SitemapLimits()
         self.bounds = bounds or ResponseBounds()
@@ -395,7 +397,7 @@ class CrawlJob:
             controller = CrawlController(self._config, self.directory, launch_dir, self.hosts, self.job_log,
                                          checkpoint=checkpoint_dir, api_port=self.api_port,
                                          sitemap_limits=self.sitemap_limits, browser=self.browser,
-                                         bounds=self.bounds)
+                                         bounds=self.bounds, destinations=self.destinations)
             controller.start()
         except Exception as exc:
             # Anything the crawl raises while starting is the crawl's failure, not the engine's: log it, stay READY.
@@ -521,8 +523,10 @@ class JobRegistry:
     """All jobs of one engine, found in (or added to) its jobs directory."""
 
     def __init__(self, jobs_dir: Path, hosts: Mapping[str, str], sitemap_limits: SitemapLimits | None = None,
-                 browser: BrowserOptions | None = None, bounds: ResponseBounds | None = None) -> None:
+                 browser: BrowserOptions | None = None, bounds: ResponseBounds | None = None,
+                 destinations: DestinationPolicy = PUBLIC_ONLY) -> None:
         self.jobs_dir = jobs_dir
+        self.destinations = destinations
         self.hosts = dict(hosts)
         self.sitemap_limits = sitemap_limits or SitemapLimits()
         self.bounds = bounds or ResponseBounds()
@@ -546,7 +550,8 @@ class JobRegistry:
                 job.api_port = port
 
     def _new_job(self, name: str, directory: Path) -> CrawlJob:
-        job = CrawlJob(name, directory, self.hosts, self.sitemap_limits, self.browser, self.bounds)
+        job = CrawlJob(name, directory, self.hosts, self.sitemap_limits, self.browser, bounds=self.bounds,
+                       destinations=self.destinations)
         job.api_port = self._api_port
         return job
 

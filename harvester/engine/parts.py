@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from harvestdef.dedup import DedupIndex
+from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.domainnames import to_punycode
 from harvester.crawlstates import ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
@@ -55,7 +56,8 @@ class CrawlParts:
 
     def __init__(self, config: CrawlConfig, job_dir: Path, hosts: Mapping[str, str], resume_from: Path | None,
                  on_scheduled: Callable[[], None], sitemap_limits: SitemapLimits | None = None,
-                 browser: BrowserOptions | None = None, bounds: ResponseBounds | None = None) -> None:
+                 browser: BrowserOptions | None = None, bounds: ResponseBounds | None = None,
+                 destinations: DestinationPolicy = PUBLIC_ONLY, job_log: logging.Logger | None = None) -> None:
         self.config = config
         punycode_hosts = {to_punycode(name): address for name, address in hosts.items()}
         self.store = checkpoints.launch_store(job_dir, resume_from)
@@ -68,7 +70,9 @@ class CrawlParts:
         self.quota = QuotaEnforcer(QuotaRules.from_config(config), self.frontier)
         self.discovery = LinkDiscovery(self.frontier, self.scope, self.queue_assignment,
                                        on_discovered=self._count_discovered, on_scheduled=on_scheduled)
-        self.servers = ServerCache(punycode_hosts, config.user_agent)
+        # the destination policy, with the hosts file's names allowed: what the crawl may connect to
+        self.servers = ServerCache(punycode_hosts, config.user_agent, destinations, job_log,
+                                   config.ip_validity_seconds)
         bounds = bounds or ResponseBounds()
         self.extractors = LinkExtractors.from_config(config, sitemap_limits or SitemapLimits(), bounds)
         # What the template's cookie store and credential store keep; None where the template has neither,
@@ -78,7 +82,8 @@ class CrawlParts:
         self.logins_posted: set[str] = set()
         self.sitemaps = SitemapDeclarations()
         self.fetcher = Fetcher(RequestSettings.from_config(config, bounds), keeps_payload=self.extractors.keeps_payload,
-                               cookies=self.cookies, authentication=self.authentication)
+                               cookies=self.cookies, authentication=self.authentication,
+                               destinations=self.servers.destinations)
         # The DispositionProcessor's politeness in force: replaced whole by a live change, read for each fetch.
         self.politeness = Politeness.from_config(config)
         self.live = LiveChanges(self)

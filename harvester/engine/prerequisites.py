@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from harvester.engine.chain import DOMAIN_LOOKUP_FAILED, ROBOTS_PRECLUDED, Curi, Outcome
 from harvester.engine.credentials import FormCredential, server_name
 from harvester.engine.disposition import Disposition
-from harvester.engine.fetch import Fetcher
+from harvester.engine.fetch import DESTINATION_REFUSED, Fetcher
 from harvester.engine.frontier import CrawlUri, Frontier
 from harvester.engine.queuepolicy import is_ip_address
 from harvester.engine.scope import canonical_url
@@ -33,13 +33,17 @@ def host_address(servers: ServerCache, disposition: Disposition, host: str, queu
             servers.take_literal(host)
         else:
             started = time.time()
-            disposition.record_dns(queue_key, host, servers.look_up(host), uri, thread, started)
+            address = servers.look_up(host)
+            # a refused host's lookup is not recorded: what an internal name resolves to is not the archive's
+            if servers.refusal(host) is None:
+                disposition.record_dns(queue_key, host, address, uri, thread, started)
     return servers.address(host)
 
 
 class DnsPrerequisite:
     """Looks a host up the first time one of its URIs comes (an IP literal is its own address, with no
-    ``dns:`` capture); a URI whose host has no address ends -6."""
+    ``dns:`` capture); a URI whose host has no address ends -6, one whose host the destination policy refuses
+    ends -5005 with the refusal's annotation."""
 
     def __init__(self, servers: ServerCache, disposition: Disposition) -> None:
         self.servers = servers
@@ -48,6 +52,9 @@ class DnsPrerequisite:
     async def process(self, curi: Curi) -> Outcome | None:
         curi.address = host_address(self.servers, self.disposition, curi.host, curi.queue.key, curi.uri,
                                     curi.thread)
+        refusal = self.servers.refusal(curi.host)
+        if refusal is not None:
+            return curi.fail(DESTINATION_REFUSED, [refusal.annotation])
         if curi.address is None:
             return curi.fail(DOMAIN_LOOKUP_FAILED)
         return None
@@ -145,14 +152,11 @@ class FormLoginPrerequisite:
             return
         host = urlsplit(login_uri.url).hostname or ""
         key = self.queue_key(login_uri.url)
-        if not self.servers.knows_host(host):
-            if is_ip_address(host):
-                self.servers.take_literal(host)
-            else:
-                started = time.time()
-                found = self.servers.look_up(host)
-                self.disposition.record_dns(key, host, found, login_uri, curi.thread, started)
-        address = self.servers.address(host)
+        address = host_address(self.servers, self.disposition, host, key, login_uri, curi.thread)
+        refusal = self.servers.refusal(host)
+        if refusal is not None:
+            self.disposition.record_failure(login_uri, DESTINATION_REFUSED, curi.thread, [refusal.annotation])
+            return
         if address is None:
             self.disposition.record_failure(login_uri, DOMAIN_LOOKUP_FAILED, curi.thread, [])
             return

@@ -13,6 +13,7 @@ queued before a rule came (harvester/engine/preselector.py).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -31,7 +32,9 @@ def _netloc(scheme: str, netloc: str) -> str | None:
     """Normalised authority (punycode host, default port dropped); cached: a crawl sees few hosts."""
     try:
         parts = urlsplit(f"{scheme}://{netloc}/")
-        host = to_punycode(parts.hostname or "")
+        hostname = parts.hostname or ""
+        # an IPv6 literal keeps its brackets (RFC 3986 §3.2.2): without them the URL no longer parses
+        host = f"[{ipaddress.IPv6Address(hostname)}]" if ":" in hostname else to_punycode(hostname)
         port = parts.port
     except (ValueError, DomainNameError):
         return None

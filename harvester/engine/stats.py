@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 
 # Fetch statuses Heritrix counts as disregarded, not failed (WorkQueueFrontier.isDisregarded): robots.txt
-# precluded, blocked by a processor, out of scope, blocked by the operator, too many hops, deleted.
-DISREGARD_STATUSES = frozenset({-9998, -5002, -5000, -5001, -4002, -4001, -6000})
+# precluded, blocked by a processor, out of scope, blocked by the operator, too many hops, deleted; and our
+# -5005, a destination the policy refuses, which is blocked by a processor as far as Heritrix's tallies go.
+DISREGARD_STATUSES = frozenset({-9998, -5002, -5000, -5001, -5005, -4002, -4001, -6000})
 
 
 def double_to_string(value: float, max_fraction_digits: int, min_fraction_digits: int = 0) -> str:

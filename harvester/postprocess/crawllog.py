@@ -52,6 +52,7 @@ FETCH_STATUS_WORDS: dict[int, str] = {
     -5002: "blocked by processor",
     -5003: "over quota",
     -5004: "runtime limit reached",
+    -5005: "destination refused",  # ours: not a public address (harvestdef/destinations.py, docs/engine.md)
     -6000: "deleted by operator",
     -7000: "thread killed",
     -8000: "the browser could not load the page",  # the browser crawler's own code (docs/browser.md)

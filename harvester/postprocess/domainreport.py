@@ -91,7 +91,7 @@ _TELLING: tuple[frozenset[int], ...] = (
     frozenset({-1, -6, -60}),                              # the name does not resolve
     frozenset({-2, -3, -4, -8, -404}),                     # the server does not answer
     frozenset({-9998, -61}),                               # robots.txt keeps the crawler out
-    frozenset({-5000, -5001, -5002, -4000, -4001, -4002}),  # scope, trap or operator rules block it
+    frozenset({-5000, -5001, -5002, -5005, -4000, -4001, -4002}),  # scope, trap, operator or destination rules
 )
 _OTHER_NOT_FETCHED = len(_TELLING)
 _SERVER_ERROR = _OTHER_NOT_FETCHED + 1

@@ -12,7 +12,8 @@ Rules:
   CSS response: img/src, srcset, link rel=stylesheet, script/src, frames, CSS url(), the engine's own
   extractors in harvester/engine/links.py) that no crawl.log line of the job fetched with 200-399. Its
   reason, from its last crawl.log line: ``out_of_scope`` (-5000), ``robots`` (-9998, -61), ``budget``
-  (-5003, with the quota annotation), ``http_error`` (400 and up), ``network_error`` (any other negative
+  (-5003, with the quota annotation), ``destination_refused`` (-5005: an address harvesting does not
+  connect to, harvestdef/destinations.py), ``http_error`` (400 and up), ``network_error`` (any other negative
   code), or, absent from crawl.log, ``never_reached`` (the crawl ended first). A crawler does not log what
   it leaves out of scope when it finds it (Heritrix does not, nor does the bundled engine), so a reference
   absent from crawl.log whose domain is none of the job's is ``out_of_scope``, not ``never_reached``.
@@ -67,12 +68,15 @@ REASONS: dict[str, str] = {
     "out_of_scope": "out of scope",
     "robots": "precluded by robots.txt",
     "budget": "budget reached",
+    "destination_refused": "refused destination: not a public address",
     "http_error": "HTTP error",
     "network_error": "network error",
     "never_reached": "never reached: the crawl ended before it got to them",
 }
 _ROBOTS = frozenset({-9998, -61})
 _QUOTA_PREFIX = "Q:"
+# the annotations a missing resource's detail repeats: the quota it hit, the kind of a refused destination
+_TOLD_PREFIXES = (_QUOTA_PREFIX, "destinationRefused:")
 
 
 def _is_fetched(status: int) -> bool:
@@ -92,6 +96,8 @@ def _reason_of(status: int) -> str | None:
         return "robots"
     if status == -5003:
         return "budget"
+    if status == -5005:
+        return "destination_refused"
     if status >= 400 or 0 < status < 200:
         return "http_error" if status >= 400 else None
     if status < 0:
@@ -305,7 +311,7 @@ class _Joins:
     def add_line(self, url: str, status: int, hop_path: str, via: str | None, annotations: str) -> None:
         self.logged.append((url, 1 if _is_fetched(status) else 0))
         if hop_path.endswith("E") and not _is_fetched(status):
-            quota = next((a for a in annotations.split(",") if a.startswith(_QUOTA_PREFIX)), None)
+            quota = next((a for a in annotations.split(",") if a.startswith(_TOLD_PREFIXES)), None)
             self.failed.append((url, status, quota))
             if via:
                 self.needs.append((url, via))

@@ -30,8 +30,10 @@ class EngineProcess:
     """One engine process; a context manager that stops it on exit."""
 
     def __init__(self, jobs_dir: Path, hosts_file: Path | None = None, auth_failure_delay: float = 0.2,
-                 password: str = PASSWORD) -> None:
+                 password: str = PASSWORD, allow_destinations: str = "") -> None:
         self.jobs_dir = jobs_dir
+        # harvestsuite.network.allowDestinations of the engine (the names of its hosts file are allowed anyway)
+        self.allow_destinations = allow_destinations
         self.hosts_file = hosts_file
         self.auth_failure_delay = auth_failure_delay
         self.password = password
@@ -53,7 +55,9 @@ class EngineProcess:
         self.jobs_dir.mkdir(parents=True, exist_ok=True)
         stderr = (self.jobs_dir.parent / f"{self.jobs_dir.name}-engine-stderr.log").open("a", encoding="utf-8")
         self._process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                         env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                              "HARVESTSUITE__HARVESTSUITE__NETWORK__ALLOWDESTINATIONS":
+                                                  self.allow_destinations})
         stderr.close()
         threading.Thread(target=self._read_output, daemon=True).start()
         while True:

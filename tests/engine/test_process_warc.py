@@ -156,12 +156,25 @@ def test_with_http11_only_chunked_records_fail_warcio_and_their_digest_is_dechun
                     assert record.rec_headers.get_header("WARC-Payload-Digest") == sha1(body)
 
 
-def test_an_ip_host_has_no_dns_lookup(engine_process: EngineProcess, test_site: TestSite) -> None:
+def test_an_ip_host_has_no_dns_lookup(tmp_path: Path, test_site: TestSite) -> None:
     seed = f"http://127.0.0.1:{test_site.port}/"
-    launch = run_crawl(engine_process, "iphost", [seed], crawler_beans(max_hops=0))
+    # loopback is refused unless the operator allows it (harvestdef/destinations.py): this engine's operator does
+    with EngineProcess(tmp_path / "iphost-jobs", allow_destinations="127.0.0.0/8") as process:
+        launch = run_crawl(process, "iphost", [seed], crawler_beans(max_hops=0))
     lines = (launch / "logs" / "crawl.log").read_text(encoding="utf-8").splitlines()
     assert not [line for line in lines if " dns:" in line]
     assert [line for line in lines if line.split()[3] == seed and line.split()[1] == "200"]
+
+
+def test_the_engine_refuses_a_loopback_seed_unless_the_setting_allows_it(engine_process: EngineProcess,
+                                                                         test_site: TestSite) -> None:
+    seed = f"http://127.0.0.1:{test_site.port}/"
+    launch = run_crawl(engine_process, "loopback", [seed], crawler_beans(max_hops=0))
+    lines = [line.split() for line in (launch / "logs" / "crawl.log").read_text(encoding="utf-8").splitlines()]
+    assert [fields[1] for fields in lines if fields[3] == seed] == ["-5005"]
+    assert not test_site.requests  # not even its robots.txt: never a connection
+    job_log = (launch.parent / "job.log").read_text(encoding="utf-8")
+    assert "127.0.0.1 is a loopback address" in job_log and "allowDestinations" in job_log
 
 
 @pytest.mark.parametrize(("policy", "key"), [

@@ -18,7 +18,8 @@ SITE = "http://www.alpha.dk"
 PAGE = """<html><head><link rel="stylesheet" href="/s.css"><script src="/q.js"></script>
 <style>p { background: url(/bg.png) }</style></head><body>
 <img src="/a.png"><img src="/b.png"><img src="http://cdn.other.com/x.png"><img srcset="/never.png 2x">
-<iframe src="/f.html"></iframe><a href="/linked.html">a link is not embedded</a></body></html>"""
+<iframe src="/f.html"></iframe><script src="http://127.0.0.1:5432/x.js"></script>
+<a href="/linked.html">a link is not embedded</a></body></html>"""
 
 
 def line(status: int, url: str, discovery: str = "-", via: str = "-", annotations: str = "-",
@@ -54,6 +55,7 @@ def job(tmp_path: Path) -> tuple[list[Path], list[Path]]:
         line(-9998, f"{SITE}/s.css", "E", f"{SITE}/"),
         line(-5003, f"{SITE}/q.js", "E", f"{SITE}/", "Q:groupMaxAllKb"),
         line(-2, f"{SITE}/f.html", "E", f"{SITE}/"),
+        line(-5005, "http://127.0.0.1:5432/x.js", "E", f"{SITE}/", "destinationRefused:loopback"),
         line(-2, f"{SITE}/bg.png", "E", f"{SITE}/"),
         line(200, f"{SITE}/bg.png", "E", f"{SITE}/"),  # a retry that fetched it: not missing
         line(503, f"{SITE}/linked.html", "L", f"{SITE}/"),  # a link, not an embed: the host's failure only
@@ -88,13 +90,15 @@ def test_missing_embedded_resources_are_grouped_by_reason_with_the_pages_that_ne
         "out_of_scope": [("http://cdn.other.com/x.png", "not in crawl.log: not a domain of the job", page, 1)],
         "robots": [(f"{SITE}/s.css", "robots.txt precluded (-9998)", page, 1)],
         "budget": [(f"{SITE}/q.js", "over quota (-5003) (Q:groupMaxAllKb)", page, 1)],
+        "destination_refused": [("http://127.0.0.1:5432/x.js",
+                                 "destination refused (-5005) (destinationRefused:loopback)", page, 1)],
         "http_error": [(f"{SITE}/b.png", "HTTP 404", page, 1)],
         "network_error": [(f"{SITE}/f.html", "connection refused (-2)", page, 1)],
         "never_reached": [(f"{SITE}/never.png", "not in crawl.log", page, 1)],
     }
     assert list(found) == list(qa.REASONS)  # the report's order
-    assert (report.missing_resources, report.pages_with_missing_resources) == (6, 1)
-    assert report.summary == QaSummary(1, 0, 1, 6)
+    assert (report.missing_resources, report.pages_with_missing_resources) == (7, 1)
+    assert report.summary == QaSummary(1, 0, 1, 7)
 
 
 def test_hosts_are_counted_per_status_and_the_ones_that_failed_most_come_first(job):
@@ -105,7 +109,7 @@ def test_hosts_are_counted_per_status_and_the_ones_that_failed_most_come_first(j
     assert (www.lines, www.failures) == (14, 5)  # its DNS lookup included
     assert www.statuses["404"] == 2 and www.statuses["-2"] == 2
     assert [host.host for host in report.failing_hosts] == ["www.alpha.dk"]
-    assert report.statuses["200"] == 4 and report.lines_read == 14
+    assert report.statuses["200"] == 4 and report.lines_read == 15
 
 
 def test_the_report_round_trips_through_its_json(job):

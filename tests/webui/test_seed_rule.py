@@ -302,3 +302,25 @@ def test_without_the_bad_lines_the_same_entry_points_store_the_seeds_as_the_craw
     assert response.get_json() == {
         "created": ["bbc.co.uk"], "existing": ["dr.dk", "københavn.dk", "kb.dk"],
         "notes": ["http://www.bbc.co.uk/news was taken as bbc.co.uk", "www.dr.dk was taken as dr.dk"]}
+
+
+# Seeds naming an address harvesting does not connect to (harvestdef/destinations.py): refused where seeds are
+# saved, before any lookup, with the line and the reason, as every other bad line.
+UNLESS = "which harvesting does not connect to unless harvestsuite.network.allowDestinations allows it"
+DESTINATION_LINES = [
+    ("http://169.254.169.254/latest/meta-data/", f"169.254.169.254 is a link-local address, {UNLESS}"),
+    ("http://10.0.0.1/", f"10.0.0.1 is a private address, {UNLESS}"),
+    ("http://[::1]:8080/", f"::1 is a loopback address, {UNLESS}"),
+    ("http://localhost:5432/", f"localhost is a loopback name, {UNLESS}"),
+]
+DESTINATION_ENTRY_POINTS = [seedlist_page_create, seedlist_page_update, seedlist_api_create, seedlist_api_update,
+                            event_page_new, event_page_add, event_page_file, event_api_new, event_api_add]
+
+
+@pytest.mark.parametrize("entry_point", DESTINATION_ENTRY_POINTS, ids=lambda entry_point: entry_point.__name__)
+def test_every_seed_entry_point_refuses_internal_destinations_naming_the_line(
+        entry_point: EntryPoint, env: SimpleNamespace, webui_engine: Engine) -> None:
+    lines = [GOOD, *(line for line, _ in DESTINATION_LINES)]
+    before = counts(webui_engine)
+    assert entry_point(env, webui_engine, lines) == expected(DESTINATION_LINES)
+    assert counts(webui_engine) == before

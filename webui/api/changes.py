@@ -70,7 +70,8 @@ def _add(job_id: int, kind: str, fields: dict[str, Any]) -> dict[str, Any]:
         job = jobs.get(job_id, with_documents=False, for_update=True)
         domains = {configuration["domain"] for configuration in jobs.configurations(job_id)}
         payload = validate_change(kind, fields, domains, valid_seed_regex=settings().domain.validSeedRegex,
-                                  politeness_bounds=PolitenessBounds.from_settings(settings().livechanges))
+                                  politeness_bounds=PolitenessBounds.from_settings(settings().livechanges),
+                                  destinations=settings().network.policy())
         if job.status != JobStatus.STARTED:
             raise ApiError("conflict", f"job {job_id} is {job.status.name}, not STARTED: changes go to a running "
                                        f"job only")

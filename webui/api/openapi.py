@@ -223,8 +223,8 @@ QA_SCHEMA = _object({
             "final_url": {"type": "string"}, "final_status": {"type": ["integer", "null"]},
             "captured": {"type": "boolean"}, "reason": {"type": ["string", "null"], "description": "why not"}})},
         "seeds_total": _COUNT, "seeds_not_captured": _COUNT,
-        "missing": {"type": "array", "description": "by reason: out_of_scope, robots, budget, http_error, "
-                    "network_error, never_reached", "items": {"type": "object"}},
+        "missing": {"type": "array", "description": "by reason: out_of_scope, robots, budget, "
+                    "destination_refused, http_error, network_error, never_reached", "items": {"type": "object"}},
         "missing_resources": _COUNT, "pages_with_missing_resources": _COUNT,
         "hosts": {"type": "array", "items": {"type": "object"}}, "hosts_total": _COUNT,
         "failing_hosts": {"type": "array", "items": {"type": "object"}},
