@@ -113,7 +113,12 @@ def seed_surt_prefix(seed: str, whole_domain: bool) -> str:
     parts = urlsplit(seed)
     host = parts.hostname or ""
     if whole_domain:
-        domain = to_punycode(registered_domain(host))
+        try:
+            domain = to_punycode(registered_domain(host))
+        except DomainNameError:
+            # a name with no registered domain (``localhost``, an intranet's ``archive``): its own host is
+            # the prefix, as Heritrix's SURT of it; the seed is still crawled (or refused by destination)
+            domain = host
         return "http://(" + ",".join(reversed(domain.split("."))) + ","
     full = surt(seed)
     head, _, path = full.partition(")")
