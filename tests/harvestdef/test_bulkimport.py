@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ from harvestdef.domainnames import default_seeds, domain_of_url
 from harvestdef.errors import DomainNameError, NotFoundError, RefusedLinesError
 from harvestdef.repositories.domains import DomainDefaults
 from harvestdef.settings import Settings
+from tests.dblocks import writers_held
 
 DEFAULTS = DomainDefaults.from_settings(Settings())
 
@@ -50,24 +49,6 @@ def ensure_template(engine: Engine) -> None:
         if not conn.scalar(select(func.count()).select_from(s.ordertemplates)
                            .where(s.ordertemplates.c.name == DEFAULTS.template_name)):
             conn.execute(insert(s.ordertemplates).values(name=DEFAULTS.template_name, orderxml="<beans/>"))
-
-
-@contextlib.contextmanager
-def writers_held(engine: Engine) -> Iterator[None]:
-    """Every other writer of the domains waits until the block ends: SQLite's write lock is held, or
-    PostgreSQL's EXCLUSIVE lock on domains (reads go on beside either)."""
-    if engine.dialect.name == "sqlite":
-        holder = sqlite3.connect(engine.url.database, isolation_level=None, timeout=60)
-        try:
-            holder.execute("BEGIN IMMEDIATE")
-            yield
-        finally:
-            holder.rollback()
-            holder.close()
-        return
-    with engine.begin() as conn:
-        conn.execute(text("LOCK TABLE domains IN EXCLUSIVE MODE"))
-        yield
 
 
 def as_from_a_terminal(command: list[str]) -> list[str]:

@@ -5,28 +5,13 @@ from a terminal."""
 
 from __future__ import annotations
 
-import sqlite3
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
+from tests.dblocks import sqlite_write_lock as write_lock_held
 from tests.harvestdef.test_bulkimport import as_from_a_terminal
 from tests.harvestdef.test_demo import DemoProcess, free_port
 
 STEPPED_DOWN = "leadership lost; this scheduler stopped acting and waits to lead again"
-
-
-@contextmanager
-def write_lock_held(database: Path) -> Iterator[None]:
-    """Another connection holds the SQLite write lock of ``database`` until the block ends."""
-    holder = sqlite3.connect(database, isolation_level=None, timeout=60)
-    try:
-        holder.execute("BEGIN IMMEDIATE")
-        yield
-    finally:
-        holder.rollback()
-        holder.close()
 
 
 def test_the_demo_survives_a_lock_longer_than_the_lease_and_one_ctrl_c_ends_it(tmp_path):

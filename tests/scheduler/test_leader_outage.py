@@ -10,10 +10,7 @@ connection (BEGIN IMMEDIATE), PostgreSQL's tables locked, its session terminated
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -22,24 +19,13 @@ from sqlalchemy import Engine, func, select, text
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from scheduler.leader import _ADVISORY_KEY, LeaderLock
+from tests.dblocks import writers_held
 from tests.scheduler.factories import make_domain, make_selective
 from tests.scheduler.test_scheduler_processes import LEADS, SchedulerProcess
 
 LOST = "lost its lock"
 STEPPED_DOWN = "waits to lead again"
 TICK_FAILED = "tick failed"
-
-
-@contextmanager
-def sqlite_write_lock(engine: Engine) -> Iterator[None]:
-    """Another connection holds SQLite's write lock until the block ends (reads go on beside it)."""
-    holder = sqlite3.connect(engine.url.database, isolation_level=None, timeout=60)
-    try:
-        holder.execute("BEGIN IMMEDIATE")
-        yield
-    finally:
-        holder.rollback()
-        holder.close()
 
 
 class Clock:
@@ -64,7 +50,7 @@ def test_a_renewal_under_a_held_write_lock_keeps_the_leadership_until_the_lease_
     assert leader.try_acquire()
     written = _expiry(engine)
     try:
-        with sqlite_write_lock(engine):
+        with writers_held(engine):
             clock.now += 9.5  # half a second of the lease left: the renewal waits that long for the lock
             assert leader.renew(), "a renewal the database could not answer lost a lease that still lasted"
             assert leader.is_held
@@ -73,7 +59,7 @@ def test_a_renewal_under_a_held_write_lock_keeps_the_leadership_until_the_lease_
         assert leader.renew() and leader.is_held
         assert _expiry(engine) > written
         assert leader.lease_left() == pytest.approx(10)
-        with sqlite_write_lock(engine):
+        with writers_held(engine):
             clock.now += 10  # the lease ran out while the database did not answer
             assert not leader.is_held
             assert not leader.renew(), "a leader whose lease ran out still leads"
@@ -121,7 +107,7 @@ def test_a_scheduler_keeps_leading_through_a_lock_longer_than_a_renewal_and_shor
     process = SchedulerProcess(database_url, tmp_path / "queue.db", OUTAGE_SETTINGS)
     try:
         assert process.leads_within(60), "the scheduler never led"
-        with sqlite_write_lock(engine):
+        with writers_held(engine):
             held_since = time.monotonic()
             # held until the scheduler has met it (a tick gave up after lockTimeout) and for 4 s: longer
             # than several renewal intervals, yet inside the lease of 6 s
@@ -145,7 +131,7 @@ def test_a_scheduler_whose_lease_ran_out_under_a_lock_steps_down_and_leads_again
     process = SchedulerProcess(database_url, tmp_path / "queue.db", settings)
     try:
         assert process.leads_within(60), "the scheduler never led"
-        with sqlite_write_lock(engine):
+        with writers_held(engine):
             assert process.first_of((LOST,), 60) == LOST, "the lease ran out, yet the scheduler did not say so"
             assert process.first_of((STEPPED_DOWN,), 60) == STEPPED_DOWN
         _with_a_ready_harvest(engine)

@@ -6,42 +6,25 @@ EXCLUSIVE lock on the tables the requests would write; reads go on beside it), w
 from __future__ import annotations
 
 import re
-import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, select
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
 from harvestdef.db.init import init_database
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
+from tests.dblocks import writers_held
 from webui import create_app
 from webui.tokenuse import TokenUseRecorder
 
 TOKEN_USE_INTERVAL = 1
 
 
-@contextmanager
-def writers_held(engine: Engine, *tables: str) -> Iterator[None]:
-    """Every other writer waits until the block ends: SQLite's write lock, or PostgreSQL's EXCLUSIVE lock on
-    ``tables`` (reads go on beside either)."""
-    if engine.dialect.name == "sqlite":
-        holder = sqlite3.connect(engine.url.database, isolation_level=None, timeout=60)
-        try:
-            holder.execute("BEGIN IMMEDIATE")
-            yield
-        finally:
-            holder.rollback()
-            holder.close()
-        return
-    with engine.begin() as conn:
-        conn.execute(text(f"LOCK TABLE {', '.join(tables)} IN EXCLUSIVE MODE"))
-        yield
+
 
 
 @pytest.fixture
