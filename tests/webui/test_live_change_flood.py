@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the tests take the fixtures imported from test_live_changes_api as their arguments
 """A flood of live changes to a running job, on SQLite and PostgreSQL: the bound on pending live changes
 (harvestsuite.liveChanges.maxPending, answered 429 naming it, control actions never held back), and the
 change list paged in the API (GET /changes), the live view and the job page (harvestsuite.liveChanges.pageSize).
@@ -8,7 +9,7 @@ controller's answers are stood in for by JobChangeRepository.settle, as the sche
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,47 +18,19 @@ from flask import Flask
 from sqlalchemy import Engine
 
 from harvestdef.db.types import utcnow
-from harvestdef.queues import open_transport
 from harvestdef.repositories.jobchanges import JobChangeRepository
-from harvestdef.repositories.users import UserRepository
-from harvestdef.settings import QueueSettings, load_settings
-from tests.webui.conftest import PASSWORD, ROLES, csrf_of
-from tests.webui.test_live_job import Crawl, start_crawl
-from webui import create_app
+from tests.webui.conftest import PASSWORD, csrf_of
+from tests.webui.test_live_changes_api import api, crawl, role_app  # noqa: F401 - fixtures
 
 CONTROL, CHANGES, LIVE = "/api/v1/jobs/{}/control", "/api/v1/jobs/{}/changes", "/api/v1/jobs/{}/live"
 MAX_PENDING, PAGE_SIZE = 5, 4
 
 
 @pytest.fixture
-def crawl(engine: Engine, tmp_path: Path) -> Iterator[Crawl]:
-    transport = open_transport(QueueSettings(url=f"sqlite:///{tmp_path / 'queue.db'}", environmentName="UNIT"))
-    try:
-        yield start_crawl(engine, transport)
-    finally:
-        transport.close()
-
-
-@pytest.fixture
 def app(engine: Engine, tmp_path: Path) -> Flask:
-    with engine.begin() as conn:
-        for role in ROLES:
-            UserRepository(conn).create(role, role, password=PASSWORD)
-    settings = load_settings(environ={}, overrides={
-        "harvestsuite.webui.secretKey": "test-secret", "harvestsuite.archive.root": str(tmp_path / "archive"),
-        "harvestsuite.liveChanges.maxPending": MAX_PENDING, "harvestsuite.liveChanges.pageSize": PAGE_SIZE})
-    return create_app(settings, engine, {"TESTING": True})
+    return role_app(engine, tmp_path, {"harvestsuite.liveChanges.maxPending": MAX_PENDING,
+                                      "harvestsuite.liveChanges.pageSize": PAGE_SIZE})
 
-
-@pytest.fixture
-def api(app: Flask, engine: Engine) -> Callable[..., Any]:
-    with engine.begin() as conn:
-        tokens = {role: UserRepository(conn).create_token(role) for role in ROLES}
-    client = app.test_client()
-
-    def call(role: str, method: str, path: str, **kwargs: Any) -> Any:
-        return getattr(client, method)(path, headers={"Authorization": f"Bearer {tokens[role]}"}, **kwargs)
-    return call
 
 
 def reject(api: Callable[..., Any], job_id: int, number: int) -> Any:

@@ -43,14 +43,20 @@ def crawl(engine: Engine, tmp_path: Path) -> Iterator[Crawl]:
         transport.close()
 
 
-@pytest.fixture
-def app(engine: Engine, tmp_path: Path) -> Flask:
+def role_app(engine: Engine, tmp_path: Path, overrides: dict[str, Any] | None = None) -> Flask:
+    """The web UI with a user of each role (password PASSWORD), under ``overrides`` of its settings."""
     with engine.begin() as conn:
         for role in ROLES:
             UserRepository(conn).create(role, role, password=PASSWORD)
-    settings = load_settings(environ={}, overrides={"harvestsuite.webui.secretKey": "test-secret",
-                                                    "harvestsuite.archive.root": str(tmp_path / "archive")})
+    settings = load_settings(environ={}, overrides={
+        "harvestsuite.webui.secretKey": "test-secret", "harvestsuite.archive.root": str(tmp_path / "archive"),
+        **(overrides or {})})
     return create_app(settings, engine, {"TESTING": True})
+
+
+@pytest.fixture
+def app(engine: Engine, tmp_path: Path) -> Flask:
+    return role_app(engine, tmp_path)
 
 
 @pytest.fixture

@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - the tests take the fixtures imported from test_live_changes_api as their arguments
 """Politeness bounded by the site's settings (harvestsuite.liveChanges.minDelayFactor, minDelayMs,
 minMaxDelayMs, maxPerHost), on SQLite and PostgreSQL: a live politeness change and a crawl template
 uploaded through the API or the templates page below a floor (or above the ceiling of URIs per host) are
@@ -6,9 +7,7 @@ refused with a 400 naming the value, the bound and its setting, and nothing is s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from flask import Flask
@@ -19,13 +18,9 @@ from harvestdef.crawltemplate import template_parser
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.politeness import PolitenessBounds, template_politeness
-from harvestdef.queues import open_transport
 from harvestdef.repositories.jobchanges import JobChangeRepository
-from harvestdef.repositories.users import UserRepository
-from harvestdef.settings import QueueSettings, load_settings
-from tests.webui.conftest import PASSWORD, ROLES, csrf_of
-from tests.webui.test_live_job import Crawl, start_crawl
-from webui import create_app
+from tests.webui.conftest import PASSWORD, csrf_of
+from tests.webui.test_live_changes_api import api, crawl, role_app  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_TEMPLATE = (ROOT / "templates" / "default_orderxml.cxml").read_text(encoding="utf-8")
@@ -34,34 +29,9 @@ FLOORS = {"harvestsuite.liveChanges.minDelayFactor": 1.5, "harvestsuite.liveChan
 
 
 @pytest.fixture
-def crawl(engine: Engine, tmp_path: Path) -> Iterator[Crawl]:
-    transport = open_transport(QueueSettings(url=f"sqlite:///{tmp_path / 'queue.db'}", environmentName="UNIT"))
-    try:
-        yield start_crawl(engine, transport)
-    finally:
-        transport.close()
-
-
-@pytest.fixture
 def app(engine: Engine, tmp_path: Path) -> Flask:
-    with engine.begin() as conn:
-        for role in ROLES:
-            UserRepository(conn).create(role, role, password=PASSWORD)
-    settings = load_settings(environ={}, overrides={
-        "harvestsuite.webui.secretKey": "test-secret", "harvestsuite.archive.root": str(tmp_path / "archive"),
-        **FLOORS})
-    return create_app(settings, engine, {"TESTING": True})
+    return role_app(engine, tmp_path, FLOORS)
 
-
-@pytest.fixture
-def api(app: Flask, engine: Engine) -> Callable[..., Any]:
-    with engine.begin() as conn:
-        tokens = {role: UserRepository(conn).create_token(role) for role in ROLES}
-    client = app.test_client()
-
-    def call(role: str, method: str, path: str, **kwargs: Any) -> Any:
-        return getattr(client, method)(path, headers={"Authorization": f"Bearer {tokens[role]}"}, **kwargs)
-    return call
 
 
 @pytest.mark.parametrize("fields, field, words", [
