@@ -24,6 +24,8 @@ from pathlib import Path
 from harvestdef.files import write_atomically
 
 CONFIG_FILE = "config.yaml"
+# the Content-Security-Policy of every replayed page (pywb's replay mode mp_)
+REPLAY_CSP = "default-src 'unsafe-eval' 'unsafe-inline' 'self' data: blob: mediastream:; form-action 'self'"
 COLLECTIONS_DIR = "collections"
 PATH_INDEX = "warc-paths.txt"
 ALL_COLLECTION = "all"
@@ -75,6 +77,10 @@ class ReplayLayout:
             "enable_auto_colls: true\n"
             "framed_replay: true\n"
             "enable_memento: true\n"
+            # A replayed page loads from the replay service alone: pywb's default policy, without the
+            # ws: and wss: it allows to anywhere, so a page's script cannot reach the live web or the
+            # services beside the reader's browser (loopback, the intranet) while it is replayed.
+            f"csp-header: {_yaml_string(REPLAY_CSP)}\n"
         )
         path = self.work_dir / CONFIG_FILE
         write_atomically(path, text.encode("utf-8"))

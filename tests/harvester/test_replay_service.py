@@ -14,9 +14,11 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from harvestdef.replay.layout import REPLAY_CSP
 from tests.harvester.test_dedup_chain import DEMO_HOSTS, photo_captures, run_jobs
 from tests.harvester.test_dedup_chain import demo_harvesting as replay_harvesting  # noqa: F401 - a fixture
 from tests.pywb import _free_port, _tail, pywb_venv
@@ -94,6 +96,11 @@ def test_replay_run_serves_the_store_and_picks_up_a_job_stored_while_it_runs(rep
             status, _ = get(original_bytes(capture_link(replay_url, capture.url, capture.date14,
                                                         f"harvest-{harvest_id}")))
             assert status == 200
+        # the page as replayed (pywb's mp_ mode) may load from the replay service alone
+        head, _, rest = capture_link(replay_url, page.url, page.date14).partition("/http")
+        with urllib.request.urlopen(f"{head}mp_/http{rest}", timeout=30) as replayed:
+            assert replayed.headers["Content-Security-Policy"] == REPLAY_CSP
+        assert "ws:" not in REPLAY_CSP and "'self'" in REPLAY_CSP
         status, calendar = get(calendar_link(replay_url, photo.url))
         assert status == 200
 
