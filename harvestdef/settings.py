@@ -517,9 +517,9 @@ class NotificationSettings:
                                          "milliseconds between the leading scheduler's looks for webhook "
                                          "deliveries that are due")
     webhookTimeout: int = setting("harvestsuite.webhooks.timeout", 10,
-                                  "seconds one webhook attempt may take in all (connecting, TLS, sending, the "
-                                  "answer's status line and headers, the excerpt of its body), however slowly the "
-                                  "receiver answers, before it counts as failed")
+                                  "seconds one webhook attempt may take in all (looking the name up, connecting, TLS, "
+                                  "sending, the answer's status line and headers, the excerpt of its body), however "
+                                  "slowly the resolver or the receiver answers, before it counts as failed")
     webhookAnswerHeaderLimit: int = setting("harvestsuite.webhooks.answerHeaderLimit", 16_384,
                                             "bytes of a receiver's status line and headers read at most; a longer "
                                             "header block is a failed attempt")

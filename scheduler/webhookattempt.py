@@ -10,8 +10,8 @@ down; the blocked call returns at once and the attempt ends ``interrupted`` (the
 Where it connects is decided by the destination policy (harvestdef/destinations.py) on the addresses the
 name resolves to *now*, and the socket connects to exactly such a checked address: a name that resolved to
 a public address when the webhook was saved and to an internal one later is refused here, with the reason.
-TLS still verifies the certificate of the name. Name resolution is the system resolver's and has its own
-time limits; the deadline starts after it.
+TLS still verifies the certificate of the name. The name's lookup is within the deadline too: a resolver
+that does not answer ends the attempt at it ("no address for NAME").
 
 No redirect is followed: a 3xx is a failed attempt that names where it pointed, so an answer can never lead
 a delivery (and its signed body) to another destination. Of the answer only the status matters; for a
@@ -135,13 +135,17 @@ class Attempt:
         parts = urlsplit(self.url)
         host = parts.hostname or ""
         port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+        deadline = time.monotonic() + self.limits.deadline
         try:
-            addresses = self.destinations.resolve(host, port)
+            addresses = self._resolve(host, port, deadline)
         except DestinationRefused as exc:
             return Outcome(None, f"not sent: {exc.reason}")
         except OSError as exc:
             return Outcome(None, f"{host} does not resolve: {exc.strerror or exc}")
-        deadline = time.monotonic() + self.limits.deadline
+        except _Expired as exc:
+            if self._aborted:
+                return self._interrupted()
+            return Outcome(None, f"{exc.phase} within {self.limits.deadline:g} s ({TIMEOUT_SETTING})")
         try:
             sock = self._connect(host, addresses, port, deadline)
             try:
@@ -177,6 +181,30 @@ class Attempt:
         if left <= 0 or self._aborted:
             raise _Expired(phase)
         return left
+
+    def _resolve(self, host: str, port: int, deadline: float) -> list[str]:
+        """The checked addresses of ``host``, looked up within the deadline: the system resolver cannot be
+        given a timeout, so it asks on a thread of its own, which a resolver that never answers keeps (until
+        its own time limits end it) while the attempt ends at its deadline."""
+        answers: list[list[str] | BaseException] = []
+        done = threading.Event()
+
+        def look_up() -> None:
+            try:
+                answers.append(self.destinations.resolve(host, port))
+            except BaseException as exc:  # noqa: BLE001 - handed to the attempt, which names it
+                answers.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=look_up, name=f"webhook-resolve-{host}", daemon=True).start()
+        phase = f"no address for {host}"
+        while not done.wait(min(self._remaining(deadline, phase), 0.5)):
+            pass  # woken twice a second: an abort() ends the wait too
+        answer = answers[0]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
 
     def _connect(self, host: str, addresses: list[str], port: int, deadline: float) -> socket.socket:
         """A socket connected to the first of ``addresses`` (checked by the policy) that answers."""

@@ -7,8 +7,10 @@ would connect to it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -239,3 +241,38 @@ def test_a_delivery_checks_the_address_it_would_connect_to_now(engine):
     assert logged.last_error.startswith("not sent: localhost ("), logged.last_error
     assert "is a loopback address, which harvesting does not connect to unless harvestsuite.network." \
            "allowDestinations allows it" in logged.last_error
+
+
+@pytest.fixture
+def silent_dns_namespace(tmp_path: Path):
+    """A network namespace of this test's own, loopback up, whose resolv.conf (/etc/netns/NAME/resolv.conf,
+    which ``ip netns exec`` mounts over /etc/resolv.conf) asks 127.0.0.1 and waits 30 s for an answer.
+    Removed afterwards, file and all."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and iproute2's ip to make a network namespace")
+    name = f"hs-dns-{os.getpid()}-{tmp_path.name[-12:]}"[:40]
+    etc = Path("/etc/netns") / name
+    made_parent = not etc.parent.exists()
+    try:
+        for command in (["ip", "netns", "add", name], ["ip", "-n", name, "link", "set", "lo", "up"]):
+            subprocess.run(command, check=True, capture_output=True, timeout=30)
+        etc.mkdir(parents=True)
+        (etc / "resolv.conf").write_text("nameserver 127.0.0.1\noptions timeout:30 attempts:1\n", encoding="utf-8")
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30, check=False)
+        shutil.rmtree(etc, ignore_errors=True)
+        if made_parent:
+            with contextlib.suppress(OSError):
+                etc.parent.rmdir()  # only if empty: another namespace's files stay
+
+
+def test_a_resolver_that_never_answers_ends_the_attempt_at_its_deadline(silent_dns_namespace):
+    result = subprocess.run(["ip", "netns", "exec", silent_dns_namespace, sys.executable, "-m",
+                             "tests.scheduler.silent_resolver_attempt", "1"],
+                            capture_output=True, text=True, timeout=120, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["error"] == "no address for receiver.silent-dns.test within 1 s (harvestsuite.webhooks.timeout)"
+    # the resolver waits 30 s for its answer; the attempt ends at its deadline of 1 s, not at the resolver's
+    assert found["seconds"] < 15, found
