@@ -8,6 +8,7 @@ crawler needs them."""
 from __future__ import annotations
 
 import gzip
+import html
 from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
@@ -118,3 +119,26 @@ def test_a_metadata_warcs_template_copy_is_masked_and_an_unmasked_warc_is_downlo
     downloaded = login("archivist").get("/status/jobs/2/files/2-metadata-1.warc.gz")
     assert downloaded.status_code == 200
     assert_masked(gzip.decompress(downloaded.get_data()).decode())
+
+
+def test_the_crawl_warcs_of_a_job_that_logged_in_are_downloaded_whole_by_admins_only(login, webui_engine, tmp_path):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.DONE])
+    with webui_engine.begin() as conn:
+        conn.execute(update(s.jobs).where(s.jobs.c.job_id == 1).values(orderxmldoc=SECRET_TEMPLATE))
+    # what the crawl recorded of its login: the form's POST body, as every crawler records what it sent
+    for job_id in (1, 2):
+        warc = tmp_path / "archive" / "1" / str(job_id) / f"{job_id}-1-20260101000000-00000-h.warc.gz"
+        warc.parent.mkdir(parents=True, exist_ok=True)
+        with warc.open("wb") as out:
+            writer = WARCWriter(out, gzip=True)
+            writer.write_record(writer.create_warc_record(
+                "http://members.example.org/login", "request",
+                payload=BytesIO(b"POST /login HTTP/1.1\r\nHost: members.example.org\r\n\r\npassword=s3cret-form")))
+    for role in NOT_ADMINS:
+        refused = login(role).get("/status/jobs/1/files/1-1-20260101000000-00000-h.warc.gz")
+        assert refused.status_code == 403, role
+        assert "only admins download the crawl's WARCs whole" in html.unescape(refused.get_data(as_text=True))
+        # a job whose template holds no credential values: its WARCs are anybody's who reads jobs
+        assert login(role).get("/status/jobs/2/files/2-1-20260101000000-00000-h.warc.gz").status_code == 200
+    whole = login("admin").get("/status/jobs/1/files/1-1-20260101000000-00000-h.warc.gz")
+    assert whole.status_code == 200 and b"s3cret-form" in gzip.decompress(whole.get_data())

@@ -183,6 +183,20 @@ def open_readable_record(path: Path, wanted: str, offset: int | None, sees_secre
 _AFTER_SETUP = ("logs/", "index/")
 
 
+def is_warc(name: str) -> bool:
+    """A WARC or ARC file (download-only), the metadata WARC among them."""
+    return not is_text_file(name) and name.lower().endswith((".warc", ".warc.gz", ".arc", ".arc.gz"))
+
+
+def logs_in_with_credentials(job_id: int) -> bool:
+    """Whether job ``job_id`` ran with a template holding credential values: its crawl's WARCs then hold the
+    requests that sent them (a login form's POST body, an Authorization header), as every crawler records
+    what it sent."""
+    with database().connect() as conn:
+        job = JobRepository(conn).find(job_id, with_documents=True)
+    return job is not None and has_secrets(job.orderxmldoc)
+
+
 def holds_credentials(path: Path) -> bool:
     """True when a copy of the crawl template in the metadata WARC at ``path`` holds credential values (one
     written before post-processing masked them), or cannot be read to tell."""

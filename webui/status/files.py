@@ -3,7 +3,8 @@ previous, next and last page, a jump to a line, the lines per page bounded by
 ``harvestsuite.webui.fileViewMaxLines``), and the records of its metadata WARC listed, viewed and downloaded.
 A copy of the crawl template among them is viewed and downloaded with its credential values masked by every
 role but admin, and a metadata WARC holding them unmasked (written before they were masked) is downloaded
-whole by admins only (webui/api/jobfiles.py).
+whole by admins only (webui/api/jobfiles.py); so are the crawl's WARCs of a job whose template holds
+credential values, since they hold the requests that sent them.
 
 The reading is the API's (webui/api/jobfiles.py: what is text, where a file is, which lines, never a file
 read whole), so a page shows what ``GET /api/v1/jobs/JOB/lines/NAME`` returns. The text goes into the page
@@ -26,6 +27,8 @@ from webui.api.jobfiles import (
     holds_credentials,
     is_metadata_warc,
     is_text_file,
+    is_warc,
+    logs_in_with_credentials,
     open_readable_record,
     open_record,
     parse_offset,
@@ -73,6 +76,11 @@ def job_file(job_id: int, name: str) -> Any:
                           "copy of the crawl template holds them, and only admins see credential values, so only "
                           "admins download it whole. Its records can be viewed and downloaded one by one, the "
                           "template masked.", name=name))
+    elif is_warc(name) and not is_metadata_warc(name) and not may(SECRETS) and logs_in_with_credentials(job_id):
+        refuse(403, _("%(name)s holds the requests of the crawl, and job %(job)s logged in with the credential "
+                      "values of its crawl template (a login form's POST, an Authorization header): only admins "
+                      "see credential values, so only admins download the crawl's WARCs whole. Its captures can "
+                      "be replayed.", name=name, job=job_id))
     return send_file(path, as_attachment=True, download_name=path.name)
 
 
