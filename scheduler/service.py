@@ -148,6 +148,8 @@ class SchedulerService:
         self._live_changes_failing = False
         self.webhooks = webhooks or WebhookSender(engine)
         self._webhooks_failing = False
+        # messages returned to their queue because the database does not answer: said once per outage
+        self._intake_waiting = False
         self.handled = 0
         self.settings: Settings | None = None  # set by from_settings; worker processes are built from it
 
@@ -219,6 +221,12 @@ class SchedulerService:
                 # another handler changed the job meanwhile: a second look sees its new state
                 log.info("message on %s raced another change of its job, returned to its queue: %s",
                          delivery.queue, exc)
+            elif (unavailable := unavailability(exc)) is not None:
+                # the same reason for every message while it lasts: said once, and once more when it ends
+                if not self._intake_waiting:
+                    self._intake_waiting = True
+                    log.warning("messages wait in their queues while the harvest database does not answer "
+                                "(%s); they are handled once it does", unavailable)
             else:
                 log.error("message on %s could not be handled now, returned to its queue: %s", delivery.queue, exc)
             with contextlib.suppress(QueueError):
@@ -226,6 +234,9 @@ class SchedulerService:
             if not isinstance(exc, StaleJobError):
                 time.sleep(0.5)  # the database or broker is failing: do not spin on the same message
             return
+        if self._intake_waiting:
+            self._intake_waiting = False
+            log.warning("the harvest database answers again: the messages that waited are being handled")
         handled = list(spare)
         for index, (delivery, _, _) in enumerate(work):
             if index in failed:

@@ -4,16 +4,23 @@ handled again on its own when the transaction fails."""
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy import func, select
 
 from harvestdef.db import schema as s
-from harvestdef.db.engine import write_transaction
+from harvestdef.db.engine import open_engine, write_transaction
+from harvestdef.db.init import init_database
 from harvestdef.db.types import utcnow
 from harvestdef.errors import DatabaseError
 from harvestdef.messages import ClaimAnswer, ClaimRequest, CrawlStatus, HarvesterReady, decode_with_time, encode
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.jobs import JobRepository, allocate_job_ids, new_job_row
+from scheduler.dispatch import Dispatcher, DispatchOptions
+from scheduler.handlers import MessageHandlers
+from scheduler.intake import StatusIntake
 from scheduler.service import SchedulerService, ServiceOptions
+from tests.dblocks import writers_held
 from tests.scheduler.test_intake import (  # noqa: F401 - fixtures
     NAMES,
     handlers,
@@ -158,3 +165,34 @@ def test_an_answer_that_cannot_be_sent_returns_only_its_message(engine, transpor
     claim, _ = decode_with_time(returned.body, (ClaimRequest,))
     assert claim == bad
     assert transport.get(NAMES.scheduler) is None
+
+
+def test_messages_that_wait_for_a_held_database_are_told_once_and_once_more_when_it_answers(
+        database_url, transport, notifier, caplog):  # noqa: F811
+    engine = open_engine(database_url, lock_timeout=1)
+    try:
+        init_database(engine)
+        held_handlers = MessageHandlers(engine, transport, Dispatcher(NAMES, DispatchOptions()),
+                                        StatusIntake(notifier))
+        service = service_of(engine, transport, held_handlers)
+        register(held_handlers.carry_out_one, "ctl-1")
+        transport.purge(NAMES.controller("ctl-1"))
+        transport.publish(NAMES.scheduler, encode(HarvesterReady(controller_id="ctl-1", host="h",
+                                                                 channels=["FOCUSED"])))
+        with caplog.at_level(logging.INFO, logger="scheduler.service"):
+            with writers_held(engine, *(table.name for table in s.metadata.sorted_tables)):
+                for _ in range(3):  # the message comes back each time, the database still held
+                    delivery = transport.get(NAMES.scheduler)
+                    assert delivery is not None, "the message was returned to its queue"
+                    service.handle_batch([delivery])
+            delivery = transport.get(NAMES.scheduler)
+            assert delivery is not None
+            service.handle_batch([delivery])
+        assert transport.message_count(NAMES.scheduler) == 0, "handled once the database answered"
+        said = [record.getMessage() for record in caplog.records if record.name == "scheduler.service"]
+        waiting = [line for line in said if "wait in their queues while the harvest database does not answer" in line]
+        assert len(waiting) == 1, said
+        assert sum("answers again" in line for line in said) == 1, said
+        assert not any("could not be handled now" in line for line in said), said
+    finally:
+        engine.dispose()

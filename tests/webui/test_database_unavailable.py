@@ -24,9 +24,6 @@ from webui.tokenuse import TokenUseRecorder
 TOKEN_USE_INTERVAL = 1
 
 
-
-
-
 @pytest.fixture
 def web(database_url: str, tmp_path: Path):
     settings = load_settings(environ={}, overrides={
