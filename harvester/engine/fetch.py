@@ -429,9 +429,25 @@ def _keep_as_received(result: FetchResult, spool: ResponseSpool, caps: _Response
         header_length = spool.raw_length
     if result.status <= 0:
         result.status = _parse_status_line(b"".join(spool.raw.read_range(0, READ_SIZE)))
+    if not result.headers:
+        # the head was kept within the caps, so reading it whole is bounded by them
+        result.headers = _lenient_headers(b"".join(spool.raw.read_range(0, header_length)))
     if not spool.payload_length:
         spool.payload_from_raw(header_length, spool.raw_length - header_length)
     spool.header_length = header_length
+
+
+def _lenient_headers(head: bytes) -> list[tuple[str, str]]:
+    """The "Name: value" lines of a head h11 refused (a bad line among them, or one never ended), as Heritrix's
+    lenient parser reads them: the lines that are not headers are skipped, so the capture still has its
+    Content-Type (crawl.log's MIME, link extraction) and its Location."""
+    headers = []
+    for line in head.split(b"\n")[1:]:  # after the status line
+        name, colon, value = line.rstrip(b"\r").partition(b":")
+        name = name.strip()
+        if colon and name and not any(c in name for c in b" \t"):
+            headers.append((name.decode("latin-1").lower(), value.strip().decode("latin-1")))
+    return headers
 
 
 def _with_cookie(headers: list[tuple[str, str]], cookie: str) -> list[tuple[str, str]]:

@@ -44,6 +44,7 @@ def test_malformed_response_is_recorded_as_received(crawl, test_site):
     run = crawl([test_site.url("www.kulturarv.dk", "/malformed")])
     line = run.lines_for(test_site.url("www.kulturarv.dk", "/malformed"))[0]
     assert line[1] == "200"
+    assert line[6] == "text/html", "the MIME of the head's Content-Type, the bad line among them skipped"
     record = next(r for r in run.warc_records() if r[0] == "response" and r[1].endswith("/malformed"))
     assert record[3] == test_site.responses_for("www.kulturarv.dk", "/malformed")[0]
     assert run.controller.status().exit_status == "FINISHED"
