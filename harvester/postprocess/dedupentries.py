@@ -7,7 +7,9 @@ An entry is made for each ``response`` record
 * whose HTTP Content-Type is not ``text/...``: NetarchiveSuite's index leaves ``^text/.*`` out, and the
   crawl templates never deduplicate text;
 * that carries a WARC-Payload-Digest (``sha1:BASE32``, kept as written) and is not truncated
-  (WARC-Truncated): a cut payload's digest would make a later complete fetch look like a duplicate.
+  (WARC-Truncated): a cut payload's digest would make a later complete fetch look like a duplicate;
+* whose payload is not empty: the digest of nothing is every empty response's, and the crawler never
+  deduplicates one (harvester/engine/recorder.py), so its entry would only take room in the index.
 
 and for each ``revisit`` record (same status and type rules) whose original lies in an earlier job: its
 entry is the original's (URL, date, record id, WARC file and offset), so the index built from this job
@@ -24,6 +26,8 @@ Records are streamed and only their HTTP head is read; the index is opened read-
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -34,6 +38,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from harvestdef.dedup import DedupEntry, DedupIndex
 from harvester.postprocess.cdx import warc_date_14
 from harvester.postprocess.httphead import read_http_head, short_media_type
+
+# the WARC-Payload-Digest of an empty payload, as the crawler and warcio write it
+EMPTY_PAYLOAD_DIGEST = "sha1:" + base64.b32encode(hashlib.sha1(b"").digest()).decode("ascii")
 
 
 def _entries_of(warc_path: Path, index: DedupIndex | None) -> Iterator[DedupEntry]:
@@ -46,7 +53,7 @@ def _entries_of(warc_path: Path, index: DedupIndex | None) -> Iterator[DedupEntr
             url = headers.get_header("WARC-Target-URI") or ""
             digest = headers.get_header("WARC-Payload-Digest")
             date = warc_date_14(headers.get_header("WARC-Date"))
-            if not url.startswith(("http:", "https:")) or not digest or not date:
+            if not url.startswith(("http:", "https:")) or not digest or not date or digest == EMPTY_PAYLOAD_DIGEST:
                 continue
             # A revisit is always "truncated" (its payload is left out on purpose); a response must be whole.
             if record.rec_type == "response" and headers.get_header("WARC-Truncated"):

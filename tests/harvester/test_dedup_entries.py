@@ -70,3 +70,15 @@ def test_a_revisit_of_an_earlier_job_gives_that_jobs_capture_and_one_of_its_own_
 
     # without the index the crawl read, no revisit can be told to point outside the job: none adds an entry
     assert [entry.record_id for entry in extract_dedup_entries([warc], tmp_path / "absent.sqlite")] == [own_id]
+
+
+def test_an_empty_payload_gives_no_entry(tmp_path):
+    warc = tmp_path / "empty.warc.gz"
+    with warc.open("wb") as stream:
+        writer = WARCWriter(stream, gzip=True, warc_version="WARC/1.1")
+        for url, payload in (("http://www.havbrug.org/empty.png", b""), (URL, PHOTO)):
+            writer.write_record(writer.create_warc_record(
+                url, "response", payload=BytesIO(payload),
+                http_headers=StatusAndHeaders("200 OK", [("Content-Type", "image/png"),
+                                                         ("Content-Length", str(len(payload)))], protocol="HTTP/1.1")))
+    assert [entry.url for entry in extract_dedup_entries([warc])] == [URL]
