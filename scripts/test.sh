@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it: set-up, lint, then pytest with the slowest tests listed.
-# The independent tests run in two pytest-xdist workers (each with its own PostgreSQL database, queues and
-# ports); the tests that restart or reconfigure the broker run after them, alone (design.md §Tests).
+# The independent tests run in four pytest-xdist workers (each with its own PostgreSQL database, queues and
+# ports): many tests spend their time waiting on the processes they start (engines, controllers, the demo,
+# Chromium), so on two cores four workers finish sooner than two. The tests that restart or reconfigure the
+# broker run after them, alone (design.md §Tests).
 # With arguments, pytest runs just those, in one process: ./scripts/test.sh tests/webui -k live
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,6 @@ ruff check .
 if [ "$#" -gt 0 ]; then
     exec python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 "$@"
 fi
-python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-2}" \
+python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-4}" \
     -m "not broker_restart"
 python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart
