@@ -199,8 +199,8 @@ class Attempt:
 
         threading.Thread(target=look_up, name=f"webhook-resolve-{host}", daemon=True).start()
         phase = f"no address for {host}"
-        while not done.wait(min(self._remaining(deadline, phase), 0.5)):
-            pass  # woken twice a second: an abort() ends the wait too
+        while not done.is_set():
+            done.wait(min(self._remaining(deadline, phase), 0.5))  # twice a second, so an abort() ends it too
         answer = answers[0]
         if isinstance(answer, BaseException):
             raise answer

@@ -8,11 +8,9 @@ is given, so "never a connection" is checked where it would show.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -27,6 +25,7 @@ from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
 from harvester.engine.scope import canonical_url
 from tests.engine.conftest import stop_controllers, write_job
+from tests.netns import network_namespace
 
 HOSTILE = "hostile.example"
 # robots.txt's Sitemap lines and sitemaps are followed: a sitemap is one more way to name an address
@@ -209,32 +208,15 @@ def test_a_name_the_setting_allows_is_crawled_whatever_it_resolves_to(run_crawl,
 
 @pytest.fixture
 def namespace(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """A network namespace of this test's own, with loopback up and PUBLIC on a veth interface, and its
-    hosts file (/etc/netns/NAME/hosts, which ``ip netns exec`` mounts over /etc/hosts) naming rebind.test
-    there. Removed afterwards, file and all."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and iproute2's ip to make a network namespace")
+    """A network namespace of this test's own, with PUBLIC on a veth interface, and its hosts file
+    (/etc/netns/NAME/hosts, which ``ip netns exec`` mounts over /etc/hosts) naming rebind.test there."""
     name = f"hs-rebind-{os.getpid()}-{tmp_path.name[-12:]}"[:40]
-    etc = Path("/etc/netns") / name
-    made_parent = not etc.parent.exists()
-    commands = [["ip", "netns", "add", name], ["ip", "-n", name, "link", "set", "lo", "up"],
-                # a veth pair with both ends inside the namespace: the public address leads nowhere outside it
-                ["ip", "-n", name, "link", "add", "public0", "type", "veth", "peer", "name", "public1"],
+    # a veth pair with both ends inside the namespace: the public address leads nowhere outside it
+    commands = [["ip", "-n", name, "link", "add", "public0", "type", "veth", "peer", "name", "public1"],
                 ["ip", "-n", name, "addr", "add", f"{PUBLIC}/32", "dev", "public0"],
                 ["ip", "-n", name, "link", "set", "public0", "up"], ["ip", "-n", name, "link", "set", "public1", "up"]]
-    try:
-        for command in commands:
-            subprocess.run(command, check=True, capture_output=True, timeout=30)
-        etc.mkdir(parents=True)
-        hosts = etc / "hosts"
-        hosts.write_text(f"127.0.0.1 localhost\n{PUBLIC} rebind.test\n", encoding="utf-8")
-        yield name, hosts
-    finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30, check=False)
-        shutil.rmtree(etc, ignore_errors=True)
-        if made_parent:
-            with contextlib.suppress(OSError):
-                etc.parent.rmdir()  # only if empty: another namespace's file stays
+    with network_namespace(name, {"hosts": f"127.0.0.1 localhost\n{PUBLIC} rebind.test\n"}, commands) as etc:
+        yield name, etc / "hosts"
 
 
 # A public address (not in any network the policy refuses), which exists only inside the test's namespace.

@@ -87,14 +87,27 @@ def test_a_leader_whose_postgresql_session_ended_steps_down_and_leads_again(engi
         leader.release()
 
 
-def _with_a_ready_harvest(engine: Engine) -> None:
+def _with_a_ready_harvest(engine: Engine, harvest_id: int = 1) -> None:
     with engine.begin() as conn:
-        make_selective(conn, 1, "daily", [make_domain(conn, "a.dk")[1]], nextdate=utcnow() - timedelta(minutes=1))
+        make_selective(conn, harvest_id, f"daily-{harvest_id}", [make_domain(conn, f"a{harvest_id}.dk")[1]],
+                       nextdate=utcnow() - timedelta(minutes=1))
 
 
-def _jobs(engine: Engine) -> int:
+def _jobs(engine: Engine, harvest_id: int | None = None) -> int:
+    query = select(func.count()).select_from(s.jobs)
+    if harvest_id is not None:
+        query = query.where(s.jobs.c.harvest_id == harvest_id)
     with engine.connect() as conn:
-        return conn.scalar(select(func.count()).select_from(s.jobs))
+        return conn.scalar(query)
+
+
+def _makes_jobs_of(process: SchedulerProcess, engine: Engine, harvest_id: int, what: str) -> None:
+    """Wait (60 s at most) for the leading ``process`` to make a job of harvest ``harvest_id``."""
+    deadline = time.monotonic() + 60
+    while _jobs(engine, harvest_id) == 0:
+        assert process.process.poll() is None, "the scheduler stopped"
+        assert time.monotonic() < deadline, f"{what}, yet made no jobs"
+        time.sleep(0.2)
 
 
 OUTAGE_SETTINGS = {"harvestsuite.scheduler.leaderLeaseTime": "6", "harvestsuite.scheduler.leaderRenewInterval": "1",
@@ -126,21 +139,21 @@ def test_a_scheduler_keeps_leading_through_a_lock_longer_than_a_renewal_and_shor
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
-def test_a_scheduler_whose_lease_ran_out_under_a_lock_steps_down_and_leads_again(engine, database_url, tmp_path):
+def test_a_scheduler_whose_lease_ran_out_under_a_lock_steps_down_and_leads_again_each_time(
+        engine, database_url, tmp_path):
     settings = {**OUTAGE_SETTINGS, "harvestsuite.scheduler.leaderLeaseTime": "3"}
     process = SchedulerProcess(database_url, tmp_path / "queue.db", settings)
     try:
         assert process.leads_within(60), "the scheduler never led"
-        with writers_held(engine):
-            assert process.first_of((LOST,), 60) == LOST, "the lease ran out, yet the scheduler did not say so"
-            assert process.first_of((STEPPED_DOWN,), 60) == STEPPED_DOWN
-        _with_a_ready_harvest(engine)
-        assert process.leads_within(60), "the scheduler did not lead again once the database answered"
-        deadline = time.monotonic() + 60
-        while _jobs(engine) == 0:
-            assert process.process.poll() is None, "the scheduler stopped"
-            assert time.monotonic() < deadline, "the scheduler leads again, yet made no jobs"
-            time.sleep(0.2)
+        # three terms lost and taken again: what a step-down closes (the webhook sender, the index builder)
+        # must open again at every new term, not only the first
+        for term in (1, 2, 3):
+            with writers_held(engine):
+                assert process.first_of((LOST,), 60) == LOST, f"term {term}: the lease ran out, yet not said"
+                assert process.first_of((STEPPED_DOWN,), 60) == STEPPED_DOWN, f"term {term}"
+            _with_a_ready_harvest(engine, term)
+            assert process.leads_within(60), f"term {term}: the scheduler did not lead again"
+            _makes_jobs_of(process, engine, term, f"term {term}: the scheduler leads again")
     finally:
         process.stop()
 
@@ -165,11 +178,7 @@ def test_a_scheduler_keeps_leading_through_locked_tables_and_leads_again_after_i
         assert process.first_of((LOST,), 60) == LOST
         _with_a_ready_harvest(engine)
         assert process.leads_within(60), "the scheduler did not lead again after its session ended"
-        deadline = time.monotonic() + 60
-        while _jobs(engine) == 0:
-            assert process.process.poll() is None, "the scheduler stopped"
-            assert time.monotonic() < deadline, "the scheduler leads again, yet made no jobs"
-            time.sleep(0.2)
+        _makes_jobs_of(process, engine, 1, "the scheduler leads again")
     finally:
         process.stop()
 

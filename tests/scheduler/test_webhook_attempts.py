@@ -7,10 +7,8 @@ would connect to it."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +29,7 @@ from harvestdef.repositories.webhooks import WebhookRepository
 from harvestdef.settings import load_settings
 from scheduler.service import SchedulerService
 from scheduler.webhooks import WebhookSender
+from tests.netns import network_namespace
 from tests.scheduler.factories import make_snapshot
 from tests.scheduler.test_webhooks import LOOPBACK, SECRET, deliveries, make_sender, make_webhook
 from tests.webhookreceiver import slow_receiver, webhook_receiver
@@ -245,26 +244,11 @@ def test_a_delivery_checks_the_address_it_would_connect_to_now(engine):
 
 @pytest.fixture
 def silent_dns_namespace(tmp_path: Path):
-    """A network namespace of this test's own, loopback up, whose resolv.conf (/etc/netns/NAME/resolv.conf,
-    which ``ip netns exec`` mounts over /etc/resolv.conf) asks 127.0.0.1 and waits 30 s for an answer.
-    Removed afterwards, file and all."""
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        pytest.skip("needs root and iproute2's ip to make a network namespace")
+    """A network namespace of this test's own whose resolv.conf (/etc/netns/NAME/resolv.conf, which ``ip
+    netns exec`` mounts over /etc/resolv.conf) asks 127.0.0.1 and waits 30 s for an answer."""
     name = f"hs-dns-{os.getpid()}-{tmp_path.name[-12:]}"[:40]
-    etc = Path("/etc/netns") / name
-    made_parent = not etc.parent.exists()
-    try:
-        for command in (["ip", "netns", "add", name], ["ip", "-n", name, "link", "set", "lo", "up"]):
-            subprocess.run(command, check=True, capture_output=True, timeout=30)
-        etc.mkdir(parents=True)
-        (etc / "resolv.conf").write_text("nameserver 127.0.0.1\noptions timeout:30 attempts:1\n", encoding="utf-8")
+    with network_namespace(name, {"resolv.conf": "nameserver 127.0.0.1\noptions timeout:30 attempts:1\n"}):
         yield name
-    finally:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=30, check=False)
-        shutil.rmtree(etc, ignore_errors=True)
-        if made_parent:
-            with contextlib.suppress(OSError):
-                etc.parent.rmdir()  # only if empty: another namespace's files stay
 
 
 def test_a_resolver_that_never_answers_ends_the_attempt_at_its_deadline(silent_dns_namespace):
