@@ -19,9 +19,8 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.repositories.jobchanges import APPLIED, REFUSED, JobChangeRepository
-from tests.harvester.test_controller_checkpoint_events import paced_template
-from tests.harvester.test_controller_failures import crawled_lines, job_directory, wait_for
-from tests.harvester.test_live_steering import LIVE, change, crawler_status, running_job, settled
+from tests.harvester.test_controller_failures import wait_for
+from tests.harvester.test_live_steering import change, crawler_status, job_with_its_controller_away, settled
 
 RULES = 300
 
@@ -33,14 +32,7 @@ def unsent(h, job_id: int) -> int:
 
 
 def test_a_pause_behind_a_flood_of_rules_is_carried_out_first_and_the_rules_in_few_scripts(harvesting):
-    h = harvesting(paced_template())
-    harvest_id = h.selective_harvest("flooded", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
-    h.start_scheduler(**LIVE)
-    first = h.start_controller("first")
-    job_id = running_job(h, harvest_id)
-    wait_for(lambda: crawled_lines(h.server_dir) >= 5, 60, "five crawl.log lines")
-    assert first.stop() == 0  # checkpointed at shutdown; the job stays STARTED with its claim
-    directory = job_directory(h.server_dir)
+    h, harvest_id, job_id, directory = job_with_its_controller_away(harvesting, "flooded")
 
     # the rules are sent while the controller is away, then the pause: it waits behind them in the queue.
     # Amid them, an unreject of a rule there is not: the crawler refuses it, and the rules after it still go.

@@ -134,15 +134,22 @@ def test_a_crawl_paused_changed_resumed_and_stopped_by_an_operator(harvesting):
     assert (records[stop]["author"], records[stop]["kind"], records[stop]["state"]) == ("ops2", "stop", "applied")
 
 
-def test_changes_made_while_the_controller_is_away_arrive_in_order_when_it_is_back(harvesting):
+def job_with_its_controller_away(harvesting, name: str):
+    """A crawl of kulturarv.dk started by controller "first", which is then stopped (checkpointed at shutdown:
+    the job stays STARTED with its claim): changes made now wait for a controller. Returns the harvesting,
+    the harvest's and the job's ids and its job directory."""
     h = harvesting(paced_template())
-    harvest_id = h.selective_harvest("away", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
+    harvest_id = h.selective_harvest(name, {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
     h.start_scheduler(**LIVE)
     first = h.start_controller("first")
     job_id = running_job(h, harvest_id)
     wait_for(lambda: crawled_lines(h.server_dir) >= 5, 60, "five crawl.log lines")
-    assert first.stop() == 0  # checkpointed at shutdown; the job stays STARTED with its claim
-    directory = job_directory(h.server_dir)
+    assert first.stop() == 0
+    return h, harvest_id, job_id, job_directory(h.server_dir)
+
+
+def test_changes_made_while_the_controller_is_away_arrive_in_order_when_it_is_back(harvesting):
+    h, harvest_id, job_id, directory = job_with_its_controller_away(harvesting, "away")
     reject = change(h, job_id, "reject", {"regex": ".*/trap/.*"})
     polite = change(h, job_id, "politeness", {"delay_factor": 0.5})
     time.sleep(1.0)  # several sending intervals: the changes wait in the durable control queue
