@@ -305,6 +305,9 @@ def test_a_frontier_report_older_than_the_pages_refresh_is_quoted_with_its_age_a
     assert re.fullmatch(r"Waiting between fetches as the politeness rules ask, as of the frontier report of 2\d s "
                         r"ago: all 2 queues that could be fetched from were snoozed\.", waiting["text"])
     assert answer["holding_back"] == []
+    crawl.frontier(utcnow() - timedelta(seconds=20), queue("a.dk", 5, wake="2m1s"))
+    assert live(client, crawl.job_id)["waiting"]["text"].endswith(
+        "ago: the one queue that could be fetched from was snoozed.")
 
 
 def test_a_downloaded_count_unchanged_for_two_sample_intervals_is_no_progress(crawl, client):

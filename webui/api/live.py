@@ -424,6 +424,8 @@ PHRASES: Mapping[str, str] = {
                                    "(reported %(time)s)."),
     "politeness_wait": N_("Waiting between fetches as the politeness rules ask (next in %(next_in)s, from "
                           "%(queue)s)."),
+    "politeness_wait_as_of_one": N_("Waiting between fetches as the politeness rules ask, as of the frontier "
+                                    "report of %(age)s ago: the one queue that could be fetched from was snoozed."),
     "politeness_wait_as_of": N_("Waiting between fetches as the politeness rules ask, as of the frontier report "
                                 "of %(age)s ago: all %(snoozed)s queues that could be fetched from were snoozed."),
     "no_progress": N_("No URI downloaded since %(time)s (%(duration)s): the count stayed at %(downloaded)s across "
@@ -520,7 +522,8 @@ def politeness_wait(job: Row[Any], monitor: Row[Any] | None, queues: Sequence[Ro
     soonest = min(snoozed, key=lambda line: _wake_seconds(line.waketime))
     if stale:
         next_in = None
-        phrase = _say("politeness_wait_as_of", age=duration_text(age.total_seconds()), snoozed=len(snoozed))
+        phrase = _say("politeness_wait_as_of" if len(snoozed) > 1 else "politeness_wait_as_of_one",
+                      age=duration_text(age.total_seconds()), snoozed=len(snoozed))
     else:
         wake = _wake_seconds(soonest.waketime)
         next_in = max(0, round(wake - age.total_seconds())) if wake != float("inf") else None
