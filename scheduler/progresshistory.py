@@ -5,8 +5,8 @@ live view's chart has points from the crawl's first seconds. Samples older than
 ``harvestsuite.scheduler.recentHistoryWindow`` are thinned to one each ``historySampleRate``: the oldest
 sample is kept, then each sample at least that long after the last one kept, and the rest deleted. That
 is the rule NetarchiveSuite stores samples by, applied later, so a week-long crawl keeps about as many
-rows as it did there (2016 at 300 s) plus those of the recent window. Once the job ends its whole history
-is thinned so.
+rows as it did there (2016 at 300 s) plus those of the recent window. Once the job ends (its final
+status, a timeout or a resubmission by the scheduler's tick) its whole history is thinned so.
 
 The rule is idempotent (samples already thinned are spaced by the rate, so thinning them again keeps every
 one), which lets each thinning start at the newest sample kept before the previous one's cutoff instead of

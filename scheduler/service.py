@@ -167,7 +167,8 @@ class SchedulerService:
         ticker = Ticker(engine, generation, TickOptions(
             job_timeout=sched.jobtimeouttime, lost=LostControllerRule.from_settings(settings),
             claim_grace_time=sched.claimGraceTime,
-            postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel), notifier,
+            postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel,
+            history_sample_rate=sched.historySampleRate), notifier,
             indexer=indexer, transport=transport, names=names)
         dispatcher = Dispatcher(names, DispatchOptions(
             ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,

@@ -9,13 +9,16 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import select
 
 from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
 from harvestdef.messages import CrawlStatus
 from harvestdef.model.status import JobStatus, StopReason
 from scheduler.dispatch import Dispatcher, DispatchOptions
 from scheduler.handlers import MessageHandlers
 from scheduler.intake import StatusIntake
+from scheduler.jobgen.generate import GenerationOptions
 from scheduler.notify import Notifier
 from scheduler.progresshistory import samples_to_thin
+from scheduler.tick import Ticker, TickOptions, TickReport
 from tests.scheduler.test_intake import NAMES, report, started_job, transport  # noqa: F401
 from tests.webui.test_live_job import Crawl
 
@@ -96,3 +99,16 @@ def test_a_scheduler_that_restarts_thins_what_its_predecessor_left_dense(engine,
     Crawl(job_id, attempt, handle).progress(START + timedelta(seconds=100), downloaded_files=100, elapsed_seconds=100)
     assert samples(engine, job_id) == [(0, 0), (20, 20), (40, 40), (60, 60), (70, 70), (80, 80), (90, 90),
                                        (100, 100)]
+
+
+def test_a_job_the_scheduler_times_out_keeps_its_history_thinned(engine, transport):  # noqa: F811
+    intake = StatusIntake(Notifier(), history_sample_rate=30, recent_history_window=3600)
+    handlers = MessageHandlers(engine, transport, Dispatcher(NAMES, DispatchOptions()), intake)
+    job_id, attempt, _ = started_job(engine, handlers)
+    for second in range(0, 70, 10):
+        Crawl(job_id, attempt, handlers.carry_out_one).progress(START + timedelta(seconds=second),
+                                                               downloaded_files=second, elapsed_seconds=second)
+    assert len(samples(engine, job_id)) == 7
+    Ticker(engine, GenerationOptions(), TickOptions(job_timeout=0, history_sample_rate=30), Notifier()).supervise(
+        utcnow(), TickReport())
+    assert samples(engine, job_id) == [(0, 0), (30, 30), (60, 60)]
