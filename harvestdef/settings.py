@@ -222,7 +222,13 @@ class SchedulerSettings:
                                        "the database does not answer are tried again within the lease; 0 = a "
                                        "quarter of the lease (at least 1 s)")
     historySampleRate: int = setting("harvester.monitor.historySampleRate", 300,
-                                     "seconds between runningjobshistory samples of one job")
+                                     "seconds between the runningjobshistory samples of one job kept for its "
+                                     "whole crawl, once older than harvestsuite.scheduler.recentHistoryWindow")
+    recentHistoryWindow: int = setting(
+        "harvestsuite.scheduler.recentHistoryWindow", 900,
+        "seconds for which every progress report of a running job (one each crawlLoopWaitTime) stays a "
+        "runningjobshistory sample, so its progress chart fills from the crawl's first seconds; older samples "
+        "are thinned to one each historySampleRate, and a job's history to that once it ends; 0 = only those")
     dedupIndexBuilders: int = setting("harvestsuite.scheduler.dedupIndexBuilders", 2,
                                       "threads of the leading scheduler that build deduplication indexes")
     satisfactorythresholdpercentage: int = setting(
@@ -252,6 +258,12 @@ class SchedulerSettings:
             raise SettingsError(f"harvestsuite.scheduler.leaderRenewInterval: seconds, 0 (a quarter of the lease) "
                                 f"or at least 1 and less than harvestsuite.scheduler.leaderLeaseTime "
                                 f"({self.leaderLeaseTime}), got {self.leaderRenewInterval}")
+        if self.historySampleRate < 1:
+            raise SettingsError(f"harvester.monitor.historySampleRate: seconds, at least 1, got "
+                                f"{self.historySampleRate}")
+        if self.recentHistoryWindow < 0:
+            raise SettingsError(f"harvestsuite.scheduler.recentHistoryWindow: seconds, 0 (samples each "
+                                f"historySampleRate only) or more, got {self.recentHistoryWindow}")
         if self.lostAfterHeartbeats < 2:
             # one missed heartbeat is a delay, not a loss: a slow broker or a busy host misses one now and then
             raise SettingsError("harvestsuite.scheduler.lostAfterHeartbeats: at least 2 heartbeat intervals, got "

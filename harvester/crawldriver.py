@@ -17,7 +17,8 @@ watchdog does (terminate, then post-processing as usual), with the operator name
 A crawl paused by an operator is never taken for a stalled one: the stall clocks restart while it is paused.
 
 While the crawl is RUNNING, every ``frontier_report_interval`` seconds (the first at the first poll that
-finds it running) the loop also fetches the FrontierSummaryReport and hands its queues to
+finds it running, and again at the first poll that finds it running after a pause, since the report taken
+before the pause says nothing of the queues now) the loop also fetches the FrontierSummaryReport and hands its queues to
 ``on_frontier`` (the controller sends them as a FrontierReport message). A report that cannot be fetched
 is logged and the crawl goes on; so are queue blocks that do not parse. None is fetched at the end: by
 then every queue is exhausted, so the report would list no queue, and the scheduler drops a job's
@@ -221,6 +222,7 @@ class CrawlDriver:
         failures = 0
         reports_frontier = self.on_frontier is not None and options.frontier_report_interval > 0
         next_frontier_report = started
+        was_paused = False
         while True:
             if self.shutdown.is_set():
                 if options.shutdown_action == "checkpoint":
@@ -256,8 +258,11 @@ class CrawlDriver:
                 outcome.errors.append(f"the crawl disappeared from the crawler (status {status.status_description!r})")
                 return DriveResult(outcome)
             now = time.monotonic()
-            if (reports_frontier and status.crawl_controller_state == ControllerState.RUNNING
-                    and now >= next_frontier_report):
+            running = status.crawl_controller_state == ControllerState.RUNNING
+            if running and was_paused:
+                next_frontier_report = now
+            was_paused = status.crawl_controller_state in PAUSED_OR_PAUSING or (was_paused and not running)
+            if reports_frontier and running and now >= next_frontier_report:
                 next_frontier_report = now + options.frontier_report_interval
                 self._report_frontier()
             sizes, uris = status.size_totals_report, status.uri_totals_report

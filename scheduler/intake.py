@@ -77,6 +77,7 @@ from harvestdef.repositories.jobs import NOT_NULL, not_before
 from scheduler.batch import Batch
 from scheduler.livechanges import ended_reason, refuse_left_changes, settle
 from scheduler.notify import Notifier
+from scheduler.progresshistory import thin_history
 
 log = logging.getLogger(__name__)
 
@@ -125,11 +126,13 @@ class DeadLetter:
 class StatusIntake:
     """Handlers for the messages of the scheduler's and the monitor's queues, and for dead letters."""
 
-    def __init__(self, notifier: Notifier, history_sample_rate: int = 300) -> None:
+    def __init__(self, notifier: Notifier, history_sample_rate: int = 300, recent_history_window: int = 900) -> None:
         self.notifier = notifier
         self.history_sample_rate = timedelta(seconds=history_sample_rate)
+        self.recent_history_window = timedelta(seconds=recent_history_window)
         self._harvest_names: OrderedDict[int, str] = OrderedDict()
-        self._last_sample: dict[int, datetime] = {}
+        # each running job's last thinning cutoff (scheduler/progresshistory.py), where the next one starts
+        self._thinned_to: dict[int, datetime] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ job status
@@ -220,10 +223,13 @@ class StatusIntake:
 
     def _record_final(self, batch: Batch, message: CrawlStatus, job: JobFigures, final_status: JobStatus,
                       now: datetime, replaces_failed: bool = False) -> None:
-        """A final status's history and summaries, the job out of the monitor, its pending live changes
-        refused, and, after the commit, the log line and the notification of a failure. A job failed by a
+        """A final status's history and summaries, the job out of the monitor and its progress samples thinned,
+        its pending live changes refused, and, after the commit, the log line and the notification of a
+        failure. A job failed by a
         store outage gets no history rows yet: its files are not archived (see the module docstring)."""
         batch.job_ended(job.job_id)
+        # the ended job's history as NetarchiveSuite keeps it: one sample each historySampleRate
+        thin_history(batch.conn, job.job_id, self.history_sample_rate, None)
         # what the controller handled settles first: its answer may still be on its way, behind this report
         for handled in message.live_changes:
             settle(batch, LiveChangeResult(
@@ -257,7 +263,7 @@ class StatusIntake:
         batch.before_commit(("run done", *run), functools.partial(self._record_run_done, run))
 
         def ended() -> None:
-            self._last_sample.pop(job.job_id, None)
+            self._thinned_to.pop(job.job_id, None)
             log.info("job %d %s%s: %d historyinfo rows", job.job_id, message.status,
                      " (its files stored after an archive store outage)" if replaces_failed else "", rows)
             if message.status == JobStatus.FAILED:
@@ -372,7 +378,8 @@ class StatusIntake:
 
     def progress(self, batch: Batch, progress: CrawlProgress, sent_at: datetime) -> None:
         """runningjobsmonitor holds the newest figures of a running job, with its newest crawl.log lines;
-        runningjobshistory a sample every historySampleRate seconds."""
+        runningjobshistory a sample of each report, thinned to one each historySampleRate once older than
+        recentHistoryWindow (scheduler/progresshistory.py)."""
         conn = batch.conn
         j = s.jobs
         status = conn.execute(select(j.c.status, j.c.attempt_id).where(j.c.job_id == progress.job_id)).first()
@@ -399,10 +406,19 @@ class StatusIntake:
                [{**row, "totalbyteswritten": progress.total_bytes_written,
                  "crawllogtail": "\n".join(line.replace("\n", " ") for line in progress.crawl_log_tail) or None,
                  "isheritrixconsole": progress.is_heritrix_console}])
-        last = self._last_sample.get(progress.job_id)
-        if last is None or sent_at - last >= self.history_sample_rate:
-            upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], [row])
-            self._last_sample[progress.job_id] = sent_at
+        upsert(conn, s.runningjobshistory, ["jobid", "harvestname", "elapsedseconds", "tstamp"], [row])
+        cutoff = sent_at - self.recent_history_window
+        with self._lock:
+            since = self._thinned_to.get(progress.job_id)
+        if since is not None and cutoff <= since:
+            return  # a report that arrived late, or out of order: nothing newly out of the window
+        thin_history(conn, progress.job_id, self.history_sample_rate, cutoff, since)
+
+        def thinned() -> None:
+            with self._lock:
+                self._thinned_to[progress.job_id] = max(cutoff, self._thinned_to.get(progress.job_id, cutoff))
+
+        batch.after_commit(thinned)
 
     def tally(self, batch: Batch, tally: CrawlTally, sent_at: datetime) -> None:
         """What a running job's crawl.log says so far: the status counts replace the previous ones in its

@@ -112,6 +112,7 @@ class ServiceOptions:
     leader_lease: int = 60
     leader_renew_interval: float = 15.0  # less than leader_lease: failed renewals are tried again within it
     history_sample_rate: int = 300
+    recent_history_window: int = 900
     intake_threads: int = 4
     intake_processes: int = 1
     intake_batch: int = 25  # messages of the scheduler queue recorded in one transaction, at most
@@ -126,6 +127,7 @@ class ServiceOptions:
                    leader_renew_interval=settings.scheduler.leaderRenewInterval
                    or max(1.0, settings.scheduler.leaderLeaseTime / 4),
                    history_sample_rate=settings.scheduler.historySampleRate,
+                   recent_history_window=settings.scheduler.recentHistoryWindow,
                    intake_threads=settings.scheduler.intakeThreads,
                    intake_processes=settings.scheduler.intakeProcesses,
                    live_change_interval=settings.scheduler.liveChangeInterval,
@@ -165,13 +167,14 @@ class SchedulerService:
         ticker = Ticker(engine, generation, TickOptions(
             job_timeout=sched.jobtimeouttime, lost=LostControllerRule.from_settings(settings),
             claim_grace_time=sched.claimGraceTime,
-            postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel), notifier,
+            postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel,
+            history_sample_rate=sched.historySampleRate), notifier,
             indexer=indexer, transport=transport, names=names)
         dispatcher = Dispatcher(names, DispatchOptions(
             ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,
             limit_submitted_jobs_in_queue=sched.limitSubmittedJobsInQueue,
             submitted_jobs_in_queue_limit=sched.submittedJobsInQueueLimit))
-        intake = StatusIntake(notifier, sched.historySampleRate)
+        intake = StatusIntake(notifier, sched.historySampleRate, sched.recentHistoryWindow)
         service = cls(engine, transport, names, ticker, MessageHandlers(engine, transport, dispatcher, intake),
                       ServiceOptions.from_settings(settings), WebhookSender.from_settings(settings, engine))
         service.settings = settings

@@ -92,6 +92,7 @@ from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from scheduler.livechanges import ended_reason, refuse_changes_of_ended_jobs, refuse_left_changes, resubmitted_reason
 from scheduler.notify import Notifier
 from scheduler.previews import make_waiting_previews
+from scheduler.progresshistory import thin_history
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,7 @@ class TickOptions:
     lost: LostControllerRule = field(default_factory=LostControllerRule)
     claim_grace_time: int = 120
     postpone_unregistered_channel: bool = True
+    history_sample_rate: int = 300  # harvester.monitor.historySampleRate: an ended job's samples are thinned to it
 
 
 @dataclass
@@ -217,6 +219,7 @@ class Ticker:
                     "harvest_error_details": f"The job was still STARTED on {controller} after jobtimeouttime "
                                              f"({timeout} s); the scheduler marked it FAILED."})
                 remove_monitor_rows(conn, job_id)
+                thin_history(conn, job_id, timedelta(seconds=self.options.history_sample_rate), None)
                 refuse_left_changes(conn, job_id, ended_reason(
                     job_id, JobStatus.FAILED, f"STARTED longer than jobtimeouttime ({timeout} s), marked FAILED "
                                               "by the scheduler"), now)
@@ -372,6 +375,7 @@ class Ticker:
             job_id=job.job_id, attempt_id=job.attempt_id or "", controller_id=job.controller or "",
             kind=RESUBMITTED, checkpoint="", happened_at=now, received_at=now)
         remove_monitor_rows(conn, job.job_id)
+        thin_history(conn, job.job_id, timedelta(seconds=self.options.history_sample_rate), None)
         refuse_left_changes(conn, job.job_id, resubmitted_reason(job.job_id, new_job.job_id, why), now)
         return new_job
 

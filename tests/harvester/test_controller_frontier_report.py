@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
@@ -95,3 +96,31 @@ def test_the_live_view_of_a_running_crawl_shows_its_newest_crawl_log_lines(harve
     assert all("kulturarv.dk" in line for line in lines)
     (job,) = h.wait_for_jobs(harvest_id)
     assert JobStatus(job.status) == JobStatus.DONE, (job, controller.text()[-3000:])
+
+
+def test_a_crawl_resumed_after_a_pause_reports_its_frontier_again_at_once(harvesting):
+    """The frontier report taken before a pause says nothing of the queues after it: the first poll that
+    finds the crawl running again fetches a new one, whatever frontierReportWaitTime says (600 s here)."""
+    from tests.harvester.test_controller_checkpoint_events import paced_template
+    from tests.harvester.test_controller_failures import wait_for
+    from tests.harvester.test_live_steering import LIVE, change, crawler_status, running_job, settled
+
+    h = harvesting(paced_template())
+    harvest_id = h.selective_harvest("resumed", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
+    h.start_scheduler(**LIVE)
+    controller = h.start_controller(**{"harvester.harvesting.frontier.frontierReportWaitTime": 600})
+    job_id = running_job(h, harvest_id)
+    f = s.frontierreportmonitor
+
+    def reported_at():
+        with h.engine.connect() as conn:
+            return conn.scalar(select(func.max(f.c.tstamp)).where(f.c.jobid == job_id))
+
+    first = wait_for(reported_at, 60, "the crawl's first frontier report")
+    assert settled(h, job_id, change(h, job_id, "pause")).state == "applied"
+    wait_for(lambda: crawler_status(h, job_id) == "CRAWLER_PAUSED", 30, "the crawler paused")
+    resumed = settled(h, job_id, change(h, job_id, "resume"))
+    assert resumed.state == "applied", resumed
+    again = wait_for(lambda: (at := reported_at()) is not None and at > first and at, 30,
+                     f"a frontier report after the resume:\n{controller.text()[-3000:]}")
+    assert again >= resumed.applied - timedelta(seconds=2), (again, resumed.applied)

@@ -81,6 +81,10 @@ def test_history_pages_show_the_figures_and_charts(login, webui_engine):
     assert "<title>alpha.dk: bytes 30000</title>" in page
     # values are written as people read them, and categories lie one under the other with their totals
     assert "highest 33.0 KB" in page and 'class="chart horizontal"' in page
+    # the series' names, in the legend and each bar's title, are the page's language
+    danish = client.get("/history/harvests/daily", headers={"Accept-Language": "da"}).get_data(as_text=True)
+    assert "<title>1: nye bytes 12000</title>" in danish and "■</tspan> dublerede bytes" in danish
+    assert "<title>OBJECT_LIMIT: konfigurationer 1</title>" in danish and "novel bytes" not in danish
     # operators may not export, so the page offers no export
     assert "statistics.csv" not in page
 

@@ -109,8 +109,12 @@ def start_crawl(engine: Engine, queues: Any) -> Crawl:
 def app(engine: Engine, tmp_path: Path) -> Flask:
     with engine.begin() as conn:
         UserRepository(conn).create("archivist", "archivist", password=PASSWORD)
+    # a sample each 10 s and a page that refreshes each 5 s: the stall and the frontier report's age are judged
+    # by them
     settings = load_settings(environ={}, overrides={"harvestsuite.webui.secretKey": "test-secret",
-                                                    "harvestsuite.archive.root": str(tmp_path / "archive")})
+                                                    "harvestsuite.archive.root": str(tmp_path / "archive"),
+                                                    "harvester.monitor.historySampleRate": "10",
+                                                    "harvestsuite.webui.livePollIntervalMs": "5000"})
     return create_app(settings, engine, {"TESTING": True})
 
 
@@ -258,32 +262,60 @@ def test_no_active_queue_while_uris_wait_names_the_retired_and_exhausted(crawl, 
         "exhausted")
 
 
-def test_queues_all_snoozed_on_politeness_say_when_the_soonest_wakes(crawl, client):
+def test_queues_all_snoozed_on_politeness_are_a_crawl_waiting_between_fetches_not_held_back(crawl, client):
     crawl.heartbeat(utcnow())
     crawl.progress(utcnow())
-    crawl.frontier(utcnow(), queue("a.dk", 5, wake="2m1s"), queue("b.dk", 9, wake="1s250ms"),
+    crawl.frontier(utcnow(), queue("a.dk", 5, wake="2m1s"), queue("b.dk", 9, wake="3s250ms"),
                    queue("c.dk", 0), queue("d.dk", 4, spend=10, budget=10))
     answer = live(client, crawl.job_id)
     assert {q["queue"]: q["state"] for q in answer["queues"]} == {
         "a.dk": "snoozed", "b.dk": "snoozed", "c.dk": "exhausted", "d.dk": "retired"}
-    assert "All 2 queues of the frontier report that can be fetched from are snoozed on politeness, the soonest " \
-           "(b.dk) waking in 1s250ms" in reasons(answer)["all_snoozed"]
+    assert answer["holding_back"] == [] and answer["frontier_stale"] is False
+    waiting = answer["waiting"]
+    assert (waiting["reason"], waiting["snoozed"], waiting["queue"]) == ("politeness", 2, "b.dk")
+    assert waiting["next_in_seconds"] in (2, 3)  # 3.25 s from the report, counted from now
+    assert waiting["text"] == f"Waiting between fetches as the politeness rules ask (next in " \
+                              f"{waiting['next_in_seconds']} s, from b.dk)."
+    assert [q["wakes_in"] for q in answer["queues"][:2]] == ["3s250ms", "2m1s"]
+    # one queue that can be fetched from now: nothing waits
+    crawl.frontier(utcnow(), queue("a.dk", 5, wake="2m1s"), queue("b.dk", 9))
+    assert live(client, crawl.job_id)["waiting"] is None
     # a queue its quota retired comes in the RetiredQueuesFilter report, whatever its budget says
     crawl.handle(FrontierReport(job_id=crawl.job_id, attempt_id=crawl.attempt, controller_id=CONTROLLER,
                                 filter_id="RetiredQueuesFilter", lines=[queue("quota.dk", 7)]), utcnow())
     listed = [(q["queue"], q["state"]) for q in live(client, crawl.job_id)["queues"]]
-    assert listed[-1] == ("quota.dk", "retired") and ("b.dk", "snoozed") in listed
-    # paused, its queues wait on the pause: an older frontier report's snoozes are not the reason
+    assert listed[-1] == ("quota.dk", "retired") and ("a.dk", "snoozed") in listed
+    # paused, its queues wait on the pause, not on politeness
+    crawl.frontier(utcnow(), queue("a.dk", 5, wake="2m1s"))
+    assert live(client, crawl.job_id)["waiting"]["queue"] == "a.dk"
     crawl.progress(utcnow(), status="CRAWLER_PAUSED", crawler_state="PAUSED")
-    assert set(reasons(live(client, crawl.job_id))) == {"crawler_paused"}
+    answer = live(client, crawl.job_id)
+    assert set(reasons(answer)) == {"crawler_paused"} and answer["waiting"] is None
 
 
-def test_a_downloaded_count_unchanged_across_the_samples_is_no_progress(crawl, client):
+def test_a_frontier_report_older_than_the_pages_refresh_is_quoted_with_its_age_and_no_wake_times(crawl, client):
+    crawl.heartbeat(utcnow())
+    crawl.progress(utcnow())
+    crawl.frontier(utcnow() - timedelta(seconds=20), queue("a.dk", 5, wake="2m1s"), queue("b.dk", 9, wake="1s"))
+    answer = live(client, crawl.job_id)
+    assert answer["frontier_stale"] is True and 20 <= answer["frontier_age_seconds"] < 30
+    assert [q["wakes_in"] for q in answer["queues"]] == [None, None]
+    waiting = answer["waiting"]
+    assert waiting["next_in_seconds"] is None and waiting["phrase"]["code"] == "politeness_wait_as_of"
+    assert re.fullmatch(r"Waiting between fetches as the politeness rules ask, as of the frontier report of 2\d s "
+                        r"ago: all 2 queues that could be fetched from were snoozed\.", waiting["text"])
+    assert answer["holding_back"] == []
+    crawl.frontier(utcnow() - timedelta(seconds=20), queue("a.dk", 5, wake="2m1s"))
+    assert live(client, crawl.job_id)["waiting"]["text"].endswith(
+        "ago: the one queue that could be fetched from was snoozed.")
+
+
+def test_a_downloaded_count_unchanged_for_two_sample_intervals_is_no_progress(crawl, client):
     now = utcnow()
     crawl.heartbeat(now)
     for seconds in (30, 20):
         crawl.progress(now - timedelta(seconds=seconds), downloaded_files=77)
-    assert "no_progress" not in reasons(live(client, crawl.job_id))  # two samples are one interval only
+    assert "no_progress" not in reasons(live(client, crawl.job_id))  # 10 s are one interval only
     crawl.progress(now, downloaded_files=77)
     assert reasons(live(client, crawl.job_id))["no_progress"].endswith(
         "(30 s): the count stayed at 77 across the last 3 progress samples and the newest report.")
@@ -336,6 +368,9 @@ def test_the_live_page_gives_its_script_the_words_in_the_pages_language(crawl, c
     assert words["Paused since %(time)s by %(name)s"] == "Sat på pause siden %(time)s af %(name)s"
     assert words["%(num)s progress sample"] == "%(num)s fremdriftsmåling"
     assert words["%(num)s progress samples"] == "%(num)s fremdriftsmålinger"
+    # the chart's legend is the page's language
+    legend = re.search(r'<p class="chart-legend">(.*?)</p>', page, re.S).group(1)
+    assert "hentede URI'er" in html.unescape(legend) and "URI'er i kø" in html.unescape(legend)
     english = client.get(f"/status/jobs/{crawl.job_id}").get_data(as_text=True)
     attribute = re.search(r'<section id="live"[^>]* data-words="([^"]*)"', english)
     assert json.loads(html.unescape(attribute.group(1)))["no report yet"] == "no report yet"

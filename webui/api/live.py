@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,6 +32,7 @@ from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.status import JobStatus
 from harvestdef.patterns import compile_pattern
 from harvestdef.repositories.jobchanges import JobChangeRepository
+from harvestdef.settings import Settings
 from harvestdef.times import duration_text, utc_text
 from webui.api import jobcontrol
 from webui.api.changelist import render_change
@@ -43,8 +45,9 @@ from webui.context import database, settings
 
 DEFAULT_LOG_LINES = 20
 MAX_LOG_PATTERN_LENGTH = 200  # as the crawl-log search (webui/status/jobs.py)
-# runningjobshistory keeps a sample every historySampleRate seconds (300 by default): 2000 are a week.
-MAX_HISTORY_SAMPLES = 2000
+# runningjobshistory keeps a sample of each report for recentHistoryWindow (900 s: 450 at the shortest
+# crawlLoopWaitTime of 2 s) and one each historySampleRate (300 s) before: 2000 of them are a week.
+MAX_HISTORY_SAMPLES = 2500
 MAX_QUEUES = 50
 # NetarchiveSuite's frontier report filters, as the controller names them (harvester/frontierqueues.py)
 FRONTIER_FILTER_IDS = ("TopTotalEnqueuesFilter", "RetiredQueuesFilter", "ExhaustedQueuesFilter")
@@ -52,9 +55,9 @@ MAX_LIVE_DOMAINS = 100
 # The pending versions the live view names (a page says which changes it waits for); the rest are counted.
 MAX_PENDING_VERSIONS = 20
 DEFAULT_CHANGES_PAGE = 100  # harvestsuite.liveChanges.pageSize's default
-# The downloaded count unchanged across this many of the newest samples (and the newest report) is a
-# stall: two sample intervals at least, so one slow interval does not count.
-NO_PROGRESS_SAMPLES = 3
+# The downloaded count unchanged for this many historySampleRate intervals (by the samples and the newest
+# report) is a stall: two, so one slow interval does not count.
+NO_PROGRESS_INTERVALS = 2
 # A controller silent for this many of its heartbeat intervals is said to be silent, before it is lost.
 SILENT_AFTER_HEARTBEATS = 2
 
@@ -99,16 +102,27 @@ LIVE_FIELDS: dict[str, str] = {
               "total_enqueues, total_spend, total_budget (-1: none), session_balance, error_count, wakes_in, "
               "last_peek_uri, last_queued_uri",
     "frontier_reported_at": "when the newest frontier report was sent; null before the first",
+    "frontier_age_seconds": "how old the newest frontier report is, in seconds; null before the first",
+    "frontier_stale": "whether the newest frontier report is older than the page's own refresh "
+                      "(harvestsuite.webui.livePollIntervalMs): its queues' wake times (wakes_in) are then past "
+                      "and answered as null, and its figures are as of frontier_age_seconds ago",
     "domains": f"the job's domains with the most objects so far, at most {MAX_LIVE_DOMAINS}, each domain, "
                "objects, bytes: counted from crawl.log by the final domain report's rules as the controller "
                "reads it; [] before its first count",
     "holding_back": "what holds the crawl back, each {reason, text, phrase}: reason one of controller_paused, "
                     "controller_lost, controller_silent, crawler_paused, crawler_pausing, no_active_queues, "
-                    "all_snoozed, disk_low (the controller's free disk below its minSpaceLeft, both from its "
-                    "newest heartbeat), no_progress, no_progress_report; text in English; phrase the same words "
-                    "as {code, values}, for a page in another language",
-    "history": "the progress samples (runningjobshistory), oldest first: at, elapsed_seconds, downloaded, "
-               "queued, bytes, bytes_per_second, documents_per_second",
+                    "disk_low (the controller's free disk below its minSpaceLeft, both from its "
+                    "newest heartbeat), no_progress (the downloaded count unchanged for two "
+                    "harvester.monitor.historySampleRate intervals), no_progress_report; text in English; phrase "
+                    "the same words as {code, values}, for a page in another language",
+    "waiting": "null, or {reason, text, phrase, snoozed, queue, next_in_seconds} when every queue of the newest "
+               "frontier report that can be fetched from waits for its politeness delay, as a crawl does between "
+               "fetches from one host (reason politeness): snoozed, how many; queue, the one that wakes first; "
+               "next_in_seconds, when it wakes, counted from now, null when the report is stale (frontier_stale)",
+    "history": "the progress samples (runningjobshistory), oldest first: a sample of each progress report for "
+               "the last harvestsuite.scheduler.recentHistoryWindow seconds, one each "
+               "harvester.monitor.historySampleRate before; each at, elapsed_seconds, downloaded, queued, bytes, "
+               "bytes_per_second, documents_per_second",
     "log": "the crawler's newest crawl-log lines from the newest report, newest first, those log_regex "
            "finds, at most log_lines",
     "changes": "the job's newest control actions and live changes, at most harvestsuite.liveChanges.pageSize, "
@@ -135,12 +149,31 @@ _LIVE_TYPES: dict[str, Any] = {
     "failed": ["integer", "null"], "bytes": ["integer", "null"], "rates": ["object", "null"],
     "status_counts": ["object", "null"],
     "queue_counts": ["object", "null"], "queues": "array", "frontier_reported_at": ["string", "null"],
-    "domains": "array", "holding_back": "array", "history": "array", "log": "array", "changes": "array",
+    "frontier_age_seconds": ["integer", "null"], "frontier_stale": "boolean",
+    "domains": "array", "holding_back": "array", "waiting": ["object", "null"], "history": "array",
+    "log": "array", "changes": "array",
     "changes_total": "integer", "changes_pending": "array",
     "paused": ["object", "null"], "actions": "object"}
 LIVE_SCHEMA: dict[str, Any] = {
     "type": "object", "required": list(LIVE_FIELDS),
     "properties": {name: {"type": _LIVE_TYPES[name], "description": text} for name, text in LIVE_FIELDS.items()}}
+
+
+@dataclass(frozen=True)
+class LiveTimes:
+    """The intervals the live view judges its figures by, read once from the settings."""
+
+    refresh: timedelta = timedelta(seconds=5)  # harvestsuite.webui.livePollIntervalMs: the page's own refresh
+    sample_rate: timedelta = timedelta(seconds=300)  # harvester.monitor.historySampleRate
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LiveTimes:
+        return cls(refresh=timedelta(milliseconds=settings.webui.livePollIntervalMs),
+                   sample_rate=timedelta(seconds=settings.scheduler.historySampleRate))
+
+    @property
+    def stall_after(self) -> timedelta:
+        return self.sample_rate * NO_PROGRESS_INTERVALS
 
 
 def parse_log_lines(text: str | None) -> int:
@@ -166,10 +199,11 @@ def parse_log_regex(text: str | None) -> Any:
 
 def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datetime, *,
              log_lines: int = DEFAULT_LOG_LINES, log_regex: Any = None,
-             changes_page: int = DEFAULT_CHANGES_PAGE) -> dict[str, Any]:
+             changes_page: int = DEFAULT_CHANGES_PAGE, times: LiveTimes = LiveTimes()) -> dict[str, Any]:
     """The live view of one job (LIVE_FIELDS), with its newest ``changes_page`` changes; NotFoundError for an
     unknown job. The pause state and the actions are judged from the job's control actions alone, so the
-    cost of a poll does not grow with the number of live changes."""
+    cost of a poll does not grow with the number of live changes. A frontier report older than
+    ``times.refresh`` is stale: its wake times are not answered as if they were current."""
     j, m, h = s.jobs, s.runningjobsmonitor, s.harvesters
     job = conn.execute(select(j.c.job_id, j.c.status, j.c.controller, j.c.startdate, j.c.interrupted)
                        .where(j.c.job_id == job_id)).first()
@@ -192,6 +226,8 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
     reported_at = monitor.tstamp if monitor is not None else None
     pause = jobcontrol.paused(status, reported_at, _paused_from(monitor, history), changes) \
         if job.status == JobStatus.STARTED else None
+    frontier_age = max(timedelta(0), now - queues[0].tstamp) if queues else None
+    stale = frontier_age is not None and frontier_age > times.refresh
     return {
         "job_id": job.job_id, "state": JobStatus(job.status).name,
         "reported_at": jsonable(monitor.tstamp) if monitor is not None else None,
@@ -206,10 +242,13 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
         "queue_counts": {"total": monitor.totalqueuescount, "active": monitor.activequeuescount,
                          "retired": monitor.retiredqueuescount, "exhausted": monitor.exhaustedqueuescount}
         if monitor is not None else None,
-        "queues": [_queue_json(line) for line in queues],
+        "queues": [_queue_json(line, stale) for line in queues],
         "frontier_reported_at": jsonable(queues[0].tstamp) if queues else None,
+        "frontier_age_seconds": int(frontier_age.total_seconds()) if frontier_age is not None else None,
+        "frontier_stale": stale,
         "domains": _domains(conn, job_id),
-        "holding_back": holding_back(job, monitor, controller, history, queues, rule, now),
+        "holding_back": holding_back(job, monitor, controller, history, queues, rule, now, times.stall_after),
+        "waiting": politeness_wait(job, monitor, queues, frontier_age, stale),
         "history": [_sample_json(sample) for sample in history],
         "log": log[:log_lines],
         "changes": [render_change(change) for change in newest],
@@ -340,10 +379,12 @@ def queue_state(line: Row[Any]) -> str:
     return "active"
 
 
-def _queue_json(line: Row[Any]) -> dict[str, Any]:
+def _queue_json(line: Row[Any], stale: bool) -> dict[str, Any]:
+    # a stale report's wake time has passed, or will soon: the queue woke since, or is about to
     return {"queue": line.domainname, "state": queue_state(line), "current_size": line.currentsize,
             "total_enqueues": line.totalenqueues, "total_spend": line.totalspend, "total_budget": line.totalbudget,
-            "session_balance": line.sessionbalance, "error_count": line.errorcount, "wakes_in": line.waketime or None,
+            "session_balance": line.sessionbalance, "error_count": line.errorcount,
+            "wakes_in": (line.waketime or None) if not stale else None,
             "last_peek_uri": line.lastpeekuri, "last_queued_uri": line.lastqueueduri}
 
 
@@ -381,9 +422,12 @@ PHRASES: Mapping[str, str] = {
     "no_active_queues_retired": N_("No queue is active while %(queued)s URIs are queued: of %(total)s queues "
                                    "%(retired)s are retired (their budget is spent) and %(exhausted)s exhausted "
                                    "(reported %(time)s)."),
-    "all_snoozed": N_("All %(snoozed)s queues of the frontier report that can be fetched from are snoozed on "
-                      "politeness, the soonest (%(queue)s) waking in %(wakes_in)s (report of %(time)s): the crawler "
-                      "waits between fetches from the same host."),
+    "politeness_wait": N_("Waiting between fetches as the politeness rules ask (next in %(next_in)s, from "
+                          "%(queue)s)."),
+    "politeness_wait_as_of_one": N_("Waiting between fetches as the politeness rules ask, as of the frontier "
+                                    "report of %(age)s ago: the one queue that could be fetched from was snoozed."),
+    "politeness_wait_as_of": N_("Waiting between fetches as the politeness rules ask, as of the frontier report "
+                                "of %(age)s ago: all %(snoozed)s queues that could be fetched from were snoozed."),
     "no_progress": N_("No URI downloaded since %(time)s (%(duration)s): the count stayed at %(downloaded)s across "
                       "the last %(samples)s progress samples and the newest report."),
 }
@@ -391,8 +435,10 @@ _say = phrasebook(PHRASES)
 
 
 def holding_back(job: Row[Any], monitor: Row[Any] | None, controller: Row[Any] | None, history: Sequence[Row[Any]],
-                 queues: Sequence[Row[Any]], rule: LostControllerRule, now: datetime) -> list[dict[str, Any]]:
-    """What holds a STARTED job back, each reason a sentence with its figures; [] for any other job."""
+                 queues: Sequence[Row[Any]], rule: LostControllerRule, now: datetime,
+                 stall_after: timedelta = LiveTimes().stall_after) -> list[dict[str, Any]]:
+    """What holds a STARTED job back, each reason a sentence with its figures; [] for any other job. Waiting
+    for politeness is no trouble: ``politeness_wait`` says it."""
     if job.status != JobStatus.STARTED:
         return []
     reasons = _controller_reasons(job, controller, rule, now)
@@ -407,8 +453,8 @@ def holding_back(job: Row[Any], monitor: Row[Any] | None, controller: Row[Any] |
     if status == "CRAWLER_PAUSING":
         reasons.append(_reason("crawler_pausing", _say("crawler_pausing", time=utc_text(monitor.tstamp))))
         return reasons
-    reasons += _queue_reasons(monitor, queues)
-    stalled = _no_progress(monitor, history)
+    reasons += _queue_reasons(monitor)
+    stalled = _no_progress(monitor, history, stall_after)
     if stalled is not None:
         reasons.append(stalled)
     return reasons
@@ -448,26 +494,43 @@ def _controller_reasons(job: Row[Any], controller: Row[Any] | None, rule: LostCo
     return reasons
 
 
-def _queue_reasons(monitor: Row[Any], queues: Sequence[Row[Any]]) -> list[dict[str, Any]]:
+def _queue_reasons(monitor: Row[Any]) -> list[dict[str, Any]]:
     queued = monitor.queuedfilescount or 0
-    if queued <= 0:
+    if queued <= 0 or (monitor.activequeuescount or 0) > 0:
         return []
-    reasons = []
-    if (monitor.activequeuescount or 0) == 0:
-        retired, exhausted = monitor.retiredqueuescount or 0, monitor.exhaustedqueuescount or 0
-        reasons.append(_reason("no_active_queues", _say(
-            "no_active_queues" if retired == 1 else "no_active_queues_retired", queued=f"{queued:,}",
-            total=f"{monitor.totalqueuescount or 0:,}", retired=f"{retired:,}", exhausted=f"{exhausted:,}",
-            time=utc_text(monitor.tstamp))))
+    retired, exhausted = monitor.retiredqueuescount or 0, monitor.exhaustedqueuescount or 0
+    return [_reason("no_active_queues", _say(
+        "no_active_queues" if retired == 1 else "no_active_queues_retired", queued=f"{queued:,}",
+        total=f"{monitor.totalqueuescount or 0:,}", retired=f"{retired:,}", exhausted=f"{exhausted:,}",
+        time=utc_text(monitor.tstamp)))]
+
+
+def politeness_wait(job: Row[Any], monitor: Row[Any] | None, queues: Sequence[Row[Any]], age: timedelta | None,
+                    stale: bool) -> dict[str, Any] | None:
+    """A STARTED crawl whose queues that can be fetched from all wait for their politeness delay, by the newest
+    frontier report: when the first wakes, counted from now, or, from a stale report, only how old it is;
+    None otherwise. It is how a crawl of few hosts spends most of its time, not trouble."""
+    if job.status != JobStatus.STARTED or monitor is None or age is None \
+            or crawler_status(monitor.status) != "CRAWLER_ACTIVE" or (monitor.queuedfilescount or 0) <= 0 \
+            or (monitor.activequeuescount or 0) == 0:
+        return None
     # the queues that could be fetched from: not exhausted, not retired over their budget
-    waiting = [line for line in queues if queue_state(line) in ("active", "snoozed")]
-    snoozed = [line for line in waiting if queue_state(line) == "snoozed"]
-    if waiting and len(snoozed) == len(waiting):
-        soonest = min(snoozed, key=lambda line: _wake_seconds(line.waketime))
-        reasons.append(_reason("all_snoozed", _say(
-            "all_snoozed", snoozed=len(snoozed), queue=soonest.domainname, wakes_in=soonest.waketime,
-            time=utc_text(soonest.tstamp))))
-    return reasons
+    fetchable = [line for line in queues if queue_state(line) in ("active", "snoozed")]
+    snoozed = [line for line in fetchable if queue_state(line) == "snoozed"]
+    if not fetchable or len(snoozed) != len(fetchable):
+        return None
+    soonest = min(snoozed, key=lambda line: _wake_seconds(line.waketime))
+    if stale:
+        next_in = None
+        phrase = _say("politeness_wait_as_of" if len(snoozed) > 1 else "politeness_wait_as_of_one",
+                      age=duration_text(age.total_seconds()), snoozed=len(snoozed))
+    else:
+        wake = _wake_seconds(soonest.waketime)
+        next_in = max(0, round(wake - age.total_seconds())) if wake != float("inf") else None
+        phrase = _say("politeness_wait", next_in=duration_text(next_in) if next_in is not None
+                      else soonest.waketime, queue=soonest.domainname)
+    return {**_reason("politeness", phrase), "snoozed": len(snoozed), "queue": soonest.domainname,
+            "next_in_seconds": next_in}
 
 
 def _wake_seconds(text: str) -> float:
@@ -490,15 +553,20 @@ def _wake_seconds(text: str) -> float:
     return total if not number else float("inf")
 
 
-def _no_progress(monitor: Row[Any], history: Sequence[Row[Any]]) -> dict[str, Any] | None:
-    recent = history[-NO_PROGRESS_SAMPLES:]
-    if len(recent) < NO_PROGRESS_SAMPLES:
+def _no_progress(monitor: Row[Any], history: Sequence[Row[Any]], stall_after: timedelta) -> dict[str, Any] | None:
+    """The downloaded count of the newest report unchanged since the oldest of the newest samples that share
+    it, for ``stall_after`` at least."""
+    recent = []
+    for sample in reversed(history):
+        if sample.downloadedfilescount != monitor.downloadedfilescount:
+            break
+        recent.append(sample)
+    if not recent or monitor.tstamp is None:
         return None
-    counts = {sample.downloadedfilescount for sample in recent} | {monitor.downloadedfilescount}
-    if len(counts) != 1:
+    since = recent[-1].tstamp
+    span = monitor.tstamp - since
+    if span < stall_after:
         return None
-    since = recent[0].tstamp
-    span = (monitor.tstamp - since) if monitor.tstamp is not None else timedelta(0)
     return _reason("no_progress", _say("no_progress", time=utc_text(since),
                                        duration=duration_text(span.total_seconds()),
                                        downloaded=f"{monitor.downloadedfilescount:,}", samples=len(recent)))
@@ -517,4 +585,5 @@ def job_live_view(job_id: int) -> Any:
     regex = parse_log_regex(query("log_regex"))
     with database().connect() as conn:
         return job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow(), log_lines=lines,
-                        log_regex=regex, changes_page=settings().livechanges.pageSize)
+                        log_regex=regex, changes_page=settings().livechanges.pageSize,
+                        times=LiveTimes.from_settings(settings()))

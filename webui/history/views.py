@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flask import redirect, render_template, request, url_for
+from flask_babel import gettext
 from sqlalchemy import select
 
 from harvestdef.db import schema as s
@@ -138,13 +139,13 @@ def harvest(name: str) -> Any:
     # cannot be read, and the table would not fit the page
     stops = {name: total for name, total in stops.items() if total} or stops
     charts = {
-        "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], ["bytes"], unit="bytes"),
-        "objects": bar_chart(labels, [[run["objects"] for run in oldest_first]], ["objects"]),
+        "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], [gettext("bytes")], unit="bytes"),
+        "objects": bar_chart(labels, [[run["objects"] for run in oldest_first]], [gettext("objects")]),
         "novelty": bar_chart(labels, [[run["novel_bytes"] for run in oldest_first],
                                       [run["duplicate_bytes"] for run in oldest_first]],
-                             ["novel bytes", "duplicate bytes"], unit="bytes"),
-        "stops": bar_chart(list(stops), [list(stops.values())], ["configurations"], horizontal=True),
-        "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], ["bytes"],
+                             [gettext("novel bytes"), gettext("duplicate bytes")], unit="bytes"),
+        "stops": bar_chart(list(stops), [list(stops.values())], [gettext("configurations")], horizontal=True),
+        "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], [gettext("bytes")],
                              unit="bytes", horizontal=True),
     }
     return render_template("history/harvest.html", name=name, harvest_id=harvest_id, runs=runs, charts=charts,

@@ -11,8 +11,8 @@
 // Figures are formatted as webui/formatting.py formats them on the server, so an update looks the same
 // as the page did when it was loaded; its words come in the page's language from the live section's
 // data-words (English text -> translation, with %(name)s for the values), English where a word is missing.
-// The API's phrases (why a control action cannot be taken, what holds the crawl back: {code, values} beside
-// the English) are said from data-phrases (code -> template in the page's language), nested ones first.
+// The API's phrases (why a control action cannot be taken, what holds the crawl back, that it waits between
+// fetches for politeness: {code, values} beside the English) are said from data-phrases (code -> template in the page's language), nested ones first.
 "use strict";
 (function () {
   const UNITS = ["bytes", "KB", "MB", "GB", "TB", "PB"];
@@ -55,6 +55,18 @@
     return String(value);
   }
 
+  // seconds as harvestdef/times.py's duration_text says them: "45 s", "4 min", "2 h 5 min", "3 d 4 h"
+  function duration(seconds) {
+    const whole = Math.max(0, Math.trunc(seconds || 0));
+    if (whole < 60) return whole + " s";
+    const minutes = Math.trunc(whole / 60);
+    if (minutes < 60) return minutes + " min";
+    const hours = Math.trunc(minutes / 60);
+    if (hours < 24) return minutes % 60 ? `${hours} h ${minutes % 60} min` : `${hours} h`;
+    const days = Math.trunc(hours / 24);
+    return hours % 24 ? `${days} d ${hours % 24} h` : `${days} d`;
+  }
+
   function when(iso) {
     if (!iso) return "–";
     const moment = new Date(iso);
@@ -77,7 +89,8 @@
     row.appendChild(td);
   }
 
-  function fillQueues(body, queues) {
+  // a stale frontier report's wake times are past: its snoozed queues show a dash instead
+  function fillQueues(body, queues, stale) {
     body.replaceChildren();
     for (const queue of queues) {
       const row = document.createElement("tr");
@@ -88,7 +101,7 @@
       cell(row, count(queue.total_spend), "number");
       cell(row, queue.total_budget >= 0 ? count(queue.total_budget) : say("none"), "number");
       cell(row, count(queue.error_count), "number");
-      cell(row, queue.wakes_in || "");
+      cell(row, queue.wakes_in || (stale && queue.state === "snoozed" ? "–" : ""));
       body.appendChild(row);
     }
     if (!queues.length) {
@@ -97,6 +110,13 @@
       row.firstChild.colSpan = 8;
       body.appendChild(row);
     }
+  }
+
+  // the politeness wait: normal progress, in its own line beside the trouble
+  function fillWaiting(line, waiting) {
+    if (!line) return;
+    line.hidden = !waiting;
+    line.textContent = waiting ? speak(waiting.phrase, waiting.text) : "";
   }
 
   function fillHoldingBack(box, reasons) {
@@ -265,13 +285,20 @@
     setText(section, "queue_counts", queues ? [queues.active, queues.retired, queues.exhausted, queues.total]
       .join(" · ") : "–");
     setText(section, "reported_at", when(live.reported_at));
-    setText(section, "frontier_reported_at", live.frontier_reported_at
-      ? say("reported %(time)s", {time: when(live.frontier_reported_at)}) : say("no frontier report yet"));
+    let frontier = say("no frontier report yet");
+    if (live.frontier_reported_at && live.frontier_stale) {
+      frontier = say("as of %(age)s ago (%(time)s), older than this page's refresh: wake times left out",
+        {age: duration(live.frontier_age_seconds), time: when(live.frontier_reported_at)});
+    } else if (live.frontier_reported_at) {
+      frontier = say("reported %(time)s", {time: when(live.frontier_reported_at)});
+    }
+    setText(section, "frontier_reported_at", frontier);
     setText(section, "log", live.log.map(line => line + "\n").join(""));
     setText(section, "chart_note", say(live.history.length === 1 ? "%(num)s progress sample" : "%(num)s progress samples",
       {num: count(live.history.length)}));
     fillHoldingBack(element(section, "holding_back"), live.holding_back);
-    fillQueues(element(section, "queues"), live.queues);
+    fillWaiting(element(section, "waiting"), live.waiting);
+    fillQueues(element(section, "queues"), live.queues, live.frontier_stale);
     fillDomains(element(section, "domains"), live.domains);
     drawChart(element(section, "chart"), live.history);
     fillChanges(element(section, "changes"), live.changes);

@@ -34,7 +34,7 @@ from webui.api.core import encode_cursor
 from webui.api.crawllog import search_domain, search_job_crawl_log, search_pattern
 from webui.api.errors import ApiError, translate
 from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters
-from webui.api.live import job_live
+from webui.api.live import LiveTimes, job_live
 from webui.api.status import find_running_jobs, find_waiting_harvests
 from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
@@ -164,7 +164,7 @@ def job_page(job_id: int, refused: dict[str, Any] | None = None) -> str:
         running = detail["status"] == JobStatus.STARTED.name
         page_size = settings().livechanges.pageSize
         live = job_live(conn, job_id, LostControllerRule.from_settings(settings()), utcnow(),
-                        changes_page=page_size) if running else None
+                        changes_page=page_size, times=LiveTimes.from_settings(settings())) if running else None
         # the changes of a job that ended stay on its page: what was done to it, and what was refused; the
         # newest page of them, and an older one when the page asks for it (changes_before)
         changes_before = request.args.get("changes_before", type=int)
