@@ -115,7 +115,11 @@ def test_the_system_section_answers_at_its_trailing_slash_as_the_others_do(login
     for path in ("/system/", "/system"):
         page = client.get(path)
         assert page.status_code == 200 and "<h1>System</h1>" in page.get_data(as_text=True), path
-    assert '<a href="/system/" class="current">System</a>' in client.get("/system/").get_data(as_text=True)
+    page = client.get("/system/").get_data(as_text=True)
+    assert '<a href="/system/" class="current">System</a>' in page
+    # every user finds their tokens here, admins the users too
+    assert '<a href="/system/users/curator/tokens">Your API tokens</a>' in page and 'href="/system/users">' not in page
+    assert '<a href="/system/users">Users</a>: add users' in login("admin").get("/system/").get_data(as_text=True)
 
 
 def test_an_unknown_address_and_a_wrong_method_answer_a_page_of_the_web_ui_in_its_language(login):
