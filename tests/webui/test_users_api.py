@@ -200,6 +200,11 @@ def test_an_admin_adds_a_user_on_the_users_page_and_a_refused_form_comes_back_as
     differ = admin.post("/system/users", data={"csrf_token": admin.csrf, "name": "karen", "role": "archivist",
                                                "password": "a long password", "repeated_password": "another one"})
     assert differ.status_code == 400 and 'id="add-repeated_password-error"' in differ.get_data(as_text=True)
+    # every refusal at once: a name taken beside passwords that differ
+    both = admin.post("/system/users", data={"csrf_token": admin.csrf, "name": "curator", "role": "archivist",
+                                             "password": "a long password", "repeated_password": "another one"})
+    assert 'id="add-name-error"' in both.get_data(as_text=True)
+    assert 'id="add-repeated_password-error"' in both.get_data(as_text=True)
     added = admin.post("/system/users", data={"csrf_token": admin.csrf, "name": "karen", "role": "archivist",
                                               "password": "a long password", "repeated_password": "a long password"},
                        follow_redirects=True)

@@ -53,6 +53,16 @@ def users() -> Any:
     return _users_page()
 
 
+def _exists(name: str) -> bool:
+    with database().connect() as conn:
+        return UserRepository(conn).find(name) is not None
+
+
+def _taken(name: str) -> str:
+    return _("A user named %(name)s exists already; a deactivated user keeps its name, so reactivate it instead.",
+             name=name)
+
+
 def _new_user_refusals(added: dict[str, str], password: str, repeated: str) -> dict[str, str]:
     """What is wrong with the new user's fields, by field, every one at once; empty if nothing is."""
     refusals = {}
@@ -61,6 +71,8 @@ def _new_user_refusals(added: dict[str, str], password: str, repeated: str) -> d
     elif len(added["name"]) > NAME_LENGTH:
         refusals["name"] = _("A name has at most %(num)s characters; this one has %(count)s.", num=NAME_LENGTH,
                              count=len(added["name"]))
+    elif _exists(added["name"]):
+        refusals["name"] = _taken(added["name"])
     if len(added["fullname"]) > FULLNAME_LENGTH:
         refusals["fullname"] = _("A full name has at most %(num)s characters; this one has %(count)s.",
                                  num=FULLNAME_LENGTH, count=len(added["fullname"]))
@@ -85,9 +97,8 @@ def add() -> Any:
     if not refusals:
         try:
             created = add_user(added["name"], added["role"], request.form.get("password", ""), added["fullname"])
-        except ConflictError:
-            refusals["name"] = _("A user named %(name)s exists already; a deactivated user keeps its name, so "
-                                 "reactivate it instead.", name=added["name"])
+        except ConflictError:  # added meanwhile by somebody else
+            refusals["name"] = _taken(added["name"])
         except FieldError as exc:
             refusals[exc.field if exc.field in ADDED_FIELDS else "name"] = str(exc)
         else:
