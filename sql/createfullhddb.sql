@@ -744,6 +744,7 @@ CREATE TABLE api_tokens (
 	created TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
 	last_used TIMESTAMP WITHOUT TIME ZONE, 
 	revoked BOOLEAN DEFAULT false NOT NULL, 
+	label VARCHAR(100) DEFAULT '' NOT NULL, 
 	PRIMARY KEY (token_id), 
 	FOREIGN KEY(user_id) REFERENCES users (user_id), 
 	UNIQUE (token_sha256)
@@ -959,6 +960,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0025_job_controller_index');
+INSERT INTO alembic_version (version_num) VALUES ('0026_api_token_labels');
 
 COMMIT;

@@ -150,7 +150,8 @@ def _load_user() -> Response | None:
         return None
     if g.user is None:
         if is_api_request():
-            raise AuthError(401, "log in first: send Authorization: Bearer TOKEN (harvestsuite users token NAME)")
+            raise AuthError(401, "log in first: send Authorization: Bearer TOKEN, a token made on your API tokens "
+                                     "page (or with harvestsuite users token NAME)")
         return redirect(url_for("auth.login", next=request.full_path if request.query_string else request.path))
     if request.method in UNSAFE_METHODS:
         sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token", "")

@@ -2,9 +2,9 @@
 
 Looking a token up took a connection, a query and a commit per request: a third of a list call's cost
 under 16 clients. A token found valid is trusted for ``harvestsuite.webui.tokenCacheSeconds`` (0: never
-cached); a token revoked or a user deactivated meanwhile (``harvestsuite users``, SQL) is refused at the
-latest that long after. Unknown tokens are never cached, so a new token works at once. Only a SHA-256 of
-each token is kept, as in the database.
+cached); a token revoked or a user deactivated meanwhile (in the pages, the API, ``harvestsuite users``,
+SQL) is refused at the latest that long after. Unknown tokens are never cached, so a new token works at
+once. Only a SHA-256 of each token is kept, as in the database.
 """
 
 from __future__ import annotations

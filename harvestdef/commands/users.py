@@ -36,13 +36,15 @@ def add(app: AppContext, name: str, role: str, fullname: str) -> None:
 
 @users.command()
 @click.argument("name")
+@click.option("--label", default="", help="What the token is for (a script, a machine), as its list shows it.")
 @pass_app
-def token(app: AppContext, name: str) -> None:
-    """Print a new API token of user NAME (for Authorization: Bearer TOKEN); it is shown only now."""
+def token(app: AppContext, name: str, label: str) -> None:
+    """Print a new API token of user NAME (for Authorization: Bearer TOKEN); it is shown only now. For
+    scripts: users make their own on the web UI's API tokens page."""
     from harvestdef.repositories.users import UserRepository
 
     with app.engine().begin() as conn:
-        click.echo(UserRepository(conn).create_token(name))
+        click.echo(UserRepository(conn).create_token(name, label))
 
 
 @users.command()
@@ -136,7 +138,8 @@ def reactivate(app: AppContext, name: str, actor: str) -> None:
 @click.argument("name")
 @pass_app
 def tokens(app: AppContext, name: str) -> None:
-    """List user NAME's API tokens, newest first: id, created, last used (to the minute), revoked or not."""
+    """List user NAME's API tokens, newest first: id, label, created, last used (to the minute), revoked or
+    not."""
     from harvestdef.repositories.users import UserRepository
 
     with app.engine().connect() as conn:
@@ -144,9 +147,9 @@ def tokens(app: AppContext, name: str) -> None:
     if not listed:
         click.echo(f"user {name} has no API token")
         return
-    echo_table(("ID", "CREATED", "LAST USED", "STATE"), [
-        (str(item.token_id), _when(item.created), _when(item.last_used), "revoked" if item.revoked else "valid")
-        for item in listed])
+    echo_table(("ID", "LABEL", "CREATED", "LAST USED", "STATE"), [
+        (str(item.token_id), item.label, _when(item.created), _when(item.last_used),
+         "revoked" if item.revoked else "valid") for item in listed])
 
 
 @users.command()

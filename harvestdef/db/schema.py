@@ -847,6 +847,8 @@ api_tokens = Table(
     Column("created", UTCDateTime, nullable=False),
     Column("last_used", UTCDateTime),
     Column("revoked", Boolean, nullable=False, server_default=text("false")),
+    # what its user named it (a script, a machine), to tell the tokens apart; empty for tokens of before 0026
+    Column("label", String(100), nullable=False, server_default=text("''")),
 )
 
 # Failed logins in a row, per user name (kind "user") and per client address (kind "address"), and until

@@ -32,7 +32,7 @@ from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.errors import NotFoundError, StaleEditionError, ValidationError
+from harvestdef.errors import FieldError, NotFoundError, StaleEditionError, ValidationError
 from harvestdef.model.definitions import Role, User
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
@@ -48,6 +48,7 @@ REDACTED = "(hash changed)"
 TOKEN_PREFIX = "hs_"
 # how exactly an API token's last use is kept (see user_for_token)
 LAST_USED_PRECISION = timedelta(minutes=1)
+MAX_TOKEN_LABEL_LENGTH = 100  # api_tokens.label
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class ApiToken:
     created: datetime
     last_used: datetime | None
     revoked: bool
+    label: str = ""
 
 
 def _token_digest(token: str) -> str:
@@ -95,6 +97,17 @@ def _stand_in_hash() -> str:
     """A hash of a random password, made once, with the cost of every stored one: what an unknown, inactive
     or password-less user's login is checked against, so it takes as long as a known user's."""
     return hash_password(secrets.token_urlsafe(24))
+
+
+def check_token_label(label: str) -> str:
+    """An API token's label as kept: stripped, at most MAX_TOKEN_LABEL_LENGTH characters, on one line."""
+    label = label.strip()
+    if len(label) > MAX_TOKEN_LABEL_LENGTH:
+        raise FieldError("label", f"has {len(label)} characters; a token's label may have at most "
+                                  f"{MAX_TOKEN_LABEL_LENGTH}")
+    if any(ord(char) < 32 or ord(char) == 127 for char in label):
+        raise FieldError("label", "holds a line break or another control character; a token's label is one line")
+    return label
 
 
 def check_role(role: str | Role) -> Role:
@@ -148,15 +161,29 @@ class UserRepository:
                      _redacted(fetch_row(self.conn, s.users, "user_id", user_id)))
         return self.get(name)
 
-    def create_token(self, name: str) -> str:
-        """A new API token of the user: returned once, kept only as its SHA-256."""
+    def create_token(self, name: str, label: str = "") -> str:
+        """A new API token of the user, named ``label`` (check_token_label): returned once, kept only as its
+        SHA-256."""
+        return self._insert_token(name, label)[0]
+
+    def create_labelled_token(self, name: str, label: str) -> tuple[str, ApiToken]:
+        """A new API token of the user with a label that is not empty, as the pages and the API make one:
+        the token (shown once) and what is kept of it."""
+        if not label.strip():
+            raise FieldError("label", "is empty; name the token after the script or machine that will use it")
+        token, token_id = self._insert_token(name, label)
+        return token, self.token(token_id)
+
+    def _insert_token(self, name: str, label: str) -> tuple[str, int]:
         user = self.get(name)
+        label = check_token_label(label)
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        self.conn.execute(insert(s.api_tokens).values(user_id=user.user_id, token_sha256=_token_digest(token),
-                                                      created=self.clock()))
+        token_id = self.conn.execute(insert(s.api_tokens).values(
+            user_id=user.user_id, token_sha256=_token_digest(token), created=self.clock(),
+            label=label)).inserted_primary_key[0]
         record_audit(self.conn, self.actor, "api_tokens", user.user_id, "insert", None,
-                     {"user": user.name, "token": "(new token)"})
-        return token
+                     {"user": user.name, "label": label, "token": "(new token)"})
+        return token, int(token_id)
 
     def user_for_token(self, token: str) -> User | None:
         """The active user an unrevoked API token belongs to, its use recorded now; None for any other token.
@@ -242,10 +269,12 @@ class UserRepository:
     def set_password(self, name: str, password: str, expected_edition: int) -> User:
         """A new password; every session of the user ends (a session taken over must not outlive it).
 
-        The user's API tokens stay valid: they are made only with ``harvestsuite users token`` on a host
-        with access to the database, never through the web UI, so knowing a password never gave anybody
-        a token, and the scripts that hold them go on working. A token is revoked on its own
-        (``api_tokens.revoked``); deactivating the user refuses its sessions and tokens alike.
+        The user's API tokens stay valid, so the scripts that hold them go on working. A user makes tokens
+        in a logged-in session (the web UI's API tokens page, or the API called with the session's cookie:
+        never with a token, so a leaked token cannot make more of itself) or with ``harvestsuite users
+        token`` on a host with the database; after a password leaked, the user's tokens page shows every
+        token with its label and last use, and each is revoked on its own (``api_tokens.revoked``).
+        Deactivating the user refuses its sessions and tokens alike.
         """
         return self._update(name, expected_edition, {"password_hash": hash_password(password),
                                                      "session_generation": s.users.c.session_generation + 1})
@@ -274,19 +303,19 @@ class UserRepository:
         """The user's API tokens, revoked ones too, newest first; their secrets are not kept, only ids."""
         user = self.get(name)
         t = s.api_tokens
-        rows = self.conn.execute(select(t.c.token_id, t.c.created, t.c.last_used, t.c.revoked)
+        rows = self.conn.execute(select(t.c.token_id, t.c.created, t.c.last_used, t.c.revoked, t.c.label)
                                  .where(t.c.user_id == user.user_id).order_by(t.c.token_id.desc()))
         return [ApiToken(token_id=row.token_id, user=user.name, created=row.created, last_used=row.last_used,
-                         revoked=row.revoked) for row in rows]
+                         revoked=row.revoked, label=row.label) for row in rows]
 
     def token(self, token_id: int) -> ApiToken:
         t, u = s.api_tokens, s.users
-        row = self.conn.execute(select(t.c.token_id, u.c.name, t.c.created, t.c.last_used, t.c.revoked)
+        row = self.conn.execute(select(t.c.token_id, u.c.name, t.c.created, t.c.last_used, t.c.revoked, t.c.label)
                                 .join(u, u.c.user_id == t.c.user_id).where(t.c.token_id == token_id)).first()
         if row is None:
             raise NotFoundError("API token", token_id)
         return ApiToken(token_id=row.token_id, user=row.name, created=row.created, last_used=row.last_used,
-                        revoked=row.revoked)
+                        revoked=row.revoked, label=row.label)
 
     def revoke_token(self, token_id: int) -> ApiToken:
         """Revoke one API token for good: refused from then on (at the latest tokenCacheSeconds later, by a

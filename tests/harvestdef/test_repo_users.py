@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from harvestdef.db import schema as s
-from harvestdef.errors import ConflictError, StaleEditionError, ValidationError
+from harvestdef.errors import ConflictError, FieldError, StaleEditionError, ValidationError
 from harvestdef.model.definitions import Role
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.users import UserRepository, verify_password
@@ -81,3 +81,26 @@ def test_a_token_records_its_last_use_to_the_minute(engine):
     assert use(start + timedelta(seconds=60)) == start + timedelta(seconds=60)
     with engine.begin() as conn:
         assert UserRepository(conn).user_for_token(token + "x") is None
+
+
+def test_a_token_keeps_its_label_and_a_label_of_many_lines_or_too_long_is_refused(engine):
+    with engine.begin() as conn:
+        users = UserRepository(conn)
+        users.create("bot", "operator", password="long enough")
+        unnamed = users.create_token("bot")
+        secret, made = users.create_labelled_token("bot", "  nightly export  ")
+        assert secret.startswith("hs_") and secret != unnamed
+        assert made.label == "nightly export" and made.user == "bot" and not made.revoked
+        assert users.token_owner(secret)[1] == made.token_id
+        with pytest.raises(FieldError, match="label: is empty"):
+            users.create_labelled_token("bot", "   ")
+        with pytest.raises(FieldError, match="label: has 101 characters; a token's label may have at most 100"):
+            users.create_token("bot", "x" * 101)
+        with pytest.raises(FieldError, match="label: holds a line break"):
+            users.create_token("bot", "one\ntwo")
+        assert [(token.label, token.token_id) for token in users.tokens("bot")] == [
+            ("nightly export", made.token_id), ("", made.token_id - 1)]
+        audited = conn.execute(select(s.audit_log.c.after).where(
+            s.audit_log.c.tablename == "api_tokens", s.audit_log.c.action == "insert")
+            .order_by(s.audit_log.c.audit_id)).scalars().all()
+    assert len(audited) == 2 and "nightly export" in audited[1] and secret not in "".join(audited)

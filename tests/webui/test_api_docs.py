@@ -65,13 +65,15 @@ def test_the_docs_page_is_a_page_a_login_form_guards(app, login):
         assert refused.status_code == 404 and refused.mimetype == "text/html", name
 
 
-def test_every_page_links_the_api_page_in_its_footer(app, login):
+def test_every_page_links_the_api_page_in_its_footer_and_the_login_page_says_how_to_get_a_token(app, login):
     footer = re.compile(r'<footer class="bottom">\s*<a href="/api/v1/docs">API</a>')
     client = login("operator")
-    for path in ("/", "/definitions/", "/status/", "/status/running", "/history/", "/system", DOCS):
+    for path in ("/", "/definitions/", "/status/", "/status/running", "/history/", "/system/", DOCS):
         page = client.get(path)
         assert page.status_code == 200 and footer.search(page.get_data(as_text=True)), path
-    assert footer.search(app.test_client().get("/login").get_data(as_text=True))
+    # the API page needs a login, so the login page links no page that would lead back to it
+    login_page = app.test_client().get("/login").get_data(as_text=True)
+    assert "/api/v1/docs" not in login_page and "make one on your API tokens page" in login_page
 
 
 def test_the_description_lists_the_api_not_its_page_and_groups_the_routes(api):

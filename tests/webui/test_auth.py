@@ -91,13 +91,17 @@ def test_users_are_listed_deactivated_and_their_tokens_revoked_from_the_command_
     run("db", "init")
     run("users", "add", "karen", "--role", "curator", stdin="a long password\n")
     token = run("users", "token", "karen").stdout.strip()
-    run("users", "token", "karen")
+    run("users", "token", "karen", "--label", "nightly export")
     listed = run("users", "list").stdout.splitlines()
     assert listed[0].split() == ["NAME", "ROLE", "ACTIVE", "CREATED", "TOKENS"]
     assert listed[1].split()[:3] == ["karen", "curator", "yes"] and listed[1].split()[-1] == "2"
     tokens_listed = run("users", "tokens", "karen").stdout.splitlines()
+    assert tokens_listed[0].split() == ["ID", "LABEL", "CREATED", "LAST", "USED", "STATE"]
     assert [line.split()[0] for line in tokens_listed] == ["ID", "2", "1"]
+    assert tokens_listed[1].split()[1:3] == ["nightly", "export"] and tokens_listed[2].split()[1] != "nightly"
     assert all(line.endswith("valid") and "never" in line for line in tokens_listed[1:])
+    too_long = run("users", "token", "karen", "--label", "x" * 101)
+    assert too_long.returncode != 0 and "label: has 101 characters" in too_long.stderr
     assert "API token 1 of user karen revoked" in run("users", "revoke", "1", "--actor", "admin").stdout
     assert run("users", "tokens", "karen").stdout.splitlines()[2].endswith("revoked")
     unknown = run("users", "revoke", "99")

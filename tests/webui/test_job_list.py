@@ -154,7 +154,7 @@ def test_the_status_page_filters_shows_the_figures_and_links_every_name(login, w
                                         r'.*?</tr>', page, re.S).group(0))
     assert '<a href="/definitions/harvests/Daily%20News">Daily News</a>' in row
     assert '<a href="/status/?harvest_id=1&amp;run=1" title="the jobs of this run">1</a>' in row
-    assert '<a href="/system#controller-ctl-1">ctl-1</a>' in row
+    assert '<a href="/system/#controller-ctl-1">ctl-1</a>' in row
     assert re.search(r'<td class="number">2</td>\s*<td class="number">2,000</td>\s*<td class="number">13.0 MB</td>',
                      row)
     assert re.search(r'<option value="Daily News">.*<option value="weekly">', page)

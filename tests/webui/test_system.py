@@ -108,3 +108,44 @@ def test_the_overview_shows_what_needs_attention(login, webui_engine):
     assert "1 running" in page and "1 failed" in page
     assert "crawl ended abnormally" in page and 'href="/status/jobs/1"' in page and 'href="/status/jobs/2"' in page
     assert "no configurations left" in page and "crawler2.example.org" in page
+
+
+def test_the_system_section_answers_at_its_trailing_slash_as_the_others_do(login):
+    client = login("curator")
+    for path in ("/system/", "/system"):
+        page = client.get(path)
+        assert page.status_code == 200 and "<h1>System</h1>" in page.get_data(as_text=True), path
+    page = client.get("/system/").get_data(as_text=True)
+    assert '<a href="/system/" class="current">System</a>' in page
+    # every user finds their tokens here, admins the users too
+    assert '<a href="/system/users/curator/tokens">Your API tokens</a>' in page and 'href="/system/users">' not in page
+    assert '<a href="/system/users">Users</a>: add users' in login("admin").get("/system/").get_data(as_text=True)
+
+
+def test_an_unknown_address_and_a_wrong_method_answer_a_page_of_the_web_ui_in_its_language(login):
+    client = login("operator")
+    missing = client.get("/system/nosuch")
+    text = missing.get_data(as_text=True)
+    assert missing.status_code == 404 and missing.mimetype == "text/html"
+    assert '<header class="top">' in text and "<h1>Not found</h1>" in text
+    assert "There is no page at /system/nosuch" in text and "Werkzeug" not in text
+    wrong = client.post("/system/", data={"csrf_token": client.csrf})
+    assert wrong.status_code == 405 and set(wrong.headers["Allow"].split(", ")) >= {"GET"}
+    assert "/system/ does not take a POST request" in wrong.get_data(as_text=True)
+    client.post("/language", data={"csrf_token": client.csrf, "language": "da", "next": "/"})
+    danish = client.get("/status/nosuch").get_data(as_text=True)
+    assert "<h1>Ikke fundet</h1>" in danish and "Der er ingen side på /status/nosuch" in danish
+    # the JSON API keeps its JSON errors
+    api_missing = client.get("/api/v1/nosuch")
+    assert api_missing.status_code == 404 and api_missing.get_json()["error"]["code"] == "not_found"
+    api_wrong = client.put("/api/v1/jobs", headers={"X-CSRF-Token": client.csrf}, json={})
+    assert api_wrong.status_code == 405 and api_wrong.get_json()["error"]["code"] == "method_not_allowed"
+
+
+def test_every_page_links_an_icon_served_without_a_login(app, login):
+    anonymous = app.test_client()
+    icon = anonymous.get("/static/favicon.svg")
+    assert icon.status_code == 200 and icon.mimetype == "image/svg+xml" and b"<svg" in icon.data
+    link = '<link rel="icon" type="image/svg+xml" href="/static/favicon.svg">'
+    assert link in anonymous.get("/login").get_data(as_text=True)
+    assert link in login("archivist").get("/system/users/archivist/tokens").get_data(as_text=True)

@@ -4,6 +4,7 @@ without an active admin; every change is audited."""
 
 from __future__ import annotations
 
+import re
 import time
 
 from sqlalchemy import select
@@ -126,7 +127,108 @@ def test_every_user_revokes_their_own_tokens_on_their_page(login, tokens, webui_
         (token,) = UserRepository(conn).tokens("operator")
     revoked = operator.post(f"/system/users/operator/tokens/{token.token_id}/revoke",
                             data={"csrf_token": operator.csrf}, follow_redirects=True)
-    assert f"API token {token.token_id} of operator is revoked" in revoked.get_data(as_text=True)
+    assert f"API token {token.token_id} (no label) of operator is revoked" in revoked.get_data(as_text=True)
     with webui_engine.connect() as conn:
         assert UserRepository(conn).user_for_token(tokens["operator"]) is None
     assert "API tokens" in operator.get("/").get_data(as_text=True)
+
+
+def test_admins_add_users_and_each_refusal_names_its_input(api):
+    added = api("admin", "post", "/api/v1/users", json={"name": "karen", "role": "curator",
+                                                        "password": "a long password", "fullname": "Karen Blixen"})
+    assert added.status_code == 201
+    assert {key: added.get_json()[key] for key in ("name", "role", "active", "fullname", "tokens")} == {
+        "name": "karen", "role": "curator", "active": True, "fullname": "Karen Blixen", "tokens": 0}
+    taken = api("admin", "post", "/api/v1/users", json={"name": "karen", "role": "curator",
+                                                        "password": "a long password"})
+    assert taken.status_code == 409 and "karen" in taken.get_json()["error"]["message"]
+    emperor = api("admin", "post", "/api/v1/users", json={"name": "nero", "role": "emperor",
+                                                          "password": "a long password"})
+    assert emperor.status_code == 400 and "'emperor' is not one of curator" in emperor.get_json()["error"]["message"]
+    short = api("admin", "post", "/api/v1/users", json={"name": "nero", "role": "curator", "password": "short"})
+    assert short.status_code == 400 and "at least 8 characters" in short.get_json()["error"]["message"]
+    assert api("curator", "post", "/api/v1/users", json={"name": "nero", "role": "admin",
+                                                         "password": "a long password"}).status_code == 403
+    names = [user["name"] for user in api("admin", "get", "/api/v1/users").get_json()["items"]]
+    assert "karen" in names and "nero" not in names
+
+
+def test_a_user_makes_a_labelled_token_in_a_session_and_the_secret_is_answered_once(app, api, login):
+    session = login("operator")
+    made = session.post("/api/v1/users/operator/tokens", json={"label": "nightly export"},
+                        headers={"X-CSRF-Token": session.csrf})
+    assert made.status_code == 201
+    secret = made.get_json()["token"]
+    assert secret.startswith("hs_") and made.get_json()["label"] == "nightly export"
+    caller = app.test_client()
+    assert caller.get("/api/v1/jobs", headers={"Authorization": f"Bearer {secret}"}).status_code == 200
+    listed = session.get("/api/v1/users/operator/tokens").get_json()["items"]
+    assert listed[0]["id"] == made.get_json()["id"] and listed[0]["label"] == "nightly export"
+    assert all("token" not in item for item in listed)  # the secret is answered at its making only
+    empty = session.post("/api/v1/users/operator/tokens", json={"label": " "}, headers={"X-CSRF-Token": session.csrf})
+    assert empty.status_code == 400 and empty.get_json()["error"]["field"] == "label"
+    # nobody makes another's token, an admin neither; and a token makes none
+    admin = login("admin")
+    for refused in (admin.post("/api/v1/users/operator/tokens", json={"label": "x"},
+                               headers={"X-CSRF-Token": admin.csrf}),
+                    api("operator", "post", "/api/v1/users/operator/tokens", json={"label": "copy"})):
+        assert refused.status_code == 403, refused.get_json()
+    assert "not with another token" in api("operator", "post", "/api/v1/users/operator/tokens",
+                                           json={"label": "copy"}).get_json()["error"]["message"]
+    assert len(session.get("/api/v1/users/operator/tokens").get_json()["items"]) == 2
+
+
+def test_an_admin_adds_a_user_on_the_users_page_and_a_refused_form_comes_back_as_typed(login, app):
+    admin = login("admin")
+    page = admin.get("/system/users").get_data(as_text=True)
+    assert 'action="/system/users"' in page and "Add a user" in page
+    refused = admin.post("/system/users", data={"csrf_token": admin.csrf, "name": "operator", "fullname": "Ole Rømer",
+                                                 "role": "emperor", "password": "short", "repeated_password": "short"})
+    assert refused.status_code == 400
+    text = refused.get_data(as_text=True)
+    assert 'value="operator"' in text and 'value="Ole Rømer"' in text and 'value="short"' not in text
+    for field, words in (("role", "&#39;emperor&#39; is not a role"),
+                         ("password", "A password needs at least 8 characters; this one has 5.")):
+        assert re.search(rf'name="{field}"[^>]*aria-invalid="true"[^>]*>.*?<span class="field-error" '
+                         rf'id="add-{field}-error" role="alert">{re.escape(words)}', text, re.S), field
+    taken = admin.post("/system/users", data={"csrf_token": admin.csrf, "name": "operator", "role": "curator",
+                                              "password": "a long password", "repeated_password": "a long password"})
+    assert taken.status_code == 400
+    assert re.search(r'id="add-name-error" role="alert">A user named operator exists already',
+                     taken.get_data(as_text=True))
+    assert '<option selected>curator</option>' in taken.get_data(as_text=True)
+    differ = admin.post("/system/users", data={"csrf_token": admin.csrf, "name": "karen", "role": "archivist",
+                                               "password": "a long password", "repeated_password": "another one"})
+    assert differ.status_code == 400 and 'id="add-repeated_password-error"' in differ.get_data(as_text=True)
+    # every refusal at once: a name taken beside passwords that differ
+    both = admin.post("/system/users", data={"csrf_token": admin.csrf, "name": "curator", "role": "archivist",
+                                             "password": "a long password", "repeated_password": "another one"})
+    assert 'id="add-name-error"' in both.get_data(as_text=True)
+    assert 'id="add-repeated_password-error"' in both.get_data(as_text=True)
+    added = admin.post("/system/users", data={"csrf_token": admin.csrf, "name": "karen", "role": "archivist",
+                                              "password": "a long password", "repeated_password": "a long password"},
+                       follow_redirects=True)
+    assert "User karen is added as archivist" in added.get_data(as_text=True)
+    assert 'data-user="karen"' in added.get_data(as_text=True)
+    karen = app.test_client()
+    logged_in = karen.post("/login", data={"name": "karen", "password": "a long password",
+                                           "csrf_token": csrf_of(karen)})
+    assert logged_in.status_code == 302
+    assert login("curator").post("/system/users", data={"name": "x"}).status_code == 403
+
+
+def test_a_user_makes_a_named_token_on_their_page_and_sees_its_secret_once(login, app):
+    operator = login("operator")
+    empty = operator.post("/system/users/operator/tokens", data={"csrf_token": operator.csrf, "label": "  "})
+    assert empty.status_code == 400 and 'id="label-error" role="alert">A token needs a label' in empty.get_data(
+        as_text=True)
+    made = operator.post("/system/users/operator/tokens", data={"csrf_token": operator.csrf, "label": "harvest report"})
+    assert made.status_code == 201 and made.headers["Cache-Control"] == "no-store"
+    secret = re.search(r'id="token-secret" class="secret" value="(hs_[^"]+)"', made.get_data(as_text=True)).group(1)
+    assert app.test_client().get("/api/v1/jobs", headers={"Authorization": f"Bearer {secret}"}).status_code == 200
+    again = operator.get("/system/users/operator/tokens").get_data(as_text=True)
+    assert secret not in again and "harvest report" in again and "data-confirm=" in again
+    # an admin sees and revokes another's tokens, and makes none of them
+    admin_view = login("admin").get("/system/users/operator/tokens").get_data(as_text=True)
+    assert "harvest report" in admin_view and 'name="label"' not in admin_view
+    assert "made by operator alone" in admin_view

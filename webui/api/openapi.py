@@ -34,6 +34,7 @@ from harvestdef.livechanges import (
 from harvestdef.model.definitions import Role
 from harvestdef.model.webhooks import MAX_SECRET_LENGTH, MAX_URL_LENGTH, MIN_SECRET_LENGTH, WebhookEvent
 from harvestdef.repositories.jobchanges import CONTROL_ACTIONS, KINDS, STATES
+from harvestdef.repositories.users import MAX_TOKEN_LABEL_LENGTH, MIN_PASSWORD_LENGTH
 from harvestdef.validation import INT64, column_length
 from webui.api.core import MAX_LIMIT, blueprint
 from webui.api.errors import STATUS_OF_CODE
@@ -195,6 +196,14 @@ REQUEST_BODIES: dict[str, dict[str, Any]] = {
                                     "active": {"type": "boolean"}}, "edition"),
     "api.update_user": _closed({"edition": _EDITION, "role": {"enum": [role.value for role in Role]},
                                 "active": {"type": "boolean"}}, "edition"),
+    "api.create_user": _closed({"name": {"type": "string", "minLength": 1,
+                                         "maxLength": column_length(s.users.c.name)},
+                                "role": {"enum": [role.value for role in Role]},
+                                "password": {"type": "string", "minLength": MIN_PASSWORD_LENGTH},
+                                "fullname": {"type": "string", "maxLength": column_length(s.users.c.fullname)}},
+                               "name", "role", "password"),
+    "api.create_token": _closed({"label": {"type": "string", "minLength": 1, "maxLength": MAX_TOKEN_LABEL_LENGTH}},
+                                "label"),
     "api.reset_password": _closed({"edition": _EDITION, "password": {"type": "string", "minLength": 1}},
                                   "edition", "password"),
     "api.create_webhook": _object(_WEBHOOK, "name", "url", "events", "secret"),
@@ -208,7 +217,8 @@ OPTIONAL_BODIES = frozenset({"api.activate_harvest", "api.deactivate_harvest"})
 SUCCESS_STATUSES: dict[str, tuple[int, ...]] = {
     "api.create_domains": (200, 201), "api.create_seedlist": (201,), "api.create_configuration": (201,),
     "api.create_harvest": (201,), "api.add_harvest_seeds": (201,), "api.create_schedule": (201,),
-    "api.create_template": (201,), "api.create_webhook": (201,),
+    "api.create_template": (201,), "api.create_webhook": (201,), "api.create_user": (201,),
+    "api.create_token": (201,),
     "api.restart": (201,),
     "api.control_job": (202,), "api.add_job_change": (202,),
     "api.request_harvest_run": (202,), "api.request_harvest_preview": (202,),

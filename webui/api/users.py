@@ -1,15 +1,19 @@
 """API routes: users of the web UI and their API tokens (``/api/v1/users``).
 
-Admins list users, change a role, deactivate and reactivate, reset a password, and see and revoke any
-user's tokens; every user sees and revokes their own tokens. A change names the ``edition`` it was based
-on (409 if the user has moved on), and none may leave the installation without an active admin. Tokens
-are made only with ``harvestsuite users token`` on a host with the database (UserRepository.set_password
-says why); here they are listed by id, never shown. Every change is audited by UserRepository.
+Admins add users, list them, change a role, deactivate and reactivate (a user is never deleted: its
+history names it), reset a password, and see and revoke any user's tokens; every user makes, sees and
+revokes their own tokens. A change names the ``edition`` it was based on (409 if the user has moved on),
+and none may leave the installation without an active admin. A token is made with a label, in a logged-in
+session (never with a token: UserRepository.set_password says why), and its secret is answered once, at
+its making; after that it is listed by id and label, never shown. Every change is audited by
+UserRepository.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from flask import g
 
 from harvestdef.errors import StaleEditionError
 from harvestdef.model.definitions import Role, User
@@ -29,7 +33,7 @@ def user_json(user: User, tokens: int | None = None) -> dict[str, Any]:
 
 
 def token_json(token: ApiToken) -> dict[str, Any]:
-    return {"id": token.token_id, "user": token.user, "created": jsonable(token.created),
+    return {"id": token.token_id, "user": token.user, "label": token.label, "created": jsonable(token.created),
             "last_used": jsonable(token.last_used), "revoked": token.revoked}
 
 
@@ -38,6 +42,28 @@ def admin_or_self(name: str) -> None:
     user = current_user()
     if user is None or (user.name != name.strip() and not may(ADMIN, user)):
         raise AuthError(403, "only admins, or the user itself, may see or revoke a user's API tokens")
+
+
+def add_user(name: str, role_text: str, password: str, fullname: str = "") -> User:
+    """A new active user, for the API and the Users page alike: a taken name is a 409, a role that is not
+    one of the four or a password shorter than the rule's a 400 naming it."""
+    role = check_role(role_text)
+    with database().begin() as conn:
+        return UserRepository(conn, actor()).create(name, role, password=password, fullname=fullname)
+
+
+def make_token(name: str, label: str) -> tuple[str, ApiToken]:
+    """A new API token of user ``name``, made by that user in a logged-in session: the secret (shown this
+    once) and what is kept of it. Nobody makes another's token, and a call authenticated by a token makes
+    none, so a leaked token cannot outlive its revocation in a token it made."""
+    user = current_user()
+    if user is None or user.name != name.strip():
+        raise AuthError(403, "every user makes their own API tokens, nobody another's")
+    if g.get("by_token"):
+        raise AuthError(403, "an API token is made in a logged-in session (the API tokens page), not with "
+                             "another token")
+    with database().begin() as conn:
+        return UserRepository(conn, actor()).create_labelled_token(name, label)
 
 
 def _keeps_an_admin(users: UserRepository, name: str, role: Role, active: bool) -> None:
@@ -57,6 +83,18 @@ def list_users() -> Any:
         users = UserRepository(conn)
         people, tokens = users.list_users(), users.token_counts()
     return {"items": [user_json(user, tokens.get(user.name, 0)) for user in people]}
+
+
+@blueprint.post("/users")
+@require(ADMIN)
+def create_user() -> Any:
+    """Add a user: ``name``, ``role``, ``password`` (at least 8 characters) and optionally ``fullname``.
+
+    409 if the name is taken (a deactivated user keeps its name: reactivate it instead)."""
+    data = body()
+    created = add_user(field(data, "name", str), field(data, "role", str), field(data, "password", str),
+                       field(data, "fullname", str, required=False, default=""))
+    return user_json(created, 0), 201
 
 
 def change_user(name: str, expected: int, role_text: str | None, active: bool | None) -> User:
@@ -116,12 +154,24 @@ def reset_password(name: str) -> Any:
 @blueprint.get("/users/<name>/tokens")
 @require(READ)
 def list_tokens(name: str) -> Any:
-    """A user's API tokens, newest first: id, created, last used (to the minute), revoked. Admins see
+    """A user's API tokens, newest first: id, label, created, last used (to the minute), revoked. Admins see
     anybody's; every user sees their own."""
     admin_or_self(name)
     with database().connect() as conn:
         tokens = UserRepository(conn).tokens(name)
     return {"items": [token_json(token) for token in tokens]}
+
+
+@blueprint.post("/users/<name>/tokens")
+@require(READ)
+def create_token(name: str) -> Any:
+    """Make an API token of your own, named by its ``label``; the answer's ``token`` is its secret, shown
+    this once.
+
+    Only the user ``name`` itself, logged in (the session's cookie and CSRF token): a call with an API token
+    is refused (403), so a token never makes another. Send the secret as ``Authorization: Bearer TOKEN``."""
+    token, kept = make_token(name, field(body(), "label", str))
+    return {**token_json(kept), "token": token}, 201
 
 
 @blueprint.delete("/users/<name>/tokens/<int:token_id>")

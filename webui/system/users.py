@@ -1,7 +1,8 @@
-"""Pages of the users and their API tokens: admins manage users (role, active, password) on
-``/system/users``; every user sees and revokes their own tokens on ``/system/users/NAME/tokens`` (admins
-anybody's). Each form goes through the same actions as the API (webui/api/users.py), so a refusal reads the
-same: it is flashed, naming what is wrong, and nothing is changed.
+"""Pages of the users and their API tokens: admins add users and manage them (role, active, password) on
+``/system/users``; every user makes, sees and revokes their own tokens on ``/system/users/NAME/tokens``
+(admins see and revoke anybody's). Each form goes through the same actions as the API (webui/api/users.py).
+A refused change of a listed user is flashed, naming what is wrong, and nothing is changed; the forms that
+make something (a user, a token) come back with what was typed and each refusal beside its field.
 """
 
 from __future__ import annotations
@@ -11,14 +12,21 @@ from typing import Any
 from flask import flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
-from harvestdef.errors import HarvestSuiteError
+from harvestdef.db import schema as s
+from harvestdef.errors import ConflictError, FieldError, HarvestSuiteError
 from harvestdef.model.definitions import Role
-from harvestdef.repositories.users import UserRepository
+from harvestdef.repositories.users import MAX_TOKEN_LABEL_LENGTH, MIN_PASSWORD_LENGTH, UserRepository
+from harvestdef.validation import column_length
 from webui.api.errors import ApiError
-from webui.api.users import admin_or_self, change_user, revoke
+from webui.api.users import add_user, admin_or_self, change_user, make_token, revoke
 from webui.auth import ADMIN, READ, require
-from webui.context import actor, database
+from webui.context import actor, current_user, database
 from webui.system import blueprint
+
+NAME_LENGTH = column_length(s.users.c.name)
+FULLNAME_LENGTH = column_length(s.users.c.fullname)
+# the fields of the form that adds a user, as it gives them back after a refusal (never the passwords)
+ADDED_FIELDS = ("name", "fullname", "role")
 
 
 def _edition() -> int:
@@ -28,14 +36,76 @@ def _edition() -> int:
         raise ApiError("invalid", "edition is missing: reload the page and try again", "edition") from None
 
 
-@blueprint.get("/system/users")
-@require(ADMIN)
-def users() -> Any:
-    """Every user with its role, whether active, and its unrevoked API tokens."""
+def _users_page(added: dict[str, str] | None = None, refusals: dict[str, str] | None = None) -> str:
     with database().connect() as conn:
         repository = UserRepository(conn)
         people, tokens = repository.list_users(), repository.token_counts()
-    return render_template("system/users.html", people=people, tokens=tokens, roles=[role.value for role in Role])
+    return render_template("system/users.html", people=people, tokens=tokens, roles=[role.value for role in Role],
+                           added=added or {"role": Role.CURATOR.value}, refusals=refusals or {},
+                           name_length=NAME_LENGTH, fullname_length=FULLNAME_LENGTH,
+                           min_password_length=MIN_PASSWORD_LENGTH)
+
+
+@blueprint.get("/system/users")
+@require(ADMIN)
+def users() -> Any:
+    """Every user with its role, whether active, and its unrevoked API tokens; and the form that adds one."""
+    return _users_page()
+
+
+def _exists(name: str) -> bool:
+    with database().connect() as conn:
+        return UserRepository(conn).find(name) is not None
+
+
+def _taken(name: str) -> str:
+    return _("A user named %(name)s exists already; a deactivated user keeps its name, so reactivate it instead.",
+             name=name)
+
+
+def _new_user_refusals(added: dict[str, str], password: str, repeated: str) -> dict[str, str]:
+    """What is wrong with the new user's fields, by field, every one at once; empty if nothing is."""
+    refusals = {}
+    if not added["name"]:
+        refusals["name"] = _("A user needs a name.")
+    elif len(added["name"]) > NAME_LENGTH:
+        refusals["name"] = _("A name has at most %(num)s characters; this one has %(count)s.", num=NAME_LENGTH,
+                             count=len(added["name"]))
+    elif _exists(added["name"]):
+        refusals["name"] = _taken(added["name"])
+    if len(added["fullname"]) > FULLNAME_LENGTH:
+        refusals["fullname"] = _("A full name has at most %(num)s characters; this one has %(count)s.",
+                                 num=FULLNAME_LENGTH, count=len(added["fullname"]))
+    if added["role"] not in {role.value for role in Role}:
+        refusals["role"] = _("%(role)s is not a role: choose curator, operator, archivist or admin.",
+                             role=repr(added["role"]))
+    if len(password) < MIN_PASSWORD_LENGTH:
+        refusals["password"] = _("A password needs at least %(num)s characters; this one has %(count)s.",
+                                 num=MIN_PASSWORD_LENGTH, count=len(password))
+    elif password != repeated:
+        refusals["repeated_password"] = _("The password and its repetition differ.")
+    return refusals
+
+
+@blueprint.post("/system/users")
+@require(ADMIN)
+def add() -> Any:
+    """Add a user with a role and a password; refused, the form comes back as typed (but for the
+    passwords) with each refusal beside its field."""
+    added = {field: request.form.get(field, "").strip() for field in ADDED_FIELDS}
+    refusals = _new_user_refusals(added, request.form.get("password", ""), request.form.get("repeated_password", ""))
+    if not refusals:
+        try:
+            created = add_user(added["name"], added["role"], request.form.get("password", ""), added["fullname"])
+        except ConflictError:  # added meanwhile by somebody else
+            refusals["name"] = _taken(added["name"])
+        except FieldError as exc:
+            refusals[exc.field if exc.field in ADDED_FIELDS else "name"] = str(exc)
+        else:
+            flash(_("User %(name)s is added as %(role)s; it logs in with the password you gave it.",
+                    name=created.name, role=created.role.value))
+            return redirect(url_for("system.users"))
+    return _users_page(added, refusals), 400
 
 
 @blueprint.post("/system/users/<name>")
@@ -75,14 +145,44 @@ def reset_password(name: str) -> Any:
     return redirect(url_for("system.users"))
 
 
-@blueprint.get("/system/users/<name>/tokens")
-@require(READ)
-def tokens(name: str) -> Any:
-    """A user's API tokens: admins see anybody's, every user their own."""
+def _tokens_page(name: str, **context: Any) -> str:
     admin_or_self(name)
     with database().connect() as conn:
         listed = UserRepository(conn).tokens(name)
-    return render_template("system/tokens.html", name=name, tokens=listed)
+    user = current_user()
+    return render_template("system/tokens.html", name=name, tokens=listed,
+                           own=user is not None and user.name == name.strip(), label_length=MAX_TOKEN_LABEL_LENGTH,
+                           **context)
+
+
+@blueprint.get("/system/users/<name>/tokens")
+@require(READ)
+def tokens(name: str) -> Any:
+    """A user's API tokens, and for the user itself the form that makes one: admins see anybody's, every user
+    their own."""
+    return _tokens_page(name)
+
+
+@blueprint.post("/system/users/<name>/tokens")
+@require(READ)
+def make(name: str) -> Any:
+    """Make an API token of one's own, named by its label: the page shows its secret this once."""
+    label = request.form.get("label", "").strip()
+    refusal = None
+    if not label:
+        refusal = _("A token needs a label: name it after the script or machine that will use it.")
+    elif len(label) > MAX_TOKEN_LABEL_LENGTH:
+        refusal = _("A label has at most %(num)s characters; this one has %(count)s.", num=MAX_TOKEN_LABEL_LENGTH,
+                    count=len(label))
+    else:
+        try:
+            secret, made = make_token(name, label)
+        except FieldError as exc:
+            refusal = exc.problem
+        else:
+            # the secret is in this answer only: never kept in the session, nor in a cache
+            return _tokens_page(name, secret=secret, made=made), 201, {"Cache-Control": "no-store"}
+    return _tokens_page(name, label=label, refusal=refusal), 400
 
 
 @blueprint.post("/system/users/<name>/tokens/<int:token_id>/revoke")
@@ -95,7 +195,7 @@ def revoke_token(name: str, token_id: int) -> Any:
         flash(_("API token %(id)s was not revoked: %(reason)s.", id=token_id, reason=getattr(exc, "message", exc)),
               "error")
     else:
-        flash(_("API token %(id)s of %(name)s is revoked: it is refused from now on (at the latest "
+        flash(_("API token %(id)s (%(label)s) of %(name)s is revoked: it is refused from now on (at the latest "
                 "harvestsuite.webui.tokenCacheSeconds later by a web UI that had it in hand).",
-                id=revoked.token_id, name=revoked.user))
+                id=revoked.token_id, label=revoked.label or _("no label"), name=revoked.user))
     return redirect(url_for("system.tokens", name=name))

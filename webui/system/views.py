@@ -24,7 +24,8 @@ MAX_HARVESTERS = 1000
 OVERVIEW_ROWS = 10
 
 
-@blueprint.get("/system")
+# "/system/" like the other sections; the bare "/system" of links made before answers too, not a redirect
+@blueprint.get("/system/", strict_slashes=False)
 @require(READ)
 def index() -> Any:
     """Harvest controllers, queue depths per channel, the scheduler's liveness and the webhook deliveries."""

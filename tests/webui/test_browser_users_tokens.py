@@ -1,0 +1,112 @@
+"""Users and API tokens in Debian's chromium, served by ``harvestsuite webui run``: an admin adds a user with a
+role in the Users page (a refused try first, its refusal beside its field); that user logs in, makes a named
+token on their API tokens page, calls the API with its secret, sees the call as the token's last use, revokes
+the token (confirming) and the API refuses it from then on."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.webui.browser import ServedWebui, log_in, screenshot
+
+pytestmark = pytest.mark.timeout(300)
+
+PASSWORD = "a password of Karen's"
+USE_SECONDS = 30.0  # the token's use is written within harvestsuite.webui.tokenUseInterval (1 s here)
+
+
+def new_page(browser: Any, webui: ServedWebui) -> Any:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=webui.url, locale="en-US")
+    context.set_default_timeout(15_000)
+    return context.new_page()
+
+
+def call_api(webui: ServedWebui, path: str, secret: str) -> tuple[int, Any]:
+    """A script's request: GET ``path`` with the token, its status and JSON answer."""
+    request = urllib.request.Request(webui.url + path, headers={"Authorization": f"Bearer {secret}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as refused:
+        return refused.code, json.load(refused)
+
+
+def test_a_user_added_in_the_pages_makes_uses_and_revokes_a_named_token(browser, tmp_path: Path):
+    # no token cache, so the revocation is refused at the very next call
+    with ServedWebui(tmp_path, users=("admin",), settings={"harvestsuite.webui.tokenUseInterval": "1",
+                                                           "harvestsuite.webui.tokenCacheSeconds": "0"}) as webui:
+        admin = new_page(browser, webui)
+        log_in(admin, webui.url, "admin")
+        admin.get_by_role("link", name="Users").click()
+        form = admin.locator("#add-user")
+        form.get_by_label("User name").fill("karen")
+        form.get_by_label("Full name (optional)").fill("Karen Blixen")
+        form.get_by_label("Role").select_option("curator")
+        assert form.locator(".field-hint").inner_text() == "at least 8 characters"
+        form.get_by_label("Password", exact=True).fill("short")
+        form.get_by_label("Password again").fill("short")
+        form.get_by_role("button", name="Add user").click()
+        admin.wait_for_load_state()
+        refusal = admin.locator("#add-password-error")
+        assert refusal.inner_text() == "A password needs at least 8 characters; this one has 5."
+        assert form.get_by_label("User name").input_value() == "karen"
+        assert form.get_by_label("Role").input_value() == "curator"
+        screenshot(admin, tmp_path, "users-add-refused")
+        form.get_by_label("Password", exact=True).fill(PASSWORD)
+        form.get_by_label("Password again").fill(PASSWORD)
+        form.get_by_role("button", name="Add user").click()
+        admin.wait_for_load_state()
+        assert "User karen is added as curator" in admin.locator(".flash").first.inner_text()
+        assert admin.locator('tr[data-user="karen"]').get_by_label("role of karen").input_value() == "curator"
+
+        karen = new_page(browser, webui)
+        log_in(karen, webui.url, "karen", PASSWORD)
+        assert karen.locator("header.top .who").inner_text().startswith("karen (curator)")
+        karen.get_by_role("link", name="API tokens").click()
+        karen.get_by_label("Label: what the token is for (a script, a machine)").fill("nightly export")
+        karen.get_by_role("button", name="Make token").click()
+        karen.wait_for_load_state()
+        secret = karen.locator("#token-secret").input_value()
+        assert secret.startswith("hs_")
+        copy = karen.get_by_role("button", name="Copy")
+        copy.click()
+        karen.get_by_role("button", name="Copied").wait_for()
+        screenshot(karen, tmp_path, "tokens-made")
+
+        status, answer = call_api(webui, "/api/v1/users/karen/tokens", secret)
+        assert status == 200 and [item["label"] for item in answer["items"]] == ["nightly export"]
+        (token_id,) = [item["id"] for item in answer["items"]]
+
+        karen.goto("/system/users/karen/tokens")
+        row = karen.locator(f'tr[data-token="{token_id}"]')
+        assert secret not in karen.content() and row.locator("td").nth(1).inner_text() == "nightly export"
+        deadline = time.monotonic() + USE_SECONDS
+        while row.locator("td.last-used").inner_text() == "never":
+            assert time.monotonic() < deadline, "the page never showed the token's use"
+            time.sleep(0.2)
+            karen.reload()
+        assert row.locator("td.last-used").inner_text().endswith("UTC")
+
+        asked = []
+
+        def confirm(dialog: Any) -> None:
+            asked.append(dialog.message)
+            dialog.accept()
+        karen.once("dialog", confirm)
+        row.get_by_role("button", name="Revoke").click()
+        karen.wait_for_load_state()
+        assert asked and "nightly export" in asked[0]
+        flashed = karen.locator(".flash").first.inner_text()
+        assert f"API token {token_id} (nightly export) of karen is revoked" in flashed
+        assert row.locator(".status").inner_text() == "revoked"
+        screenshot(karen, tmp_path, "tokens-revoked")
+
+        status, answer = call_api(webui, "/api/v1/users/karen/tokens", secret)
+        assert status == 401 and answer["error"]["message"] == "the API token is unknown or revoked"
