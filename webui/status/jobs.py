@@ -35,7 +35,7 @@ from webui.api.crawllog import search_domain, search_job_crawl_log, search_patte
 from webui.api.errors import ApiError, translate
 from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters, operator_ends, without_operator_end
 from webui.api.live import job_live
-from webui.api.status import find_running_jobs, find_waiting_harvests
+from webui.api.status import find_running_jobs, find_waiting_harvests, will_run
 from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
 from webui.live_words import say
@@ -145,11 +145,13 @@ def running() -> Any:
 @blueprint.get("/waiting")
 @require(READ)
 def waiting() -> Any:
-    """Why each harvest definition waits, was deactivated or failed to generate (harvest_state), as the API's
-    /waiting-harvests lists them."""
+    """Why each harvest definition that will run again waits or failed to generate (harvest_state), as the
+    API's /waiting-harvests lists them; the ones that will not (finished, deactivated, inactive) on one line."""
     with database().connect() as conn:
         rows = find_waiting_harvests(conn)
-    return render_template("status/waiting.html", harvests=rows)
+    # those that will not run again (finished, deactivated, inactive) only named below the ones that will
+    return render_template("status/waiting.html", harvests=[row for row in rows if will_run(row)],
+                           done=sorted((row for row in rows if not will_run(row)), key=lambda row: row.name))
 
 
 @blueprint.get("/jobs/<int:job_id>")
