@@ -516,7 +516,11 @@ def get_job_qa(job_id: int) -> Any:
 
     ``report``: the report post-processing wrote (seeds' outcomes, missing embedded resources by reason with
     the pages that need them, hosts' status counts and the hosts that failed most; lists capped, counts
-    exact). ``domain_changes``: per configuration, objects and bytes against the same harvest's previous run,
+    exact). What an operator's reject rule, deletion of queued URIs, a crawler trap of the template or a
+    budget kept out is not missing but in ``excluded``, grouped by that ``rule`` (kind, regex, domain,
+    author, version, at; null for a configuration's own budget), counted by ``excluded_resources``;
+    ``pages_captured`` counts the pages read for references. A report of version 1 has neither.
+    ``domain_changes``: per configuration, objects and bytes against the same harvest's previous run,
     ``flagged`` beyond ``change_threshold`` percent (harvestsuite.webui.qaChangeThreshold) or
     ``fell_to_nothing``. 404 naming why when the job has no QA report yet."""
     with database().connect() as conn:
