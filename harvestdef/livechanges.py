@@ -83,6 +83,16 @@ FIELDS: Mapping[str, tuple[str, ...]] = {
 _CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 
 
+def end_description(kind: str, author: str, version: int) -> str:
+    """The words a crawl's end gives an operator's stop or fail (change ``version`` by ``author``): the
+    harvest controller reports them with the job's harvest errors, as NetarchiveSuite's column holds every
+    word about a crawl's end, and the web UI and API tell them apart from the errors by these words
+    (webui/api/jobs.py, operator_end)."""
+    if kind == "fail":
+        return f"the crawl was ended as failed by {author} (change {version})"
+    return f"the crawl was stopped by {author} (change {version})"
+
+
 def validate_change(kind: str, body: Mapping[str, Any], job_domains: Collection[str], *,
                     valid_seed_regex: str = ANY_SEED,
                     politeness_bounds: PolitenessBounds | None = None,

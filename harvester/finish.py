@@ -56,12 +56,13 @@ from harvestdef.messages import (
 )
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
-from harvester.jobdir import CrawlOutcome, JobDirectory, Launch
+from harvester.engine.config import load_crawl_config
+from harvester.jobdir import CRAWLER_BEANS, CrawlOutcome, JobDirectory, Launch
 from harvester.postprocess.cdxj import CdxjIndexResult, write_cdxj
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import build_domain_report
 from harvester.postprocess.metadata import MetadataInfo, metadata_file_name, write_metadata_warc
-from harvester.postprocess.qa import QaReport, build_qa_report
+from harvester.postprocess.qa import QaReport, build_qa_report, operator_rules
 from harvester.postprocess.reconcile import UNARCHIVED_LOG, Reconciliation, reconcile_crawl_log
 from harvester.postprocess.warcfiles import close_open_warc
 from harvester.upload import JobUpload, UploadOptions, UploadResult
@@ -220,9 +221,11 @@ class PostProcessor:
     def _write_qa_report(jobdir: JobDirectory, warcs: list[Path]) -> QaReport:
         job = jobdir.job
         started = time.monotonic()
+        # what the operators' live changes and the template's traps kept out is excluded, not missing
+        rules = operator_rules(jobdir.live_changes(), _template_traps(jobdir))
         report = build_qa_report(job.job_id, job.harvest_id, job.seeds,
                                  [launch.crawl_log for launch in jobdir.launches()], warcs,
-                                 job.domain_configurations, work_dir=jobdir.path)
+                                 job.domain_configurations, work_dir=jobdir.path, rules=rules)
         write_atomically(jobdir.qa_report, report.to_json().encode("utf-8"))
         log.info("job %d: QA report in %.1f s: %d of %d seeds not captured, %d missing resources on %d pages",
                  job.job_id, time.monotonic() - started, report.seeds_not_captured, report.seeds_total,
@@ -310,6 +313,23 @@ class PostProcessor:
 
     def pending_uploads(self, jobdir: JobDirectory) -> bool:
         return jobdir.reported_status is not None
+
+
+def _template_traps(jobdir: JobDirectory) -> list[str]:
+    """The crawler traps of the job's crawl template: the regexes of its scope's REJECT regex rules. A
+    template that cannot be read gives none (the QA report then counts what they kept out as missing), as
+    its crawl would have failed at its start."""
+    path = jobdir.path / CRAWLER_BEANS
+    if not path.is_file():
+        return []
+    try:
+        config = load_crawl_config(path, jobdir.path)
+    except (HarvestSuiteError, OSError, ValueError) as exc:
+        log.warning("job %d: the crawler traps of %s could not be read for the QA report: %s", jobdir.job.job_id,
+                    path, exc)
+        return []
+    return [pattern for rule in config.scope_rules if rule.decision == "REJECT"
+            and rule.kind in ("MatchesListRegexDecideRule", "MatchesRegexDecideRule") for pattern in rule.patterns]
 
 
 def _crawl_status(jobdir: JobDirectory, controller_id: str, status: JobStatus, report: DomainReport | None,

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harvestdef.errors import HarvestSuiteError, HeritrixError
+from harvestdef.livechanges import end_description
 from harvestdef.messages import LiveChange, LiveChangeResult
 from harvestdef.queues.base import Transport
 from harvester.engine import scripting
@@ -81,9 +82,7 @@ class EndRequest:
 
     @property
     def description(self) -> str:
-        if self.failed:
-            return f"the crawl was ended as failed by {self.change.author} (change {self.change.version})"
-        return f"the crawl was stopped by {self.change.author} (change {self.change.version})"
+        return end_description(self.change.kind, self.change.author, self.change.version)
 
 
 def _now() -> str:

@@ -10,6 +10,11 @@ got something and this one got no object.
 
 Read with direct, read-only queries of historyinfo and job_qa_summaries, as the history pages read their
 statistics: figures shaped for this page, not definitions.
+
+The report stores its findings as codes and figures (a reason, a fetch status, a rule); the page says them
+in its language from those (``fetch_status`` below, the Quality section's own words), never the English
+words the harvester wrote beside them for the JSON. A report of version 1 has no ``excluded`` and reads as
+none excluded.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from flask import Flask
+from flask_babel import gettext
 from sqlalchemy import Connection, and_, func, select
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -46,6 +53,39 @@ PHRASES = {
                        "was harvested before QA reports)"),
 }
 _say = phrasebook(PHRASES)
+
+# crawl.log's fetch statuses in words (harvester/postprocess/crawllog.py's FETCH_STATUS_WORDS, which the
+# JSON's English details use), marked for the catalogue so a page says them in its language
+FETCH_STATUS_WORDS: dict[int, str] = {
+    0: N_("never tried"), -1: N_("DNS lookup failed"), -2: N_("connection refused"), -3: N_("connection broken"),
+    -4: N_("timed out"), -5: N_("runtime exception"), -6: N_("DNS lookup failed"), -7: N_("illegal URI"),
+    -8: N_("retries exhausted"), -50: N_("prerequisite failed"), -60: N_("DNS prerequisite failed"),
+    -61: N_("robots.txt prerequisite failed"), -62: N_("other prerequisite failed"),
+    -63: N_("prerequisite unscheduled"), -404: N_("empty response"), -3000: N_("severe error"),
+    -4000: N_("crawler trap"), -4001: N_("too many hops"), -4002: N_("too many transitive hops"),
+    -5000: N_("out of scope"), -5001: N_("blocked by user"), -5002: N_("blocked by processor"),
+    -5003: N_("over quota"), -5004: N_("runtime limit reached"), -5005: N_("destination refused"),
+    -6000: N_("deleted by operator"), -7000: N_("thread killed"), -8000: N_("the browser could not load the page"),
+    -9998: N_("robots.txt precluded"),
+}
+
+
+def fetch_status(status: int | None) -> str:
+    """A crawl.log status in the page's words with its code, ``forbindelse afvist (-2)``, ``HTTP 503``; "–"
+    for none."""
+    if status is None:
+        return "–"
+    if status >= 100:
+        return f"HTTP {status}"
+    words = FETCH_STATUS_WORDS.get(status)
+    if words is None:
+        return gettext("DNS answered (%(status)s)", status=status) if status == 1 else \
+            gettext("fetch status %(status)s", status=status)
+    return f"{gettext(words)} ({status})"
+
+
+def init_app(app: Flask) -> None:
+    app.jinja_env.filters["fetch_status"] = fetch_status
 
 
 class NoQaReportError(NotFoundError):

@@ -17,6 +17,15 @@ Rules:
   code), or, absent from crawl.log, ``never_reached`` (the crawl ended first). A crawler does not log what
   it leaves out of scope when it finds it (Heritrix does not, nor does the bundled engine), so a reference
   absent from crawl.log whose domain is none of the job's is ``out_of_scope``, not ``never_reached``.
+* Excluded, not missing: a resource kept out by what an operator or the harvest decided is no fault of the
+  crawl, so it is counted apart, with the rule or change that kept it out (``ExcludedGroup``): a reject rule
+  added while the crawl ran (a live change: who and which change; the URL fully matched by its regex, within
+  its domain when it was given one), the deletion of queued URIs (a live change: ``delete_queued``'s regex,
+  or crawl.log's -6000), a crawler trap of the job's crawl template (its REJECT regex lists), and a budget
+  (-5003: a domain budget set while the crawl ran names its change, else it is the configuration's own
+  object or byte limit, the quota annotation saying which). Only resources that would otherwise be
+  ``never_reached``, ``out_of_scope`` by a -5000 line or ``budget`` are tested: a rule explains nothing
+  about an HTTP error.
 * Hosts: lines per fetch status and failures (HTTP 400 and up, and network errors) per host; the hosts
   that failed most are listed first.
 
@@ -31,7 +40,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,10 +49,12 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.bufferedreaders import ChunkedDataReader
 
 from harvestdef.domainnames import domain_of_url
-from harvestdef.errors import DomainNameError
+from harvestdef.errors import DomainNameError, PatternError
 from harvestdef.messages import QaSummary
+from harvestdef.patterns import BacktrackingPattern, CrawlPatterns, compile_crawl_pattern
 from harvester.engine.links import extract_links, extractor_for
 from harvester.engine.scope import canonical_url
+from harvester.engine.scripting import domain_reject_regex
 from harvester.postprocess.crawllog import (
     ANNOTATIONS,
     DISCOVERY_PATH,
@@ -55,7 +66,9 @@ from harvester.postprocess.crawllog import (
 )
 from harvester.postprocess.domainreport import normalised_domains
 
-QA_REPORT_VERSION = 1
+# 2: ``excluded``, ``excluded_resources`` and ``pages_captured``; a report of version 1 has none of them and
+# reads as none excluded, its captured pages not counted
+QA_REPORT_VERSION = 2
 MAX_SEEDS = 1000          # seeds listed (those not captured first); the counts cover all
 MAX_RESOURCES = 50        # missing resources listed per reason
 MAX_PAGES = 5             # pages listed per missing resource
@@ -73,6 +86,14 @@ REASONS: dict[str, str] = {
     "network_error": "network error",
     "never_reached": "never reached: the crawl ended before it got to them",
 }
+# The ways an operator's rule or the harvest's budget keeps a resource out, in the order the report lists them.
+EXCLUSIONS = ("reject_rule", "deleted_from_queue", "crawler_trap", "budget")
+# the kinds of OperatorRule: the live changes that keep URIs out, and the template's traps
+REJECT, DELETE_QUEUED, BUDGET, CRAWLER_TRAP = "reject", "delete_queued", "budget", "crawler_trap"
+_RULE_EXCLUSION = {REJECT: "reject_rule", DELETE_QUEUED: "deleted_from_queue", CRAWLER_TRAP: "crawler_trap",
+                   BUDGET: "budget"}
+_DELETED_BY_OPERATOR = -6000
+_TRAP_SECONDS = 0.05  # a backtracking trap's time per URL, as the engine gives it (harvester/engine/scope.py)
 _ROBOTS = frozenset({-9998, -61})
 _QUOTA_PREFIX = "Q:"
 # the annotations a missing resource's detail repeats: the quota it hit, the kind of a refused destination
@@ -121,13 +142,15 @@ class SeedOutcome:
 @dataclass
 class MissingResource:
     """An embedded resource the job did not capture: its last crawl.log status (None: not in crawl.log),
-    that status in words, and the pages that need it (at most MAX_PAGES, ``pages_total`` all of them)."""
+    that status in words with the annotation it repeats (``annotation``: a quota, a refused destination's
+    kind), and the pages that need it (at most MAX_PAGES, ``pages_total`` all of them)."""
 
     url: str
     status: int | None
     detail: str
     pages: list[str]
     pages_total: int
+    annotation: str | None = None  # the crawl.log annotation the detail repeats (a quota, a refused kind)
 
 
 @dataclass
@@ -136,6 +159,33 @@ class MissingGroup:
 
     reason: str
     words: str
+    resources: list[MissingResource]
+    resources_total: int
+    pages_total: int
+
+
+@dataclass
+class OperatorRule:
+    """What keeps URIs out of a job: a live change (``kind`` reject, delete_queued or budget, with its
+    ``author``, ``version`` and when it was applied, ``at``) or a crawler trap of the job's template (no
+    author, version or time). ``regex`` is Java's dialect as given; ``domain`` confines a reject rule, and
+    names a budget's domain."""
+
+    kind: str
+    regex: str | None = None
+    domain: str | None = None
+    author: str | None = None
+    version: int | None = None
+    at: str | None = None
+
+
+@dataclass
+class ExcludedGroup:
+    """The resources one rule kept out (``rule`` None: the configurations' own budgets): at most
+    MAX_RESOURCES listed, ``resources_total`` all; ``reason`` one of EXCLUSIONS."""
+
+    reason: str
+    rule: OperatorRule | None
     resources: list[MissingResource]
     resources_total: int
     pages_total: int
@@ -170,6 +220,9 @@ class QaReport:
     lines_read: int
     version: int = QA_REPORT_VERSION
     notes: list[str] = field(default_factory=list)
+    excluded: list[ExcludedGroup] = field(default_factory=list)
+    excluded_resources: int = 0
+    pages_captured: int | None = None  # captured HTML and CSS responses read for references; None: version 1
 
     @property
     def summary(self) -> QaSummary:
@@ -187,7 +240,26 @@ class QaReport:
                            for group in data["missing"]]
         data["hosts"] = [HostFigures(**host) for host in data["hosts"]]
         data["failing_hosts"] = [HostFigures(**host) for host in data["failing_hosts"]]
+        data["excluded"] = [ExcludedGroup(**{**group, "rule": OperatorRule(**group["rule"]) if group["rule"] else None,
+                                             "resources": [MissingResource(**r) for r in group["resources"]]})
+                            for group in data.get("excluded", [])]
         return cls(**data)
+
+
+def operator_rules(live_changes: Iterable[Mapping[str, Any]], traps: Iterable[str] = ()) -> list[OperatorRule]:
+    """The rules that keep URIs out of a job: its applied live changes that do (changes.jsonl's entries:
+    reject, delete_queued, budget), in version order, then the crawler traps of its template."""
+    rules = []
+    for entry in sorted(live_changes, key=lambda entry: int(entry.get("version", 0))):
+        kind = entry.get("kind")
+        if entry.get("state") != "applied" or kind not in (REJECT, DELETE_QUEUED, BUDGET):
+            continue
+        payload = entry.get("payload") or {}
+        rules.append(OperatorRule(kind, regex=payload.get("regex"), domain=payload.get("domain"),
+                                  author=str(entry.get("author", "")), version=int(entry["version"]),
+                                  at=str(entry.get("happened_at", "")) or None))
+    rules += [OperatorRule(CRAWLER_TRAP, regex=trap) for trap in dict.fromkeys(traps)]
+    return rules
 
 
 class _Hosts:
@@ -283,8 +355,8 @@ class _Joins:
             CREATE TABLE logged (url TEXT PRIMARY KEY, fetched INTEGER NOT NULL) WITHOUT ROWID;
             CREATE TABLE failed (url TEXT PRIMARY KEY, status INTEGER NOT NULL, quota TEXT) WITHOUT ROWID;
             CREATE TABLE needs (url TEXT NOT NULL, page TEXT NOT NULL, PRIMARY KEY (url, page)) WITHOUT ROWID;
-            CREATE TABLE missing (url TEXT PRIMARY KEY, reason TEXT NOT NULL, status INTEGER, quota TEXT)
-                WITHOUT ROWID;
+            CREATE TABLE missing (url TEXT PRIMARY KEY, reason TEXT NOT NULL, status INTEGER, quota TEXT,
+                                  exclusion TEXT, rule INTEGER) WITHOUT ROWID;
         """)
         self.logged: list[tuple[str, int]] = []
         self.failed: list[tuple[str, int, str | None]] = []
@@ -352,6 +424,76 @@ def _captured_pages(warcs: Iterable[Path]) -> Iterator[tuple[str, list[str]]]:
                 yield page, sorted(embedded)
 
 
+class _Exclusions:
+    """Which rule kept a URL out (``exclusion``): the first reject or delete_queued change, in version order,
+    whose regex fully matches it, then the first crawler trap that does; for a URL over quota, the newest
+    budget change of its domain, or none (the configurations' own limits). A trap that only a backtracking
+    matcher runs and that runs out of its time on a URL rejects it, as in the crawl."""
+
+    def __init__(self, rules: Sequence[OperatorRule], notes: list[str]):
+        self.rules = list(rules)
+        self._changes: list[tuple[int, Any]] = []
+        self._traps: list[tuple[int, Any]] = []
+        self._budgets: dict[str, int] = {}
+        for index, rule in enumerate(self.rules):
+            if rule.kind == BUDGET:
+                if rule.domain:
+                    self._budgets[next(iter(normalised_domains([rule.domain])))] = index
+                continue
+            if not rule.regex:
+                continue
+            try:
+                regex = (domain_reject_regex(rule.domain, rule.regex) if rule.kind == REJECT and rule.domain
+                         else rule.regex)
+                compiled = compile_crawl_pattern(regex, _TRAP_SECONDS)
+            except (PatternError, ValueError) as exc:
+                notes.append(f"{_rule_words(rule)} cannot be matched here, so what it kept out counts as "
+                             f"missing: {exc}")
+                continue
+            (self._traps if rule.kind == CRAWLER_TRAP else self._changes).append((index, compiled))
+        # every trap at once first: a template has hundreds, and most URLs match none
+        try:
+            self._any_trap = (CrawlPatterns(tuple(self.rules[i].regex or "" for i, _ in self._traps), _TRAP_SECONDS)
+                              if self._traps else None)
+        except PatternError:
+            self._any_trap = None
+
+    def exclusion(self, url: str, reason: str, status: int | None) -> tuple[str, int | None] | None:
+        """(exclusion, index of the rule or None) of a missing resource, None when no rule explains it."""
+        if reason == "budget":
+            return "budget", self._budget_of(url)
+        for index, compiled in self._changes:
+            if _full_match(compiled, url):
+                return _RULE_EXCLUSION[self.rules[index].kind], index
+        if self._traps and (self._any_trap is None or self._any_trap.fullmatch_any(url) is not False):
+            for index, compiled in self._traps:
+                if _full_match(compiled, url):
+                    return "crawler_trap", index
+        if status == _DELETED_BY_OPERATOR:
+            return "deleted_from_queue", None
+        return None
+
+    def _budget_of(self, url: str) -> int | None:
+        try:
+            domain = next(iter(normalised_domains([domain_of_url(url)])))
+        except DomainNameError:
+            return None
+        return self._budgets.get(domain)
+
+
+def _full_match(compiled: Any, url: str) -> bool:
+    try:
+        return bool(compiled.fullmatch(url))
+    except TimeoutError:
+        return isinstance(compiled, BacktrackingPattern)
+
+
+def _rule_words(rule: OperatorRule) -> str:
+    if rule.kind == CRAWLER_TRAP:
+        return f"the crawler trap {rule.regex!r}"
+    return f"change {rule.version} ({rule.kind} {rule.regex!r} by {rule.author})"
+
+
 def _is_job_domain(url: str, job_domains: dict[str, str]) -> bool:
     try:
         domain = domain_of_url(url)
@@ -361,17 +503,21 @@ def _is_job_domain(url: str, job_domains: dict[str, str]) -> bool:
 
 
 def build_qa_report(job_id: int, harvest_id: int, seeds: Sequence[str], crawl_logs: Iterable[Path],
-                    warcs: Iterable[Path], job_domains: Iterable[str], work_dir: Path | None = None) -> QaReport:
+                    warcs: Iterable[Path], job_domains: Iterable[str], work_dir: Path | None = None,
+                    rules: Sequence[OperatorRule] = ()) -> QaReport:
     """The QA report of one job from its launches' crawl.logs (in order) and its WARC files.
 
     ``job_domains`` are the job's domains (what a reference absent from crawl.log must belong to, to be
     "never reached" rather than out of scope); ``work_dir`` holds the temporary database (default: the
-    system's temporary directory)."""
+    system's temporary directory); ``rules``: what kept URIs out of the job (operator_rules), whose
+    resources are excluded rather than missing."""
     hosts = _Hosts()
     seed_chains = _Seeds(seeds)
     domains = normalised_domains(job_domains)
     notes: list[str] = []
+    exclusions = _Exclusions(rules, notes)
     lines_read = 0
+    pages_captured = 0
     with tempfile.TemporaryDirectory(prefix="qa-", dir=work_dir) as scratch:
         joins = _Joins(Path(scratch) / "qa.sqlite")
         try:
@@ -393,10 +539,11 @@ def build_qa_report(job_id: int, harvest_id: int, seeds: Sequence[str], crawl_lo
                 if reader.invalid_lines:
                     notes.append(f"{path.parent.parent.name}: {reader.invalid_lines} invalid crawl.log lines skipped")
             for page, embedded in _captured_pages(warcs):
+                pages_captured += 1
                 for url in embedded:
                     joins.add_reference(url, page)
             joins.flush()
-            groups, missing_total, pages_total = _missing(joins, domains)
+            groups, missing_total, pages_total, excluded, excluded_total = _missing(joins, domains, exclusions)
         finally:
             joins.close()
     outcomes = seed_chains.outcomes()
@@ -405,42 +552,84 @@ def build_qa_report(job_id: int, harvest_id: int, seeds: Sequence[str], crawl_lo
     return QaReport(job_id=job_id, harvest_id=harvest_id, seeds=listed, seeds_total=len(outcomes),
                     seeds_not_captured=not_captured, missing=groups, missing_resources=missing_total,
                     pages_with_missing_resources=pages_total, hosts=hosts.listed(), hosts_total=len(hosts.by_host),
-                    failing_hosts=hosts.failing(), statuses=hosts.statuses, lines_read=lines_read, notes=notes)
+                    failing_hosts=hosts.failing(), statuses=hosts.statuses, lines_read=lines_read, notes=notes,
+                    excluded=excluded, excluded_resources=excluded_total, pages_captured=pages_captured)
 
 
-def _missing(joins: _Joins, domains: dict[str, str]) -> tuple[list[MissingGroup], int, int]:
-    """The missing resources grouped by reason, their number and the number of pages that need any."""
+def _missing(joins: _Joins, domains: dict[str, str], exclusions: _Exclusions
+             ) -> tuple[list[MissingGroup], int, int, list[ExcludedGroup], int]:
+    """The missing resources grouped by reason, their number and the number of pages that need any; then
+    the excluded ones grouped by the rule that kept them out, and their number."""
     db = joins.db
     with db:
         rows = db.execute("SELECT f.url, f.status, f.quota FROM failed f WHERE NOT EXISTS "
                           "(SELECT 1 FROM logged l WHERE l.url = f.url AND l.fetched = 1)")
-        db.executemany("INSERT INTO missing VALUES (?, ?, ?, ?)",
+        db.executemany("INSERT INTO missing VALUES (?, ?, ?, ?, NULL, NULL)",
                        ((url, _reason_of(status) or "network_error", status, quota) for url, status, quota in rows))
         unlogged = db.execute("SELECT DISTINCT n.url FROM needs n WHERE NOT EXISTS "
                               "(SELECT 1 FROM logged l WHERE l.url = n.url)")
-        db.executemany("INSERT INTO missing VALUES (?, ?, NULL, NULL)",
+        db.executemany("INSERT INTO missing VALUES (?, ?, NULL, NULL, NULL, NULL)",
                        ((url, "never_reached" if _is_job_domain(url, domains) else "out_of_scope")
                         for (url,) in unlogged))
+    _exclude(db, exclusions)
     groups = []
     for reason, words in REASONS.items():
-        total = db.execute("SELECT count(*) FROM missing WHERE reason = ?", (reason,)).fetchone()[0]
-        if not total:
-            continue
-        pages = db.execute("SELECT count(DISTINCT n.page) FROM needs n JOIN missing m ON m.url = n.url "
-                           "WHERE m.reason = ?", (reason,)).fetchone()[0]
-        resources = []
-        for url, status, quota in db.execute("SELECT url, status, quota FROM missing WHERE reason = ? ORDER BY url "
-                                             "LIMIT ?", (reason, MAX_RESOURCES)).fetchall():
-            needed_by = [page for (page,) in db.execute("SELECT page FROM needs WHERE url = ? ORDER BY page LIMIT ?",
-                                                        (url, MAX_PAGES))]
-            count = db.execute("SELECT count(*) FROM needs WHERE url = ?", (url,)).fetchone()[0]
-            if status is None:
-                detail = "not in crawl.log" + ("" if reason == "never_reached" else ": not a domain of the job")
-            else:
-                detail = describe_fetch_status(status) + (f" ({quota})" if quota else "")
-            resources.append(MissingResource(url, status, detail, needed_by, count))
-        groups.append(MissingGroup(reason, words, resources, total, pages))
-    missing_total = db.execute("SELECT count(*) FROM missing").fetchone()[0]
-    pages_total = db.execute("SELECT count(DISTINCT n.page) FROM needs n JOIN missing m ON m.url = n.url"
-                             ).fetchone()[0]
-    return groups, missing_total, pages_total
+        where = "m.exclusion IS NULL AND m.reason = ?"
+        found = _group(db, where, (reason,))
+        if found is not None:
+            groups.append(MissingGroup(reason, words, *found))
+    excluded = []
+    for exclusion in EXCLUSIONS:
+        keys = [rule for (rule,) in db.execute("SELECT DISTINCT rule FROM missing WHERE exclusion = ? "
+                                               "ORDER BY rule IS NOT NULL, rule", (exclusion,))]
+        for rule in keys:
+            where = "m.exclusion = ? AND " + ("m.rule IS NULL" if rule is None else "m.rule = ?")
+            found = _group(db, where, (exclusion,) if rule is None else (exclusion, rule))
+            if found is not None:
+                excluded.append(ExcludedGroup(exclusion, None if rule is None else exclusions.rules[rule], *found))
+    missing_total = db.execute("SELECT count(*) FROM missing WHERE exclusion IS NULL").fetchone()[0]
+    excluded_total = db.execute("SELECT count(*) FROM missing WHERE exclusion IS NOT NULL").fetchone()[0]
+    pages_total = db.execute("SELECT count(DISTINCT n.page) FROM needs n JOIN missing m ON m.url = n.url "
+                             "WHERE m.exclusion IS NULL").fetchone()[0]
+    return groups, missing_total, pages_total, excluded, excluded_total
+
+
+def _exclude(db: sqlite3.Connection, exclusions: _Exclusions) -> None:
+    """Mark the missing resources a rule kept out, with the rule: only those no crawl rule of its own
+    explains otherwise (never reached, out of scope by a -5000 line, deleted, over quota)."""
+    candidates = db.execute("SELECT url, reason, status FROM missing WHERE reason IN ('never_reached', 'budget') "
+                            "OR status IN (-5000, ?)", (_DELETED_BY_OPERATOR,))
+    marks: list[tuple[str, int | None, str]] = []
+    with db:
+        for url, reason, status in candidates.fetchall():
+            found = exclusions.exclusion(url, reason, status)
+            if found is not None:
+                marks.append((found[0], found[1], url))
+            if len(marks) >= _BATCH:
+                db.executemany("UPDATE missing SET exclusion = ?, rule = ? WHERE url = ?", marks)
+                marks.clear()
+        db.executemany("UPDATE missing SET exclusion = ?, rule = ? WHERE url = ?", marks)
+
+
+def _group(db: sqlite3.Connection, where: str, arguments: tuple[Any, ...]
+           ) -> tuple[list[MissingResource], int, int] | None:
+    """The resources of ``missing m`` that ``where`` selects (at most MAX_RESOURCES, each with at most
+    MAX_PAGES of the pages that need it), their number and the number of pages needing any; None for none."""
+    total = db.execute(f"SELECT count(*) FROM missing m WHERE {where}", arguments).fetchone()[0]
+    if not total:
+        return None
+    pages = db.execute(f"SELECT count(DISTINCT n.page) FROM needs n JOIN missing m ON m.url = n.url WHERE {where}",
+                       arguments).fetchone()[0]
+    resources = []
+    for url, reason, status, quota in db.execute(f"SELECT m.url, m.reason, m.status, m.quota FROM missing m "
+                                                 f"WHERE {where} ORDER BY m.url LIMIT ?",
+                                                 (*arguments, MAX_RESOURCES)).fetchall():
+        needed_by = [page for (page,) in db.execute("SELECT page FROM needs WHERE url = ? ORDER BY page LIMIT ?",
+                                                    (url, MAX_PAGES))]
+        count = db.execute("SELECT count(*) FROM needs WHERE url = ?", (url,)).fetchone()[0]
+        if status is None:
+            detail = "not in crawl.log" + ("" if reason == "never_reached" else ": not a domain of the job")
+        else:
+            detail = describe_fetch_status(status) + (f" ({quota})" if quota else "")
+        resources.append(MissingResource(url, status, detail, needed_by, count, quota))
+    return resources, total, pages

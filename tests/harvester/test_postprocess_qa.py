@@ -4,6 +4,7 @@ embedded resources by reason with the pages that need them, hosts' failures, and
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from warcio.warcwriter import WARCWriter
 
 from harvestdef.messages import QaSummary
 from harvester.postprocess import qa
-from harvester.postprocess.qa import QaReport, build_qa_report
+from harvester.postprocess.qa import OperatorRule, QaReport, build_qa_report, operator_rules
 
 SITE = "http://www.alpha.dk"
 PAGE = """<html><head><link rel="stylesheet" href="/s.css"><script src="/q.js"></script>
@@ -89,16 +90,20 @@ def test_missing_embedded_resources_are_grouped_by_reason_with_the_pages_that_ne
     assert found == {
         "out_of_scope": [("http://cdn.other.com/x.png", "not in crawl.log: not a domain of the job", page, 1)],
         "robots": [(f"{SITE}/s.css", "robots.txt precluded (-9998)", page, 1)],
-        "budget": [(f"{SITE}/q.js", "over quota (-5003) (Q:groupMaxAllKb)", page, 1)],
         "destination_refused": [("http://127.0.0.1:5432/x.js",
                                  "destination refused (-5005) (destinationRefused:loopback)", page, 1)],
         "http_error": [(f"{SITE}/b.png", "HTTP 404", page, 1)],
         "network_error": [(f"{SITE}/f.html", "connection refused (-2)", page, 1)],
         "never_reached": [(f"{SITE}/never.png", "not in crawl.log", page, 1)],
     }
-    assert list(found) == list(qa.REASONS)  # the report's order
-    assert (report.missing_resources, report.pages_with_missing_resources) == (7, 1)
-    assert report.summary == QaSummary(1, 0, 1, 7)
+    assert list(found) == [reason for reason in qa.REASONS if reason != "budget"]  # the report's order
+    assert (report.missing_resources, report.pages_with_missing_resources) == (6, 1)
+    assert report.summary == QaSummary(1, 0, 1, 6)
+    # a budget is the harvest's decision, not the crawl's fault: excluded, by the configuration's own limit
+    [budget] = report.excluded
+    assert (budget.reason, budget.rule, budget.resources_total, budget.pages_total) == ("budget", None, 1, 1)
+    assert [(r.url, r.detail) for r in budget.resources] == [(f"{SITE}/q.js", "over quota (-5003) (Q:groupMaxAllKb)")]
+    assert report.excluded_resources == 1
 
 
 def test_hosts_are_counted_per_status_and_the_ones_that_failed_most_come_first(job):
@@ -139,3 +144,73 @@ def test_a_missing_crawl_log_is_a_note_not_a_failure(tmp_path):
                              ["alpha.dk"])
     assert report.notes == ["20260101100000: no crawl.log"]
     assert report.seeds[0].reason == "not in crawl.log: the crawl ended before it"
+
+
+def change(version: int, kind: str, author: str = "admin", state: str = "applied", **payload: object) -> dict:
+    """A line of changes.jsonl, as the controller writes it (harvester/steering.py)."""
+    return {"version": version, "kind": kind, "payload": payload, "author": author, "created": "2026-01-01T09:00:00Z",
+            "state": state, "reason": "", "happened_at": f"2026-01-01T10:0{version}:00+00:00", "attempt_id": "a"}
+
+
+def test_what_an_operators_rules_kept_out_is_excluded_with_the_rule_never_missing(tmp_path):
+    """29 pages' images rejected by a live reject rule, a calendar whose queued URIs were deleted, a trap of the
+    template and a domain budget set while the crawl ran: each group names its rule; only what no rule explains
+    is missing."""
+    log = tmp_path / "crawl.log"
+    lines = [line(200, f"{SITE}/"), line(-5000, f"{SITE}/gallery/old.jpg", "E", f"{SITE}/"),
+             line(-5003, f"{SITE}/big.js", "E", f"{SITE}/", "Q:groupMaxFetchSuccesses")]
+    log.write_text("".join(lines), encoding="utf-8")
+    images = "".join(f'<img src="/gallery/{n}.jpg">' for n in range(29))
+    body = (f'<html><body>{images}<img src="/gallery/old.jpg"><img src="/calendar/2026.png">'
+            f'<img src="/loop/loop/loop/x.png"><img src="/never.png"><script src="/big.js"></script>'
+            f'<img src="https://beta.dk/gallery/b.jpg"></body></html>')
+    warc = write_warc(tmp_path / "crawl.warc.gz", [(f"{SITE}/", "text/html", body.encode())])
+    rules = operator_rules(
+        [change(1, "pause"), change(2, "reject", regex=".*/gallery/.*", domain="alpha.dk"),
+         change(3, "delete_queued", regex=".*/calendar/.*"), change(4, "budget", author="ops2", domain="alpha.dk",
+                                                                     max_objects=10),
+         change(5, "reject", state="refused", regex=".*never.*")],
+        traps=[".*(/[^/]+)\\1\\1\\1.*", ".*/loop/loop/.*"])
+    assert [(rule.kind, rule.version) for rule in rules] == [
+        ("reject", 2), ("delete_queued", 3), ("budget", 4), ("crawler_trap", None), ("crawler_trap", None)]
+    report = build_qa_report(7, 3, [f"{SITE}/"], [log], [warc], ["alpha.dk", "beta.dk"], rules=rules)
+
+    excluded = {(group.reason, group.rule.version if group.rule else None, group.rule.regex if group.rule else None):
+                (group.resources_total, [r.url for r in group.resources]) for group in report.excluded}
+    gallery = sorted([f"{SITE}/gallery/{n}.jpg" for n in range(29)] + [f"{SITE}/gallery/old.jpg"])
+    assert excluded == {
+        ("reject_rule", 2, ".*/gallery/.*"): (30, gallery),
+        ("deleted_from_queue", 3, ".*/calendar/.*"): (1, [f"{SITE}/calendar/2026.png"]),
+        # the first trap (a backreference: the backtracking matcher) wants four repeats; the second one matches
+        ("crawler_trap", None, ".*/loop/loop/.*"): (1, [f"{SITE}/loop/loop/loop/x.png"]),
+        ("budget", 4, None): (1, [f"{SITE}/big.js"]),
+    }, excluded
+    assert [group.reason for group in report.excluded] == ["reject_rule", "deleted_from_queue", "crawler_trap",
+                                                            "budget"]
+    reject = report.excluded[0]
+    assert (reject.rule.author, reject.rule.at, reject.rule.domain) == ("admin", "2026-01-01T10:02:00+00:00",
+                                                                        "alpha.dk")
+    # the reject rule was confined to alpha.dk: beta.dk's gallery is not its doing
+    missing = {group.reason: [r.url for r in group.resources] for group in report.missing}
+    assert missing == {"never_reached": [f"{SITE}/never.png", "https://beta.dk/gallery/b.jpg"]}
+    assert (report.missing_resources, report.excluded_resources) == (2, 33)
+    assert QaReport.from_json(report.to_json()) == report
+
+
+def test_a_report_written_before_exclusions_reads_as_none_excluded(job):
+    logs, warcs = job
+    document = json.loads(build_qa_report(7, 3, [f"{SITE}/"], logs, warcs, ["alpha.dk"]).to_json())
+    del document["excluded"], document["excluded_resources"], document["pages_captured"]
+    document["version"] = 1
+    old = QaReport.from_json(json.dumps(document))
+    assert (old.excluded, old.excluded_resources, old.pages_captured, old.version) == ([], 0, None, 1)
+
+
+def test_a_rule_that_cannot_be_matched_is_a_note_and_its_resources_stay_missing(tmp_path):
+    log = tmp_path / "crawl.log"
+    log.write_text(line(200, f"{SITE}/"), encoding="utf-8")
+    warc = write_warc(tmp_path / "crawl.warc.gz", [(f"{SITE}/", "text/html", b'<img src="/x.png">')])
+    report = build_qa_report(7, 3, [f"{SITE}/"], [log], [warc], ["alpha.dk"],
+                             rules=[OperatorRule("reject", regex="(unclosed", author="admin", version=1)])
+    assert report.notes and report.notes[0].startswith("change 1 (reject '(unclosed' by admin) cannot be matched")
+    assert [group.reason for group in report.missing] == ["never_reached"] and not report.excluded

@@ -149,9 +149,15 @@ def test_why_harvests_wait_as_the_page_shows_it(api, login, webui_engine):
     assert [(h["state"], h["harvest"]) for h in harvests] == [
         ("deactivated", "weekly"), ("waiting", "daily"), ("waiting", "monthly")]
     assert harvests[0] == {"harvest": "weekly", "active": True, "state": "deactivated",
-                           "reason": "its schedule has ended", "since": "2026-03-01T01:00:00Z"}
+                           "reason": "its schedule has ended", "since": "2026-03-01T01:00:00Z", "will_run": False}
+    assert [h["will_run"] for h in harvests] == [False, True, True]
     page = login("curator").get("/status/waiting").get_data(as_text=True)
-    assert [name for name in re.findall(r">(weekly|daily|monthly)</a>", page)] == ["weekly", "daily", "monthly"]
+    # the ones that will run in the table, the deactivated one only named on the line below it
+    table, below = page.split("</table>", 1)
+    assert [name for name in re.findall(r">(weekly|daily|monthly)</a>", table)] == ["daily", "monthly"]
+    line = re.search(r'<p class="muted will-not-run">(.*?)</p>', below, re.S)
+    assert line and "1 harvest will not run again:" in line.group(1)
+    assert 'title="deactivated: its schedule has ended">weekly</a>.' in line.group(1)
     assert refused_naming(api("archivist", "get", f"/api/v1/waiting-harvests?after={encode_cursor([1])}"), "after")
     assert refused_naming(api("archivist", "get", "/api/v1/waiting-harvests?limit=1001"), "limit")
 

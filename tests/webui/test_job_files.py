@@ -93,7 +93,7 @@ def test_a_stored_text_file_is_viewed_in_pages_escaped_and_downloadable(login, w
     assert first.status_code == 200
     html = first.get_data(as_text=True)
     assert shown_lines(html) == [(n, lines[n - 1]) for n in range(1, 101)]
-    assert "Lines 1–100 of more." in html and 'rel="next"' in html and 'rel="prev"' not in html
+    assert "Lines 1–100; more follow." in html and 'rel="next"' in html and 'rel="prev"' not in html
 
     second = client.get("/status/jobs/1/view/cdxj/1-1-20260301-00000.warc.gz.cdxj?from=101&lines=50")
     html = second.get_data(as_text=True)
@@ -295,17 +295,17 @@ def test_a_crawl_log_viewed_in_pages_in_the_browser(browser, tmp_path):
             page.get_by_role("link", name="records").click()
             page.get_by_role("link", name="logs/crawl.log").click()
             position = page.locator(".file-position")
-            assert position.inner_text() == "Lines 1–100 of more."
+            assert position.inner_text() == "Lines 1–100; more follow."
             numbers = page.locator("pre.file-lines .line-number")
             assert numbers.first.inner_text() == "1" and numbers.count() == 100
             page.get_by_role("link", name="Next").first.click()
-            assert position.inner_text() == "Lines 101–200 of more."
+            assert position.inner_text() == "Lines 101–200; more follow."
             assert page.locator("pre.file-lines").inner_text().splitlines()[0].endswith(crawl_log_line(101))
 
             page.get_by_label("From line").fill("950")
             page.get_by_label("Lines per page").fill("25")
             page.get_by_role("button", name="Show").click()
-            assert position.inner_text() == "Lines 950–974 of more."
+            assert position.inner_text() == "Lines 950–974; more follow."
             page.get_by_role("link", name="Last").first.click()
             assert position.inner_text() == "Lines 977–1,001 of 1,001."
             last_line = page.locator("pre.file-lines").inner_text().splitlines()[-1]
@@ -315,8 +315,8 @@ def test_a_crawl_log_viewed_in_pages_in_the_browser(browser, tmp_path):
             width = page.evaluate("document.documentElement.scrollWidth")
             assert width <= 1280, f"the viewer is {width} px wide: long lines scroll inside their box"
             page.get_by_role("link", name="Previous").first.click()
-            assert position.inner_text() == "Lines 952–976 of more."
+            assert position.inner_text() == "Lines 952–976; more follow."
             page.get_by_role("link", name="First").first.click()
-            assert position.inner_text() == "Lines 1–25 of more."
+            assert position.inner_text() == "Lines 1–25; more follow."
         finally:
             context.close()

@@ -4,16 +4,19 @@ the threshold, and a run's sums of its jobs' QA summaries."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from sqlalchemy import insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus, StopReason
+from harvester.postprocess.crawllog import FETCH_STATUS_WORDS as CRAWL_LOG_WORDS
 from harvester.postprocess.metadata import MetadataInfo, write_metadata_warc
-from harvester.postprocess.qa import build_qa_report
+from harvester.postprocess.qa import build_qa_report, operator_rules
+from tests.harvester.test_postprocess_qa import write_warc
 from tests.webui.test_jobs import T0, seed
-from webui.qa import run_qa_sums
+from webui.qa import FETCH_STATUS_WORDS, run_qa_sums
 
 SITE = "http://www.alpha.dk"
 
@@ -90,3 +93,87 @@ def test_a_runs_qa_sums_its_jobs_summaries(webui_engine):
     with webui_engine.connect() as conn:
         assert run_qa_sums(conn, 1) == {7: {"jobs": 2, "seeds_total": 10, "seeds_not_captured": 4,
                                             "pages_with_missing_resources": 6, "missing_resources": 18}}
+
+
+def store_report_with_rules(tmp_path, job_id: int, version_1: bool = False) -> None:
+    """A report whose page's 29 gallery images a live reject rule of admin's kept out, with one image never
+    reached; ``version_1``: written as before exclusions (no excluded, no count of captured pages)."""
+    log = tmp_path / "crawl.log"
+    log.write_text(f"2026-01-01T10:00:00.000Z   200 10 {SITE}/ - - text/html #001 - - {SITE}/ -\n", encoding="utf-8")
+    images = "".join(f'<img src="/gallery/{n}.jpg">' for n in range(29))
+    warc = write_warc(tmp_path / "crawl.warc.gz", [(f"{SITE}/", "text/html",
+                                                    f'<html>{images}<img src="/never.png"></html>'.encode())])
+    rules = operator_rules([{"version": 1, "kind": "reject", "payload": {"regex": ".*/gallery/.*"}, "author": "admin",
+                             "state": "applied", "happened_at": "2026-01-01T10:42:00+00:00"}])
+    report = build_qa_report(job_id, 1, [SITE], [log], [warc], ["alpha.dk"], rules=rules)
+    document = json.loads(report.to_json())
+    if version_1:
+        for name in ("excluded", "excluded_resources", "pages_captured"):
+            del document[name]
+        document["version"] = 1
+        document["missing"][0]["resources"] = [{k: v for k, v in r.items() if k != "annotation"}
+                                               for r in document["missing"][0]["resources"]]
+    qa_file = tmp_path / "qa-report.json"
+    qa_file.write_text(json.dumps(document), encoding="utf-8")
+    info = MetadataInfo(job_id=job_id, harvest_id=1, harvest_num=2, organization="netarkivet.dk",
+                        heritrix_version="3.4.0", software_version="test", hostname="h", ip="127.0.0.1",
+                        qa_report=qa_file)
+    write_metadata_warc(tmp_path / "archive" / "1" / str(job_id) / f"{job_id}-metadata-1.warc.gz", info, [], [], [],
+                        [])
+
+
+def test_what_a_reject_rule_kept_out_is_excluded_with_the_rule_and_folded(api, login, webui_engine, tmp_path):
+    seed(webui_engine, [JobStatus.DONE])
+    store_report_with_rules(tmp_path, 1)
+    report = api("archivist", "get", "/api/v1/jobs/1/qa").json["report"]
+    assert (report["missing_resources"], report["excluded_resources"], report["pages_captured"]) == (1, 29, 1)
+    [group] = report["excluded"]
+    assert (group["reason"], group["rule"]["author"], group["rule"]["version"]) == ("reject_rule", "admin", 1)
+
+    page = re.sub(r"\s+", " ", login("archivist").get("/status/jobs/1").get_data(as_text=True))
+    assert "1 embedded resource missing on 1 of 1 captured page." in page
+    assert "28 more kept out by the operators’ rules or budgets" not in page and "29 more kept out" in page
+    excluded = re.search(r'<h4 data-qa-excluded="reject_rule" data-change="1">(.*?)</h4>(.*?)<h3', page)
+    assert excluded, "the reject rule's group"
+    assert "Reject rule .*/gallery/.* (change 1 by admin at " in excluded.group(1)
+    assert "29 resources on 1 page" in excluded.group(1)
+    shown, folded = excluded.group(2).split("<details", 1)
+    assert shown.count("<li>") == 5 and "24 more resources</summary>" in folded and folded.count("<li>") == 24
+    never = re.search(r'<h4 data-qa-reason="never_reached">(.*?)</h4>', page)
+    assert never and never.group(1).startswith("Never reached: the crawl ended before it got to them: 1 resource")
+    assert "gallery" not in page.split('data-qa-reason="never_reached"')[1].split("<h3")[0], "not missing"
+
+    danish = login("archivist")
+    danish.set_cookie("harvestsuite_language", "da")
+    da_page = re.sub(r"\s+", " ", danish.get("/status/jobs/1").get_data(as_text=True))
+    assert "Aldrig nået: høstningen sluttede, før den kom til dem: 1 ressource" in da_page
+    assert "(ikke i crawl.log)" in da_page and "Afvisningsregel .*/gallery/.* (ændring 1 af admin " in da_page
+    assert "Never reached" not in da_page and "not in crawl.log" not in da_page
+
+
+def test_a_report_written_before_exclusions_still_renders(login, webui_engine, tmp_path):
+    seed(webui_engine, [JobStatus.DONE])
+    store_report_with_rules(tmp_path, 1, version_1=True)
+    page = re.sub(r"\s+", " ", login("archivist").get("/status/jobs/1").get_data(as_text=True))
+    summary = re.search(r'<p data-qa="summary">(.*?)</p>', page)
+    assert summary and "1 embedded resource missing on 1 captured page." in summary.group(1), summary
+    assert 'data-qa-excluded' not in page and 'data-qa-reason="never_reached"' in page
+
+
+def test_a_job_that_captured_no_page_says_so_rather_than_zero_missing(login, webui_engine, tmp_path):
+    seed(webui_engine, [JobStatus.DONE])
+    log = tmp_path / "crawl.log"
+    log.write_text(f"2026-01-01T10:00:00.000Z   404 10 {SITE}/ - - text/html #001 - - {SITE}/ -\n", encoding="utf-8")
+    report = build_qa_report(1, 1, [SITE], [log], [], ["alpha.dk"])
+    qa_file = tmp_path / "qa-report.json"
+    qa_file.write_text(report.to_json(), encoding="utf-8")
+    info = MetadataInfo(job_id=1, harvest_id=1, harvest_num=1, organization="netarkivet.dk", heritrix_version="3.4.0",
+                        software_version="test", hostname="h", ip="127.0.0.1", qa_report=qa_file)
+    write_metadata_warc(tmp_path / "archive" / "1" / "1" / "1-metadata-1.warc.gz", info, [], [], [], [])
+    page = re.sub(r"\s+", " ", login("archivist").get("/status/jobs/1").get_data(as_text=True))
+    assert "0 of 1 seed captured; no HTML pages captured, so no embedded resources to check." in page
+    assert "0 embedded resources missing" not in page and "None: no HTML pages captured." in page
+
+
+def test_the_pages_fetch_status_words_are_crawl_logs():
+    assert FETCH_STATUS_WORDS == CRAWL_LOG_WORDS

@@ -22,10 +22,12 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import DomainNameError, NotFoundError
+from harvestdef.livechanges import end_description
 from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.domains import lookup_name
+from harvestdef.repositories.jobchanges import APPLIED, FAIL, STOP
 from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventEntry, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.times import duration_text, utc_text
@@ -33,7 +35,7 @@ from harvestdef.validation import to_utc
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
-from webui.api.shapes import BOOLEAN, INTEGER, STRING, answers, nullable, shape
+from webui.api.shapes import BOOLEAN, INTEGER, STRING, TIME, answers, described, nullable, page_of, shape
 from webui.auth import OPERATE, READ, readable_template, require
 from webui.context import actor, database, settings
 from webui.qa import job_qa
@@ -239,14 +241,49 @@ _JOB_LIST_KEYS = tuple(column.key for column in JOB_LIST_COLUMNS)
 _STATUS_NAMES = {int(status): status.name for status in JobStatus}
 
 
-def render_job_row(row: Row[Any]) -> dict[str, Any]:
+def render_job_row(row: Row[Any], ended_by: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A listed job as JSON; ``ended_by``: the operator's stop or fail that ended it (operator_ends), given
+    as ``stopped_by`` and left out of ``harvest_errors``."""
     values = dict(zip(_JOB_LIST_KEYS, row, strict=True))
     values["status"] = _STATUS_NAMES[values["status"]]
     for key in _JOB_LIST_TIMES:
         moment = values[key]
         if moment is not None:
             values[key] = moment.isoformat() + "Z" if moment.tzinfo is None else jsonable(moment)
+    values["harvest_errors"] = without_operator_end(values["harvest_errors"], ended_by)
+    values["stopped_by"] = ended_by
     return values
+
+
+# ---------------------------------------------------------------- an operator's stop is not an error
+def operator_ends(conn: Connection, job_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Per job of ``job_ids``, the stop or fail an operator asked for that its controller carried out (the
+    applied change): ``action`` (stop or fail), ``user``, ``change`` (its version) and ``at`` (when the
+    controller applied it). Jobs no operator ended are not in the answer. One query for a page of jobs."""
+    if not job_ids:
+        return {}
+    c = s.job_changes
+    rows = conn.execute(select(c.c.job_id, c.c.version, c.c.kind, c.c.author, c.c.created, c.c.applied)
+                        .where(c.c.job_id.in_(list(job_ids)), c.c.kind.in_((STOP, FAIL)), c.c.state == APPLIED)
+                        .order_by(c.c.job_id, c.c.version))
+    ends: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        # a crawl ends once: the first stop or fail carried out is the one that ended it
+        ends.setdefault(row.job_id, {"action": row.kind, "user": row.author, "change": row.version,
+                                     "at": jsonable(row.applied or row.created)})
+    return ends
+
+
+def without_operator_end(text: str | None, ended_by: dict[str, Any] | None) -> str | None:
+    """The job's harvest errors without the words its controller reported for an operator's stop or fail
+    (harvestdef.livechanges.end_description), which the job's ``stopped_by`` tells instead: an operator's
+    act is not an error. The other errors stay as they were; None or "" when nothing else was reported."""
+    if not text or ended_by is None:
+        return text
+    words = end_description(ended_by["action"], ended_by["user"], ended_by["change"])
+    # the controller joins its errors with "; " (harvester/finish.py)
+    kept = [part for part in text.split("; ") if part != words]
+    return "; ".join(kept)
 
 
 def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
@@ -256,6 +293,7 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
     job = JobRepository(conn).get(job_id)
     harvest = conn.scalar(select(_hd.c.name).where(_hd.c.harvest_id == job.harvest_id))
     events = JobEventRepository(conn).for_job(job_id)
+    ended_by = operator_ends(conn, [job_id]).get(job_id)
     return {
         "job_id": job.job_id, "harvest": harvest, "harvest_id": job.harvest_id, "harvest_num": job.harvest_num,
         "status": job.status.name, "channel": job.channel, "snapshot": job.snapshot,
@@ -265,8 +303,10 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
         "configurations": job_configurations(conn, job_id),
         "seeds": [line for line in job.seedlist.splitlines() if line.strip()],
         "template": {"name": job.orderxml, "document": readable_template(job.orderxmldoc)},
-        "errors": {"harvest": job.harvest_errors, "harvest_details": job.harvest_error_details,
+        "errors": {"harvest": without_operator_end(job.harvest_errors, ended_by),
+                   "harvest_details": without_operator_end(job.harvest_error_details, ended_by),
                    "upload": job.upload_errors, "upload_details": job.upload_error_details},
+        "stopped_by": ended_by,
         "times": {name: jsonable(getattr(job, name))
                   for name in ("creationdate", "submitteddate", "startdate", "enddate")},
         "controller": job.controller, "interrupted": job.interrupted, "attempt_id": job.attempt_id,
@@ -416,24 +456,51 @@ def _job_status(job_id: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- routes
+STOPPED_BY = nullable(shape({
+    "action": {"type": "string", "enum": [STOP, FAIL], "description": "stop: the crawl was stopped and its job "
+               "post-processed with what it harvested; fail: it was ended and the job reported FAILED"},
+    "user": described(STRING, "the operator who asked for it"),
+    "change": described(INTEGER, "the job's change that asked for it (its version, GET /jobs/{job_id}/changes)"),
+    "at": described(TIME, "when the job's controller carried it out")}),
+    "the stop or fail an operator asked for that ended the crawl; null when no operator ended it. It is not "
+    "among the job's errors")
+JOB_ERRORS = shape({
+    "harvest": nullable(STRING, "what went wrong in the crawl; an operator's stop or fail is in stopped_by, "
+                                "not here"),
+    "harvest_details": nullable(STRING), "upload": nullable(STRING), "upload_details": nullable(STRING)})
+JOB_ROW = shape({"job_id": INTEGER, "status": STRING,
+                 "harvest_errors": nullable(STRING, "what went wrong in the crawl, an operator's stop or fail "
+                                                    "left out (stopped_by)"),
+                 "stopped_by": STOPPED_BY}, "job_id", "status", "harvest_errors", "stopped_by")
+
+
 @blueprint.get("/jobs")
+@answers(page_of(JOB_ROW))
 @takes(*JOB_FILTERS, *PAGED)
 @require(READ)
 def list_jobs() -> Any:
     """Jobs, newest first, with what each harvested (``objects``, ``bytes``: NULL until it reported) and its
     domains (``num_configs``): ?harvest=PART-OF-NAME&harvest_id=&run=&harvester=&status=FAILED,DONE&from_id=
-    &to_id=&since=&until=&domain=&after=CURSOR."""
+    &to_id=&since=&until=&domain=&after=CURSOR.
+
+    A job an operator stopped or failed has ``stopped_by`` (who, which change, when) and the words of that
+    end are not in its ``harvest_errors``: an operator's act is not an error."""
     size = limit()
     filters = job_filters(query)
     with database().connect() as conn:
         rows = find_jobs(conn, size, **filters, columns=JOB_JSON_COLUMNS)
-    return page(rows, size, lambda row: [row.job_id], render_job_row)
+        ends = operator_ends(conn, [row.job_id for row in rows[:size]])
+    return page(rows, size, lambda row: [row.job_id], lambda row: render_job_row(row, ends.get(row.job_id)))
 
 
 @blueprint.get("/jobs/<int:job_id>")
+@answers(shape({"job_id": INTEGER, "status": STRING, "errors": JOB_ERRORS, "stopped_by": STOPPED_BY}))
 @require(READ)
 def get_job(job_id: int) -> Any:
     """One job: limits, configurations with their figures and nothing-harvested flags, seeds, errors, files.
+
+    ``stopped_by`` names the operator whose stop or fail ended the crawl, the change and when its controller
+    carried it out; ``errors`` holds what went wrong, never that end.
 
     Each configuration's ``result`` (once reported) has objects, bytes, novel and duplicate figures, the stop
     reason, and ``nothing_harvested`` with ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status``
@@ -449,7 +516,11 @@ def get_job_qa(job_id: int) -> Any:
 
     ``report``: the report post-processing wrote (seeds' outcomes, missing embedded resources by reason with
     the pages that need them, hosts' status counts and the hosts that failed most; lists capped, counts
-    exact). ``domain_changes``: per configuration, objects and bytes against the same harvest's previous run,
+    exact). What an operator's reject rule, deletion of queued URIs, a crawler trap of the template or a
+    budget kept out is not missing but in ``excluded``, grouped by that ``rule`` (kind, regex, domain,
+    author, version, at; null for a configuration's own budget), counted by ``excluded_resources``;
+    ``pages_captured`` counts the pages read for references. A report of version 1 has neither.
+    ``domain_changes``: per configuration, objects and bytes against the same harvest's previous run,
     ``flagged`` beyond ``change_threshold`` percent (harvestsuite.webui.qaChangeThreshold) or
     ``fell_to_nothing``. 404 naming why when the job has no QA report yet."""
     with database().connect() as conn:

@@ -46,7 +46,13 @@ RUNNING_JOB = shape({
 WAITING_HARVEST = shape({
     "harvest": STRING, "active": BOOLEAN,
     "state": described(STRING, "waiting, generating, generated, deactivated or finished"),
-    "reason": described(STRING, "why, in words"), "since": TIME})
+    "reason": described(STRING, "why, in words"), "since": TIME,
+    "will_run": described(BOOLEAN, "whether the harvest runs again: active, neither deactivated nor finished "
+                                   "(its schedule or event ran its course), and not waiting with no event to come")})
+# the scheduler's states (scheduler/tick.py) of a harvest that runs again; deactivated and finished ones do not
+STATES_THAT_RUN = frozenset({"waiting", "generating", "generated"})
+# ... nor one waiting with scheduler/reasons.py's never_runs reason (webui does not import the scheduler)
+NEVER_RUNS = "will never run: "
 RUNNING_DOMAIN = QueryParameter("domain", "string", "only the running jobs that harvest a configuration of this "
                                                     "domain (Unicode or punycode)")
 
@@ -102,9 +108,15 @@ def find_waiting_harvests(conn: Connection, *, after: tuple[str, str] | None = N
     return list(conn.execute(statement))
 
 
+def will_run(row: Row[Any]) -> bool:
+    """Whether the harvest of a find_waiting_harvests row runs again: active, in a state that runs, and not
+    waiting for what never comes (a schedule without events to come)."""
+    return bool(row.isactive) and row.state in STATES_THAT_RUN and not (row.reason or "").startswith(NEVER_RUNS)
+
+
 def render_waiting_harvest(row: Row[Any]) -> dict[str, Any]:
     return {"harvest": row.name, "active": row.isactive, "state": row.state, "reason": row.reason,
-            "since": jsonable(row.changed_at)}
+            "since": jsonable(row.changed_at), "will_run": will_run(row)}
 
 
 @blueprint.get("/running-jobs")
@@ -134,7 +146,9 @@ def list_waiting_harvests() -> Any:
     """Why each harvest definition waits, was deactivated or did not generate jobs, by state and name.
 
     ``state`` is the scheduler's: waiting, generating, generated, deactivated or finished; ``reason`` says
-    why in words, ``since`` when it came to be. A harvest the scheduler has not looked at yet is not listed."""
+    why in words, ``since`` when it came to be; ``will_run`` is false for a harvest that runs no more
+    (inactive, deactivated, or finished: an event harvest or schedule that ran its course), which the page
+    of waiting harvests lists apart. A harvest the scheduler has not looked at yet is not listed."""
     size = limit()
     key = decode_cursor(query("after"))
     if key is not None and (len(key) != 2 or not all(isinstance(part, str) for part in key)):

@@ -5,7 +5,8 @@
 //   STARTED and none of its changes is pending, because then nothing changes any more until its final
 //   report (a change still pending after the job's end is waited for, and the page says so). Its control
 //   buttons are sent to POST /api/v1/jobs/{id}/control (the code their forms reach without a script), after
-//   a confirmation for those that ask one (data-confirm: Stop, Fail), and the page is refreshed at once.
+//   a confirmation for those that ask one (data-confirm: Stop, Fail), and the page is refreshed at once;
+//   the Delete queued URIs form asks too before it is posted.
 // - the running jobs page (#running-jobs): fetches the page itself and swaps in its table body, so the
 //   list and its figures are rendered by one template only.
 // Figures are formatted as webui/formatting.py formats them on the server, so an update looks the same
@@ -431,6 +432,13 @@
       if (initial) drawChart(element(section, "chart"), JSON.parse(initial.textContent).history);
       sendControls(section, pollJob(section));
     }
+    // a change form that cannot be taken back (Delete queued URIs) asks first, as Stop and Fail do; it is
+    // posted as a form, not by sendControls
+    document.querySelectorAll("form.change-form[data-confirm]").forEach(form => {
+      form.addEventListener("submit", event => {
+        if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+      });
+    });
     const running = document.getElementById("running-jobs");
     if (running) pollRunning(running);
   });

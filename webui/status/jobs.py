@@ -33,9 +33,9 @@ from webui.api.changelist import changes_page
 from webui.api.core import encode_cursor
 from webui.api.crawllog import search_domain, search_job_crawl_log, search_pattern
 from webui.api.errors import ApiError, translate
-from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters
+from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters, operator_ends, without_operator_end
 from webui.api.live import LiveTimes, job_live
-from webui.api.status import find_running_jobs, find_waiting_harvests
+from webui.api.status import find_running_jobs, find_waiting_harvests, will_run
 from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
 from webui.live_words import say
@@ -64,6 +64,8 @@ def index() -> Any:
             error = None
         except ApiError as exc:
             filters, rows, error = {}, [], exc.message
+        # an operator's stop or fail is said on its own line, not among the errors (webui/api/jobs.py)
+        ended_by = operator_ends(conn, [row.job_id for row in rows[:size]])
         harvest_names, harvester_names = filter_choices(conn)
         one_harvest = (conn.scalar(select(s.harvestdefinitions.c.name)
                                    .where(s.harvestdefinitions.c.harvest_id == filters["harvest_id"]))
@@ -72,7 +74,9 @@ def index() -> Any:
     arguments = {k: v for k, v in request.args.items() if k != "after" and v}
     return render_template("status/index.html", jobs=rows[:size], statuses=list(JobStatus), error=error,
                            args=request.args, export_args=arguments, harvest_names=harvest_names,
-                           harvester_names=harvester_names, one_harvest=one_harvest,
+                           harvester_names=harvester_names, one_harvest=one_harvest, ended_by=ended_by,
+                           errors_of={job_id: without_operator_end(row.harvest_errors, ended_by[job_id])
+                                      for row in rows if (job_id := row.job_id) in ended_by},
                            next_url=url_for("status.index", **arguments, after=following) if following else None,
                            JobStatus=JobStatus)
 
@@ -141,11 +145,13 @@ def running() -> Any:
 @blueprint.get("/waiting")
 @require(READ)
 def waiting() -> Any:
-    """Why each harvest definition waits, was deactivated or failed to generate (harvest_state), as the API's
-    /waiting-harvests lists them."""
+    """Why each harvest definition that will run again waits or failed to generate (harvest_state), as the
+    API's /waiting-harvests lists them; the ones that will not (finished, deactivated, inactive) on one line."""
     with database().connect() as conn:
         rows = find_waiting_harvests(conn)
-    return render_template("status/waiting.html", harvests=rows)
+    # those that will not run again (finished, deactivated, inactive) only named below the ones that will
+    return render_template("status/waiting.html", harvests=[row for row in rows if will_run(row)],
+                           done=sorted((row for row in rows if not will_run(row)), key=lambda row: row.name))
 
 
 @blueprint.get("/jobs/<int:job_id>")
