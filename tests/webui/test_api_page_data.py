@@ -158,6 +158,10 @@ def test_why_harvests_wait_as_the_page_shows_it(api, login, webui_engine):
     line = re.search(r'<p class="muted will-not-run">(.*?)</p>', below, re.S)
     assert line and "1 harvest will not run again:" in line.group(1)
     assert 'title="deactivated: its schedule has ended">weekly</a>.' in line.group(1)
+    # the overview's short list of waiting harvests holds the same two, and not the deactivated one
+    home = login("curator").get("/").get_data(as_text=True)
+    waiting_table = home.split('<h2>Waiting harvests</h2>', 1)[1].split("</table>", 1)[0]
+    assert sorted(re.findall(r">(weekly|daily|monthly)</a>", waiting_table)) == ["daily", "monthly"], waiting_table
     assert refused_naming(api("archivist", "get", f"/api/v1/waiting-harvests?after={encode_cursor([1])}"), "after")
     assert refused_naming(api("archivist", "get", "/api/v1/waiting-harvests?limit=1001"), "limit")
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from flask import render_template
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
 from harvestdef.repositories.webhooks import WebhookRepository
+from webui.api.status import NEVER_RUNS, STATES_THAT_RUN
 from webui.api.system import find_harvesters, queue_depths, render_harvester, scheduler_liveness
 from webui.auth import READ, require
 from webui.context import database, settings
@@ -60,7 +61,11 @@ def overview() -> dict[str, Any]:
             "waiting": list(conn.execute(
                 select(hd.c.name, st.c.state, st.c.reason, st.c.changed_at)
                 .select_from(st.join(hd, hd.c.harvest_id == st.c.harvest_id))
-                .where(st.c.state != "generated").order_by(st.c.changed_at.desc()).limit(OVERVIEW_ROWS))),
+                # only what will run (webui.api.status.will_run): a finished or deactivated harvest waits
+                # for nothing, and "generated" has its jobs already
+                .where(hd.c.isactive.is_(True), st.c.state.in_(STATES_THAT_RUN - {"generated"}),
+                       or_(st.c.reason.is_(None), ~st.c.reason.startswith(NEVER_RUNS)))
+                .order_by(st.c.changed_at.desc()).limit(OVERVIEW_ROWS))),
             "harvesters": [render_harvester(row) for row in find_harvesters(conn, MAX_HARVESTERS)],
         }
 
