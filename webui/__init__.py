@@ -33,6 +33,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
         history,
         language,
         live_words,
+        qa_words,
         replaylinks,
         routing,
         status,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
     language.init_app(app)
     formatting.init_app(app)
     live_words.init_app(app)
+    qa_words.init_app(app)
     replaylinks.init_app(app, settings.replay.url)
     for section in (auth, definitions, status, history, system):
         app.register_blueprint(section.blueprint)

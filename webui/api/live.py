@@ -384,6 +384,9 @@ PHRASES: Mapping[str, str] = {
     "all_snoozed": N_("All %(snoozed)s queues of the frontier report that can be fetched from are snoozed on "
                       "politeness, the soonest (%(queue)s) waking in %(wakes_in)s (report of %(time)s): the crawler "
                       "waits between fetches from the same host."),
+    "all_snoozed_one": N_("The one queue of the frontier report that can be fetched from (%(queue)s) is snoozed on "
+                          "politeness, waking in %(wakes_in)s (report of %(time)s): the crawler waits between "
+                          "fetches from the same host."),
     "no_progress": N_("No URI downloaded since %(time)s (%(duration)s): the count stayed at %(downloaded)s across "
                       "the last %(samples)s progress samples and the newest report."),
 }
@@ -464,9 +467,10 @@ def _queue_reasons(monitor: Row[Any], queues: Sequence[Row[Any]]) -> list[dict[s
     snoozed = [line for line in waiting if queue_state(line) == "snoozed"]
     if waiting and len(snoozed) == len(waiting):
         soonest = min(snoozed, key=lambda line: _wake_seconds(line.waketime))
+        # one queue is said as one: "all 1 queues" reads wrong in every language
         reasons.append(_reason("all_snoozed", _say(
-            "all_snoozed", snoozed=len(snoozed), queue=soonest.domainname, wakes_in=soonest.waketime,
-            time=utc_text(soonest.tstamp))))
+            "all_snoozed" if len(snoozed) > 1 else "all_snoozed_one", snoozed=len(snoozed), queue=soonest.domainname,
+            wakes_in=soonest.waketime, time=utc_text(soonest.tstamp))))
     return reasons
 
 

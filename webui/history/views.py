@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from flask import redirect, render_template, request, url_for
+from flask_babel import gettext as _
 from sqlalchemy import select
 
 from harvestdef.db import schema as s
@@ -137,14 +138,15 @@ def harvest(name: str) -> Any:
     # only the reasons that occur, in the chart and as the table's columns: seven long names side by side
     # cannot be read, and the table would not fit the page
     stops = {name: total for name, total in stops.items() if total} or stops
+    # the series' names are the charts' legends and tooltips, in the page's language
     charts = {
-        "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], ["bytes"], unit="bytes"),
-        "objects": bar_chart(labels, [[run["objects"] for run in oldest_first]], ["objects"]),
+        "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], [_("bytes")], unit="bytes"),
+        "objects": bar_chart(labels, [[run["objects"] for run in oldest_first]], [_("objects")]),
         "novelty": bar_chart(labels, [[run["novel_bytes"] for run in oldest_first],
                                       [run["duplicate_bytes"] for run in oldest_first]],
-                             ["novel bytes", "duplicate bytes"], unit="bytes"),
-        "stops": bar_chart(list(stops), [list(stops.values())], ["configurations"], horizontal=True),
-        "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], ["bytes"],
+                             [_("novel bytes"), _("duplicate bytes")], unit="bytes"),
+        "stops": bar_chart(list(stops), [list(stops.values())], [_("configurations")], horizontal=True),
+        "largest": bar_chart([d["domain"] for d in largest], [[d["bytes"] for d in largest]], [_("bytes")],
                              unit="bytes", horizontal=True),
     }
     return render_template("history/harvest.html", name=name, harvest_id=harvest_id, runs=runs, charts=charts,
