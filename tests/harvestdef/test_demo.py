@@ -121,6 +121,9 @@ def test_the_definitions_are_made_once_and_ready_to_run(tmp_path):
         assert harvests.get_snapshot(definitions.SNAPSHOT_STEP_1).maxobjects == definitions.STEP_1_MAX_OBJECTS
         assert len(list(harvests.configurations(definitions.SELECTIVE))) == 2
         assert len(list(harvests.configurations(definitions.EVENT))) == 2
+        # the event harvest is one, as its page and the API say, and the selective harvest is not
+        assert harvests.get_selective(definitions.EVENT).isevent
+        assert not harvests.get_selective(definitions.SELECTIVE).isevent
         assert conn.scalar(select(s.domains.c.crawlertraps).where(s.domains.c.name == "strandvejen.dk"))
     # step 2 waits for step 1: no jobs yet, so it stays inactive
     assert definitions.activate_continuation(engine) is None
