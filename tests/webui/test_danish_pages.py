@@ -361,6 +361,7 @@ def test_every_page_speaks_danish(webui_engine: Engine, world: dict[str, Any], t
     assert "Den ene kø i frontier-rapporten" in seen[f"/status/jobs/{world['running']}"]
     done = seen[f"/status/jobs/{world['done']}"]
     assert "ikke i crawl.log: crawlet sluttede" in done and "/thumbnails/" in done and "HTTP 404" in done
+    assert "HTTP-fejl: 1 ressource" in done, "a reason's words as they are written, not lowered after the first letter"
     assert "nye bytes" in seen[f"/history/harvests/{definitions.SNAPSHOT_STEP_1}"]
     assert "Ændr</button>" in seen[f"/definitions/harvests/{definitions.SELECTIVE}"]
     assert not findings, f"{len(findings)} English texts on the Danish pages:\n" + "\n".join(findings)
