@@ -447,6 +447,8 @@ class Demo:
         try:
             role(settings, self.stop)
         except Exception as exc:  # noqa: BLE001 - thumbnails are a view of the harvests, not one of their roles
+            if self.stop.is_set():  # Ctrl-C reaches its Chromium too (the terminal's process group): a stop
+                return
             log.error("the QA worker stopped: %s; the demo goes on without thumbnails", exc)
 
     def _guard(self, name: str, role: Role, settings: Settings) -> None:
