@@ -1,11 +1,13 @@
-"""The words of a job's QA report in the page's language.
+"""The words of a job's QA report, and of why a configuration got nothing, in the page's language.
 
 Post-processing (harvester/postprocess/qa.py) writes the report into the job's metadata WARC in English: why
 a seed was not captured, why an embedded resource is missing and the crawl.log status of each, in
-harvester/postprocess/crawllog.py's words ("DNS lookup failed (-6)", "HTTP 404"). The API gives them as
-stored; the job page says them again from their parts, matched here, and keeps what it does not know, and the
-URLs and figures inside, as they were. webui does not import the harvester, so the English words are
-repeated here, by code; tests/webui/test_qa_words.py fails when the harvester's words and these part.
+harvester/postprocess/crawllog.py's words ("DNS lookup failed (-6)", "HTTP 404"). The domain report
+(harvester/postprocess/domainreport.py) says in the same words why a configuration got nothing, which the
+scheduler keeps in harvest_findings. The API gives them as stored; the pages say them again from their
+parts, matched here, and keep what they do not know, and the URLs and figures inside, as they were. webui
+does not import the harvester, so the English words are repeated here, by code; tests/webui/test_qa_words.py
+fails when the harvester's words and these part.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 
 from flask import Flask
 from flask_babel import gettext as _
+from flask_babel import ngettext
 
 from webui.api.phrases import N_
 
@@ -123,6 +126,27 @@ def missing_detail(text: str) -> str:
     return fetch_status(text)
 
 
+_NOTHING_HARVESTED = re.compile(r"(?P<status>.+) for (?P<seed>\S+)(?: \(and (?P<others>\d+) other seeds? failed\))?")
+
+
+def nothing_harvested(text: str | None) -> str:
+    """Why a configuration got nothing ("DNS lookup failed (-6) for http://dead.example/ (and 2 other seeds
+    failed)"), in the page's language."""
+    if not text:
+        return ""
+    if text == "no object harvested: no seed of the domain is in crawl.log":
+        return _("no object harvested: no seed of the domain is in crawl.log")
+    found = _NOTHING_HARVESTED.fullmatch(text)
+    if found is None:
+        return text
+    said = _("%(status)s for %(seed)s", status=fetch_status(found["status"]), seed=found["seed"])
+    if found["others"]:
+        others = int(found["others"])
+        said += " " + ngettext("(and %(num)s other seed failed)", "(and %(num)s other seeds failed)", others)
+    return said
+
+
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(seed_reason=seed_reason, missing_detail=missing_detail)
+    app.jinja_env.filters.update(seed_reason=seed_reason, missing_detail=missing_detail,
+                                 nothing_harvested=nothing_harvested)
     app.jinja_env.globals["missing_words"] = missing_words

@@ -208,13 +208,21 @@ def _running_job(engine: Engine, transport: Any, now: Any) -> int:
 
 
 def _history(conn: Any, job_id: int, now: Any) -> None:
+    """Each configuration's figures of the job; its first got nothing, a dead seed and another with it."""
     configs = list(conn.scalars(select(s.job_configs.c.config_id).where(s.job_configs.c.job_id == job_id)))
-    harvest_id = conn.scalar(select(s.jobs.c.harvest_id).where(s.jobs.c.job_id == job_id))
+    harvest_id, harvest_num = conn.execute(select(s.jobs.c.harvest_id, s.jobs.c.harvest_num)
+                                           .where(s.jobs.c.job_id == job_id)).one()
     for index, config in enumerate(configs):
-        conn.execute(s.historyinfo.insert().values(
+        row = conn.execute(s.historyinfo.insert().values(
             stopreason=int(StopReason.OBJECT_LIMIT if index % 2 else StopReason.DOWNLOAD_COMPLETE),
-            objectcount=40 + index, bytecount=100_000 * (index + 1), duplicate_objects=index,
-            config_id=config, harvest_id=harvest_id, job_id=job_id, harvest_time=now))
+            objectcount=0 if index == 0 else 40 + index, bytecount=0 if index == 0 else 100_000 * (index + 1),
+            duplicate_objects=index, config_id=config, harvest_id=harvest_id, job_id=job_id, harvest_time=now))
+        if index == 0:
+            seed = f"http://www.nordposten.dk:{SITE_PORT}/"
+            conn.execute(s.harvest_findings.insert().values(
+                historyinfo_id=row.inserted_primary_key[0], job_id=job_id, config_id=config, harvest_id=harvest_id,
+                harvest_num=harvest_num, reason=f"DNS lookup failed (-6) for {seed} (and 1 other seed failed)",
+                fetch_status=-6, seed=seed))
 
 
 def _thumbnails(conn: Any, job_id: int, archive: Path) -> None:

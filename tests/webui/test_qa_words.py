@@ -45,3 +45,16 @@ def test_seed_reasons_and_details_are_said_in_danish():
     # a report of another version, with words not known here, is shown as it is
     assert qa_words.missing_words("http_error", "HTTP failure") == "HTTP failure"
     assert qa_words.seed_reason("lost in the fog (-12)") == "lost in the fog (-12)"
+
+
+@pytest.mark.usefixtures("danish")
+def test_why_a_configuration_got_nothing_is_said_in_danish():
+    seed = "http://www.dead.invalid/"
+    dead = f"{crawllog.describe_fetch_status(-6)} for {seed}"  # harvester/postprocess/domainreport.py's words
+    assert qa_words.nothing_harvested(dead) == f"DNS-opslag fejlede (-6) for {seed}"
+    assert qa_words.nothing_harvested(f"{dead} (and 1 other seed failed)") == \
+        f"DNS-opslag fejlede (-6) for {seed} (og 1 andet seed fejlede)"
+    assert qa_words.nothing_harvested(f"{dead} (and 2 other seeds failed)") == \
+        f"DNS-opslag fejlede (-6) for {seed} (og 2 andre seeds fejlede)"
+    assert qa_words.nothing_harvested("no object harvested: no seed of the domain is in crawl.log") == \
+        "intet objekt høstet: intet seed fra domænet er i crawl.log"
