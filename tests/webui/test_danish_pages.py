@@ -362,6 +362,14 @@ def test_every_page_speaks_danish(webui_engine: Engine, world: dict[str, Any], t
                     said = said.replace(written, " ")
                 if language.is_english(said):
                     findings.append(f"{path}: {said!r}")
+    # the login page as somebody not logged in sees it
+    stranger = app.test_client()
+    stranger.set_cookie(COOKIE, "da")
+    login_page = stranger.get("/login")
+    assert login_page.status_code == 200 and 'name="password"' in login_page.get_data(as_text=True)
+    for text in visible_texts(login_page.get_data(as_text=True)):
+        if language.is_english(" ".join(text.split())):
+            findings.append(f"/login (not logged in): {text!r}")
     for finding in findings:
         print(finding)
     # the pages showed what the data holds: the running crawl's reason, the QA report, thumbnails, charts
