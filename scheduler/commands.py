@@ -255,7 +255,8 @@ def run_qa_worker(settings: Settings, stop: threading.Event) -> None:
 
     def report(result: PassResult) -> None:
         if result.jobs_made:
-            click.echo(f"qa: {result.jobs_made} jobs done, {result.thumbnails} thumbnails made", err=True)
+            click.echo(f"qa: {plural(result.jobs_made, 'job')} done, {plural(result.thumbnails, 'thumbnail')} made",
+                       err=True)
 
     engine = engine_from_settings(settings.database)
     try:
@@ -289,7 +290,8 @@ def run_thumbnails(app: AppContext, once: bool) -> None:
     def report(result: PassResult) -> None:
         if result.jobs_made or result.jobs_skipped or once:
             skipped = f", {result.jobs_skipped} skipped: {result.note}" if result.jobs_skipped else ""
-            click.echo(f"qa: {result.jobs_made} jobs done, {result.thumbnails} thumbnails made{skipped}")
+            click.echo(f"qa: {plural(result.jobs_made, 'job')} done, {plural(result.thumbnails, 'thumbnail')} made"
+                       f"{skipped}")
 
     if once:
         report(worker.run_once())

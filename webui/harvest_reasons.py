@@ -45,6 +45,40 @@ _OUTLOOK_REASONS: list[_Pattern] = [
      lambda m, say: _("its next run date was cleared, although its schedule has events to come")),
 ]
 
+# Why a deduplication index was refused: harvestdef.errors.DedupCoverageError's message, which the scheduler
+# quotes in its reason. Its parts are joined by the reasons' separator too, so each is a part of its own
+# here as well (a reason is split on the separator before its parts are said).
+_REFUSAL = re.compile(r"the entries of only (?P<readable>\d+) of the (?P<requested>\d+) jobs could be read "
+                      r"\((?P<share>\d+) %\), fewer than satisfactorythresholdpercentage \((?P<threshold>\d+) %\): "
+                      r"(?P<why>.+)", re.S)
+_LEFT_OUT = re.compile(r"(?P<what>no stored entries for|unreadable entries of) job(?P<many>s?) (?P<ids>[\d, ]+?)"
+                       r"(?: and (?P<more>\d+) more)?")
+
+
+def _left_out(found: re.Match[str]) -> str:
+    """Jobs a refused index left out, and why, in the page's language."""
+    ids = found["ids"]
+    if found["more"]:
+        ids = _("%(ids)s and %(count)s more", ids=ids, count=found["more"])
+    count = 2 if found["many"] else 1
+    if found["what"] == "no stored entries for":
+        return ngettext("no stored entries for job %(ids)s", "no stored entries for jobs %(ids)s", count, ids=ids)
+    return ngettext("unreadable entries of job %(ids)s", "unreadable entries of jobs %(ids)s", count, ids=ids)
+
+
+def _index_refusal(text: str) -> str:
+    """A deduplication index's refusal (its first part) in the page's language; a text of other words as it
+    was."""
+    found = _REFUSAL.fullmatch(text)
+    if found is None:
+        return text
+    left_out = _LEFT_OUT.fullmatch(found["why"])
+    return _("the entries of only %(readable)s of the %(requested)s jobs could be read (%(share)s %%), fewer than "
+             "satisfactorythresholdpercentage (%(threshold)s %%): %(why)s", readable=found["readable"],
+             requested=found["requested"], share=found["share"], threshold=found["threshold"],
+             why=_left_out(left_out) if left_out else found["why"])
+
+
 # The parts of the scheduler's harvest_state reasons (scheduler/reasons.py), in its order.
 _STATE_REASONS: list[_Pattern] = [
     (re.compile(r"next run at (?P<time>.+)"),
@@ -80,7 +114,8 @@ _STATE_REASONS: list[_Pattern] = [
      lambda m, say: _("waiting for %(unfinished)s of the %(total)s jobs it deduplicates against to finish before "
                       "building its deduplication index", unfinished=m["unfinished"], total=m["total"])),
     (re.compile(r"deduplication index refused: (?P<refusal>.+)", re.S),
-     lambda m, say: _("deduplication index refused: %(refusal)s", refusal=m["refusal"])),
+     lambda m, say: _("deduplication index refused: %(refusal)s", refusal=_index_refusal(m["refusal"]))),
+    (_LEFT_OUT, lambda m, say: _left_out(m)),
     (re.compile(r"not dispatched until enough of these jobs' entries are stored \(counted again at every tick\)"),
      lambda m, say: _("not dispatched until enough of these jobs' entries are stored (counted again at every "
                       "tick)")),

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
-from flask_babel import gettext
+from flask_babel import gettext, ngettext
 from sqlalchemy import Connection, and_, func, select
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -84,8 +84,41 @@ def fetch_status(status: int | None) -> str:
     return f"{gettext(words)} ({status})"
 
 
+_STATUS_IN_WORDS = re.compile(r"(?P<words>.+) \((?P<code>-?\d+)\)")
+_NOTHING_HARVESTED = re.compile(r"(?P<status>.+) for (?P<seed>\S+)(?: \(and (?P<others>\d+) other seeds? failed\))?")
+NO_SEED_IN_CRAWL_LOG = N_("no object harvested: no seed of the domain is in crawl.log")
+
+
+def _stored_fetch_status(text: str) -> str:
+    """A crawl.log status as the domain report wrote it ("DNS lookup failed (-6)", "HTTP 404") in the page's
+    words; other words as they were."""
+    found = _STATUS_IN_WORDS.fullmatch(text)
+    if found and FETCH_STATUS_WORDS.get(int(found["code"])) == found["words"]:
+        return fetch_status(int(found["code"]))
+    return text
+
+
+def nothing_harvested(text: str | None) -> str:
+    """Why a configuration got nothing, in the page's language. The scheduler keeps the domain report's
+    English sentence (harvester/postprocess/domainreport.py: "DNS lookup failed (-6) for http://dead.example/
+    (and 2 other seeds failed)") in harvest_findings, NetarchiveSuite's free-text place for it, so the page
+    says it again from its parts; a sentence of other words is shown as it was."""
+    if not text:
+        return ""
+    if text == NO_SEED_IN_CRAWL_LOG:
+        return gettext(NO_SEED_IN_CRAWL_LOG)
+    found = _NOTHING_HARVESTED.fullmatch(text)
+    if found is None:
+        return text
+    said = gettext("%(status)s for %(seed)s", status=_stored_fetch_status(found["status"]), seed=found["seed"])
+    if found["others"]:
+        said += " " + ngettext("(and %(num)s other seed failed)", "(and %(num)s other seeds failed)",
+                               int(found["others"]))
+    return said
+
+
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters["fetch_status"] = fetch_status
+    app.jinja_env.filters.update(fetch_status=fetch_status, nothing_harvested=nothing_harvested)
 
 
 class NoQaReportError(NotFoundError):

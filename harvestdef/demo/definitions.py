@@ -111,7 +111,7 @@ def create_definitions(engine: Engine, settings: Settings, site_port: int, now: 
             comments="Two domains every five minutes; from the second run on, unchanged photos are revisits")
         harvests.add_configurations(SELECTIVE, [(_host(name).domain, None) for name in SELECTIVE_HOSTS],
                                     selective.edition)
-        event = harvests.create_selective(EVENT, "Once", nextdate=now, active=True,
+        event = harvests.create_selective(EVENT, "Once", nextdate=now, active=True, event=True,
                                           comments="An event harvest: seeds turned into configurations")
         harvests.add_seeds(EVENT, [seed_of(_host(name), site_port) for name in EVENT_HOSTS], TEMPLATE,
                            event.edition, maxobjects=200)

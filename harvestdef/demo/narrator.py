@@ -1,10 +1,12 @@
 """Tells the person watching the demo what happens and where to look, from the harvest database.
 
-It reads what the scheduler and the harvest controller wrote (jobs, their statuses, historyinfo,
-harvest_findings) every few seconds and logs one line per event: a job made, queued, crawling, done with
-its figures, the configurations that got nothing and why, the page that shows it and, with replay running,
-its first seed as harvested, or failed with the reason. It also plays the curator's part for the snapshot
-harvest: once step 1 has finished it activates step 2, naming the domains step 2 continues.
+It reads what the scheduler and the harvest controller wrote (jobs, their statuses, job_events, historyinfo,
+harvest_findings) every few seconds and logs one line per event: a job made, queued, crawling, resumed from
+its checkpoint after a restart, done with its figures, the configurations that got nothing and why, the page
+that shows it and, with replay running, its first seed as harvested, or failed with the reason. The hint
+that the first harvest is in is said once per demo directory: a run that finds a DONE job of an earlier run
+does not say it again. It also plays the curator's part for the snapshot harvest: once step 1 has finished
+it activates step 2, naming the domains step 2 continues.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from harvestdef.db.availability import unavailability
 from harvestdef.demo import definitions
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.replay.layout import ALL_COLLECTION
+from harvestdef.repositories.jobevents import RESUME
 from harvestdef.seeds import seed_lines
+from harvestdef.words import plural
 
 log = logging.getLogger("harvestsuite.demo")
 
@@ -62,16 +66,24 @@ class Narrator:
         self.interval = interval
         self._seen: dict[int, JobStatus] = {}
         self._highest = 0
+        self._highest_event = 0  # job_events told: the resumes of this run only
         self._first_done = True
         self._unavailable = False  # the last look found the database not answering (said once)
 
-    def run(self, stop: threading.Event) -> None:
+    def start(self) -> None:
+        """Take what earlier runs of the demo did as history: only what happens from now on is told."""
         with self.engine.connect() as conn:
-            # jobs of earlier runs of the demo are history: only what happens from now on is told
             self._highest = conn.scalar(select(func.coalesce(func.max(s.jobs.c.job_id), 0))) or 0
+            self._highest_event = conn.scalar(select(func.coalesce(func.max(s.job_events.c.event_id), 0))) or 0
             unfinished = conn.execute(select(s.jobs.c.job_id, s.jobs.c.status).where(
                 s.jobs.c.status.in_(UNFINISHED)))
             self._seen = {row.job_id: JobStatus(row.status) for row in unfinished}
+            # an earlier run had its first harvest in, and said so then
+            self._first_done = conn.scalar(select(s.jobs.c.job_id).where(
+                s.jobs.c.status == int(JobStatus.DONE)).limit(1)) is None
+
+    def run(self, stop: threading.Event) -> None:
+        self.start()
         while not stop.wait(self.interval):
             try:
                 self.look()
@@ -111,6 +123,7 @@ class Narrator:
                 self._tell(conn, row, status)
                 if status not in UNFINISHED:
                     del self._seen[row.job_id]  # a final status is told once; the job is not watched further
+            self._tell_resumes(conn)
         continued = definitions.activate_continuation(self.engine)
         if continued:
             self._tell_continuation(continued)
@@ -132,6 +145,21 @@ class Narrator:
         else:
             log.info("%s is %s", what, status.name)
 
+    def _tell_resumes(self, conn) -> None:  # noqa: ANN001 - a Connection
+        """A crawl an earlier run checkpointed at its stop, launched again from its checkpoint."""
+        events, jobs, harvests = s.job_events, s.jobs, s.harvestdefinitions
+        rows = conn.execute(
+            select(events.c.event_id, events.c.job_id, events.c.controller_id, events.c.checkpoint,
+                   jobs.c.harvest_num, harvests.c.name)
+            .join(jobs, jobs.c.job_id == events.c.job_id).join(harvests, harvests.c.harvest_id == jobs.c.harvest_id)
+            .where(events.c.event_id > self._highest_event, events.c.kind == RESUME)
+            .order_by(events.c.event_id)).all()
+        for row in rows:
+            self._highest_event = row.event_id
+            log.info("resumed job %d (%s, run %d) from its checkpoint %s on harvest controller %s: %s/status/jobs/%d",
+                     row.job_id, row.name, row.harvest_num, row.checkpoint, row.controller_id, self.web_url,
+                     row.job_id)
+
     def _tell_done(self, conn, row, what: str) -> None:  # noqa: ANN001
         history = s.historyinfo
         figures = conn.execute(select(history.c.objectcount, history.c.bytecount, history.c.duplicate_objects,
@@ -141,14 +169,15 @@ class Narrator:
         duplicates = sum(f.duplicate_objects or 0 for f in figures)
         reasons = Counter(StopReason(f.stopreason).name for f in figures)
         stops = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
-        revisits = (f", {duplicates} of them payloads archived before (revisit records, not stored again)"
-                    if duplicates else "")
-        log.info("%s DONE: %d objects, %s from %d domains (%s)%s%s", what, objects, _size(size), len(figures),
-                 stops, revisits, self._nothing_harvested(conn, row.job_id))
+        revisits = ("" if not duplicates else
+                    ", 1 of them a payload archived before (a revisit record, not stored again)" if duplicates == 1
+                    else f", {duplicates:,} of them payloads archived before (revisit records, not stored again)")
+        log.info("%s DONE: %s, %s from %s (%s)%s%s", what, plural(objects, "object"), _size(size),
+                 plural(len(figures), "domain"), stops, revisits, self._nothing_harvested(conn, row.job_id))
         directory = self.archive_root / str(row.harvest_id) / str(row.job_id)
         warcs = sorted(path.name for path in directory.glob("*.warc.gz")) if directory.is_dir() else []
-        log.info("    its WARCs, metadata WARC, CDXJ and deduplication entries: %s (%d WARC files)", directory,
-                 len(warcs))
+        log.info("    its WARCs, metadata WARC, CDXJ and deduplication entries: %s (%s)", directory,
+                 plural(len(warcs), "WARC file"))
         log.info("    the job: %s/status/jobs/%d   the harvest's statistics: %s/history/harvests/%s",
                  self.web_url, row.job_id, self.web_url, row.name.replace(" ", "%20"))
         replayed = self._replay_of_first_seed(conn, row.job_id)
@@ -184,7 +213,7 @@ class Narrator:
             return "; every domain got something"
         told = ", ".join(f"{row.name} ({row.reason})" for row in rows[:FINDINGS_TOLD])
         more = f" and {len(rows) - FINDINGS_TOLD} more" if len(rows) > FINDINGS_TOLD else ""
-        return f"; {len(rows)} configuration{'' if len(rows) == 1 else 's'} got nothing: {told}{more}"
+        return f"; {plural(len(rows), 'configuration')} got nothing: {told}{more}"
 
     def _tell_continuation(self, name: str) -> None:
         history, harvests = s.historyinfo, s.harvestdefinitions
@@ -192,6 +221,6 @@ class Narrator:
             step_1 = select(harvests.c.harvest_id).where(harvests.c.name == definitions.SNAPSHOT_STEP_1)
             stopped = conn.scalar(select(func.count()).select_from(history).where(
                 history.c.harvest_id == step_1.scalar_subquery(), history.c.stopreason.in_(LIMIT_REASONS)))
-        log.info("%s has finished; %d domains stopped on its limit of %d objects: activated %r, which "
-                 "continues exactly those", definitions.SNAPSHOT_STEP_1, stopped or 0,
-                 definitions.STEP_1_MAX_OBJECTS, name)
+        log.info("%s has finished; %s stopped on its limit of %s: activated %r, which continues exactly %s",
+                 definitions.SNAPSHOT_STEP_1, plural(stopped or 0, "domain"),
+                 plural(definitions.STEP_1_MAX_OBJECTS, "object"), name, "that one" if stopped == 1 else "those")

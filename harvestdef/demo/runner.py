@@ -23,6 +23,7 @@ lock file keeps a second demo out of a directory in use.
 from __future__ import annotations
 
 import errno
+import io
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TextIO
 
 from harvestdef.cli import command_as_run
 from harvestdef.db.engine import engine_from_settings
@@ -222,15 +224,79 @@ def load_qa_role() -> Role | None:
     return found[QA_ROLE].load() if QA_ROLE in found else None
 
 
-def _narration_logging() -> None:
-    """The demo's story on stderr with a short time stamp, whatever the level of the other loggers."""
-    if log.handlers:
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
+class StampedLines(io.TextIOBase):
+    """A text stream that starts every line written to it with the time (``HH:MM:SS``), and writes it to
+    ``stream``. The demo's roles print their own lines (``click.echo``) and other modules log theirs; through
+    this stream everything the demo prints reads as one log, each line with its time."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._at_line_start = True
+        self._lock = threading.Lock()  # the roles' threads write at once
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override] - the stream's, so click writes text to this one
+        return self.stream.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self.stream.errors
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):  # click asks whether a stream takes bytes by writing b""
+            raise TypeError(f"a text stream takes str, not {type(text).__name__}")
+        with self._lock:
+            stamped = []
+            for line in text.splitlines(keepends=True):
+                if self._at_line_start:
+                    stamped.append(time.strftime("%H:%M:%S "))
+                stamped.append(line)
+                self._at_line_start = line.endswith("\n")
+            self.stream.write("".join(stamped))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+
+@contextmanager
+def one_log() -> Iterator[None]:
+    """While the demo runs: every line on stderr with its time, in one format. The demo's story is its
+    message alone; another module's record says its level and logger; what the roles print is as printed."""
+    original = sys.stderr
+    stamped = sys.stderr = StampedLines(original)
+    root = logging.getLogger()
+    others = [handler for handler in root.handlers
+              if isinstance(handler, logging.StreamHandler) and handler.stream is original]
+    formats = [(handler, handler.formatter) for handler in others]
+    for handler in others:
+        handler.setStream(stamped)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    story = logging.StreamHandler(stamped)
+    story.setFormatter(logging.Formatter("%(message)s"))
+    log.addHandler(story)
+    level, propagate = log.level, log.propagate
+    log.setLevel(logging.INFO)  # the story is told whatever the level of the other loggers
     log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(story)
+        log.setLevel(level)
+        log.propagate = propagate
+        for handler, formatter in formats:
+            handler.setStream(original)
+            handler.setFormatter(formatter)  # type: ignore[arg-type]
+        sys.stderr = original
 
 
 class Demo:
@@ -251,7 +317,10 @@ class Demo:
 
     def run(self) -> int:
         """Run until Ctrl-C or SIGTERM (0), or until a role fails (1)."""
-        _narration_logging()
+        with one_log():
+            return self._run()
+
+    def _run(self) -> int:
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "archive").mkdir(exist_ok=True)  # the archive store's root: uploads never make it
         with directory_lock(self.directory):
@@ -378,6 +447,8 @@ class Demo:
         try:
             role(settings, self.stop)
         except Exception as exc:  # noqa: BLE001 - thumbnails are a view of the harvests, not one of their roles
+            if self.stop.is_set():  # Ctrl-C reaches its Chromium too (the terminal's process group): a stop
+                return
             log.error("the QA worker stopped: %s; the demo goes on without thumbnails", exc)
 
     def _guard(self, name: str, role: Role, settings: Settings) -> None:

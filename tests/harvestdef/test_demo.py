@@ -121,6 +121,9 @@ def test_the_definitions_are_made_once_and_ready_to_run(tmp_path):
         assert harvests.get_snapshot(definitions.SNAPSHOT_STEP_1).maxobjects == definitions.STEP_1_MAX_OBJECTS
         assert len(list(harvests.configurations(definitions.SELECTIVE))) == 2
         assert len(list(harvests.configurations(definitions.EVENT))) == 2
+        # the event harvest is one, as its page and the API say, and the selective harvest is not
+        assert harvests.get_selective(definitions.EVENT).isevent
+        assert not harvests.get_selective(definitions.SELECTIVE).isevent
         assert conn.scalar(select(s.domains.c.crawlertraps).where(s.domains.c.name == "strandvejen.dk"))
     # step 2 waits for step 1: no jobs yet, so it stays inactive
     assert definitions.activate_continuation(engine) is None
@@ -410,7 +413,10 @@ def test_the_demo_replays_what_it_harvested_on_the_port_after_the_web_uis(tmp_pa
             page = opener.open(f"http://127.0.0.1:{port}/status/jobs/{job_id}", timeout=10).read().decode()
         assert picture in page, "no thumbnail of the seed on the job page within 60 s"
         assert opener.open(f"http://127.0.0.1:{port}{picture}", timeout=10).read().startswith(b"\x89PNG")
-        assert demo.interrupt() == 0
+        # Ctrl-C of a terminal reaches the QA worker's Chromium too: that ends the worker with the demo, unsaid
+        os.killpg(demo.process.pid, signal.SIGINT)
+        assert demo.process.wait(timeout=90) == 0
+        assert "the QA worker stopped" not in demo.text(), demo.text()
     finally:
         demo.kill()
     try:

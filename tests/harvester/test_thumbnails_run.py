@@ -105,7 +105,7 @@ def test_thumbnails_of_two_runs_made_through_replay_and_shown_beside_each_other(
 
                 # chromium: the skipped job is taken again and each seed pictured from its own capture
                 output = qa_pass(settings, log)
-                assert "1 jobs done, 2 thumbnails made" in output, output
+                assert "1 job done, 2 thumbnails made" in output, output
                 assert pass_row(h, first.job_id).state == "MADE"
                 rows = seed_rows(h, first.job_id)
                 assert set(rows) == set(seeds)
@@ -126,14 +126,14 @@ def test_thumbnails_of_two_runs_made_through_replay_and_shown_beside_each_other(
                     conn.execute(delete(s.seed_thumbnails).where(s.seed_thumbnails.c.job_id == first.job_id,
                                                                  s.seed_thumbnails.c.seed_key == seed_key(seeds[0])))
                     conn.execute(delete(s.job_thumbnails).where(s.job_thumbnails.c.job_id == first.job_id))
-                assert "1 jobs done, 0 thumbnails made" in qa_pass(settings, log)
+                assert "1 job done, 0 thumbnails made" in qa_pass(settings, log)
                 assert seed_rows(h, first.job_id)[seeds[0]].name == thumbnail_name(seeds[0])
                 assert {seed: (job_dir / thumbnail_name(seed)).read_bytes() for seed in seeds} == stored
 
                 # the second run: its job page shows each seed beside the first run's picture
                 h.run_again(harvest_id)
                 (second,) = run_jobs(h, harvest_id, harvest_num=2)
-                assert "1 jobs done, 2 thumbnails made" in qa_pass(settings, log)
+                assert "1 job done, 2 thumbnails made" in qa_pass(settings, log)
                 page.goto(f"/status/jobs/{second.job_id}")
                 for seed in seeds:
                     row = page.locator(f"tr[data-seed='{seed}']")

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from harvestdef.errors import DedupCoverageError
 from harvestdef.repositories.domains import DomainRepository
 from scheduler import reasons
 from scheduler.jobgen.generate import GenerationOptions
@@ -41,6 +42,9 @@ WRITTEN = {
                           reasons.generation_failed("weekly", 4, "DatabaseError: gone", "KeyError: 'x'")],
 }
 HELPERS = {"SEPARATOR", "joined"}
+# A deduplication index's refusal as harvestdef.errors.DedupCoverageError words it, which the reason quotes
+REFUSALS = [str(DedupCoverageError(9, (4, 5), (6,), 90)), str(DedupCoverageError(30, tuple(range(1, 23)), (), 70)),
+            str(DedupCoverageError(4, (), (2,), 90))]
 
 
 def test_every_reason_function_of_the_scheduler_is_written_here():
@@ -141,3 +145,12 @@ def test_a_real_ticks_reasons_read_danish_on_the_pages_and_english_in_the_api(ap
     assert listed["too_late"]["state"] == "waiting"
     assert listed["too_late"]["reason"] == report.waiting["too_late"]
     assert listed["postponed_one"]["reason"].startswith("postponed: no registered harvest controller serves")
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+def test_a_deduplication_index_refusal_is_said_in_the_pages_language(app, refusal):
+    with app.test_request_context("/", headers={"Accept-Language": "da"}):
+        danish = state_reason(reasons.run_jobs_wait(3, reasons.index_refused(refusal)))
+    assert danish.startswith("jobbene i kørsel 3 venter: deduplikeringsindekset afvist: kun posterne for ")
+    english = re.findall(r"[a-z]+", re.sub(r"satisfactorythresholdpercentage", "", danish))
+    assert not {"the", "of", "entries", "could", "more", "no", "stored", "unreadable"} & set(english), danish

@@ -138,6 +138,7 @@ def harvest(name: str) -> Any:
     # only the reasons that occur, in the chart and as the table's columns: seven long names side by side
     # cannot be read, and the table would not fit the page
     stops = {name: total for name, total in stops.items() if total} or stops
+    # the series' names are the charts' legends and tooltips, in the page's language
     charts = {
         "bytes": bar_chart(labels, [[run["bytes"] for run in oldest_first]], [gettext("bytes")], unit="bytes"),
         "objects": bar_chart(labels, [[run["objects"] for run in oldest_first]], [gettext("objects")]),

@@ -98,7 +98,9 @@ def view_file(job_id: int, name: str) -> Any:
     except ApiError as exc:
         refuse(exc.status, exc.message)
     return render_template("status/file.html", job_id=job_id, name=name, record=record, offset=offset,
-                           title=found.title, page=found.page, count=found.count,
+                           # the API's title is English; the page says it in its language
+                           title=_("%(record)s in %(file)s", record=record_name(record), file=name) if record else name,
+                           page=found.page, count=found.count,
                            max_count=settings().webui.fileViewMaxLines,
                            pages=_pages(job_id, name, record, offset, found.page, found.count),
                            download_url=_download_url(job_id, name, record, offset))

@@ -14,8 +14,9 @@ from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
+from flask_babel import ngettext
 
-from harvestdef.model.webhooks import DELIVERY_STATES, WebhookEvent
+from harvestdef.model.webhooks import DELIVERY_STATES, SECRET_HINT_LENGTH, Webhook, WebhookEvent
 from harvestdef.repositories.webhooks import WebhookRepository
 from webui.api.errors import ApiError
 from webui.api.webhooks import change, create, find_deliveries
@@ -25,6 +26,15 @@ from webui.definitions.forms import attempt, form_integer
 from webui.system import blueprint
 
 LOG_ROWS = 50
+
+
+@blueprint.app_template_filter("secret_hint")
+def secret_hint(webhook: Webhook) -> str:
+    """What a page shows of a saved secret, in its language: its length and its last characters (the API's
+    ``secret_hint`` says the same in English)."""
+    secret = webhook.secret
+    return ngettext("%(num)s character, ending …%(end)s", "%(num)s characters, ending …%(end)s", len(secret),
+                    end=secret[-SECRET_HINT_LENGTH:])
 
 
 def _form_body(editing: bool) -> dict[str, Any]:
@@ -76,7 +86,7 @@ def webhooks() -> Any:
     def save() -> Any:
         made = create(_form_body(editing=False))
         flash(_("Webhook %(name)s saved; its secret (%(hint)s) is not shown again: give it to the receiver now if "
-                "you have not.", name=made.name, hint=made.secret_hint))
+                "you have not.", name=made.name, hint=secret_hint(made)))
         return redirect(url_for("system.webhooks"))
     return attempt(save, _webhooks_page)
 
