@@ -277,10 +277,10 @@ def configuration_create(name: str) -> Any:
 
     def change(conn: Connection) -> None:
         attributes = _form_attributes()
-        created = ConfigurationRepository.from_settings(conn, settings(), actor()).create(
+        ConfigurationRepository.from_settings(conn, settings(), actor()).create(
             name, new, form.get("template", ""), form.getlist("seedlists"), _edition(),
-            maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments", ""))
-        CrawlAttributeRepository(conn, actor()).set_configuration(created.config_id, attributes)
+            maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments", ""),
+            crawl_attributes=attributes)
     return _write(change, f"Configuration {new} created.", url_for("definitions.domain", name=name),
                   lambda: _configuration_page(name, None))
 
