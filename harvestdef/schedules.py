@@ -238,7 +238,10 @@ class Schedule:
     @property
     def frequency(self) -> str:
         """How often it runs, in words: "every 5 minutes", "every hour", "every 2 days at 02:00", "every
-        week on Sunday at 02:00", "every month on day 1 at 02:00" (times in the scheduler's zone)."""
+        week on Sunday at 02:00", "every month on day 1 at 02:00" (times in the scheduler's zone); a schedule of
+        one harvest runs "once, at its begin time", whatever its unit."""
+        if self.maxrepeats == 1:
+            return "once, at its begin time"
         unit = _UNIT_WORDS[self.timeunit]
         every = f"every {unit}" if self.numtimeunits == 1 else f"every {plural(self.numtimeunits, unit)}"
         if self.is_anytime:

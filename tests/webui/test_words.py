@@ -116,7 +116,7 @@ def test_counts_plurals_and_schedule_names_read_as_words(api, login, webui_engin
     schedules = words_of(admin.get("/definitions/schedules").get_data(as_text=True))
     assert "Every 5 minutes every 5 minutes 2030-01-31 02:00:00 UTC 2031-01-31 02:00:00 UTC" in schedules
     assert "Once an hour every hour as soon as possible never" in schedules
-    assert "Once every hour as soon as possible after 1 harvest" in schedules
+    assert "Once once, at its begin time as soon as possible after 1 harvest" in schedules
     assert "hourly" not in schedules and "harvest(s)" not in schedules
     assert "Runs every 5 minutes." in words_of(login("archivist").get(
         "/definitions/schedules/Every_5_minutes").get_data(as_text=True))
