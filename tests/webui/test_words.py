@@ -187,7 +187,10 @@ def test_the_change_history_names_what_changed_before_and_after_never_ids(api, l
     configuration = pages["/definitions/domains/kb.dk/configurations/deep"]
     assert "Crawl template: default_orderxml → deep_crawl" in configuration
     assert "Max objects: unlimited → 12,345" in configuration
-    assert "Crawl template: default_orderxml Max bytes: unlimited" in configuration  # as it was created
+    # as it was created, with its crawl attributes in the same one entry, yes or no
+    assert "Crawl template: default_orderxml Extract links from JavaScript: yes Max bytes: unlimited Max hops: 20 " \
+           "Max objects: unlimited Name: deep Obey robots.txt: no" in configuration
+    assert configuration.count(" created ") == 1
     domain = pages["/definitions/domains/kb.dk"]
     assert "Default configuration: kb.dk/defaultconfig → kb.dk/deep" in domain
     seedlist = pages["/definitions/domains/kb.dk/seedlists/defaultseeds"]
