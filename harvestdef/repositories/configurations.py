@@ -57,7 +57,9 @@ class UnusedConfiguration:
 def check_limit(what: str, value: int | None) -> None:
     """-1 means unlimited; 0 and up are real limits; anything else is a mistake."""
     if value is not None and value < -1:
-        raise ValidationError(f"{what} must be -1 (unlimited) or at least 0, not {value}")
+        error = ValidationError(f"{what} must be -1 (unlimited) or at least 0, not {value}")
+        error.field = what  # a form shows it beside its field
+        raise error
 
 
 class ConfigurationRepository:

@@ -35,14 +35,16 @@ from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
 from harvestdef.repositories.seedlists import SeedListRepository
 from harvestdef.traps import validate_trap_expressions
 from webui.api.core import PAGED, SEARCH_FIELD, SEARCH_QUERY, decode_cursor, encode_cursor, limit
-from webui.api.errors import ApiError, translate
+from webui.api.errors import ApiError, is_client_error, translate
 from webui.api.extendedfields import domain_fields, set_domain_fields
 from webui.api.parameters import takes
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
+from webui.definitions.forms import form_integer, show_refused
 from webui.definitions.refused import show_refusals
+from webui.formfields import refuse
 
 # Lines of an uploaded file taken as their registered domain that the page shows; the rest are counted.
 MAX_SHOWN_NOTES = 100
@@ -53,8 +55,9 @@ def _domains(conn: Connection) -> DomainRepository:
 
 
 def _write(change: Callable[[Connection], Any], done: str, back: str, page: Callable[[], Any] | None = None) -> Any:
-    """Run ``change`` in one transaction; flash ``done`` or the error (nothing stored), then go to ``back``;
-    refused lines show ``page`` again, with the input and the lines."""
+    """Run ``change`` in one transaction; flash ``done`` and go to ``back``. Refused input (nothing stored)
+    shows ``page`` again with what was typed, the error beside its field and refused lines listed; without
+    a ``page``, the error is flashed on ``back``."""
     try:
         with database().begin() as conn:
             change(conn)
@@ -63,6 +66,8 @@ def _write(change: Callable[[Connection], Any], done: str, back: str, page: Call
             raise
         return show_refusals(exc, page)
     except (ApiError, HarvestSuiteError) as exc:
+        if page is not None and is_client_error(exc):
+            return show_refused(exc, page)
         flash(translate(exc).message, "error")
     else:
         flash(done)
@@ -77,11 +82,9 @@ def _edition() -> int:
 
 
 def _limit(name: str) -> int:
+    """A limit of the form (-1 when empty: unlimited); a whole number, else refused naming the field."""
     text = request.form.get(name, "").strip()
-    try:
-        return int(text) if text else -1
-    except ValueError:
-        return -2  # refused by the repository with a message naming the limit
+    return form_integer(name, text) if text else -1
 
 
 @blueprint.route("/")
@@ -187,7 +190,7 @@ def domain_extended_fields(name: str) -> Any:
     """Save the domain's extended-field values from the form's ``field:NAME`` inputs."""
     values = {key[len("field:"):]: value for key, value in request.form.items() if key.startswith("field:")}
     return _write(lambda conn: set_domain_fields(conn, name, _edition(), values), "Extended fields saved.",
-                  url_for("definitions.domain", name=name))
+                  url_for("definitions.domain", name=name), lambda: domain(name))
 
 
 @blueprint.route("/domains/<name>", methods=["POST"])
@@ -200,6 +203,7 @@ def domain_update(name: str) -> Any:
     except CrawlerTrapError as exc:
         # refused before anything is written: the page again, saying which line and why
         flash(f"crawlertraps: {exc}", "error")
+        refuse("crawlertraps", str(exc))
         return domain(name), 400
 
     def change(conn: Connection) -> None:
@@ -209,7 +213,7 @@ def domain_update(name: str) -> Any:
         repository.edit(name, _edition(), comments=form.get("comments"), crawlertraps=form.get("crawlertraps"),
                         alias_of=None if unchanged else alias or None,
                         clear_alias="alias" in form and not alias and not unchanged)
-    return _write(change, "Domain saved.", url_for("definitions.domain", name=name))
+    return _write(change, "Domain saved.", url_for("definitions.domain", name=name), lambda: domain(name))
 
 
 @blueprint.route("/domains/<name>/active", methods=["POST"])

@@ -40,6 +40,7 @@ from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
 from webui.definitions.forms import attempt, form_data
 from webui.definitions.refused import show_refusals
+from webui.formatting import words
 
 
 def _harvests_page() -> str:
@@ -60,7 +61,9 @@ def harvests() -> Any:
 
 
 def _choices(conn: Any) -> dict[str, Any]:
-    return {"schedule_names": [schedule.name for schedule in ScheduleRepository(conn).list()],
+    schedule_names = [schedule.name for schedule in ScheduleRepository(conn).list()]
+    return {"schedule_names": schedule_names,
+            "schedule_choices": [(name, words(name)) for name in schedule_names],
             "template_names": TemplateRepository(conn).names(active_only=True),
             "channels": ChannelRepository(conn).all_channels(),
             "snapshot_names": [h.name for h in HarvestRepository(conn).all_harvests(HarvestKind.SNAPSHOT)]}

@@ -1,7 +1,8 @@
 """Pages of the users and their API tokens: admins manage users (role, active, password) on
 ``/system/users``; every user sees and revokes their own tokens on ``/system/users/NAME/tokens`` (admins
 anybody's). Each form goes through the same actions as the API (webui/api/users.py), so a refusal reads the
-same: it is flashed, naming what is wrong, and nothing is changed.
+same: nothing is changed, and the users' page is shown again with the refusal at the top and in the row of
+the user it concerns, beside the field (webui/formfields.py). Passwords typed are not sent back in a page.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from webui.api.errors import ApiError
 from webui.api.users import admin_or_self, change_user, revoke
 from webui.auth import ADMIN, READ, require
 from webui.context import actor, database
+from webui.formfields import refuse
 from webui.system import blueprint
 
 
@@ -28,14 +30,26 @@ def _edition() -> int:
         raise ApiError("invalid", "edition is missing: reload the page and try again", "edition") from None
 
 
+def _users_page() -> str:
+    with database().connect() as conn:
+        repository = UserRepository(conn)
+        people, tokens = repository.list_users(), repository.token_counts()
+    return render_template("system/users.html", people=people, tokens=tokens, roles=[role.value for role in Role],
+                           refused_user=request.view_args.get("name") if request.method == "POST" else None)
+
+
+def _refused(field: str, message: str) -> tuple[str, int]:
+    """The users' page again, status 400, with ``message`` at the top and beside ``field`` of that user."""
+    flash(message, "error")
+    refuse(field, message)
+    return _users_page(), 400
+
+
 @blueprint.get("/system/users")
 @require(ADMIN)
 def users() -> Any:
     """Every user with its role, whether active, and its unrevoked API tokens."""
-    with database().connect() as conn:
-        repository = UserRepository(conn)
-        people, tokens = repository.list_users(), repository.token_counts()
-    return render_template("system/users.html", people=people, tokens=tokens, roles=[role.value for role in Role])
+    return _users_page()
 
 
 @blueprint.post("/system/users/<name>")
@@ -46,7 +60,8 @@ def change(name: str) -> Any:
     try:
         changed = change_user(name, _edition(), request.form.get("role") or None, active)
     except (ApiError, HarvestSuiteError) as exc:
-        flash(_("User %(name)s was not changed: %(reason)s.", name=name, reason=getattr(exc, "message", exc)), "error")
+        return _refused("active" if active is not None else "role", _(
+            "User %(name)s was not changed: %(reason)s.", name=name, reason=getattr(exc, "message", exc)))
     else:
         flash(_("User %(name)s is now %(role)s, active.", name=changed.name, role=changed.role.value)
               if changed.isactive else
@@ -61,15 +76,14 @@ def reset_password(name: str) -> Any:
     """Set a user's password (forgotten or leaked); every session of the user ends."""
     new, repeated = request.form.get("new_password", ""), request.form.get("repeated_password", "")
     if new != repeated:
-        flash(_("The password of %(name)s was not changed: the new password and its repetition differ.", name=name),
-              "error")
-        return redirect(url_for("system.users"))
+        return _refused("repeated_password", _(
+            "The password of %(name)s was not changed: the new password and its repetition differ.", name=name))
     try:
         with database().begin() as conn:
             UserRepository(conn, actor()).set_password(name, new, _edition())
     except (ApiError, HarvestSuiteError) as exc:
-        flash(_("The password of %(name)s was not changed: %(reason)s.", name=name,
-                reason=getattr(exc, "message", exc)), "error")
+        return _refused("new_password", _("The password of %(name)s was not changed: %(reason)s.", name=name,
+                                          reason=getattr(exc, "message", exc)))
     else:
         flash(_("The password of %(name)s is changed; every session of the user has ended.", name=name))
     return redirect(url_for("system.users"))
