@@ -97,7 +97,7 @@ def define_selective_harvest(page: Any, harvest: str, schedule: str, domains: li
     form.get_by_label("Every").fill("1")
     form.get_by_label("Unit").select_option("WEEKLY")
     form.get_by_label("At a fixed time").check()
-    form.get_by_label("Time (UTC").fill("02:30")
+    form.get_by_label("Time (in the scheduler").fill("02:30")
     form.get_by_label("Day of week").select_option("2")
     form.get_by_role("button", name="Create schedule").click()
     page.wait_for_load_state()

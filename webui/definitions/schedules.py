@@ -38,14 +38,14 @@ def _required(name: str, what: str) -> str:
 
 def _time_of_day() -> dict[str, int]:
     """The hour and minute of the form's time of day (``attime``, HH:MM as the browser's time input sends
-    it); a form without the field may give ``onhour`` and ``onminute`` as numbers."""
+    it, in the scheduler's zone); a form without the field may give ``onhour`` and ``onminute`` as numbers."""
     if "attime" not in request.form:
         return form_data(("onhour", "onminute"))
     text = _required("attime", _("a time of day"))
     try:
         chosen = time.fromisoformat(text)
     except ValueError:
-        raise ApiError("invalid", _("attime must be a time of day as HH:MM (24-hour clock, UTC), not %(value)r",
+        raise ApiError("invalid", _("attime must be a time of day as HH:MM (24-hour clock), not %(value)r",
                                     value=text[:40]), "attime") from None
     return {"onhour": chosen.hour, "onminute": chosen.minute}
 
