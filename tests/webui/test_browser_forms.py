@@ -123,6 +123,14 @@ def schedule_saved(served: Served) -> None:
         "startdate": "2026-12-01T00:00:00Z", "enddate": None, "maxrepeats": 10, "comments": "at two at night"}
 
 
+def schedule_edit_saved(served: Served) -> None:
+    schedule = served.get("/schedules/Once_a_week")
+    assert {key: schedule[key] for key in ("timeunit", "numtimeunits", "anytime", "ondayofweek", "onhour",
+                                           "onminute", "startdate", "enddate", "maxrepeats")} == {
+        "timeunit": "WEEKLY", "numtimeunits": 2, "anytime": False, "ondayofweek": 2, "onhour": 3, "onminute": 15,
+        "startdate": None, "enddate": "2027-01-01T00:00:00Z", "maxrepeats": None}
+
+
 def selective_saved(served: Served) -> None:
     harvest = served.get("/harvests/culture")
     assert (harvest["comments"], harvest["audience"], harvest["schedule"], harvest["active"]) == (
@@ -222,6 +230,12 @@ CASES = {
          Field("timeunit", "DAILY", "select"), Field("when", "at", "radio"), Field("attime", "02:00"),
          Field("begin", "at", "radio"), Field("end", "repeats", "radio"), Field("maxrepeats", "10")),
         "startdate", "", "2026-12-01T00:00", "give a begin time", schedule_saved),
+    "schedule edit": Case(
+        "/definitions/schedules/Once_a_week", "form[action$='/definitions/schedules/Once_a_week']",
+        (Field("numtimeunits", "2"), Field("timeunit", "WEEKLY", "select"), Field("when", "at", "radio"),
+         Field("attime", "03:15"), Field("ondayofweek", "2", "select"), Field("begin", "asap", "radio"),
+         Field("end", "until", "radio")),
+        "enddate", "", "2027-01-01T00:00", "give an end time", schedule_edit_saved),
     "selective harvest": Case(
         "/definitions/harvests/new/selective", "form[action$='/harvests/new/selective']",
         (Field("name", "culture"), Field("comments", "museums"), Field("schedule", "Once_a_week", "select"),
