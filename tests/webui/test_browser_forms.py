@@ -92,7 +92,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         engine = open_engine(f"sqlite:///{directory / 'harvest.db'}")
         transport = open_transport(QueueSettings(url=f"sqlite:///{directory / 'queue.db'}", environmentName="UNIT"))
         try:
-            make_domains(engine, "kb.dk", "kunst.dk")
+            make_domains(engine, "kb.dk", "kunst.dk", "kbshop.dk")
             crawl = start_crawl(engine, transport)
             token = webui.harvestsuite("users", "token", "admin").strip().splitlines()[-1].split()[-1]
             here = Served(webui, token, crawl.job_id)
@@ -170,6 +170,11 @@ def domains_saved(served: Served) -> None:
 def domain_saved(served: Served) -> None:
     domain = served.get("/domains/kunst.dk")
     assert (domain["comments"], domain["crawler_traps"], domain["alias"]) == ("the art site", [".*/print/.*"], None)
+
+
+def alias_saved(served: Served) -> None:
+    domain = served.get("/domains/kbshop.dk")
+    assert (domain["comments"], domain["crawler_traps"], domain["alias"]) == ("the library's shop", [], "kb.dk")
 
 
 def configuration_saved(served: Served) -> None:
@@ -264,6 +269,10 @@ CASES = {
         "/definitions/domains/kunst.dk", "form[action$='/definitions/domains/kunst.dk']",
         (Field("comments", "the art site"), Field("alias", "")),
         "crawlertraps", "(unclosed", ".*/print/.*", "the group is never closed", domain_saved),
+    "domain alias": Case(
+        "/definitions/domains/kbshop.dk", "form[action$='/definitions/domains/kbshop.dk']",
+        (Field("comments", "the library's shop"), Field("crawlertraps", "")),
+        "alias", "nosuch.dk", "kb.dk", "no domain 'nosuch.dk'", alias_saved),
     "configuration": Case(
         "/definitions/domains/kb.dk/new-configuration", "form[action$='/new-configuration']",
         (Field("name", "deep"), Field("comments", "deeper"), Field("template", "default_orderxml", "select"),
@@ -362,7 +371,7 @@ def test_a_refused_form_keeps_what_was_typed_and_says_why_beside_the_field(admin
     for item in case.fields:
         _set(form, item.name, item.kind, item.value)
     _set(form, case.bad, case.bad_kind, case.wrong)
-    assert _send(page, form) in (400, 409), "the server refuses the one wrong field"
+    assert _send(page, form) in (400, 404, 409), "the server refuses the one wrong field"
 
     form = page.locator(case.form)
     kept = {item.name: _value(form, item.name, item.kind, item.value) for item in case.fields}
