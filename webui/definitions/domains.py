@@ -113,7 +113,7 @@ def domains() -> Any:
 @blueprint.route("/domains/new", methods=["GET"])
 @require(READ)
 def domains_new() -> Any:
-    return render_template("definitions/domains_new.html", result=None, form=request.form)
+    return render_template("definitions/domains_new.html", result=None)
 
 
 @blueprint.route("/domains/new", methods=["POST"])
@@ -122,7 +122,7 @@ def domains_create() -> Any:
     """One name, a list or a file: each line a name, host or URL, taken as its registered domain (with a
     note); a refused line refuses them all."""
     def page() -> str:
-        return render_template("definitions/domains_new.html", result=None, form=request.form)
+        return render_template("definitions/domains_new.html", result=None)
 
     upload = request.files.get("file")
     if upload is not None and upload.filename:
@@ -130,7 +130,7 @@ def domains_create() -> Any:
             imported = _import_file(upload)
         except RefusedLinesError as exc:
             return show_refusals(exc, page)
-        return render_template("definitions/domains_new.html", result=None, imported=imported, form={})
+        return render_template("definitions/domains_new.html", result=None, imported=imported)
     name, names = request.form.get("name", "").strip(), request.form.get("names", "")
     lines = [name, *names.splitlines()] if name and names.strip() else name or names
     what = "domain names (line 1 is the single name)" if name and names.strip() else "domain names"
@@ -145,7 +145,7 @@ def domains_create() -> Any:
     if not made.created and not made.existing:
         flash(_("Give a domain name, a list of names or a file."), "error")
         return page(), 400
-    return render_template("definitions/domains_new.html", result=made, form={})
+    return render_template("definitions/domains_new.html", result=made)
 
 
 def _import_file(upload: Any) -> dict[str, Any]:
@@ -246,7 +246,7 @@ def _templates(conn: Connection) -> list[str]:
 def _configuration_page(name: str, config: str | None) -> Any:
     with database().connect() as conn:
         current = _domains(conn).get(name)
-        page = {"domain": current, "templates": _templates(conn), "form": request.form,
+        page = {"domain": current, "templates": _templates(conn),
                 "seedlists": SeedListRepository(conn).list_for_domain(name),
                 "configuration": ConfigurationRepository(conn).get(name, config) if config else None,
                 "attribute_kinds": ATTRIBUTES, "attributes": {kind.name: kind.default for kind in ATTRIBUTES}}
@@ -320,7 +320,7 @@ def _seedlist_page(name: str, listname: str | None) -> Any:
         seedlist = SeedListRepository(conn).get(name, listname) if listname else None
         changes = AuditRepository(conn).changes_of("seedlists", seedlist.seedlist_id) if seedlist else []
     return render_template("definitions/domains_seedlist.html", domain=current, seedlist=seedlist,
-                           changes=changes, form=request.form)
+                           changes=changes)
 
 
 @blueprint.route("/domains/<name>/seedlists/<listname>")

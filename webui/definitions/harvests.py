@@ -113,7 +113,7 @@ def new_harvest(kind: str) -> Any:
 
     def show() -> str:
         with database().connect() as conn:
-            return render_template("definitions/harvest_new.html", kind=kind, form=request.form,
+            return render_template("definitions/harvest_new.html", kind=kind,
                                    seed_attributes={kind.name: kind.default for kind in ATTRIBUTES}, **_choices(conn))
 
     if request.method == "GET":
@@ -166,7 +166,7 @@ def _harvest_page(name: str) -> str:
         return render_template("definitions/harvest.html", harvest=current, state=state, outlook=outlook,
                                previous=previous, snapshot=snapshot,
                                configurations=configurations, configuration_choices=choices, channel=channel,
-                               form=request.form, runs=JobRepository(conn).runs_of(current.harvest_id),
+                               runs=JobRepository(conn).runs_of(current.harvest_id),
                                run_request=requests.find(current.harvest_id),
                                preview=api.preview_json(requests.preview_of(current.harvest_id)),
                                tick_period=settings().scheduler.jobgenerationperiod,

@@ -18,7 +18,7 @@ from flask import flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
 from harvestdef.repositories.schedules import ScheduleRepository
-from harvestdef.schedules import Schedule, TimeUnit
+from harvestdef.schedules import Schedule
 from webui.api.errors import ApiError
 from webui.api.schedules import SCHEDULE_FIELDS, schedule_from
 from webui.auth import CURATE, READ, require
@@ -74,8 +74,7 @@ def schedule_body() -> dict[str, Any]:
 def _schedules_page() -> str:
     with database().connect() as conn:
         schedules = list(ScheduleRepository(conn).list())
-    return render_template("definitions/schedules.html", schedules=schedules, timeunits=list(TimeUnit),
-                           form=request.form)
+    return render_template("definitions/schedules.html", schedules=schedules)
 
 
 @blueprint.route("/schedules", methods=["GET", "POST"])
@@ -105,8 +104,7 @@ def schedule(name: str) -> Any:
             repository = ScheduleRepository(conn)
             current = repository.get_by_name(name)
             users = repository.harvests_using(current.schedule_id or 0)
-        return render_template("definitions/schedule.html", schedule=current, users=users,
-                               timeunits=list(TimeUnit))
+        return render_template("definitions/schedule.html", schedule=current, users=users)
     if request.method == "GET":
         return show()
     return _update_schedule(name, show)
