@@ -140,8 +140,9 @@ def domains_create() -> Any:
     except RefusedLinesError as exc:
         return show_refusals(exc, page)
     except HarvestSuiteError as exc:
-        flash(str(exc), "error")
-        return page(), 400
+        if not is_client_error(exc):
+            raise
+        return show_refused(exc, page)
     if not made.created and not made.existing:
         flash(_("Give a domain name, a list of names or a file."), "error")
         return page(), 400
