@@ -104,9 +104,16 @@ def _require_aware(value: datetime | None, field_name: str) -> None:
         raise ValidationError(f"schedule {field_name}: {value!r} has no time zone; give an aware UTC datetime")
 
 
+def _refused(field_name: str, message: str) -> ValidationError:
+    """A ValidationError naming ``field_name``, so that a form shows ``message`` beside that field."""
+    error = ValidationError(message)
+    error.field = field_name
+    return error
+
+
 def _check_range(value: int | None, field_name: str, low: int, high: int) -> None:
     if value is not None and not low <= value <= high:
-        raise ValidationError(f"schedule {field_name} must be between {low} and {high}, not {value}")
+        raise _refused(field_name, f"schedule {field_name} must be between {low} and {high}, not {value}")
 
 
 def to_wall(instant: datetime, tz: ZoneInfo) -> datetime:
@@ -170,7 +177,7 @@ class Schedule:
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
-            raise ValidationError("schedule name must not be empty")
+            raise _refused("name", "schedule name must not be empty")
         try:
             object.__setattr__(self, "timeunit", TimeUnit(self.timeunit))
         except ValueError as exc:
@@ -178,24 +185,26 @@ class Schedule:
                 f"schedule timeunit must be one of {', '.join(f'{u.value} ({u.name})' for u in TimeUnit)}, "
                 f"not {self.timeunit!r}") from exc
         if self.numtimeunits < 1:
-            raise ValidationError(f"schedule numtimeunits must be at least 1, not {self.numtimeunits}")
+            raise _refused("numtimeunits", f"schedule numtimeunits must be at least 1, not {self.numtimeunits}")
         _check_range(self.onminute, "onminute", 0, 59)
         _check_range(self.onhour, "onhour", 0, 23)
         _check_range(self.ondayofweek, "ondayofweek", 1, 7)
         _check_range(self.ondayofmonth, "ondayofmonth", 1, 31)
         if self.maxrepeats is not None and self.maxrepeats < 1:
-            raise ValidationError(f"schedule maxrepeats must be at least 1, not {self.maxrepeats}")
+            raise _refused("maxrepeats", f"schedule maxrepeats must be at least 1, not {self.maxrepeats}")
         _require_aware(self.startdate, "startdate")
         _require_aware(self.enddate, "enddate")
         if self.enddate is not None and self.maxrepeats is not None:
-            raise ValidationError("schedule enddate and maxrepeats: give one of them, not both")
+            raise _refused("maxrepeats", "schedule enddate and maxrepeats: give one of them, not both")
         if self.startdate is not None and self.enddate is not None and self.enddate <= self.startdate:
-            raise ValidationError(
+            raise _refused(
+                "enddate",
                 f"schedule enddate {self.enddate.isoformat()} must be after startdate {self.startdate.isoformat()}")
         if not self.is_anytime:
             for needed in self._slot_fields():
                 if getattr(self, needed) is None:
-                    raise ValidationError(
+                    raise _refused(
+                        needed,
                         f"schedule {needed} is required for a {self.timeunit.name.lower()} schedule at a fixed time")
 
     def _slot_fields(self) -> tuple[str, ...]:
@@ -238,7 +247,10 @@ class Schedule:
     @property
     def frequency(self) -> str:
         """How often it runs, in words: "every 5 minutes", "every hour", "every 2 days at 02:00", "every
-        week on Sunday at 02:00", "every month on day 1 at 02:00" (times in the scheduler's zone)."""
+        week on Sunday at 02:00", "every month on day 1 at 02:00" (times in the scheduler's zone); a schedule of
+        one harvest runs "once, at its begin time", whatever its unit."""
+        if self.maxrepeats == 1:
+            return "once, at its begin time"
         unit = _UNIT_WORDS[self.timeunit]
         every = f"every {unit}" if self.numtimeunits == 1 else f"every {plural(self.numtimeunits, unit)}"
         if self.is_anytime:

@@ -30,6 +30,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
         auth,
         definitions,
         formatting,
+        formfields,
         history,
         language,
         live_words,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
     app.before_request(routing.refuse_unstorable_text)
     language.init_app(app)
     formatting.init_app(app)
+    formfields.init_app(app)
     live_words.init_app(app)
     qa.init_app(app)
     replaylinks.init_app(app, settings.replay.url)

@@ -88,6 +88,8 @@ def _every(unit: TimeUnit, n: int) -> str:
 def frequency(schedule: Schedule) -> str:
     """How often a schedule runs, in the page's language: the words of ``Schedule.frequency`` (which the API
     and the commands say in English), built here from the schedule's parts so harvestdef needs no Flask."""
+    if schedule.maxrepeats == 1:
+        return _("once, at its begin time")
     every = _every(schedule.timeunit, schedule.numtimeunits)
     if schedule.is_anytime:
         return every

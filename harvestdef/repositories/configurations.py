@@ -12,7 +12,7 @@ configuration is a change to its domain: it takes the domain edition the editor 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,9 @@ class UnusedConfiguration:
 def check_limit(what: str, value: int | None) -> None:
     """-1 means unlimited; 0 and up are real limits; anything else is a mistake."""
     if value is not None and value < -1:
-        raise ValidationError(f"{what} must be -1 (unlimited) or at least 0, not {value}")
+        error = ValidationError(f"{what} must be -1 (unlimited) or at least 0, not {value}")
+        error.field = what  # a form shows it beside its field
+        raise error
 
 
 class ConfigurationRepository:
@@ -172,8 +174,10 @@ class ConfigurationRepository:
     # ------------------------------------------------------------ writing
     def create(self, domain: str, name: str, template: str, seedlists: Iterable[str | int], domain_edition: int,
                maxobjects: int = -1, maxbytes: int = -1, maxrate: int | None = None,
-               comments: str = "") -> DomainConfiguration:
-        """A new configuration of ``domain``; ConflictError if the domain has one of that name."""
+               comments: str = "", crawl_attributes: Mapping[str, int] | None = None) -> DomainConfiguration:
+        """A new configuration of ``domain``; ConflictError if the domain has one of that name. With
+        ``crawl_attributes`` it gets every crawl attribute (NetarchiveSuite's way: a type not given has its
+        default), recorded in the one audit row of its creation."""
         owner = self.domains.get(domain)
         name = check_name(name, "configuration", s.configurations.c.name)
         for what, value in (("maxobjects", maxobjects), ("maxbytes", maxbytes), ("maxrate", maxrate)):
@@ -186,8 +190,13 @@ class ConfigurationRepository:
                 name=name.strip(), comments=comments, domain_id=owner.domain_id, template_id=template_id,
                 maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate)).inserted_primary_key[0]
         self._set_seedlists(config_id, seedlist_ids)
-        record_audit(self.conn, self.actor, "configurations", config_id, "insert", None,
-                     self._audit_row(config_id))
+        created = self._audit_row(config_id)
+        if crawl_attributes is not None and created is not None:
+            # one creation, one entry in its history: the attributes' own audit would be a second "created"
+            written = CrawlAttributeRepository(self.conn, self.actor).set_configuration(
+                config_id, crawl_attributes, audited=False)
+            created.update(written.own)
+        record_audit(self.conn, self.actor, "configurations", config_id, "insert", None, created)
         recheck_unused(self.conn, [owner.domain_id])
         return self.get_by_id(config_id)
 

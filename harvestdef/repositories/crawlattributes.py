@@ -84,9 +84,11 @@ class CrawlAttributeRepository:
     def of_snapshot(self, harvest_id: int) -> CrawlAttributes:
         return self.of(SNAPSHOT_TREE, harvest_id)
 
-    def set(self, tree: int, entity_id: int, values: Mapping[str, int | None]) -> CrawlAttributes:
+    def set(self, tree: int, entity_id: int, values: Mapping[str, int | None], audited: bool = True
+            ) -> CrawlAttributes:
         """Write ``values`` (checked stored values by type name; None deletes the entity's own value) for
-        the entity; types not named are left as they are. Audited when anything changed."""
+        the entity; types not named are left as they are. Audited when anything changed, unless ``audited``
+        is false: the entity's own creation records the values it was made with."""
         types = self._types(tree)
         missing = sorted(set(values) - set(types))
         if missing:
@@ -108,18 +110,19 @@ class CrawlAttributeRepository:
             elif present[1] != value:
                 self.conn.execute(update(a).where(a.c.id == present[0]).values(val_int=value))
         after = self.of(tree, entity_id)
-        if dict(after.own) != before:
+        if audited and dict(after.own) != before:
             record_audit(self.conn, self.actor, AUDIT_TABLE, audit_key(tree, entity_id),
                          "update" if before else "insert", before or None, dict(after.own))
         return after
 
-    def set_configuration(self, config_id: int, values: Mapping[str, int]) -> CrawlAttributes:
+    def set_configuration(self, config_id: int, values: Mapping[str, int], audited: bool = True
+                          ) -> CrawlAttributes:
         """NetarchiveSuite's way for a configuration: every type of the tree gets a row; a type not in
         ``values`` keeps the value that applies now (its own, else the default)."""
         current = self.of(CONFIGURATION_TREE, config_id)
         complete: dict[str, int | None] = {name: values.get(name, current.value(name))
                                            for name in self._types(CONFIGURATION_TREE)}
-        return self.set(CONFIGURATION_TREE, config_id, complete)
+        return self.set(CONFIGURATION_TREE, config_id, complete, audited)
 
     def set_snapshot(self, harvest_id: int, values: Mapping[str, int | None]) -> CrawlAttributes:
         return self.set(SNAPSHOT_TREE, harvest_id, values)

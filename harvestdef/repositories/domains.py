@@ -441,9 +441,17 @@ class DomainRepository:
     def _alias_values(self, current: Domain, alias_of: str, now: datetime | None) -> dict[str, Any]:
         """The columns that make ``current`` an alias of ``alias_of``.
 
-        Refused: an alias of itself, of a domain that is itself an alias, and making a domain an alias
-        while other domains are aliases of it (aliases never chain, so one lookup resolves them).
+        Refused: an alias of a domain that does not exist, of itself, of a domain that is itself an alias,
+        and making a domain an alias while other domains are aliases of it (aliases never chain, so one
+        lookup resolves them); each refusal names the field ``alias``.
         """
+        try:
+            return self._checked_alias_values(current, alias_of, now)
+        except (ValidationError, NotFoundError) as error:
+            error.field = "alias"
+            raise
+
+    def _checked_alias_values(self, current: Domain, alias_of: str, now: datetime | None) -> dict[str, Any]:
         target = self.get(alias_of)
         if target.domain_id == current.domain_id:
             raise ValidationError(f"domain {current.name!r} cannot be an alias of itself")

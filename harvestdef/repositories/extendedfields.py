@@ -46,7 +46,16 @@ def _to_field(row: Any) -> ExtendedField:
 
 
 def check_content(field: ExtendedField, content: str) -> str:
-    """``content`` if it is a valid value of ``field``; ValidationError naming the field otherwise."""
+    """``content`` if it is a valid value of ``field``; ValidationError naming the field otherwise (its
+    ``field`` is ``values.NAME``, as the API's body holds the value)."""
+    try:
+        return _checked_content(field, content)
+    except ValidationError as error:
+        error.field = f"values.{field.name}"
+        raise
+
+
+def _checked_content(field: ExtendedField, content: str) -> str:
     text = content.strip()
     what = f"extended field {field.name!r}"
     if not text:

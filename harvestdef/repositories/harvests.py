@@ -51,7 +51,6 @@ from harvestdef.repositories.base import (
 )
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.configurations import ConfigurationRepository, check_limit
-from harvestdef.repositories.crawlattributes import CrawlAttributeRepository
 from harvestdef.repositories.definitioncounts import recheck_unused
 from harvestdef.repositories.domains import DomainDefaults, DomainRepository
 from harvestdef.repositories.schedules import ScheduleRepository
@@ -549,7 +548,6 @@ class HarvestRepository:
             raise ValidationError("no seeds given")
         self._update(name, expected_edition, {})
         base = event_config_name(harvest.name, template, maxbytes, maxobjects)
-        crawl_attributes = CrawlAttributeRepository(self.conn, self.actor)
         made: list[DomainConfiguration] = []
         for domain_name, domain_seeds in by_domain.items():
             domain, _ = self._domains.get_or_create(domain_name)
@@ -557,7 +555,6 @@ class HarvestRepository:
             seedlist = self._seedlists.create(domain.name, config_name, domain_seeds, domain.edition)
             made.append(self._configurations.create(
                 domain.name, config_name, template, [seedlist.seedlist_id], domain.edition + 1,
-                maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate))
-            crawl_attributes.set_configuration(made[-1].config_id, attributes or {})
+                maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate, crawl_attributes=attributes or {}))
         self._add_config_ids(harvest.harvest_id, [config.config_id for config in made])
         return made

@@ -96,10 +96,9 @@ def define_selective_harvest(page: Any, harvest: str, schedule: str, domains: li
     form.get_by_label("Comments").fill("Mondays at 02:30")
     form.get_by_label("Every").fill("1")
     form.get_by_label("Unit").select_option("WEEKLY")
-    form.get_by_label("At time:").check()
-    form.get_by_label("Minute", exact=True).fill("30")
-    form.get_by_label("Hour", exact=True).fill("2")
-    form.get_by_label("Day of week").fill("2")
+    form.get_by_label("At a fixed time").check()
+    form.get_by_label("Time (in the scheduler").fill("02:30")
+    form.get_by_label("Day of week").select_option("2")
     form.get_by_role("button", name="Create schedule").click()
     page.wait_for_load_state()
     assert page.locator(".flash").first.inner_text() == f"Schedule {schedule} created."

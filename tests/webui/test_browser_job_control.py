@@ -113,7 +113,7 @@ def test_pause_from_the_page_then_the_applied_pause_shows_without_a_reload(opera
     rule.get_by_label("Regular expression").fill("(unclosed")
     rule.get_by_role("button", name="Send").click()
     page.wait_for_load_state()
-    error = page.locator('form[data-form="rule"] .form-error')
+    error = page.locator('form[data-form="rule"] label', has=page.locator('[name="regex"]')).locator(".refusal")
     assert error.inner_text().startswith("regex: is not a regular expression the crawler can run")
     assert page.locator('form[data-form="rule"]').get_by_label("Regular expression").input_value() == "(unclosed"
     assert page.locator('[data-live="changes"] tr').count() == 2

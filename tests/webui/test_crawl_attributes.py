@@ -115,9 +115,10 @@ def test_a_configurations_attributes_on_its_page(login, webui_engine):
               "template": "default_orderxml", "seedlists": "defaultseeds", "max_objects": "-1", "max_bytes": "-1",
               "comments": "", "honor_robots_dot_txt": "obey", "extract_javascript": "false"}
     refused = curator.post(page_path, data={**fields, "max_hops": "twenty"})
-    assert refused.status_code == 302
-    assert "max_hops: must be a whole number from 0 to 1000, not 'twenty'" in html.unescape(
-        curator.get(page_path).get_data(as_text=True))
+    assert refused.status_code == 400, "the form is shown again, with what was typed"
+    shown = html.unescape(refused.get_data(as_text=True))
+    assert "max_hops: must be a whole number from 0 to 1000, not 'twenty'" in shown
+    assert 'name="max_hops" type="text" value="twenty"' in shown
     default = config_id(webui_engine, "kb.dk", "defaultconfig")
     assert eav_rows(webui_engine, 2, default) == {}
     assert curator.post(page_path, data={**fields, "max_hops": "3"}).status_code == 302
@@ -125,8 +126,27 @@ def test_a_configurations_attributes_on_its_page(login, webui_engine):
     page = curator.get(page_path).get_data(as_text=True)
     assert 'value="3"' in page and '<option value="obey" selected>' in page
     history = re.sub(r"<[^>]+>|\s+", " ", page[page.index("Change history"):])
-    assert re.search(r"curator +created +Extract links from JavaScript \(1\) or not \(0\) +: 0 +Max hops +: 3 ",
-                     history), "the change history shows the attributes' change in words"
+    assert re.search(r"curator +created +Extract links from JavaScript +: no +Max hops +: 3 ",
+                     history), "the change history shows the attributes' change in words, yes or no"
+
+
+def test_a_configuration_made_with_its_attributes_is_created_once_in_its_history(login, api, webui_engine):
+    curator = login("curator")
+    made = curator.post("/definitions/domains/kb.dk/new-configuration", data={
+        "csrf_token": curator.csrf, "edition": domain_edition(webui_engine, "kb.dk"), "name": "deep",
+        "template": "default_orderxml", "seedlists": "defaultseeds", "max_objects": "-1", "max_bytes": "-1",
+        "max_hops": "4", "honor_robots_dot_txt": "obey", "extract_javascript": "true"})
+    assert made.status_code == 302, made.get_data(as_text=True)
+    assert eav_rows(webui_engine, 2, config_id(webui_engine, "kb.dk", "deep")) == {
+        "MAX_HOPS": 4, "HONOR_ROBOTS_DOT_TXT": 1, "EXTRACT_JAVASCRIPT": 1}
+    body = {"name": "wide", "template": "default_orderxml", "seedlists": ["defaultseeds"],
+            "edition": domain_edition(webui_engine, "kb.dk"), "crawl_attributes": {"max_hops": 9}}
+    assert api("curator", "post", "/api/v1/domains/kb.dk/configurations", json=body).status_code == 201
+    for name, hops in (("deep", "4"), ("wide", "9")):
+        page = curator.get(f"/definitions/domains/kb.dk/configurations/{name}").get_data(as_text=True)
+        history = re.sub(r"<[^>]+>|\s+", " ", page[page.index("Change history"):])
+        assert len(re.findall(r"curator +created ", history)) == 1, (name, history)
+        assert re.search(rf"created .*Max hops +: {hops} ", history), "its one entry holds its attributes"
 
 
 def test_a_snapshots_own_attributes_through_the_api_and_the_page(api, login, webui_engine):
@@ -156,7 +176,7 @@ def test_a_snapshots_own_attributes_through_the_api_and_the_page(api, login, web
     assert api("archivist", "get", "/api/v1/harvests/sel").status_code == 404, "nothing was stored"
     curator = login("curator")
     page = curator.get("/definitions/harvests/snap").get_data(as_text=True)
-    assert 'name="max_hops" inputmode="numeric" value="50"' in page
+    assert 'name="max_hops" type="text" value="50"' in page
     saved = curator.post("/definitions/harvests/snap", data={
         "csrf_token": curator.csrf, "edition": done.get_json()["edition"], "name": "snap", "comments": "",
         "audience": "", "channel": "", "max_objects": "-1", "max_bytes": "-1", "max_running_time": "0",

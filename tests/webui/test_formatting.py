@@ -87,6 +87,10 @@ def test_stored_names_read_as_words():
     (Schedule("s", TimeUnit.WEEKLY, 3), "every 3 weeks"),
     (Schedule("s", TimeUnit.MONTHLY, 1, anytime=False, ondayofmonth=1, onhour=0, onminute=30),
      "every month on day 1 at 00:30"),
+    # NetarchiveSuite's "Once": hourly, one harvest
+    (Schedule("Once", TimeUnit.HOURLY, 1, maxrepeats=1), "once, at its begin time"),
+    (Schedule("s", TimeUnit.DAILY, 1, anytime=False, onhour=2, onminute=0, maxrepeats=1), "once, at its begin time"),
+    (Schedule("s", TimeUnit.DAILY, 1, maxrepeats=2), "every day"),
 ])
 def test_a_schedule_says_how_often_it_runs_in_words(schedule, said):
     assert schedule.frequency == said

@@ -3,6 +3,7 @@ and the Definitions pages, on a real SQLite harvest database."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -312,6 +313,31 @@ def test_a_schedule_is_created_and_edited_through_the_form(login, webui_engine):
         client, name="broken", timeunit="DAILY", when="at", onhour="25", onminute="0", begin="asap", end="forever"))
     assert bad.status_code == 400 and "onhour" in bad.get_data(as_text=True)
     assert count(webui_engine, s.schedules.select().where(s.schedules.c.name == "broken").subquery()) == 0
+
+
+def test_the_schedule_form_takes_typed_iso_8601_and_names_the_field_and_value_it_refuses(login, api):
+    client = login("curator")
+    typed = {"name": "iso", "timeunit": "DAILY", "numtimeunits": "1", "when": "at", "attime": "02:00",
+             "begin": "at", "end": "repeats", "maxrepeats": "10"}
+    refusals = {"1. december 2026": "startdate must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it "
+                                    "has no zone), not '1. december 2026'",
+                "": "startdate: give a begin time, or choose another option"}
+    for startdate, refusal in refusals.items():
+        refused = client.post("/definitions/schedules", data=form(client, **typed, startdate=startdate))
+        page = html.unescape(refused.get_data(as_text=True))
+        assert refused.status_code == 400 and f'<span class="refusal" id="refusal-startdate">{refusal}</span>' in page
+        for name in ("attime", "maxrepeats"):
+            assert re.search(rf'name="{name}" type="\w+" value="{typed[name]}"', page), (name, "kept as typed")
+        assert re.search(r'name="end" value="repeats" checked', page), "the end chosen is kept"
+    late = client.post("/definitions/schedules", data=form(client, **{**typed, "attime": "25:00"},
+                                                            startdate="2026-12-01T02:00"))
+    assert late.status_code == 400 and "attime must be a time of day as HH:MM (24-hour clock), not &#39;25:00&#39;" \
+        in late.get_data(as_text=True)
+    assert client.post("/definitions/schedules", data=form(client, **typed, startdate="2026-12-01T02:00:00Z")
+                       ).status_code == 302
+    saved = api("curator", "get", "/api/v1/schedules/iso").get_json()
+    assert (saved["startdate"], saved["onhour"], saved["onminute"], saved["maxrepeats"]) == (
+        "2026-12-01T02:00:00Z", 2, 0, 10)
 
 
 def test_a_form_post_without_or_with_a_forged_csrf_token_is_refused(login, webui_engine):

@@ -179,10 +179,14 @@ def test_a_refused_form_is_shown_again_with_the_error_naming_its_field(crawl, lo
     response = client.post(f"/status/jobs/{crawl.job_id}/changes", data={**form, "csrf_token": client.csrf})
     assert response.status_code == 400
     page = response.get_data(as_text=True)
-    error = re.search(rf'<p class="error-message form-error" role="alert" data-field="{re.escape(field)}">(.*?)</p>',
-                      page)
-    assert error and words in error.group(1), page[page.find("form-error"):][:400]
+    error = re.search(r'<span class="refusal" role="alert">(.*?)</span>', page)
+    assert error and words in error.group(1), page[page.find("refusal"):][:400]
+    own = field.partition("[")[0]  # uris[1] is a line of the field uris
+    assert re.search(rf'name="{own}"[^>]*aria-invalid="true"[^>]*>(?:[^<]*</textarea>)?<span class="refusal"', page), \
+        "the refusal stands right beside the field it names"
     assert kept in form_of(page, error.group(0))
+    summary = re.search(r'<p class="flash error">(.*?)</p>', page, re.S)
+    assert summary and words in summary.group(1), "and at the top of the page"
     assert stored(webui_engine, crawl.job_id) == []
 
 

@@ -116,7 +116,7 @@ def test_counts_plurals_and_schedule_names_read_as_words(api, login, webui_engin
     schedules = words_of(admin.get("/definitions/schedules").get_data(as_text=True))
     assert "Every 5 minutes every 5 minutes 2030-01-31 02:00:00 UTC 2031-01-31 02:00:00 UTC" in schedules
     assert "Once an hour every hour as soon as possible never" in schedules
-    assert "Once every hour as soon as possible after 1 harvest" in schedules
+    assert "Once once, at its begin time as soon as possible after 1 harvest" in schedules
     assert "hourly" not in schedules and "harvest(s)" not in schedules
     assert "Runs every 5 minutes." in words_of(login("archivist").get(
         "/definitions/schedules/Every_5_minutes").get_data(as_text=True))
@@ -187,7 +187,10 @@ def test_the_change_history_names_what_changed_before_and_after_never_ids(api, l
     configuration = pages["/definitions/domains/kb.dk/configurations/deep"]
     assert "Crawl template: default_orderxml → deep_crawl" in configuration
     assert "Max objects: unlimited → 12,345" in configuration
-    assert "Crawl template: default_orderxml Max bytes: unlimited" in configuration  # as it was created
+    # as it was created, with its crawl attributes in the same one entry, yes or no
+    assert "Crawl template: default_orderxml Extract links from JavaScript: yes Max bytes: unlimited Max hops: 20 " \
+           "Max objects: unlimited Name: deep Obey robots.txt: no" in configuration
+    assert configuration.count(" created ") == 1
     domain = pages["/definitions/domains/kb.dk"]
     assert "Default configuration: kb.dk/defaultconfig → kb.dk/deep" in domain
     seedlist = pages["/definitions/domains/kb.dk/seedlists/defaultseeds"]

@@ -207,9 +207,8 @@ def create_configuration(name: str) -> Any:
             maxobjects=field(data, "max_objects", int, required=False, default=-1),
             maxbytes=field(data, "max_bytes", int, required=False, default=-1),
             maxrate=field(data, "max_rate", int, required=False),
-            comments=field(data, "comments", str, required=False, default=""))
-        # NetarchiveSuite's way: a new configuration gets every crawl attribute (a type not given: its default)
-        written = CrawlAttributeRepository(conn, actor()).set_configuration(configuration.config_id, attributes or {})
+            comments=field(data, "comments", str, required=False, default=""), crawl_attributes=attributes or {})
+        written = CrawlAttributeRepository(conn).of_configuration(configuration.config_id)
         names = {seedlist.seedlist_id: seedlist.name for seedlist in SeedListRepository(conn).list_for_domain(name)}
     return configuration_json(configuration, names, written), 201
 

@@ -31,7 +31,8 @@ def parse_time(data: dict[str, Any], name: str) -> datetime | None:
     try:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise ApiError("invalid", f"{name} must be an ISO 8601 time, not {text!r}", name) from None
+        raise ApiError("invalid", f"{name} must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it "
+                                  f"has no zone), not {text[:60]!r}", name) from None
     return to_utc(value, name)
 
 

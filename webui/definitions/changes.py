@@ -17,6 +17,7 @@ from datetime import datetime
 from flask_babel import gettext, lazy_gettext
 from sqlalchemy import Connection
 
+from harvestdef.crawlattributes import ATTRIBUTES
 from harvestdef.model.definitions import AuditEntry, ExtendedFieldType
 from harvestdef.repositories.audit import REFERENCE_KINDS, AuditRepository
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
@@ -103,8 +104,8 @@ EMPTY_REFERENCE = {
 LABELS = {
     "name": lazy_gettext("Name"), "comments": lazy_gettext("Comments"), "audience": lazy_gettext("Audience"),
     "isactive": lazy_gettext("Active"), "numevents": lazy_gettext("Runs"), "isevent": lazy_gettext("Event harvest"),
-    "MAX_HOPS": lazy_gettext("Max hops"), "HONOR_ROBOTS_DOT_TXT": lazy_gettext("Obey robots.txt (1) or not (0)"),
-    "EXTRACT_JAVASCRIPT": lazy_gettext("Extract links from JavaScript (1) or not (0)"),
+    "MAX_HOPS": lazy_gettext("Max hops"), "HONOR_ROBOTS_DOT_TXT": lazy_gettext("Obey robots.txt"),
+    "EXTRACT_JAVASCRIPT": lazy_gettext("Extract links from JavaScript"),
     "submitted": lazy_gettext("Created"), "nextdate": lazy_gettext("Next run"),
     "crawlertraps": lazy_gettext("Crawler traps"), "channel_id": lazy_gettext("Channel"),
     "schedule_id": lazy_gettext("Schedule"), "maxobjects": lazy_gettext("Max objects"),
@@ -127,6 +128,8 @@ SINCE_DELETED = {
     "extendedfield": lazy_gettext("an extended field since deleted"),
 }
 SIZES = {"maxbytes"}
+# Crawl attributes stored as 1 or 0 (NetarchiveSuite's check boxes), which read yes or no.
+YES_OR_NO = {kind.name for kind in ATTRIBUTES if kind.is_boolean}
 _ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
 
 
@@ -200,7 +203,7 @@ def _value(key: str, value: object, names: dict[tuple[str, int], str]) -> str:
         return ", ".join(names.get((kind, item), str(SINCE_DELETED[kind])) for item in value) or gettext("none")
     if value is None:
         return gettext("none")
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (key in YES_OR_NO and value in (0, 1)):
         return gettext("yes") if value else gettext("no")
     if isinstance(value, int):
         return size(value) if key in SIZES else count(value)

@@ -22,7 +22,7 @@ def _channels_page() -> str:
     with database().connect() as conn:
         channels = ChannelRepository(conn)
         return render_template("definitions/channels.html", channels=channels.all_channels(),
-                               mapping=channels.mapping(), form=request.form)
+                               mapping=channels.mapping())
 
 
 @blueprint.route("/channels", methods=["GET", "POST"])

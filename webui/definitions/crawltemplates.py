@@ -23,7 +23,7 @@ from webui.downloads import attachment
 def _templates_page() -> str:
     with database().connect() as conn:
         templates = TemplateRepository(conn).page(None, 10_000)
-    return render_template("definitions/templates.html", templates=templates, form=request.form)
+    return render_template("definitions/templates.html", templates=templates)
 
 
 @blueprint.route("/templates", methods=["GET", "POST"])

@@ -35,14 +35,16 @@ from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
 from harvestdef.repositories.seedlists import SeedListRepository
 from harvestdef.traps import validate_trap_expressions
 from webui.api.core import PAGED, SEARCH_FIELD, SEARCH_QUERY, decode_cursor, encode_cursor, limit
-from webui.api.errors import ApiError, translate
+from webui.api.errors import ApiError, is_client_error, translate
 from webui.api.extendedfields import domain_fields, set_domain_fields
 from webui.api.parameters import takes
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
+from webui.definitions.forms import form_integer, show_refused
 from webui.definitions.refused import show_refusals
+from webui.formfields import refuse
 
 # Lines of an uploaded file taken as their registered domain that the page shows; the rest are counted.
 MAX_SHOWN_NOTES = 100
@@ -53,8 +55,9 @@ def _domains(conn: Connection) -> DomainRepository:
 
 
 def _write(change: Callable[[Connection], Any], done: str, back: str, page: Callable[[], Any] | None = None) -> Any:
-    """Run ``change`` in one transaction; flash ``done`` or the error (nothing stored), then go to ``back``;
-    refused lines show ``page`` again, with the input and the lines."""
+    """Run ``change`` in one transaction; flash ``done`` and go to ``back``. Refused input (nothing stored)
+    shows ``page`` again with what was typed, the error beside its field and refused lines listed; without
+    a ``page``, the error is flashed on ``back``."""
     try:
         with database().begin() as conn:
             change(conn)
@@ -63,6 +66,8 @@ def _write(change: Callable[[Connection], Any], done: str, back: str, page: Call
             raise
         return show_refusals(exc, page)
     except (ApiError, HarvestSuiteError) as exc:
+        if page is not None and is_client_error(exc):
+            return show_refused(exc, page)
         flash(translate(exc).message, "error")
     else:
         flash(done)
@@ -77,11 +82,9 @@ def _edition() -> int:
 
 
 def _limit(name: str) -> int:
+    """A limit of the form (-1 when empty: unlimited); a whole number, else refused naming the field."""
     text = request.form.get(name, "").strip()
-    try:
-        return int(text) if text else -1
-    except ValueError:
-        return -2  # refused by the repository with a message naming the limit
+    return form_integer(name, text) if text else -1
 
 
 @blueprint.route("/")
@@ -110,7 +113,7 @@ def domains() -> Any:
 @blueprint.route("/domains/new", methods=["GET"])
 @require(READ)
 def domains_new() -> Any:
-    return render_template("definitions/domains_new.html", result=None, form=request.form)
+    return render_template("definitions/domains_new.html", result=None)
 
 
 @blueprint.route("/domains/new", methods=["POST"])
@@ -119,7 +122,7 @@ def domains_create() -> Any:
     """One name, a list or a file: each line a name, host or URL, taken as its registered domain (with a
     note); a refused line refuses them all."""
     def page() -> str:
-        return render_template("definitions/domains_new.html", result=None, form=request.form)
+        return render_template("definitions/domains_new.html", result=None)
 
     upload = request.files.get("file")
     if upload is not None and upload.filename:
@@ -127,7 +130,7 @@ def domains_create() -> Any:
             imported = _import_file(upload)
         except RefusedLinesError as exc:
             return show_refusals(exc, page)
-        return render_template("definitions/domains_new.html", result=None, imported=imported, form={})
+        return render_template("definitions/domains_new.html", result=None, imported=imported)
     name, names = request.form.get("name", "").strip(), request.form.get("names", "")
     lines = [name, *names.splitlines()] if name and names.strip() else name or names
     what = "domain names (line 1 is the single name)" if name and names.strip() else "domain names"
@@ -137,12 +140,13 @@ def domains_create() -> Any:
     except RefusedLinesError as exc:
         return show_refusals(exc, page)
     except HarvestSuiteError as exc:
-        flash(str(exc), "error")
-        return page(), 400
+        if not is_client_error(exc):
+            raise
+        return show_refused(exc, page)
     if not made.created and not made.existing:
         flash(_("Give a domain name, a list of names or a file."), "error")
         return page(), 400
-    return render_template("definitions/domains_new.html", result=made, form={})
+    return render_template("definitions/domains_new.html", result=made)
 
 
 def _import_file(upload: Any) -> dict[str, Any]:
@@ -187,7 +191,7 @@ def domain_extended_fields(name: str) -> Any:
     """Save the domain's extended-field values from the form's ``field:NAME`` inputs."""
     values = {key[len("field:"):]: value for key, value in request.form.items() if key.startswith("field:")}
     return _write(lambda conn: set_domain_fields(conn, name, _edition(), values), "Extended fields saved.",
-                  url_for("definitions.domain", name=name))
+                  url_for("definitions.domain", name=name), lambda: domain(name))
 
 
 @blueprint.route("/domains/<name>", methods=["POST"])
@@ -200,6 +204,7 @@ def domain_update(name: str) -> Any:
     except CrawlerTrapError as exc:
         # refused before anything is written: the page again, saying which line and why
         flash(f"crawlertraps: {exc}", "error")
+        refuse("crawlertraps", str(exc))
         return domain(name), 400
 
     def change(conn: Connection) -> None:
@@ -209,7 +214,7 @@ def domain_update(name: str) -> Any:
         repository.edit(name, _edition(), comments=form.get("comments"), crawlertraps=form.get("crawlertraps"),
                         alias_of=None if unchanged else alias or None,
                         clear_alias="alias" in form and not alias and not unchanged)
-    return _write(change, "Domain saved.", url_for("definitions.domain", name=name))
+    return _write(change, "Domain saved.", url_for("definitions.domain", name=name), lambda: domain(name))
 
 
 @blueprint.route("/domains/<name>/active", methods=["POST"])
@@ -242,7 +247,7 @@ def _templates(conn: Connection) -> list[str]:
 def _configuration_page(name: str, config: str | None) -> Any:
     with database().connect() as conn:
         current = _domains(conn).get(name)
-        page = {"domain": current, "templates": _templates(conn), "form": request.form,
+        page = {"domain": current, "templates": _templates(conn),
                 "seedlists": SeedListRepository(conn).list_for_domain(name),
                 "configuration": ConfigurationRepository(conn).get(name, config) if config else None,
                 "attribute_kinds": ATTRIBUTES, "attributes": {kind.name: kind.default for kind in ATTRIBUTES}}
@@ -277,10 +282,10 @@ def configuration_create(name: str) -> Any:
 
     def change(conn: Connection) -> None:
         attributes = _form_attributes()
-        created = ConfigurationRepository.from_settings(conn, settings(), actor()).create(
+        ConfigurationRepository.from_settings(conn, settings(), actor()).create(
             name, new, form.get("template", ""), form.getlist("seedlists"), _edition(),
-            maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments", ""))
-        CrawlAttributeRepository(conn, actor()).set_configuration(created.config_id, attributes)
+            maxobjects=_limit("max_objects"), maxbytes=_limit("max_bytes"), comments=form.get("comments", ""),
+            crawl_attributes=attributes)
     return _write(change, f"Configuration {new} created.", url_for("definitions.domain", name=name),
                   lambda: _configuration_page(name, None))
 
@@ -316,7 +321,7 @@ def _seedlist_page(name: str, listname: str | None) -> Any:
         seedlist = SeedListRepository(conn).get(name, listname) if listname else None
         changes = AuditRepository(conn).changes_of("seedlists", seedlist.seedlist_id) if seedlist else []
     return render_template("definitions/domains_seedlist.html", domain=current, seedlist=seedlist,
-                           changes=changes, form=request.form)
+                           changes=changes)
 
 
 @blueprint.route("/domains/<name>/seedlists/<listname>")

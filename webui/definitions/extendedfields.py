@@ -23,7 +23,7 @@ def _extended_fields_page() -> str:
         repository = ExtendedFieldRepository(conn)
         fields = {kind: repository.fields_of(kind) for kind in ExtendedFieldType}
     return render_template("definitions/extended_fields.html", fields=fields, datatypes=list(ExtendedFieldDatatype),
-                           kinds=list(ExtendedFieldType), form=request.form)
+                           kinds=list(ExtendedFieldType))
 
 
 @blueprint.route("/extendedfields", methods=["GET", "POST"])

@@ -1,5 +1,5 @@
 """What the definitions forms share: turning a form into an API request body, and showing a form again
-with its error when the input is refused.
+with its error when the input is refused (what was typed and the refusal beside its field: webui/formfields.py).
 
 A form and a JSON call go through the same checks (webui/api/), so these helpers only translate between
 form fields and request bodies and between errors and flashed messages.
@@ -15,6 +15,7 @@ from flask import flash, request
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.validation import check_integer
 from webui.api.errors import ApiError, is_client_error, translate
+from webui.formfields import refuse
 
 FORM_INTEGERS = ("numtimeunits", "onminute", "onhour", "ondayofweek", "ondayofmonth", "maxrepeats",
                  "max_objects", "max_bytes", "max_running_time", "edition")
@@ -27,16 +28,24 @@ def _message(error: ApiError) -> str:
 
 
 def attempt(action: Callable[[], Any], page: Callable[[], Any]) -> Any:
-    """Run ``action`` (one transaction); on bad input show ``page`` again with the error, status 400/409.
-    An error that is not the input's (the database failed) goes on to the app's error boundary: a 500."""
+    """Run ``action`` (one transaction); on bad input show ``page`` again with what was typed, the error at
+    the top and beside the field it names, status 400/409. An error that is not the input's (the database
+    failed) goes on to the app's error boundary: a 500."""
     try:
         return action()
     except (ApiError, HarvestSuiteError) as error:
         if not is_client_error(error):
             raise
-        translated = translate(error)
-        flash(_message(translated), "error")
-        return page(), translated.status
+        return show_refused(error, page)
+
+
+def show_refused(error: Exception, page: Callable[[], Any]) -> tuple[Any, int]:
+    """``page()`` again for input the client can fix: ``error`` flashed at the top and kept beside the field
+    it names, what was typed still in the form; with the error's status (400, 404, 409)."""
+    translated = translate(error)
+    flash(_message(translated), "error")
+    refuse(translated.field, translated.message)
+    return page(), translated.status
 
 
 def form_integer(name: str, text: str) -> int:

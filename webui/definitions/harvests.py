@@ -40,6 +40,7 @@ from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
 from webui.definitions.forms import attempt, form_data
 from webui.definitions.refused import show_refusals
+from webui.formatting import words
 
 
 def _harvests_page() -> str:
@@ -60,7 +61,9 @@ def harvests() -> Any:
 
 
 def _choices(conn: Any) -> dict[str, Any]:
-    return {"schedule_names": [schedule.name for schedule in ScheduleRepository(conn).list()],
+    schedule_names = [schedule.name for schedule in ScheduleRepository(conn).list()]
+    return {"schedule_names": schedule_names,
+            "schedule_choices": [(name, words(name)) for name in schedule_names],
             "template_names": TemplateRepository(conn).names(active_only=True),
             "channels": ChannelRepository(conn).all_channels(),
             "snapshot_names": [h.name for h in HarvestRepository(conn).all_harvests(HarvestKind.SNAPSHOT)]}
@@ -110,7 +113,7 @@ def new_harvest(kind: str) -> Any:
 
     def show() -> str:
         with database().connect() as conn:
-            return render_template("definitions/harvest_new.html", kind=kind, form=request.form,
+            return render_template("definitions/harvest_new.html", kind=kind,
                                    seed_attributes={kind.name: kind.default for kind in ATTRIBUTES}, **_choices(conn))
 
     if request.method == "GET":
@@ -163,7 +166,7 @@ def _harvest_page(name: str) -> str:
         return render_template("definitions/harvest.html", harvest=current, state=state, outlook=outlook,
                                previous=previous, snapshot=snapshot,
                                configurations=configurations, configuration_choices=choices, channel=channel,
-                               form=request.form, runs=JobRepository(conn).runs_of(current.harvest_id),
+                               runs=JobRepository(conn).runs_of(current.harvest_id),
                                run_request=requests.find(current.harvest_id),
                                preview=api.preview_json(requests.preview_of(current.harvest_id)),
                                tick_period=settings().scheduler.jobgenerationperiod,

@@ -11,10 +11,12 @@ from typing import Any
 from flask import flash, g
 
 from harvestdef.errors import RefusedLinesError
+from webui.formfields import refuse
 
 
 def show_refusals(error: RefusedLinesError, page: Callable[[], Any]) -> tuple[Any, int]:
     """``page()`` again, status 400, with the refusals of ``error`` for its refused_lines.html to list."""
     g.refused = error
     flash(error.summary, "error")
+    refuse(error.field, error.summary)
     return page(), 400

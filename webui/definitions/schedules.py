@@ -1,19 +1,25 @@
 """Pages of the definitions section: schedules (the form of reference §3.2), listed, created and edited.
 
 The form becomes the API's request body and is checked by the API's ``schedule_from``
-(webui/api/schedules.py), so a form and a JSON call accept the same schedules.
+(webui/api/schedules.py), so a form and a JSON call accept the same schedules. The form's own choices are
+checked here: a time of day (``attime``, HH:MM) for a schedule at a fixed time, a begin or end time (ISO
+8601, UTC when it has no zone, as the browser's date and time input sends it) or a number of harvests for
+the choice that needs one, so that a choice made without its value is refused rather than saved as
+"whenever", "as soon as possible" or "forever".
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import time
 from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
 from harvestdef.repositories.schedules import ScheduleRepository
-from harvestdef.schedules import Schedule, TimeUnit
+from harvestdef.schedules import Schedule
+from webui.api.errors import ApiError
 from webui.api.schedules import SCHEDULE_FIELDS, schedule_from
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database
@@ -21,30 +27,54 @@ from webui.definitions import blueprint
 from webui.definitions.forms import attempt, form_data
 
 
+def _required(name: str, what: str) -> str:
+    """The form field ``name``, which its chosen radio button needs: refused naming the field if empty."""
+    text = request.form.get(name, "").strip()
+    if not text:
+        raise ApiError("invalid", _("%(field)s: give %(what)s, or choose another option", field=name, what=what),
+                       name)
+    return text
+
+
+def _time_of_day() -> dict[str, int]:
+    """The hour and minute of the form's time of day (``attime``, HH:MM as the browser's time input sends
+    it, in the scheduler's zone); a form without the field may give ``onhour`` and ``onminute`` as numbers."""
+    if "attime" not in request.form:
+        return form_data(("onhour", "onminute"))
+    text = _required("attime", _("a time of day"))
+    try:
+        chosen = time.fromisoformat(text)
+    except ValueError:
+        raise ApiError("invalid", _("attime must be a time of day as HH:MM (24-hour clock), not %(value)r",
+                                    value=text[:40]), "attime") from None
+    return {"onhour": chosen.hour, "onminute": chosen.minute}
+
+
 def schedule_body() -> dict[str, Any]:
     """The schedule form of reference §3.2 as the schedules table's columns."""
-    data = form_data(("name", "comments", "timeunit", "numtimeunits", "onminute", "onhour", "ondayofweek",
-                      "ondayofmonth"))
+    data = form_data(("name", "comments", "timeunit", "numtimeunits", "ondayofweek", "ondayofmonth"))
     data["anytime"] = request.form.get("when", "anytime") == "anytime"
     if request.form.get("begin") == "at":
-        data["startdate"] = request.form.get("startdate", "")
+        data["startdate"] = _required("startdate", _("a begin time"))
     end = request.form.get("end", "forever")
     if end == "until":
-        data["enddate"] = request.form.get("enddate", "")
+        data["enddate"] = _required("enddate", _("an end time"))
     elif end == "repeats":
+        _required("maxrepeats", _("a number of harvests"))
         data.update(form_data(("maxrepeats",)))
     else:
         data.update(enddate=None, maxrepeats=None)
     if data["anytime"]:
         data.update(onminute=None, onhour=None, ondayofweek=None, ondayofmonth=None)
+    else:
+        data.update(_time_of_day())
     return data
 
 
 def _schedules_page() -> str:
     with database().connect() as conn:
         schedules = list(ScheduleRepository(conn).list())
-    return render_template("definitions/schedules.html", schedules=schedules, timeunits=list(TimeUnit),
-                           form=request.form)
+    return render_template("definitions/schedules.html", schedules=schedules)
 
 
 @blueprint.route("/schedules", methods=["GET", "POST"])
@@ -74,8 +104,7 @@ def schedule(name: str) -> Any:
             repository = ScheduleRepository(conn)
             current = repository.get_by_name(name)
             users = repository.harvests_using(current.schedule_id or 0)
-        return render_template("definitions/schedule.html", schedule=current, users=users,
-                               timeunits=list(TimeUnit))
+        return render_template("definitions/schedule.html", schedule=current, users=users)
     if request.method == "GET":
         return show()
     return _update_schedule(name, show)

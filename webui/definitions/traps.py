@@ -22,7 +22,7 @@ from webui.downloads import attachment
 def _traps_page() -> str:
     with database().connect() as conn:
         lists = GlobalCrawlerTrapRepository(conn).all_lists()
-    return render_template("definitions/traps.html", lists=lists, form=request.form)
+    return render_template("definitions/traps.html", lists=lists)
 
 
 @blueprint.route("/traps", methods=["GET", "POST"])

@@ -4,8 +4,8 @@ Each form posts here and goes through the API's own functions (webui/api/changes
 request_change), so a page and an API call are judged alike. A form's fields are text: this module only
 turns them into the JSON the API takes (a number typed as digits becomes a number; anything else is passed
 on as it was typed, for harvestdef/livechanges.py to refuse naming the field). A stored change is flashed
-and the page loaded again; a refused one shows the page again with the error beside its form and what was
-typed still in it, nothing stored.
+and the page loaded again; a refused one shows the page again with the error at the top and beside the
+field it names (webui/status/templates/status/_steer.html), what was typed still in it, nothing stored.
 """
 
 from __future__ import annotations
@@ -97,5 +97,6 @@ def _refused(job_id: int, form: str, error: Exception, typed: dict[str, str], li
     if index is not None and lines and int(index.group(1)) < len(lines):
         # the form's user sees lines, not the API's list
         message = f"URIs, line {lines[int(index.group(1))]}: {message.split(': ', 1)[-1]}"
+    flash(message, "error")  # the summary at the top; the page shows it beside its field too
     return job_page(job_id, {"form": form, "field": answer.field, "message": message, "typed": typed}), \
         answer.status

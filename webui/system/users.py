@@ -1,8 +1,9 @@
 """Pages of the users and their API tokens: admins add users and manage them (role, active, password) on
 ``/system/users``; every user makes, sees and revokes their own tokens on ``/system/users/NAME/tokens``
-(admins see and revoke anybody's). Each form goes through the same actions as the API (webui/api/users.py).
-A refused change of a listed user is flashed, naming what is wrong, and nothing is changed; the forms that
-make something (a user, a token) come back with what was typed and each refusal beside its field.
+(admins see and revoke anybody's). Each form goes through the same actions as the API (webui/api/users.py),
+so a refusal reads the same: nothing is changed, and the page is shown again with what was typed and each
+refusal beside its field (webui/formfields.py), the refusal of a listed user's change also at the top and in
+that user's row. Passwords typed are not sent back in a page.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from webui.api.errors import ApiError
 from webui.api.users import add_user, admin_or_self, change_user, make_token, revoke
 from webui.auth import ADMIN, READ, require
 from webui.context import actor, current_user, database
+from webui.formfields import refuse
 from webui.system import blueprint
 
 NAME_LENGTH = column_length(s.users.c.name)
@@ -43,7 +45,15 @@ def _users_page(added: dict[str, str] | None = None, refusals: dict[str, str] | 
     return render_template("system/users.html", people=people, tokens=tokens, roles=[role.value for role in Role],
                            added=added or {"role": Role.CURATOR.value}, refusals=refusals or {},
                            name_length=NAME_LENGTH, fullname_length=FULLNAME_LENGTH,
-                           min_password_length=MIN_PASSWORD_LENGTH)
+                           min_password_length=MIN_PASSWORD_LENGTH,
+                           refused_user=request.view_args.get("name") if request.method == "POST" else None)
+
+
+def _refused(field: str, message: str) -> tuple[str, int]:
+    """The users' page again, status 400, with ``message`` at the top and beside ``field`` of that user."""
+    flash(message, "error")
+    refuse(field, message)
+    return _users_page(), 400
 
 
 @blueprint.get("/system/users")
@@ -116,7 +126,8 @@ def change(name: str) -> Any:
     try:
         changed = change_user(name, _edition(), request.form.get("role") or None, active)
     except (ApiError, HarvestSuiteError) as exc:
-        flash(_("User %(name)s was not changed: %(reason)s.", name=name, reason=getattr(exc, "message", exc)), "error")
+        return _refused("active" if active is not None else "role", _(
+            "User %(name)s was not changed: %(reason)s.", name=name, reason=getattr(exc, "message", exc)))
     else:
         flash(_("User %(name)s is now %(role)s, active.", name=changed.name, role=changed.role.value)
               if changed.isactive else
@@ -131,15 +142,14 @@ def reset_password(name: str) -> Any:
     """Set a user's password (forgotten or leaked); every session of the user ends."""
     new, repeated = request.form.get("new_password", ""), request.form.get("repeated_password", "")
     if new != repeated:
-        flash(_("The password of %(name)s was not changed: the new password and its repetition differ.", name=name),
-              "error")
-        return redirect(url_for("system.users"))
+        return _refused("repeated_password", _(
+            "The password of %(name)s was not changed: the new password and its repetition differ.", name=name))
     try:
         with database().begin() as conn:
             UserRepository(conn, actor()).set_password(name, new, _edition())
     except (ApiError, HarvestSuiteError) as exc:
-        flash(_("The password of %(name)s was not changed: %(reason)s.", name=name,
-                reason=getattr(exc, "message", exc)), "error")
+        return _refused("new_password", _("The password of %(name)s was not changed: %(reason)s.", name=name,
+                                          reason=getattr(exc, "message", exc)))
     else:
         flash(_("The password of %(name)s is changed; every session of the user has ended.", name=name))
     return redirect(url_for("system.users"))
