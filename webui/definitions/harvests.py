@@ -40,6 +40,7 @@ from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
 from webui.definitions.forms import attempt, form_data
 from webui.definitions.refused import show_refusals
+from webui.harvest_reasons import outlook_reason
 
 
 def _harvests_page() -> str:
@@ -235,11 +236,29 @@ def harvest_seeds(name: str) -> Any:
                     name, event_seeds(), data.get("template", ""), data.get("edition", 0),
                     maxbytes=data.get("max_bytes", -1), maxobjects=data.get("max_objects", -1),
                     attributes=attributes)
+                outlook = api.seeds_outlook(conn, name)
         except RefusedLinesError as exc:
             return show_refusals(exc, lambda: _harvest_page(name))
-        flash(ngettext("Seeds added: %(num)s configuration.", "Seeds added: %(num)s configurations.", len(made)))
+        if outlook["will_run"]:
+            flash(ngettext("Seeds added: %(num)s configuration.", "Seeds added: %(num)s configurations.",
+                           len(made)))
+        else:
+            # said beside the page's Run now button (category idle-seeds, harvest.html)
+            flash(ngettext("Seeds added: %(num)s configuration; nothing will harvest it until Run now or a new "
+                           "schedule, since %(reason)s.",
+                           "Seeds added: %(num)s configurations; nothing will harvest them until Run now or a "
+                           "new schedule, since %(reason)s.", len(made), reason=_idle_reason(outlook)),
+                  "warning idle-seeds")
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(add, lambda: _harvest_page(name))
+
+
+def _idle_reason(outlook: dict[str, Any]) -> str:
+    """Why no run will harvest what was added (api.seeds_outlook), in the page's language."""
+    reasons = [_("it is inactive")] if outlook["inactive"] else []
+    if outlook["end_reason"]:
+        reasons.append(outlook_reason(outlook["end_reason"]))
+    return _(", and ").join(reasons)
 
 
 @blueprint.post("/harvests/<name>/configurations/<domain>/<configuration>/remove")
