@@ -20,7 +20,7 @@ from sqlalchemy import Connection, delete, exists, func, insert, select, update
 
 from harvestdef.crawlattributes import CONFIGURATION_TREE
 from harvestdef.db import schema as s
-from harvestdef.errors import NotFoundError, RefusedLinesError, ValidationError
+from harvestdef.errors import LineRefusal, NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import DomainConfiguration
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
@@ -135,23 +135,29 @@ class ConfigurationRepository:
         return int(template_id)
 
     def _seedlist_ids(self, domain_id: int, domain_name: str, seedlists: Iterable[str | int]) -> list[int]:
-        """Seed lists named (str) or numbered (int); each must belong to the domain."""
+        """Seed lists named (str) or numbered (int); each must belong to the domain. RefusedLinesError names
+        every one that does not (its 1-based number in ``seedlists``, and why) before any is used."""
         ids: list[int] = []
-        for seedlist in seedlists:
+        refusals: list[LineRefusal] = []
+        for number, seedlist in enumerate(seedlists, start=1):
             column = s.seedlists.c.seedlist_id if isinstance(seedlist, int) else s.seedlists.c.name
             rows = self.conn.execute(select(s.seedlists.c.seedlist_id, s.seedlists.c.domain_id, s.domains.c.name)
                                      .join(s.domains, s.seedlists.c.domain_id == s.domains.c.domain_id)
                                      .where(column == seedlist)).all()
             own = [r for r in rows if r.domain_id == domain_id]
             if own:
-                self._check_seeds(own[0].seedlist_id, domain_name)
                 ids.append(own[0].seedlist_id)
             elif rows and isinstance(seedlist, int):
-                raise ValidationError(
-                    f"seed list {seedlist} belongs to domain {rows[0].name!r}, not to {domain_name!r}: a "
-                    f"configuration uses seed lists of its own domain only")
+                refusals.append(LineRefusal.of(number, str(seedlist), (
+                    f"seed list {seedlist} belongs to domain {rows[0].name}, not to {domain_name}: a "
+                    f"configuration uses seed lists of its own domain only")))
             else:
-                raise NotFoundError("seed list", f"{domain_name}/{seedlist}")
+                refusals.append(LineRefusal.of(number, str(seedlist), f"domain {domain_name} has no seed list "
+                                                                      f"{seedlist}"))
+        if refusals:
+            raise RefusedLinesError(f"seed lists of domain {domain_name}", refusals, "seedlists")
+        for seedlist_id in ids:
+            self._check_seeds(seedlist_id, domain_name)
         if not ids:
             raise ValidationError("a configuration needs at least one seed list")
         return list(dict.fromkeys(ids))

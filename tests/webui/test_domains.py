@@ -197,7 +197,7 @@ def test_seedlists_and_configurations(api):
         "max_objects": 5000, "max_bytes": -1, "max_rate": None, "default": False,
         "crawl_attributes": {"max_hops": 20, "honor_robots_dot_txt": False, "extract_javascript": True}}
     for payload, status in (({"name": "x", "template": "nosuch", "seedlists": ["news"]}, 404),
-                            ({"name": "x", "template": "default_orderxml", "seedlists": ["nosuch"]}, 404),
+                            ({"name": "x", "template": "default_orderxml", "seedlists": ["nosuch"]}, 400),
                             ({"name": "x", "template": "default_orderxml", "seedlists": ["news"],
                               "max_bytes": -5}, 400),
                             ({"name": "x", "template": "default_orderxml", "seedlists": ["news"],

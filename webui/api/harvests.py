@@ -2,19 +2,21 @@
 
 Records are addressed by name and listed by name with keyset paging. Every write runs in one transaction,
 so a request that fails half-way (an unknown configuration in the third entry, a seed without a domain)
-stores nothing; refused seeds are answered 400 with every refused line listed (webui/api/refusals.py). A
-name the request refers to that does not exist (a schedule, a configuration, a template,
-a channel, a previous snapshot) is bad input, so it is answered 400 naming the field, not 404.
+stores nothing; refused seeds, and ``configurations`` entries that name no configuration or are not
+``{"domain", "configuration"}``, are answered 400 with every refused line (entry) listed
+(webui/api/refusals.py). A name the request refers to that does not exist (a schedule, a configuration, a
+template, a channel, a previous snapshot) is bad input, so it is answered 400 naming the field, not 404.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flask import request, url_for
 
 from harvestdef.crawlattributes import as_json, check_values
-from harvestdef.errors import CrawlerTrapError
+from harvestdef.errors import CrawlerTrapError, LineRefusal, RefusedLinesError
 from harvestdef.model.definitions import HarvestDefinition, HarvestKind, RunOutlook, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
@@ -127,17 +129,24 @@ def harvest_repository(conn: Any) -> HarvestRepository:
 
 
 def _configuration_pairs(data: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """The request's ``configurations`` as (domain, configuration) pairs; RefusedLinesError names every entry
+    that is not ``{"domain", "configuration"}`` (its ``line``: the entry's 1-based place in the list)."""
     entries = field(data, "configurations", list, required=False, default=[])
     pairs = []
-    for number, entry in enumerate(entries):
+    refused = []
+    for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("domain"), str):
-            raise ApiError("invalid", f"configurations[{number}] must be {{\"domain\", \"configuration\"}}",
-                           "configurations")
+            refused.append(LineRefusal.of(number, json.dumps(entry, default=str),
+                                           'not {"domain", "configuration"} with domain a string'))
+            continue
         configuration = entry.get("configuration")
         if configuration is not None and not isinstance(configuration, str):
-            raise ApiError("invalid", f"configurations[{number}].configuration must be a string",
-                           "configurations")
+            refused.append(LineRefusal.of(number, json.dumps(entry, default=str),
+                                           "its configuration is not a string"))
+            continue
         pairs.append((entry["domain"], configuration))
+    if refused:
+        raise RefusedLinesError("configurations", refused, "configurations")
     return pairs
 
 

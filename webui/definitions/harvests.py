@@ -21,7 +21,7 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 
 from harvestdef.crawlattributes import ATTRIBUTES, SNAPSHOT_TREE, as_json, form_values
-from harvestdef.errors import RefusedLinesError
+from harvestdef.errors import LineRefusal, RefusedLinesError
 from harvestdef.model.definitions import ExtendedFieldType, HarvestKind, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.crawlattributes import AUDIT_TABLE as ATTRIBUTES_AUDIT_TABLE
@@ -91,16 +91,36 @@ def event_seeds() -> str:
                                   f"allow there", "seedsfile") from exc
 
 
-def parse_configurations(text: str) -> list[dict[str, Any]]:
+class TypedConfigurations(list[dict[str, Any]]):
+    """The form's configurations as the API's entries, with the text area's line number of each (blank lines
+    are skipped, so entry 3 may be line 5)."""
+
+    def __init__(self, entries: list[dict[str, Any]], lines: list[int]) -> None:
+        super().__init__(entries)
+        self.lines = lines
+
+    def renumbered(self, error: RefusedLinesError) -> RefusedLinesError:
+        """``error``, whose lines count the entries, with the text area's line numbers instead."""
+        return RefusedLinesError(error.what, [LineRefusal(self.lines[refusal.line - 1], refusal.text, refusal.reason)
+                                              for refusal in error.refusals], error.field, error.total)
+
+
+def parse_configurations(text: str) -> TypedConfigurations:
     """One ``domain`` or ``domain/configuration`` a line (the domain's default configuration if none)."""
-    entries = []
-    for line in text.splitlines():
+    entries, lines = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if line:
             # not "_", which is gettext in this module
             domain, _slash, configuration = line.partition("/")
             entries.append({"domain": domain.strip(), "configuration": configuration.strip() or None})
-    return entries
+            lines.append(number)
+    return TypedConfigurations(entries, lines)
+
+
+def _refused_configurations(error: RefusedLinesError, typed: TypedConfigurations | None) -> RefusedLinesError:
+    """A refusal of the form's configurations numbered by its lines; any other refusal as it is."""
+    return typed.renumbered(error) if typed is not None and error.field == "configurations" else error
 
 
 @blueprint.route("/harvests/new/<kind>", methods=["GET", "POST"])
@@ -121,8 +141,9 @@ def new_harvest(kind: str) -> Any:
         data = form_data(("name", "schedule", "comments", "audience", "channel", "template", "previous",
                           "max_objects", "max_bytes", "max_running_time"))
         data.update(type=kind, active=request.form.get("active") == "1")
+        typed = None
         if kind == "selective":
-            data["configurations"] = parse_configurations(request.form.get("configurations", ""))
+            typed = data["configurations"] = parse_configurations(request.form.get("configurations", ""))
         if kind == "event":
             data["seeds"] = event_seeds()
             data["crawl_attributes"] = as_json(form_values(request.form))
@@ -133,7 +154,7 @@ def new_harvest(kind: str) -> Any:
                 created = api.create_harvest_from(conn, data)
                 warning = api.save_warning(api.harvest_repository(conn), created)
         except RefusedLinesError as exc:
-            return show_refusals(exc, show)
+            return show_refusals(_refused_configurations(exc, typed), show)
         flash(_("Harvest %(name)s created.", name=created.name))
         if warning:
             flash(warning, "warning")
@@ -195,10 +216,13 @@ def _update_harvest(name: str, show: Callable[[], str]) -> Any:
         added = parse_configurations(request.form.get("configurations", ""))
         if added:
             data["configurations"] = added
-        with database().begin() as conn:
-            saved = api.update_harvest_from(conn, name, data)
-            repository = api.harvest_repository(conn)
-            warning = api.save_warning(repository, repository.get(saved))
+        try:
+            with database().begin() as conn:
+                saved = api.update_harvest_from(conn, name, data)
+                repository = api.harvest_repository(conn)
+                warning = api.save_warning(repository, repository.get(saved))
+        except RefusedLinesError as exc:
+            return show_refusals(_refused_configurations(exc, added), show)
         flash(_("Harvest %(name)s saved.", name=saved) if saved == name
               else _("Harvest %(name)s saved as %(saved)s.", name=name, saved=saved))
         if warning:
