@@ -187,7 +187,7 @@ class ConfigurationRepository:
         template_id = self._template_id(template)
         seedlist_ids = self._seedlist_ids(owner.domain_id, owner.name, seedlists)
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
-        with translate_errors("configuration", f"{owner.name}/{name}"):
+        with translate_errors("configuration", name.strip(), owner.name):
             config_id = self.conn.execute(insert(s.configurations).values(
                 name=name.strip(), comments=comments, domain_id=owner.domain_id, template_id=template_id,
                 maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate)).inserted_primary_key[0]
@@ -226,7 +226,7 @@ class ConfigurationRepository:
         bump_domain_edition(self.conn, self.actor, current.domain_id, domain_edition)
         before = self._audit_row(current.config_id)
         if values:
-            with translate_errors("configuration", f"{current.domain_name}/{values.get('name', name)}"):
+            with translate_errors("configuration", values.get("name", name), current.domain_name):
                 self.conn.execute(update(s.configurations).where(
                     s.configurations.c.config_id == current.config_id).values(**values))
         if seedlist_ids is not None:

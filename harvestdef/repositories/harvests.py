@@ -281,7 +281,8 @@ class HarvestRepository:
                            channel_id: int | None) -> int:
         name = check_name(name, "harvest definition", s.harvestdefinitions.c.name)
         if self.conn.scalar(select(exists().where(s.harvestdefinitions.c.name == name))):
-            raise ConflictError("harvest definition", name)
+            raise ConflictError("harvest definition", name, field="name",
+                                sentence=f"a harvest definition named {name} already exists")
         harvest_id = self.next_harvest_id()
         with translate_errors("harvest definition", name):
             self.conn.execute(insert(s.harvestdefinitions).values(

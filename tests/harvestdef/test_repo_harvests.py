@@ -64,9 +64,9 @@ def test_selective_refuses_unknown_schedule_bad_traps_and_duplicate_names(engine
         with pytest.raises(CrawlerTrapError, match="line 2"):
             repository.create_selective("x", "Once", crawlertraps="ok\n[unclosed")
         repository.create_selective("x", "Once")
-        with pytest.raises(ConflictError, match="'x'"):
+        with pytest.raises(ConflictError, match="a harvest definition named x already exists"):
             repository.create_selective("x", "Once")
-        with pytest.raises(ConflictError, match="'x'"):
+        with pytest.raises(ConflictError, match="a harvest definition named x already exists"):
             repository.create_snapshot("x")
 
 

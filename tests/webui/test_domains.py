@@ -388,7 +388,7 @@ def test_domain_page_edit_escapes_and_shows_history(app, login, webui_engine, ap
     # a stale edition from the form: refused, shown, nothing stored
     stale = client.post("/definitions/domains/kb.dk", data={"csrf_token": client.csrf, "edition": 1,
                                                               "comments": "old"}, follow_redirects=True)
-    assert "changed by somebody else" in stale.get_data(as_text=True)
+    assert "domain kb.dk was changed by you" in stale.get_data(as_text=True)
     assert domain_row(webui_engine, "kb.dk")["comments"] == SCRIPT
     # a bad trap: refused
     client.post("/definitions/domains/kb.dk", data={"csrf_token": client.csrf, "edition": 4, "crawlertraps": "("})
