@@ -7,8 +7,10 @@ harvestdef.repositories.runrequests).
 
 The pages turn form fields into the API's request bodies and reuse its functions (webui/api/harvests.py),
 so a form and a JSON call are checked by the same code. A form with bad input is shown again with the
-error (400) and nothing is stored: each post is one transaction. Refused seeds keep the form as it was
-typed and list every refused line (webui/definitions/refused.py).
+error (400) and nothing is stored: each post is one transaction. Refused seeds, and domains or
+configurations that name nothing, keep the form as it was typed and list every refused line with the text
+area's line number (webui/definitions/refused.py). Seeds added to a harvest that no run will take (it has
+run its course, or is inactive) are said to wait for Run now or a new schedule, beside the Run now button.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
-from webui.definitions.forms import attempt, form_data
+from webui.definitions.forms import attempt, form_data, form_edition
 from webui.definitions.refused import show_refusals
 from webui.harvest_reasons import outlook_reason
 
@@ -257,7 +259,7 @@ def harvest_seeds(name: str) -> Any:
         try:
             with database().begin() as conn:
                 made = api.harvest_repository(conn).add_seeds(
-                    name, event_seeds(), data.get("template", ""), data.get("edition", 0),
+                    name, event_seeds(), data.get("template", ""), form_edition(),
                     maxbytes=data.get("max_bytes", -1), maxobjects=data.get("max_objects", -1),
                     attributes=attributes)
                 outlook = api.seeds_outlook(conn, name)
@@ -292,7 +294,7 @@ def harvest_remove_configuration(name: str, domain: str, configuration: str) -> 
     def remove() -> Any:
         with database().begin() as conn:
             api.harvest_repository(conn).remove_configuration(
-                name, domain, configuration, form_data(("edition",)).get("edition", 0))
+                name, domain, configuration, form_edition())
         flash(_("Configuration %(domain)s/%(configuration)s removed from harvest %(name)s.", domain=domain,
                 configuration=configuration, name=name))
         return redirect(url_for("definitions.harvest", name=name))
@@ -309,7 +311,7 @@ def harvest_change_configuration(name: str, domain: str, configuration: str) -> 
             raise ApiError("invalid", "choose the configuration to harvest instead", "configuration")
         with database().begin() as conn:
             api.change_configuration(conn, name, domain, configuration, replacement,
-                                     form_data(("edition",)).get("edition", 0))
+                                     form_edition())
         flash(_("%(domain)s is harvested with configuration %(replacement)s instead of %(configuration)s.",
                 domain=domain, replacement=replacement, configuration=configuration))
         return redirect(url_for("definitions.harvest", name=name))
@@ -360,7 +362,7 @@ def harvest_extended_fields(name: str) -> Any:
     def save() -> Any:
         values = {key[len("field:"):]: value for key, value in request.form.items() if key.startswith("field:")}
         with database().begin() as conn:
-            set_harvest_fields(conn, name, form_data(("edition",)).get("edition", 0), values)
+            set_harvest_fields(conn, name, form_edition(), values)
         flash(_("Extended fields saved."))
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(save, lambda: _harvest_page(name))
