@@ -180,12 +180,16 @@ class TemplateError(ValidationError):
 
 
 class CrawlerTrapError(ValidationError):
-    """A crawler trap that is not a valid regular expression; ``line`` is 1-based in the input."""
+    """A crawler trap that is not a valid regular expression; ``line`` is 1-based in the input. Where several
+    lines of one input are refused, ``refusals`` holds every one (the first is ``line``), each with its
+    reason, and the message names them all."""
 
-    def __init__(self, message: str, line: int, expression: str) -> None:
+    def __init__(self, message: str, line: int, expression: str,
+                 refusals: Sequence[LineRefusal] = ()) -> None:
         super().__init__(message)
         self.line = line
         self.expression = expression
+        self.refusals = tuple(refusals)
 
 
 class PatternError(ValidationError):
