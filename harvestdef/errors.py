@@ -18,7 +18,7 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── NotFoundError              no such row (names the kind and the key)
     ├── ConflictError              the row exists already (names the kind and the key)
     │   └── JobStillCrawlingError  a FAILED job's attempt still crawls, so it cannot be restarted yet
-    ├── StaleEditionError          optimistic locking: somebody else changed the row since it was read
+    ├── StaleEditionError          optimistic locking: the row was changed since it was read (by whom)
     ├── IllegalTransitionError     a job status change that the transition table forbids
     ├── StaleJobError              a job is no longer in the status or attempt a change expected
     ├── DatabaseError              the harvest database failed (translated from SQLAlchemy/psycopg)
@@ -180,12 +180,16 @@ class TemplateError(ValidationError):
 
 
 class CrawlerTrapError(ValidationError):
-    """A crawler trap that is not a valid regular expression; ``line`` is 1-based in the input."""
+    """A crawler trap that is not a valid regular expression; ``line`` is 1-based in the input. Where several
+    lines of one input are refused, ``refusals`` holds every one (the first is ``line``), each with its
+    reason, and the message names them all."""
 
-    def __init__(self, message: str, line: int, expression: str) -> None:
+    def __init__(self, message: str, line: int, expression: str,
+                 refusals: Sequence[LineRefusal] = ()) -> None:
         super().__init__(message)
         self.line = line
         self.expression = expression
+        self.refusals = tuple(refusals)
 
 
 class PatternError(ValidationError):
@@ -221,12 +225,16 @@ class NotFoundError(HarvestSuiteError):
 
 
 class ConflictError(HarvestSuiteError):
-    """A row of that kind with that key exists already."""
+    """A row of that kind with that key exists already. ``sentence``, when given, is the whole message (a
+    unique key the database refused, said for people: harvestdef.db.uniqueness); ``field`` names the request
+    field whose value is taken."""
 
-    def __init__(self, kind: str, key: object, detail: str = "") -> None:
-        super().__init__(f"{kind} {key!r} exists already" + (f": {detail}" if detail else ""))
+    def __init__(self, kind: str, key: object, detail: str = "", *, sentence: str | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(sentence or f"{kind} {key!r} exists already" + (f": {detail}" if detail else ""))
         self.kind = kind
         self.key = key
+        self.field = field
 
 
 class JobStillCrawlingError(ConflictError):
@@ -245,18 +253,36 @@ class JobStillCrawlingError(ConflictError):
 
 
 class StaleEditionError(HarvestSuiteError):
-    """The row was changed by somebody else since it was read (optimistic locking on ``edition``)."""
+    """The row was changed since it was read (optimistic locking on ``edition``).
 
-    def __init__(self, kind: str, key: object, expected_edition: int, current_edition: int | None) -> None:
+    ``name`` is what people call the row (a domain's name where ``key`` is its id); ``changed_by`` and
+    ``changed_at`` say who made the newer edition and when (its audit row), and ``actor`` who tried to
+    change it: the message says "somebody else" only when those two differ, and "another tab or request
+    of yours" when they are the same user. Without them it says only that the row was changed."""
+
+    def __init__(self, kind: str, key: object, expected_edition: int, current_edition: int | None, *,
+                 name: str | None = None, changed_by: str | None = None, changed_at: str | None = None,
+                 actor: str | None = None) -> None:
+        shown = name if name is not None else repr(key)
         now = "deleted" if current_edition is None else f"now at edition {current_edition}"
-        super().__init__(
-            f"{kind} {key!r} was changed by somebody else: you edited edition {expected_edition}, "
-            f"it is {now}; reload and apply your change again"
-        )
+        when = f" at {changed_at}" if changed_at else ""
+        if changed_by is None:
+            how = "was changed since it was read"
+        elif actor is not None and changed_by == actor:
+            how = (f"was changed by you ({changed_by}) in another tab or request{when}, since this page was "
+                   f"loaded")
+        else:
+            how = f"was changed by somebody else ({changed_by}{when})"
+        super().__init__(f"{kind} {shown} {how}: you edited edition {expected_edition}, it is {now}; reload and "
+                         f"apply your change again")
         self.kind = kind
         self.key = key
+        self.name = name
         self.expected_edition = expected_edition
         self.current_edition = current_edition
+        self.changed_by = changed_by
+        self.changed_at = changed_at
+        self.actor = actor
 
 
 class IllegalTransitionError(HarvestSuiteError):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harvestdef.errors import CrawlerTrapError, PatternError
+from harvestdef.errors import CrawlerTrapError, LineRefusal, PatternError
 from harvestdef.patterns import compile_pattern
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "CrawlerTrapError", "parse_stored_traps", "split_lines", "traps_text",
@@ -35,24 +35,32 @@ def validate_trap_expressions(text: str | Iterable[str], max_length: int = MAX_E
                               ) -> tuple[str, ...]:
     """The traps of ``text`` (one per line), stripped, blank lines dropped, duplicates removed in order.
 
-    Raises CrawlerTrapError naming the first line (1-based) whose expression is longer than
-    ``max_length`` or cannot be used (harvestdef.patterns says why).
+    Raises CrawlerTrapError naming every line (1-based) whose expression is longer than ``max_length`` or
+    cannot be used (harvestdef.patterns says why), the first of them as its ``line``.
     """
     seen: dict[str, None] = {}
+    refused: list[tuple[LineRefusal, str]] = []
     for number, raw in enumerate(split_lines(text), start=1):
         expression = raw.strip()
         if not expression:
             continue
         if len(expression) > max_length:
-            raise CrawlerTrapError(
-                f"crawler trap on line {number} is {len(expression)} characters long (at most {max_length})",
-                number, expression)
+            refused.append((LineRefusal.of(number, expression, f"{len(expression)} characters long (at most "
+                                                               f"{max_length})"),
+                            f"crawler trap on line {number} is {len(expression)} characters long (at most "
+                            f"{max_length})"))
+            continue
         try:
             compile_pattern(expression)
         except PatternError as exc:
-            raise CrawlerTrapError(f"crawler trap on line {number} cannot be used: {exc}", number,
-                                   expression) from exc
+            refused.append((LineRefusal.of(number, expression, f"cannot be used: {exc}"),
+                            f"crawler trap on line {number} cannot be used: {exc}"))
+            continue
         seen.setdefault(expression, None)
+    if refused:
+        first = refused[0][0]
+        raise CrawlerTrapError("; ".join(message for _refusal, message in refused), first.line,
+                               split_lines(text)[first.line - 1].strip(), [refusal for refusal, _message in refused])
     return tuple(seen)
 
 

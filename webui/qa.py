@@ -5,8 +5,9 @@ The report is read from the stored metadata WARC in the archive store, one recor
 web UI never reads a job directory on a harvester. The change per domain comes from historyinfo: this
 job's row of each configuration against the row of the same configuration in the harvest's previous run
 (harvest_num - 1), objects and bytes, flagged when either moved by more than
-``harvestsuite.webui.qaChangeThreshold`` percent, and flagged as fallen to nothing when the previous run
-got something and this one got no object.
+``harvestsuite.webui.qaChangeThreshold`` percent (the counts compared, not the rounded percentages, and
+nothing against nothing is no change), and flagged as fallen to nothing when the previous run got something
+and this one got no object. The job page lists the flagged ones and counts the others.
 
 Read with direct, read-only queries of historyinfo and job_qa_summaries, as the history pages read their
 statistics: figures shaped for this page, not definitions.
@@ -175,8 +176,14 @@ def _qa_record(path: Path) -> bytes | None:
 
 
 def _change(now: int, before: int) -> float | None:
-    """The change in percent; None when there was nothing before to compare with."""
+    """The change in percent, to one decimal; None when there was nothing before to compare with."""
     return None if before <= 0 else round((now - before) * 100.0 / before, 1)
+
+
+def is_beyond(now: int, before: int, threshold: int) -> bool:
+    """Whether ``now`` moved by more than ``threshold`` percent from ``before``, in whole numbers: neither a
+    rounded figure (50.04 % is beyond 50 %, exactly 50 % is not) nor nothing against nothing counts."""
+    return before > 0 and abs(now - before) * 100 > threshold * before
 
 
 def domain_changes(conn: Connection, job_id: int, threshold: int) -> list[dict[str, Any]]:
@@ -199,15 +206,15 @@ def domain_changes(conn: Connection, job_id: int, threshold: int) -> list[dict[s
         entry: dict[str, Any] = {"domain": row.domain, "configuration": row.configuration,
                                  "objects": row.objectcount, "bytes": row.bytecount,
                                  "previous_objects": row.previous_objects, "previous_bytes": row.previous_bytes,
-                                 "objects_change": None, "bytes_change": None, "flagged": False,
-                                 "fell_to_nothing": False}
+                                 "objects_change": None, "bytes_change": None, "objects_beyond": False,
+                                 "bytes_beyond": False, "flagged": False, "fell_to_nothing": False}
         if row.previous_objects is not None:
             entry["objects_change"] = _change(row.objectcount, row.previous_objects)
             entry["bytes_change"] = _change(row.bytecount, row.previous_bytes)
             entry["fell_to_nothing"] = row.previous_objects > 0 and row.objectcount == 0
-            entry["flagged"] = entry["fell_to_nothing"] or any(
-                change is not None and abs(change) > threshold
-                for change in (entry["objects_change"], entry["bytes_change"]))
+            entry["objects_beyond"] = is_beyond(row.objectcount, row.previous_objects, threshold)
+            entry["bytes_beyond"] = is_beyond(row.bytecount, row.previous_bytes or 0, threshold)
+            entry["flagged"] = entry["fell_to_nothing"] or entry["objects_beyond"] or entry["bytes_beyond"]
         changes.append(entry)
     return changes
 

@@ -20,8 +20,10 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from harvestdef.db import schema as s
 from harvestdef.db.availability import unavailability
 from harvestdef.db.types import utcnow
+from harvestdef.db.uniqueness import UniqueViolation, sentence, unique_violation
 from harvestdef.errors import ConflictError, DatabaseError, StaleEditionError
 from harvestdef.templatesecrets import masked_template
+from harvestdef.times import utc_text
 
 SYSTEM_ACTOR = "system"
 
@@ -78,11 +80,26 @@ def update_with_edition(conn: Connection, actor: str, table: Table, key_column: 
         .values(**values, edition=expected_edition + 1)
     ).rowcount
     if changed != 1:
-        raise StaleEditionError(kind, key, expected_edition, None if before is None else before["edition"])
+        raise stale_edition(conn, actor, table.name, key, kind, expected_edition, before)
     after = fetch_row(conn, table, key_column, key)
     record_audit(conn, actor, table.name, key, "update", before, after)
     assert after is not None
     return after
+
+
+def stale_edition(conn: Connection, actor: str, table: str, key: object, kind: str, expected_edition: int,
+                  row: Mapping[str, Any] | None) -> StaleEditionError:
+    """The StaleEditionError of ``actor``'s change of row ``key`` of ``table`` (``row``: as it is now, None
+    if deleted) at ``expected_edition``: named by the row's name where it has one, and saying who made the
+    newer edition and when, from the row's last audit entry."""
+    a = s.audit_log
+    last = conn.execute(select(a.c.actor, a.c.changed_at).where(a.c.tablename == table, a.c.row_key == str(key))
+                        .order_by(a.c.audit_id.desc()).limit(1)).first()
+    name = row.get("name") if row is not None else None
+    return StaleEditionError(kind, key, expected_edition, None if row is None else row["edition"],
+                             name=name if isinstance(name, str) else None,
+                             changed_by=None if last is None else last.actor,
+                             changed_at=None if last is None else utc_text(last.changed_at), actor=actor)
 
 
 @contextmanager
@@ -101,11 +118,19 @@ def database_errors(what: str) -> Iterator[None]:
 
 
 @contextmanager
-def translate_errors(kind: str, key: object) -> Iterator[None]:
-    """Turn SQLAlchemy errors into ours: a unique-key violation becomes ConflictError."""
+def translate_errors(kind: str, key: object, scope: str | None = None) -> Iterator[None]:
+    """Turn SQLAlchemy errors into ours: a unique-key violation becomes ConflictError, whose message says
+    which name is taken where (harvestdef.db.uniqueness). ``key`` is the row's name where it has one (within
+    ``scope``: the name of the domain it is unique within, which the database knows only by its id)."""
     try:
         yield
     except IntegrityError as exc:
+        violation = unique_violation(exc)
+        if violation is not None and violation.value is None and violation.key.column == "name":
+            # SQLite's error has neither the values nor named parameters: the name is the key given here
+            violation = UniqueViolation(violation.key, {**violation.values, "name": key})
+        if violation is not None:
+            raise ConflictError(kind, key, sentence=sentence(violation, scope), field=violation.key.field) from exc
         raise ConflictError(kind, key, str(exc.orig).splitlines()[0] if exc.orig else "") from exc
     except SQLAlchemyError as exc:
         raise DatabaseError(f"{kind} {key!r}: {exc}") from exc

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, delete, exists, func, insert, select, update
 
 from harvestdef.crawlattributes import CONFIGURATION_TREE
 from harvestdef.db import schema as s
-from harvestdef.errors import NotFoundError, RefusedLinesError, ValidationError
+from harvestdef.errors import LineRefusal, NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import DomainConfiguration
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
@@ -137,23 +137,29 @@ class ConfigurationRepository:
         return int(template_id)
 
     def _seedlist_ids(self, domain_id: int, domain_name: str, seedlists: Iterable[str | int]) -> list[int]:
-        """Seed lists named (str) or numbered (int); each must belong to the domain."""
+        """Seed lists named (str) or numbered (int); each must belong to the domain. RefusedLinesError names
+        every one that does not (its 1-based number in ``seedlists``, and why) before any is used."""
         ids: list[int] = []
-        for seedlist in seedlists:
+        refusals: list[LineRefusal] = []
+        for number, seedlist in enumerate(seedlists, start=1):
             column = s.seedlists.c.seedlist_id if isinstance(seedlist, int) else s.seedlists.c.name
             rows = self.conn.execute(select(s.seedlists.c.seedlist_id, s.seedlists.c.domain_id, s.domains.c.name)
                                      .join(s.domains, s.seedlists.c.domain_id == s.domains.c.domain_id)
                                      .where(column == seedlist)).all()
             own = [r for r in rows if r.domain_id == domain_id]
             if own:
-                self._check_seeds(own[0].seedlist_id, domain_name)
                 ids.append(own[0].seedlist_id)
             elif rows and isinstance(seedlist, int):
-                raise ValidationError(
-                    f"seed list {seedlist} belongs to domain {rows[0].name!r}, not to {domain_name!r}: a "
-                    f"configuration uses seed lists of its own domain only")
+                refusals.append(LineRefusal.of(number, str(seedlist), (
+                    f"seed list {seedlist} belongs to domain {rows[0].name}, not to {domain_name}: a "
+                    f"configuration uses seed lists of its own domain only")))
             else:
-                raise NotFoundError("seed list", f"{domain_name}/{seedlist}")
+                refusals.append(LineRefusal.of(number, str(seedlist), f"domain {domain_name} has no seed list "
+                                                                      f"{seedlist}"))
+        if refusals:
+            raise RefusedLinesError(f"seed lists of domain {domain_name}", refusals, "seedlists")
+        for seedlist_id in ids:
+            self._check_seeds(seedlist_id, domain_name)
         if not ids:
             raise ValidationError("a configuration needs at least one seed list")
         return list(dict.fromkeys(ids))
@@ -185,7 +191,7 @@ class ConfigurationRepository:
         template_id = self._template_id(template)
         seedlist_ids = self._seedlist_ids(owner.domain_id, owner.name, seedlists)
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
-        with translate_errors("configuration", f"{owner.name}/{name}"):
+        with translate_errors("configuration", name.strip(), owner.name):
             config_id = self.conn.execute(insert(s.configurations).values(
                 name=name.strip(), comments=comments, domain_id=owner.domain_id, template_id=template_id,
                 maxobjects=maxobjects, maxbytes=maxbytes, maxrate=maxrate)).inserted_primary_key[0]
@@ -229,7 +235,7 @@ class ConfigurationRepository:
         bump_domain_edition(self.conn, self.actor, current.domain_id, domain_edition)
         before = self._audit_row(current.config_id)
         if values:
-            with translate_errors("configuration", f"{current.domain_name}/{values.get('name', name)}"):
+            with translate_errors("configuration", values.get("name", name), current.domain_name):
                 self.conn.execute(update(s.configurations).where(
                     s.configurations.c.config_id == current.config_id).values(**values))
         if seedlist_ids is not None:

@@ -38,7 +38,6 @@ from harvestdef.errors import (
     LineRefusal,
     NotFoundError,
     RefusedLinesError,
-    StaleEditionError,
     ValidationError,
 )
 from harvestdef.model.definitions import AliasInfo, Domain, ExtendedFieldType
@@ -47,6 +46,7 @@ from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
     record_audit,
+    stale_edition,
     translate_errors,
     update_with_edition,
 )
@@ -412,7 +412,7 @@ class DomainRepository:
         d, c, sl = s.domains, s.configurations, s.seedlists
         before = fetch_row(self.conn, d, "domain_id", key)
         if before is None or before["edition"] != expected_edition:
-            raise StaleEditionError("domain", key, expected_edition, None if before is None else before["edition"])
+            raise stale_edition(self.conn, self.actor, "domains", key, "domain", expected_edition, before)
         add_tld_counts(self.conn, select(d.c.name).where(d.c.domain_id == key), -1)
         for unused in (s.unused_configurations, s.unused_seedlists):
             self.conn.execute(delete(unused).where(unused.c.domain_id == key))

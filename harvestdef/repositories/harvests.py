@@ -30,7 +30,14 @@ from sqlalchemy import Connection, Select, delete, exists, func, insert, select,
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.destinations import DestinationPolicy
-from harvestdef.errors import ConflictError, NotFoundError, RefusedLinesError, ValidationError
+from harvestdef.errors import (
+    ConflictError,
+    DomainNameError,
+    LineRefusal,
+    NotFoundError,
+    RefusedLinesError,
+    ValidationError,
+)
 from harvestdef.model.definitions import (
     DomainConfiguration,
     HarvestConfigEntry,
@@ -99,6 +106,19 @@ def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobject
     limit_bytes = "Unlimited" if maxbytes == -1 else str(maxbytes)
     limit_objects = "Unlimited" if maxobjects == -1 else str(maxobjects)
     return f"{harvest_name}_{template}_{limit_bytes}Bytes_{limit_objects}Objects"
+
+
+def _unknown_configuration(error: Exception, domain: str, config_name: str | None) -> str:
+    """Why a (domain, configuration) pair names no configuration, in words."""
+    if isinstance(error, DomainNameError):
+        return error.reason
+    if isinstance(error, NotFoundError) and error.kind == "domain":
+        return f"no domain {error.key}"
+    if isinstance(error, NotFoundError) and config_name is None:
+        return f"domain {domain} has no default configuration"
+    if isinstance(error, NotFoundError):
+        return f"domain {domain} has no configuration {config_name}"
+    return str(error)
 
 
 class HarvestRepository:
@@ -260,7 +280,8 @@ class HarvestRepository:
                            channel_id: int | None) -> int:
         name = check_name(name, "harvest definition", s.harvestdefinitions.c.name)
         if self.conn.scalar(select(exists().where(s.harvestdefinitions.c.name == name))):
-            raise ConflictError("harvest definition", name)
+            raise ConflictError("harvest definition", name, field="name",
+                                sentence=f"a harvest definition named {name} already exists")
         harvest_id = self.next_harvest_id()
         with translate_errors("harvest definition", name):
             self.conn.execute(insert(s.harvestdefinitions).values(
@@ -473,13 +494,25 @@ class HarvestRepository:
 
     def add_configurations(self, name: str, configurations: Iterable[tuple[str, str | None]],
                            expected_edition: int) -> SelectiveHarvest:
-        """Add (domain, configuration name) pairs; a None name means the domain's default configuration."""
+        """Add (domain, configuration name) pairs; a None name means the domain's default configuration.
+
+        Every pair is looked up before anything is written: RefusedLinesError names each one that names no
+        configuration (its 1-based number in ``configurations``, the pair as ``domain/configuration``, and
+        why: no such domain, or no such configuration of it), and nothing is added."""
         current = self.get_selective(name)
         config_ids = []
-        for domain, config_name in configurations:
-            config = (self._configurations.default_of(domain) if config_name is None
-                      else self._configurations.get(domain, config_name))
+        refusals: list[LineRefusal] = []
+        for number, (domain, config_name) in enumerate(configurations, start=1):
+            try:
+                config = (self._configurations.default_of(domain) if config_name is None
+                          else self._configurations.get(domain, config_name))
+            except (NotFoundError, ValidationError) as exc:
+                given = domain if config_name is None else f"{domain}/{config_name}"
+                refusals.append(LineRefusal.of(number, given, _unknown_configuration(exc, domain, config_name)))
+                continue
             config_ids.append(config.config_id)
+        if refusals:
+            raise RefusedLinesError(f"configurations of harvest {current.name}", refusals, "configurations")
         self._update(name, expected_edition, {})
         self._add_config_ids(current.harvest_id, config_ids)
         return self.get_selective(name)

@@ -153,7 +153,7 @@ class SeedListRepository:
         normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex, what=f"seed list {owner.name}/{name}",
                                    destinations=self.destinations)
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
-        with translate_errors("seed list", f"{owner.name}/{name}"):
+        with translate_errors("seed list", name.strip(), owner.name):
             seedlist_id = self.conn.execute(insert(s.seedlists).values(
                 name=name.strip(), comments=comments, domain_id=owner.domain_id,
                 seeds="\n".join(normalized))).inserted_primary_key[0]

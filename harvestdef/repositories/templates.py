@@ -15,13 +15,14 @@ from sqlalchemy import Connection, delete, func, insert, select
 from harvestdef.crawltemplate import check_orderxml
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.errors import NotFoundError, StaleEditionError, ValidationError
+from harvestdef.errors import NotFoundError, ValidationError
 from harvestdef.model.definitions import CrawlTemplate
 from harvestdef.politeness import PolitenessBounds
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
     record_audit,
+    stale_edition,
     translate_errors,
     update_with_edition,
 )
@@ -118,12 +119,14 @@ class TemplateRepository:
             raise ValidationError(
                 f"template {name!r} is used by {used_by} configuration(s), for example "
                 f"{example.name}/{example.config}; it cannot be deleted (deactivate it to hide it)")
-        if current.edition != expected_edition:
-            raise StaleEditionError("template", current.template_id, expected_edition, current.edition)
         before = fetch_row(self.conn, s.ordertemplates, "template_id", current.template_id)
+        if current.edition != expected_edition:
+            raise stale_edition(self.conn, self.actor, "ordertemplates", current.template_id, "template",
+                                expected_edition, before)
         deleted = self.conn.execute(delete(s.ordertemplates).where(
             s.ordertemplates.c.template_id == current.template_id,
             s.ordertemplates.c.edition == expected_edition)).rowcount
         if deleted != 1:
-            raise StaleEditionError("template", current.template_id, expected_edition, None)
+            raise stale_edition(self.conn, self.actor, "ordertemplates", current.template_id, "template",
+                                expected_edition, None)
         record_audit(self.conn, self.actor, "ordertemplates", current.template_id, "delete", before, None)

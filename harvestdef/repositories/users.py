@@ -32,12 +32,13 @@ from sqlalchemy import Connection, bindparam, func, insert, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.errors import FieldError, NotFoundError, StaleEditionError, ValidationError
+from harvestdef.errors import FieldError, NotFoundError, ValidationError
 from harvestdef.model.definitions import Role, User
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
     record_audit,
+    stale_edition,
     translate_errors,
 )
 
@@ -261,7 +262,8 @@ class UserRepository:
             s.users.update().where(s.users.c.user_id == current.user_id, s.users.c.edition == expected_edition)
             .values(**values, edition=expected_edition + 1)).rowcount
         if changed != 1:
-            raise StaleEditionError("user", name, expected_edition, current.edition)
+            raise stale_edition(self.conn, self.actor, "users", current.user_id, "user", expected_edition,
+                                fetch_row(self.conn, s.users, "user_id", current.user_id))
         record_audit(self.conn, self.actor, "users", current.user_id, "update", before,
                      _redacted(fetch_row(self.conn, s.users, "user_id", current.user_id)))
         return self.get(name)

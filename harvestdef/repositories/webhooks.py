@@ -32,7 +32,7 @@ from sqlalchemy import Connection, delete, func, insert, select, update
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy, DestinationRefused
-from harvestdef.errors import FieldError, IllegalTransitionError, NotFoundError, StaleEditionError, ValidationError
+from harvestdef.errors import FieldError, IllegalTransitionError, NotFoundError, ValidationError
 from harvestdef.model.webhooks import (
     DELIVERED,
     FAILED,
@@ -45,7 +45,7 @@ from harvestdef.model.webhooks import (
     check_secret,
     check_url,
 )
-from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit, translate_errors
+from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit, stale_edition, translate_errors
 from harvestdef.validation import check_name, check_text
 
 _w, _d = s.webhooks, s.webhook_deliveries
@@ -140,15 +140,15 @@ class WebhookRepository:
             values["secret"] = check_secret(check_text(secret, "secret"))
         if active is not None:
             values["isactive"] = active
-        if current.edition != expected_edition:
-            raise StaleEditionError("webhook", webhook_id, expected_edition, current.edition)
         before = fetch_row(self.conn, _w, "webhook_id", webhook_id)
+        if current.edition != expected_edition:
+            raise stale_edition(self.conn, self.actor, _w.name, webhook_id, "webhook", expected_edition, before)
         with translate_errors("webhook", values.get("name", current.name)):
             changed = self.conn.execute(update(_w).where(_w.c.webhook_id == webhook_id,
                                                          _w.c.edition == expected_edition)
                                         .values(**values, edition=expected_edition + 1)).rowcount
         if changed != 1:
-            raise StaleEditionError("webhook", webhook_id, expected_edition, None)
+            raise stale_edition(self.conn, self.actor, _w.name, webhook_id, "webhook", expected_edition, None)
         after = fetch_row(self.conn, _w, "webhook_id", webhook_id)
         secret_changed = secret is not None and secret != current.secret
         record_audit(self.conn, self.actor, "webhooks", webhook_id, "update", _audited(before),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harvestdef.errors import ConflictError, NotFoundError, StaleEditionError, ValidationError
+from harvestdef.errors import ConflictError, NotFoundError, RefusedLinesError, StaleEditionError, ValidationError
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.domains import DomainRepository
@@ -50,10 +50,17 @@ def test_seedlist_of_another_domain_is_refused(engine):
         other = make_domain(conn, "dr.dk")
         foreign = SeedListRepository(conn).get("dr.dk", "defaultseeds")
         repository = ConfigurationRepository(conn)
-        with pytest.raises(ValidationError, match="belongs to domain 'dr.dk'"):
+        with pytest.raises(RefusedLinesError, match="belongs to domain dr.dk, not to kb.dk"):
             repository.create("kb.dk", "mixed", "default_orderxml", [foreign.seedlist_id], kb.edition)
-        with pytest.raises(NotFoundError, match="kb.dk/nosuch"):
+        with pytest.raises(RefusedLinesError, match="domain kb.dk has no seed list nosuch"):
             repository.create("kb.dk", "mixed", "default_orderxml", ["nosuch"], kb.edition)
+        # every seed list that is not the domain's is named, each with its place in the list
+        with pytest.raises(RefusedLinesError) as refused:
+            repository.create("kb.dk", "mixed", "default_orderxml", ["nosuch", "defaultseeds", foreign.seedlist_id,
+                                                                     "other"], kb.edition)
+        assert [(r.line, r.text) for r in refused.value.refusals] == [
+            (1, "nosuch"), (3, str(foreign.seedlist_id)), (4, "other")]
+        assert refused.value.field == "seedlists"
         with pytest.raises(ValidationError, match="at least one seed list"):
             repository.create("kb.dk", "empty", "default_orderxml", [], kb.edition)
         assert DomainRepository(conn).get("dr.dk").edition == other.edition
@@ -69,7 +76,8 @@ def test_unknown_template_is_not_found(engine):
 def test_duplicate_configuration_name_is_a_conflict(engine):
     with engine.begin() as conn:
         domain = make_domain(conn, "kb.dk")
-    with engine.begin() as conn, pytest.raises(ConflictError, match="kb.dk/defaultconfig"):
+    taken = "a configuration named defaultconfig already exists on domain kb.dk"
+    with engine.begin() as conn, pytest.raises(ConflictError, match=taken):
         ConfigurationRepository(conn).create("kb.dk", "defaultconfig", "default_orderxml", ["defaultseeds"],
                                              domain.edition)
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import insert, select
 
 from harvestdef.db import schema as s
-from harvestdef.errors import ConflictError, NotFoundError, StaleEditionError, ValidationError
+from harvestdef.errors import ConflictError, NotFoundError, RefusedLinesError, StaleEditionError, ValidationError
 from harvestdef.model.definitions import HarvestKind, SelectiveHarvest, SnapshotHarvest
 from harvestdef.model.status import JobStatus
 from harvestdef.repositories.audit import AuditRepository
@@ -64,9 +64,9 @@ def test_selective_refuses_unknown_schedule_bad_traps_and_duplicate_names(engine
         with pytest.raises(CrawlerTrapError, match="line 2"):
             repository.create_selective("x", "Once", crawlertraps="ok\n[unclosed")
         repository.create_selective("x", "Once")
-        with pytest.raises(ConflictError, match="'x'"):
+        with pytest.raises(ConflictError, match="a harvest definition named x already exists"):
             repository.create_selective("x", "Once")
-        with pytest.raises(ConflictError, match="'x'"):
+        with pytest.raises(ConflictError, match="a harvest definition named x already exists"):
             repository.create_snapshot("x")
 
 
@@ -169,8 +169,17 @@ def test_add_and_remove_configurations(engine):
         assert [e.domain_name for e in repository.configurations("sel")] == ["kb.dk"]
         with pytest.raises(NotFoundError):
             repository.remove_configuration("sel", "dr.dk", "defaultconfig", harvest.edition)
-        with pytest.raises(NotFoundError, match="nosuch"):
+        with pytest.raises(RefusedLinesError, match="domain kb.dk has no configuration nosuch"):
             repository.add_configurations("sel", [("kb.dk", "nosuch")], harvest.edition)
+        # every pair that names no configuration is named, with its place, and nothing is added
+        with pytest.raises(RefusedLinesError) as refused:
+            repository.add_configurations("sel", [("nosuch.dk", None), ("kb.dk", "defaultconfig"), ("kb.dk", "x"),
+                                                  ("not a name", "y")], harvest.edition)
+        assert [(r.line, r.text, r.reason) for r in refused.value.refusals][:3] == [
+            (1, "nosuch.dk", "no domain nosuch.dk"), (3, "kb.dk/x", "domain kb.dk has no configuration x"),
+            (4, "not a name/y", refused.value.refusals[2].reason)]
+        assert refused.value.field == "configurations" and len(refused.value.refusals) == 3
+        assert repository.get("sel").edition == harvest.edition
 
 
 def test_add_seeds_creates_domains_configurations_and_seedlists(engine):

@@ -58,7 +58,7 @@ def test_password_role_and_deactivation_with_editions_and_audit(engine):
     assert user.role is Role.ARCHIVIST and not user.isactive and user.edition == 4
     assert [c.actor for c in changes] == ["admin"] * 3 + ["system"]
     assert all("scrypt" not in str(c.before) + str(c.after) for c in changes)
-    with engine.begin() as conn, pytest.raises(StaleEditionError, match="user 'dave'"):
+    with engine.begin() as conn, pytest.raises(StaleEditionError, match="user dave was changed"):
         UserRepository(conn).set_role("dave", "admin", 3)
     with engine.connect() as conn:
         assert UserRepository(conn).get("dave") == user

@@ -27,6 +27,15 @@ def test_the_api_index_names_the_description_and_its_page(api, app, login):
     assert index.json["description"] == "/api/v1/openapi.json" and index.json["docs"] == DOCS
     assert api("archivist", "get", index.json["description"]).json["openapi"] == "3.1.0"
     assert login("archivist").get(index.json["docs"]).status_code == 200
+    resources = {resource["name"]: resource for resource in index.json["resources"]}
+    assert {"domains", "harvests", "schedules", "templates", "jobs", "traps", "channels", "users", "webhooks",
+            "running-jobs", "waiting-harvests"} <= set(resources)
+    assert resources["harvests"]["url"] == "/api/v1/harvests"
+    assert resources["harvests"]["summary"].startswith("Harvest definitions by name")
+    assert "openapi.json" not in resources and "" not in resources
+    for resource in index.json["resources"]:  # every link answers, and none needs a parameter
+        assert not re.search(r"[<{]", resource["url"]) and resource["summary"], resource
+        assert api("admin", "get", resource["url"]).status_code == 200, resource["url"]
     anonymous = app.test_client().get("/api/v1/")
     assert anonymous.status_code == 401 and anonymous.get_json()["error"]["code"] == "unauthorized"
 

@@ -197,7 +197,7 @@ def test_seedlists_and_configurations(api):
         "max_objects": 5000, "max_bytes": -1, "max_rate": None, "default": False,
         "crawl_attributes": {"max_hops": 20, "honor_robots_dot_txt": False, "extract_javascript": True}}
     for payload, status in (({"name": "x", "template": "nosuch", "seedlists": ["news"]}, 404),
-                            ({"name": "x", "template": "default_orderxml", "seedlists": ["nosuch"]}, 404),
+                            ({"name": "x", "template": "default_orderxml", "seedlists": ["nosuch"]}, 400),
                             ({"name": "x", "template": "default_orderxml", "seedlists": ["news"],
                               "max_bytes": -5}, 400),
                             ({"name": "x", "template": "default_orderxml", "seedlists": ["news"],
@@ -388,7 +388,7 @@ def test_domain_page_edit_escapes_and_shows_history(app, login, webui_engine, ap
     # a stale edition from the form: refused, shown, nothing stored
     stale = client.post("/definitions/domains/kb.dk", data={"csrf_token": client.csrf, "edition": 1,
                                                               "comments": "old"}, follow_redirects=True)
-    assert "changed by somebody else" in stale.get_data(as_text=True)
+    assert "domain kb.dk was changed by you" in stale.get_data(as_text=True)
     assert domain_row(webui_engine, "kb.dk")["comments"] == SCRIPT
     # a bad trap: refused
     client.post("/definitions/domains/kb.dk", data={"csrf_token": client.csrf, "edition": 4, "crawlertraps": "("})

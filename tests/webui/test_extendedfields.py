@@ -87,7 +87,7 @@ def test_the_domain_page_edits_values_and_shows_their_changes(api, login, webui_
     assert "<td>update</td>" not in text, "the domain's edition moved on, which the history does not repeat"
     stale = client.post("/definitions/domains/kb.dk/extendedfields", data={**form, "field:Owner": "KB"},
                         follow_redirects=True).get_data(as_text=True)
-    assert "was changed by somebody else" in stale
+    assert "in another tab or request" in stale
     invalid = client.post("/definitions/domains/kb.dk/extendedfields",
                           data={**form, "edition": str(edition + 1), "field:Public": "maybe"},
                           follow_redirects=True).get_data(as_text=True)
@@ -170,7 +170,7 @@ def test_the_harvest_page_edits_values_and_shows_them_in_its_change_history(api,
     assert "Change history" in text
     assert "insert extended field Curator" in text and "insert extended field Purpose" in text
     stale = client.post("/definitions/harvests/weekly/extendedfields", data={**form, "field:Curator": "Bo"})
-    assert stale.status_code == 409 and "was changed by somebody else" in stale.get_data(as_text=True)
+    assert stale.status_code == 409 and "in another tab or request" in stale.get_data(as_text=True)
     assert stored_values(webui_engine) == 2
     reader = login("archivist").get("/definitions/harvests/weekly").get_data(as_text=True)
     assert 'name="field:Curator"' not in reader and "<th>Purpose</th><td>routine</td>" in reader

@@ -308,7 +308,8 @@ def test_a_schedule_is_created_and_edited_through_the_form(login, webui_engine):
     assert (row.timeunit, row.numtimeunits, row.anytime, row.maxrepeats) == (3, 2, True, None)
     stale = client.post("/definitions/schedules/nightly", data=form(
         client, edition=edition, name="nightly", timeunit="DAILY", when="anytime", begin="asap", end="forever"))
-    assert stale.status_code == 409 and "changed by somebody else" in stale.get_data(as_text=True)
+    assert stale.status_code == 409
+    assert "schedule nightly was changed by you (curator) in another tab" in stale.get_data(as_text=True)
     bad = client.post("/definitions/schedules", data=form(
         client, name="broken", timeunit="DAILY", when="at", onhour="25", onminute="0", begin="asap", end="forever"))
     assert bad.status_code == 400 and "onhour" in bad.get_data(as_text=True)

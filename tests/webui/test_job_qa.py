@@ -14,6 +14,7 @@ from harvestdef.model.status import JobStatus, StopReason
 from harvester.postprocess.crawllog import FETCH_STATUS_WORDS as CRAWL_LOG_WORDS
 from harvester.postprocess.metadata import MetadataInfo, write_metadata_warc
 from harvester.postprocess.qa import build_qa_report, operator_rules
+from tests.harvestdef.factories import make_domain
 from tests.harvester.test_postprocess_qa import write_warc
 from tests.webui.test_jobs import T0, seed
 from webui.qa import FETCH_STATUS_WORDS, run_qa_sums
@@ -177,3 +178,45 @@ def test_a_job_that_captured_no_page_says_so_rather_than_zero_missing(login, web
 
 def test_the_pages_fetch_status_words_are_crawl_logs():
     assert FETCH_STATUS_WORDS == CRAWL_LOG_WORDS
+
+
+def test_only_changes_beyond_the_threshold_are_listed(api, login, webui_engine, tmp_path):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.DONE])
+    with webui_engine.begin() as conn:
+        for name in ("gamma.dk", "delta.dk", "epsilon.dk", "zeta.dk"):
+            make_domain(conn, name)
+        history(conn, 1, "alpha.dk", 100, 10_000)
+        history(conn, 2, "alpha.dk", 100, 10_000)       # unchanged: +0.0 %
+        history(conn, 1, "beta.dk", 0, 0)
+        history(conn, 2, "beta.dk", 0, 0)               # nothing against nothing
+        history(conn, 1, "gamma.dk", 10_000, 1_000)
+        history(conn, 2, "gamma.dk", 15_000, 1_000)     # exactly 50 %: not beyond
+        history(conn, 1, "delta.dk", 10_000, 1_000)
+        history(conn, 2, "delta.dk", 15_004, 1_000)     # 50.04 %, shown as 50.0: beyond all the same
+        history(conn, 1, "epsilon.dk", 1_000, 100)
+        history(conn, 2, "epsilon.dk", 1_000, 49)       # bytes -51 %
+        history(conn, 2, "zeta.dk", 10, 10)             # not in the previous run
+    store_report(tmp_path, 2)
+    changes = {c["domain"]: c for c in api("archivist", "get", "/api/v1/jobs/2/qa").json["domain_changes"]}
+    assert {domain for domain, change in changes.items() if change["flagged"]} == {"delta.dk", "epsilon.dk"}
+    assert changes["alpha.dk"]["objects_change"] == 0.0 and changes["beta.dk"]["objects_change"] is None
+    assert changes["gamma.dk"]["objects_change"] == 50.0 and changes["delta.dk"]["objects_change"] == 50.0
+
+    page = login("archivist").get("/status/jobs/2").get_data(as_text=True)
+    listed = re.findall(r'<tr class="flagged" data-domain="([^"]+)"', page)
+    assert listed == ["delta.dk", "epsilon.dk"] and "+0.0%" not in page
+    assert re.search(r'data-qa="unchanged">\s*4 other configurations changed by at most 50% or were not in the '
+                     r'previous run.', page)
+
+
+def test_no_change_beyond_the_threshold_is_said_so(api, login, webui_engine, tmp_path):
+    seed(webui_engine, [JobStatus.DONE, JobStatus.DONE])
+    with webui_engine.begin() as conn:
+        history(conn, 1, "alpha.dk", 100, 10_000)
+        history(conn, 2, "alpha.dk", 101, 10_000)
+        history(conn, 1, "beta.dk", 0, 0)
+        history(conn, 2, "beta.dk", 0, 0)
+    store_report(tmp_path, 2)
+    page = login("archivist").get("/status/jobs/2").get_data(as_text=True)
+    assert "No configuration changed beyond 50%." in page and 'class="flagged"' not in page
+    assert 'data-qa="unchanged"' not in page

@@ -115,3 +115,22 @@ def test_a_template_with_a_regex_the_engine_cannot_run_is_refused(api, shared_di
     assert api("admin", "post", "/api/v1/templates", json={"name": "nas", "cxml": nas}).status_code == 201
     fine = f'<?xml version="1.0"?>\n<beans>\n{rule.format("%{CRAWLERTRAPS_PLACEHOLDER}")}\n</beans>\n'
     assert api("admin", "post", "/api/v1/templates", json={"name": "fine", "cxml": fine}).status_code == 201
+
+
+def test_every_refused_trap_line_is_named(api, login, webui_engine):
+    edition = make_harvest(api, webui_engine)
+    refused = api("curator", "patch", "/api/v1/harvests/daily",
+                  json={"edition": edition, "crawlertraps": ".*/(?=x).*\n.*/ok/.*\n(a)\\1\n\n.*\\p{InGreek}.*"})
+    error = refused.get_json()["error"]
+    assert refused.status_code == 400 and error["field"] == "crawlertraps"
+    assert [int(line) for line in re.findall(r"crawler trap on line (\d+)", error["message"])] == [1, 3, 5]
+    assert "lookahead" in error["message"] and "backreference" in error["message"]
+    assert "RE2 has no Unicode blocks" in error["message"]
+    assert stored_harvest_traps(webui_engine) == ()
+
+    client = login("curator")
+    page = client.post("/definitions/domains/a.dk", data={
+        "csrf_token": client.csrf, "edition": "1", "crawlertraps": "a++\n(a)\\1\n[a-z&&[^e]]"})
+    text = page.get_data(as_text=True)
+    assert page.status_code == 400
+    assert "crawler trap on line 2" in text and "crawler trap on line 3" in text

@@ -1,4 +1,5 @@
-"""The API described for people: ``/api/v1/`` answers with where the description and its page are, and
+"""The API described for people: ``/api/v1/`` answers with where the description and its page are and the
+resources a client starts from, each with its link, and
 ``/api/v1/docs`` is a page of the web UI that renders ``/api/v1/openapi.json`` with Swagger UI.
 
 Swagger UI's files (its script bundle and style sheet) come from the flask-swagger-ui package, which ships
@@ -16,7 +17,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from flask import Blueprint, abort, render_template, send_from_directory, url_for
+from flask import Blueprint, abort, current_app, render_template, send_from_directory, url_for
 from flask_babel import gettext as _
 
 from webui.api.core import blueprint
@@ -45,14 +46,37 @@ def swagger_ui_version() -> str:
     return (swagger_ui_files() / "VERSION").read_text(encoding="utf-8").strip().lstrip("v")
 
 
+RESOURCE = shape({"name": described(STRING, "the resource's path below /api/v1/"),
+                  "url": STRING, "summary": described(STRING, "what GET on it answers")})
+
+
+def resources() -> list[dict[str, str]]:
+    """The API's resources a client starts from: every GET route without a path parameter (the lists, and
+    what the status and definition pages show), by path, each with the first sentence of its description."""
+    found = []
+    for rule in current_app.url_map.iter_rules():
+        if not rule.endpoint.startswith("api.") or rule.arguments or "GET" not in (rule.methods or ()):
+            continue
+        path = rule.rule.removeprefix(blueprint.url_prefix or "").strip("/")
+        if not path or rule.endpoint in ("api.api_index", "api.openapi"):
+            continue
+        doc = (current_app.view_functions[rule.endpoint].__doc__ or "").strip()
+        found.append({"name": path, "url": url_for(rule.endpoint),
+                      "summary": " ".join(doc.split("\n\n", 1)[0].split())})
+    return sorted(found, key=lambda resource: resource["name"])
+
+
 @blueprint.get("/")
 @answers(shape({"title": STRING, "description": described(STRING, "this API's OpenAPI 3.1 description"),
-                "docs": described(STRING, "the page that renders the description, for people")}))
+                "docs": described(STRING, "the page that renders the description, for people"),
+                "resources": {"type": "array", "items": RESOURCE,
+                              "description": "every resource a client starts from, by name, with its link"}}))
 @require(READ)
 def api_index() -> Any:
-    """Where this API is described: its OpenAPI description (``description``) and the page that renders it."""
+    """Where this API is described (its OpenAPI description, ``description``, and the page that renders it,
+    ``docs``) and its resources with their links (``resources``)."""
     return {"title": "HarvestSuite API, version 1", "description": url_for("api.openapi"),
-            "docs": url_for("apidocs.page")}
+            "docs": url_for("apidocs.page"), "resources": resources()}
 
 
 @docs.get("")

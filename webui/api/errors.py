@@ -5,6 +5,11 @@ The rule (style.md: errors translated at one boundary):
 - what the client can fix is a 4xx naming the field where there is one: ApiError raised by a view,
   ValidationError (FieldError names its field), NotFoundError, ConflictError, StaleEditionError,
   StaleJobError, IllegalTransitionError, and Werkzeug's 4xx (unknown path, wrong method, body too large);
+- a name taken is a 409 that says which name is taken where ("a seed list named news already exists on
+  domain kb.dk"), naming the field, never with the database's text: a ConflictError of the repositories,
+  or a unique key the database refused that no repository translated (harvestdef.db.uniqueness reads
+  SQLite's and PostgreSQL's errors alike); a stale edition names the object and who changed it
+  (StaleEditionError);
 - a database that does not answer for now is a 503 with its sentence, which says why and to try again:
   locked by other writers past harvestsuite.database.lockTimeout (DatabaseBusyError, on SQLite and
   PostgreSQL), a server that refused or dropped the connection (DatabaseUnavailableError); a SQLAlchemy
@@ -24,9 +29,11 @@ import secrets
 from typing import Any
 
 from flask import has_request_context, jsonify, request
+from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException
 
 from harvestdef.db.availability import unavailability
+from harvestdef.db.uniqueness import sentence, unique_violation
 from harvestdef.errors import (
     ConflictError,
     DatabaseBusyError,
@@ -99,6 +106,10 @@ def translate(error: Exception) -> ApiError:
         where = f"{request.method} {request.path}" if has_request_context() else "a request"
         log.warning("%s answered 503: %s", where, unavailable)
         return ApiError("unavailable", str(unavailable))
+    violation = unique_violation(error) if isinstance(error, SQLAlchemyError) else None
+    if violation is not None:
+        # a unique key no repository translated (a race between two requests): still the client's to retry
+        return ApiError("conflict", sentence(violation), violation.key.field)
     if not is_client_error(error):
         return internal_error(error)
     field = getattr(error, "field", None)

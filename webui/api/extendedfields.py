@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import Connection, Table
 
 from harvestdef.db import schema as s
-from harvestdef.errors import StaleEditionError, ValidationError
+from harvestdef.errors import ValidationError
 from harvestdef.model.definitions import ExtendedFieldType
-from harvestdef.repositories.base import update_with_edition
+from harvestdef.repositories.base import fetch_row, stale_edition, update_with_edition
 from harvestdef.repositories.domains import DomainRepository
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
 from harvestdef.repositories.harvests import HarvestRepository
@@ -42,9 +42,10 @@ def _set_fields(conn: Connection, field_type: ExtendedFieldType, owner: tuple[Ta
     """Set the named fields of the definition ``owner`` (its table, key column and key); the names whose
     value changed. The owner's edition moves on only when something changed, and a stale one is refused
     either way (StaleEditionError, 409); a refused value is an invalid error (400) naming ``values``."""
-    if edition_now != expected_edition:
-        raise StaleEditionError(what, name, expected_edition, edition_now)
     table, key_column, key = owner
+    if edition_now != expected_edition:
+        raise stale_edition(conn, actor(), table.name, key, what, expected_edition,
+                            fetch_row(conn, table, key_column, key))
     try:
         changed = ExtendedFieldRepository(conn, actor()).set_values(field_type, key, values)
     except ValidationError as exc:

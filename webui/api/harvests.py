@@ -2,20 +2,22 @@
 
 Records are addressed by name and listed by name with keyset paging. Every write runs in one transaction,
 so a request that fails half-way (an unknown configuration in the third entry, a seed without a domain)
-stores nothing; refused seeds are answered 400 with every refused line listed (webui/api/refusals.py). A
-name the request refers to that does not exist (a schedule, a configuration, a template,
-a channel, a previous snapshot) is bad input, so it is answered 400 naming the field, not 404.
+stores nothing; refused seeds, and ``configurations`` entries that name no configuration or are not
+``{"domain", "configuration"}``, are answered 400 with every refused line (entry) listed
+(webui/api/refusals.py). A name the request refers to that does not exist (a schedule, a configuration, a
+template, a channel, a previous snapshot) is bad input, so it is answered 400 naming the field, not 404.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from flask import request, url_for
 
 from harvestdef.crawlattributes import as_json, check_values
-from harvestdef.errors import CrawlerTrapError
-from harvestdef.model.definitions import HarvestDefinition, HarvestKind, SnapshotHarvest
+from harvestdef.errors import CrawlerTrapError, LineRefusal, RefusedLinesError
+from harvestdef.model.definitions import HarvestDefinition, HarvestKind, RunOutlook, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.crawlattributes import CrawlAttributeRepository
@@ -27,6 +29,7 @@ from webui.api import refusals  # noqa: F401 - its handler answers RefusedLinesE
 from webui.api.core import PAGED, blueprint, body, edition, field, input_named, jsonable, limit, name_after, page
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
+from webui.api.shapes import BOOLEAN, STRING, TIME, answers, described, nullable, shape
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 
@@ -78,6 +81,29 @@ def harvest_json(repository: HarvestRepository, harvest: HarvestDefinition, stat
     return record
 
 
+def seeds_outlook(conn: Any, name: str) -> dict[str, Any]:
+    """Whether anything will harvest what was just added to harvest ``name``: ``will_run`` (its schedule's
+    next run, or a run asked for), ``next_run`` (the scheduled run's time, null without one) and, when nothing
+    will, ``reason`` (why not) and ``warning`` (the sentence that says so); for a page to say it in its
+    language, ``inactive`` and ``end_reason`` (the outlook's reason, harvestdef's words)."""
+    harvests = harvest_repository(conn)
+    harvest = harvests.get(name)
+    outlook = harvests.outlook(harvest)
+    scheduled = outlook.outlook is RunOutlook.ACTIVE and getattr(harvest, "nextdate", None) is not None
+    asked = RunRequestRepository(conn).find(harvest.harvest_id) is not None
+    reason = None
+    if not scheduled:
+        reason = outlook.reason or "it is inactive"
+        if not harvest.isactive and outlook.reason:
+            reason = f"it is inactive, and {outlook.reason}"
+    warning = None if scheduled or asked else (
+        f"nothing will harvest them until Run now or a new schedule: harvest {harvest.name} will not run "
+        f"{'again' if outlook.last_run else 'at all'}, since {reason}")
+    return {"will_run": scheduled or asked, "next_run": jsonable(harvest.nextdate) if scheduled else None,
+            "run_requested": asked, "reason": reason, "warning": warning,
+            "inactive": not harvest.isactive, "end_reason": outlook.reason or None}
+
+
 def run_request_json(request: RunRequest) -> dict[str, Any]:
     return {"requested_at": jsonable(request.requested_at), "requested_by": request.requested_by}
 
@@ -103,17 +129,24 @@ def harvest_repository(conn: Any) -> HarvestRepository:
 
 
 def _configuration_pairs(data: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """The request's ``configurations`` as (domain, configuration) pairs; RefusedLinesError names every entry
+    that is not ``{"domain", "configuration"}`` (its ``line``: the entry's 1-based place in the list)."""
     entries = field(data, "configurations", list, required=False, default=[])
     pairs = []
-    for number, entry in enumerate(entries):
+    refused = []
+    for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("domain"), str):
-            raise ApiError("invalid", f"configurations[{number}] must be {{\"domain\", \"configuration\"}}",
-                           "configurations")
+            refused.append(LineRefusal.of(number, json.dumps(entry, default=str),
+                                           'not {"domain", "configuration"} with domain a string'))
+            continue
         configuration = entry.get("configuration")
         if configuration is not None and not isinstance(configuration, str):
-            raise ApiError("invalid", f"configurations[{number}].configuration must be a string",
-                           "configurations")
+            refused.append(LineRefusal.of(number, json.dumps(entry, default=str),
+                                           "its configuration is not a string"))
+            continue
         pairs.append((entry["domain"], configuration))
+    if refused:
+        raise RefusedLinesError("configurations", refused, "configurations")
     return pairs
 
 
@@ -316,19 +349,41 @@ def update_harvest(name: str) -> Any:
     return _harvest_detail(name, warn=True)
 
 
+SEEDS_ADDED = shape({
+    "added": {"type": "array", "items": shape({"domain": STRING, "configuration": STRING}),
+              "description": "the configuration each seed's domain got in this harvest"},
+    "will_run": described(BOOLEAN, "whether a run will harvest them: the schedule's next run, or a run asked for"),
+    "next_run": nullable(TIME, "the scheduled run that will harvest them; null when no scheduled run is to come "
+                               "(the harvest has run its course or is inactive)"),
+    "run_requested": described(BOOLEAN, "a run asked for (Run now) waits for the scheduler's next tick"),
+    "reason": nullable(STRING, "why no scheduled run is to come; null when one is"),
+    "warnings": {"type": "array", "items": STRING,
+                 "description": "sentences for people: that nothing will harvest the seeds, until Run now or a new "
+                                "schedule"},
+    "harvest": {"type": "object", "description": "the harvest definition, as GET /harvests/{name} answers it"}})
+
+
 @blueprint.post("/harvests/<name>/seeds")
+@answers(SEEDS_ADDED)
 @require(CURATE)
 def add_harvest_seeds(name: str) -> Any:
     """Add seeds (the event harvest form): ``{"seeds", "template", "max_bytes", "max_objects", "edition"}``.
 
     Each seed's domain gets a configuration and a seed list in this harvest; the answer lists them
-    (``added``) with the harvest. 400 with every refused line if any is refused, and nothing is stored."""
+    (``added``) with the harvest, and says whether anything will harvest them: ``will_run`` and
+    ``next_run`` (null when no scheduled run is to come: a harvest that has run its course or is inactive,
+    whose seeds wait for Run now or a new schedule, which ``warnings`` then says). 400 with every refused
+    line if any is refused, and nothing is stored."""
     data = body()
     expected = edition(data)
     with database().begin() as conn:
         made = add_seeds_from(conn, name, data, expected)
         added = [{"domain": config.domain_name, "configuration": config.name} for config in made]
-    return {"added": added, "harvest": _harvest_detail(name)}, 201
+        outlook = seeds_outlook(conn, name)
+    warnings = [f"Seeds added to harvest {name}: {outlook['warning']}."] if outlook["warning"] else []
+    return {"added": added, "will_run": outlook["will_run"], "next_run": outlook["next_run"],
+            "run_requested": outlook["run_requested"], "reason": outlook["reason"], "warnings": warnings,
+            "harvest": _harvest_detail(name)}, 201
 
 
 @blueprint.delete("/harvests/<name>/configurations/<domain>/<configuration>")

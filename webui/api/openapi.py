@@ -246,7 +246,12 @@ QA_SCHEMA = _object({
         "previous_bytes": {"type": ["integer", "null"]},
         "objects_change": {"type": ["number", "null"], "description": "percent"},
         "bytes_change": {"type": ["number", "null"], "description": "percent"},
-        "flagged": {"type": "boolean"}, "fell_to_nothing": {"type": "boolean"}})},
+        "flagged": {"type": "boolean", "description": "objects or bytes moved by more than change_threshold "
+                                                      "percent (the counts compared, not the rounded changes), "
+                                                      "or it fell to nothing"},
+        "objects_beyond": {"type": "boolean", "description": "objects moved by more than change_threshold percent"},
+        "bytes_beyond": {"type": "boolean", "description": "bytes moved by more than change_threshold percent"},
+        "fell_to_nothing": {"type": "boolean"}})},
 }, "job_id", "report", "domain_changes", "change_threshold")
 # A harvest's job-generation preview (scheduler/previews.py makes it, webui/api/harvests.py answers it).
 PREVIEW = _object({

@@ -15,8 +15,9 @@ from typing import Any
 
 from flask import g
 
-from harvestdef.errors import StaleEditionError
+from harvestdef.db import schema as s
 from harvestdef.model.definitions import Role, User
+from harvestdef.repositories.base import fetch_row, stale_edition
 from harvestdef.repositories.users import ApiToken, UserRepository, check_role
 from webui.api.core import blueprint, body, edition, field, jsonable
 from webui.api.errors import ApiError
@@ -105,7 +106,8 @@ def change_user(name: str, expected: int, role_text: str | None, active: bool | 
         users = UserRepository(conn, actor())
         current = users.get(name)
         if expected != current.edition:
-            raise StaleEditionError("user", current.name, expected, current.edition)
+            raise stale_edition(conn, actor(), "users", current.user_id, "user", expected,
+                                fetch_row(conn, s.users, "user_id", current.user_id))
         role = check_role(role_text) if role_text is not None else current.role
         active = current.isactive if active is None else active
         _keeps_an_admin(users, current.name, role, active)

@@ -15,7 +15,7 @@ from harvestdef.repositories.harvests import HarvestRepository
 from webui.auth import ADMIN, READ, require
 from webui.context import actor, database
 from webui.definitions import blueprint
-from webui.definitions.forms import attempt, form_data
+from webui.definitions.forms import attempt, form_data, form_edition
 
 
 def _channels_page() -> str:
@@ -54,7 +54,7 @@ def channel_mapping() -> Any:
         with database().begin() as conn:
             target = HarvestRepository(conn).get(data.get("harvest", ""))
             channel = ChannelRepository(conn, actor()).map_harvest(target.harvest_id, data.get("channel"),
-                                                                    data.get("edition", 0))
+                                                                    form_edition())
         flash(_("Harvest %(name)s now goes to channel %(channel)s.", name=target.name, channel=channel.name))
         return redirect(url_for("definitions.channels"))
     return attempt(change, _channels_page)

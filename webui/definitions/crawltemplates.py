@@ -16,7 +16,7 @@ from webui.api.crawltemplates import template_input
 from webui.auth import ADMIN, READ, readable_template, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
-from webui.definitions.forms import attempt, form_data
+from webui.definitions.forms import attempt, form_data, form_edition
 from webui.downloads import attachment
 
 
@@ -69,7 +69,7 @@ def download_template(name: str) -> Any:
 @require(ADMIN)
 def template_active(name: str) -> Any:
     def change() -> Any:
-        expected = form_data(("edition",)).get("edition", 0)
+        expected = form_edition()
         with database().begin() as conn:
             repository = TemplateRepository(conn, actor())
             (repository.activate if request.form.get("active") == "1" else repository.deactivate)(name, expected)

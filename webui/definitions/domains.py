@@ -42,7 +42,7 @@ from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
-from webui.definitions.forms import form_integer, show_refused
+from webui.definitions.forms import form_edition, form_integer, show_refused
 from webui.definitions.refused import show_refusals
 from webui.formfields import refuse
 
@@ -75,10 +75,7 @@ def _write(change: Callable[[Connection], Any], done: str, back: str, page: Call
 
 
 def _edition() -> int:
-    try:
-        return int(request.form.get("edition", ""))
-    except ValueError:
-        return -1  # no edition sent: the update is refused as stale, never applied blindly
+    return form_edition()  # required: a form without it is refused naming it, never applied blindly
 
 
 def _limit(name: str) -> int:
@@ -232,8 +229,8 @@ def domain_delete(name: str) -> Any:
     try:
         with database().begin() as conn:
             _domains(conn).delete(name, _edition())
-    except HarvestSuiteError as exc:
-        flash(str(exc), "error")
+    except (ApiError, HarvestSuiteError) as exc:
+        flash(translate(exc).message, "error")
         return redirect(url_for("definitions.domain", name=name))
     flash(_("Domain %(name)s deleted.", name=name))
     return redirect(url_for("definitions.domains"))

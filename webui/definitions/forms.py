@@ -57,6 +57,16 @@ def form_integer(name: str, text: str) -> int:
     return check_integer(int(stripped), name)
 
 
+def form_edition() -> int:
+    """The edition the form was read at (its hidden ``edition`` field): required, as the API requires it, so a
+    form sent without it is refused naming it rather than taken as a stale edition or applied blindly."""
+    text = request.form.get("edition", "").strip()
+    if not text:
+        raise ApiError("invalid", "edition is required: the form was sent without the edition it was read at; "
+                                  "reload the page and make the change again", "edition")
+    return form_integer("edition", text)
+
+
 def form_data(names: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The form's fields as an API body: integers where the API wants them, empty fields left out."""
     data: dict[str, Any] = {}

@@ -7,8 +7,10 @@ harvestdef.repositories.runrequests).
 
 The pages turn form fields into the API's request bodies and reuse its functions (webui/api/harvests.py),
 so a form and a JSON call are checked by the same code. A form with bad input is shown again with the
-error (400) and nothing is stored: each post is one transaction. Refused seeds keep the form as it was
-typed and list every refused line (webui/definitions/refused.py).
+error (400) and nothing is stored: each post is one transaction. Refused seeds, and domains or
+configurations that name nothing, keep the form as it was typed and list every refused line with the text
+area's line number (webui/definitions/refused.py). Seeds added to a harvest that no run will take (it has
+run its course, or is inactive) are said to wait for Run now or a new schedule, beside the Run now button.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from flask_babel import gettext as _
 from flask_babel import ngettext
 
 from harvestdef.crawlattributes import ATTRIBUTES, SNAPSHOT_TREE, as_json, form_values
-from harvestdef.errors import RefusedLinesError
+from harvestdef.errors import LineRefusal, RefusedLinesError
 from harvestdef.model.definitions import ExtendedFieldType, HarvestKind, SnapshotHarvest
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.crawlattributes import AUDIT_TABLE as ATTRIBUTES_AUDIT_TABLE
@@ -38,9 +40,10 @@ from webui.auth import CURATE, READ, require
 from webui.context import actor, database, settings
 from webui.definitions import blueprint
 from webui.definitions.changes import definition_changes
-from webui.definitions.forms import attempt, form_data
+from webui.definitions.forms import attempt, form_data, form_edition
 from webui.definitions.refused import show_refusals
 from webui.formatting import words
+from webui.harvest_reasons import outlook_reason
 
 
 def _harvests_page() -> str:
@@ -93,16 +96,36 @@ def event_seeds() -> str:
                                   f"allow there", "seedsfile") from exc
 
 
-def parse_configurations(text: str) -> list[dict[str, Any]]:
+class TypedConfigurations(list[dict[str, Any]]):
+    """The form's configurations as the API's entries, with the text area's line number of each (blank lines
+    are skipped, so entry 3 may be line 5)."""
+
+    def __init__(self, entries: list[dict[str, Any]], lines: list[int]) -> None:
+        super().__init__(entries)
+        self.lines = lines
+
+    def renumbered(self, error: RefusedLinesError) -> RefusedLinesError:
+        """``error``, whose lines count the entries, with the text area's line numbers instead."""
+        return RefusedLinesError(error.what, [LineRefusal(self.lines[refusal.line - 1], refusal.text, refusal.reason)
+                                              for refusal in error.refusals], error.field, error.total)
+
+
+def parse_configurations(text: str) -> TypedConfigurations:
     """One ``domain`` or ``domain/configuration`` a line (the domain's default configuration if none)."""
-    entries = []
-    for line in text.splitlines():
+    entries, lines = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
         line = line.strip()
         if line:
             # not "_", which is gettext in this module
             domain, _slash, configuration = line.partition("/")
             entries.append({"domain": domain.strip(), "configuration": configuration.strip() or None})
-    return entries
+            lines.append(number)
+    return TypedConfigurations(entries, lines)
+
+
+def _refused_configurations(error: RefusedLinesError, typed: TypedConfigurations | None) -> RefusedLinesError:
+    """A refusal of the form's configurations numbered by its lines; any other refusal as it is."""
+    return typed.renumbered(error) if typed is not None and error.field == "configurations" else error
 
 
 @blueprint.route("/harvests/new/<kind>", methods=["GET", "POST"])
@@ -123,8 +146,9 @@ def new_harvest(kind: str) -> Any:
         data = form_data(("name", "schedule", "comments", "audience", "channel", "template", "previous",
                           "max_objects", "max_bytes", "max_running_time"))
         data.update(type=kind, active=request.form.get("active") == "1")
+        typed = None
         if kind == "selective":
-            data["configurations"] = parse_configurations(request.form.get("configurations", ""))
+            typed = data["configurations"] = parse_configurations(request.form.get("configurations", ""))
         if kind == "event":
             data["seeds"] = event_seeds()
             data["crawl_attributes"] = as_json(form_values(request.form))
@@ -135,7 +159,7 @@ def new_harvest(kind: str) -> Any:
                 created = api.create_harvest_from(conn, data)
                 warning = api.save_warning(api.harvest_repository(conn), created)
         except RefusedLinesError as exc:
-            return show_refusals(exc, show)
+            return show_refusals(_refused_configurations(exc, typed), show)
         flash(_("Harvest %(name)s created.", name=created.name))
         if warning:
             flash(warning, "warning")
@@ -197,10 +221,13 @@ def _update_harvest(name: str, show: Callable[[], str]) -> Any:
         added = parse_configurations(request.form.get("configurations", ""))
         if added:
             data["configurations"] = added
-        with database().begin() as conn:
-            saved = api.update_harvest_from(conn, name, data)
-            repository = api.harvest_repository(conn)
-            warning = api.save_warning(repository, repository.get(saved))
+        try:
+            with database().begin() as conn:
+                saved = api.update_harvest_from(conn, name, data)
+                repository = api.harvest_repository(conn)
+                warning = api.save_warning(repository, repository.get(saved))
+        except RefusedLinesError as exc:
+            return show_refusals(_refused_configurations(exc, added), show)
         flash(_("Harvest %(name)s saved.", name=saved) if saved == name
               else _("Harvest %(name)s saved as %(saved)s.", name=name, saved=saved))
         if warning:
@@ -235,14 +262,32 @@ def harvest_seeds(name: str) -> Any:
         try:
             with database().begin() as conn:
                 made = api.harvest_repository(conn).add_seeds(
-                    name, event_seeds(), data.get("template", ""), data.get("edition", 0),
+                    name, event_seeds(), data.get("template", ""), form_edition(),
                     maxbytes=data.get("max_bytes", -1), maxobjects=data.get("max_objects", -1),
                     attributes=attributes)
+                outlook = api.seeds_outlook(conn, name)
         except RefusedLinesError as exc:
             return show_refusals(exc, lambda: _harvest_page(name))
-        flash(ngettext("Seeds added: %(num)s configuration.", "Seeds added: %(num)s configurations.", len(made)))
+        if outlook["will_run"]:
+            flash(ngettext("Seeds added: %(num)s configuration.", "Seeds added: %(num)s configurations.",
+                           len(made)))
+        else:
+            # said beside the page's Run now button (category idle-seeds, harvest.html)
+            flash(ngettext("Seeds added: %(num)s configuration; nothing will harvest it until Run now or a new "
+                           "schedule, since %(reason)s.",
+                           "Seeds added: %(num)s configurations; nothing will harvest them until Run now or a "
+                           "new schedule, since %(reason)s.", len(made), reason=_idle_reason(outlook)),
+                  "warning idle-seeds")
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(add, lambda: _harvest_page(name))
+
+
+def _idle_reason(outlook: dict[str, Any]) -> str:
+    """Why no run will harvest what was added (api.seeds_outlook), in the page's language."""
+    reasons = [_("it is inactive")] if outlook["inactive"] else []
+    if outlook["end_reason"]:
+        reasons.append(outlook_reason(outlook["end_reason"]))
+    return _(", and ").join(reasons)
 
 
 @blueprint.post("/harvests/<name>/configurations/<domain>/<configuration>/remove")
@@ -252,7 +297,7 @@ def harvest_remove_configuration(name: str, domain: str, configuration: str) -> 
     def remove() -> Any:
         with database().begin() as conn:
             api.harvest_repository(conn).remove_configuration(
-                name, domain, configuration, form_data(("edition",)).get("edition", 0))
+                name, domain, configuration, form_edition())
         flash(_("Configuration %(domain)s/%(configuration)s removed from harvest %(name)s.", domain=domain,
                 configuration=configuration, name=name))
         return redirect(url_for("definitions.harvest", name=name))
@@ -269,7 +314,7 @@ def harvest_change_configuration(name: str, domain: str, configuration: str) -> 
             raise ApiError("invalid", "choose the configuration to harvest instead", "configuration")
         with database().begin() as conn:
             api.change_configuration(conn, name, domain, configuration, replacement,
-                                     form_data(("edition",)).get("edition", 0))
+                                     form_edition())
         flash(_("%(domain)s is harvested with configuration %(replacement)s instead of %(configuration)s.",
                 domain=domain, replacement=replacement, configuration=configuration))
         return redirect(url_for("definitions.harvest", name=name))
@@ -320,7 +365,7 @@ def harvest_extended_fields(name: str) -> Any:
     def save() -> Any:
         values = {key[len("field:"):]: value for key, value in request.form.items() if key.startswith("field:")}
         with database().begin() as conn:
-            set_harvest_fields(conn, name, form_data(("edition",)).get("edition", 0), values)
+            set_harvest_fields(conn, name, form_edition(), values)
         flash(_("Extended fields saved."))
         return redirect(url_for("definitions.harvest", name=name))
     return attempt(save, lambda: _harvest_page(name))

@@ -24,7 +24,7 @@ from webui.api.schedules import SCHEDULE_FIELDS, schedule_from
 from webui.auth import CURATE, READ, require
 from webui.context import actor, database
 from webui.definitions import blueprint
-from webui.definitions.forms import attempt, form_data
+from webui.definitions.forms import attempt, form_data, form_edition
 
 
 def _required(name: str, what: str) -> str:
@@ -114,7 +114,7 @@ def schedule(name: str) -> Any:
 def _update_schedule(name: str, show: Callable[[], str]) -> Any:
     def update() -> Any:
         data = schedule_body()
-        expected = form_data(("edition",)).get("edition", 0)
+        expected = form_edition()
         with database().begin() as conn:
             repository = ScheduleRepository(conn, actor())
             current = repository.get_by_name(name)
