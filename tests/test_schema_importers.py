@@ -28,6 +28,7 @@ MAY_IMPORT_THE_SCHEMA = {
     "scheduler/jobgen/generate.py": "a run's inputs read in the run's transaction, under its lock",
     "scheduler/jobgen/selection.py": "the streamed selection of millions of configurations (reference §2.2)",
     "scheduler/leader.py": "the leadership lock: the database's own locking, not a definition",
+    "scheduler/progresshistory.py": "thins the running-job progress samples (runningjobshistory) by time",
     "scheduler/tick.py": "readiness and supervision queries over all harvests and jobs, and harvest_state",
     # the web UI: read-only lists and statistics pages, keyset-paged or streamed, shaped for their page
     "webui/api/exports.py": "CSV exports streamed in keyset pages",
@@ -35,6 +36,7 @@ MAY_IMPORT_THE_SCHEMA = {
     "webui/api/history.py": "history and statistics read from the summary tables by index ranges",
     "webui/api/jobs.py": "the job list, keyset-paged, joined with its harvest's name",
     "webui/api/live.py": "a running job's monitor rows, progress samples, frontier report and controller heartbeat",
+    "webui/api/users.py": "the user's row as it is now, for a stale edition's message",
     "webui/api/openapi.py": "column lengths of the API's request schemas",
     "webui/api/status.py": "the running jobs' monitor figures and why harvests wait (harvest_state), read-only",
     "webui/api/system.py": "the controllers, queue depths and scheduler liveness of the System page",
@@ -44,6 +46,7 @@ MAY_IMPORT_THE_SCHEMA = {
     "webui/qa.py": "a job's domains against the previous run (historyinfo) and a run's QA sums, read-only",
     "webui/status/jobs.py": "the names the job list's filter offers, and a job's harvest id for its files and "
                             "thumbnails",
+    "webui/system/users.py": "the users table's column lengths the add-user form shows and checks",
     "webui/system/views.py": "the overview page's counts",
 }
 

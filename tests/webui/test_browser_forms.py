@@ -245,7 +245,7 @@ CASES = {
         "/definitions/harvests/new/selective", "form[action$='/harvests/new/selective']",
         (Field("name", "culture"), Field("comments", "museums"), Field("schedule", "Once_a_week", "select"),
          Field("audience", "researchers"), Field("active", "1", "check")),
-        "configurations", "kb.dk\nnosuch.dk", "kb.dk\nkunst.dk", "no domain 'nosuch.dk'", selective_saved),
+        "configurations", "kb.dk\nnosuch.dk", "kb.dk\nkunst.dk", "1 line refused", selective_saved),
     "event harvest": Case(
         "/definitions/harvests/new/event", "form[action$='/harvests/new/event']",
         (Field("name", "flood"), Field("comments", "the flood"), Field("schedule", "Once_a_month", "select"),
@@ -261,7 +261,7 @@ CASES = {
         "/definitions/harvests/edited", "form[action$='/definitions/harvests/edited']",
         (Field("comments", "changed"), Field("audience", "public"), Field("schedule", "Once_a_month", "select"),
          Field("crawlertraps", ".*/calendar/.*")),
-        "configurations", "nosuch.dk", "kunst.dk", "no domain 'nosuch.dk'", edit_saved),
+        "configurations", "nosuch.dk", "kunst.dk", "1 line refused", edit_saved),
     "new domains": Case(
         "/definitions/domains/new", "form[action$='/definitions/domains/new']", (),
         "names", "arkiv.dk\nnot a domain!", "arkiv.dk\nmuseum.dk", "1 line refused", domains_saved),

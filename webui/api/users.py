@@ -6,7 +6,8 @@ revokes their own tokens. A change names the ``edition`` it was based on (409 if
 and none may leave the installation without an active admin. A token is made with a label, in a logged-in
 session (never with a token: UserRepository.set_password says why), and its secret is answered once, at
 its making; after that it is listed by id and label, never shown. Every change is audited by
-UserRepository.
+UserRepository. The users table is read directly for one thing only: the row as it is now, which a stale
+edition's message names.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@
 so a refusal reads the same: nothing is changed, and the page is shown again with what was typed and each
 refusal beside its field (webui/formfields.py), the refusal of a listed user's change also at the top and in
 that user's row. Passwords typed are not sent back in a page.
+The users table's column lengths, which the add-user form shows and checks, are read from the schema.
 """
 
 from __future__ import annotations
