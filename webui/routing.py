@@ -6,6 +6,7 @@
   downloaded; ``url_for`` writes such a name with its slashes as they are.
 - ``<int:...>`` ids are whole numbers within 64 bits (BoundedIntegerConverter): a 23-digit job id finds
   no job (404), where it made SQLite overflow before.
+- A rule matches its path with or without a trailing slash (``strict_slashes`` off).
 - ``refuse_unstorable_text`` refuses, naming the parameter, a path segment, query parameter or form field
   that holds a NUL character, which no database can look up or store as text.
 """
@@ -47,6 +48,9 @@ def refuse_unstorable_text() -> None:
 def init_app(app: Flask) -> None:
     """Install the converters: before any blueprint adds its rules, which take them when they are added.
     The check of a request's text is installed apart, after authentication (webui/__init__.py)."""
+    # A trailing slash, typed or trimmed, finds the same page: /definitions/harvests/ is the harvest list, as
+    # /history and /status are their sections' pages, where Werkzeug's strict rule answered a bare 404.
+    app.url_map.strict_slashes = False
     app.url_map.converters["default"] = NameConverter
     app.url_map.converters["string"] = NameConverter
     app.url_map.converters["int"] = BoundedIntegerConverter

@@ -122,6 +122,18 @@ def test_the_system_section_answers_at_its_trailing_slash_as_the_others_do(login
     assert '<a href="/system/users">Users</a>: add users' in login("admin").get("/system/").get_data(as_text=True)
 
 
+def test_every_list_answers_with_or_without_its_trailing_slash_and_a_trimmed_job_address_finds_the_job_list(login):
+    client = login("curator")
+    for path in ("/definitions/harvests", "/definitions/harvests/", "/definitions/schedules/", "/history",
+                 "/system/users/", "/system/webhooks/"):
+        answer = client.get(path, follow_redirects=True)
+        assert answer.status_code in (200, 403), (path, answer.status_code)
+        assert "Not found" not in answer.get_data(as_text=True), path
+    trimmed = client.get("/status/jobs?status=FAILED")
+    assert trimmed.status_code == 308 and trimmed.headers["Location"].endswith("/status/?status=FAILED")
+    assert client.get("/status/jobs/", follow_redirects=True).status_code == 200
+
+
 def test_an_unknown_address_and_a_wrong_method_answer_a_page_of_the_web_ui_in_its_language(login):
     client = login("operator")
     missing = client.get("/system/nosuch")

@@ -126,6 +126,12 @@ def _back_to_list() -> str:
     return url_for("status.index")
 
 
+@blueprint.get("/jobs")
+def jobs_prefix() -> Any:
+    """/status/jobs, a job page's address trimmed to its prefix: the job list, with the same filter."""
+    return redirect(url_for("status.index", **request.args.to_dict(flat=False)), 308)
+
+
 @blueprint.get("/running")
 @require(READ)
 def running() -> Any:
