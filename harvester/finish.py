@@ -99,6 +99,11 @@ class JobReport:
     second_report: CrawlStatus | None = None
 
 
+#: The stop reasons of a domain whose crawl ended at an object or byte limit, its harvest's or its
+#: configuration's: a budget, not a fault of the crawl.
+BUDGET_STOP_REASONS = frozenset({StopReason.OBJECT_LIMIT, StopReason.SIZE_LIMIT, StopReason.CONFIG_OBJECT_LIMIT,
+                                 StopReason.CONFIG_SIZE_LIMIT})
+
 class PostProcessor:
     """``wait(seconds)`` sleeps between upload passes and returns True to give up (a stop requested)."""
 
@@ -164,10 +169,12 @@ class PostProcessor:
                 errors.append(f"CDXJ indexing of {warc.name}: {len(indexed.problems)} records indexed without "
                               f"their payload's details: {'; '.join(indexed.problems[:3])}")
         step("extracting deduplication entries", lambda: self._write_dedup_entries(jobdir, warcs))
-        qa_report = step("the QA report", lambda: self._write_qa_report(jobdir, warcs))
-        step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs, qa_report))
+        # the domain report first: the QA report counts what a domain's limit kept out as excluded, not missing
         result = step("the domain report", lambda: self._domain_report(jobdir, outcome))
         report = result.report if result is not None else None
+        limited = [row.domain for row in report.domains if row.stop_reason in BUDGET_STOP_REASONS] if report else []
+        qa_report = step("the QA report", lambda: self._write_qa_report(jobdir, warcs, limited))
+        step("writing the metadata WARC", lambda: self._write_metadata(jobdir, warcs, qa_report))
         upload = self._store_all(jobdir)
         upload_errors = upload.errors()
         status = JobStatus.FAILED if outcome.failed or upload_errors else JobStatus.DONE
@@ -218,14 +225,15 @@ class PostProcessor:
         log.info("job %d: %d deduplication entries", jobdir.job.job_id, count)
 
     @staticmethod
-    def _write_qa_report(jobdir: JobDirectory, warcs: list[Path]) -> QaReport:
+    def _write_qa_report(jobdir: JobDirectory, warcs: list[Path], limited_domains: list[str]) -> QaReport:
         job = jobdir.job
         started = time.monotonic()
         # what the operators' live changes and the template's traps kept out is excluded, not missing
         rules = operator_rules(jobdir.live_changes(), _template_traps(jobdir))
         report = build_qa_report(job.job_id, job.harvest_id, job.seeds,
                                  [launch.crawl_log for launch in jobdir.launches()], warcs,
-                                 job.domain_configurations, work_dir=jobdir.path, rules=rules)
+                                 job.domain_configurations, work_dir=jobdir.path, rules=rules,
+                                 limited_domains=limited_domains)
         write_atomically(jobdir.qa_report, report.to_json().encode("utf-8"))
         log.info("job %d: QA report in %.1f s: %d of %d seeds not captured, %d missing resources on %d pages",
                  job.job_id, time.monotonic() - started, report.seeds_not_captured, report.seeds_total,

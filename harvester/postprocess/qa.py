@@ -25,7 +25,10 @@ Rules:
   (-5003: a domain budget set while the crawl ran names its change, else it is the configuration's own
   object or byte limit, the quota annotation saying which). Only resources that would otherwise be
   ``never_reached``, ``out_of_scope`` by a -5000 line or ``budget`` are tested: a rule explains nothing
-  about an HTTP error.
+  about an HTTP error. A domain whose crawl ended at its object or byte limit (its stop reason in the
+  domain report) had the rest of its resources kept out by that limit: what of it crawl.log never reached
+  is excluded by the budget too, since a crawler stops queuing a domain's URIs at its limit without logging
+  them.
 * Hosts: lines per fetch status and failures (HTTP 400 and up, and network errors) per host; the hosts
   that failed most are listed first.
 
@@ -427,11 +430,13 @@ def _captured_pages(warcs: Iterable[Path]) -> Iterator[tuple[str, list[str]]]:
 class _Exclusions:
     """Which rule kept a URL out (``exclusion``): the first reject or delete_queued change, in version order,
     whose regex fully matches it, then the first crawler trap that does; for a URL over quota, the newest
-    budget change of its domain, or none (the configurations' own limits). A trap that only a backtracking
-    matcher runs and that runs out of its time on a URL rejects it, as in the crawl."""
+    budget change of its domain, or none (the configurations' own limits); so too for a URL never reached of
+    a domain in ``limited`` (its crawl ended at its limit). A trap that only a backtracking matcher runs and
+    that runs out of its time on a URL rejects it, as in the crawl."""
 
-    def __init__(self, rules: Sequence[OperatorRule], notes: list[str]):
+    def __init__(self, rules: Sequence[OperatorRule], notes: list[str], limited: Iterable[str] = ()):
         self.rules = list(rules)
+        self._limited = normalised_domains(limited)
         self._changes: list[tuple[int, Any]] = []
         self._traps: list[tuple[int, Any]] = []
         self._budgets: dict[str, int] = {}
@@ -460,7 +465,7 @@ class _Exclusions:
 
     def exclusion(self, url: str, reason: str, status: int | None) -> tuple[str, int | None] | None:
         """(exclusion, index of the rule or None) of a missing resource, None when no rule explains it."""
-        if reason == "budget":
+        if reason == "budget" or (reason == "never_reached" and self._domain_of(url) in self._limited):
             return "budget", self._budget_of(url)
         for index, compiled in self._changes:
             if _full_match(compiled, url):
@@ -474,11 +479,15 @@ class _Exclusions:
         return None
 
     def _budget_of(self, url: str) -> int | None:
+        domain = self._domain_of(url)
+        return None if domain is None else self._budgets.get(domain)
+
+    @staticmethod
+    def _domain_of(url: str) -> str | None:
         try:
-            domain = next(iter(normalised_domains([domain_of_url(url)])))
+            return next(iter(normalised_domains([domain_of_url(url)])))
         except DomainNameError:
             return None
-        return self._budgets.get(domain)
 
 
 def _full_match(compiled: Any, url: str) -> bool:
@@ -504,18 +513,19 @@ def _is_job_domain(url: str, job_domains: dict[str, str]) -> bool:
 
 def build_qa_report(job_id: int, harvest_id: int, seeds: Sequence[str], crawl_logs: Iterable[Path],
                     warcs: Iterable[Path], job_domains: Iterable[str], work_dir: Path | None = None,
-                    rules: Sequence[OperatorRule] = ()) -> QaReport:
+                    rules: Sequence[OperatorRule] = (), limited_domains: Iterable[str] = ()) -> QaReport:
     """The QA report of one job from its launches' crawl.logs (in order) and its WARC files.
 
     ``job_domains`` are the job's domains (what a reference absent from crawl.log must belong to, to be
     "never reached" rather than out of scope); ``work_dir`` holds the temporary database (default: the
     system's temporary directory); ``rules``: what kept URIs out of the job (operator_rules), whose
-    resources are excluded rather than missing."""
+    resources are excluded rather than missing; ``limited_domains``: the domains whose crawl ended at their
+    object or byte limit, whose resources never reached are excluded by that budget."""
     hosts = _Hosts()
     seed_chains = _Seeds(seeds)
     domains = normalised_domains(job_domains)
     notes: list[str] = []
-    exclusions = _Exclusions(rules, notes)
+    exclusions = _Exclusions(rules, notes, limited_domains)
     lines_read = 0
     pages_captured = 0
     with tempfile.TemporaryDirectory(prefix="qa-", dir=work_dir) as scratch:

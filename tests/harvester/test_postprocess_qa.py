@@ -197,6 +197,34 @@ def test_what_an_operators_rules_kept_out_is_excluded_with_the_rule_never_missin
     assert QaReport.from_json(report.to_json()) == report
 
 
+def test_what_a_domain_ended_at_its_limit_never_reached_is_excluded_by_its_budget_not_missing(tmp_path):
+    """alpha.dk's crawl ended at its object limit, so the crawler queued none of its page's images and logged
+    none; beta.dk's ended by itself, so its image never reached is missing."""
+    log = tmp_path / "crawl.log"
+    log.write_text(line(200, f"{SITE}/") + line(200, "https://beta.dk/", seed="https://beta.dk/"), encoding="utf-8")
+    body = '<html><body><img src="/one.png"><img src="/two.png"><img src="https://beta.dk/b.png"></body></html>'
+    warc = write_warc(tmp_path / "crawl.warc.gz", [(f"{SITE}/", "text/html", body.encode())])
+    budget = operator_rules([change(1, "budget", author="ops2", domain="alpha.dk", max_objects=1)])
+
+    plain = build_qa_report(7, 3, [f"{SITE}/"], [log], [warc], ["alpha.dk", "beta.dk"])
+    assert plain.missing_resources == 3 and not plain.excluded, "no limit named: all three never reached"
+
+    report = build_qa_report(7, 3, [f"{SITE}/"], [log], [warc], ["alpha.dk", "beta.dk"],
+                             limited_domains=["alpha.dk"])
+    [excluded] = report.excluded
+    assert (excluded.reason, excluded.rule, excluded.resources_total) == ("budget", None, 2)
+    assert [r.url for r in excluded.resources] == [f"{SITE}/one.png", f"{SITE}/two.png"]
+    assert {g.reason: [r.url for r in g.resources] for g in report.missing} == {
+        "never_reached": ["https://beta.dk/b.png"]}
+    assert (report.missing_resources, report.excluded_resources) == (1, 2)
+
+    # a budget an operator set while the crawl ran is named as the one that kept them out
+    named = build_qa_report(7, 3, [f"{SITE}/"], [log], [warc], ["alpha.dk", "beta.dk"], rules=budget,
+                            limited_domains=["alpha.dk"])
+    [by_change] = named.excluded
+    assert (by_change.reason, by_change.rule.version, by_change.rule.author) == ("budget", 1, "ops2")
+
+
 def test_a_report_written_before_exclusions_reads_as_none_excluded(job):
     logs, warcs = job
     document = json.loads(build_qa_report(7, 3, [f"{SITE}/"], logs, warcs, ["alpha.dk"]).to_json())
