@@ -45,6 +45,7 @@ from webui.definitions.changes import definition_changes
 from webui.definitions.forms import form_edition, form_integer, show_refused
 from webui.definitions.refused import show_refusals
 from webui.formfields import refuse
+from webui.refusal_words import label, say, words
 
 # Lines of an uploaded file taken as their registered domain that the page shows; the rest are counted.
 MAX_SHOWN_NOTES = 100
@@ -68,7 +69,7 @@ def _write(change: Callable[[Connection], Any], done: str, back: str, page: Call
     except (ApiError, HarvestSuiteError) as exc:
         if page is not None and is_client_error(exc):
             return show_refused(exc, page)
-        flash(translate(exc).message, "error")
+        flash(words(translate(exc))[1], "error")
     else:
         flash(done)
     return redirect(back)
@@ -200,8 +201,9 @@ def domain_update(name: str) -> Any:
         validate_trap_expressions(form.get("crawlertraps", ""))
     except CrawlerTrapError as exc:
         # refused before anything is written: the page again, saying which line and why
-        flash(f"crawlertraps: {exc}", "error")
-        refuse("crawlertraps", str(exc))
+        problem = say(exc.phrase) if exc.phrase is not None else str(exc)
+        flash(f"{label('crawlertraps')}: {problem}", "error")
+        refuse("crawlertraps", problem)
         return domain(name), 400
 
     def change(conn: Connection) -> None:
@@ -230,7 +232,7 @@ def domain_delete(name: str) -> Any:
         with database().begin() as conn:
             _domains(conn).delete(name, _edition())
     except (ApiError, HarvestSuiteError) as exc:
-        flash(translate(exc).message, "error")
+        flash(words(translate(exc))[1], "error")
         return redirect(url_for("definitions.domain", name=name))
     flash(_("Domain %(name)s deleted.", name=name))
     return redirect(url_for("definitions.domains"))
