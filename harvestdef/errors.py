@@ -86,7 +86,7 @@ KIND_WORDS = {kind: kind for kind in (
     N_("harvest channel"), N_("default harvest channel"), N_("configuration"), N_("default configuration of domain"),
     N_("configuration of harvest definition"), N_("webhook"), N_("webhook delivery"), N_("schedule"),
     N_("global crawler trap list"), N_("API token"), N_("password"), N_("configuration of the harvest"),
-    N_("crawl template for new domains (harvester.datamodel.domain.defaultOrderxml)"))}
+    N_("crawler trap list"), N_("crawl template for new domains (harvester.datamodel.domain.defaultOrderxml)"))}
 
 
 def kind_words(kind: str) -> str | Phrase:
@@ -139,7 +139,8 @@ class DomainNameError(ValidationError):
     def __init__(self, message: str | Phrase, reason: str | Phrase | None = None) -> None:
         super().__init__(message)
         self.reason = english(reason or message)
-        self.reason_phrase = reason if isinstance(reason, Phrase) else self.phrase
+        # the reason as a phrase where it was given as one, else its English
+        self.reason_phrase: str | Phrase = reason or message
 
 
 class UrlError(ValidationError):
@@ -148,7 +149,8 @@ class UrlError(ValidationError):
     def __init__(self, message: str | Phrase, reason: str | Phrase | None = None) -> None:
         super().__init__(message)
         self.reason = english(reason or message)
-        self.reason_phrase = reason if isinstance(reason, Phrase) else self.phrase
+        # the reason as a phrase where it was given as one, else its English
+        self.reason_phrase: str | Phrase = reason or message
 
 
 def shown(text: str) -> str:

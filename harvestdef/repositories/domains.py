@@ -42,6 +42,7 @@ from harvestdef.errors import (
 )
 from harvestdef.model.definitions import AliasInfo, Domain, ExtendedFieldType
 from harvestdef.patterns import bounded_wildcard_search
+from harvestdef.phrases import N_, Phrase, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -299,8 +300,8 @@ class DomainRepository:
             return _to_domain(row), False
         return self.create(stored), True
 
-    def create_many(self, lines: str | Iterable[str], what: str = "domain names", field: str | None = "names"
-                    ) -> DomainsCreated:
+    def create_many(self, lines: str | Iterable[str], what: str | Phrase | None = None,
+                    field: str | None = "names") -> DomainsCreated:
         """Create the domains that ``lines`` name (a text, or one line per item): all of them or none.
 
         Each line is a domain name, a host or a URL (harvestdef.domainnames.domain_of_typed): it becomes
@@ -317,11 +318,11 @@ class DomainRepository:
             try:
                 result = domain_of_typed(name)
             except DomainNameError as exc:
-                refusals.append(LineRefusal.of(number, name, exc.reason))
+                refusals.append(LineRefusal.of(number, name, exc.reason_phrase))
                 continue
             typed.append((result.domain, result.note))
         if refusals:
-            raise RefusedLinesError(what, refusals, field)
+            raise RefusedLinesError(what or phrase(N_("domain names")), refusals, field)
         created: list[str] = []
         existing: list[str] = []
         notes: list[str] = []

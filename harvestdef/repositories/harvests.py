@@ -49,6 +49,7 @@ from harvestdef.model.definitions import (
     SnapshotHarvest,
 )
 from harvestdef.model.status import JobStatus
+from harvestdef.phrases import N_, Phrase, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -108,17 +109,18 @@ def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobject
     return f"{harvest_name}_{template}_{limit_bytes}Bytes_{limit_objects}Objects"
 
 
-def _unknown_configuration(error: Exception, domain: str, config_name: str | None) -> str:
+def _unknown_configuration(error: Exception, domain: str, config_name: str | None) -> str | Phrase:
     """Why a (domain, configuration) pair names no configuration, in words."""
     if isinstance(error, DomainNameError):
-        return error.reason
+        return error.reason_phrase
     if isinstance(error, NotFoundError) and error.kind == "domain":
-        return f"no domain {error.key}"
+        return phrase(N_("no domain %(domain)s"), domain=str(error.key))
     if isinstance(error, NotFoundError) and config_name is None:
-        return f"domain {domain} has no default configuration"
+        return phrase(N_("domain %(domain)s has no default configuration"), domain=domain)
     if isinstance(error, NotFoundError):
-        return f"domain {domain} has no configuration {config_name}"
-    return str(error)
+        return phrase(N_("domain %(domain)s has no configuration %(configuration)s"), domain=domain,
+                      configuration=config_name)
+    return getattr(error, "phrase", None) or str(error)
 
 
 class HarvestRepository:
@@ -512,7 +514,8 @@ class HarvestRepository:
                 continue
             config_ids.append(config.config_id)
         if refusals:
-            raise RefusedLinesError(f"configurations of harvest {current.name}", refusals, "configurations")
+            raise RefusedLinesError(phrase(N_("configurations of harvest %(name)s"), name=current.name), refusals,
+                                    "configurations")
         self._update(name, expected_edition, {})
         self._add_config_ids(current.harvest_id, config_ids)
         return self.get_selective(name)
@@ -575,7 +578,8 @@ class HarvestRepository:
             raise NotFoundError("active template", template)
         checked = check_event_seeds(seeds, self.valid_seed_regex, self.destinations)
         if checked.refusals:
-            raise RefusedLinesError(f"seeds of harvest {harvest.name}", checked.refusals, "seeds")
+            raise RefusedLinesError(phrase(N_("seeds of harvest %(name)s"), name=harvest.name), checked.refusals,
+                                    "seeds")
         by_domain = checked.by_domain
         if not by_domain:
             raise ValidationError("no seeds given")

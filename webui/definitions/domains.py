@@ -27,6 +27,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import CrawlerTrapError, HarvestSuiteError, RefusedLinesError, shown
 from harvestdef.model.definitions import ExtendedFieldType
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.crawlattributes import AUDIT_TABLE as ATTRIBUTES_AUDIT_TABLE
@@ -131,7 +132,8 @@ def domains_create() -> Any:
         return render_template("definitions/domains_new.html", result=None, imported=imported)
     name, names = request.form.get("name", "").strip(), request.form.get("names", "")
     lines = [name, *names.splitlines()] if name and names.strip() else name or names
-    what = "domain names (line 1 is the single name)" if name and names.strip() else "domain names"
+    what = (phrase(N_("domain names (line 1 is the single name)")) if name and names.strip()
+            else phrase(N_("domain names")))
     try:
         with database().begin() as conn:
             made = _domains(conn).create_many(lines, what, "name" if name and not names.strip() else "names")
@@ -161,7 +163,8 @@ def _import_file(upload: Any) -> dict[str, Any]:
         try:
             counts = importer.run(path, source_name=upload.filename)
         except RefusedLinesError as exc:
-            raise RefusedLinesError(f"file {shown(upload.filename or '')}", exc.refusals, "file", exc.total) from exc
+            raise RefusedLinesError(phrase(N_("file %(name)s"), name=shown(upload.filename or "")), exc.refusals,
+                                    "file", exc.total) from exc
     return {"counts": counts, "notes": notes, "more_notes": counts.taken_as_domain - len(notes)}
 
 
