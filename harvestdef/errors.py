@@ -207,8 +207,10 @@ class RefusedLinesError(ValidationError):
     @property
     def summary_phrase(self) -> Phrase:
         """``summary`` as a phrase."""
-        return phrase(N_("%(what)s: refused lines: %(count)s; nothing was stored"),
-                      what=self.what_phrase or self.what, count=self.total)
+        what = self.what_phrase or self.what
+        if self.total == 1:
+            return phrase(N_("%(what)s: 1 line refused, nothing was stored"), what=what)
+        return phrase(N_("%(what)s: %(count)s lines refused, nothing was stored"), what=what, count=self.total)
 
     def __reduce__(self) -> tuple[type, tuple[str | Phrase, tuple[LineRefusal, ...], str | None, int]]:
         return type(self), (self.what_phrase or self.what, self.refusals, self.field, self.total)
@@ -264,7 +266,7 @@ class NotFoundError(HarvestSuiteError):
 
     def __init__(self, kind: str, key: object) -> None:
         super().__init__(f"no {kind} {key!r}")
-        self.phrase = phrase(N_("%(kind)s %(key)s does not exist"), kind=kind_words(kind), key=repr(key))
+        self.phrase = phrase(N_("no %(kind)s %(key)s"), kind=kind_words(kind), key=repr(key))
         self.kind = kind
         self.key = key
 
