@@ -91,3 +91,11 @@ def refused_what(error: RefusedLinesError) -> str:
 
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(line_reason=line_reason, refused_what=refused_what)
+
+
+def said(error: BaseException) -> str:
+    """An error's words in the page's language: its phrase said, else its message as it is."""
+    phrase = getattr(error, "phrase", None)
+    if isinstance(phrase, Phrase):
+        return say(phrase)
+    return str(getattr(error, "message", error))
