@@ -55,6 +55,10 @@ class ConfigurationSeeds:
     seedlists: tuple[SeedList, ...]
 
 
+def _seed_list(domain: str, name: str) -> Phrase:
+    return phrase(N_("seed list %(domain)s/%(name)s"), domain=domain, name=name)
+
+
 def checked_seeds(domain: str, seeds: str | Iterable[str], valid_seed_regex: str = ANY_SEED,
                   field: str | None = "seeds", what: str | Phrase | None = None,
                   destinations: DestinationPolicy | None = None) -> tuple[str, ...]:
@@ -151,7 +155,7 @@ class SeedListRepository:
         """A new seed list of ``domain``; ConflictError if the domain has one of that name."""
         owner = self.domains.get(domain)
         name = check_name(name, "seed list", s.seedlists.c.name)
-        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex, what=f"seed list {owner.name}/{name}",
+        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex, what=_seed_list(owner.name, name),
                                    destinations=self.destinations)
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
         with translate_errors("seed list", name.strip(), owner.name):
@@ -171,7 +175,7 @@ class SeedListRepository:
         if seeds is not None:
             owner = self.domains.get(domain).name
             values["seeds"] = "\n".join(checked_seeds(owner, seeds, self.valid_seed_regex,
-                                                      what=f"seed list {owner}/{current.name}",
+                                                      what=_seed_list(owner, current.name),
                                                       destinations=self.destinations))
         if comments is not None:
             values["comments"] = comments
