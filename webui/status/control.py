@@ -94,6 +94,8 @@ def _refused(job_id: int, form: str, error: Exception, typed: dict[str, str], li
     if answer.status == 404:
         raise error
     problem, message = words(answer)
+    if answer.phrase is None:
+        message = answer.message  # as the API says it, which names what it is about
     index = _URI_INDEX.fullmatch(answer.field or "")
     if index is not None and lines and int(index.group(1)) < len(lines):
         # the form's user sees lines, not the API's list
