@@ -23,6 +23,7 @@ from webui.api.errors import ApiError
 FIELD_LABELS: dict[str, Any] = {
     "name": lazy_gettext("Name"), "comments": lazy_gettext("Comments"), "alias": lazy_gettext("Alias of"),
     "max_objects": lazy_gettext("Max objects"), "max_bytes": lazy_gettext("Max bytes"),
+    "maxobjects": lazy_gettext("Max objects"), "maxbytes": lazy_gettext("Max bytes"),
     "max_running_time": lazy_gettext("Max seconds per job"), "template": lazy_gettext("Crawl template"),
     "template_name": lazy_gettext("Crawl template"), "schedule": lazy_gettext("Schedule"),
     "numtimeunits": lazy_gettext("Every"), "timeunit": lazy_gettext("Unit"),

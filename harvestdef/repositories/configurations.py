@@ -59,7 +59,8 @@ def check_limit(what: str, value: int | None) -> None:
     """-1 means unlimited; 0 and up are real limits; anything else is a mistake."""
     if value is not None and value < -1:
         error = ValidationError(f"{what} must be -1 (unlimited) or at least 0, not {value}")
-        error.field = what  # a form shows it beside its field
+        error.field = what  # a form shows it beside its field, named by its label: the phrase leaves it out
+        error.phrase = phrase(N_("must be -1 (unlimited) or at least 0, not %(value)s"), value=value)
         raise error
 
 

@@ -455,16 +455,18 @@ class DomainRepository:
     def _checked_alias_values(self, current: Domain, alias_of: str, now: datetime | None) -> dict[str, Any]:
         target = self.get(alias_of)
         if target.domain_id == current.domain_id:
-            raise ValidationError(f"domain {current.name!r} cannot be an alias of itself")
+            raise ValidationError(phrase(N_("domain %(name)s cannot be an alias of itself"), name=repr(current.name)))
         if target.is_alias():
-            raise ValidationError(
-                f"domain {current.name!r} cannot be an alias of {target.name!r}: {target.name!r} is itself an "
-                f"alias of {target.alias_of!r}")
+            raise ValidationError(phrase(
+                N_("domain %(name)s cannot be an alias of %(target)s: %(target)s is itself an alias of %(alias_of)s"),
+                name=repr(current.name), target=repr(target.name), alias_of=repr(target.alias_of)))
         aliased_by = self.aliases_of(current.name)
         if aliased_by:
-            raise ValidationError(
-                f"domain {current.name!r} cannot become an alias: {', '.join(aliased_by[:5])} "
-                f"{'is an alias' if len(aliased_by) == 1 else 'are aliases'} of it")
+            if len(aliased_by) == 1:
+                raise ValidationError(phrase(N_("domain %(name)s cannot become an alias: %(aliases)s is an alias of "
+                                                "it"), name=repr(current.name), aliases=aliased_by[0]))
+            raise ValidationError(phrase(N_("domain %(name)s cannot become an alias: %(aliases)s are aliases of it"),
+                                         name=repr(current.name), aliases=", ".join(aliased_by[:5])))
         return {"alias": target.domain_id, "lastaliasupdate": now or utcnow()}
 
     def is_alias_expired(self, domain: Domain, now: datetime) -> bool:

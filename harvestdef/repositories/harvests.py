@@ -328,7 +328,8 @@ class HarvestRepository:
         check_limit("maxobjects", maxobjects)
         check_limit("maxbytes", maxbytes)
         if maxjobrunningtime < 0:
-            raise ValidationError(f"maxjobrunningtime is seconds per job, 0 = no limit; not {maxjobrunningtime}")
+            raise ValidationError(phrase(N_("maxjobrunningtime is seconds per job, 0 = no limit; not %(value)s"),
+                                         value=maxjobrunningtime))
         previoushd = self.get_snapshot(previous).harvest_id if previous is not None else None
         harvest_id = self._insert_definition(name, comments, audience, active, self._channel_id(channel, True))
         self.conn.execute(insert(s.fullharvests).values(
@@ -468,7 +469,8 @@ class HarvestRepository:
                 values[what] = value
         if maxjobrunningtime is not None:
             if maxjobrunningtime < 0:
-                raise ValidationError(f"maxjobrunningtime must be 0 (no limit) or more, not {maxjobrunningtime}")
+                raise ValidationError(phrase(N_("maxjobrunningtime must be 0 (no limit) or more, not %(value)s"),
+                                             value=maxjobrunningtime))
             values["maxjobrunningtime"] = maxjobrunningtime
         if previous is not UNCHANGED:
             previoushd = None if previous is None else self.get_snapshot(previous).harvest_id
@@ -582,7 +584,7 @@ class HarvestRepository:
                                     "seeds")
         by_domain = checked.by_domain
         if not by_domain:
-            raise ValidationError("no seeds given")
+            raise ValidationError(phrase(N_("no seeds given")))
         self._update(name, expected_edition, {})
         base = event_config_name(harvest.name, template, maxbytes, maxobjects)
         made: list[DomainConfiguration] = []
