@@ -274,8 +274,11 @@ class HarvestRepository:
             return None
         target = ChannelRepository(self.conn, self.actor).get(channel)
         if target.issnapshot != snapshot:
-            raise ValidationError(f"channel {target.name} is for {'snapshot' if target.issnapshot else 'selective'} "
-                                  f"harvests, not {'snapshot' if snapshot else 'selective'} ones")
+            if target.issnapshot:
+                raise ValidationError(phrase(N_("channel %(name)s is for snapshot harvests, not selective ones"),
+                                             name=target.name))
+            raise ValidationError(phrase(N_("channel %(name)s is for selective harvests, not snapshot ones"),
+                                         name=target.name))
         return target.channel_id
 
     def _insert_definition(self, name: str, comments: str, audience: str | None, active: bool,
@@ -420,12 +423,13 @@ class HarvestRepository:
         statuses = list(self.conn.scalars(select(s.jobs.c.status).where(s.jobs.c.harvest_id == previous.harvest_id)
                                           .distinct()))
         if not statuses:
-            raise ValidationError(f"snapshot {harvest.name!r} continues {previous.name!r}, which has no jobs yet")
+            raise ValidationError(phrase(N_("snapshot %(name)s continues %(previous)s, which has no jobs yet"),
+                                         name=repr(harvest.name), previous=repr(previous.name)))
         unfinished = {JobStatus.NEW, JobStatus.SUBMITTED, JobStatus.STARTED} & {JobStatus(v) for v in statuses}
         if unfinished:
-            raise ValidationError(
-                f"snapshot {harvest.name!r} continues {previous.name!r}, which still has jobs "
-                f"{', '.join(sorted(str(u) for u in unfinished))}")
+            raise ValidationError(phrase(N_("snapshot %(name)s continues %(previous)s, which still has jobs "
+                                            "%(statuses)s"), name=repr(harvest.name), previous=repr(previous.name),
+                                         statuses=", ".join(sorted(str(u) for u in unfinished))))
 
     def update_selective(self, name: str, expected_edition: int, *, schedule: int | str | None = None,
                          nextdate: datetime | None = UNCHANGED, crawlertraps: str | None = None
@@ -475,7 +479,7 @@ class HarvestRepository:
         if previous is not UNCHANGED:
             previoushd = None if previous is None else self.get_snapshot(previous).harvest_id
             if previoushd == current.harvest_id:
-                raise ValidationError(f"snapshot {name!r} cannot continue itself")
+                raise ValidationError(phrase(N_("snapshot %(name)s cannot continue itself"), name=repr(name)))
             values["previoushd"] = previoushd
         self._update(name, expected_edition, {})
         self._update_detail(current.harvest_id, s.fullharvests, values)
