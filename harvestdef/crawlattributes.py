@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harvestdef.errors import FieldError
+from harvestdef.phrases import N_, Phrase, phrase
 
 SNAPSHOT_TREE = 1
 CONFIGURATION_TREE = 2
@@ -69,13 +70,18 @@ def check_value(kind: AttributeKind, value: Any, field: str | None = None) -> in
     where = field or kind.field
     if kind.is_boolean:
         if not isinstance(value, bool):
-            raise FieldError(where, f"must be true or false, not {value!r}")
+            raise FieldError(where, phrase(N_("must be true or false, not %(value)s"), value=repr(value)))
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FieldError(where, f"must be a whole number from 0 to {MAX_HOPS_LIMIT}, not {value!r}")
+        raise FieldError(where, _hops(repr(value)))
     if not 0 <= value <= MAX_HOPS_LIMIT:
-        raise FieldError(where, f"must be from 0 to {MAX_HOPS_LIMIT} link hops, not {value}")
+        raise FieldError(where, phrase(N_("must be from 0 to %(limit)s link hops, not %(value)s"),
+                                       limit=MAX_HOPS_LIMIT, value=value))
     return value
+
+
+def _hops(value: str) -> Phrase:
+    return phrase(N_("must be a whole number from 0 to %(limit)s, not %(value)s"), limit=MAX_HOPS_LIMIT, value=value)
 
 
 def check_values(values: Mapping[str, Any], prefix: str = "crawl_attributes", allow_none: bool = False
@@ -115,12 +121,14 @@ def form_values(form: Mapping[str, str], allow_none: bool = False) -> dict[str, 
         if kind.is_boolean:
             words = {"obey": True, "ignore": False, "true": True, "false": False, "1": True, "0": False}
             if text.lower() not in words:
-                choices = "obey or ignore" if kind.name == HONOR_ROBOTS_DOT_TXT else "true or false"
-                raise FieldError(kind.field, f"must be {choices}, not {text[:40]!r}")
+                if kind.name == HONOR_ROBOTS_DOT_TXT:
+                    raise FieldError(kind.field, phrase(N_("must be obey or ignore, not %(value)s"),
+                                                        value=repr(text[:40])))
+                raise FieldError(kind.field, phrase(N_("must be true or false, not %(value)s"), value=repr(text[:40])))
             checked[kind.name] = int(words[text.lower()])
         else:
             if not text.isdigit() or not text.isascii():
-                raise FieldError(kind.field, f"must be a whole number from 0 to {MAX_HOPS_LIMIT}, not {text[:40]!r}")
+                raise FieldError(kind.field, _hops(repr(text[:40])))
             checked[kind.name] = check_value(kind, int(text))
     return checked
 

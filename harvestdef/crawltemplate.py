@@ -23,6 +23,7 @@ from lxml import etree
 
 from harvestdef.errors import PatternError, TemplateError
 from harvestdef.patterns import compile_crawl_pattern
+from harvestdef.phrases import N_, phrase
 from harvestdef.politeness import PolitenessBounds
 
 # ordertemplates.orderxml: NetarchiveSuite allows templates up to 64 MiB (reference §1.4)
@@ -126,15 +127,18 @@ def check_orderxml(orderxml: str, name: str = "template", politeness: Politeness
     refused too, naming the property, its line and the bound.
     """
     if not orderxml.strip():
-        raise TemplateError(f"{name}: the template is empty", None, None)
+        raise TemplateError(phrase(N_("%(name)s: the template is empty"), name=name), None, None)
     data = orderxml.encode("utf-8")
     if len(data) > MAX_TEMPLATE_BYTES:
-        raise TemplateError(f"{name}: the template is {len(data)} bytes, more than {MAX_TEMPLATE_BYTES}")
+        raise TemplateError(phrase(N_("%(name)s: the template is %(size)s bytes, more than %(limit)s"), name=name,
+                                   size=len(data), limit=MAX_TEMPLATE_BYTES))
     try:
         root = etree.fromstring(data, parser=template_parser())
     except etree.XMLSyntaxError as exc:
         line, column = exc.position if exc.position else (None, None)
-        raise TemplateError(f"{name} is not well-formed XML: line {line}, column {column}: {exc.msg}",
+        # lxml's own reason stays as it is: quoted, not translated
+        raise TemplateError(phrase(N_("%(name)s is not well-formed XML: line %(line)s, column %(column)s: "
+                                      "%(reason)s"), name=name, line=str(line), column=str(column), reason=exc.msg),
                             line, column) from exc
     _check_regexes(root, name)
     if politeness is not None:
@@ -159,5 +163,5 @@ def _check_regexes(root: etree._Element, name: str) -> None:
                 try:
                     compile_crawl_pattern(text.strip(), 1.0)
                 except PatternError as exc:
-                    raise TemplateError(f"{name}: the regex on line {line} cannot be used: {exc}", line,
-                                        None) from exc
+                    raise TemplateError(phrase(N_("%(name)s: the regex on line %(line)s cannot be used: %(error)s"),
+                                               name=name, line=line, error=str(exc)), line, None) from exc

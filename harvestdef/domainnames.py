@@ -23,6 +23,7 @@ import idna
 from publicsuffixlist import PublicSuffixList
 
 from harvestdef.errors import DomainNameError, UrlError, shown
+from harvestdef.phrases import N_, Phrase, phrase
 
 _psl = PublicSuffixList()
 
@@ -58,24 +59,27 @@ def _is_host_character(char: str) -> bool:
     return char in ".-" or char.isalnum() or unicodedata.category(char).startswith("M")
 
 
-def _idna_reason(host: str) -> str:
+def _idna_reason(host: str) -> Phrase:
     """Why the IDNA codec refused ``host``, in words (its own message names code points and positions)."""
     for char in host:
         if not _is_host_character(char):
-            return (f"the host '{shown(host)}' contains '{shown(char)}', which a host name cannot hold "
-                    f"(letters, digits, hyphens and dots only)")
+            return phrase(N_("the host '%(host)s' contains '%(char)s', which a host name cannot hold (letters, "
+                             "digits, hyphens and dots only)"), host=shown(host), char=shown(char))
     for label in host.split("."):
         if not label:
-            return f"the host '{shown(host)}' has an empty label (two dots in a row, or a dot at the start)"
+            return phrase(N_("the host '%(host)s' has an empty label (two dots in a row, or a dot at the start)"),
+                          host=shown(host))
         if label.startswith("-") or label.endswith("-"):
-            return f"the host '{shown(host)}' has a label that starts or ends with a hyphen: '{label}'"
+            return phrase(N_("the host '%(host)s' has a label that starts or ends with a hyphen: '%(label)s'"),
+                          host=shown(host), label=label)
         if label.startswith("xn--"):
-            return f"the host '{shown(host)}' has a label that is not valid punycode: '{label}'"
+            return phrase(N_("the host '%(host)s' has a label that is not valid punycode: '%(label)s'"),
+                          host=shown(host), label=label)
         if label[2:4] == "--":
-            return (f"the host '{shown(host)}' has a label with '--' as its third and fourth characters, which only "
-                    f"punycode labels (xn--) may have: '{label}'")
-    return (f"the host '{shown(host)}' is not a valid internationalised domain name (IDNA 2008 does not allow "
-            f"one of its characters, or their order)")
+            return phrase(N_("the host '%(host)s' has a label with '--' as its third and fourth characters, which "
+                             "only punycode labels (xn--) may have: '%(label)s'"), host=shown(host), label=label)
+    return phrase(N_("the host '%(host)s' is not a valid internationalised domain name (IDNA 2008 does not allow "
+                     "one of its characters, or their order)"), host=shown(host))
 
 
 def to_unicode(host: str) -> str:
@@ -87,7 +91,8 @@ def to_unicode(host: str) -> str:
         return idna.decode(host)
     except (idna.IDNAError, UnicodeError) as exc:
         reason = _idna_reason(host)
-        raise DomainNameError(f"'{shown(host)}' is not a valid host name: {reason}", reason) from exc
+        raise DomainNameError(phrase(N_("'%(host)s' is not a valid host name: %(reason)s"), host=shown(host),
+                                     reason=reason), reason) from exc
 
 
 def to_punycode(host: str) -> str:
@@ -100,31 +105,34 @@ def to_punycode(host: str) -> str:
         return idna.encode(host, uts46=True).decode("ascii")
     except (idna.IDNAError, UnicodeError) as exc:
         reason = _idna_reason(host)
-        raise DomainNameError(f"'{shown(host)}' is not a valid host name: {reason}", reason) from exc
+        raise DomainNameError(phrase(N_("'%(host)s' is not a valid host name: %(reason)s"), host=shown(host),
+                                     reason=reason), reason) from exc
 
 
-def _refuse(original: str, reason: str) -> DomainNameError:
-    return DomainNameError(f"'{shown(original)}' {reason}", f"the host '{shown(original.strip())}' {reason}")
+def _refuse(original: str, reason: Phrase) -> DomainNameError:
+    return DomainNameError(phrase(N_("'%(name)s' %(reason)s"), name=shown(original), reason=reason),
+                           phrase(N_("the host '%(host)s' %(reason)s"), host=shown(original.strip()), reason=reason))
 
 
 def _check_labels(name: str, original: str) -> None:
     if not name:
-        raise _refuse(original, "is empty")
+        raise _refuse(original, phrase(N_("is empty")))
     if len(name) > MAX_NAME_LENGTH:
-        raise _refuse(original, f"is longer than {MAX_NAME_LENGTH} characters")
+        raise _refuse(original, phrase(N_("is longer than %(limit)s characters"), limit=MAX_NAME_LENGTH))
     labels = name.split(".")
     if len(labels) < 2:
-        raise _refuse(original, "has no top-level domain (a domain needs at least two labels)")
+        raise _refuse(original, phrase(N_("has no top-level domain (a domain needs at least two labels)")))
     for label in labels:
         if not label:
-            raise _refuse(original, "has an empty label")
+            raise _refuse(original, phrase(N_("has an empty label")))
         if len(label) > 63:
-            raise _refuse(original, f"has a label longer than 63 characters: '{label[:20]}...'")
+            raise _refuse(original, phrase(N_("has a label longer than 63 characters: '%(label)s...'"),
+                                          label=label[:20]))
         if not _LABEL.match(label) or "_" in label:
-            raise _refuse(original, f"is not a valid host name: its label '{shown(label)}' may hold letters, digits "
-                                    f"and inner hyphens only")
+            raise _refuse(original, phrase(N_("is not a valid host name: its label '%(label)s' may hold letters, "
+                                              "digits and inner hyphens only"), label=shown(label)))
     if labels[-1].isdigit():
-        raise _refuse(original, "is not a valid IP address, and a top-level domain is never a number")
+        raise _refuse(original, phrase(N_("is not a valid IP address, and a top-level domain is never a number")))
 
 
 @lru_cache(maxsize=65536)
@@ -137,18 +145,18 @@ def registered_domain(host: str) -> str:
     original = host
     host = host.strip().rstrip(".").lower()
     if not host:
-        raise _refuse(original, "is empty")
+        raise _refuse(original, phrase(N_("is empty")))
     if is_ip_address(host):
         return str(ipaddress.ip_address(host.strip("[]")))
     if len(host) > MAX_NAME_LENGTH * 4:
         # no IDN is that long in any form; the codec need not read it to say so
-        raise _refuse(original, f"is longer than {MAX_NAME_LENGTH} characters")
+        raise _refuse(original, phrase(N_("is longer than %(limit)s characters"), limit=MAX_NAME_LENGTH))
     unicode_host = to_unicode(to_punycode(host))
     _check_labels(unicode_host, original)
     ascii_host = to_punycode(unicode_host)
     domain = _psl.privatesuffix(ascii_host)
     if domain is None:
-        raise _refuse(original, "is a public suffix, not a domain that can be registered")
+        raise _refuse(original, phrase(N_("is a public suffix, not a domain that can be registered")))
     return to_unicode(domain)
 
 
@@ -160,7 +168,8 @@ def normalize_domain_name(name: str) -> str:
     domain = registered_domain(name)
     given = name.strip().rstrip(".").lower()
     if not is_ip_address(given) and to_unicode(to_punycode(given)) != domain:
-        raise DomainNameError(f"'{shown(name)}' is not a registered domain; its domain is '{domain}'")
+        raise DomainNameError(phrase(N_("'%(name)s' is not a registered domain; its domain is '%(domain)s'"),
+                                     name=shown(name), domain=domain))
     return domain
 
 
@@ -182,8 +191,12 @@ class HttpUrl:
         return f"{self.scheme}://{self.userinfo}{self.host}{self.port}{self.rest}"
 
 
-def _url_refusal(reason: str) -> UrlError:
+def _url_refusal(reason: Phrase) -> UrlError:
     return UrlError(reason, reason)
+
+
+def _other_scheme(scheme: str) -> Phrase:
+    return phrase(N_("not an http or https URL (its scheme is %(scheme)s)"), scheme=scheme.lower())
 
 
 def http_url(line: str) -> HttpUrl:
@@ -198,46 +211,50 @@ def http_url(line: str) -> HttpUrl:
     if not plain:
         for char in text:
             if unicodedata.category(char) in _INVISIBLE:
-                raise _url_refusal(f"contains the control character {shown(char)}")
+                raise _url_refusal(phrase(N_("contains the control character %(char)s"), char=shown(char)))
     if len(text) > MAX_URL_LENGTH:
-        raise _url_refusal(f"is {len(text)} characters long; a URL has at most {MAX_URL_LENGTH}")
+        raise _url_refusal(phrase(N_("is %(length)s characters long; a URL has at most %(limit)s"),
+                                  length=len(text), limit=MAX_URL_LENGTH))
     if not text:
-        raise _url_refusal("is empty")
+        raise _url_refusal(phrase(N_("is empty")))
     if (" " in text) if plain else any(char.isspace() for char in text):
-        space = "a space" if " " in text else "whitespace"
-        raise _url_refusal(f"not a URL: it contains {space} (write a space in a URL as %20)")
+        space = phrase(N_("a space")) if " " in text else phrase(N_("whitespace"))
+        raise _url_refusal(phrase(N_("not a URL: it contains %(space)s (write a space in a URL as %%20)"), space=space))
     scheme_added = False
     before, separator, _ = text.partition("://")
     if separator:
         if not _SCHEME.fullmatch(before + ":"):
-            raise _url_refusal("not a URL: no scheme before ://" if not before else
-                               f"not a URL: '{shown(before)}' before :// is not a scheme")
+            raise _url_refusal(phrase(N_("not a URL: no scheme before ://")) if not before else
+                               phrase(N_("not a URL: '%(scheme)s' before :// is not a scheme"), scheme=shown(before)))
         if before.lower() not in HTTP_SCHEMES:
-            raise _url_refusal(f"not an http or https URL (its scheme is {before.lower()})")
+            raise _url_refusal(_other_scheme(before))
     elif text.startswith("//"):
-        raise _url_refusal("not a URL: it starts with // and has no scheme (write http:// or https://)")
+        raise _url_refusal(phrase(N_("not a URL: it starts with // and has no scheme (write http:// or https://)")))
     else:
         match = _SCHEME.match(text)
         after = text[match.end():] if match else ""
         if match and match.group(1).lower() in HTTP_SCHEMES:
-            raise _url_refusal(f"not a URL: {match.group(1).lower()}: must be followed by //")
+            raise _url_refusal(phrase(N_("not a URL: %(scheme)s: must be followed by //"),
+                                      scheme=match.group(1).lower()))
         if match and after and not after[0].isdigit():
             # "kb.dk:8080/x" is a host and a port; "mailto:x@kb.dk" is another scheme, not a user and password
             # (NetarchiveSuite, adding http:// to it, harvested kb.dk as user "mailto")
-            raise _url_refusal(f"not an http or https URL (its scheme is {match.group(1).lower()})")
+            raise _url_refusal(_other_scheme(match.group(1)))
         text, scheme_added = "http://" + text, True
     try:
         parts = urlsplit(text)
     except ValueError as exc:
-        raise _url_refusal("not a URL: its host has a [ without a ] (an IPv6 address is written [::1])") from exc
+        raise _url_refusal(phrase(N_("not a URL: its host has a [ without a ] (an IPv6 address is written "
+                                     "[::1])"))) from exc
     host = parts.hostname
     if not host:
-        raise _url_refusal("not a URL: no host")
+        raise _url_refusal(phrase(N_("not a URL: no host")))
     port_text = parts.netloc.rpartition("]")[2].rpartition("@")[2].partition(":")[2] if ":" in parts.netloc else ""
     port = ""
     if port_text:
         if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-            raise _url_refusal(f"not a URL: its port '{shown(port_text)}' is not a number from 1 to 65535")
+            raise _url_refusal(phrase(N_("not a URL: its port '%(port)s' is not a number from 1 to 65535"),
+                                      port=shown(port_text)))
         port = f":{int(port_text)}"
     host = host.rstrip(".")
     # an address ends in a digit (IPv4) or holds a colon (IPv6); parsing every name as one costs more
@@ -257,7 +274,8 @@ def host_of_url(url: str) -> str:
     try:
         return http_url(url).host.strip("[]")
     except (UrlError, DomainNameError) as exc:
-        raise DomainNameError(f"'{shown(url.strip())}': {exc.reason}", exc.reason) from exc
+        raise DomainNameError(phrase(N_("'%(typed)s': %(reason)s"), typed=shown(url.strip()), reason=exc.reason_phrase),
+                              exc.reason_phrase) from exc
 
 
 def domain_of_url(url: str) -> str:
@@ -284,7 +302,8 @@ def domain_of_typed(text: str) -> TypedDomain:
     try:
         domain = registered_domain(http_url(typed).host)
     except (UrlError, DomainNameError) as exc:
-        raise DomainNameError(f"'{shown(typed)}': {exc.reason}", exc.reason) from exc
+        raise DomainNameError(phrase(N_("'%(typed)s': %(reason)s"), typed=shown(typed), reason=exc.reason_phrase),
+                              exc.reason_phrase) from exc
     given = unicodedata.normalize("NFC", typed.rstrip(".").lower())
     if given in (domain, to_punycode(domain)) or (is_ip_address(given) and given.strip("[]") == domain):
         return TypedDomain(domain, None)

@@ -66,6 +66,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+
+from harvestdef.phrases import N_, Phrase, english, phrase
 
 # How much of a refused line an error shows; a longer one is cut, with its length said.
 SHOWN_LINE_CHARACTERS = 120
@@ -75,8 +78,34 @@ LISTED_REFUSALS = 20
 _INVISIBLE = frozenset(("Cc", "Cf", "Zl", "Zp"))
 
 
+# The kinds of rows an error names ("no domain 'kb.dk'"), each marked for the catalogue so a page says it in
+# its language; a kind not here is said as it is.
+KIND_WORDS = {kind: kind for kind in (
+    N_("harvest definition"), N_("template"), N_("crawl template"), N_("active template"), N_("job"), N_("user"),
+    N_("extended field"), N_("domain"), N_("seed list"), N_("run request of harvest definition"),
+    N_("harvest channel"), N_("default harvest channel"), N_("configuration"), N_("default configuration of domain"),
+    N_("configuration of harvest definition"), N_("webhook"), N_("webhook delivery"), N_("schedule"),
+    N_("global crawler trap list"), N_("API token"), N_("password"), N_("configuration of the harvest"),
+    N_("crawler trap list"), N_("crawl template for new domains (harvester.datamodel.domain.defaultOrderxml)"))}
+
+
+def kind_words(kind: str) -> str | Phrase:
+    """``kind`` as a phrase the catalogue says, where it is one of KIND_WORDS."""
+    return phrase(KIND_WORDS[kind]) if kind in KIND_WORDS else kind
+
+
 class HarvestSuiteError(Exception):
-    """Base of every error HarvestSuite raises on purpose."""
+    """Base of every error HarvestSuite raises on purpose. Its message is English; where a page may show it,
+    ``phrase`` says the same in words the web UI's catalogue can say in the page's language
+    (harvestdef/phrases.py): given as the message, the phrase is kept and its English becomes the message."""
+
+    phrase: Phrase | None = None
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], Phrase):
+            self.phrase = args[0]
+            args = (args[0].english(), *args[1:])
+        super().__init__(*args)
 
 
 class SettingsError(HarvestSuiteError):
@@ -91,31 +120,37 @@ class ValidationError(HarvestSuiteError):
 
 
 class FieldError(ValidationError):
-    """One field's value is refused: ``field`` names it, ``problem`` says what is wrong."""
+    """One field's value is refused: ``field`` names it, ``problem`` says what is wrong (given as a phrase,
+    it is ``phrase``: the problem without the field's name, which a page says by the field's label)."""
 
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
+    def __init__(self, field: str, problem: str | Phrase) -> None:
+        super().__init__(f"{field}: {english(problem)}")
         self.field = field
-        self.problem = problem
+        self.problem = english(problem)
+        self.phrase = problem if isinstance(problem, Phrase) else None
 
-    def __reduce__(self) -> tuple[type, tuple[str, str]]:
-        return type(self), (self.field, self.problem)
+    def __reduce__(self) -> tuple[type, tuple[str, str | Phrase]]:
+        return type(self), (self.field, self.phrase or self.problem)
 
 
 class DomainNameError(ValidationError):
     """A name that is not a valid domain name; the message names it and says why, ``reason`` says only why."""
 
-    def __init__(self, message: str, reason: str | None = None) -> None:
+    def __init__(self, message: str | Phrase, reason: str | Phrase | None = None) -> None:
         super().__init__(message)
-        self.reason = reason or message
+        self.reason = english(reason or message)
+        # the reason as a phrase where it was given as one, else its English
+        self.reason_phrase: str | Phrase = reason or message
 
 
 class UrlError(ValidationError):
     """A URL that cannot be used as a seed or to name a domain; ``reason`` says why in words."""
 
-    def __init__(self, message: str, reason: str | None = None) -> None:
+    def __init__(self, message: str | Phrase, reason: str | Phrase | None = None) -> None:
         super().__init__(message)
-        self.reason = reason or message
+        self.reason = english(reason or message)
+        # the reason as a phrase where it was given as one, else its English
+        self.reason_phrase: str | Phrase = reason or message
 
 
 def shown(text: str) -> str:
@@ -134,10 +169,12 @@ class LineRefusal:
     line: int
     text: str
     reason: str
+    # the reason as a phrase, which a page says in its language; the English ``reason`` is what the API gives
+    phrase: Phrase | None = dataclass_field(default=None, compare=False)
 
     @classmethod
-    def of(cls, line: int, raw: str, reason: str) -> LineRefusal:
-        return cls(line, shown(raw), reason)
+    def of(cls, line: int, raw: str, reason: str | Phrase) -> LineRefusal:
+        return cls(line, shown(raw), english(reason), reason if isinstance(reason, Phrase) else None)
 
     def __str__(self) -> str:
         return f"line {self.line}: '{self.text}': {self.reason}"
@@ -149,9 +186,10 @@ class RefusedLinesError(ValidationError):
     request field it came in (for the API's answer). ``total`` counts the refused lines when ``refusals``
     holds only the first of very many (a file of millions of lines)."""
 
-    def __init__(self, what: str, refusals: Sequence[LineRefusal], field: str | None = None,
+    def __init__(self, what: str | Phrase, refusals: Sequence[LineRefusal], field: str | None = None,
                  total: int | None = None) -> None:
-        self.what = what
+        self.what = english(what)
+        self.what_phrase = what if isinstance(what, Phrase) else None
         self.refusals = tuple(refusals)
         self.field = field
         self.total = max(total or 0, len(self.refusals))
@@ -166,8 +204,16 @@ class RefusedLinesError(ValidationError):
         """The message without the lines, for a page that lists them beneath it."""
         return f"{self.what}: {self.total} line{'' if self.total == 1 else 's'} refused, nothing was stored"
 
-    def __reduce__(self) -> tuple[type, tuple[str, tuple[LineRefusal, ...], str | None, int]]:
-        return type(self), (self.what, self.refusals, self.field, self.total)
+    @property
+    def summary_phrase(self) -> Phrase:
+        """``summary`` as a phrase."""
+        what = self.what_phrase or self.what
+        if self.total == 1:
+            return phrase(N_("%(what)s: 1 line refused, nothing was stored"), what=what)
+        return phrase(N_("%(what)s: %(count)s lines refused, nothing was stored"), what=what, count=self.total)
+
+    def __reduce__(self) -> tuple[type, tuple[str | Phrase, tuple[LineRefusal, ...], str | None, int]]:
+        return type(self), (self.what_phrase or self.what, self.refusals, self.field, self.total)
 
 
 class TemplateError(ValidationError):
@@ -220,6 +266,7 @@ class NotFoundError(HarvestSuiteError):
 
     def __init__(self, kind: str, key: object) -> None:
         super().__init__(f"no {kind} {key!r}")
+        self.phrase = phrase(N_("no %(kind)s %(key)s"), kind=kind_words(kind), key=repr(key))
         self.kind = kind
         self.key = key
 
@@ -229,9 +276,16 @@ class ConflictError(HarvestSuiteError):
     unique key the database refused, said for people: harvestdef.db.uniqueness); ``field`` names the request
     field whose value is taken."""
 
-    def __init__(self, kind: str, key: object, detail: str = "", *, sentence: str | None = None,
+    def __init__(self, kind: str, key: object, detail: str | Phrase = "", *, sentence: str | Phrase | None = None,
                  field: str | None = None) -> None:
-        super().__init__(sentence or f"{kind} {key!r} exists already" + (f": {detail}" if detail else ""))
+        super().__init__(english(sentence) if sentence else
+                         f"{kind} {key!r} exists already" + (f": {english(detail)}" if detail else ""))
+        if isinstance(sentence, Phrase):
+            self.phrase = sentence
+        elif not sentence:
+            self.phrase = (phrase(N_("%(kind)s %(key)s exists already: %(detail)s"), kind=kind_words(kind),
+                                  key=repr(key), detail=detail) if detail else
+                           phrase(N_("%(kind)s %(key)s exists already"), kind=kind_words(kind), key=repr(key)))
         self.kind = kind
         self.key = key
         self.field = field
@@ -266,15 +320,28 @@ class StaleEditionError(HarvestSuiteError):
         shown = name if name is not None else repr(key)
         now = "deleted" if current_edition is None else f"now at edition {current_edition}"
         when = f" at {changed_at}" if changed_at else ""
+        said_now = (phrase(N_("deleted")) if current_edition is None else
+                    phrase(N_("now at edition %(edition)s"), edition=current_edition))
         if changed_by is None:
             how = "was changed since it was read"
+            said_how = phrase(N_("was changed since it was read"))
         elif actor is not None and changed_by == actor:
             how = (f"was changed by you ({changed_by}) in another tab or request{when}, since this page was "
                    f"loaded")
+            said_how = (phrase(N_("was changed by you (%(user)s) in another tab or request at %(time)s, since this "
+                                  "page was loaded"), user=changed_by, time=changed_at) if changed_at else
+                        phrase(N_("was changed by you (%(user)s) in another tab or request, since this page was "
+                                  "loaded"), user=changed_by))
         else:
             how = f"was changed by somebody else ({changed_by}{when})"
+            said_how = (phrase(N_("was changed by somebody else (%(user)s at %(time)s)"), user=changed_by,
+                               time=changed_at) if changed_at else
+                        phrase(N_("was changed by somebody else (%(user)s)"), user=changed_by))
         super().__init__(f"{kind} {shown} {how}: you edited edition {expected_edition}, it is {now}; reload and "
                          f"apply your change again")
+        self.phrase = phrase(N_("%(kind)s %(name)s %(how)s: you edited edition %(edition)s, it is %(now)s; reload "
+                                "and apply your change again"), kind=kind_words(kind), name=shown, how=said_how,
+                             edition=expected_edition, now=said_now)
         self.kind = kind
         self.key = key
         self.name = name

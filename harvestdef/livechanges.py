@@ -42,6 +42,7 @@ from harvestdef.destinations import DestinationPolicy
 from harvestdef.domainnames import http_url, is_ip_address, normalize_domain_name, to_unicode
 from harvestdef.errors import DomainNameError, FieldError, PatternError, UrlError, shown
 from harvestdef.patterns import compile_pattern
+from harvestdef.phrases import N_, Phrase, phrase
 from harvestdef.politeness import PolitenessBounds
 from harvestdef.repositories.jobchanges import (
     ADD_URIS,
@@ -127,7 +128,8 @@ def _refuse_destinations(uris: list[str], destinations: DestinationPolicy) -> No
     for index, uri in enumerate(uris):
         reason = destinations.refusal_before_resolution(http_url(uri.strip()).host)
         if reason is not None:
-            raise FieldError(f"uris[{index}]", f"'{shown(uri.strip())}': {reason}")
+            raise FieldError(f"uris[{index}]", phrase(N_("'%(uri)s': %(reason)s"), uri=shown(uri.strip()),
+                                                      reason=reason))
 
 
 def _refuse_unknown(kind: str, given: Mapping[str, Any]) -> None:
@@ -148,7 +150,8 @@ def _control(values: dict[str, Any]) -> dict[str, Any]:
         return {}
     reason = _one_line(values["reason"], "reason").strip()
     if len(reason) > MAX_REASON_LENGTH:
-        raise FieldError("reason", f"must be at most {MAX_REASON_LENGTH} characters, not {len(reason)}")
+        raise FieldError("reason", phrase(N_("must be at most %(limit)s characters, not %(length)s"),
+                                          limit=MAX_REASON_LENGTH, length=len(reason)))
     return {"reason": reason} if reason else {}
 
 
@@ -166,11 +169,11 @@ def _delete_queued(values: dict[str, Any], _: Collection[str], __: str) -> dict[
 
 def _budget(values: dict[str, Any], job_domains: Collection[str], _: str) -> dict[str, Any]:
     if "domain" not in values:
-        raise FieldError("domain", "is required: a budget is set for one of the job's domains")
+        raise FieldError("domain", phrase(N_("is required: a budget is set for one of the job's domains")))
     payload: dict[str, Any] = {"domain": _job_domain(values["domain"], job_domains)}
     limits = [name for name in ("max_objects", "max_bytes") if name in values]
     if not limits:
-        raise FieldError("max_objects", "give max_objects or max_bytes (or both); -1 is unlimited")
+        raise FieldError("max_objects", phrase(N_("give max_objects or max_bytes (or both); -1 is unlimited")))
     for name in limits:
         payload[name] = _integer(values[name], name, UNLIMITED, INT64[1], "-1 (unlimited)")
     return payload
@@ -179,11 +182,12 @@ def _budget(values: dict[str, Any], job_domains: Collection[str], _: str) -> dic
 def _add_uris(values: dict[str, Any], job_domains: Collection[str], valid_seed_regex: str) -> dict[str, Any]:
     uris = values.get("uris")
     if uris is None:
-        raise FieldError("uris", "is required: a list of the URIs to add")
+        raise FieldError("uris", phrase(N_("is required: a list of the URIs to add")))
     if not isinstance(uris, list):
         raise FieldError("uris", f"must be a list of URIs, not {_describe(uris)}")
     if not 1 <= len(uris) <= MAX_ADDED_URIS:
-        raise FieldError("uris", f"must hold 1 to {MAX_ADDED_URIS} URIs, not {len(uris)}")
+        raise FieldError("uris", phrase(N_("must hold 1 to %(limit)s URIs, not %(count)s"), limit=MAX_ADDED_URIS,
+                                        count=len(uris)))
     kept: dict[str, None] = {}
     for index, uri in enumerate(uris):
         field = f"uris[{index}]"
@@ -193,31 +197,33 @@ def _add_uris(values: dict[str, Any], job_domains: Collection[str], valid_seed_r
             url, _ = check_seed(uri.strip(), None, valid_seed_regex)
             host = to_unicode(http_url(url).host)
         except (UrlError, DomainNameError) as exc:
-            raise FieldError(field, _refusal_of(uri.strip(), exc.reason)) from None
+            raise FieldError(field, _refusal_of(uri.strip(), exc.reason_phrase)) from None
         if _domain_of_host(host, job_domains) is None:
-            raise FieldError(field, f"'{shown(uri.strip())}' is on {host}, which is in none of the job's domains "
-                                    f"{_some_domains(job_domains)}")
+            raise FieldError(field, phrase(N_("'%(uri)s' is on %(host)s, which is in none of the job's domains "
+                                              "%(domains)s"), uri=shown(uri.strip()), host=host,
+                                           domains=_some_domains(job_domains)))
         kept.setdefault(url, None)
     return {"uris": list(kept)}
 
 
 def _politeness(values: dict[str, Any], _: Collection[str], __: str) -> dict[str, Any]:
     if not values:
-        raise FieldError("delay_factor", "give at least one of " + ", ".join(FIELDS[POLITENESS]))
+        raise FieldError("delay_factor", phrase(N_("give at least one of %(fields)s"),
+                                                fields=", ".join(FIELDS[POLITENESS])))
     payload: dict[str, Any] = {}
     if "delay_factor" in values:
         factor = values["delay_factor"]
         if isinstance(factor, bool) or not isinstance(factor, int | float) or not math.isfinite(factor):
-            raise FieldError("delay_factor", f"must be a number, not {_describe(factor)}")
+            raise FieldError("delay_factor", phrase(N_("must be a number, not %(value)s"), value=_describe(factor)))
         if not 0 <= factor <= MAX_DELAY_FACTOR:
-            raise FieldError("delay_factor", f"must be between 0 and {MAX_DELAY_FACTOR}, not {factor}")
+            raise FieldError("delay_factor", _between(0, MAX_DELAY_FACTOR, factor))
         payload["delay_factor"] = float(factor)
     for name in ("min_delay_ms", "max_delay_ms"):
         if name in values:
             payload[name] = _integer(values[name], name, 0, MAX_DELAY_MS)
     if payload.get("min_delay_ms", 0) > payload.get("max_delay_ms", MAX_DELAY_MS):
-        raise FieldError("min_delay_ms", f"must not be more than max_delay_ms ({payload['min_delay_ms']} > "
-                                         f"{payload['max_delay_ms']})")
+        raise FieldError("min_delay_ms", phrase(N_("must not be more than max_delay_ms (%(low)s > %(high)s)"),
+                                                low=payload["min_delay_ms"], high=payload["max_delay_ms"]))
     if "max_per_host" in values:
         payload["max_per_host"] = _integer(values["max_per_host"], "max_per_host", 1, MAX_PER_HOST)
     return payload
@@ -233,37 +239,42 @@ _CHECKS: Mapping[str, Callable[[dict[str, Any], Collection[str], str], dict[str,
 def _one_line(value: Any, field: str) -> str:
     """Text without control characters or line breaks."""
     if not isinstance(value, str):
-        raise FieldError(field, f"must be text, not {_describe(value)}")
+        raise FieldError(field, phrase(N_("must be text, not %(value)s"), value=_describe(value)))
     bad = sorted({char for char in value if unicodedata.category(char) in _CONTROL_CATEGORIES})
     if bad:
-        raise FieldError(field, "must not contain control characters or line breaks: it has "
-                                + ", ".join(f"U+{ord(char):04X}" for char in bad))
+        raise FieldError(field, phrase(N_("must not contain control characters or line breaks: it has %(shown)s"),
+                                       shown=", ".join(f"U+{ord(char):04X}" for char in bad)))
     return value
 
 
 def _regex(values: dict[str, Any]) -> str:
     if "regex" not in values:
-        raise FieldError("regex", "is required: a regular expression in Java's syntax, as Heritrix reads it")
+        raise FieldError("regex", phrase(N_("is required: a regular expression in Java's syntax, as Heritrix reads "
+                                            "it")))
     regex = _one_line(values["regex"], "regex").strip()
     if not 1 <= len(regex) <= MAX_REGEX_LENGTH:
-        raise FieldError("regex", f"must be 1 to {MAX_REGEX_LENGTH} characters, not {len(regex)}")
+        raise FieldError("regex", phrase(N_("must be 1 to %(limit)s characters, not %(length)s"),
+                                         limit=MAX_REGEX_LENGTH, length=len(regex)))
     try:
         compile_pattern(regex)
     except PatternError as exc:
-        raise FieldError("regex", f"is not a regular expression the crawler can run: {exc.reason}") from None
+        # the construct and RE2's reason stay as they are: quoted, not translated
+        raise FieldError("regex", phrase(N_("is not a regular expression the crawler can run: %(reason)s"),
+                                         reason=exc.reason)) from None
     return regex
 
 
 def _job_domain(value: Any, job_domains: Collection[str]) -> str:
     """The job's own name of the domain ``value`` gives (in Unicode or punycode)."""
     if not isinstance(value, str):
-        raise FieldError("domain", f"must be a domain name, not {_describe(value)}")
+        raise FieldError("domain", phrase(N_("must be a domain name, not %(value)s"), value=_describe(value)))
     try:
         name = normalize_domain_name(value)
     except DomainNameError as exc:
-        raise FieldError("domain", str(exc)) from None
+        raise FieldError("domain", exc.phrase or str(exc)) from None
     if name not in job_domains:
-        raise FieldError("domain", f"{name} is not one of the job's domains {_some_domains(job_domains)}")
+        raise FieldError("domain", phrase(N_("%(name)s is not one of the job's domains %(domains)s"), name=name,
+                                          domains=_some_domains(job_domains)))
     return name
 
 
@@ -282,38 +293,48 @@ def _domain_of_host(host: str, job_domains: Collection[str]) -> str | None:
 
 def _integer(value: Any, field: str, low: int, high: int, low_text: str | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FieldError(field, f"must be a whole number, not {_describe(value)}")
+        raise FieldError(field, phrase(N_("must be a whole number, not %(value)s"), value=_describe(value)))
     if not low <= value <= high:
-        raise FieldError(field, f"must be {low_text or low} or more, not {value}" if high == INT64[1] else
-                         f"must be between {low} and {high}, not {value}")
+        if high == INT64[1]:
+            least = phrase(N_("-1 (unlimited)")) if low_text == "-1 (unlimited)" else str(low_text or low)
+            raise FieldError(field, phrase(N_("must be %(low)s or more, not %(value)s"), low=least, value=value))
+        raise FieldError(field, _between(low, high, value))
     return value
 
 
-def _some_domains(job_domains: Collection[str]) -> str:
+def _between(low: float, high: float, value: float) -> Phrase:
+    return phrase(N_("must be between %(low)s and %(high)s, not %(value)s"), low=low, high=high, value=value)
+
+
+def _some_domains(job_domains: Collection[str]) -> Phrase:
     names = sorted(job_domains)
     listed = ", ".join(names[:_NAMED_DOMAINS])
-    more = f" and {len(names) - _NAMED_DOMAINS} more" if len(names) > _NAMED_DOMAINS else ""
-    return f"({listed}{more})" if names else "(it has none)"
+    if not names:
+        return phrase(N_("(it has none)"))
+    if len(names) > _NAMED_DOMAINS:
+        return phrase(N_("(%(listed)s and %(count)s more)"), listed=listed, count=len(names) - _NAMED_DOMAINS)
+    return phrase("(%(listed)s)", listed=listed)
 
 
-def _refusal_of(value: str, reason: str) -> str:
+def _refusal_of(value: str, reason: str | Phrase) -> Phrase:
     """A refused value and the reason in one sentence: "'ftp://kb.dk' is not an http or https URL (...)"."""
-    if reason.startswith("not "):
-        return f"'{shown(value)}' is {reason}"
-    if reason.split(" ", 1)[0] in ("is", "has", "contains", "does", "belongs"):
-        return f"'{shown(value)}' {reason}"
-    return f"'{shown(value)}': {reason}"
+    english = str(reason)
+    if english.startswith("not "):
+        return phrase(N_("'%(value)s' is %(reason)s"), value=shown(value), reason=reason)
+    if english.split(" ", 1)[0] in ("is", "has", "contains", "does", "belongs"):
+        return phrase(N_("'%(value)s' %(reason)s"), value=shown(value), reason=reason)
+    return phrase(N_("'%(value)s': %(reason)s"), value=shown(value), reason=reason)
 
 
-def _describe(value: Any) -> str:
+def _describe(value: Any) -> str | Phrase:
     if isinstance(value, bool):
-        return "a boolean"
+        return phrase(N_("a boolean"))
     if isinstance(value, int | float):
-        return f"the number {value!r}"
+        return phrase(N_("the number %(number)s"), number=repr(value))
     if isinstance(value, str):
-        return f"the text {shown(value[:40])!r}"
+        return phrase(N_("the text %(text)s"), text=repr(shown(value[:40])))
     if isinstance(value, list):
-        return "a list"
+        return phrase(N_("a list"))
     if isinstance(value, dict):
-        return "an object"
+        return phrase(N_("an object"))
     return type(value).__name__

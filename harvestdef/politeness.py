@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from lxml import etree
 
 from harvestdef.errors import FieldError, TemplateError
+from harvestdef.phrases import N_, Phrase, phrase
 
 if TYPE_CHECKING:
     from harvestdef.settings import LiveChangeSettings
@@ -58,18 +59,21 @@ class PolitenessBounds:
         return cls(min_delay_factor=settings.minDelayFactor, min_delay_ms=settings.minDelayMs,
                    min_max_delay_ms=settings.minMaxDelayMs, max_per_host=settings.maxPerHost)
 
-    def problem(self, field: str, value: float) -> str | None:
+    def problem(self, field: str, value: float) -> Phrase | None:
         """Why ``value`` of ``field`` (a live change's name) is out of bounds, in words; None if it is not."""
+        least = N_("must be at least %(bound)s (%(setting)s), not %(value)s")
         if field == "delay_factor" and value < self.min_delay_factor:
-            return (f"must be at least {self.min_delay_factor:g} (harvestsuite.liveChanges.minDelayFactor), "
-                    f"not {value:g}")
+            return phrase(least, bound=f"{self.min_delay_factor:g}", setting="harvestsuite.liveChanges.minDelayFactor",
+                          value=f"{value:g}")
         if field == "min_delay_ms" and value < self.min_delay_ms:
-            return f"must be at least {self.min_delay_ms} (harvestsuite.liveChanges.minDelayMs), not {value:g}"
+            return phrase(least, bound=self.min_delay_ms, setting="harvestsuite.liveChanges.minDelayMs",
+                          value=f"{value:g}")
         if field == "max_delay_ms" and value < self.min_max_delay_ms:
-            return (f"must be at least {self.min_max_delay_ms} (harvestsuite.liveChanges.minMaxDelayMs), "
-                    f"not {value:g}")
+            return phrase(least, bound=self.min_max_delay_ms, setting="harvestsuite.liveChanges.minMaxDelayMs",
+                          value=f"{value:g}")
         if field == "max_per_host" and value > self.max_per_host:
-            return f"must be at most {self.max_per_host} (harvestsuite.liveChanges.maxPerHost), not {value:g}"
+            return phrase(N_("must be at most %(bound)s (%(setting)s), not %(value)s"), bound=self.max_per_host,
+                          setting="harvestsuite.liveChanges.maxPerHost", value=f"{value:g}")
         return None
 
     def check_change(self, payload: Mapping[str, float]) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from harvestdef.errors import SettingsError, ValidationError
+from harvestdef.phrases import N_, Phrase, phrase
 from harvestdef.times import utc_text
 from harvestdef.words import plural
 
@@ -104,16 +105,24 @@ def _require_aware(value: datetime | None, field_name: str) -> None:
         raise ValidationError(f"schedule {field_name}: {value!r} has no time zone; give an aware UTC datetime")
 
 
-def _refused(field_name: str, message: str) -> ValidationError:
-    """A ValidationError naming ``field_name``, so that a form shows ``message`` beside that field."""
+def _refused(field_name: str, message: str, said: Phrase) -> ValidationError:
+    """A ValidationError naming ``field_name``, so that a form shows ``message`` beside that field; ``said`` is
+    its phrase, which a page says in its language (without the field's name: the page names it by its label)."""
     error = ValidationError(message)
     error.field = field_name
+    error.phrase = said
     return error
 
 
 def _check_range(value: int | None, field_name: str, low: int, high: int) -> None:
     if value is not None and not low <= value <= high:
-        raise _refused(field_name, f"schedule {field_name} must be between {low} and {high}, not {value}")
+        raise _refused(field_name, f"schedule {field_name} must be between {low} and {high}, not {value}",
+                       phrase(N_("must be between %(low)s and %(high)s, not %(value)s"), low=low, high=high,
+                              value=value))
+
+
+def _at_least_one(value: int) -> Phrase:
+    return phrase(N_("must be at least 1, not %(value)s"), value=value)
 
 
 def to_wall(instant: datetime, tz: ZoneInfo) -> datetime:
@@ -177,7 +186,7 @@ class Schedule:
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.strip():
-            raise _refused("name", "schedule name must not be empty")
+            raise _refused("name", "schedule name must not be empty", phrase(N_("must not be empty")))
         try:
             object.__setattr__(self, "timeunit", TimeUnit(self.timeunit))
         except ValueError as exc:
@@ -185,27 +194,33 @@ class Schedule:
                 f"schedule timeunit must be one of {', '.join(f'{u.value} ({u.name})' for u in TimeUnit)}, "
                 f"not {self.timeunit!r}") from exc
         if self.numtimeunits < 1:
-            raise _refused("numtimeunits", f"schedule numtimeunits must be at least 1, not {self.numtimeunits}")
+            raise _refused("numtimeunits", f"schedule numtimeunits must be at least 1, not {self.numtimeunits}",
+                           _at_least_one(self.numtimeunits))
         _check_range(self.onminute, "onminute", 0, 59)
         _check_range(self.onhour, "onhour", 0, 23)
         _check_range(self.ondayofweek, "ondayofweek", 1, 7)
         _check_range(self.ondayofmonth, "ondayofmonth", 1, 31)
         if self.maxrepeats is not None and self.maxrepeats < 1:
-            raise _refused("maxrepeats", f"schedule maxrepeats must be at least 1, not {self.maxrepeats}")
+            raise _refused("maxrepeats", f"schedule maxrepeats must be at least 1, not {self.maxrepeats}",
+                           _at_least_one(self.maxrepeats))
         _require_aware(self.startdate, "startdate")
         _require_aware(self.enddate, "enddate")
         if self.enddate is not None and self.maxrepeats is not None:
-            raise _refused("maxrepeats", "schedule enddate and maxrepeats: give one of them, not both")
+            raise _refused("maxrepeats", "schedule enddate and maxrepeats: give one of them, not both",
+                           phrase(N_("give an end time or a number of harvests, not both")))
         if self.startdate is not None and self.enddate is not None and self.enddate <= self.startdate:
             raise _refused(
                 "enddate",
-                f"schedule enddate {self.enddate.isoformat()} must be after startdate {self.startdate.isoformat()}")
+                f"schedule enddate {self.enddate.isoformat()} must be after startdate {self.startdate.isoformat()}",
+                phrase(N_("%(end)s must be after the beginning, %(start)s"), end=self.enddate.isoformat(),
+                       start=self.startdate.isoformat()))
         if not self.is_anytime:
             for needed in self._slot_fields():
                 if getattr(self, needed) is None:
                     raise _refused(
                         needed,
-                        f"schedule {needed} is required for a {self.timeunit.name.lower()} schedule at a fixed time")
+                        f"schedule {needed} is required for a {self.timeunit.name.lower()} schedule at a fixed time",
+                        phrase(N_("is required for a schedule at a fixed time")))
 
     def _slot_fields(self) -> tuple[str, ...]:
         return {

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from harvestdef.destinations import DestinationPolicy
 from harvestdef.domainnames import http_url, registered_domain
 from harvestdef.errors import DomainNameError, LineRefusal, UrlError
+from harvestdef.phrases import N_, phrase
 
 if TYPE_CHECKING:  # the crawl engine reads seeds too, and has no use for SQLAlchemy
     from sqlalchemy.sql import ColumnElement
@@ -160,12 +161,12 @@ def check_seed(seed: str, domain: str | None, valid_seed_regex: str = ANY_SEED,
             raise UrlError(refusal, refusal)
     seed_domain = registered_domain(url.host)
     if domain is not None and seed_domain != domain:
-        reason = f"belongs to domain {seed_domain}, not {domain}"
-        raise DomainNameError(reason, reason)
+        said = phrase(N_("belongs to domain %(domain)s, not %(expected)s"), domain=seed_domain, expected=domain)
+        raise DomainNameError(said, said)
     if valid_seed_regex != ANY_SEED and not _seed_pattern(valid_seed_regex).fullmatch(seed):
-        reason = (f"does not match this site's seed pattern {valid_seed_regex!r} "
-                  f"(harvester.datamodel.domain.validSeedRegex)")
-        raise UrlError(reason, reason)
+        said = phrase(N_("does not match this site's seed pattern %(pattern)s "
+                         "(harvester.datamodel.domain.validSeedRegex)"), pattern=repr(valid_seed_regex))
+        raise UrlError(said, said)
     return url.url, seed_domain
 
 
@@ -180,7 +181,7 @@ def _check(lines: str | Iterable[str], domain: str | None, valid_seed_regex: str
         try:
             url, seed_domain = check_seed(seed, domain, valid_seed_regex, destinations)
         except (UrlError, DomainNameError) as exc:
-            refusals.append(LineRefusal.of(number, seed, exc.reason))
+            refusals.append(LineRefusal.of(number, seed, exc.reason_phrase))
             continue
         kept.setdefault(url, seed_domain)
     by_domain: dict[str, list[str]] = {}

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from harvestdef.errors import CrawlerTrapError, LineRefusal, PatternError
 from harvestdef.patterns import compile_pattern
+from harvestdef.phrases import N_, phrase
 
 __all__ = ["MAX_EXPRESSION_LENGTH", "CrawlerTrapError", "parse_stored_traps", "split_lines", "traps_text",
            "validate_trap_expressions"]
@@ -45,22 +46,28 @@ def validate_trap_expressions(text: str | Iterable[str], max_length: int = MAX_E
         if not expression:
             continue
         if len(expression) > max_length:
-            refused.append((LineRefusal.of(number, expression, f"{len(expression)} characters long (at most "
-                                                               f"{max_length})"),
-                            f"crawler trap on line {number} is {len(expression)} characters long (at most "
-                            f"{max_length})"))
+            refused.append((LineRefusal.of(number, expression, phrase(
+                N_("%(length)s characters long (at most %(limit)s)"), length=len(expression), limit=max_length)),
+                            phrase(N_("crawler trap on line %(line)s is %(length)s characters long (at most "
+                                      "%(limit)s)"), line=number, length=len(expression), limit=max_length)))
             continue
         try:
             compile_pattern(expression)
         except PatternError as exc:
-            refused.append((LineRefusal.of(number, expression, f"cannot be used: {exc}"),
-                            f"crawler trap on line {number} cannot be used: {exc}"))
+            # the pattern and RE2's reason stay as they are: quoted, not translated
+            refused.append((LineRefusal.of(number, expression, phrase(N_("cannot be used: %(error)s"), error=str(exc))),
+                            phrase(N_("crawler trap on line %(line)s cannot be used: %(error)s"), line=number,
+                                   error=str(exc))))
             continue
         seen.setdefault(expression, None)
     if refused:
         first = refused[0][0]
-        raise CrawlerTrapError("; ".join(message for _refusal, message in refused), first.line,
-                               split_lines(text)[first.line - 1].strip(), [refusal for refusal, _message in refused])
+        messages = [message for _refusal, message in refused]
+        # every line's sentence, joined as the English joins them: a template of placeholders only, no words
+        said = phrase("; ".join(f"%(line{index})s" for index in range(len(messages))),
+                      **{f"line{index}": message for index, message in enumerate(messages)})
+        raise CrawlerTrapError(said, first.line, split_lines(text)[first.line - 1].strip(),
+                               [refusal for refusal, _message in refused])
     return tuple(seen)
 
 

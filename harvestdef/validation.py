@@ -32,7 +32,8 @@ from typing import Any
 
 from sqlalchemy import BigInteger, Column, Integer, String
 
-from harvestdef.errors import FieldError
+from harvestdef.errors import FieldError, kind_words
+from harvestdef.phrases import N_, Phrase, phrase
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -48,9 +49,9 @@ _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u20
 def check_text(value: str, field: str) -> str:
     """``value`` if it can be stored as text at all (no NUL, no lone surrogate); FieldError otherwise."""
     if "\x00" in value:
-        raise FieldError(field, "must not contain a NUL character (\\u0000)")
+        raise FieldError(field, phrase(N_("must not contain a NUL character (\\u0000)")))
     if _has_lone_surrogate(value):
-        raise FieldError(field, "must not contain a lone UTF-16 surrogate (it is not a character)")
+        raise FieldError(field, phrase(N_("must not contain a lone UTF-16 surrogate (it is not a character)")))
     return value
 
 
@@ -82,10 +83,10 @@ def check_integer(value: Any, field: str, column: Column[Any] | None = None) -> 
     """``value`` if it is a whole number that fits ``column`` (64 bits without one); FieldError otherwise.
     A float (1e23, 2.0) is refused: JSON's numbers and a form's digits are both asked for as integers."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FieldError(field, f"must be a whole number, not {_describe(value)}")
+        raise FieldError(field, phrase(N_("must be a whole number, not %(value)s"), value=_describe(value)))
     low, high = integer_range(column.type) if column is not None else INT64
     if not low <= value <= high:
-        raise FieldError(field, f"must be between {low} and {high}, not {value}")
+        raise FieldError(field, _between(low, high, value))
     return value
 
 
@@ -93,7 +94,7 @@ def check_length(value: str, field: str, column: Column[Any]) -> str:
     """``value`` if it fits ``column`` (its varchar length); FieldError otherwise."""
     limit = column_length(column)
     if limit is not None and len(value) > limit:
-        raise FieldError(field, f"must be at most {limit} characters, not {len(value)}")
+        raise FieldError(field, _at_most(limit, len(value)))
     return value
 
 
@@ -104,11 +105,11 @@ def check_column_value(value: Any, field: str, column_type: Any) -> None:
         check_text(value, field)
         length = getattr(column_type, "length", None) if isinstance(column_type, String) else None
         if length is not None and len(value) > length:
-            raise FieldError(field, f"must be at most {length} characters, not {len(value)}")
+            raise FieldError(field, _at_most(length, len(value)))
     elif isinstance(value, int) and not isinstance(value, bool) and isinstance(column_type, Integer):
         low, high = integer_range(column_type)
         if not low <= value <= high:
-            raise FieldError(field, f"must be between {low} and {high}, not {value}")
+            raise FieldError(field, _between(low, high, value))
 
 
 def to_utc(value: datetime, field: str) -> datetime:
@@ -117,7 +118,8 @@ def to_utc(value: datetime, field: str) -> datetime:
     try:
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
     except OverflowError:
-        raise FieldError(field, f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from None
+        raise FieldError(field, phrase(N_("%(time)s is outside the years 1 to 9999 in UTC"),
+                                       time=value.isoformat())) from None
 
 
 def is_name_character(character: str, in_path: bool = True) -> bool:
@@ -132,20 +134,31 @@ def check_name(value: str, what: str, column: Column[Any], field: str = "name", 
     segment of the URLs that address it) no ``/``. FieldError otherwise."""
     name = check_text(value, field).strip()
     if not name:
-        raise FieldError(field, f"a {what} needs a name")
+        raise FieldError(field, phrase(N_("a %(what)s needs a name"), what=kind_words(what)))
     bad = sorted({character for character in name if not is_name_character(character, in_path)})
     if bad:
         shown = ", ".join("'/'" if character == "/" else f"U+{ord(character):04X}" for character in bad)
-        refused = "control characters or '/'" if in_path else "control characters"
-        raise FieldError(field, f"a {what}'s name must not contain {refused}: it has {shown}")
+        if in_path:
+            raise FieldError(field, phrase(N_("a %(what)s's name must not contain control characters or '/': it has "
+                                              "%(shown)s"), what=kind_words(what), shown=shown))
+        raise FieldError(field, phrase(N_("a %(what)s's name must not contain control characters: it has %(shown)s"),
+                                       what=kind_words(what), shown=shown))
     return check_length(name, field, column)
 
 
-def _describe(value: Any) -> str:
+def _between(low: int, high: int, value: int) -> Phrase:
+    return phrase(N_("must be between %(low)s and %(high)s, not %(value)s"), low=low, high=high, value=value)
+
+
+def _at_most(limit: int, length: int) -> Phrase:
+    return phrase(N_("must be at most %(limit)s characters, not %(length)s"), limit=limit, length=length)
+
+
+def _describe(value: Any) -> str | Phrase:
     if isinstance(value, bool):
-        return "a boolean"
+        return phrase(N_("a boolean"))
     if isinstance(value, float):
-        return f"the number {value!r}"
+        return phrase(N_("the number %(number)s"), number=repr(value))
     if isinstance(value, str):
-        return f"the text {value[:40]!r}"
+        return phrase(N_("the text %(text)s"), text=repr(value[:40]))
     return type(value).__name__

@@ -35,6 +35,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
         language,
         live_words,
         qa,
+        refusal_words,
         replaylinks,
         routing,
         status,
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
     formatting.init_app(app)
     formfields.init_app(app)
     live_words.init_app(app)
+    refusal_words.init_app(app)
     qa.init_app(app)
     replaylinks.init_app(app, settings.replay.url)
     for section in (auth, definitions, status, history, system):

@@ -296,7 +296,8 @@ def password() -> Any:
         with write_transaction(database()) as conn:
             UserRepository(conn, actor=user.name).set_password(user.name, new, user.edition)
     except HarvestSuiteError as exc:
-        flash(_("The password was not changed: %(reason)s.", reason=exc), "error")
+        from webui.refusal_words import said  # the refusals' words need the API's errors, which import this module
+        flash(_("The password was not changed: %(reason)s.", reason=said(exc)), "error")
         return render_template("password.html"), 400
     log.info("user %r changed the password from %s; every session of the user ended", user.name,
              request.remote_addr)

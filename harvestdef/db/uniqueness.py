@@ -21,6 +21,9 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from harvestdef.errors import kind_words
+from harvestdef.phrases import N_, Phrase, phrase
+
 _UNIQUE_SQLSTATE = "23505"
 _SQLITE_UNIQUE = re.compile(r"UNIQUE constraint failed: (.+)$")
 _POSTGRES_DETAIL = re.compile(r"Key \((.+)\)=\((.*)\) already exists")
@@ -122,19 +125,38 @@ def _of_integrity_error(error: IntegrityError) -> UniqueViolation | None:
 def sentence(violation: UniqueViolation, scope_name: str | None = None) -> str:
     """What the refusal means, for people: "a seed list named news already exists on domain kb.dk"
     (``scope_name``: the domain's name, which the error itself knows only by its id)."""
+    return sentence_phrase(violation, scope_name).english()
+
+
+def sentence_phrase(violation: UniqueViolation, scope_name: str | None = None) -> Phrase:
+    """``sentence`` as a phrase, which a page says in its language."""
     key, value = violation.key, violation.value
+    what = kind_words(key.what)
     if key.column == "harvest_id" and key.table == "harvestdefinitions":
-        took = f"id {value}" if value is not None else "the same id"
-        return f"another harvest definition was created at the same moment and took {took}; send the request again"
+        if value is None:
+            return phrase(N_("another harvest definition was created at the same moment and took the same id; "
+                             "send the request again"))
+        return phrase(N_("another harvest definition was created at the same moment and took id %(id)s; send the "
+                         "request again"), id=value)
     if key.column is None:
         if key.table == "harvest_configs":
-            return "the configuration is in the harvest already: another request added it at the same moment"
-        if key.table in ("harvest_run_requests", "harvest_previews"):
-            return f"a {key.what} of this harvest already exists: another request asked at the same moment"
-        columns = ", ".join(key.columns)
-        return f"a {key.what} with these values of ({columns}) already exists"
-    named = f"a {key.what} named {value}" if value is not None else f"a {key.what} of that {key.column}"
+            return phrase(N_("the configuration is in the harvest already: another request added it at the same "
+                             "moment"))
+        if key.table == "harvest_run_requests":
+            return phrase(N_("a run asked for of this harvest already exists: another request asked at the same "
+                             "moment"))
+        if key.table == "harvest_previews":
+            return phrase(N_("a preview asked for of this harvest already exists: another request asked at the "
+                             "same moment"))
+        return phrase(N_("a %(what)s with these values of (%(columns)s) already exists"), what=what,
+                      columns=", ".join(key.columns))
+    if value is None:
+        named = phrase(N_("a %(what)s of that %(column)s"), what=what, column=key.column)
+    else:
+        named = phrase(N_("a %(what)s named %(value)s"), what=what, value=str(value))
     if key.scope is None:
-        return f"{named} already exists"
-    return f"{named} already exists on {key.scope} {scope_name}" if scope_name else \
-        f"{named} already exists on its {key.scope}"
+        return phrase(N_("%(named)s already exists"), named=named)
+    if scope_name:
+        return phrase(N_("%(named)s already exists on %(scope)s %(scope_name)s"), named=named,
+                      scope=kind_words(key.scope), scope_name=scope_name)
+    return phrase(N_("%(named)s already exists on its %(scope)s"), named=named, scope=kind_words(key.scope))

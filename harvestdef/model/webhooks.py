@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harvestdef.errors import FieldError
+from harvestdef.phrases import N_, Phrase, phrase
 
 
 class WebhookEvent(StrEnum):
@@ -115,30 +116,37 @@ def check_url(value: str, field: str = "url") -> str:
     fragment (never sent either)."""
     url = value.strip()
     if not url:
-        raise FieldError(field, "is required: the http:// or https:// address that receives the events")
+        raise FieldError(field, phrase(N_("is required: the http:// or https:// address that receives the events")))
     if len(url) > MAX_URL_LENGTH:
-        raise FieldError(field, f"is {len(url)} characters long; at most {MAX_URL_LENGTH}")
+        raise FieldError(field, phrase(N_("is %(length)s characters long; at most %(limit)s"), length=len(url),
+                                       limit=MAX_URL_LENGTH))
     if any(c in url for c in string.whitespace) or not url.isprintable() or not url.isascii():
-        raise FieldError(field, f"{url[:80]!r} contains spaces or characters a URL cannot hold (percent-encode "
-                                "them)")
+        raise FieldError(field, phrase(N_("%(url)s contains spaces or characters a URL cannot hold (percent-encode "
+                                          "them)"), url=repr(url[:80])))
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https"):
-        scheme = f"{parts.scheme}:" if parts.scheme else "no scheme"
-        raise FieldError(field, f"{url[:80]!r} must start with http:// or https://, not {scheme}")
+        scheme = f"{parts.scheme}:" if parts.scheme else phrase(N_("no scheme"))
+        raise FieldError(field, phrase(N_("%(url)s must start with http:// or https://, not %(scheme)s"),
+                                       url=repr(url[:80]), scheme=scheme))
     if not parts.hostname:
-        raise FieldError(field, f"{url[:80]!r} has no host")
+        raise FieldError(field, phrase(N_("%(url)s has no host"), url=repr(url[:80])))
     try:
         parts.port  # noqa: B018 - raises on a port that is not a number from 0 to 65535
     except ValueError:
-        raise FieldError(field, f"{url[:80]!r} has a port that is not a number from 1 to 65535") from None
+        raise FieldError(field, _bad_port(url)) from None
     if parts.port == 0:
-        raise FieldError(field, f"{url[:80]!r} has a port that is not a number from 1 to 65535")
+        raise FieldError(field, _bad_port(url))
     if parts.username is not None or parts.password is not None:
-        raise FieldError(field, "must not carry a user name or password (they are not sent); put a token in "
-                                "the path or query, or check the signature instead")
+        raise FieldError(field, phrase(N_("must not carry a user name or password (they are not sent); put a token "
+                                          "in the path or query, or check the signature instead")))
     if parts.fragment or url.endswith("#"):
-        raise FieldError(field, f"{url[:80]!r} has a #fragment, which is never sent; leave it out")
+        raise FieldError(field, phrase(N_("%(url)s has a #fragment, which is never sent; leave it out"),
+                                       url=repr(url[:80])))
     return url
+
+
+def _bad_port(url: str) -> Phrase:
+    return phrase(N_("%(url)s has a port that is not a number from 1 to 65535"), url=repr(url[:80]))
 
 
 def check_events(values: Iterable[str], field: str = "events") -> tuple[WebhookEvent, ...]:
@@ -150,9 +158,10 @@ def check_events(values: Iterable[str], field: str = "events") -> tuple[WebhookE
         try:
             wanted.add(WebhookEvent(text))
         except ValueError:
-            raise FieldError(field, f"{str(value)[:80]!r} is not an event; choose from {known}") from None
+            raise FieldError(field, phrase(N_("%(value)s is not an event; choose from %(known)s"),
+                                           value=repr(str(value)[:80]), known=known)) from None
     if not wanted:
-        raise FieldError(field, f"choose at least one event: {known}")
+        raise FieldError(field, phrase(N_("choose at least one event: %(known)s"), known=known))
     return tuple(event for event in WebhookEvent if event in wanted)
 
 
@@ -160,15 +169,16 @@ def check_secret(value: str, field: str = "secret") -> str:
     """A shared secret: MIN_SECRET_LENGTH to MAX_SECRET_LENGTH printable characters without spaces at either
     end (a secret pasted with a newline would sign with it)."""
     if value != value.strip():
-        raise FieldError(field, "begins or ends with a space or line break; the receiver would have to sign with "
-                                "it too")
+        raise FieldError(field, phrase(N_("begins or ends with a space or line break; the receiver would have to "
+                                          "sign with it too")))
     if len(value) < MIN_SECRET_LENGTH:
-        raise FieldError(field, f"needs at least {MIN_SECRET_LENGTH} characters (it has {len(value)}); a long "
-                                "random one is best")
+        raise FieldError(field, phrase(N_("needs at least %(limit)s characters (it has %(length)s); a long random "
+                                          "one is best"), limit=MIN_SECRET_LENGTH, length=len(value)))
     if len(value) > MAX_SECRET_LENGTH:
-        raise FieldError(field, f"has {len(value)} characters; at most {MAX_SECRET_LENGTH}")
+        raise FieldError(field, phrase(N_("has %(length)s characters; at most %(limit)s"), length=len(value),
+                                       limit=MAX_SECRET_LENGTH))
     if not value.isprintable():
-        raise FieldError(field, "contains characters that cannot be typed (control characters)")
+        raise FieldError(field, phrase(N_("contains characters that cannot be typed (control characters)")))
     return value
 
 

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from harvestdef.db import schema as s
 from harvestdef.db.availability import unavailability
 from harvestdef.db.types import utcnow
-from harvestdef.db.uniqueness import UniqueViolation, sentence, unique_violation
+from harvestdef.db.uniqueness import UniqueViolation, sentence_phrase, unique_violation
 from harvestdef.errors import ConflictError, DatabaseError, StaleEditionError
 from harvestdef.templatesecrets import masked_template
 from harvestdef.times import utc_text
@@ -130,7 +130,8 @@ def translate_errors(kind: str, key: object, scope: str | None = None) -> Iterat
             # SQLite's error has neither the values nor named parameters: the name is the key given here
             violation = UniqueViolation(violation.key, {**violation.values, "name": key})
         if violation is not None:
-            raise ConflictError(kind, key, sentence=sentence(violation, scope), field=violation.key.field) from exc
+            raise ConflictError(kind, key, sentence=sentence_phrase(violation, scope),
+                                field=violation.key.field) from exc
         raise ConflictError(kind, key, str(exc.orig).splitlines()[0] if exc.orig else "") from exc
     except SQLAlchemyError as exc:
         raise DatabaseError(f"{kind} {key!r}: {exc}") from exc

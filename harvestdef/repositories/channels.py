@@ -17,6 +17,7 @@ from sqlalchemy import Connection, exists, insert, select, update
 from harvestdef.db import schema as s
 from harvestdef.errors import NotFoundError, ValidationError
 from harvestdef.model.definitions import HarvestChannel, HarvestKind
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -49,7 +50,8 @@ def check_channel_name(name: str) -> str:
     """The stored form of a channel name (upper case); ValidationError unless it matches ^\\w+$."""
     stripped = name.strip()
     if not CHANNEL_NAME.match(stripped):
-        raise ValidationError(f"channel name {name!r} must be letters, digits and underscores only (^\\w+$)")
+        raise ValidationError(phrase(N_("channel name %(name)s must be letters, digits and underscores only "
+                                        "(^\\w+$)"), name=repr(name)))
     return stripped.upper()
 
 

@@ -22,6 +22,7 @@ from harvestdef.crawlattributes import CONFIGURATION_TREE
 from harvestdef.db import schema as s
 from harvestdef.errors import LineRefusal, NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import DomainConfiguration
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -58,7 +59,8 @@ def check_limit(what: str, value: int | None) -> None:
     """-1 means unlimited; 0 and up are real limits; anything else is a mistake."""
     if value is not None and value < -1:
         error = ValidationError(f"{what} must be -1 (unlimited) or at least 0, not {value}")
-        error.field = what  # a form shows it beside its field
+        error.field = what  # a form shows it beside its field, named by its label: the phrase leaves it out
+        error.phrase = phrase(N_("must be -1 (unlimited) or at least 0, not %(value)s"), value=value)
         raise error
 
 
@@ -150,18 +152,19 @@ class ConfigurationRepository:
             if own:
                 ids.append(own[0].seedlist_id)
             elif rows and isinstance(seedlist, int):
-                refusals.append(LineRefusal.of(number, str(seedlist), (
-                    f"seed list {seedlist} belongs to domain {rows[0].name}, not to {domain_name}: a "
-                    f"configuration uses seed lists of its own domain only")))
+                refusals.append(LineRefusal.of(number, str(seedlist), phrase(N_(
+                    "seed list %(seedlist)s belongs to domain %(domain)s, not to %(own)s: a configuration uses seed "
+                    "lists of its own domain only"), seedlist=seedlist, domain=rows[0].name, own=domain_name)))
             else:
-                refusals.append(LineRefusal.of(number, str(seedlist), f"domain {domain_name} has no seed list "
-                                                                      f"{seedlist}"))
+                refusals.append(LineRefusal.of(number, str(seedlist), phrase(
+                    N_("domain %(domain)s has no seed list %(seedlist)s"), domain=domain_name, seedlist=seedlist)))
         if refusals:
-            raise RefusedLinesError(f"seed lists of domain {domain_name}", refusals, "seedlists")
+            raise RefusedLinesError(phrase(N_("seed lists of domain %(domain)s"), domain=domain_name), refusals,
+                                    "seedlists")
         for seedlist_id in ids:
             self._check_seeds(seedlist_id, domain_name)
         if not ids:
-            raise ValidationError("a configuration needs at least one seed list")
+            raise ValidationError(phrase(N_("a configuration needs at least one seed list")))
         return list(dict.fromkeys(ids))
 
     def _check_seeds(self, seedlist_id: int, domain_name: str) -> None:
@@ -170,7 +173,8 @@ class ConfigurationRepository:
             s.seedlists.c.seedlist_id == seedlist_id)).one()
         refusals = check_seed_list(domain_name, row.seeds or "", self.valid_seed_regex).refusals
         if refusals:
-            raise RefusedLinesError(f"seed list {domain_name}/{row.name}", refusals, "seedlists")
+            raise RefusedLinesError(phrase(N_("seed list %(domain)s/%(name)s"), domain=domain_name, name=row.name),
+                                    refusals, "seedlists")
 
     def _set_seedlists(self, config_id: int, seedlist_ids: Sequence[int]) -> None:
         self.conn.execute(delete(s.config_seedlists).where(s.config_seedlists.c.config_id == config_id))

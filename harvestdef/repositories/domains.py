@@ -42,6 +42,7 @@ from harvestdef.errors import (
 )
 from harvestdef.model.definitions import AliasInfo, Domain, ExtendedFieldType
 from harvestdef.patterns import bounded_wildcard_search
+from harvestdef.phrases import N_, Phrase, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -299,8 +300,8 @@ class DomainRepository:
             return _to_domain(row), False
         return self.create(stored), True
 
-    def create_many(self, lines: str | Iterable[str], what: str = "domain names", field: str | None = "names"
-                    ) -> DomainsCreated:
+    def create_many(self, lines: str | Iterable[str], what: str | Phrase | None = None,
+                    field: str | None = "names") -> DomainsCreated:
         """Create the domains that ``lines`` name (a text, or one line per item): all of them or none.
 
         Each line is a domain name, a host or a URL (harvestdef.domainnames.domain_of_typed): it becomes
@@ -317,11 +318,11 @@ class DomainRepository:
             try:
                 result = domain_of_typed(name)
             except DomainNameError as exc:
-                refusals.append(LineRefusal.of(number, name, exc.reason))
+                refusals.append(LineRefusal.of(number, name, exc.reason_phrase))
                 continue
             typed.append((result.domain, result.note))
         if refusals:
-            raise RefusedLinesError(what, refusals, field)
+            raise RefusedLinesError(what or phrase(N_("domain names")), refusals, field)
         created: list[str] = []
         existing: list[str] = []
         notes: list[str] = []
@@ -454,16 +455,18 @@ class DomainRepository:
     def _checked_alias_values(self, current: Domain, alias_of: str, now: datetime | None) -> dict[str, Any]:
         target = self.get(alias_of)
         if target.domain_id == current.domain_id:
-            raise ValidationError(f"domain {current.name!r} cannot be an alias of itself")
+            raise ValidationError(phrase(N_("domain %(name)s cannot be an alias of itself"), name=repr(current.name)))
         if target.is_alias():
-            raise ValidationError(
-                f"domain {current.name!r} cannot be an alias of {target.name!r}: {target.name!r} is itself an "
-                f"alias of {target.alias_of!r}")
+            raise ValidationError(phrase(
+                N_("domain %(name)s cannot be an alias of %(target)s: %(target)s is itself an alias of %(alias_of)s"),
+                name=repr(current.name), target=repr(target.name), alias_of=repr(target.alias_of)))
         aliased_by = self.aliases_of(current.name)
         if aliased_by:
-            raise ValidationError(
-                f"domain {current.name!r} cannot become an alias: {', '.join(aliased_by[:5])} "
-                f"{'is an alias' if len(aliased_by) == 1 else 'are aliases'} of it")
+            if len(aliased_by) == 1:
+                raise ValidationError(phrase(N_("domain %(name)s cannot become an alias: %(aliases)s is an alias of "
+                                                "it"), name=repr(current.name), aliases=aliased_by[0]))
+            raise ValidationError(phrase(N_("domain %(name)s cannot become an alias: %(aliases)s are aliases of it"),
+                                         name=repr(current.name), aliases=", ".join(aliased_by[:5])))
         return {"alias": target.domain_id, "lastaliasupdate": now or utcnow()}
 
     def is_alias_expired(self, domain: Domain, now: datetime) -> bool:

@@ -23,6 +23,7 @@ from harvestdef.model.definitions import (
     ExtendedFieldType,
     ExtendedFieldValue,
 )
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.base import SYSTEM_ACTOR, fetch_row, record_audit, translate_errors
 from harvestdef.validation import check_name
 
@@ -57,29 +58,33 @@ def check_content(field: ExtendedField, content: str) -> str:
 
 def _checked_content(field: ExtendedField, content: str) -> str:
     text = content.strip()
-    what = f"extended field {field.name!r}"
     if not text:
         if field.mandatory:
-            raise ValidationError(f"{what} is mandatory")
+            raise ValidationError(phrase(N_("extended field %(name)s is mandatory"), name=repr(field.name)))
         return text
     kind = field.datatype
     if kind is ExtendedFieldDatatype.BOOLEAN and text.lower() not in ("true", "false"):
-        raise ValidationError(f"{what} is true or false, not {text!r}")
+        raise ValidationError(phrase(N_("extended field %(name)s is true or false, not %(value)s"),
+                                     name=repr(field.name), value=repr(text)))
     if kind is ExtendedFieldDatatype.NUMBER:
         try:
             float(text)
         except ValueError:
-            raise ValidationError(f"{what} is a number, not {text!r}") from None
+            raise ValidationError(phrase(N_("extended field %(name)s is a number, not %(value)s"),
+                                         name=repr(field.name), value=repr(text))) from None
     if kind in (ExtendedFieldDatatype.TIMESTAMP, ExtendedFieldDatatype.JSCALENDAR):
         try:
             datetime.fromisoformat(text)
         except ValueError:
-            raise ValidationError(f"{what} is a date (ISO 8601, e.g. 2026-01-31T12:00), not {text!r}") from None
+            raise ValidationError(phrase(N_("extended field %(name)s is a date (ISO 8601, e.g. 2026-01-31T12:00), "
+                                            "not %(value)s"), name=repr(field.name), value=repr(text))) from None
     if kind is ExtendedFieldDatatype.SELECT and text not in field.options:
-        raise ValidationError(f"{what} is one of {', '.join(field.options)}; not {text!r}")
+        raise ValidationError(phrase(N_("extended field %(name)s is one of %(options)s; not %(value)s"),
+                                     name=repr(field.name), options=", ".join(field.options), value=repr(text)))
     limit = min(field.maxlen or MAX_CONTENT, MAX_CONTENT)
     if len(text) > limit:
-        raise ValidationError(f"{what} holds at most {limit} characters, not {len(text)}")
+        raise ValidationError(phrase(N_("extended field %(name)s holds at most %(limit)s characters, not "
+                                        "%(length)s"), name=repr(field.name), limit=limit, length=len(text)))
     return text
 
 
@@ -105,9 +110,9 @@ class ExtendedFieldRepository:
         """A new field; ConflictError if its type has a field of that name."""
         name = check_name(name, "extended field", s.extendedfield.c.name, in_path=False)
         if datatype is ExtendedFieldDatatype.SELECT and not options:
-            raise ValidationError(f"extended field {name!r} is a SELECT and needs options")
+            raise ValidationError(phrase(N_("extended field %(name)s is a SELECT and needs options"), name=repr(name)))
         if any("," in option for option in options):
-            raise ValidationError(f"extended field {name!r}: options cannot contain commas")
+            raise ValidationError(phrase(N_("extended field %(name)s: options cannot contain commas"), name=repr(name)))
         if self.conn.scalar(select(exists().where(_fields.c.extendedfieldtype_id == int(field_type),
                                                   _fields.c.name == name))):
             raise ConflictError("extended field", f"{field_type.name.lower()}/{name}")

@@ -49,6 +49,7 @@ from harvestdef.model.definitions import (
     SnapshotHarvest,
 )
 from harvestdef.model.status import JobStatus
+from harvestdef.phrases import N_, Phrase, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -108,17 +109,18 @@ def event_config_name(harvest_name: str, template: str, maxbytes: int, maxobject
     return f"{harvest_name}_{template}_{limit_bytes}Bytes_{limit_objects}Objects"
 
 
-def _unknown_configuration(error: Exception, domain: str, config_name: str | None) -> str:
+def _unknown_configuration(error: Exception, domain: str, config_name: str | None) -> str | Phrase:
     """Why a (domain, configuration) pair names no configuration, in words."""
     if isinstance(error, DomainNameError):
-        return error.reason
+        return error.reason_phrase
     if isinstance(error, NotFoundError) and error.kind == "domain":
-        return f"no domain {error.key}"
+        return phrase(N_("no domain %(domain)s"), domain=str(error.key))
     if isinstance(error, NotFoundError) and config_name is None:
-        return f"domain {domain} has no default configuration"
+        return phrase(N_("domain %(domain)s has no default configuration"), domain=domain)
     if isinstance(error, NotFoundError):
-        return f"domain {domain} has no configuration {config_name}"
-    return str(error)
+        return phrase(N_("domain %(domain)s has no configuration %(configuration)s"), domain=domain,
+                      configuration=config_name)
+    return getattr(error, "phrase", None) or str(error)
 
 
 class HarvestRepository:
@@ -272,8 +274,11 @@ class HarvestRepository:
             return None
         target = ChannelRepository(self.conn, self.actor).get(channel)
         if target.issnapshot != snapshot:
-            raise ValidationError(f"channel {target.name} is for {'snapshot' if target.issnapshot else 'selective'} "
-                                  f"harvests, not {'snapshot' if snapshot else 'selective'} ones")
+            if target.issnapshot:
+                raise ValidationError(phrase(N_("channel %(name)s is for snapshot harvests, not selective ones"),
+                                             name=target.name))
+            raise ValidationError(phrase(N_("channel %(name)s is for selective harvests, not snapshot ones"),
+                                         name=target.name))
         return target.channel_id
 
     def _insert_definition(self, name: str, comments: str, audience: str | None, active: bool,
@@ -326,7 +331,8 @@ class HarvestRepository:
         check_limit("maxobjects", maxobjects)
         check_limit("maxbytes", maxbytes)
         if maxjobrunningtime < 0:
-            raise ValidationError(f"maxjobrunningtime is seconds per job, 0 = no limit; not {maxjobrunningtime}")
+            raise ValidationError(phrase(N_("maxjobrunningtime is seconds per job, 0 = no limit; not %(value)s"),
+                                         value=maxjobrunningtime))
         previoushd = self.get_snapshot(previous).harvest_id if previous is not None else None
         harvest_id = self._insert_definition(name, comments, audience, active, self._channel_id(channel, True))
         self.conn.execute(insert(s.fullharvests).values(
@@ -417,12 +423,13 @@ class HarvestRepository:
         statuses = list(self.conn.scalars(select(s.jobs.c.status).where(s.jobs.c.harvest_id == previous.harvest_id)
                                           .distinct()))
         if not statuses:
-            raise ValidationError(f"snapshot {harvest.name!r} continues {previous.name!r}, which has no jobs yet")
+            raise ValidationError(phrase(N_("snapshot %(name)s continues %(previous)s, which has no jobs yet"),
+                                         name=repr(harvest.name), previous=repr(previous.name)))
         unfinished = {JobStatus.NEW, JobStatus.SUBMITTED, JobStatus.STARTED} & {JobStatus(v) for v in statuses}
         if unfinished:
-            raise ValidationError(
-                f"snapshot {harvest.name!r} continues {previous.name!r}, which still has jobs "
-                f"{', '.join(sorted(str(u) for u in unfinished))}")
+            raise ValidationError(phrase(N_("snapshot %(name)s continues %(previous)s, which still has jobs "
+                                            "%(statuses)s"), name=repr(harvest.name), previous=repr(previous.name),
+                                         statuses=", ".join(sorted(str(u) for u in unfinished))))
 
     def update_selective(self, name: str, expected_edition: int, *, schedule: int | str | None = None,
                          nextdate: datetime | None = UNCHANGED, crawlertraps: str | None = None
@@ -466,12 +473,13 @@ class HarvestRepository:
                 values[what] = value
         if maxjobrunningtime is not None:
             if maxjobrunningtime < 0:
-                raise ValidationError(f"maxjobrunningtime must be 0 (no limit) or more, not {maxjobrunningtime}")
+                raise ValidationError(phrase(N_("maxjobrunningtime must be 0 (no limit) or more, not %(value)s"),
+                                             value=maxjobrunningtime))
             values["maxjobrunningtime"] = maxjobrunningtime
         if previous is not UNCHANGED:
             previoushd = None if previous is None else self.get_snapshot(previous).harvest_id
             if previoushd == current.harvest_id:
-                raise ValidationError(f"snapshot {name!r} cannot continue itself")
+                raise ValidationError(phrase(N_("snapshot %(name)s cannot continue itself"), name=repr(name)))
             values["previoushd"] = previoushd
         self._update(name, expected_edition, {})
         self._update_detail(current.harvest_id, s.fullharvests, values)
@@ -512,7 +520,8 @@ class HarvestRepository:
                 continue
             config_ids.append(config.config_id)
         if refusals:
-            raise RefusedLinesError(f"configurations of harvest {current.name}", refusals, "configurations")
+            raise RefusedLinesError(phrase(N_("configurations of harvest %(name)s"), name=current.name), refusals,
+                                    "configurations")
         self._update(name, expected_edition, {})
         self._add_config_ids(current.harvest_id, config_ids)
         return self.get_selective(name)
@@ -575,10 +584,11 @@ class HarvestRepository:
             raise NotFoundError("active template", template)
         checked = check_event_seeds(seeds, self.valid_seed_regex, self.destinations)
         if checked.refusals:
-            raise RefusedLinesError(f"seeds of harvest {harvest.name}", checked.refusals, "seeds")
+            raise RefusedLinesError(phrase(N_("seeds of harvest %(name)s"), name=harvest.name), checked.refusals,
+                                    "seeds")
         by_domain = checked.by_domain
         if not by_domain:
-            raise ValidationError("no seeds given")
+            raise ValidationError(phrase(N_("no seeds given")))
         self._update(name, expected_edition, {})
         base = event_config_name(harvest.name, template, maxbytes, maxobjects)
         made: list[DomainConfiguration] = []

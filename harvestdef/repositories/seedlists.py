@@ -21,6 +21,7 @@ from harvestdef.db import schema as s
 from harvestdef.destinations import DestinationPolicy
 from harvestdef.errors import NotFoundError, RefusedLinesError, ValidationError
 from harvestdef.model.definitions import SeedList
+from harvestdef.phrases import N_, Phrase, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -54,15 +55,19 @@ class ConfigurationSeeds:
     seedlists: tuple[SeedList, ...]
 
 
+def _seed_list(domain: str, name: str) -> Phrase:
+    return phrase(N_("seed list %(domain)s/%(name)s"), domain=domain, name=name)
+
+
 def checked_seeds(domain: str, seeds: str | Iterable[str], valid_seed_regex: str = ANY_SEED,
-                  field: str | None = "seeds", what: str | None = None,
+                  field: str | None = "seeds", what: str | Phrase | None = None,
                   destinations: DestinationPolicy | None = None) -> tuple[str, ...]:
     """The seeds of a seed list of ``domain`` as they are stored; RefusedLinesError names every refused
     line (``what`` names the input in the message, ``field`` the request field), ValidationError if the
     list is over 8 MiB. ``destinations``: the policy seeds' hosts pass before resolution (None: not asked)."""
     checked = check_seed_list(domain, seeds, valid_seed_regex, destinations)
     if checked.refusals:
-        raise RefusedLinesError(what or f"seeds of {domain}", checked.refusals, field)
+        raise RefusedLinesError(what or phrase(N_("seeds of %(domain)s"), domain=domain), checked.refusals, field)
     size = len("\n".join(checked.seeds).encode("utf-8"))
     if size > MAX_SEEDLIST_BYTES:
         raise ValidationError(f"the seed list is {size} bytes; a seed list holds at most {MAX_SEEDLIST_BYTES}")
@@ -150,7 +155,7 @@ class SeedListRepository:
         """A new seed list of ``domain``; ConflictError if the domain has one of that name."""
         owner = self.domains.get(domain)
         name = check_name(name, "seed list", s.seedlists.c.name)
-        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex, what=f"seed list {owner.name}/{name}",
+        normalized = checked_seeds(owner.name, seeds, self.valid_seed_regex, what=_seed_list(owner.name, name),
                                    destinations=self.destinations)
         bump_domain_edition(self.conn, self.actor, owner.domain_id, domain_edition)
         with translate_errors("seed list", name.strip(), owner.name):
@@ -170,7 +175,7 @@ class SeedListRepository:
         if seeds is not None:
             owner = self.domains.get(domain).name
             values["seeds"] = "\n".join(checked_seeds(owner, seeds, self.valid_seed_regex,
-                                                      what=f"seed list {owner}/{current.name}",
+                                                      what=_seed_list(owner, current.name),
                                                       destinations=self.destinations))
         if comments is not None:
             values["comments"] = comments

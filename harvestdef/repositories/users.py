@@ -34,6 +34,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import FieldError, NotFoundError, ValidationError
 from harvestdef.model.definitions import Role, User
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -70,7 +71,7 @@ def _token_digest(token: str) -> str:
 
 def hash_password(password: str) -> str:
     if len(password) < MIN_PASSWORD_LENGTH:
-        raise ValidationError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
+        raise ValidationError(phrase(N_("a password needs at least %(limit)s characters"), limit=MIN_PASSWORD_LENGTH))
     salt = os.urandom(16)
     digest = hashlib.scrypt(password.encode("utf-8"), salt=salt, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P, dklen=32)
     encode = base64.b64encode
@@ -104,10 +105,11 @@ def check_token_label(label: str) -> str:
     """An API token's label as kept: stripped, at most MAX_TOKEN_LABEL_LENGTH characters, on one line."""
     label = label.strip()
     if len(label) > MAX_TOKEN_LABEL_LENGTH:
-        raise FieldError("label", f"has {len(label)} characters; a token's label may have at most "
-                                  f"{MAX_TOKEN_LABEL_LENGTH}")
+        raise FieldError("label", phrase(N_("has %(length)s characters; a token's label may have at most %(limit)s"),
+                                         length=len(label), limit=MAX_TOKEN_LABEL_LENGTH))
     if any(ord(char) < 32 or ord(char) == 127 for char in label):
-        raise FieldError("label", "holds a line break or another control character; a token's label is one line")
+        raise FieldError("label", phrase(N_("holds a line break or another control character; a token's label is "
+                                            "one line")))
     return label
 
 
@@ -151,7 +153,7 @@ class UserRepository:
         """A new user; ConflictError if the name is taken. Without a password the user cannot log in yet."""
         name = name.strip()
         if not name:
-            raise ValidationError("a user needs a name")
+            raise ValidationError(phrase(N_("a user needs a name")))
         checked_role = check_role(role)
         password_hash = hash_password(password) if password is not None else None
         with translate_errors("user", name):
@@ -171,7 +173,8 @@ class UserRepository:
         """A new API token of the user with a label that is not empty, as the pages and the API make one:
         the token (shown once) and what is kept of it."""
         if not label.strip():
-            raise FieldError("label", "is empty; name the token after the script or machine that will use it")
+            raise FieldError("label", phrase(N_("is empty; name the token after the script or machine that will use "
+                                                "it")))
         token, token_id = self._insert_token(name, label)
         return token, self.token(token_id)
 

@@ -131,9 +131,9 @@ def test_the_schedule_form_refuses_bad_numbers_and_text_naming_the_field(login, 
     response = curator.post("/definitions/schedules", data={**base, "numtimeunits": str(2**70)})
     assert response.status_code == 400 and "numtimeunits" in response.get_data(as_text=True)
     response = curator.post("/definitions/schedules", data={**base, "comments": "c" * 30_001})
-    assert response.status_code == 400 and "comments: must be at most 30000" in response.get_data(as_text=True)
+    assert response.status_code == 400 and "Comments: must be at most 30000" in response.get_data(as_text=True)
     response = curator.post("/definitions/schedules", data={**base, "name": "nul\x00name"})
-    assert response.status_code == 400 and "name: must not contain a NUL" in response.get_data(as_text=True)
+    assert response.status_code == 400 and "Name: must not contain a NUL" in response.get_data(as_text=True)
     assert count(webui_engine, s.schedules) == before
 
 
@@ -193,7 +193,7 @@ def test_names_with_control_characters_or_a_slash_are_refused_everywhere(api, lo
     curator = login("curator")
     response = curator.post("/definitions/traps", data={"csrf_token": curator.csrf, "name": name,
                                                         "expressions": ".*x"})
-    assert response.status_code == 400 and "name: a crawler trap list" in response.get_data(as_text=True)
+    assert response.status_code == 400 and "Name: a crawler trap list" in response.get_data(as_text=True)
     assert count(webui_engine, s.global_crawler_trap_lists) == 0
     assert count(webui_engine, s.harvestdefinitions) == 0
     with webui_engine.connect() as conn:

@@ -278,7 +278,7 @@ CASES = {
         (Field("name", "deep"), Field("comments", "deeper"), Field("template", "default_orderxml", "select"),
          Field("max_bytes", "5000"), Field("seedlists", ["defaultseeds"], "many"), Field("max_hops", "7"),
          Field("honor_robots_dot_txt", "ignore", "select"), Field("extract_javascript", "false", "select")),
-        "max_objects", "lots", "300", "max_objects must be a whole number", configuration_saved),
+        "max_objects", "lots", "300", "must be a whole number", configuration_saved),
     "seed list": Case(
         "/definitions/domains/kb.dk/new-seedlist", "form[action$='/new-seedlist']",
         (Field("name", "news"), Field("comments", "front pages")),
@@ -305,7 +305,7 @@ CASES = {
     "live change": Case(
         "/status/jobs/{job}", "form[data-form='budget']",
         (Field("domain", "a.dk", "select"), Field("max_bytes", "1000")),
-        "max_objects", "many", "500", "max_objects: must be a whole number", budget_saved),
+        "max_objects", "many", "500", "must be a whole number", budget_saved),
 }
 
 

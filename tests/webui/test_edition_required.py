@@ -62,11 +62,11 @@ def test_a_form_without_its_edition_is_refused_naming_it(login, webui_engine):
     saved = curator.post("/definitions/domains/kb.dk/seedlists/defaultseeds", follow_redirects=True,
                          data={"csrf_token": curator.csrf, "seeds": "http://kb.dk/other"})
     text = saved.get_data(as_text=True)
-    assert "edition is required: the form was sent without the edition it was read at" in text
+    assert "Edition: is required: the form was sent without the edition it was read at" in text
     assert "somebody else" not in text
     removed = curator.post("/definitions/harvests/culture/configurations/kb.dk/defaultconfig/remove",
                            data={"csrf_token": curator.csrf})
-    assert removed.status_code == 400 and "edition is required" in removed.get_data(as_text=True)
+    assert removed.status_code == 400 and "Edition: is required" in removed.get_data(as_text=True)
     with webui_engine.connect() as conn:
         assert SeedListRepository(conn).get("kb.dk", "defaultseeds").seeds == seeds
         assert DomainRepository(conn).get("kb.dk").edition == domain.edition

@@ -312,7 +312,7 @@ def test_a_schedule_is_created_and_edited_through_the_form(login, webui_engine):
     assert "schedule nightly was changed by you (curator) in another tab" in stale.get_data(as_text=True)
     bad = client.post("/definitions/schedules", data=form(
         client, name="broken", timeunit="DAILY", when="at", onhour="25", onminute="0", begin="asap", end="forever"))
-    assert bad.status_code == 400 and "onhour" in bad.get_data(as_text=True)
+    assert bad.status_code == 400 and "Time: must be between 0 and 23, not 25" in bad.get_data(as_text=True)
     assert count(webui_engine, s.schedules.select().where(s.schedules.c.name == "broken").subquery()) == 0
 
 

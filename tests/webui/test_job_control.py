@@ -166,7 +166,7 @@ def test_each_change_form_stores_its_change(crawl, login, webui_engine, form, pa
     ({"kind": "reject", "regex": "(unclosed", "domain": "a.dk"}, "regex", "the group is never closed",
      'value="(unclosed"'),
     ({"kind": "budget", "domain": "a.dk", "max_objects": "many"}, "max_objects",
-     "max_objects: must be a whole number, not the text &#39;many&#39;", 'value="many"'),
+     "Max objects: must be a whole number, not the text &#39;many&#39;", 'value="many"'),
     ({"kind": "budget", "domain": "a.dk"}, "max_objects", "give max_objects or max_bytes", "<option selected>a.dk"),
     ({"kind": "add_uris", "uris": "http://a.dk/\n\nftp://a.dk/x\n"}, "uris[1]",
      "URIs, line 3: &#39;ftp://a.dk/x&#39; is not an http or https URL", "http://a.dk/\n\nftp://a.dk/x\n</textarea>"),

@@ -79,14 +79,14 @@ def test_forms_refuse_with_400_naming_the_line_and_store_nothing(login, api, web
         "crawlertraps": ".*/ok/.*\n.*\\p{InGreek}.*"})
     assert refused.status_code == 400
     text = refused.get_data(as_text=True)
-    assert "crawlertraps: crawler trap on line 2" in text and "RE2 has no Unicode blocks" in text
+    assert "Crawler traps: crawler trap on line 2" in text and "RE2 has no Unicode blocks" in text
     assert stored_harvest_traps(webui_engine) == ()
 
     refused = client.post("/definitions/domains/a.dk", data={
         "csrf_token": client.csrf, "edition": "1", "comments": "changed", "crawlertraps": "a++\n(a)\\1\n"})
     assert refused.status_code == 400
     text = refused.get_data(as_text=True)
-    assert "crawlertraps: crawler trap on line 2" in text and "backreference" in text
+    assert "Crawler traps: crawler trap on line 2" in text and "backreference" in text
     with webui_engine.connect() as conn:
         domain = DomainRepository(conn).get("a.dk")
     assert domain.crawlertraps == () and domain.comments == "" and domain.edition == 1
@@ -95,7 +95,7 @@ def test_forms_refuse_with_400_naming_the_line_and_store_nothing(login, api, web
         "csrf_token": client.csrf, "name": "calendars", "expressions": ".*/calendar/.*\n[a-z&&[^e]]\n"})
     assert refused.status_code == 400
     text = refused.get_data(as_text=True)
-    assert "expressions: crawler trap on line 2" in text and "class intersection" in text
+    assert "Expressions: crawler trap on line 2" in text and "class intersection" in text
     with webui_engine.connect() as conn:
         assert GlobalCrawlerTrapRepository(conn).all_lists() == []
 

@@ -52,7 +52,8 @@ def answer_error(error: Exception) -> Any:
         return _error_page(error)
     translated = errors.translate(error)
     if not is_api_request():
-        return render_template("error.html", status=translated.status, message=translated.message), \
+        from webui.refusal_words import words  # it imports the API's errors, which this package holds
+        return render_template("error.html", status=translated.status, message=words(translated)[1]), \
             translated.status
     response = errors.error_response(translated.code, translated.message, translated.field,
                                      error_id=translated.error_id)

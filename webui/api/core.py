@@ -133,7 +133,7 @@ def input_named(name: str, *errors: type[HarvestSuiteError]) -> Iterator[None]:
     try:
         yield
     except caught as exc:
-        raise ApiError("invalid", str(exc), name) from exc
+        raise ApiError("invalid", str(exc), name, phrase=exc.phrase) from exc
 
 
 def name_after() -> str | None:

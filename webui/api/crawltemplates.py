@@ -41,7 +41,7 @@ def template_input() -> Iterator[None]:
     try:
         yield
     except TemplateError as exc:
-        raise ApiError("invalid", str(exc), "cxml") from exc
+        raise ApiError("invalid", str(exc), "cxml", phrase=exc.phrase) from exc
 
 
 @blueprint.get("/templates")

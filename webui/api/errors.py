@@ -33,7 +33,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from werkzeug.exceptions import HTTPException
 
 from harvestdef.db.availability import unavailability
-from harvestdef.db.uniqueness import sentence, unique_violation
+from harvestdef.db.uniqueness import sentence_phrase, unique_violation
 from harvestdef.errors import (
     ConflictError,
     DatabaseBusyError,
@@ -44,6 +44,7 @@ from harvestdef.errors import (
     StaleJobError,
     ValidationError,
 )
+from harvestdef.phrases import Phrase, english
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +60,22 @@ FIELD_OF_COLUMN = {"maxobjects": "max_objects", "maxbytes": "max_bytes", "maxrat
 
 
 class ApiError(Exception):
-    """An error a view raises on purpose: ``code`` is one of STATUS_OF_CODE; ``field`` names the input."""
+    """An error a view raises on purpose: ``code`` is one of STATUS_OF_CODE; ``field`` names the input.
 
-    def __init__(self, code: str, message: str, field: str | None = None, error_id: str | None = None) -> None:
-        super().__init__(message)
+    ``message`` is the English the JSON answers. ``phrase`` says the same for a page, in its language
+    (harvestdef/phrases.py; webui/refusal_words.py): where ``field`` is named, it says only what is wrong,
+    since a page says which field by the field's label. A message given as a phrase is both."""
+
+    def __init__(self, code: str, message: str | Phrase, field: str | None = None, error_id: str | None = None,
+                 *, phrase: Phrase | None = None) -> None:
+        super().__init__(english(message))
         if code not in STATUS_OF_CODE:
             raise ValueError(f"unknown API error code {code!r}")
         self.code = code
-        self.message = message
+        self.message = english(message)
         self.field = field
         self.error_id = error_id
+        self.phrase = phrase or (message if isinstance(message, Phrase) else None)
 
     @property
     def status(self) -> int:
@@ -109,21 +116,22 @@ def translate(error: Exception) -> ApiError:
     violation = unique_violation(error) if isinstance(error, SQLAlchemyError) else None
     if violation is not None:
         # a unique key no repository translated (a race between two requests): still the client's to retry
-        return ApiError("conflict", sentence(violation), violation.key.field)
+        return ApiError("conflict", sentence_phrase(violation), violation.key.field)
     if not is_client_error(error):
         return internal_error(error)
     field = getattr(error, "field", None)
     if isinstance(error, FieldError):
         field = FIELD_OF_COLUMN.get(error.field, error.field)
-        return ApiError("invalid", f"{field}: {error.problem}", field)
+        return ApiError("invalid", f"{field}: {error.problem}", field, phrase=error.phrase)
+    said = getattr(error, "phrase", None)
     if isinstance(error, NotFoundError):
-        return ApiError("not_found", str(error), field)
+        return ApiError("not_found", str(error), field, phrase=said)
     if isinstance(error, ConflictError | StaleEditionError | StaleJobError | IllegalTransitionError):
-        return ApiError("conflict", str(error), field)
+        return ApiError("conflict", str(error), field, phrase=said)
     if isinstance(error, HTTPException):
         status = error.code or 400
         return ApiError(_CODE_OF_STATUS.get(status, "invalid"), error.description or error.name)
-    return ApiError("invalid", str(error), field)
+    return ApiError("invalid", str(error), field, phrase=said)
 
 
 def internal_error(error: BaseException) -> ApiError:

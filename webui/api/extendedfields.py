@@ -49,7 +49,7 @@ def _set_fields(conn: Connection, field_type: ExtendedFieldType, owner: tuple[Ta
     try:
         changed = ExtendedFieldRepository(conn, actor()).set_values(field_type, key, values)
     except ValidationError as exc:
-        raise ApiError("invalid", str(exc), "values") from exc
+        raise ApiError("invalid", str(exc), "values", phrase=exc.phrase) from exc
     if changed:
         update_with_edition(conn, actor(), table, key_column, key, expected_edition, {}, what)
     return changed

@@ -18,6 +18,7 @@ from flask import request, url_for
 from harvestdef.crawlattributes import as_json, check_values
 from harvestdef.errors import CrawlerTrapError, LineRefusal, RefusedLinesError
 from harvestdef.model.definitions import HarvestDefinition, HarvestKind, RunOutlook, SnapshotHarvest
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.crawlattributes import CrawlAttributeRepository
@@ -146,7 +147,7 @@ def _configuration_pairs(data: dict[str, Any]) -> list[tuple[str, str | None]]:
             continue
         pairs.append((entry["domain"], configuration))
     if refused:
-        raise RefusedLinesError("configurations", refused, "configurations")
+        raise RefusedLinesError(phrase(N_("configurations")), refused, "configurations")
     return pairs
 
 

@@ -27,6 +27,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import CrawlerTrapError, HarvestSuiteError, RefusedLinesError, shown
 from harvestdef.model.definitions import ExtendedFieldType
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.audit import AuditRepository
 from harvestdef.repositories.configurations import ConfigurationRepository
 from harvestdef.repositories.crawlattributes import AUDIT_TABLE as ATTRIBUTES_AUDIT_TABLE
@@ -45,6 +46,7 @@ from webui.definitions.changes import definition_changes
 from webui.definitions.forms import form_edition, form_integer, show_refused
 from webui.definitions.refused import show_refusals
 from webui.formfields import refuse
+from webui.refusal_words import label, say, words
 
 # Lines of an uploaded file taken as their registered domain that the page shows; the rest are counted.
 MAX_SHOWN_NOTES = 100
@@ -68,7 +70,7 @@ def _write(change: Callable[[Connection], Any], done: str, back: str, page: Call
     except (ApiError, HarvestSuiteError) as exc:
         if page is not None and is_client_error(exc):
             return show_refused(exc, page)
-        flash(translate(exc).message, "error")
+        flash(words(translate(exc))[1], "error")
     else:
         flash(done)
     return redirect(back)
@@ -130,7 +132,8 @@ def domains_create() -> Any:
         return render_template("definitions/domains_new.html", result=None, imported=imported)
     name, names = request.form.get("name", "").strip(), request.form.get("names", "")
     lines = [name, *names.splitlines()] if name and names.strip() else name or names
-    what = "domain names (line 1 is the single name)" if name and names.strip() else "domain names"
+    what = (phrase(N_("domain names (line 1 is the single name)")) if name and names.strip()
+            else phrase(N_("domain names")))
     try:
         with database().begin() as conn:
             made = _domains(conn).create_many(lines, what, "name" if name and not names.strip() else "names")
@@ -160,7 +163,8 @@ def _import_file(upload: Any) -> dict[str, Any]:
         try:
             counts = importer.run(path, source_name=upload.filename)
         except RefusedLinesError as exc:
-            raise RefusedLinesError(f"file {shown(upload.filename or '')}", exc.refusals, "file", exc.total) from exc
+            raise RefusedLinesError(phrase(N_("file %(name)s"), name=shown(upload.filename or "")), exc.refusals,
+                                    "file", exc.total) from exc
     return {"counts": counts, "notes": notes, "more_notes": counts.taken_as_domain - len(notes)}
 
 
@@ -200,8 +204,9 @@ def domain_update(name: str) -> Any:
         validate_trap_expressions(form.get("crawlertraps", ""))
     except CrawlerTrapError as exc:
         # refused before anything is written: the page again, saying which line and why
-        flash(f"crawlertraps: {exc}", "error")
-        refuse("crawlertraps", str(exc))
+        problem = say(exc.phrase) if exc.phrase is not None else str(exc)
+        flash(f"{label('crawlertraps')}: {problem}", "error")
+        refuse("crawlertraps", problem)
         return domain(name), 400
 
     def change(conn: Connection) -> None:
@@ -230,7 +235,7 @@ def domain_delete(name: str) -> Any:
         with database().begin() as conn:
             _domains(conn).delete(name, _edition())
     except (ApiError, HarvestSuiteError) as exc:
-        flash(translate(exc).message, "error")
+        flash(words(translate(exc))[1], "error")
         return redirect(url_for("definitions.domain", name=name))
     flash(_("Domain %(name)s deleted.", name=name))
     return redirect(url_for("definitions.domains"))

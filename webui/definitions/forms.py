@@ -13,18 +13,14 @@ from typing import Any
 from flask import flash, request
 
 from harvestdef.errors import HarvestSuiteError
+from harvestdef.phrases import N_, phrase
 from harvestdef.validation import check_integer
 from webui.api.errors import ApiError, is_client_error, translate
 from webui.formfields import refuse
+from webui.refusal_words import words
 
 FORM_INTEGERS = ("numtimeunits", "onminute", "onhour", "ondayofweek", "ondayofmonth", "maxrepeats",
                  "max_objects", "max_bytes", "max_running_time", "edition")
-
-
-def _message(error: ApiError) -> str:
-    if error.field and not error.message.startswith(error.field):
-        return f"{error.field}: {error.message}"
-    return error.message
 
 
 def attempt(action: Callable[[], Any], page: Callable[[], Any]) -> Any:
@@ -41,10 +37,12 @@ def attempt(action: Callable[[], Any], page: Callable[[], Any]) -> Any:
 
 def show_refused(error: Exception, page: Callable[[], Any]) -> tuple[Any, int]:
     """``page()`` again for input the client can fix: ``error`` flashed at the top and kept beside the field
-    it names, what was typed still in the form; with the error's status (400, 404, 409)."""
+    it names, what was typed still in the form, both in the page's language (webui/refusal_words.py); with
+    the error's status (400, 404, 409)."""
     translated = translate(error)
-    flash(_message(translated), "error")
-    refuse(translated.field, translated.message)
+    beside, summary = words(translated)
+    flash(summary, "error")
+    refuse(translated.field, beside)
     return page(), translated.status
 
 
@@ -53,7 +51,8 @@ def form_integer(name: str, text: str) -> int:
     naming the field, as is one outside 64 bits (the column's own width is checked where it is written)."""
     stripped = text.strip()
     if not stripped.lstrip("+-").isdigit() or not stripped.isascii() or len(stripped) > 25:
-        raise ApiError("invalid", f"{name} must be a whole number, not {text[:40]!r}", name)
+        raise ApiError("invalid", f"{name} must be a whole number, not {text[:40]!r}", name,
+                       phrase=phrase(N_("must be a whole number, not %(text)s"), text=repr(text[:40])))
     return check_integer(int(stripped), name)
 
 
@@ -63,7 +62,9 @@ def form_edition() -> int:
     text = request.form.get("edition", "").strip()
     if not text:
         raise ApiError("invalid", "edition is required: the form was sent without the edition it was read at; "
-                                  "reload the page and make the change again", "edition")
+                                  "reload the page and make the change again", "edition",
+                       phrase=phrase(N_("is required: the form was sent without the edition it was read at; reload "
+                                        "the page and make the change again")))
     return form_integer("edition", text)
 
 

@@ -106,8 +106,9 @@ class TypedConfigurations(list[dict[str, Any]]):
 
     def renumbered(self, error: RefusedLinesError) -> RefusedLinesError:
         """``error``, whose lines count the entries, with the text area's line numbers instead."""
-        return RefusedLinesError(error.what, [LineRefusal(self.lines[refusal.line - 1], refusal.text, refusal.reason)
-                                              for refusal in error.refusals], error.field, error.total)
+        return RefusedLinesError(error.what_phrase or error.what,
+                                 [LineRefusal(self.lines[refusal.line - 1], refusal.text, refusal.reason,
+                                              refusal.phrase) for refusal in error.refusals], error.field, error.total)
 
 
 def parse_configurations(text: str) -> TypedConfigurations:

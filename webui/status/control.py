@@ -21,6 +21,7 @@ from harvestdef.repositories.jobchanges import ADD_URIS, BUDGET, DELETE_QUEUED, 
 from webui.api.changes import request_change, request_control
 from webui.api.errors import ApiError, is_client_error, translate
 from webui.auth import OPERATE, require
+from webui.refusal_words import words
 from webui.status import blueprint
 from webui.status.jobs import job_page
 
@@ -92,11 +93,14 @@ def _refused(job_id: int, form: str, error: Exception, typed: dict[str, str], li
     answer = translate(error)
     if answer.status == 404:
         raise error
-    message = answer.message
+    problem, message = words(answer)
+    if answer.phrase is None:
+        message = answer.message  # as the API says it, which names what it is about
     index = _URI_INDEX.fullmatch(answer.field or "")
     if index is not None and lines and int(index.group(1)) < len(lines):
         # the form's user sees lines, not the API's list
-        message = f"URIs, line {lines[int(index.group(1))]}: {message.split(': ', 1)[-1]}"
+        problem = problem if answer.phrase is not None else problem.split(': ', 1)[-1]
+        message = _("URIs, line %(line)s: %(problem)s", line=lines[int(index.group(1))], problem=problem)
     flash(message, "error")  # the summary at the top; the page shows it beside its field too
     return job_page(job_id, {"form": form, "field": answer.field, "message": message, "typed": typed}), \
         answer.status

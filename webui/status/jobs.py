@@ -40,6 +40,7 @@ from webui.auth import OPERATE, READ, require
 from webui.context import database, settings
 from webui.live_words import say
 from webui.qa import NoQaReportError, job_qa
+from webui.refusal_words import words
 from webui.status import blueprint
 from webui.thumbnails import first_seed_capture, job_thumbnails, thumbnail_path
 
@@ -110,7 +111,7 @@ def job_actions() -> Any:
             JOB_ACTIONS[action](job_id)
             done.append(job_id)
         except (ApiError, HarvestSuiteError) as exc:
-            flash(_("Job %(id)s: %(reason)s", id=job_id, reason=translate(exc).message), "error")
+            flash(_("Job %(id)s: %(reason)s", id=job_id, reason=words(translate(exc))[1]), "error")
     if done:
         done_for = {"restart": _("Restart"), "reject": _("Reject"), "unreject": _("Unreject")}[action]
         flash(ngettext("%(action)s: done for job %(jobs)s.", "%(action)s: done for jobs %(jobs)s.", len(done),

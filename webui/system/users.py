@@ -24,6 +24,7 @@ from webui.api.users import add_user, admin_or_self, change_user, make_token, re
 from webui.auth import ADMIN, READ, require
 from webui.context import actor, current_user, database
 from webui.formfields import refuse
+from webui.refusal_words import said
 from webui.system import blueprint
 
 NAME_LENGTH = column_length(s.users.c.name)
@@ -111,7 +112,7 @@ def add() -> Any:
         except ConflictError:  # added meanwhile by somebody else
             refusals["name"] = _taken(added["name"])
         except FieldError as exc:
-            refusals[exc.field if exc.field in ADDED_FIELDS else "name"] = str(exc)
+            refusals[exc.field if exc.field in ADDED_FIELDS else "name"] = said(exc)
         else:
             flash(_("User %(name)s is added as %(role)s; it logs in with the password you gave it.",
                     name=created.name, role=created.role.value))
@@ -128,7 +129,7 @@ def change(name: str) -> Any:
         changed = change_user(name, _edition(), request.form.get("role") or None, active)
     except (ApiError, HarvestSuiteError) as exc:
         return _refused("active" if active is not None else "role", _(
-            "User %(name)s was not changed: %(reason)s.", name=name, reason=getattr(exc, "message", exc)))
+            "User %(name)s was not changed: %(reason)s.", name=name, reason=said(exc)))
     else:
         flash(_("User %(name)s is now %(role)s, active.", name=changed.name, role=changed.role.value)
               if changed.isactive else
@@ -150,7 +151,7 @@ def reset_password(name: str) -> Any:
             UserRepository(conn, actor()).set_password(name, new, _edition())
     except (ApiError, HarvestSuiteError) as exc:
         return _refused("new_password", _("The password of %(name)s was not changed: %(reason)s.", name=name,
-                                          reason=getattr(exc, "message", exc)))
+                                          reason=said(exc)))
     else:
         flash(_("The password of %(name)s is changed; every session of the user has ended.", name=name))
     return redirect(url_for("system.users"))
@@ -203,7 +204,7 @@ def revoke_token(name: str, token_id: int) -> Any:
     try:
         revoked = revoke(name, token_id)
     except (ApiError, HarvestSuiteError) as exc:
-        flash(_("API token %(id)s was not revoked: %(reason)s.", id=token_id, reason=getattr(exc, "message", exc)),
+        flash(_("API token %(id)s was not revoked: %(reason)s.", id=token_id, reason=said(exc)),
               "error")
     else:
         flash(_("API token %(id)s (%(label)s) of %(name)s is revoked: it is refused from now on (at the latest "
