@@ -64,6 +64,7 @@ SKIPPED = {
     "history.harvest_csv": "a download: the harvest's statistics as CSV",
     "status.job_file": "a download: one of the job's files from the archive store",
     "status.thumbnail": "a picture (PNG) of a seed",
+    "status.jobs_prefix": "a redirect to the job list, which is fetched",
 }
 
 # English function words that Danish never writes as words of its own ("at", "for", "i", "under", "over",
