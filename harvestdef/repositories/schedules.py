@@ -12,6 +12,7 @@ from sqlalchemy import Connection, delete, insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.errors import ConflictError, NotFoundError
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.base import (
     SYSTEM_ACTOR,
     fetch_row,
@@ -109,7 +110,10 @@ class ScheduleRepository:
             raise NotFoundError(KIND, schedule_id)
         users = self.harvests_using(schedule_id)
         if users:
-            raise ConflictError(KIND, before["name"], "it is still used by harvest definition(s) " + ", ".join(users))
+            # a conflict with the harvests that use it, not a name taken: the sentence says which
+            raise ConflictError(KIND, before["name"], sentence=phrase(
+                N_("schedule %(name)s is not deleted: harvest definitions %(harvests)s use it"),
+                name=repr(before["name"]), harvests=", ".join(users)))
         with translate_errors(KIND, before["name"]):
             self.conn.execute(delete(s.schedules).where(s.schedules.c.schedule_id == schedule_id))
             record_audit(self.conn, self.actor, "schedules", schedule_id, "delete", before, None)

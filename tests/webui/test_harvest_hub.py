@@ -214,7 +214,7 @@ def test_name_comments_channel_and_schedule_are_edited_on_the_page(login, webui_
         curator, edition=edition, name="renamed", comments="x", channel="SNAPSHOT", schedule="Once_a_day"))
     assert refused.status_code == 400
     assert re.findall(r"flash error\">([^<]*)", refused.get_data(as_text=True)) == [
-        "channel SNAPSHOT is for snapshot harvests, and news is a selective harvest"]
+        "Channel: SNAPSHOT is for snapshot harvests, and news is not a snapshot harvest"]
     assert edition_of(webui_engine, "news") == edition
 
 

@@ -164,8 +164,9 @@ def create_harvest_from(conn: Any, data: dict[str, Any]) -> HarvestDefinition:
         with input_named("channel"):
             target = ChannelRepository(conn).get(channel)
         if target.issnapshot != (kind == "snapshot"):
-            raise ApiError("invalid", f"channel {target.name} is for "
-                                      f"{'snapshot' if target.issnapshot else 'selective'} harvests", "channel")
+            said = phrase(N_("%(channel)s is for snapshot harvests") if target.issnapshot else
+                          N_("%(channel)s is for selective harvests"), channel=target.name)
+            raise ApiError("invalid", f"channel {said}", "channel", phrase=said)
     if kind == "snapshot":
         previous = field(data, "previous", str, required=False)
         if previous is not None:
@@ -292,9 +293,11 @@ def update_harvest_from(conn: Any, name: str, data: dict[str, Any]) -> str:
             with input_named("channel"):
                 target = channels.get(channel)
             if target.issnapshot != isinstance(harvest, SnapshotHarvest):
-                raise ApiError("invalid", f"channel {target.name} is for "
-                                          f"{'snapshot' if target.issnapshot else 'selective'} harvests, and "
-                                          f"{harvest.name} is a {harvest.kind.value} harvest", "channel")
+                said = phrase(N_("%(channel)s is for snapshot harvests, and %(harvest)s is not a snapshot harvest")
+                              if target.issnapshot else
+                              N_("%(channel)s is for selective harvests, and %(harvest)s is a snapshot harvest"),
+                              channel=target.name, harvest=harvest.name)
+                raise ApiError("invalid", f"channel {said}", "channel", phrase=said)
         channels.map_harvest(harvest.harvest_id, channel, harvests.get(name).edition)
         harvest = harvests.get(name)
     if attributes is not None:

@@ -25,6 +25,7 @@ from flask_babel import ngettext
 from harvestdef.crawlattributes import ATTRIBUTES, SNAPSHOT_TREE, as_json, form_values
 from harvestdef.errors import LineRefusal, RefusedLinesError
 from harvestdef.model.definitions import ExtendedFieldType, HarvestKind, SnapshotHarvest
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.repositories.crawlattributes import AUDIT_TABLE as ATTRIBUTES_AUDIT_TABLE
 from harvestdef.repositories.crawlattributes import CrawlAttributeRepository, audit_key
@@ -87,13 +88,14 @@ def event_seeds() -> str:
         raise ApiError("invalid", "give the seeds in the text area or as a file, not both", "seedsfile")
     content = upload.stream.read(MAX_SEEDS_FILE_BYTES + 1)
     if len(content) > MAX_SEEDS_FILE_BYTES:
-        raise ApiError("invalid", f"a seeds file holds at most {MAX_SEEDS_FILE_BYTES} bytes", "seedsfile")
+        raise ApiError("invalid", phrase(N_("a seeds file holds at most %(bytes)s bytes"),
+                                         bytes=MAX_SEEDS_FILE_BYTES), "seedsfile")
     try:
         return content.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = content[:exc.start].count(b"\n") + 1
-        raise ApiError("invalid", f"the seeds file is not UTF-8: line {line} holds a byte that UTF-8 does not "
-                                  f"allow there", "seedsfile") from exc
+        raise ApiError("invalid", phrase(N_("the seeds file is not UTF-8: line %(line)s holds a byte that UTF-8 "
+                                            "does not allow there"), line=line), "seedsfile") from exc
 
 
 class TypedConfigurations(list[dict[str, Any]]):
