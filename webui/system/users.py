@@ -23,12 +23,14 @@ from webui.api.errors import ApiError
 from webui.api.users import add_user, admin_or_self, change_user, make_token, revoke
 from webui.auth import ADMIN, READ, require
 from webui.context import actor, current_user, database
+from webui.formatting import role_name
 from webui.formfields import refuse
 from webui.system import blueprint
 
 NAME_LENGTH = column_length(s.users.c.name)
 FULLNAME_LENGTH = column_length(s.users.c.fullname)
-# the fields of the form that adds a user, as it gives them back after a refusal (never the passwords)
+# the fields of the form that adds a user that a refusal may name; the form gives back what was typed into
+# them (never the passwords: webui/system/templates/system/users.html)
 ADDED_FIELDS = ("name", "fullname", "role")
 
 
@@ -39,12 +41,13 @@ def _edition() -> int:
         raise ApiError("invalid", "edition is missing: reload the page and try again", "edition") from None
 
 
-def _users_page(added: dict[str, str] | None = None, refusals: dict[str, str] | None = None) -> str:
+def _users_page() -> str:
     with database().connect() as conn:
         repository = UserRepository(conn)
         people, tokens = repository.list_users(), repository.token_counts()
-    return render_template("system/users.html", people=people, tokens=tokens, roles=[role.value for role in Role],
-                           added=added or {"role": Role.CURATOR.value}, refusals=refusals or {},
+    # each role's option is sent as its code name and shown in the page's language
+    return render_template("system/users.html", people=people, tokens=tokens,
+                           roles=[(role.value, role_name(role)) for role in Role],
                            name_length=NAME_LENGTH, fullname_length=FULLNAME_LENGTH,
                            min_password_length=MIN_PASSWORD_LENGTH,
                            refused_user=request.view_args.get("name") if request.method == "POST" else None)
@@ -114,9 +117,12 @@ def add() -> Any:
             refusals[exc.field if exc.field in ADDED_FIELDS else "name"] = str(exc)
         else:
             flash(_("User %(name)s is added as %(role)s; it logs in with the password you gave it.",
-                    name=created.name, role=created.role.value))
+                    name=created.name, role=role_name(created.role)))
             return redirect(url_for("system.users"))
-    return _users_page(added, refusals), 400
+    flash(_("The user was not added: %(reasons)s", reasons=" ".join(refusals.values())), "error")
+    for field, message in refusals.items():
+        refuse(field, message)
+    return _users_page(), 400
 
 
 @blueprint.post("/system/users/<name>")
@@ -130,10 +136,10 @@ def change(name: str) -> Any:
         return _refused("active" if active is not None else "role", _(
             "User %(name)s was not changed: %(reason)s.", name=name, reason=getattr(exc, "message", exc)))
     else:
-        flash(_("User %(name)s is now %(role)s, active.", name=changed.name, role=changed.role.value)
+        flash(_("User %(name)s is now %(role)s, active.", name=changed.name, role=role_name(changed.role))
               if changed.isactive else
               _("User %(name)s is now %(role)s, deactivated: its sessions and API tokens are refused.",
-                name=changed.name, role=changed.role.value))
+                name=changed.name, role=role_name(changed.role)))
     return redirect(url_for("system.users"))
 
 
@@ -179,7 +185,6 @@ def tokens(name: str) -> Any:
 def make(name: str) -> Any:
     """Make an API token of one's own, named by its label: the page shows its secret this once."""
     label = request.form.get("label", "").strip()
-    refusal = None
     if not label:
         refusal = _("A token needs a label: name it after the script or machine that will use it.")
     elif len(label) > MAX_TOKEN_LABEL_LENGTH:
@@ -193,7 +198,10 @@ def make(name: str) -> Any:
         else:
             # the secret is in this answer only: never kept in the session, nor in a cache
             return _tokens_page(name, secret=secret, made=made), 201, {"Cache-Control": "no-store"}
-    return _tokens_page(name, label=label, refusal=refusal), 400
+    # refused: the form again with what was typed, the refusal beside the label and at the top
+    flash(refusal, "error")
+    refuse("label", refusal)
+    return _tokens_page(name), 400
 
 
 @blueprint.post("/system/users/<name>/tokens/<int:token_id>/revoke")
