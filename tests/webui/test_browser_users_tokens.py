@@ -1,8 +1,8 @@
 """Users and API tokens in Debian's chromium, served by ``harvestsuite webui run``: an admin adds a user with a
 role in the Users page (a refused try first, its refusal beside its field); that user logs in, makes a named
 token on their API tokens page, calls the API with its secret, sees the call as the token's last use, revokes
-the token (confirming) and the API refuses it from then on. In Danish, the roles read in Danish words wherever a
-page shows one."""
+the token (confirming) and the API refuses it from then on. Reloading the page of a token's secret makes no
+second token and shows the secret no more; in Danish, the roles read in Danish words wherever a page shows one."""
 
 from __future__ import annotations
 
@@ -119,6 +119,48 @@ def test_a_user_added_in_the_pages_makes_uses_and_revokes_a_named_token(browser,
 
         status, answer = call_api(webui, "/api/v1/users/karen/tokens", secret)
         assert status == 401 and answer["error"]["message"] == "the API token is unknown or revoked"
+
+
+def token_ids(webui: ServedWebui, name: str) -> list[int]:
+    """The ids of the API tokens of ``name``, as ``harvestsuite users tokens`` lists them from the database."""
+    listed = webui.harvestsuite("users", "tokens", name).splitlines()[1:]  # under the heading line
+    return [int(line.split()[0]) for line in listed]
+
+
+def test_reloading_the_page_of_a_new_secret_makes_no_second_token_and_shows_the_secret_no_more(browser, tmp_path):
+    with ServedWebui(tmp_path, users=("curator",)) as webui:
+        page = new_page(browser, webui)
+        log_in(page, webui.url, "curator")
+        page.goto("/system/users/curator/tokens")
+        page.get_by_label("Label: what the token is for (a script, a machine)").fill("nightly export")
+        with page.expect_navigation() as made:
+            page.get_by_role("button", name="Make token").click()
+        assert made.value.status == 201 and made.value.headers["cache-control"] == "no-store"
+        secret = page.locator("#token-secret").input_value()
+        (token_id,) = token_ids(webui, "curator")
+
+        for _ in range(3):  # the browser sends the same form again each time
+            answer = page.reload()
+            assert answer.request.method == "POST" and answer.status == 200
+            assert secret not in page.content()
+            assert page.locator("#token-secret").count() == 0
+            said = page.locator("#made-already").inner_text()
+            assert f"API token {token_id} “nightly export” is made already" in said
+            assert "was shown once, when it was made, and is not kept" in said
+            assert page.locator("table.tokens tbody tr[data-token]").count() == 1
+        screenshot(page, tmp_path, "tokens-made-already")
+
+        assert token_ids(webui, "curator") == [token_id]
+        status, answer = call_api(webui, "/api/v1/users/curator/tokens", secret)
+        assert status == 200 and [(item["id"], item["label"]) for item in answer["items"]] == [
+            (token_id, "nightly export")]
+        # a new page's form makes a new token: the mark was of the form that made the first
+        page.goto("/system/users/curator/tokens")
+        page.get_by_label("Label: what the token is for (a script, a machine)").fill("backup")
+        page.get_by_role("button", name="Make token").click()
+        page.wait_for_load_state()
+        assert page.locator("#token-secret").input_value() not in ("", secret)
+        assert len(token_ids(webui, "curator")) == 2
 
 
 def test_the_danish_pages_say_the_roles_in_danish_words(browser, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import time
+from typing import Any
 
 from sqlalchemy import select
 
@@ -219,21 +220,47 @@ def test_an_admin_adds_a_user_on_the_users_page_and_a_refused_form_comes_back_as
     assert login("curator").post("/system/users", data={"name": "x"}).status_code == 403
 
 
-def test_a_user_makes_a_named_token_on_their_page_and_sees_its_secret_once(login, app):
+def once_of(client: Any, name: str) -> str:
+    """The one-time mark of the form that makes a token on the tokens page of ``name``, as the page gives it."""
+    page = client.get(f"/system/users/{name}/tokens").get_data(as_text=True)
+    return re.search(r'name="once" value="([^"]+)"', page).group(1)
+
+
+def test_a_user_makes_a_named_token_on_their_page_and_sees_its_secret_once(login, app, webui_engine):
     operator = login("operator")
-    empty = operator.post("/system/users/operator/tokens", data={"csrf_token": operator.csrf, "label": "  "})
+    empty = operator.post("/system/users/operator/tokens", data={"csrf_token": operator.csrf, "label": "  ",
+                                                                 "once": once_of(operator, "operator")})
     assert empty.status_code == 400 and 'id="refusal-label">A token needs a label' in empty.get_data(as_text=True)
     assert '<p class="flash error">A token needs a label' in empty.get_data(as_text=True)
     # and the page without a refusal shows none: a template that asks for a name the view does not pass gets
     # the shared function of that name (webui/formfields.py), which is never empty
     unrefused = operator.get("/system/users/operator/tokens").get_data(as_text=True)
     assert 'class="refusal"' not in unrefused and "function refusal" not in unrefused
-    made = operator.post("/system/users/operator/tokens", data={"csrf_token": operator.csrf, "label": "harvest report"})
+    form = {"csrf_token": operator.csrf, "label": "harvest report", "once": once_of(operator, "operator")}
+    made = operator.post("/system/users/operator/tokens", data=form)
     assert made.status_code == 201 and made.headers["Cache-Control"] == "no-store"
     secret = re.search(r'id="token-secret" class="secret" value="(hs_[^"]+)"', made.get_data(as_text=True)).group(1)
     assert app.test_client().get("/api/v1/jobs", headers={"Authorization": f"Bearer {secret}"}).status_code == 200
+    with webui_engine.connect() as conn:
+        made_ids = [token.token_id for token in UserRepository(conn).tokens("operator") if token.label]
     again = operator.get("/system/users/operator/tokens").get_data(as_text=True)
     assert secret not in again and "harvest report" in again and "data-confirm=" in again
+    # the same form sent again (its page reloaded) makes no second token and says which one it made
+    for _ in range(3):
+        resent = operator.post("/system/users/operator/tokens", data=form)
+        text = resent.get_data(as_text=True)
+        assert resent.status_code == 200 and resent.headers["Cache-Control"] == "no-store"
+        assert f"API token {made_ids[0]} “harvest report” is made already" in text and secret not in text
+    with webui_engine.connect() as conn:
+        assert [token.token_id for token in UserRepository(conn).tokens("operator") if token.label] == made_ids
+    # the session cookie keeps the form's mark and the token's id, never its secret
+    with app.app_context():
+        kept = app.session_interface.get_signing_serializer(app).loads(
+            operator.get_cookie(app.config["SESSION_COOKIE_NAME"]).value)
+    assert kept["made_tokens"] == [[form["once"], made_ids[0]]] and secret not in repr(kept)
+    # a form without its mark makes none either: its page is from before the mark, or not from this web UI
+    unmarked = operator.post("/system/users/operator/tokens", data={"csrf_token": operator.csrf, "label": "x"})
+    assert unmarked.status_code == 400 and "one-time mark" in unmarked.get_data(as_text=True)
     # an admin sees and revokes another's tokens, and makes none of them
     admin_view = login("admin").get("/system/users/operator/tokens").get_data(as_text=True)
     assert "harvest report" in admin_view and 'name="label"' not in admin_view

@@ -9,9 +9,11 @@ The users table's column lengths, which the add-user form shows and checks, are 
 
 from __future__ import annotations
 
+import hmac
+import secrets
 from typing import Any
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import flash, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
 
 from harvestdef.db import schema as s
@@ -32,6 +34,14 @@ FULLNAME_LENGTH = column_length(s.users.c.fullname)
 # the fields of the form that adds a user that a refusal may name; the form gives back what was typed into
 # them (never the passwords: webui/system/templates/system/users.html)
 ADDED_FIELDS = ("name", "fullname", "role")
+# The tokens page's form carries a random one-time mark. Making a token records the mark with the token's id
+# in the session, so the same form sent again (the page of the secret reloaded) makes no second token but
+# says which token it made. The session is a signed cookie that its holder reads: it holds the mark and the
+# id, never the secret, which is in the one answer that made the token and nowhere else (the database keeps
+# its digest). The session travels with the browser, so this holds across any number of web UI processes;
+# the latest MADE_TOKENS_KEPT marks are kept.
+MADE_TOKENS = "made_tokens"
+MADE_TOKENS_KEPT = 20
 
 
 def _edition() -> int:
@@ -169,7 +179,26 @@ def _tokens_page(name: str, **context: Any) -> str:
     user = current_user()
     return render_template("system/tokens.html", name=name, tokens=listed,
                            own=user is not None and user.name == name.strip(), label_length=MAX_TOKEN_LABEL_LENGTH,
-                           **context)
+                           once=secrets.token_urlsafe(16), **context)
+
+
+def _made_with(once: str) -> int | None:
+    """The id of the token that the form of the one-time mark ``once`` made in this session, if it made one."""
+    for sent, token_id in session.get(MADE_TOKENS, []):
+        if hmac.compare_digest(sent, once):
+            return int(token_id)
+    return None
+
+
+def _remember_made(once: str, token_id: int) -> None:
+    session[MADE_TOKENS] = [*session.get(MADE_TOKENS, [])[-(MADE_TOKENS_KEPT - 1):], [once, token_id]]
+
+
+def _made_already(name: str, token_id: int) -> Any:
+    """The tokens page for a form sent again that made a token before: it names the token, makes none."""
+    with database().connect() as conn:
+        made = UserRepository(conn).token(token_id)  # tokens are revoked, never deleted
+    return _tokens_page(name, made_already=made), 200, {"Cache-Control": "no-store"}
 
 
 @blueprint.get("/system/users/<name>/tokens")
@@ -183,9 +212,18 @@ def tokens(name: str) -> Any:
 @blueprint.post("/system/users/<name>/tokens")
 @require(READ)
 def make(name: str) -> Any:
-    """Make an API token of one's own, named by its label: the page shows its secret this once."""
+    """Make an API token of one's own, named by its label: the page shows its secret this once. The form sent
+    again with the same one-time mark (the secret's page reloaded) makes none and says which it made."""
     label = request.form.get("label", "").strip()
-    if not label:
+    once = request.form.get("once", "")
+    made_before = _made_with(once) if once else None
+    if made_before is not None:
+        return _made_already(name, made_before)
+    field: str | None = "label"
+    if not once:
+        field, refusal = None, _("The form was sent without its one-time mark, which keeps it from making a second "
+                                 "token when it is sent again: reload the page and make the token once more.")
+    elif not label:
         refusal = _("A token needs a label: name it after the script or machine that will use it.")
     elif len(label) > MAX_TOKEN_LABEL_LENGTH:
         refusal = _("A label has at most %(num)s characters; this one has %(count)s.", num=MAX_TOKEN_LABEL_LENGTH,
@@ -196,11 +234,12 @@ def make(name: str) -> Any:
         except FieldError as exc:
             refusal = exc.problem
         else:
+            _remember_made(once, made.token_id)
             # the secret is in this answer only: never kept in the session, nor in a cache
             return _tokens_page(name, secret=secret, made=made), 201, {"Cache-Control": "no-store"}
     # refused: the form again with what was typed, the refusal beside the label and at the top
     flash(refusal, "error")
-    refuse("label", refusal)
+    refuse(field, refusal)
     return _tokens_page(name), 400
 
 
