@@ -1,5 +1,5 @@
 """Jinja filters that make figures readable, one way on every page: thousands separators, -1 as "unlimited",
-sizes in bytes, stored names in words, how often a schedule runs, and times in one format.
+sizes in bytes, stored names in words, roles, how often a schedule runs, and times in one format.
 
 Words go through gettext (webui/language.py), so "unlimited" reads "ubegrænset" on a Danish page; a count with
 its noun is written in the template with ``ngettext`` ("1 job", "2 jobs"), where the catalogue holds both
@@ -22,7 +22,7 @@ from flask_babel import gettext as _
 from flask_babel import lazy_gettext, ngettext
 from markupsafe import Markup, escape
 
-from harvestdef.model.definitions import RunOutlook
+from harvestdef.model.definitions import Role, RunOutlook
 from harvestdef.schedules import Schedule, TimeUnit
 from harvestdef.times import duration_text, utc_text
 from harvestdef.words import spaced
@@ -64,6 +64,13 @@ def outlook(value: RunOutlook) -> str:
     """Whether a harvest runs (again), capitalised, in the page's language: "Active", "Cannot run"."""
     return {RunOutlook.ACTIVE: _("Active"), RunOutlook.FINISHED: _("Finished"),
             RunOutlook.CANNOT_RUN: _("Cannot run"), RunOutlook.INACTIVE: _("Inactive")}[RunOutlook(value)]
+
+
+def role_name(value: Role | str) -> str:
+    """A user's role as the pages say it, in the page's language: "curator" reads "kurator" on a Danish page.
+    Only what is shown is translated: form values, the API and the database keep Role's own values."""
+    return {Role.CURATOR: _("curator"), Role.OPERATOR: _("operator"), Role.ARCHIVIST: _("archivist"),
+            Role.ADMIN: _("admin")}[Role(value)]
 
 
 # java.util.Calendar's order, as Schedule.ondayofweek counts
@@ -151,4 +158,4 @@ def duration(value: Any) -> str:
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration, outlook=outlook, words=words,
                                  frequency=frequency, outlook_reason=outlook_reason, state_reason=state_reason,
-                                 state_name=state_name)
+                                 state_name=state_name, role_name=role_name)

@@ -6,6 +6,10 @@ under the form field it names (an ApiError's ``field``, or the form's own name f
 webui/templates/_fields.html ask ``typed``, ``chosen`` and ``refusal`` for each field: the value typed when
 the form was refused, else the stored value the page passes as default. The flashed message stays the
 summary at the top of the page.
+
+A page whose forms share field names (the users page: each user's role and password forms, and the form
+that adds a user) names the form a field belongs to by the endpoint it is sent to (``form``): a refusal of
+one form then neither marks the other's fields nor fills them with what was typed into the first.
 """
 
 from __future__ import annotations
@@ -30,19 +34,21 @@ def refuse(field: str | None, message: str) -> None:
         refusals.setdefault(FORM_FIELD_OF.get(field, field), message)
 
 
-def refused() -> bool:
-    """Whether this request shows a form again that it refused."""
-    return bool(g.get("form_refused")) and request.method == "POST"
+def refused(form: str | None = None) -> bool:
+    """Whether this request shows a form again that it refused; with ``form`` (the endpoint a form is sent
+    to), whether the refused form was that one."""
+    return bool(g.get("form_refused")) and request.method == "POST" and form in (None, request.endpoint)
 
 
-def refusal(name: str) -> str | None:
-    """The refusal to show beside the form field ``name``, if the refused form's error named it."""
-    return g.get("field_refusals", {}).get(name) if refused() else None
+def refusal(name: str, form: str | None = None) -> str | None:
+    """The refusal to show beside the form field ``name`` (of ``form``), if the refused form's error named it."""
+    return g.get("field_refusals", {}).get(name) if refused(form) else None
 
 
-def typed(name: str, default: Any = "") -> Any:
-    """What was typed into ``name`` when the form was refused, else ``default`` (the stored value)."""
-    if refused() and name in request.form:
+def typed(name: str, default: Any = "", form: str | None = None) -> Any:
+    """What was typed into ``name`` (of ``form``) when the form was refused, else ``default`` (the stored
+    value)."""
+    if refused(form) and name in request.form:
         return request.form[name]
     return "" if default is None else default
 

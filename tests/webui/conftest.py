@@ -1,12 +1,15 @@
 """The web UI through Flask's test client, on a fresh harvest database (SQLite, and PostgreSQL where the test
 asks for ``database_url``'s postgresql parameter): a user of every role, with an API token each, and
-clients logged in through the login form as a browser is."""
+clients logged in through the login form as a browser is. For the browser tests: ``harvestsuite webui run``
+with a curator (``webui``) and a page of Debian's chromium on it (``page``); a module that serves other
+users, or a page of another kind, defines its own fixture of the same name."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from flask import Flask
@@ -18,6 +21,9 @@ from harvestdef.db.init import init_database
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
 from webui import create_app
+
+if TYPE_CHECKING:
+    from tests.webui.browser import ServedWebui
 
 ROLES = ("curator", "operator", "archivist", "admin")
 PASSWORD = "correct horse battery"
@@ -86,3 +92,22 @@ def login(app: Flask) -> Callable[[str], FlaskClient]:
         client.csrf = csrf_of(client, "/")  # type: ignore[attr-defined]
         return client
     return log_in
+
+
+@pytest.fixture
+def webui(tmp_path: Path) -> Iterator[ServedWebui]:
+    """``harvestsuite webui run`` on a fresh database with one user, the curator (tests/webui/browser.py)."""
+    # imported here: tests/webui/browser.py imports this module for PASSWORD and ROLES
+    from tests.webui.browser import ServedWebui
+
+    with ServedWebui(tmp_path, users=("curator",)) as served:
+        yield served
+
+
+@pytest.fixture
+def page(browser: Any, webui: ServedWebui) -> Iterator[Any]:
+    """A page of the module's chromium (tests/conftest.py) at 1280 px, with ``webui`` as its base URL."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=webui.url)
+    context.set_default_timeout(15_000)
+    yield context.new_page()
+    context.close()

@@ -221,6 +221,12 @@ def password_saved(served: Served) -> None:
     assert logs_in("a-long-enough-password") and not logs_in(PASSWORD)
 
 
+def user_saved(served: Served) -> None:
+    """The user is added, active, with the role and the full name typed before the refusal."""
+    [user] = [user for user in served.get("/users")["items"] if user["name"] == "ida"]
+    assert (user["role"], user["fullname"], user["active"]) == ("archivist", "Ida Jensen", True)
+
+
 def budget_saved(served: Served) -> None:
     [change] = served.get(f"/jobs/{served.job_id}/changes")["items"]
     assert change["kind"] == "budget"
@@ -302,6 +308,12 @@ CASES = {
         (Field("new_password", "a-long-enough-password", kept=False),),
         "repeated_password", "a-long-enough-passw0rd", "a-long-enough-password", "its repetition differ",
         password_saved, bad_kept=False),
+    "new user": Case(
+        "/system/users", "#add-user form",
+        (Field("name", "ida"), Field("fullname", "Ida Jensen"), Field("role", "archivist", "select"),
+         Field("password", "a-long-enough-password", kept=False)),
+        "repeated_password", "a-long-enough-passw0rd", "a-long-enough-password", "its repetition differ",
+        user_saved, bad_kept=False),
     "live change": Case(
         "/status/jobs/{job}", "form[data-form='budget']",
         (Field("domain", "a.dk", "select"), Field("max_bytes", "1000")),

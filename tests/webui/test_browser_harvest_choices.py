@@ -6,30 +6,14 @@ say that nothing will harvest them, with the Run now button beside the message. 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.webui.browser import ServedWebui, log_in, screenshot
+from tests.webui.browser import log_in, screenshot
 from tests.webui.test_browser_harvest_hub import tick
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def webui(tmp_path: Path) -> Iterator[ServedWebui]:
-    with ServedWebui(tmp_path, users=("curator",)) as served:
-        yield served
-
-
-@pytest.fixture
-def page(browser: Any, webui: ServedWebui) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=webui.url)
-    context.set_default_timeout(15_000)
-    yield context.new_page()
-    context.close()
 
 
 def rows(page: Any) -> list[tuple[str, str, str]]:

@@ -6,29 +6,12 @@ and its wide preview table are looked at in a screenshot at 1280 px."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.webui.browser import ServedWebui, log_in, screenshot
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def webui(tmp_path: Path) -> Iterator[ServedWebui]:
-    with ServedWebui(tmp_path, users=("curator",)) as served:
-        yield served
-
-
-@pytest.fixture
-def page(browser: Any, webui: ServedWebui) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=webui.url)
-    context.set_default_timeout(15_000)
-    yield context.new_page()
-    context.close()
 
 
 def tick(webui: ServedWebui) -> None:

@@ -9,9 +9,11 @@ The users table's column lengths, which the add-user form shows and checks, are 
 
 from __future__ import annotations
 
+import hmac
+import secrets
 from typing import Any
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import flash, redirect, render_template, request, session, url_for
 from flask_babel import gettext as _
 
 from harvestdef.db import schema as s
@@ -23,14 +25,24 @@ from webui.api.errors import ApiError
 from webui.api.users import add_user, admin_or_self, change_user, make_token, revoke
 from webui.auth import ADMIN, READ, require
 from webui.context import actor, current_user, database
+from webui.formatting import role_name
 from webui.formfields import refuse
 from webui.refusal_words import said
 from webui.system import blueprint
 
 NAME_LENGTH = column_length(s.users.c.name)
 FULLNAME_LENGTH = column_length(s.users.c.fullname)
-# the fields of the form that adds a user, as it gives them back after a refusal (never the passwords)
+# the fields of the form that adds a user that a refusal may name; the form gives back what was typed into
+# them (never the passwords: webui/system/templates/system/users.html)
 ADDED_FIELDS = ("name", "fullname", "role")
+# The tokens page's form carries a random one-time mark. Making a token records the mark with the token's id
+# in the session, so the same form sent again (the page of the secret reloaded) makes no second token but
+# says which token it made. The session is a signed cookie that its holder reads: it holds the mark and the
+# id, never the secret, which is in the one answer that made the token and nowhere else (the database keeps
+# its digest). The session travels with the browser, so this holds across any number of web UI processes;
+# the latest MADE_TOKENS_KEPT marks are kept.
+MADE_TOKENS = "made_tokens"
+MADE_TOKENS_KEPT = 20
 
 
 def _edition() -> int:
@@ -40,12 +52,13 @@ def _edition() -> int:
         raise ApiError("invalid", "edition is missing: reload the page and try again", "edition") from None
 
 
-def _users_page(added: dict[str, str] | None = None, refusals: dict[str, str] | None = None) -> str:
+def _users_page() -> str:
     with database().connect() as conn:
         repository = UserRepository(conn)
         people, tokens = repository.list_users(), repository.token_counts()
-    return render_template("system/users.html", people=people, tokens=tokens, roles=[role.value for role in Role],
-                           added=added or {"role": Role.CURATOR.value}, refusals=refusals or {},
+    # each role's option is sent as its code name and shown in the page's language
+    return render_template("system/users.html", people=people, tokens=tokens,
+                           roles=[(role.value, role_name(role)) for role in Role],
                            name_length=NAME_LENGTH, fullname_length=FULLNAME_LENGTH,
                            min_password_length=MIN_PASSWORD_LENGTH,
                            refused_user=request.view_args.get("name") if request.method == "POST" else None)
@@ -115,9 +128,12 @@ def add() -> Any:
             refusals[exc.field if exc.field in ADDED_FIELDS else "name"] = said(exc)
         else:
             flash(_("User %(name)s is added as %(role)s; it logs in with the password you gave it.",
-                    name=created.name, role=created.role.value))
+                    name=created.name, role=role_name(created.role)))
             return redirect(url_for("system.users"))
-    return _users_page(added, refusals), 400
+    flash(_("The user was not added: %(reasons)s", reasons=" ".join(refusals.values())), "error")
+    for field, message in refusals.items():
+        refuse(field, message)
+    return _users_page(), 400
 
 
 @blueprint.post("/system/users/<name>")
@@ -131,10 +147,10 @@ def change(name: str) -> Any:
         return _refused("active" if active is not None else "role", _(
             "User %(name)s was not changed: %(reason)s.", name=name, reason=said(exc)))
     else:
-        flash(_("User %(name)s is now %(role)s, active.", name=changed.name, role=changed.role.value)
+        flash(_("User %(name)s is now %(role)s, active.", name=changed.name, role=role_name(changed.role))
               if changed.isactive else
               _("User %(name)s is now %(role)s, deactivated: its sessions and API tokens are refused.",
-                name=changed.name, role=changed.role.value))
+                name=changed.name, role=role_name(changed.role)))
     return redirect(url_for("system.users"))
 
 
@@ -164,7 +180,26 @@ def _tokens_page(name: str, **context: Any) -> str:
     user = current_user()
     return render_template("system/tokens.html", name=name, tokens=listed,
                            own=user is not None and user.name == name.strip(), label_length=MAX_TOKEN_LABEL_LENGTH,
-                           **context)
+                           once=secrets.token_urlsafe(16), **context)
+
+
+def _made_with(once: str) -> int | None:
+    """The id of the token that the form of the one-time mark ``once`` made in this session, if it made one."""
+    for sent, token_id in session.get(MADE_TOKENS, []):
+        if hmac.compare_digest(sent, once):
+            return int(token_id)
+    return None
+
+
+def _remember_made(once: str, token_id: int) -> None:
+    session[MADE_TOKENS] = [*session.get(MADE_TOKENS, [])[-(MADE_TOKENS_KEPT - 1):], [once, token_id]]
+
+
+def _made_already(name: str, token_id: int) -> Any:
+    """The tokens page for a form sent again that made a token before: it names the token, makes none."""
+    with database().connect() as conn:
+        made = UserRepository(conn).token(token_id)  # tokens are revoked, never deleted
+    return _tokens_page(name, made_already=made), 200, {"Cache-Control": "no-store"}
 
 
 @blueprint.get("/system/users/<name>/tokens")
@@ -178,10 +213,18 @@ def tokens(name: str) -> Any:
 @blueprint.post("/system/users/<name>/tokens")
 @require(READ)
 def make(name: str) -> Any:
-    """Make an API token of one's own, named by its label: the page shows its secret this once."""
+    """Make an API token of one's own, named by its label: the page shows its secret this once. The form sent
+    again with the same one-time mark (the secret's page reloaded) makes none and says which it made."""
     label = request.form.get("label", "").strip()
-    refusal = None
-    if not label:
+    once = request.form.get("once", "")
+    made_before = _made_with(once) if once else None
+    if made_before is not None:
+        return _made_already(name, made_before)
+    field: str | None = "label"
+    if not once:
+        field, refusal = None, _("The form was sent without its one-time mark, which keeps it from making a second "
+                                 "token when it is sent again: reload the page and make the token once more.")
+    elif not label:
         refusal = _("A token needs a label: name it after the script or machine that will use it.")
     elif len(label) > MAX_TOKEN_LABEL_LENGTH:
         refusal = _("A label has at most %(num)s characters; this one has %(count)s.", num=MAX_TOKEN_LABEL_LENGTH,
@@ -192,9 +235,13 @@ def make(name: str) -> Any:
         except FieldError as exc:
             refusal = exc.problem
         else:
+            _remember_made(once, made.token_id)
             # the secret is in this answer only: never kept in the session, nor in a cache
             return _tokens_page(name, secret=secret, made=made), 201, {"Cache-Control": "no-store"}
-    return _tokens_page(name, label=label, refusal=refusal), 400
+    # refused: the form again with what was typed, the refusal beside the label and at the top
+    flash(refusal, "error")
+    refuse(field, refusal)
+    return _tokens_page(name), 400
 
 
 @blueprint.post("/system/users/<name>/tokens/<int:token_id>/revoke")
