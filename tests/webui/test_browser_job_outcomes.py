@@ -9,7 +9,6 @@ sent."""
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import pytest
