@@ -34,6 +34,7 @@ job's state allows a change now (the web UI does, from the crawler's reported st
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -58,7 +59,7 @@ from harvestdef.seeds import ANY_SEED, check_seed
 from harvestdef.validation import INT64
 
 __all__ = ["FIELDS", "MAX_ADDED_URIS", "MAX_DELAY_FACTOR", "MAX_DELAY_MS", "MAX_PER_HOST", "MAX_REASON_LENGTH",
-           "MAX_REGEX_LENGTH", "UNLIMITED", "validate_change"]
+           "MAX_REGEX_LENGTH", "UNLIMITED", "end_description", "read_end_description", "validate_change"]
 
 MAX_REASON_LENGTH = 500
 # global_crawler_trap_expressions.trap_expression is varchar(1000): a rule is as long as a trap may be
@@ -85,13 +86,24 @@ _CONTROL_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
 
 
 def end_description(kind: str, author: str, version: int) -> str:
-    """The words a crawl's end gives an operator's stop or fail (change ``version`` by ``author``): the
-    harvest controller reports them with the job's harvest errors, as NetarchiveSuite's column holds every
-    word about a crawl's end, and the web UI and API tell them apart from the errors by these words
-    (webui/api/jobs.py, operator_end)."""
+    """The words of an operator's stop or fail (change ``version`` by ``author``): what the harvest controller
+    logs when it ends the crawl, and what controllers before message schema 1.5 reported among the job's
+    harvest errors instead of CrawlStatus.crawl_end (``read_end_description`` reads them back)."""
     if kind == "fail":
         return f"the crawl was ended as failed by {author} (change {version})"
     return f"the crawl was stopped by {author} (change {version})"
+
+
+_END_DESCRIPTION = re.compile(r"the crawl was (stopped|ended as failed) by (.+) \(change ([1-9][0-9]{0,9})\)")
+
+
+def read_end_description(text: str) -> tuple[str, str, int] | None:
+    """(kind, author, version) of an operator's stop or fail in ``end_description``'s words, or None when
+    ``text`` is not such words."""
+    found = _END_DESCRIPTION.fullmatch(text)
+    if found is None:
+        return None
+    return ("stop" if found[1] == "stopped" else "fail"), found[2], int(found[3])
 
 
 def validate_change(kind: str, body: Mapping[str, Any], job_domains: Collection[str], *,

@@ -13,7 +13,10 @@ the job's time limit.
 
 Between two polls the loop waits on ``steering`` when there is one (harvester/steering.py): the live
 changes operators make arrive and are applied then. An operator's stop or fail ends the crawl as the
-watchdog does (terminate, then post-processing as usual), with the operator named in the harvest errors.
+watchdog does (terminate, then post-processing as usual); the outcome's ``end`` names the operator, the
+change and the time, and the harvest errors say nothing of it: it was asked for. So does a crawl that ends
+at a budget of its own, the job's time limit here or the crawler's maxDocumentsDownload, maxBytesDownload
+or maxTimeSeconds (its crawlExitStatus says which).
 A crawl paused by an operator is never taken for a stalled one: the stall clocks restart while it is paused.
 
 While the crawl is RUNNING, every ``frontier_report_interval`` seconds (the first at the first poll that
@@ -33,19 +36,28 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from harvestdef.errors import HeritrixError
 from harvestdef.settings import ShutdownAction
-from harvester.crawlstates import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, ControllerState
+from harvester.crawlstates import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, ControllerState, CrawlExitStatus
 from harvester.frontierqueues import FrontierQueues
 from harvester.heritrix import HeritrixClient, JobResource
 from harvester.jobdir import CrawlOutcome
 from harvester.steering import CrawlSteering
 
 STOP_WAIT_SECONDS = 120.0
+# The crawler's exit statuses of a crawl that ended at a budget of its CrawlLimitEnforcer -> the budget
+BUDGET_EXITS = {CrawlExitStatus.FINISHED_DOCUMENT_LIMIT: "max_objects",
+                CrawlExitStatus.FINISHED_DATA_LIMIT: "max_bytes",
+                CrawlExitStatus.FINISHED_TIME_LIMIT: "max_running_time"}
 
 log = logging.getLogger(__name__)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
 
 
 @dataclass(frozen=True)
@@ -201,7 +213,8 @@ class CrawlDriver:
             outcome.failed = True
         else:
             outcome.stopped = True
-        outcome.errors.append(request.description)
+        change = request.change
+        outcome.end = {"cause": change.kind, "at": _now(), "user": change.author, "change": change.version}
         steering.settle_end()
         return True
 
@@ -252,6 +265,10 @@ class CrawlDriver:
             failures = 0
             self.on_status(status)
             if status.is_finished:
+                budget = BUDGET_EXITS.get(status.crawl_exit_status or "")
+                if budget is not None:
+                    # the limit is the crawler-beans' value, which post-processing reads (harvester/finish.py)
+                    outcome.end = {"cause": budget, "at": _now()}
                 break
             if status.crawl_controller_state not in UNDER_WAY:
                 outcome.failed = True
@@ -289,8 +306,7 @@ class CrawlDriver:
                 break
             if options.max_running_time and now - started >= options.max_running_time:
                 self._stop("the job's time limit")
-                outcome.errors.append(f"the crawl was stopped at the job's time limit of "
-                                      f"{options.max_running_time:g} s")
+                outcome.end = {"cause": "max_running_time", "at": _now(), "limit": round(options.max_running_time)}
                 break
             self._wait(options.poll_interval)
             if self._end_as_asked(outcome):

@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
@@ -48,9 +49,11 @@ from harvestdef.files import write_atomically
 from harvestdef.messages import (
     ERROR_DETAILS_LIMIT,
     ERROR_SUMMARY_LIMIT,
+    CrawlEnd,
     CrawlStatus,
     DomainReport,
     HandledChange,
+    MessageError,
     QaSummary,
     clip,
 )
@@ -340,18 +343,47 @@ def _template_traps(jobdir: JobDirectory) -> list[str]:
             and rule.kind in ("MatchesListRegexDecideRule", "MatchesRegexDecideRule") for pattern in rule.patterns]
 
 
+# A budget of the whole crawl -> the CrawlLimitEnforcer property that holds its limit
+_BUDGET_LIMITS = {"max_objects": "max_documents_download", "max_bytes": "max_bytes_download",
+                  "max_running_time": "max_time_seconds"}
+
+
+def _crawl_end(jobdir: JobDirectory, end: dict[str, Any] | None) -> CrawlEnd | None:
+    """The report's CrawlEnd from the outcome's ``end``; a budget the crawler ended at without saying its
+    limit gets it from the job's crawler-beans (0 when they cannot be read). None for an outcome without an
+    end or with one that is not a CrawlEnd (an outcome.json edited by hand): the crawl's end then goes
+    unsaid rather than the job's report unsent."""
+    if end is None:
+        return None
+    values = {name: end[name] for name in ("cause", "at", "user", "change", "limit") if name in end}
+    if values.get("cause") in _BUDGET_LIMITS and not values.get("limit"):
+        try:
+            config = load_crawl_config(jobdir.path / CRAWLER_BEANS, jobdir.path)
+            values["limit"] = max(0, int(getattr(config, _BUDGET_LIMITS[values["cause"]])))
+        except (HarvestSuiteError, OSError, ValueError) as exc:
+            log.warning("job %d: the limit of its %s could not be read: %s", jobdir.job.job_id, values["cause"], exc)
+    try:
+        return CrawlEnd(**values)
+    except (MessageError, TypeError) as exc:
+        log.warning("job %d: the crawl's end %r is left out of its report: %s", jobdir.job.job_id, end, exc)
+        return None
+
+
 def _crawl_status(jobdir: JobDirectory, controller_id: str, status: JobStatus, report: DomainReport | None,
                   harvest_errors: list[str], upload_errors: list[str] | None = None,
                   store_outage: bool = False, qa_summary: QaSummary | None = None) -> CrawlStatus:
-    """A final CrawlStatus of the job, its error texts cut to the contract's limits."""
+    """A final CrawlStatus of the job, its error texts cut to the contract's limits, with how the crawl
+    ended when that was asked for (the outcome's ``end``)."""
     harvest = "; ".join(harvest_errors)
     upload = upload_errors or []
+    outcome = jobdir.outcome
     return CrawlStatus(job_id=jobdir.job.job_id, attempt_id=jobdir.job.attempt_id, controller_id=controller_id,
                        status=status, domain_report=report, harvest_errors=clip(harvest, ERROR_SUMMARY_LIMIT),
                        harvest_error_details=clip(harvest, ERROR_DETAILS_LIMIT),
                        upload_errors=clip("; ".join(upload), ERROR_SUMMARY_LIMIT),
                        upload_error_details=clip("\n".join(upload), ERROR_DETAILS_LIMIT), store_outage=store_outage,
-                       qa_summary=qa_summary, live_changes=_handled_changes(jobdir))
+                       qa_summary=qa_summary, live_changes=_handled_changes(jobdir),
+                       crawl_end=_crawl_end(jobdir, outcome.end if outcome is not None else None))
 
 
 def _handled_changes(jobdir: JobDirectory) -> list[HandledChange]:

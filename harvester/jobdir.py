@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from lxml import etree
 
@@ -114,12 +115,16 @@ class CrawlOutcome:
     interrupted, or an operator ended it as failed). ``stalled``: the watchdog stopped it; ``stopped``: an
     operator stopped it; in either case unfinished domains become DOWNLOAD_UNFINISHED.
     ``errors``: one line per problem, for the report's harvest errors.
+    ``end``: the crawl was ended as asked, by an operator or at a budget of the whole crawl, which is no
+    error: the fields of the report's CrawlEnd (``cause``, ``at``, and ``user`` and ``change`` or
+    ``limit``). An outcome.json written before it has none.
     """
 
     failed: bool = False
     stalled: bool = False
     stopped: bool = False
     errors: list[str] = field(default_factory=list)
+    end: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

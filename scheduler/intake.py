@@ -22,6 +22,12 @@ controller that is FAILED with store_failed turns DONE (JobTransitionReason.STOR
 audited), and its historyinfo rows are written then, as for any DONE job. A job FAILED for any other
 reason, rejected or resubmitted meanwhile, keeps its status.
 
+A crawl ended as asked (an operator's stop or fail, or a budget of the whole crawl reached: the report's
+``crawl_end``) is stored in job_ends with the final status, never among the job's harvest errors. A
+controller from before message schema 1.5 names an operator's stop or fail in its harvest errors instead;
+``with_crawl_end`` reads such a report as a new one, its words taken out of the errors, so both kinds of
+controller leave the same rows.
+
 Job events (checkpoints and resumes) are stored in job_events for the job page, once per event; so is
 the return of a lost controller, when its heartbeat clears its job's interrupted mark.
 
@@ -43,8 +49,8 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -53,11 +59,13 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import upsert
 from harvestdef.db.types import utcnow
 from harvestdef.errors import StaleJobError
+from harvestdef.livechanges import end_description, read_end_description
 from harvestdef.messages import (
     CRAWL_PROGRESS_STATUSES,
     ERROR_DETAILS_LIMIT,
     ERROR_SUMMARY_LIMIT,
     ChannelInfo,
+    CrawlEnd,
     CrawlProgress,
     CrawlStatus,
     CrawlTally,
@@ -72,6 +80,8 @@ from harvestdef.messages import (
 )
 from harvestdef.model.status import JobStatus, JobTransitionReason
 from harvestdef.repositories.history import DomainFigures, JobFigures
+from harvestdef.repositories.jobchanges import APPLIED, FAIL, STOP
+from harvestdef.repositories.jobends import JobEnd, JobEndRepository
 from harvestdef.repositories.jobevents import CONTROLLER_BACK, JobEventRepository
 from harvestdef.repositories.jobs import NOT_NULL, not_before
 from scheduler.batch import Batch
@@ -106,8 +116,50 @@ def _final_values(message: CrawlStatus) -> dict[str, Any]:
 
 def _failure_in_words(message: CrawlStatus) -> str:
     """Why a job failed, as its controller's report says, in one line for a notification."""
-    said = [text for text in (message.harvest_errors, message.upload_errors) if text]
+    end = message.crawl_end
+    said = [end_description(end.cause, end.user, end.change)] if end is not None and end.is_operator_end else []
+    said += [text for text in (message.harvest_errors, message.upload_errors) if text]
     return "; ".join(said) or f"reported FAILED by its controller {message.controller_id}"
+
+
+def with_crawl_end(conn: Connection, message: CrawlStatus, now: datetime) -> CrawlStatus:
+    """``message`` as a controller of message schema 1.5 or later sends it: one from an older controller
+    that names an operator's stop or fail among its harvest errors (harvestdef.livechanges.end_description)
+    gets that end as its ``crawl_end``, when the job has that change applied or the report says it applied
+    it, and the words go from its errors. Any other message is returned as it is."""
+    if message.crawl_end is not None or message.status == JobStatus.STARTED or not message.harvest_errors:
+        return message
+    # the controller joins its errors with "; " (harvester/finish.py), the details are the same text uncut
+    parts = message.harvest_errors.split("; ")
+    for part in parts:
+        said = read_end_description(part)
+        if said is None:
+            continue
+        kind, author, version = said
+        c = s.job_changes
+        change = conn.execute(select(c.c.kind, c.c.author, c.c.state, c.c.applied).where(
+            c.c.job_id == message.job_id, c.c.version == version)).first()
+        if change is None or (change.kind, change.author) != (kind, author) or kind not in (STOP, FAIL):
+            continue
+        handled = next((h for h in message.live_changes if h.version == version and h.state == "applied"), None)
+        if change.state != APPLIED and handled is None:
+            continue
+        at = handled.happened_at if handled is not None else (change.applied or now).isoformat()
+        kept = "; ".join(other for other in parts if other != part)
+        details = "; ".join(other for other in message.harvest_error_details.split("; ") if other != part)
+        return replace(message, harvest_errors=kept, harvest_error_details=details,
+                       crawl_end=CrawlEnd(cause=kind, at=at, user=author, change=version))
+    return message
+
+
+def _job_end(job_id: int, end: CrawlEnd, now: datetime) -> JobEnd:
+    try:
+        ended_at = datetime.fromisoformat(end.at).astimezone(UTC)
+    except ValueError:  # checked on receipt; a message built here has a time of ours
+        ended_at = now
+    return JobEnd(job_id=job_id, cause=end.cause, author=end.user if end.is_operator_end else "",
+                  change_version=end.change if end.is_operator_end else None,
+                  budget_limit=None if end.is_operator_end or end.limit <= 0 else end.limit, ended_at=ended_at)
 
 
 # What history needs of a job whose final status was set without reading it first.
@@ -139,6 +191,7 @@ class StatusIntake:
     def crawl_status(self, batch: Batch, message: CrawlStatus, sent_at: datetime) -> bool:
         """Record a STARTED, DONE or FAILED status; True if it changed the job."""
         now = utcnow()
+        message = with_crawl_end(batch.conn, message, now)
         jobs = batch.jobs(message.controller_id)
         # The usual case first, decided by the compare-and-set alone: the status of the attempt granted to
         # this controller, with the job where that status moves it from. The dates are written never
@@ -236,6 +289,8 @@ class StatusIntake:
                 job_id=message.job_id, attempt_id=message.attempt_id, controller_id=message.controller_id,
                 version=handled.version, state=handled.state, reason=handled.reason,
                 happened_at=handled.happened_at), now)
+        if message.crawl_end is not None:
+            JobEndRepository(batch.conn).record(_job_end(job.job_id, message.crawl_end, now))
         refuse_left_changes(batch.conn, job.job_id, ended_reason(
             job.job_id, final_status, f"reported by its controller {message.controller_id}"), now,
             audit=batch.audit, actor=message.controller_id)

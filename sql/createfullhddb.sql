@@ -464,6 +464,16 @@ CREATE TABLE job_qa_summaries (
 
 CREATE INDEX job_qa_summaries_run ON job_qa_summaries (harvest_id, harvest_num);
 
+CREATE TABLE job_ends (
+	job_id BIGINT NOT NULL, 
+	cause VARCHAR(30) NOT NULL, 
+	author VARCHAR(100) DEFAULT '' NOT NULL, 
+	change_version INTEGER, 
+	budget_limit BIGINT, 
+	ended_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (job_id)
+);
+
 CREATE TABLE job_thumbnails (
 	job_id BIGINT NOT NULL, 
 	harvest_id BIGINT NOT NULL, 
@@ -960,6 +970,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0026_api_token_labels');
+INSERT INTO alembic_version (version_num) VALUES ('0027_job_ends');
 
 COMMIT;

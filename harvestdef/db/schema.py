@@ -769,6 +769,20 @@ job_qa_summaries = Table(
 )
 Index("job_qa_summaries_run", job_qa_summaries.c.harvest_id, job_qa_summaries.c.harvest_num)
 
+# ours: how a job's crawl ended when that was asked for and no error (CrawlStatus.crawl_end): an operator's
+# stop or fail (``author``, the job change ``change_version``), or a budget of the whole crawl reached
+# (``budget_limit``: its objects, bytes or seconds). One row per job, written with its final status; a job
+# that ended by itself or for a reason among its harvest errors has none.
+job_ends = Table(
+    "job_ends", metadata,
+    Column("job_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("cause", String(30), nullable=False),  # harvestdef.messages.CRAWL_END_CAUSES
+    Column("author", String(100), nullable=False, server_default=""),
+    Column("change_version", Integer),
+    Column("budget_limit", BigInteger),
+    Column("ended_at", UTCDateTime, nullable=False),
+)
+
 # The seed thumbnails the QA worker makes after a job (scheduler/thumbnails.py): per job whether its pass is
 # over ("MADE", or "SKIPPED" with the note saying why none could be made), and per seed the stored image's
 # name in the job's directory of the archive store, or the note why it has none. The run beside the job

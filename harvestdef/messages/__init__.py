@@ -25,6 +25,8 @@ This package does no I/O and knows no queue names: the queue transports carry th
 from harvestdef.messages._base import SCHEMA_VERSION, Message, MessageError, MessageVersionError
 from harvestdef.messages._codec import decode, decode_with_time, encode
 from harvestdef.messages._types import (
+    BUDGET_END_CAUSES,
+    CRAWL_END_CAUSES,
     CRAWL_LOG_LINE_LENGTH,
     CRAWL_LOG_TAIL_LINES,
     CRAWL_PROGRESS_STATUSES,
@@ -37,10 +39,12 @@ from harvestdef.messages._types import (
     LIVE_CHANGE_KINDS,
     LIVE_CHANGE_RESULTS,
     MESSAGE_TYPES,
+    OPERATOR_END_CAUSES,
     AliasRecord,
     ChannelInfo,
     ClaimAnswer,
     ClaimRequest,
+    CrawlEnd,
     CrawlProgress,
     CrawlStatus,
     CrawlTally,
@@ -66,6 +70,8 @@ from harvestdef.messages._types import (
 )
 
 __all__ = [
+    "BUDGET_END_CAUSES",
+    "CRAWL_END_CAUSES",
     "CRAWL_LOG_LINE_LENGTH",
     "CRAWL_LOG_TAIL_LINES",
     "CRAWL_PROGRESS_STATUSES",
@@ -75,11 +81,13 @@ __all__ = [
     "ERROR_SUMMARY_LIMIT",
     "HARVEST_INFO_VERSION",
     "MESSAGE_TYPES",
+    "OPERATOR_END_CAUSES",
     "SCHEMA_VERSION",
     "AliasRecord",
     "ChannelInfo",
     "ClaimAnswer",
     "ClaimRequest",
+    "CrawlEnd",
     "CrawlProgress",
     "CrawlStatus",
     "CrawlTally",

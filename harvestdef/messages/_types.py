@@ -174,6 +174,42 @@ class HandledChange:
     happened_at: str  # ISO-8601 with a UTC offset
 
 
+#: CrawlEnd.cause values: an operator's stop or fail (a control action), then the budgets of the whole
+#: crawl, as Heritrix ends it (CrawlLimitEnforcer's maxDocumentsDownload, maxBytesDownload and
+#: maxTimeSeconds) or the controller does at the job's max running time.
+OPERATOR_END_CAUSES: tuple[str, ...] = ("stop", "fail")
+BUDGET_END_CAUSES: tuple[str, ...] = ("max_objects", "max_bytes", "max_running_time")
+CRAWL_END_CAUSES: tuple[str, ...] = OPERATOR_END_CAUSES + BUDGET_END_CAUSES
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlEnd:
+    """Why a crawl ended before its frontier ran dry, when that was asked for and no error (schema 1.5).
+
+    ``cause`` is one of CRAWL_END_CAUSES. An operator's stop or fail names the ``user`` who asked and the
+    job change (``change``, its version) the controller carried out; a budget names its ``limit`` (objects,
+    bytes or seconds; 0 when the controller could not tell). ``at`` is when the controller ended the crawl,
+    ISO-8601 with a UTC offset.
+    """
+
+    cause: str
+    at: str
+    user: str = ""
+    change: int = 0
+    limit: int = 0
+
+    def __post_init__(self) -> None:
+        if self.cause not in CRAWL_END_CAUSES:
+            raise MessageError("cause", f"expected one of {', '.join(CRAWL_END_CAUSES)}, got {shown(self.cause)}")
+        _check_time("at", self.at)
+        if self.cause in OPERATOR_END_CAUSES and (not self.user or self.change < 1):
+            raise MessageError("user", f"an operator's {self.cause} names its user and its change (from 1 on)")
+
+    @property
+    def is_operator_end(self) -> bool:
+        return self.cause in OPERATOR_END_CAUSES
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlStatus(Message):
     """Harvest controller -> scheduler's status queue: STARTED once the granted job is persisted, then DONE
@@ -192,6 +228,12 @@ class CrawlStatus(Message):
     ``live_changes`` (1.4) on DONE or FAILED: every live change the controller handled, as it answered
     each. The scheduler settles any still pending from them before it refuses the rest, so an answer that
     reaches it after the job's end (a stop's, say) is not lost to that end.
+
+    ``crawl_end`` (1.5) on DONE or FAILED: the crawl was ended as asked, by an operator's stop or fail or at
+    one of its budgets; None when it ended by itself or for a reason among the errors. Such an end is never
+    among ``harvest_errors``. A controller from before 1.5 sends none and names an operator's stop or fail
+    in its harvest errors instead (harvestdef.livechanges.end_description), which the scheduler reads as
+    this field.
     """
 
     job_id: int
@@ -206,6 +248,7 @@ class CrawlStatus(Message):
     store_outage: bool = False
     qa_summary: QaSummary | None = None
     live_changes: list[HandledChange] = field(default_factory=list)
+    crawl_end: CrawlEnd | None = None
 
     def __post_init__(self) -> None:
         for number, change in enumerate(self.live_changes):

@@ -29,6 +29,7 @@ from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
 from harvestdef.model.status import JobStatus
 from harvestdef.model.webhooks import PENDING, WebhookEvent
+from harvestdef.repositories.jobends import JobEndRepository
 from harvestdef.repositories.webhooks import to_webhook
 
 _UNFINISHED = (int(JobStatus.NEW), int(JobStatus.SUBMITTED), int(JobStatus.STARTED))
@@ -84,11 +85,18 @@ class WebhookEvents:
             return 0
         harvest = job.harvest_name or f"harvest {job.harvest_id}"
         where = f" on {job.controller}" if job.controller else ""
+        end = JobEndRepository(self.conn).for_jobs([job_id]).get(job_id)
+        # an operator's fail, or a budget reached, is said in fields of its own, as the job's API answer does
+        stopped_by = ({"action": end.cause, "user": end.author, "change": end.change_version,
+                       "at": _time(end.ended_at)} if end is not None and end.is_operator_end else None)
+        budget = ({"budget": end.cause, "limit": end.budget_limit, "at": _time(end.ended_at)}
+                  if end is not None and end.is_budget else None)
         return self._record(WebhookEvent.JOB_FAILED, hooks, f"job_failed:{job_id}:{job.attempt_id}", {
             "time": _time(job.enddate or self.clock()),
             "summary": f"Job {job_id} of {harvest} (run {job.harvest_num}) failed{where}: {reason}",
             "job": {"id": job_id, "status": JobStatus(job.status).name, "controller": job.controller,
-                    "harvest_errors": job.harvest_errors, "upload_errors": job.upload_errors},
+                    "harvest_errors": job.harvest_errors, "upload_errors": job.upload_errors,
+                    "stopped_by": stopped_by, "budget_reached": budget},
             "harvest": {"id": job.harvest_id, "name": job.harvest_name, "run": job.harvest_num},
             "reason": reason,
             "link": self._link("status", "jobs", str(job_id))})

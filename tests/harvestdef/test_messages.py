@@ -23,6 +23,7 @@ from harvestdef.messages import (
     ChannelInfo,
     ClaimAnswer,
     ClaimRequest,
+    CrawlEnd,
     CrawlProgress,
     CrawlStatus,
     CrawlTally,
@@ -196,10 +197,10 @@ def test_every_message_type_has_a_sample_and_a_docstring():
 def test_wire_form_is_the_documented_envelope():
     message = SAMPLES["ClaimAnswer"]
     assert encode(message, SENT) == (
-        b'{"type":"ClaimAnswer","version":"1.4","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
+        b'{"type":"ClaimAnswer","version":"1.5","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
         b'"attempt_id":"4711-1-9f1c","controller_id":"c","granted":true,"reason":"","control_queue":'
         b'"prod.control.c"}}')
-    assert SCHEMA_VERSION == (1, 4)
+    assert SCHEMA_VERSION == (1, 5)
 
 
 def test_enums_travel_by_name_and_text_as_utf8():
@@ -247,7 +248,7 @@ def test_another_major_version_is_refused_naming_both(version):
         decode(_bytes(document))
     assert isinstance(err.value, MessageError)
     assert isinstance(err.value, ValidationError)
-    assert version in str(err.value) and "1.4" in str(err.value)
+    assert version in str(err.value) and "1.5" in str(err.value)
     assert err.value.version == tuple(int(part) for part in version.split("."))
 
 
@@ -516,3 +517,21 @@ def test_a_live_change_names_its_bad_field():
     with pytest.raises(MessageError, match="happened_at"):
         LiveChangeResult(job_id=1, attempt_id="a", controller_id="c", version=1, state="applied", reason="",
                          happened_at="yesterday")
+
+
+def test_a_crawl_ended_as_asked_travels_as_crawl_end_and_an_older_report_has_none():
+    end = CrawlEnd(cause="stop", at="2026-03-01T10:42:00+00:00", user="ops2", change=4)
+    status = CrawlStatus(job_id=7, attempt_id="a", controller_id="c", status=JobStatus.DONE,
+                         domain_report=DomainReport(default_stop_reason=StopReason.DOWNLOAD_UNFINISHED, domains=[]),
+                         crawl_end=end)
+    assert decode(encode(status)).crawl_end == end
+    older = json.loads(encode(status))
+    del older["body"]["crawl_end"]
+    older["version"] = "1.4"
+    assert decode(json.dumps(older).encode()).crawl_end is None
+    budget = CrawlEnd(cause="max_objects", at="2026-03-01T10:42:00+00:00", limit=500)
+    assert not budget.is_operator_end and end.is_operator_end
+    with pytest.raises(MessageError, match="cause"):
+        CrawlEnd(cause="tired", at="2026-03-01T10:42:00+00:00")
+    with pytest.raises(MessageError, match="names its user and its change"):
+        CrawlEnd(cause="fail", at="2026-03-01T10:42:00+00:00")

@@ -7,7 +7,9 @@ operator", the buttons, and the end of the job."""
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import select
 
+from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
 from tests.harvester.test_controller_checkpoint_events import paced_template
 from tests.harvester.test_controller_failures import crawled_lines, wait_for
@@ -68,11 +70,25 @@ def test_an_operator_pauses_changes_resumes_and_stops_a_crawl_from_its_page(brow
             page.get_by_role("button", name="Stop").click()
             page.locator('[data-live="changes"] tr[data-version="4"][data-state="applied"]').wait_for(timeout=60_000)
             (job,) = h.wait_for_jobs(harvest_id, timeout=120)
-            assert JobStatus(job.status) == JobStatus.DONE and "stopped by operator" in job.harvest_errors, job
+            assert JobStatus(job.status) == JobStatus.DONE, job
+            assert "stopped by" not in (job.harvest_errors or ""), "the operator's stop is no harvest error"
+            with h.engine.connect() as conn:
+                end = conn.execute(select(s.job_ends).where(s.job_ends.c.job_id == job.job_id)).one()
+            assert (end.cause, end.author, end.change_version) == ("stop", "operator", 4), end
             page.locator('[data-live-url][data-state="DONE"]').wait_for(state="attached")
             assert page.locator(".control-actions button:enabled").count() == 0
             assert page.locator('[data-live="change_forms"]').is_hidden()
             assert page.evaluate("window.loadedOnce") is True
             screenshot(page, tmp_path, "job-steered-stopped")
+            # once the job has ended, its page says who paused, resumed and stopped it, none of it an error
+            page.reload()
+            for action, version in (("pause", 1), ("resume", 3)):
+                line = page.locator(f'[data-operator-action="{action}"]')
+                assert line.inner_text().startswith("Paused by operator at " if action == "pause"
+                                                    else "Resumed by operator at "), line.inner_text()
+                assert line.inner_text().endswith(f"(change {version}).")
+            assert page.locator('[data-stopped-by="operator"]').inner_text().startswith("Stopped by operator at ")
+            assert page.locator(".error-message").count() == 0
+            screenshot(page, tmp_path, "job-steered-stopped-page")
         finally:
             context.close()

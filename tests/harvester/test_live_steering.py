@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 from warcio.archiveiterator import ArchiveIterator
@@ -55,6 +55,12 @@ def crawler_status(h, job_id: int) -> str | None:
 
 def requests_since(h, start: int) -> list[tuple[str, str]]:
     return list(h.site.requests[start:])
+
+
+def job_end(h, job_id: int):
+    """The job's end as its controller reported it (CrawlStatus.crawl_end), as the scheduler keeps it."""
+    with h.engine.connect() as conn:
+        return conn.execute(select(s.job_ends).where(s.job_ends.c.job_id == job_id)).first()
 
 
 def test_a_crawl_paused_changed_resumed_and_stopped_by_an_operator(harvesting):
@@ -106,7 +112,11 @@ def test_a_crawl_paused_changed_resumed_and_stopped_by_an_operator(harvesting):
     assert settled(h, job_id, stop, timeout=60).state == APPLIED
     (job,) = h.wait_for_jobs(harvest_id, timeout=120)
     assert JobStatus(job.status) == JobStatus.DONE, job
-    assert "stopped by ops2" in job.harvest_errors
+    # the stop is reported as the crawl's end, who and which change, and is no error
+    assert "stopped by" not in (job.harvest_errors or ""), job.harvest_errors
+    end = job_end(h, job_id)
+    assert (end.cause, end.author, end.change_version, end.budget_limit) == ("stop", "ops2", stop, None), end
+    assert end.ended_at >= settled(h, job_id, stop).applied - timedelta(seconds=5)
 
     after_resume = requests_since(h, paused_at)
     trapped = [path for host, path in after_resume if host.endswith("kulturarv.dk") and path.startswith("/trap/")]
@@ -189,10 +199,13 @@ def test_a_checkpoint_now_then_an_operator_fails_the_crawl(harvesting):
     assert checkpoint.state == APPLIED and re.fullmatch(r"checkpoint cp\d{5}-\d{14}", checkpoint.reason), checkpoint
     lines = crawled_lines(h.server_dir)
     wait_for(lambda: crawled_lines(h.server_dir) > lines + 3, 60, "the crawl going on after the checkpoint")
-    assert settled(h, job_id, change(h, job_id, "fail", author="ops3"), 60).state == APPLIED
+    fail = change(h, job_id, "fail", author="ops3")
+    assert settled(h, job_id, fail, 60).state == APPLIED
     (job,) = h.wait_for_jobs(harvest_id, timeout=120)
     assert JobStatus(job.status) == JobStatus.FAILED, job
-    assert "ended as failed by ops3" in job.harvest_errors
+    assert "ended as failed" not in (job.harvest_errors or ""), job.harvest_errors
+    end = job_end(h, job_id)
+    assert (end.cause, end.author, end.change_version) == ("fail", "ops3", fail), end
     with h.engine.connect() as conn:
         events = conn.execute(select(s.job_events.c.kind, s.job_events.c.checkpoint)
                               .where(s.job_events.c.job_id == job_id)).all()

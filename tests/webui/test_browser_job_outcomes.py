@@ -67,7 +67,8 @@ def test_a_job_an_operator_stopped_names_who_and_its_rejected_uris_are_excluded_
         page.locator('.control-actions [data-action="stop"] button').click()
         page.locator('[data-live="changes"] tr[data-version="2"]').wait_for()
 
-        # the controller applies both, then reports the job DONE with the stop among its harvest errors
+        # the controller applies both, then reports the job DONE with the stop among its harvest errors, as a
+        # controller from before message schema 1.5 does: the scheduler reads it as the crawl's end
         answer(crawl, 1)
         answer(crawl, 2)
         stop_words = end_description("stop", "operator", 2)

@@ -28,7 +28,7 @@ from harvestdef.patterns import bounded_wildcard_search
 from harvestdef.repositories.domains import DomainDefaults, DomainRepository
 from webui.api.core import SEARCH_FIELD, SEARCH_QUERY, blueprint, input_named, jsonable
 from webui.api.history import STOP_COLUMNS, harvest_id_of, render_run
-from webui.api.jobs import JOB_FILTERS, find_jobs, job_filters, render_job_row
+from webui.api.jobs import JOB_FILTERS, find_jobs, job_ends, job_filters, render_job_row
 from webui.api.parameters import query, takes
 from webui.auth import EXPORT, require
 from webui.context import database, settings
@@ -42,7 +42,8 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 DOMAIN_COLUMNS = ["name", "punycode", "alias", "alias_confirmed", "active", "comments", "crawler_traps", "edition"]
 JOB_COLUMNS = ["job_id", "harvest", "harvest_num", "status", "channel", "snapshot", "creationdate", "submitteddate",
                "startdate", "enddate", "num_configs", "controller", "interrupted", "resubmitted_as_job",
-               "continuationof", "harvest_errors", "upload_errors", "objects", "bytes"]
+               "continuationof", "harvest_errors", "upload_errors", "objects", "bytes", "stopped_by", "stop_action",
+               "stop_change", "stopped_at", "budget_reached", "budget_limit"]
 RUN_NUMBERS = ["jobs_done", "jobs_failed", "configurations", "objects", "bytes", "novel_objects", "novel_bytes",
                "duplicate_objects", "duplicate_bytes", "nothing_harvested"]
 RUN_COLUMNS = ["harvest", "harvest_num", *RUN_NUMBERS, *STOP_COLUMNS.values(), "updated_at"]
@@ -103,10 +104,18 @@ def domain_rows(engine: Engine, defaults: DomainDefaults, query: str, where: str
 
 
 def job_rows(engine: Engine, filters: dict[str, Any]) -> Iterator[list[Any]]:
+    """Every job the filters find, newest first; a crawl ended as asked (the API's ``stopped_by`` and
+    ``budget_reached``) is said in columns of its own, never among the harvest errors."""
     def read(conn: Connection, after: int | None) -> list[Any]:
-        return find_jobs(conn, EXPORT_BATCH - 1, **{**filters, "after": after})  # it reads size + 1 rows
-    for row in keyset_pages(engine, read, lambda row: row.job_id):
-        values = render_job_row(row)
+        rows = find_jobs(conn, EXPORT_BATCH - 1, **{**filters, "after": after})  # it reads size + 1 rows
+        ends = job_ends(conn, [row.job_id for row in rows])
+        return [(row, ends.get(row.job_id)) for row in rows]
+    for row, end in keyset_pages(engine, read, lambda pair: pair[0].job_id):
+        values = render_job_row(row, end)
+        stop, budget = values["stopped_by"] or {}, values["budget_reached"] or {}
+        values.update(stopped_by=stop.get("user"), stop_action=stop.get("action"), stop_change=stop.get("change"),
+                      stopped_at=stop.get("at") or budget.get("at"), budget_reached=budget.get("budget"),
+                      budget_limit=budget.get("limit"))
         yield [values[column] for column in JOB_COLUMNS]
 
 
@@ -152,7 +161,10 @@ def export_domains() -> Any:
 @require(EXPORT)
 def export_jobs() -> Any:
     """Jobs as CSV, newest first, with the job list's filters (harvest, harvest_id, run, harvester, status,
-    from_id, to_id, since, until, domain)."""
+    from_id, to_id, since, until, domain). A crawl an operator stopped or failed names them in
+    ``stopped_by``, ``stop_action`` (stop or fail) and ``stop_change``, one that ended at a budget of the
+    whole crawl names it in ``budget_reached`` and ``budget_limit``; ``stopped_at`` is when either ended it.
+    Neither is among ``harvest_errors``."""
     filters = job_filters(query, paged=False)
     if any(filters[key] is not None for key in ("harvest", "harvest_id", "run", "harvester", "domain")):
         with database().connect() as conn:  # an unknown harvest, harvester or domain: 404 now, not a broken file

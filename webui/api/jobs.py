@@ -22,12 +22,13 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import DomainNameError, NotFoundError
-from harvestdef.livechanges import end_description
+from harvestdef.messages import BUDGET_END_CAUSES
 from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.domains import lookup_name
-from harvestdef.repositories.jobchanges import APPLIED, FAIL, STOP
+from harvestdef.repositories.jobchanges import APPLIED, FAIL, PAUSE, RESUME, STOP
+from harvestdef.repositories.jobends import JobEnd, JobEndRepository
 from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventEntry, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.times import duration_text, utc_text
@@ -241,49 +242,53 @@ _JOB_LIST_KEYS = tuple(column.key for column in JOB_LIST_COLUMNS)
 _STATUS_NAMES = {int(status): status.name for status in JobStatus}
 
 
-def render_job_row(row: Row[Any], ended_by: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A listed job as JSON; ``ended_by``: the operator's stop or fail that ended it (operator_ends), given
-    as ``stopped_by`` and left out of ``harvest_errors``."""
+def render_job_row(row: Row[Any], end: JobEnd | None = None) -> dict[str, Any]:
+    """A listed job as JSON; ``end``: how its crawl ended when that was asked for (``job_ends``), given as
+    ``stopped_by`` (an operator's stop or fail) or ``budget_reached``, never among ``harvest_errors``."""
     values = dict(zip(_JOB_LIST_KEYS, row, strict=True))
     values["status"] = _STATUS_NAMES[values["status"]]
     for key in _JOB_LIST_TIMES:
         moment = values[key]
         if moment is not None:
             values[key] = moment.isoformat() + "Z" if moment.tzinfo is None else jsonable(moment)
-    values["harvest_errors"] = without_operator_end(values["harvest_errors"], ended_by)
-    values["stopped_by"] = ended_by
+    values["stopped_by"] = stopped_by(end)
+    values["budget_reached"] = budget_reached(end)
     return values
 
 
-# ---------------------------------------------------------------- an operator's stop is not an error
-def operator_ends(conn: Connection, job_ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """Per job of ``job_ids``, the stop or fail an operator asked for that its controller carried out (the
-    applied change): ``action`` (stop or fail), ``user``, ``change`` (its version) and ``at`` (when the
-    controller applied it). Jobs no operator ended are not in the answer. One query for a page of jobs."""
-    if not job_ids:
-        return {}
+# ---------------------------------------------------------------- a crawl ended as asked is not an error
+def job_ends(conn: Connection, job_ids: Sequence[int]) -> dict[int, JobEnd]:
+    """Per job of ``job_ids`` whose crawl ended as asked, that end (an operator's stop or fail, or a budget of
+    the whole crawl reached), as its controller reported it; one query for a page of jobs."""
+    return JobEndRepository(conn).for_jobs(job_ids)
+
+
+def stopped_by(end: JobEnd | None) -> dict[str, Any] | None:
+    """The API's ``stopped_by`` of a job's end: ``action`` (stop or fail), ``user``, ``change`` (its version)
+    and ``at`` (when the controller carried it out); None when no operator ended the crawl."""
+    if end is None or not end.is_operator_end:
+        return None
+    return {"action": end.cause, "user": end.author, "change": end.change_version, "at": jsonable(end.ended_at)}
+
+
+def budget_reached(end: JobEnd | None) -> dict[str, Any] | None:
+    """The API's ``budget_reached`` of a job's end: ``budget`` (max_objects, max_bytes, max_running_time),
+    its ``limit`` (objects, bytes, seconds; None when the controller could not tell) and ``at``; None when
+    the crawl did not end at a budget."""
+    if end is None or not end.is_budget:
+        return None
+    return {"budget": end.cause, "limit": end.budget_limit, "at": jsonable(end.ended_at)}
+
+
+def operator_actions(conn: Connection, job_id: int) -> list[dict[str, Any]]:
+    """The job's pauses and resumes that its controller carried out, oldest first: ``action`` (pause or
+    resume), ``user``, ``change`` (its version) and ``at`` (when the controller applied it)."""
     c = s.job_changes
-    rows = conn.execute(select(c.c.job_id, c.c.version, c.c.kind, c.c.author, c.c.created, c.c.applied)
-                        .where(c.c.job_id.in_(list(job_ids)), c.c.kind.in_((STOP, FAIL)), c.c.state == APPLIED)
-                        .order_by(c.c.job_id, c.c.version))
-    ends: dict[int, dict[str, Any]] = {}
-    for row in rows:
-        # a crawl ends once: the first stop or fail carried out is the one that ended it
-        ends.setdefault(row.job_id, {"action": row.kind, "user": row.author, "change": row.version,
-                                     "at": jsonable(row.applied or row.created)})
-    return ends
-
-
-def without_operator_end(text: str | None, ended_by: dict[str, Any] | None) -> str | None:
-    """The job's harvest errors without the words its controller reported for an operator's stop or fail
-    (harvestdef.livechanges.end_description), which the job's ``stopped_by`` tells instead: an operator's
-    act is not an error. The other errors stay as they were; None or "" when nothing else was reported."""
-    if not text or ended_by is None:
-        return text
-    words = end_description(ended_by["action"], ended_by["user"], ended_by["change"])
-    # the controller joins its errors with "; " (harvester/finish.py)
-    kept = [part for part in text.split("; ") if part != words]
-    return "; ".join(kept)
+    rows = conn.execute(select(c.c.version, c.c.kind, c.c.author, c.c.created, c.c.applied)
+                        .where(c.c.job_id == job_id, c.c.kind.in_((PAUSE, RESUME)), c.c.state == APPLIED)
+                        .order_by(c.c.version))
+    return [{"action": row.kind, "user": row.author, "change": row.version, "at": jsonable(row.applied or row.created)}
+            for row in rows]
 
 
 def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
@@ -293,7 +298,7 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
     job = JobRepository(conn).get(job_id)
     harvest = conn.scalar(select(_hd.c.name).where(_hd.c.harvest_id == job.harvest_id))
     events = JobEventRepository(conn).for_job(job_id)
-    ended_by = operator_ends(conn, [job_id]).get(job_id)
+    end = job_ends(conn, [job_id]).get(job_id)
     return {
         "job_id": job.job_id, "harvest": harvest, "harvest_id": job.harvest_id, "harvest_num": job.harvest_num,
         "status": job.status.name, "channel": job.channel, "snapshot": job.snapshot,
@@ -303,10 +308,10 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
         "configurations": job_configurations(conn, job_id),
         "seeds": [line for line in job.seedlist.splitlines() if line.strip()],
         "template": {"name": job.orderxml, "document": readable_template(job.orderxmldoc)},
-        "errors": {"harvest": without_operator_end(job.harvest_errors, ended_by),
-                   "harvest_details": without_operator_end(job.harvest_error_details, ended_by),
+        "errors": {"harvest": job.harvest_errors, "harvest_details": job.harvest_error_details,
                    "upload": job.upload_errors, "upload_details": job.upload_error_details},
-        "stopped_by": ended_by,
+        "stopped_by": stopped_by(end), "budget_reached": budget_reached(end),
+        "operator_actions": operator_actions(conn, job_id),
         "times": {name: jsonable(getattr(job, name))
                   for name in ("creationdate", "submitteddate", "startdate", "enddate")},
         "controller": job.controller, "interrupted": job.interrupted, "attempt_id": job.attempt_id,
@@ -450,9 +455,10 @@ def _job_status(job_id: int) -> dict[str, Any]:
     with database().connect() as conn:
         row = conn.execute(select(*JOB_LIST_COLUMNS).select_from(_j.join(_hd, _hd.c.harvest_id == _j.c.harvest_id))
                            .where(_j.c.job_id == job_id)).first()
-    if row is None:
-        raise NotFoundError("job", job_id)
-    return render_job_row(row)
+        if row is None:
+            raise NotFoundError("job", job_id)
+        end = job_ends(conn, [job_id]).get(job_id)
+    return render_job_row(row, end)
 
 
 # ---------------------------------------------------------------- routes
@@ -464,14 +470,27 @@ STOPPED_BY = nullable(shape({
     "at": described(TIME, "when the job's controller carried it out")}),
     "the stop or fail an operator asked for that ended the crawl; null when no operator ended it. It is not "
     "among the job's errors")
+BUDGET_REACHED = nullable(shape({
+    "budget": {"type": "string", "enum": list(BUDGET_END_CAUSES), "description": "the budget of the whole crawl "
+               "it ended at: max_objects (the crawler's maxDocumentsDownload), max_bytes (maxBytesDownload) or "
+               "max_running_time (maxTimeSeconds, or the job's time limit)"},
+    "limit": nullable(INTEGER, "the budget: objects, bytes or seconds; null when the controller could not tell"),
+    "at": described(TIME, "when the crawl ended")}),
+    "the budget the crawl ended at; null when it ended otherwise. It is not among the job's errors")
+OPERATOR_ACTION = shape({
+    "action": {"type": "string", "enum": [PAUSE, RESUME]}, "user": described(STRING, "the operator who asked"),
+    "change": described(INTEGER, "the job's change (its version)"),
+    "at": described(TIME, "when the job's controller carried it out")})
 JOB_ERRORS = shape({
-    "harvest": nullable(STRING, "what went wrong in the crawl; an operator's stop or fail is in stopped_by, "
-                                "not here"),
+    "harvest": nullable(STRING, "what went wrong in the crawl; an operator's stop or fail is in stopped_by and "
+                                "a budget reached in budget_reached, not here"),
     "harvest_details": nullable(STRING), "upload": nullable(STRING), "upload_details": nullable(STRING)})
 JOB_ROW = shape({"job_id": INTEGER, "status": STRING,
-                 "harvest_errors": nullable(STRING, "what went wrong in the crawl, an operator's stop or fail "
-                                                    "left out (stopped_by)"),
-                 "stopped_by": STOPPED_BY}, "job_id", "status", "harvest_errors", "stopped_by")
+                 "harvest_errors": nullable(STRING, "what went wrong in the crawl; an operator's stop or fail "
+                                                    "(stopped_by) and a budget reached (budget_reached) are not "
+                                                    "errors"),
+                 "stopped_by": STOPPED_BY, "budget_reached": BUDGET_REACHED},
+                "job_id", "status", "harvest_errors", "stopped_by", "budget_reached")
 
 
 @blueprint.get("/jobs")
@@ -483,24 +502,28 @@ def list_jobs() -> Any:
     domains (``num_configs``): ?harvest=PART-OF-NAME&harvest_id=&run=&harvester=&status=FAILED,DONE&from_id=
     &to_id=&since=&until=&domain=&after=CURSOR.
 
-    A job an operator stopped or failed has ``stopped_by`` (who, which change, when) and the words of that
-    end are not in its ``harvest_errors``: an operator's act is not an error."""
+    A job an operator stopped or failed has ``stopped_by`` (who, which change, when), one that ended at a
+    budget of the whole crawl ``budget_reached`` (which, its limit, when); neither is in its
+    ``harvest_errors``: what was asked for is not an error."""
     size = limit()
     filters = job_filters(query)
     with database().connect() as conn:
         rows = find_jobs(conn, size, **filters, columns=JOB_JSON_COLUMNS)
-        ends = operator_ends(conn, [row.job_id for row in rows[:size]])
+        ends = job_ends(conn, [row.job_id for row in rows[:size]])
     return page(rows, size, lambda row: [row.job_id], lambda row: render_job_row(row, ends.get(row.job_id)))
 
 
 @blueprint.get("/jobs/<int:job_id>")
-@answers(shape({"job_id": INTEGER, "status": STRING, "errors": JOB_ERRORS, "stopped_by": STOPPED_BY}))
+@answers(shape({"job_id": INTEGER, "status": STRING, "errors": JOB_ERRORS, "stopped_by": STOPPED_BY,
+                "budget_reached": BUDGET_REACHED, "operator_actions": {"type": "array", "items": OPERATOR_ACTION}}))
 @require(READ)
 def get_job(job_id: int) -> Any:
     """One job: limits, configurations with their figures and nothing-harvested flags, seeds, errors, files.
 
     ``stopped_by`` names the operator whose stop or fail ended the crawl, the change and when its controller
-    carried it out; ``errors`` holds what went wrong, never that end.
+    carried it out; ``budget_reached`` the budget of the whole crawl it ended at, and its limit;
+    ``operator_actions`` the pauses and resumes operators asked for that its controller carried out.
+    ``errors`` holds what went wrong, never such an end.
 
     Each configuration's ``result`` (once reported) has objects, bytes, novel and duplicate figures, the stop
     reason, and ``nothing_harvested`` with ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status``

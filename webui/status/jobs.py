@@ -33,7 +33,7 @@ from webui.api.changelist import changes_page
 from webui.api.core import encode_cursor
 from webui.api.crawllog import search_domain, search_job_crawl_log, search_pattern
 from webui.api.errors import ApiError, translate
-from webui.api.jobs import JOB_ACTIONS, find_jobs, job_detail, job_filters, operator_ends, without_operator_end
+from webui.api.jobs import JOB_ACTIONS, budget_reached, find_jobs, job_detail, job_ends, job_filters, stopped_by
 from webui.api.live import LiveTimes, job_live
 from webui.api.status import find_running_jobs, find_waiting_harvests, will_run
 from webui.auth import OPERATE, READ, require
@@ -65,8 +65,11 @@ def index() -> Any:
             error = None
         except ApiError as exc:
             filters, rows, error = {}, [], exc.message
-        # an operator's stop or fail is said on its own line, not among the errors (webui/api/jobs.py)
-        ended_by = operator_ends(conn, [row.job_id for row in rows[:size]])
+        # a crawl ended as asked (an operator's stop or fail, a budget) is said on its own line, not among the
+        # errors (webui/api/jobs.py)
+        ends = job_ends(conn, [row.job_id for row in rows[:size]])
+        ended_by = {job_id: said for job_id, end in ends.items() if (said := stopped_by(end)) is not None}
+        budgets = {job_id: said for job_id, end in ends.items() if (said := budget_reached(end)) is not None}
         harvest_names, harvester_names = filter_choices(conn)
         one_harvest = (conn.scalar(select(s.harvestdefinitions.c.name)
                                    .where(s.harvestdefinitions.c.harvest_id == filters["harvest_id"]))
@@ -76,8 +79,7 @@ def index() -> Any:
     return render_template("status/index.html", jobs=rows[:size], statuses=list(JobStatus), error=error,
                            args=request.args, export_args=arguments, harvest_names=harvest_names,
                            harvester_names=harvester_names, one_harvest=one_harvest, ended_by=ended_by,
-                           errors_of={job_id: without_operator_end(row.harvest_errors, ended_by[job_id])
-                                      for row in rows if (job_id := row.job_id) in ended_by},
+                           budgets=budgets,
                            next_url=url_for("status.index", **arguments, after=following) if following else None,
                            JobStatus=JobStatus)
 
