@@ -34,6 +34,7 @@ from harvestdef.errors import JobStillCrawlingError, NotFoundError, StaleJobErro
 from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, JobTransitionReason, can_change_job_status, check_job_transition
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 from harvestdef.times import utc_text
@@ -380,8 +381,9 @@ class JobRepository:
         """
         old = self.get(job_id)
         if not can_change_job_status(old.status, JobStatus.RESUBMITTED, reason):
-            raise ValidationError(f"job {job_id} is {old.status}: only FAILED and SUBMITTED jobs, and STARTED jobs "
-                                  "of a lost controller, can be resubmitted")
+            raise ValidationError(phrase(N_("job %(job)s is %(status)s: only FAILED and SUBMITTED jobs, and STARTED "
+                                            "jobs of a lost controller, can be resubmitted"),
+                                         job=job_id, status=str(old.status)))
         now = now or utcnow()
         (new_id,) = allocate_job_ids(self.conn, 1, next_job_id_setting)
         prefix = old.harvestname_prefix
@@ -419,7 +421,8 @@ class JobRepository:
         now = now or utcnow()
         job = self.get(job_id, with_documents=False, for_update=True)
         if job.status != JobStatus.FAILED:
-            raise ValidationError(f"job {job_id} is {job.status}: only a FAILED job can be restarted")
+            raise ValidationError(phrase(N_("job %(job)s is %(status)s: only a FAILED job can be restarted"),
+                                         job=job_id, status=str(job.status)))
         running = self.crawling_controller(job, lost, now)
         if running is not None:
             limit = lost.silence_limit(running.heartbeat_interval)

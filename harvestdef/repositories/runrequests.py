@@ -28,6 +28,7 @@ from sqlalchemy import Connection, delete, exists, insert, select, update
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import ConflictError, NotFoundError, ValidationError
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
 from harvestdef.times import utc_text
 
@@ -84,16 +85,17 @@ class RunRequestRepository:
         numevents = self.conn.scalar(select(hd.c.numevents).where(hd.c.harvest_id == harvest_id)) or 0
         is_snapshot = self.conn.scalar(select(exists().where(full.c.harvest_id == harvest_id)))
         if is_snapshot and numevents:
-            raise ValidationError(f"snapshot harvest {name!r} has run; a snapshot runs once, so make a new "
-                                  "snapshot harvest that continues it")
+            raise ValidationError(phrase(N_("snapshot harvest %(name)s has run; a snapshot runs once, so make a new "
+                                            "snapshot harvest that continues it"), name=repr(name)))
         if not is_snapshot and not self.conn.scalar(select(exists().where(
                 s.harvest_configs.c.harvest_id == harvest_id))):
-            raise ValidationError(f"harvest {name!r} has no domain configurations: a run would make no jobs")
+            raise ValidationError(phrase(N_("harvest %(name)s has no domain configurations: a run would make no "
+                                            "jobs"), name=repr(name)))
         waiting = self.find(harvest_id)
         if waiting is not None:
-            raise ConflictError("run request of harvest definition", name,
-                                f"{waiting.requested_by} asked for a run at {utc_text(waiting.requested_at)}; "
-                                "the scheduler's next tick makes it")
+            raise ConflictError("run request of harvest definition", name, sentence=phrase(
+                N_("a run of %(name)s is asked for already: %(user)s asked at %(at)s; the scheduler's next tick "
+                   "makes it"), name=repr(name), user=waiting.requested_by, at=utc_text(waiting.requested_at)))
         request = RunRequest(harvest_id, now or utcnow(), self.actor)
         self.conn.execute(insert(s.harvest_run_requests).values(
             harvest_id=harvest_id, requested_at=request.requested_at, requested_by=request.requested_by))
