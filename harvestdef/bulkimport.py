@@ -72,6 +72,7 @@ from harvestdef.errors import (
     RefusedLinesError,
     shown,
 )
+from harvestdef.phrases import N_, Phrase, english, phrase
 from harvestdef.repositories.definitioncounts import add_tld_counts, recheck_unused
 from harvestdef.repositories.domains import DomainDefaults
 from harvestdef.settings import Settings
@@ -145,6 +146,8 @@ class BadLine:
     line_number: int
     text: str
     reason: str
+    # the reason as a phrase, which the domains page says in its language; ``reason`` is its English
+    phrase: Phrase | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line_number}: {self.text}: {self.reason}"
@@ -190,7 +193,7 @@ class _Bad(NamedTuple):
     """A line that names no domain, as a parsing worker returns it."""
 
     text: str
-    reason: str
+    reason: str | Phrase
 
 
 class _Taken(NamedTuple):
@@ -215,7 +218,8 @@ def parse_block(block: bytes, starts_file: bool) -> list[_Entry]:
         try:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as exc:
-            entries.append(_Bad(shown(raw.decode("utf-8", "replace").strip()), f"not UTF-8 ({exc.reason})"))
+            entries.append(_Bad(shown(raw.decode("utf-8", "replace").strip()),
+                                phrase(N_("not UTF-8 (%(reason)s)"), reason=exc.reason)))
             continue
         if starts_file and index == 0:
             line = line.lstrip("\ufeff").strip()
@@ -225,7 +229,7 @@ def parse_block(block: bytes, starts_file: bool) -> list[_Entry]:
         try:
             domain = domain_of_line(line)
         except DomainNameError as exc:
-            entries.append(_Bad(shown(line), exc.reason))
+            entries.append(_Bad(shown(line), exc.reason_phrase))
             continue
         entry = domain if is_plain_domain(domain) else (domain, seeds_of(domain))
         # a plain name as typed (any case, a final dot) is no note; a host, a URL or punycode is
@@ -291,7 +295,9 @@ class _Reader:
                         domain, seeds = entry
                     else:
                         counts.bad_lines += 1
-                        self.on_bad_line(BadLine(self.name, counts.lines_read, entry.text, entry.reason))
+                        reason = entry.reason
+                        self.on_bad_line(BadLine(self.name, counts.lines_read, entry.text, english(reason),
+                                                 reason if isinstance(reason, Phrase) else None))
                         continue
                     if domain in seen:
                         counts.duplicates_in_file += 1
@@ -378,7 +384,7 @@ class DomainImporter:
         def refused(bad: BadLine) -> None:
             self.on_bad_line(bad)
             if len(refusals) < KEPT_REFUSALS:
-                refusals.append(LineRefusal(bad.line_number, bad.text, bad.reason))
+                refusals.append(LineRefusal(bad.line_number, bad.text, bad.reason, bad.phrase))
 
         workers = self.parse_workers if path.stat().st_size >= self.parallel_from_bytes else 0
         for _ in _Reader(path, name, counts, refused, _ignore, workers=workers).names():

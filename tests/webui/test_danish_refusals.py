@@ -6,6 +6,7 @@ for word as before."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,3 +198,20 @@ def test_the_api_answers_the_same_refusals_in_english(world: dict[str, Any], met
     error = answer.get_json()["error"]
     assert (error["message"], error["field"]) == (message, field)
     assert set(error) <= {"code", "message", "field", "lines", "refused"}, "the body has no phrase in it"
+
+
+def test_a_refused_line_of_an_uploaded_domains_file_is_said_in_danish(world: dict[str, Any]) -> None:
+    """The file is imported as ``harvestsuite domains import`` does; its refused lines' reasons, made while
+    parsing, are the catalogue's Danish on the page, with nothing stored."""
+    client = world["client"]
+    path = "/definitions/domains/new"
+    answer = client.post(path, data={**_hidden(client, path), "names": "",
+                                     "file": (io.BytesIO(b"arkiv.dk\nco.uk\ncaf\xe9.dk\n"), "navne.txt")},
+                         content_type="multipart/form-data")
+    assert answer.status_code == 400, answer.status_code
+    page = answer.get_data(as_text=True)
+    rows = [_text(row) for row in lxml_html.fromstring(page).xpath('//*[@id="refused-lines"]//tbody/tr')]
+    assert any("er et offentligt suffiks, ikke et domæne, der kan registreres" in row for row in rows), rows
+    assert any("ikke UTF-8" in row for row in rows), rows
+    assert not any("public suffix" in row or "not UTF-8" in row for row in rows), rows
+    assert client.get("/api/v1/domains/arkiv.dk").status_code == 404, "a refused file stores nothing"
