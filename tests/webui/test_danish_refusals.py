@@ -215,3 +215,21 @@ def test_a_refused_line_of_an_uploaded_domains_file_is_said_in_danish(world: dic
     assert any("ikke UTF-8" in row for row in rows), rows
     assert not any("public suffix" in row or "not UTF-8" in row for row in rows), rows
     assert client.get("/api/v1/domains/arkiv.dk").status_code == 404, "a refused file stores nothing"
+
+
+def test_the_schedule_forms_own_refusals_name_the_field_by_its_danish_label(world: dict[str, Any]) -> None:
+    client = world["client"]
+    path = "/definitions/schedules"
+    for sent, beside, summary in (
+            ({"begin": "at", "startdate": ""}, "angiv et starttidspunkt, eller vælg en anden mulighed",
+             "Begynd (UTC): angiv et starttidspunkt"),
+            ({"when": "at", "attime": "25:00"}, "skal være et klokkeslæt som TT:MM (24-timers ur), ikke '25:00'",
+             "Tidspunkt: skal være et klokkeslæt"),
+            ({"begin": "at", "startdate": "1. december 2026"}, "skal være et tidspunkt i ISO 8601", "Begynd (UTC):")):
+        answer = client.post(path, data={**_hidden(client, path), **SCHEDULE, "numtimeunits": "1", **sent})
+        assert answer.status_code == 400, (sent, answer.status_code)
+        root = lxml_html.fromstring(answer.get_data(as_text=True))
+        near = " ".join(_text(element) for element in root.find_class("refusal"))
+        flashed = " ".join(_text(element) for element in root.find_class("flash"))
+        assert beside in near and summary in flashed, (sent, near, flashed)
+        assert "startdate" not in near + flashed and "attime" not in near + flashed, (near, flashed)

@@ -320,9 +320,9 @@ def test_the_schedule_form_takes_typed_iso_8601_and_names_the_field_and_value_it
     client = login("curator")
     typed = {"name": "iso", "timeunit": "DAILY", "numtimeunits": "1", "when": "at", "attime": "02:00",
              "begin": "at", "end": "repeats", "maxrepeats": "10"}
-    refusals = {"1. december 2026": "startdate must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it "
-                                    "has no zone), not '1. december 2026'",
-                "": "startdate: give a begin time, or choose another option"}
+    refusals = {"1. december 2026": "must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it has no "
+                                    "zone), not '1. december 2026'",
+                "": "give a begin time, or choose another option"}
     for startdate, refusal in refusals.items():
         refused = client.post("/definitions/schedules", data=form(client, **typed, startdate=startdate))
         page = html.unescape(refused.get_data(as_text=True))
@@ -332,8 +332,10 @@ def test_the_schedule_form_takes_typed_iso_8601_and_names_the_field_and_value_it
         assert re.search(r'name="end" value="repeats" checked', page), "the end chosen is kept"
     late = client.post("/definitions/schedules", data=form(client, **{**typed, "attime": "25:00"},
                                                             startdate="2026-12-01T02:00"))
-    assert late.status_code == 400 and "attime must be a time of day as HH:MM (24-hour clock), not &#39;25:00&#39;" \
-        in late.get_data(as_text=True)
+    late_page = html.unescape(late.get_data(as_text=True))
+    assert late.status_code == 400 and "Time: must be a time of day as HH:MM (24-hour clock), not '25:00'" in late_page
+    assert '<span class="refusal" id="refusal-attime">must be a time of day as HH:MM (24-hour clock), not ' \
+           "'25:00'</span>" in late_page
     assert client.post("/definitions/schedules", data=form(client, **typed, startdate="2026-12-01T02:00:00Z")
                        ).status_code == 302
     saved = api("curator", "get", "/api/v1/schedules/iso").get_json()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.schedules import Schedule, TimeUnit
 from harvestdef.validation import to_utc
@@ -32,7 +33,9 @@ def parse_time(data: dict[str, Any], name: str) -> datetime | None:
         value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
         raise ApiError("invalid", f"{name} must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it "
-                                  f"has no zone), not {text[:60]!r}", name) from None
+                                  f"has no zone), not {text[:60]!r}", name,
+                       phrase=phrase(N_("must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it has no "
+                                        "zone), not %(value)s"), value=repr(text[:60]))) from None
     return to_utc(value, name)
 
 

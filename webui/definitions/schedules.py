@@ -17,6 +17,7 @@ from typing import Any
 from flask import flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
 
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.schedules import Schedule
 from webui.api.errors import ApiError
@@ -31,8 +32,9 @@ def _required(name: str, what: str) -> str:
     """The form field ``name``, which its chosen radio button needs: refused naming the field if empty."""
     text = request.form.get(name, "").strip()
     if not text:
-        raise ApiError("invalid", _("%(field)s: give %(what)s, or choose another option", field=name, what=what),
-                       name)
+        # the page names the field by its label, beside it and in the summary
+        raise ApiError("invalid", f"{name}: give {what}, or choose another option", name,
+                       phrase=phrase(N_("give %(what)s, or choose another option"), what=what))
     return text
 
 
@@ -45,8 +47,9 @@ def _time_of_day() -> dict[str, int]:
     try:
         chosen = time.fromisoformat(text)
     except ValueError:
-        raise ApiError("invalid", _("attime must be a time of day as HH:MM (24-hour clock), not %(value)r",
-                                    value=text[:40]), "attime") from None
+        raise ApiError("invalid", f"attime must be a time of day as HH:MM (24-hour clock), not {text[:40]!r}",
+                       "attime", phrase=phrase(N_("must be a time of day as HH:MM (24-hour clock), not %(value)s"),
+                                               value=repr(text[:40]))) from None
     return {"onhour": chosen.hour, "onminute": chosen.minute}
 
 
