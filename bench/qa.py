@@ -136,10 +136,10 @@ class TimedQa(PostProcessor):
 
     qa_seconds = 0.0
 
-    def _write_qa_report(self, jobdir: JobDirectory, warcs: list[Path]) -> QaReport:
+    def _write_qa_report(self, jobdir: JobDirectory, warcs: list[Path], limited_domains: list[str]) -> QaReport:
         started = time.perf_counter()
         try:
-            return PostProcessor._write_qa_report(jobdir, warcs)
+            return PostProcessor._write_qa_report(jobdir, warcs, limited_domains)
         finally:
             self.qa_seconds = time.perf_counter() - started
 
@@ -149,7 +149,7 @@ class WithoutQa(PostProcessor):
 
     qa_seconds = 0.0
 
-    def _write_qa_report(self, jobdir: JobDirectory, warcs: list[Path]) -> None:
+    def _write_qa_report(self, jobdir: JobDirectory, warcs: list[Path], limited_domains: list[str]) -> None:
         return None
 
 

@@ -92,7 +92,8 @@ def test_a_failed_job_reaches_the_webhooks_that_want_it_signed_and_is_mailed_too
     assert not verifies(failed, secret=SECRET + "!"), "another secret's signature differs"
     document = json.loads(failed.body)
     assert document["job"] == {"id": job_id, "status": "FAILED", "controller": "ctl-1",
-                               "harvest_errors": "the crawler died", "upload_errors": None}
+                               "harvest_errors": "the crawler died", "upload_errors": None,
+                               "stopped_by": None, "budget_reached": None}
     assert document["harvest"] == {"id": 1, "name": "daily", "run": 1}
     assert document["link"] == f"/status/jobs/{job_id}" and "the crawler died" in document["summary"]
     assert failed.path == "/hooks/harvest?site=kb" and failed.headers["Content-Type"].startswith("application/json")

@@ -117,7 +117,9 @@ def test_a_configurations_attributes_on_its_page(login, webui_engine):
     refused = curator.post(page_path, data={**fields, "max_hops": "twenty"})
     assert refused.status_code == 400, "the form is shown again, with what was typed"
     shown = html.unescape(refused.get_data(as_text=True))
-    assert "max_hops: must be a whole number from 0 to 1000, not 'twenty'" in shown
+    # beside the field what is wrong; the summary names the field by its label
+    assert "must be a whole number from 0 to 1000, not 'twenty'</span>" in shown
+    assert "Max hops: must be a whole number from 0 to 1000, not 'twenty'" in shown
     assert 'name="max_hops" type="text" value="twenty"' in shown
     default = config_id(webui_engine, "kb.dk", "defaultconfig")
     assert eav_rows(webui_engine, 2, default) == {}
