@@ -18,7 +18,9 @@ from tests.servers import AMQP_URL, require_rabbitmq
 
 TEST_SETTINGS = {
     "harvester.scheduler.jobgenerationperiod": 1,
-    "harvestsuite.scheduler.leaderLeaseTime": 2,
+    # Long enough that a renewal delayed by a loaded neighbour (another worker's deliberate long database lock,
+    # say) does not cost the leadership mid-test; the tests of leadership handoff set their own lease.
+    "harvestsuite.scheduler.leaderLeaseTime": 10,
     # the simulated controllers state no heartbeat interval: they are judged by this one, lost after 2 s
     "harvestsuite.harvester.heartbeatInterval": 1,
     "harvestsuite.scheduler.lostAfterHeartbeats": 2,
