@@ -139,6 +139,44 @@ class ArchiveStore:
         fsync_directory(job)
         return sums_path
 
+    def read_bytes(self, harvest_id: int, job_id: int, name: str) -> bytes:
+        """The whole of a job's stored file ``name``, checked against the job's SHA256SUMS when it lists the file.
+
+        For small files (a deduplication partition directory); large ones are copied with ``fetch``.
+
+        :raise ArchiveStoreError: the file is not in the store, cannot be read, or its checksum does not match.
+        """
+        relative = f"{harvest_id}/{job_id}/{_checked_name(name)}"
+        path = self.path_of(relative)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise ArchiveStoreError(f"no file {relative!r} in the archive store ({path})") from None
+        except OSError as exc:
+            raise ArchiveStoreError(f"cannot read {path}: {exc}") from exc
+        recorded = self._recorded_checksum(relative)
+        if recorded is not None and recorded != hashlib.sha256(data).hexdigest():
+            raise ArchiveStoreError(f"{path} does not match the sha256 its {CHECKSUMS} records")
+        return data
+
+    def read_range(self, harvest_id: int, job_id: int, name: str, offset: int, length: int) -> bytes:
+        """``length`` bytes of a job's stored file from ``offset``: a part of a file that never changes.
+
+        :raise ArchiveStoreError: the file is not in the store, cannot be read, or is shorter than asked.
+        """
+        path = self.job_path(harvest_id, job_id) / _checked_name(name)
+        try:
+            with open(path, "rb") as file:
+                file.seek(offset)
+                data = file.read(length)
+        except FileNotFoundError:
+            raise ArchiveStoreError(f"no file {name!r} of job {job_id} in the archive store ({path})") from None
+        except OSError as exc:
+            raise ArchiveStoreError(f"cannot read {path}: {exc}") from exc
+        if len(data) != length:
+            raise ArchiveStoreError(f"{path} holds {len(data)} bytes from offset {offset}, not the {length} asked for")
+        return data
+
     def fetch(self, relative: str, destination: Path) -> Path:
         """Copy the store's file ``relative`` to ``destination`` (a file path) and return it.
 

@@ -89,13 +89,17 @@ def read_entry_fields(path: Path) -> Iterator[EntryFields]:
     try:
         with gzip.open(path, "rt", encoding="utf-8", newline="\n") as lines:
             for number, line in enumerate(lines, start=1):
-                yield _parse_line(line, path, number)
+                yield parse_entry_line(line, path, number)
     except (gzip.BadGzipFile, EOFError, zlib.error, UnicodeDecodeError) as exc:
         # The stream is decoded in blocks, so the failure is known only to lie after the last good line.
         raise DedupFormatError(path, None, f"unreadable after line {number}: {exc}") from exc
 
 
-def _parse_line(line: str, path: Path, number: int) -> EntryFields:
+def parse_entry_line(line: str, path: object, number: int) -> EntryFields:
+    """One line (with its newline) -> its fields; ``path`` and ``number`` name it in the error.
+
+    :raise DedupFormatError: the line is not six well-formed fields.
+    """
     if not line.endswith("\n"):
         raise DedupFormatError(path, number, "the last line has no newline (file cut short?)")
     fields = line[:-1].split("\t")
@@ -114,16 +118,26 @@ def _parse_line(line: str, path: Path, number: int) -> EntryFields:
 
 
 def _entry_line(entry: DedupEntry) -> str:
-    if not _DIGEST.fullmatch(entry.digest):
-        raise ValueError(f"dedup entry {entry!r}: digest is not sha1:BASE32")
-    if not entry.url:
-        raise ValueError(f"dedup entry {entry!r}: the URL is empty")
-    if not _DATE.fullmatch(entry.date):
-        raise ValueError(f"dedup entry {entry!r}: date is not 14 digits (yyyyMMddHHmmss)")
-    if entry.warc_offset is not None and (isinstance(entry.warc_offset, bool) or entry.warc_offset < 0):
-        raise ValueError(f"dedup entry {entry!r}: offset is not a non-negative integer")
-    for text in (entry.url, entry.record_id, entry.warc_file):
+    return entry_line(entry.digest, entry.url, entry.date, entry.record_id, entry.warc_file, entry.warc_offset)
+
+
+def entry_line(digest: str, url: str, date: str, record_id: str | None = None, warc_file: str | None = None,
+               warc_offset: int | None = None) -> str:
+    """One capture as its line of an entries file, newline included.
+
+    :raise ValueError: a capture that read_entries would refuse (the message names it).
+    """
+    shown = f"dedup entry ({digest!r}, {url!r}, {date!r})"
+    if not _DIGEST.fullmatch(digest):
+        raise ValueError(f"{shown}: digest is not sha1:BASE32")
+    if not url:
+        raise ValueError(f"{shown}: the URL is empty")
+    if not _DATE.fullmatch(date):
+        raise ValueError(f"{shown}: date is not 14 digits (yyyyMMddHHmmss)")
+    if warc_offset is not None and (isinstance(warc_offset, bool) or warc_offset < 0):
+        raise ValueError(f"{shown}: offset is not a non-negative integer")
+    for text in (url, record_id, warc_file):
         if text and ("\t" in text or "\n" in text or "\r" in text):
-            raise ValueError(f"dedup entry {entry!r}: a tab or line break in {text!r} would break its line")
-    offset = "" if entry.warc_offset is None else str(entry.warc_offset)
-    return f"{entry.digest}\t{entry.url}\t{entry.date}\t{entry.record_id or ''}\t{entry.warc_file or ''}\t{offset}\n"
+            raise ValueError(f"{shown}: a tab or line break in {text!r} would break its line")
+    offset = "" if warc_offset is None else str(warc_offset)
+    return f"{digest}\t{url}\t{date}\t{record_id or ''}\t{warc_file or ''}\t{offset}\n"

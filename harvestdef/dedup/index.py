@@ -27,6 +27,7 @@ The reader opens the file read-only and immutable, so several crawls may share o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -156,6 +157,29 @@ class DedupIndexWriter:
                                        _staging_rows(fields, self._warc_file_id)).rowcount
         self._staged += count
         return count
+
+    def add_fields(self, fields: Iterable[EntryFields]) -> int:
+        """add_many for captures as read_entry_fields yields them, without a DedupEntry per capture."""
+        connection = self._transaction("add_fields")
+        count = connection.executemany("INSERT INTO staging VALUES (?, ?, ?, ?, ?, ?)",
+                                       _staging_rows(fields, self._warc_file_id)).rowcount
+        self._staged += count
+        return count
+
+    @contextlib.contextmanager
+    def all_or_nothing(self) -> Iterator[None]:
+        """Captures added in the block are kept only if it ends without error (one job's entries, say)."""
+        connection = self._transaction("all_or_nothing")
+        staged = self._staged
+        connection.execute("SAVEPOINT part")
+        try:
+            yield
+        except BaseException:
+            connection.execute("ROLLBACK TO part")
+            connection.execute("RELEASE part")
+            self._staged = staged
+            raise
+        connection.execute("RELEASE part")
 
     def add_staging(self, path: Path) -> int:
         """Add the captures of a staging file written by write_staging and return how many it held."""
