@@ -43,7 +43,8 @@ from typing import Any
 
 from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
-from harvestdef.dedup import DedupIndex, write_entries
+from harvestdef.dedup import DedupIndex
+from harvestdef.dedup.partitions import write_partitioned
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.files import write_atomically
 from harvestdef.messages import (
@@ -224,8 +225,11 @@ class PostProcessor:
         path = jobdir.dedup_entries
         path.parent.mkdir(exist_ok=True)
         # the index the crawl read tells where the originals of its revisits are stored
-        count = write_entries(path, extract_dedup_entries(warcs, jobdir.dedup_index))
-        log.info("job %d: %d deduplication entries", jobdir.job.job_id, count)
+        entries = extract_dedup_entries(warcs, jobdir.dedup_index)
+        fields = ((e.digest, e.url, e.date, e.record_id, e.warc_file, e.warc_offset) for e in entries)
+        summary = write_partitioned(fields, path, jobdir.dedup_directory, jobdir.job.domain_configurations)
+        log.info("job %d: %d deduplication entries over %d domains, %d payloads under several domains",
+                 jobdir.job.job_id, summary.entries, summary.domains, summary.shared)
 
     @staticmethod
     def _write_qa_report(jobdir: JobDirectory, warcs: list[Path], limited_domains: list[str]) -> QaReport:

@@ -27,7 +27,7 @@ Layout (reference §5.1, with files of ours)::
         metadata/           the metadata WARC, once written
         qa-report.json      the job's QA report (harvester/postprocess/qa.py), also in the metadata WARC
         cdxj/               one sorted CDXJ index per WARC file, ``<warc name>.cdxj``
-        dedup/              the job's deduplication entries, ``<jobID>.gz``
+        dedup/              the job's deduplication entries, ``<jobID>.gz``, and their directory ``<jobID>.domains``
         stored.json         the upload's ledger: the files already stored, with their sha256 (harvester/upload.py)
         reported.json       the status sent to the scheduler, once sent; the job stays here until every file
                             is stored (harvester/finish.py)
@@ -57,6 +57,7 @@ from lxml import etree
 
 from harvestdef.crawltemplate import DEDUPLICATION_INDEX_LOCATION, placeholder, template_parser
 from harvestdef.dedup import entries_name
+from harvestdef.dedup.partitions import directory_name
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.files import fsync_directory, write_atomically
 from harvestdef.messages import (
@@ -439,12 +440,17 @@ class JobDirectory:
         return self.path / entries_name(self.job.job_id)
 
     @property
+    def dedup_directory(self) -> Path:
+        """The directory of the entries' domain partitions (harvestdef.dedup.partitions), as in the archive store."""
+        return self.path / directory_name(self.job.job_id)
+
+    @property
     def upload_ledger(self) -> Path:
         return self.path / UPLOAD_LEDGER
 
     def files_to_store(self) -> list[tuple[Path, str]]:
         """(local file, name in the job's archive-store directory) of everything the job leaves in the archive:
-        the crawl's WARC files, the metadata WARC, the CDXJ indexes and the deduplication entries."""
+        the crawl's WARC files, the metadata WARC, the CDXJ indexes, the deduplication entries and their directory."""
         files = [(path, path.name) for path in self.warc_files()]
         files += [(path, path.name) for path in _files(self.path / METADATA_DIR,
                                                        lambda name: name.endswith(WARC_SUFFIXES))]
@@ -452,6 +458,9 @@ class JobDirectory:
                                                                        lambda name: name.endswith(CDXJ_SUFFIX))]
         if self.dedup_entries.is_file():
             files.append((self.dedup_entries, entries_name(self.job.job_id)))
+            # after its entries file: a directory in the store always has its data beside it
+            if self.dedup_directory.is_file():
+                files.append((self.dedup_directory, directory_name(self.job.job_id)))
         return files
 
     def move_to(self, oldjobs_dir: Path) -> Path:
