@@ -28,7 +28,6 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     ├── QueueError                 the queue transport failed (translated from pika / sqlite)
     ├── ArchiveStoreError          the archive store failed (upload, checksum, missing file)
     │   └── ArchiveConflictError   a different file is stored under the same name already
-    ├── DedupCoverageError         too few of the jobs asked for have readable deduplication entries
     ├── ReplayError                pywb's environment cannot be built or its server cannot run
     │   └── ReplayUnavailableError the replay service does not answer (names its address)
     ├── HeritrixError              the crawler's REST API failed or answered unexpectedly
@@ -445,33 +444,3 @@ class DedupFormatError(ValidationError):
         # Raised in the processes that read entries files, and re-raised from their pickled copy.
         return type(self), (self.path, self.line, self.problem)
 
-
-class DedupCoverageError(HarvestSuiteError):
-    """Too few of the jobs a deduplication index was asked for have entries that could be read: fewer than
-    satisfactorythresholdpercentage (reference §6.4). No index is stored; the message says how many of
-    how many, the threshold, and which jobs were left out and why."""
-
-    def __init__(self, requested: int, missing: tuple[int, ...], unreadable: tuple[int, ...],
-                 threshold_percentage: int) -> None:
-        self.requested = requested
-        self.missing = missing
-        self.unreadable = unreadable
-        self.threshold_percentage = threshold_percentage
-        readable = requested - len(missing) - len(unreadable)
-        reasons = []
-        if missing:
-            reasons.append(f"no stored entries for job{'s' if len(missing) > 1 else ''} {_ids(missing)}")
-        if unreadable:
-            reasons.append(f"unreadable entries of job{'s' if len(unreadable) > 1 else ''} {_ids(unreadable)}")
-        super().__init__(f"the entries of only {readable} of the {requested} jobs could be read "
-                         f"({100 * readable // requested} %), fewer than satisfactorythresholdpercentage "
-                         f"({threshold_percentage} %): {'; '.join(reasons)}")
-
-    def __reduce__(self) -> tuple[type, tuple[int, tuple[int, ...], tuple[int, ...], int]]:
-        return type(self), (self.requested, self.missing, self.unreadable, self.threshold_percentage)
-
-
-def _ids(job_ids: tuple[int, ...], shown: int = 20) -> str:
-    """Job ids for a message: the first ``shown`` of them, then how many more."""
-    text = ", ".join(str(job_id) for job_id in job_ids[:shown])
-    return text + (f" and {len(job_ids) - shown} more" if len(job_ids) > shown else "")

@@ -56,6 +56,10 @@ REPLACED_SETTINGS: dict[str, str] = {
     "harvestsuite.crawler.useragent": (
         "harvestsuite.crawler.userAgent was never applied: the user agent is the crawl template's "
         "(metadata.userAgentTemplate, with operatorContactUrl filled in), as in Heritrix; remove the line"),
+    "harvestsuite.scheduler.dedupindexbuilders": (
+        "harvestsuite.scheduler.dedupIndexBuilders is no longer read: the scheduler builds no deduplication "
+        "index; each harvest controller builds its job's own from the partitions of the job's domains; "
+        "remove the line"),
 }
 
 
@@ -229,12 +233,10 @@ class SchedulerSettings:
         "seconds for which every progress report of a running job (one each crawlLoopWaitTime) stays a "
         "runningjobshistory sample, so its progress chart fills from the crawl's first seconds; older samples "
         "are thinned to one each historySampleRate, and a job's history to that once it ends; 0 = only those")
-    dedupIndexBuilders: int = setting("harvestsuite.scheduler.dedupIndexBuilders", 2,
-                                      "threads of the leading scheduler that build deduplication indexes")
     satisfactorythresholdpercentage: int = setting(
         "harvester.indexserver.satisfactorythresholdpercentage", 70,
-        "a deduplication index is used only if the entries of at least this percentage of the jobs it is "
-        "built from could be read; below, the run waits and says why (0-100)")
+        "a job goes only when the earlier captures of at least this percentage of its domains harvested "
+        "before are stored; below, it waits and says why (0-100)")
     intakeThreads: int = setting("harvestsuite.scheduler.intakeThreads", 4,
                                  "threads per process that take messages from the scheduler's queue")
     intakeProcesses: int = setting("harvestsuite.scheduler.intakeProcesses", 1,

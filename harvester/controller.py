@@ -49,6 +49,7 @@ from pathlib import Path
 
 from harvestdef import __version__
 from harvestdef.archive import ArchiveStore
+from harvestdef.dedup.jobindex import build_job_index
 from harvestdef.errors import HarvestSuiteError, HeritrixError, SettingsError
 from harvestdef.messages import CrawlTally, DoOneCrawl, HarvesterStatus
 from harvestdef.model.status import JobStatus
@@ -355,11 +356,23 @@ class HarvestController:
     def _persist(self, job: DoOneCrawl) -> JobDirectory:
         index = None
         relative = job.metadata.deduplication_index
+        sources = job.metadata.deduplication_sources
         external = bool(self.options.heritrix_url)
-        if relative and not external:
+        if (sources or relative) and not external:
             fd, name = tempfile.mkstemp(prefix=".dedup-", suffix=".sqlite", dir=self.options.server_dir)
             os.close(fd)
-            index = self.store.fetch(relative, Path(name))
+            if sources:
+                # the job's own index: the earlier captures of its domains, from their sources' partitions
+                built = build_job_index(self.store, [(s.harvest_id, s.job_id) for s in sources],
+                                        job.domain_configurations, Path(name))
+                unreadable = ", ".join(map(str, built.unreadable_job_ids))
+                log.info("job %d: deduplication index of %d (digest, URL) pairs for %d of its %d domains from "
+                         "jobs %s in %.1f s, %d bytes read%s", job.job_id, built.pairs, built.domains_found,
+                         built.domains, ", ".join(map(str, built.source_job_ids)) or "none", built.seconds,
+                         built.bytes_read, f"; left out, unreadable: jobs {unreadable}" if unreadable else "")
+                index = built.path
+            else:
+                index = self.store.fetch(relative, Path(name))
         return JobDirectory.create(self.options.server_dir, job, index, deduplication=not external)
 
     def _resume(self, directory: Path) -> None:

@@ -4,10 +4,10 @@ Releasing a job (``Dispatcher.ready``), for a ready message of an idle, register
 
 1. in one write transaction: the oldest NEW job of the first of the controller's channels that has one
    (selective channels first, as the controller lists them) gets a fresh attempt id and moves NEW ->
-   SUBMITTED (a compare-and-set). With deduplication on, only jobs whose run has its deduplication index
-   ready count (scheduler.dedupindex.has_index_ready: a first selective run needs none; any other run
-   needs its harvest_run_dedup_index row, which every intake process reads alike), so a run whose index
-   is still being built holds back none of the other jobs of its channel;
+   SUBMITTED (a compare-and-set). With deduplication on, only jobs whose deduplication sources are ready
+   count (scheduler.dedupsources.has_index_ready: a first selective run needs none; any other job needs its
+   ready job_dedup_sources row, which every intake process reads alike), so a job that waits for the
+   earlier jobs of its domains holds back none of the other jobs of its channel;
 2. its DoOneCrawl message is published to the channel's job queue and the broker's confirm awaited;
 3. only then is the transaction committed. A failed publish rolls the job back to NEW. A scheduler that
    dies after the confirm and before the commit leaves a message whose attempt the database never
@@ -56,6 +56,7 @@ from harvestdef.messages import (
     AliasRecord,
     ClaimAnswer,
     ClaimRequest,
+    DeduplicationSource,
     DoOneCrawl,
     HarvesterReady,
     PreHarvestMetadata,
@@ -67,7 +68,7 @@ from harvestdef.queues import QueueNames
 from harvestdef.repositories.jobevents import CONTROLLER_BACK, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from scheduler.batch import Batch
-from scheduler.dedupindex import HarvestRun, find_run_index, has_index_ready
+from scheduler.dedupsources import HarvestRun, find_run_index, find_sources_row, has_index_ready
 from scheduler.jobgen.building import fixed_harvest_info
 
 log = logging.getLogger(__name__)
@@ -90,9 +91,10 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
     harvestInfo.xml disagree with the job's WARCs. Only a job whose template holds no such map (its WARCs
     name no harvest either) gets the harvest's values as they are now, and no ``harvest_info``.
 
-    With deduplication on, the metadata carries the jobs of the run's deduplication index (reference
-    §6.4) and the index's path in the archive store, from harvest_run_dedup_index; a run without a row
-    (a first selective run) deduplicates against no job. Off, the job list is None.
+    With deduplication on, the metadata carries the job's deduplication sources from job_dedup_sources
+    (scheduler.dedupsources), or, for a run an earlier version made ready with one index of every job
+    before it, that index's path and jobs from harvest_run_dedup_index; a job with neither (a first
+    selective run) deduplicates against no job. Off, the job list is None.
     """
     rows = conn.execute(_HARVEST_AND_MEMBERS, {"harvest_id": job.harvest_id, "job_id": job.job_id}).all()
     if not rows:
@@ -104,10 +106,16 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
                for row in members if row.alias_of is not None]
     dedup_ids: list[int] | None = None
     dedup_index: str | None = None
+    dedup_sources: list[DeduplicationSource] | None = None
     if deduplication_enabled:
-        index = find_run_index(conn, HarvestRun(job.harvest_id, job.harvest_num))
-        dedup_ids = list(index.job_ids) if index is not None else []
-        dedup_index = index.index_path if index is not None else None
+        own = find_sources_row(conn, job.job_id)
+        index = None if own is not None else find_run_index(conn, HarvestRun(job.harvest_id, job.harvest_num))
+        if own is not None:
+            dedup_sources = [DeduplicationSource(harvest_id, job_id) for harvest_id, job_id in own.sources]
+            dedup_ids = [source.job_id for source in dedup_sources]
+        else:
+            dedup_ids = list(index.job_ids) if index is not None else []
+            dedup_index = index.index_path if index is not None else None
     fixed = fixed_harvest_info(job.orderxmldoc)
     if fixed is not None:
         names, harvest_info = fixed
@@ -124,7 +132,7 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
         domain_configurations={row.name: row.config for row in members}, harvest_num=job.harvest_num,
         archive_file_prefix=job.harvestname_prefix or f"{job.job_id}-{job.harvest_id}",
         metadata=PreHarvestMetadata(aliases=aliases, deduplication_job_ids=dedup_ids,
-                                    deduplication_index=dedup_index),
+                                    deduplication_index=dedup_index, deduplication_sources=dedup_sources),
         harvest_info=harvest_info)
 
 
@@ -151,9 +159,13 @@ _HARVEST_AND_MEMBERS = _harvest_and_members()
 
 
 def _may_go(conn: Connection, job: Job) -> bool:
-    """The job's run has its deduplication index, or needs none (a first selective run)."""
+    """The job's deduplication sources are ready, or its run has an index, or it needs none (a first
+    selective run)."""
     if not job.snapshot and job.harvest_num <= 1:
         return True
+    own = find_sources_row(conn, job.job_id)
+    if own is not None:
+        return own.ready
     index = find_run_index(conn, HarvestRun(job.harvest_id, job.harvest_num))
     return index is not None and index.ready
 

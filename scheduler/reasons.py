@@ -67,26 +67,21 @@ def generated(run: int, jobs: int, at: datetime, next_date: datetime | None) -> 
 
 
 def run_jobs_wait(run: int, note: str) -> str:
-    """Why the jobs of a run made already wait: ``note`` is one of the index notes below."""
+    """Why the jobs of a run made already wait: ``note`` is one of the deduplication notes below."""
     return f"the jobs of run {run} wait: {note}"
 
 
-def index_waits_for_jobs(unfinished: int, total: int) -> str:
-    return (f"waiting for {unfinished} of the {total} jobs it deduplicates against to finish before building its "
-            "deduplication index")
+def sources_wait_for_jobs(waiting: int, jobs: int, unfinished: int) -> str:
+    """Jobs of a run held until the earlier jobs that harvested their domains end (scheduler.dedupsources)."""
+    return (f"{waiting} of its {jobs} jobs wait for the earlier jobs that harvested their domains to finish: "
+            f"{unfinished} not finished yet")
 
 
-def index_refused(refusal: str) -> str:
-    return joined(f"deduplication index refused: {refusal}",
+def sources_refused(refused: int, jobs: int, refusal: str) -> str:
+    """Jobs of a run held because too few of their domains' earlier captures are stored; ``refusal`` is the
+    first one's (scheduler.dedupsources.refusal_of)."""
+    return joined(f"deduplication refused for {refused} of its {jobs} jobs: {refusal}",
                   "not dispatched until enough of these jobs' entries are stored (counted again at every tick)")
-
-
-def index_building(done: int, total: int, failures: int = 0, error: str | None = None) -> str:
-    building = f"building deduplication index ({done} of {total} jobs)"
-    if not failures:
-        return building
-    attempts = "attempt" if failures == 1 else "attempts"
-    return joined(building, f"{failures} earlier {attempts} failed, the last: {error}")
 
 
 def generation_failed(name: str, harvest_id: int, deactivation_failure: str | None, cause: str) -> str:
@@ -97,6 +92,6 @@ def generation_failed(name: str, harvest_id: int, deactivation_failure: str | No
     return f"job generation for harvest definition {name!r} (id {harvest_id}) failed and {outcome}: {cause}"
 
 
-__all__ = ["SEPARATOR", "finished", "generated", "generating", "generation_failed", "index_building",
-           "index_refused", "index_waits_for_jobs", "joined", "never_runs", "next_run", "postponed",
-           "previous_step_unfinished", "previous_step_without_jobs", "run_asked_for", "run_jobs_wait"]
+__all__ = ["SEPARATOR", "finished", "generated", "generating", "generation_failed", "joined", "never_runs",
+           "next_run", "postponed", "previous_step_unfinished", "previous_step_without_jobs", "run_asked_for",
+           "run_jobs_wait", "sources_refused", "sources_wait_for_jobs"]

@@ -36,9 +36,8 @@ changes and control actions that operators made to running jobs to the controlle
 (scheduler.livechanges); the controllers' answers come back on the scheduler queue like their statuses.
 ``send_live_changes`` is one such sending, for tests.
 
-The tick's deduplication indexes are built on threads of the ticker's index builder
-(scheduler.dedupindex), beside the tick and never in it; only the leading scheduler builds, so only its
-host needs the archive store (harvestsuite.archive.root) mounted.
+The tick decides each NEW job's deduplication sources (scheduler.dedupsources), which asks the archive
+store (harvestsuite.archive.root) only whether jobs' entries files exist; the controllers build the indexes.
 
 Every sendIntervalMs the leader starts sending the webhook deliveries that are due (scheduler.webhooks),
 each webhook in a lane of its own, so a slow receiver holds back only its own deliveries and never the
@@ -46,9 +45,9 @@ sending of the others; the events' rows are written where they happen, on any sc
 the leader sends them. Its shutdown aborts the attempts in flight rather than wait for their receivers.
 
 ``tick_once`` is one tick after draining what waits in the queues, one sending of the live changes due and
-one of the webhook deliveries due: ``harvestsuite scheduler tick --once`` for tests and for cron. It then
-waits, still the leader, until every deduplication index the tick asked for is built or has failed, so
-what the next ``tick --once`` sees does not depend on timing.
+one of the webhook deliveries due: ``harvestsuite scheduler tick --once`` for tests and for cron. The tick
+decides the jobs' deduplication sources itself, so what the next ``tick --once`` sees does not depend on
+timing.
 """
 
 from __future__ import annotations
@@ -88,7 +87,7 @@ from harvestdef.model.controllers import LostControllerRule
 from harvestdef.queues import Delivery, QueueNames, Transport
 from harvestdef.settings import Settings
 from scheduler.batch import in_lock_order
-from scheduler.dedupindex import DedupIndexBuilder
+from scheduler.dedupsources import JobReadiness
 from scheduler.dispatch import Dispatcher, DispatchOptions
 from scheduler.handlers import MessageHandlers
 from scheduler.intake import DeadLetter, StatusIntake
@@ -161,15 +160,13 @@ class SchedulerService:
         notifier = Notifier.from_settings(settings.notifications)
         generation = GenerationOptions.from_settings(settings)
         sched = settings.scheduler
-        # no threads are made until a tick asks for an index, so intake processes carry it at no cost
-        indexer = (DedupIndexBuilder.from_settings(settings, engine, notifier)
-                   if settings.jobgen.deduplicationEnabled else None)
+        readiness = JobReadiness.from_settings(settings, notifier) if settings.jobgen.deduplicationEnabled else None
         ticker = Ticker(engine, generation, TickOptions(
             job_timeout=sched.jobtimeouttime, lost=LostControllerRule.from_settings(settings),
             claim_grace_time=sched.claimGraceTime,
             postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel,
             history_sample_rate=sched.historySampleRate), notifier,
-            indexer=indexer, transport=transport, names=names)
+            readiness=readiness, transport=transport, names=names)
         dispatcher = Dispatcher(names, DispatchOptions(
             ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,
             limit_submitted_jobs_in_queue=sched.limitSubmittedJobsInQueue,
@@ -275,8 +272,7 @@ class SchedulerService:
 
     def tick_once(self, now: datetime | None = None) -> TickReport:
         """One tick (after draining the queues), then one sending of the live changes due, if this scheduler
-        can be the leader; returns once the deduplication indexes the tick asked for are built or have
-        failed."""
+        can be the leader."""
         if not self.leader.try_acquire():
             raise HarvestSuiteError("another scheduler is running on this database; this tick did nothing")
         try:
@@ -284,7 +280,6 @@ class SchedulerService:
             report = self.ticker.tick(now)
             report.live_changes_sent = self.live_changes.send(now)
             report.webhook_attempts = self.webhooks.send_due(now)
-            self.ticker.wait_for_indexes()
             return report
         finally:
             self.leader.release()
@@ -338,7 +333,6 @@ class SchedulerService:
         while self._wait_for_leadership(stop):
             if on_leader is not None:
                 on_leader()
-            self.ticker.reopen()  # builds indexes again if an earlier term of leadership closed it
             self._lead(stop)
             if not stop.is_set():
                 log.error("leadership lost; this scheduler stopped acting and waits to lead again")
@@ -400,7 +394,6 @@ class SchedulerService:
                 if worker.is_alive():
                     worker.kill()
             ticker.shutdown(wait=True)
-            self.ticker.close()  # only the leader builds deduplication indexes
             for thread in threads:
                 thread.join(timeout=10)
             self.leader.release()

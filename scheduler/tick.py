@@ -20,31 +20,24 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    with the reason (scheduler.livechanges); a resubmitted job's changes stay with it, since the new job
    starts from its template. Then any job that ended by other means and still has changes pending gets
    them refused.
-2. Deduplication indexes of runs with NEW jobs (scheduler.dedupindex). A run whose index is not ready
-   gets it asked for, if nobody builds it now; its jobs wait, which the tick report and, for a selective
-   harvest that waits for its next run, the harvest's state tell. A run whose jobs deduplicate against
-   none is made ready at once.
+2. Deduplication sources of the NEW jobs not yet ready (scheduler.dedupsources): each job is ready once
+   the earlier jobs holding its domains' captures have ended and enough of their entries are stored; the
+   jobs that wait, and why, are told by the tick report and, for a selective harvest that waits for its
+   next run, the harvest's state.
 3. Readiness. A selective or event harvest is ready when it is active and its nextdate has come, and,
    with postponeUnregisteredChannel, a registered controller serves its channel. A run asked for outside
    the schedule ("run now", harvestdef.repositories.runrequests) makes a selective harvest ready whatever
    its next run date and active flag, and a snapshot step whatever its active flag; the rest holds. The
    run takes the request in its own transaction, so one request makes one run. A snapshot step is ready
    when it is active (or asked to run), has not run (numevents < 1), its previous step (if any) has jobs
-   and none of them is NEW, SUBMITTED or STARTED, and isindexready is set. The tick sets isindexready once the step's
-   deduplication index is built; until then the step waits, "building deduplication index (N of M
-   jobs)", naming the last error if a build failed (a failed build is asked for again), or
-   "deduplication index refused: ..." when too few of its jobs' entries could be read
-   (satisfactorythresholdpercentage; the count is made again at every tick). With deduplication off
-   (no index builder) isindexready is set at once.
+   and none of them is NEW, SUBMITTED or STARTED. Nothing is built before a step: the tick sets isindexready
+   when the step is otherwise ready, and each of its jobs then waits for its own sources (step 2).
 4. Generation, harvest by harvest, each run in one transaction (scheduler.jobgen.generate); a failed
    run deactivates its harvest, and the reason is stored and notified (e-mail, and a webhook event recorded
-   with the harvest's state). The index of each run just made
-   is asked for at once (step 2 for those runs), not a tick later.
+   with the harvest's state). The jobs of each run just made are decided at once (step 2 for those runs),
+   not a tick later.
    Before generation, the job-generation previews the web UI asked for are made and stored
    (scheduler.previews), so a preview asked for together with a run shows that run.
-
-Indexes are built on the builder's threads (scheduler.dedupindex.DedupIndexBuilder): a tick never waits
-for one, it only asks for builds and reads their outcomes from harvest_run_dedup_index.
 
 Why each harvest waits, was generated or was deactivated is kept in harvest_state for the UI and API,
 written only when it changes.
@@ -79,14 +72,7 @@ from harvestdef.repositories.jobs import JobRepository
 from harvestdef.schedules import scheduler_zone
 from harvestdef.times import utc_text
 from scheduler import reasons
-from scheduler.dedupindex import (
-    DedupIndexBuilder,
-    HarvestRun,
-    deduplication_jobs,
-    find_run_index,
-    has_index_ready,
-    record_ready,
-)
+from scheduler.dedupsources import HarvestRun, JobReadiness, StoredEntries, chain_jobs, has_index_ready
 from scheduler.intake import remove_monitor_rows
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from scheduler.livechanges import ended_reason, refuse_changes_of_ended_jobs, refuse_left_changes, resubmitted_reason
@@ -150,12 +136,12 @@ def set_harvest_state(conn: Connection, harvest_id: int, state: str, reason: str
 class Ticker:
     """Carries out ticks; one at a time per process (the leader lock makes it one per database).
 
-    ``indexer`` builds the deduplication indexes; None means deduplication is off (harvester.deduplication.
-    enabled): no index is built and isindexready is set directly.
+    ``readiness`` decides the deduplication sources of NEW jobs; None means deduplication is off
+    (harvester.deduplication.enabled): jobs go without, and isindexready is set directly.
     """
 
     def __init__(self, engine: Engine, generation: GenerationOptions, options: TickOptions, notifier: Notifier,
-                 indexer: DedupIndexBuilder | None = None, transport: Transport | None = None,
+                 readiness: JobReadiness | None = None, transport: Transport | None = None,
                  names: QueueNames | None = None) -> None:
         self.engine = engine
         self.transport = transport  # with names: lets supervision see job queues that are empty
@@ -163,7 +149,7 @@ class Ticker:
         self.generation = generation
         self.options = options
         self.notifier = notifier
-        self.indexer = indexer
+        self.readiness = readiness
         self._running = threading.Lock()
 
     def tick(self, now: datetime | None = None) -> TickReport:
@@ -189,21 +175,6 @@ class Ticker:
                      {name: len(ids) for name, ids in report.generated.items()}, list(report.deactivated),
                      report.timed_out, report.interrupted, report.resubmitted)
         return report
-
-    def wait_for_indexes(self, timeout: float | None = None) -> bool:
-        """Wait until every deduplication index asked for so far is built or has failed (recorded either
-        way); False if ``timeout`` ran out first."""
-        return self.indexer.wait(timeout) if self.indexer is not None else True
-
-    def close(self) -> None:
-        """Stop building deduplication indexes (a later tick asks again for what was not finished)."""
-        if self.indexer is not None:
-            self.indexer.close()
-
-    def reopen(self) -> None:
-        """Build deduplication indexes again after ``close``: a scheduler that leads once more."""
-        if self.indexer is not None:
-            self.indexer.reopen()
 
     # ------------------------------------------------------------------ supervision
     def supervise(self, now: datetime, report: TickReport) -> None:
@@ -495,10 +466,10 @@ class Ticker:
             self._note_ended(conn, now, report, waiting_for_index)
 
             snapshots = conn.execute(
-                select(hd.c.harvest_id, hd.c.name, hd.c.numevents, full.c.previoushd, full.c.isindexready)
+                select(hd.c.harvest_id, hd.c.name, full.c.previoushd, full.c.isindexready)
                 .join(full, full.c.harvest_id == hd.c.harvest_id)
                 .where(or_(hd.c.isactive.is_(True), hd.c.harvest_id.in_(requested)), hd.c.numevents < 1)).all()
-            for harvest_id, name, numevents, previous, index_ready in snapshots:
+            for harvest_id, name, previous, index_ready in snapshots:
                 if previous is not None:
                     total, unfinished = conn.execute(select(
                         func.count(), func.count().filter(j.c.status.in_(_UNFINISHED)))
@@ -512,13 +483,7 @@ class Ticker:
                                    reasons.previous_step_unfinished(previous, unfinished, total), now, report)
                         continue
                 if not index_ready:
-                    if self.indexer is not None:
-                        # the run that generation will make: numevents + 1 (scheduler.jobgen.generate)
-                        note = self._index_note(conn, self.indexer, HarvestRun(harvest_id, numevents + 1),
-                                                snapshot=True)
-                        if note is not None:
-                            self._wait(conn, harvest_id, name, note, now, report)
-                            continue
+                    # each job of the step waits for its own sources once generated (_index_runs)
                     HarvestRepository(conn).mark_index_ready(harvest_id)
                 ready.append((harvest_id, name))
         return ready
@@ -554,11 +519,11 @@ class Ticker:
 
     # ------------------------------------------------------------------ deduplication indexes
     def _index_runs(self, report: TickReport, harvest_ids: set[int] | None = None) -> dict[int, tuple[str, str]]:
-        """Ask for the index of every run with NEW jobs that has none ready (of ``harvest_ids`` if given);
-        returns harvest id -> (name, why its runs' jobs wait)."""
+        """Decide the deduplication sources of the NEW jobs of every run that has jobs not ready (of
+        ``harvest_ids`` if given); returns harvest id -> (name, why its runs' jobs wait)."""
         waiting: dict[int, tuple[str, str]] = {}
-        indexer = self.indexer
-        if indexer is None:
+        readiness = self.readiness
+        if readiness is None:
             return waiting
         j, hd = s.jobs, s.harvestdefinitions
         query = (select(j.c.harvest_id, j.c.harvest_num, j.c.snapshot, hd.c.name).distinct()
@@ -567,9 +532,11 @@ class Ticker:
                  .order_by(j.c.harvest_id, j.c.harvest_num))
         if harvest_ids is not None:
             query = query.where(j.c.harvest_id.in_(harvest_ids))
+        stored = StoredEntries(readiness.store)
         with write_transaction(self.engine) as conn:
             for harvest_id, harvest_num, snapshot, name in conn.execute(query).all():
-                note = self._index_note(conn, indexer, HarvestRun(harvest_id, harvest_num), snapshot)
+                candidates = chain_jobs(conn, HarvestRun(harvest_id, harvest_num), snapshot)
+                note = readiness.run_note(conn, harvest_id, harvest_num, candidates, stored)
                 if note is None:
                     continue
                 note = reasons.run_jobs_wait(harvest_num, note)
@@ -578,39 +545,6 @@ class Ticker:
                 waiting[harvest_id] = (name, note)
                 report.indexing[name] = note
         return waiting
-
-    @staticmethod
-    def _index_note(conn: Connection, indexer: DedupIndexBuilder, run: HarvestRun, snapshot: bool) -> str | None:
-        """None when the run's jobs may go (its index is ready, or it needs none, which is recorded now);
-        otherwise why they wait, after asking ``indexer`` for the index if nobody is building it."""
-        row = find_run_index(conn, run)
-        if row is not None and row.ready:
-            return None
-        jobs = deduplication_jobs(conn, run, snapshot)
-        if not jobs:
-            record_ready(conn, run, [], None)
-            return None
-        job_ids = [job_id for _, job_id in jobs]
-        unfinished = conn.scalar(select(func.count()).select_from(s.jobs).where(
-            s.jobs.c.job_id.in_(job_ids), s.jobs.c.status.in_(_UNFINISHED)))
-        if unfinished:
-            # Their entries exist only once they end; an index built now would lack them for good, because
-            # it is cached under the name of the whole job set.
-            return reasons.index_waits_for_jobs(unfinished, len(job_ids))
-        progress = indexer.progress(job_ids)
-        if progress is None:
-            if row is not None and row.failures:
-                log.warning("%s: building its deduplication index again after %d failed attempts, the last: %s",
-                            run, row.failures, row.error)
-            indexer.request(run, jobs)
-            progress = indexer.progress(job_ids) or (0, len(job_ids))
-        if row is not None and row.refusal:
-            # the count made again now (above) replaces this when it comes out otherwise
-            return reasons.index_refused(row.refusal)
-        done, total = progress
-        if row is not None and row.failures:
-            return reasons.index_building(done, total, row.failures, row.error)
-        return reasons.index_building(done, total)
 
     # ------------------------------------------------------------------ previews
     def _make_previews(self, now: datetime, report: TickReport) -> None:

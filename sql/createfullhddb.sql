@@ -907,7 +907,23 @@ CREATE TABLE job_configs (
 	FOREIGN KEY(job_id) REFERENCES jobs (job_id)
 );
 
+CREATE INDEX jobconfigconfig ON job_configs (config_id, job_id);
+
 CREATE INDEX jobconfigjob ON job_configs (job_id);
+
+CREATE TABLE job_dedup_sources (
+	job_id BIGINT NOT NULL, 
+	ready BOOLEAN DEFAULT false NOT NULL, 
+	sources TEXT NOT NULL, 
+	domains INTEGER NOT NULL, 
+	with_history INTEGER NOT NULL, 
+	covered INTEGER NOT NULL, 
+	missing_job_ids TEXT, 
+	refusal VARCHAR(2000), 
+	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (job_id), 
+	FOREIGN KEY(job_id) REFERENCES jobs (job_id)
+);
 
 ALTER TABLE domains ADD CONSTRAINT domains_defaultconfig_fkey FOREIGN KEY(defaultconfig) REFERENCES configurations (config_id) DEFERRABLE INITIALLY DEFERRED;
 
@@ -970,6 +986,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0027_job_ends');
+INSERT INTO alembic_version (version_num) VALUES ('0028_job_dedup_sources');
 
 COMMIT;

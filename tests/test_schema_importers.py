@@ -22,7 +22,7 @@ MAY_IMPORT_THE_SCHEMA = {
     "harvestdef/demo/narrator.py": "the demo's narration reads what the scheduler wrote, to print it",
     # the scheduler: what is not a definition or a job's state, and the streaming reads of job generation
     "scheduler/batch.py": "removes the running-job monitor rows of ended jobs (live figures, no repository)",
-    "scheduler/dedupindex.py": "the run's deduplication index row (harvest_run_dedup_index) and its job sets",
+    "scheduler/dedupsources.py": "each job's deduplication sources (job_dedup_sources), and runs given one index",
     "scheduler/dispatch.py": "a ready message's one statement on the controller's row, the hot path",
     "scheduler/intake.py": "controllers' rows, the running-job monitor and dead letters: what harvesters said",
     "scheduler/jobgen/generate.py": "a run's inputs read in the run's transaction, under its lock",

@@ -45,38 +45,26 @@ _OUTLOOK_REASONS: list[_Pattern] = [
      lambda m, say: _("its next run date was cleared, although its schedule has events to come")),
 ]
 
-# Why a deduplication index was refused: harvestdef.errors.DedupCoverageError's message, which the scheduler
-# quotes in its reason. Its parts are joined by the reasons' separator too, so each is a part of its own
-# here as well (a reason is split on the separator before its parts are said).
-_REFUSAL = re.compile(r"the entries of only (?P<readable>\d+) of the (?P<requested>\d+) jobs could be read "
-                      r"\((?P<share>\d+) %\), fewer than satisfactorythresholdpercentage \((?P<threshold>\d+) %\): "
-                      r"(?P<why>.+)", re.S)
-_LEFT_OUT = re.compile(r"(?P<what>no stored entries for|unreadable entries of) job(?P<many>s?) (?P<ids>[\d, ]+?)"
-                       r"(?: and (?P<more>\d+) more)?")
+# Why a job's deduplication was refused: scheduler.dedupsources.refusal_of, which the scheduler quotes in its
+# reason.
+_REFUSAL = re.compile(r"the earlier captures of only (?P<covered>\d+) of the (?P<domains>\d+) domains of job "
+                      r"(?P<job>\d+) harvested before are stored \((?P<share>\d+) %\), fewer than "
+                      r"satisfactorythresholdpercentage \((?P<threshold>\d+) %\): no stored entries for jobs "
+                      r"(?P<ids>[\d, ]+?)(?: and (?P<more>\d+) more)?", re.S)
 
 
-def _left_out(found: re.Match[str]) -> str:
-    """Jobs a refused index left out, and why, in the page's language."""
-    ids = found["ids"]
-    if found["more"]:
-        ids = _("%(ids)s and %(count)s more", ids=ids, count=found["more"])
-    count = 2 if found["many"] else 1
-    if found["what"] == "no stored entries for":
-        return ngettext("no stored entries for job %(ids)s", "no stored entries for jobs %(ids)s", count, ids=ids)
-    return ngettext("unreadable entries of job %(ids)s", "unreadable entries of jobs %(ids)s", count, ids=ids)
-
-
-def _index_refusal(text: str) -> str:
-    """A deduplication index's refusal (its first part) in the page's language; a text of other words as it
-    was."""
+def _sources_refusal(text: str) -> str:
+    """A job's refusal in the page's language; a text of other words as it was."""
     found = _REFUSAL.fullmatch(text)
     if found is None:
         return text
-    left_out = _LEFT_OUT.fullmatch(found["why"])
-    return _("the entries of only %(readable)s of the %(requested)s jobs could be read (%(share)s %%), fewer than "
-             "satisfactorythresholdpercentage (%(threshold)s %%): %(why)s", readable=found["readable"],
-             requested=found["requested"], share=found["share"], threshold=found["threshold"],
-             why=_left_out(left_out) if left_out else found["why"])
+    ids = found["ids"]
+    if found["more"]:
+        ids = _("%(ids)s and %(count)s more", ids=ids, count=found["more"])
+    return _("the earlier captures of only %(covered)s of the %(domains)s domains of job %(job)s harvested before "
+             "are stored (%(share)s %%), fewer than satisfactorythresholdpercentage (%(threshold)s %%): no stored "
+             "entries for jobs %(ids)s", covered=found["covered"], domains=found["domains"], job=found["job"],
+             share=found["share"], threshold=found["threshold"], ids=ids)
 
 
 # The parts of the scheduler's harvest_state reasons (scheduler/reasons.py), in its order.
@@ -109,23 +97,17 @@ _STATE_REASONS: list[_Pattern] = [
                              _number(m["jobs"]), run=m["run"], jobs=m["jobs"], time=m["time"])),
     (re.compile(r"the jobs of run (?P<run>\d+) wait: (?P<note>.+)", re.S),
      lambda m, say: _("the jobs of run %(run)s wait: %(note)s", run=m["run"], note=say(m["note"]))),
-    (re.compile(r"waiting for (?P<unfinished>\d+) of the (?P<total>\d+) jobs it deduplicates against to finish "
-                r"before building its deduplication index"),
-     lambda m, say: _("waiting for %(unfinished)s of the %(total)s jobs it deduplicates against to finish before "
-                      "building its deduplication index", unfinished=m["unfinished"], total=m["total"])),
-    (re.compile(r"deduplication index refused: (?P<refusal>.+)", re.S),
-     lambda m, say: _("deduplication index refused: %(refusal)s", refusal=_index_refusal(m["refusal"]))),
-    (_LEFT_OUT, lambda m, say: _left_out(m)),
+    (re.compile(r"(?P<waiting>\d+) of its (?P<jobs>\d+) jobs wait for the earlier jobs that harvested their "
+                r"domains to finish: (?P<unfinished>\d+) not finished yet"),
+     lambda m, say: _("%(waiting)s of its %(jobs)s jobs wait for the earlier jobs that harvested their domains to "
+                      "finish: %(unfinished)s not finished yet", waiting=m["waiting"], jobs=m["jobs"],
+                      unfinished=m["unfinished"])),
+    (re.compile(r"deduplication refused for (?P<refused>\d+) of its (?P<jobs>\d+) jobs: (?P<refusal>.+)", re.S),
+     lambda m, say: _("deduplication refused for %(refused)s of its %(jobs)s jobs: %(refusal)s",
+                      refused=m["refused"], jobs=m["jobs"], refusal=_sources_refusal(m["refusal"]))),
     (re.compile(r"not dispatched until enough of these jobs' entries are stored \(counted again at every tick\)"),
      lambda m, say: _("not dispatched until enough of these jobs' entries are stored (counted again at every "
                       "tick)")),
-    (re.compile(r"building deduplication index \((?P<done>\d+) of (?P<total>\d+) jobs\)"),
-     lambda m, say: _("building deduplication index (%(done)s of %(total)s jobs)", done=m["done"],
-                      total=m["total"])),
-    (re.compile(r"(?P<failures>\d+) earlier attempts? failed, the last: (?P<error>.*)", re.S),
-     lambda m, say: ngettext("%(failures)s earlier attempt failed, the last: %(error)s",
-                             "%(failures)s earlier attempts failed, the last: %(error)s", int(m["failures"]),
-                             failures=m["failures"], error=m["error"])),
     (re.compile(r"job generation for harvest definition (?P<name>.+) \(id (?P<id>\d+)\) failed and the harvest "
                 r"was deactivated: (?P<cause>.+)", re.S),
      lambda m, say: _("job generation for harvest definition %(name)s (id %(id)s) failed and the harvest was "

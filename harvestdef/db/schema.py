@@ -388,6 +388,8 @@ job_configs = Table(
     PrimaryKeyConstraint("job_id", "config_id"),
 )
 Index("jobconfigjob", job_configs.c.job_id)
+# the jobs that harvested a configuration: which earlier jobs hold a domain's captures (scheduler/dedupsources.py)
+Index("jobconfigconfig", job_configs.c.config_id, job_configs.c.job_id)
 
 # ---------------------------------------------------------------- global crawler traps
 global_crawler_trap_lists = Table(
@@ -832,8 +834,9 @@ config_history_summary = Table(
 Index("config_history_summary_harvest_bytes", config_history_summary.c.latest_harvest_id,
       config_history_summary.c.latest_bytecount.desc())
 
-# The deduplication index of each harvest run (reference §6.4), written by the scheduler (scheduler/dedupindex.py).
-# A run's NEW jobs are dispatched once its row is ready; a selective or event harvest's first run needs none.
+# The deduplication index of each harvest run (reference §6.4) that schedulers before migration 0028 built: one
+# index of every job before the run. The NEW jobs of a run with a ready row still go with that index
+# (scheduler/dedupsources.py); later runs have their jobs' rows in job_dedup_sources instead.
 harvest_run_dedup_index = Table(
     "harvest_run_dedup_index", metadata,
     Column("harvest_id", BigInteger, nullable=False),
@@ -850,6 +853,23 @@ harvest_run_dedup_index = Table(
     # why the index was refused: too few of its jobs' entries could be read (satisfactorythresholdpercentage)
     Column("refusal", String(2000)),
     PrimaryKeyConstraint("harvest_id", "harvest_num"),
+)
+
+# Which earlier jobs hold the captures of each job's domains, and whether the job may be dispatched (migration
+# 0028), written by the scheduler (scheduler/dedupsources.py): a NEW job goes once its row is ready.
+job_dedup_sources = Table(
+    "job_dedup_sources", metadata,
+    Column("job_id", BigInteger, ForeignKey("jobs.job_id"), primary_key=True),
+    Column("ready", Boolean, nullable=False, server_default=text("false")),
+    # "harvest_id/job_id" of each source, newest first, comma-separated; empty: no domain was harvested before
+    Column("sources", Text, nullable=False),
+    Column("domains", Integer, nullable=False),       # the job's domains
+    Column("with_history", Integer, nullable=False),  # of those, the domains an earlier job of its chain harvested
+    Column("covered", Integer, nullable=False),       # of those, the domains whose earlier captures are stored
+    Column("missing_job_ids", Text),  # ended jobs without stored entries that left a domain uncovered
+    # why the job is held: too few of its domains' earlier captures are stored (satisfactorythresholdpercentage)
+    Column("refusal", String(2000)),
+    Column("changed_at", UTCDateTime, nullable=False),
 )
 
 # API tokens of web UI users (Authorization: Bearer ...); only a SHA-256 of each token is kept.

@@ -28,12 +28,27 @@ class AliasRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class DeduplicationSource:
+    """An earlier job whose stored partitions hold the captures of some of the job's domains."""
+
+    harvest_id: int
+    job_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class PreHarvestMetadata:
-    """What the controller writes into the metadata WARC besides its own files (reference §6.1)."""
+    """What the controller writes into the metadata WARC besides its own files (reference §6.1), and where
+    the job's deduplication index comes from.
+
+    ``deduplication_sources`` (schema 1.6), newest first: the controller builds the job's index from their
+    partitions of the job's own domains (harvestdef.dedup.jobindex). ``deduplication_index`` is the one
+    index file of a whole run that schedulers before 1.6 built, still sent for runs made ready so.
+    """
 
     aliases: list[AliasRecord]
     deduplication_job_ids: list[int] | None  # None = deduplication is off for this job
-    deduplication_index: str | None = None  # archive-store relative path of the index file, once built
+    deduplication_index: str | None = None  # archive-store relative path of a run's index file
+    deduplication_sources: list[DeduplicationSource] | None = None
 
 
 #: NetarchiveSuite's PersistentJobData version, written as harvestInfo.version (reference §5.1, §2.6).

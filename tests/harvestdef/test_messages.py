@@ -27,6 +27,7 @@ from harvestdef.messages import (
     CrawlProgress,
     CrawlStatus,
     CrawlTally,
+    DeduplicationSource,
     DomainCount,
     DomainReport,
     DomainStats,
@@ -85,6 +86,15 @@ SAMPLES: dict[str, Message] = {
             deduplication_job_ids=[4700, 4701, BIG],
             deduplication_index="dedup-index/ab12cd.sqlite"),
     ),
+    "DoOneCrawl-sources": DoOneCrawl(
+        job_id=4712, attempt_id="4712-1-0a", harvest_id=42, harvest_name="weekly", harvest_comments="",
+        audience="", schedule_name="", channel="FOCUSED", snapshot=False, max_objects_per_domain=-1,
+        max_bytes_per_domain=-1, max_running_time=0, template_name="default_orderxml", template="<beans/>",
+        seeds=["http://www.kb.dk/"], domain_configurations={"kb.dk": "defaultconfig"}, harvest_num=4,
+        archive_file_prefix="4712-42",
+        metadata=PreHarvestMetadata(aliases=[], deduplication_job_ids=[4701, 4600],
+                                    deduplication_sources=[DeduplicationSource(42, 4701),
+                                                           DeduplicationSource(41, 4600)])),
     "DoOneCrawl-no-dedup": DoOneCrawl(
         job_id=1, attempt_id="1-1", harvest_id=1, harvest_name="snapshot", harvest_comments="",
         audience="", schedule_name="", channel="SNAPSHOT", snapshot=True, max_objects_per_domain=2000,
@@ -197,10 +207,10 @@ def test_every_message_type_has_a_sample_and_a_docstring():
 def test_wire_form_is_the_documented_envelope():
     message = SAMPLES["ClaimAnswer"]
     assert encode(message, SENT) == (
-        b'{"type":"ClaimAnswer","version":"1.5","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
+        b'{"type":"ClaimAnswer","version":"1.6","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
         b'"attempt_id":"4711-1-9f1c","controller_id":"c","granted":true,"reason":"","control_queue":'
         b'"prod.control.c"}}')
-    assert SCHEMA_VERSION == (1, 5)
+    assert SCHEMA_VERSION == (1, 6)
 
 
 def test_enums_travel_by_name_and_text_as_utf8():
@@ -248,7 +258,7 @@ def test_another_major_version_is_refused_naming_both(version):
         decode(_bytes(document))
     assert isinstance(err.value, MessageError)
     assert isinstance(err.value, ValidationError)
-    assert version in str(err.value) and "1.5" in str(err.value)
+    assert version in str(err.value) and "1.6" in str(err.value)
     assert err.value.version == tuple(int(part) for part in version.split("."))
 
 

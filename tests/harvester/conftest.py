@@ -114,7 +114,8 @@ class ControllerProcess:
 class Harvesting:
     """One test's system. ``settings`` holds every key of the TOML file the processes read."""
 
-    def __init__(self, tmp_path: Path, site: TestSite, queue_url: str, template: str) -> None:
+    def __init__(self, tmp_path: Path, site: TestSite, queue_url: str, template: str,
+                 database_url: str | None = None) -> None:
         self.tmp = tmp_path
         self.site = site
         self.environment = f"T{uuid.uuid4().hex[:10]}"
@@ -124,7 +125,7 @@ class Harvesting:
         hosts_file = tmp_path / "hosts"
         site.write_hosts_file(hosts_file)
         self.values: dict[str, object] = {
-            "harvestsuite.database.url": f"sqlite:///{tmp_path / 'harvest.db'}",
+            "harvestsuite.database.url": database_url or f"sqlite:///{tmp_path / 'harvest.db'}",
             "harvestsuite.queue.url": queue_url,
             "common.environmentName": self.environment,
             "harvestsuite.archive.root": str(self.archive),

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from harvestdef.errors import DedupCoverageError
 from harvestdef.repositories.domains import DomainRepository
 from scheduler import reasons
+from scheduler.dedupsources import JobSources, refusal_of
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions
@@ -33,18 +33,16 @@ WRITTEN = {
     "finished": [reasons.finished(OUTLOOK, 1, T1), reasons.finished(OUTLOOK, 3, None)],
     "generating": [reasons.generating(T1)],
     "generated": [reasons.generated(1, 1, T1, T2), reasons.generated(2, 12_345, T1, None)],
-    "run_jobs_wait": [reasons.run_jobs_wait(3, reasons.index_building(0, 4))],
-    "index_waits_for_jobs": [reasons.index_waits_for_jobs(2, 9)],
-    "index_refused": [reasons.index_refused("3 of 9 jobs' entries could be read (jobs 4, 5), 90 % are needed")],
-    "index_building": [reasons.index_building(1, 4), reasons.index_building(1, 4, 1, "disk full"),
-                       reasons.index_building(1, 4, 3, "connection reset")],
+    "run_jobs_wait": [reasons.run_jobs_wait(3, reasons.sources_wait_for_jobs(2, 4, 1))],
+    "sources_wait_for_jobs": [reasons.sources_wait_for_jobs(2, 9, 3)],
+    "sources_refused": [reasons.sources_refused(1, 2, "3 of 9 domains, 90 % are needed")],
     "generation_failed": [reasons.generation_failed("weekly", 4, None, "KeyError: 'x'"),
                           reasons.generation_failed("weekly", 4, "DatabaseError: gone", "KeyError: 'x'")],
 }
 HELPERS = {"SEPARATOR", "joined"}
-# A deduplication index's refusal as harvestdef.errors.DedupCoverageError words it, which the reason quotes
-REFUSALS = [str(DedupCoverageError(9, (4, 5), (6,), 90)), str(DedupCoverageError(30, tuple(range(1, 23)), (), 70)),
-            str(DedupCoverageError(4, (), (2,), 90))]
+# A job's refusal as scheduler.dedupsources.refusal_of words it, which the reason quotes
+REFUSALS = [refusal_of(JobSources(40, (), 10, 9, 4, (), (4, 5)), 90),
+            refusal_of(JobSources(41, (), 3000, 2900, 1000, (), tuple(range(1, 23))), 70)]
 
 
 def test_every_reason_function_of_the_scheduler_is_written_here():
@@ -55,8 +53,8 @@ def test_every_reason_function_of_the_scheduler_is_written_here():
 
 @pytest.mark.parametrize("reason", [reason for written in WRITTEN.values() for reason in written] + [
     reasons.joined(reasons.run_asked_for(), reasons.postponed("SNAPSHOT"),
-                   reasons.run_jobs_wait(2, reasons.index_refused("too few")),
-                   reasons.run_jobs_wait(3, reasons.index_building(1, 2, 2, "timeout")))])
+                   reasons.run_jobs_wait(2, reasons.sources_refused(1, 1, "too few")),
+                   reasons.run_jobs_wait(3, reasons.sources_wait_for_jobs(1, 2, 2)))])
 def test_the_page_knows_every_part_of_every_reason_the_scheduler_writes(app, reason):
     with app.test_request_context("/", headers={"Accept-Language": "da"}):
         assert unknown_parts(reason) == []
@@ -77,9 +75,9 @@ def test_the_danish_words_of_a_few_reasons(app):
             "kørsel 1: 2 job 2026-11-27 04:00:00 UTC; næste kørsel 2026-11-28 04:00:00 UTC")
         assert state_reason(reasons.finished(OUTLOOK, 1, T1)) == (
             "skemaet Once tillader 1 kørsel, og den har kørt; sidste kørsel 1 2026-11-27 04:00:00 UTC")
-        assert state_reason(reasons.run_jobs_wait(3, reasons.index_building(1, 4, 1, "disk full"))) == (
-            "jobbene i kørsel 3 venter: bygger deduplikeringsindeks (1 af 4 job); 1 tidligere forsøg fejlede, "
-            "det sidste: disk full")
+        assert state_reason(reasons.run_jobs_wait(3, reasons.sources_wait_for_jobs(1, 4, 2))) == (
+            "jobbene i kørsel 3 venter: 1 af dens 4 job venter på, at de tidligere job, der høstede deres domæner, "
+            "bliver færdige: 2 er ikke færdige endnu")
         assert [state_name(state) for state in ("waiting", "generated", "finished", "something new")] == [
             "venter", "genereret", "færdig", "something new"]
         # text the scheduler did not write stays as it was, known parts around it said in Danish
@@ -87,10 +85,6 @@ def test_the_danish_words_of_a_few_reasons(app):
         assert state_reason(f"{reasons.next_run(T1)}; a reason not known") == (
             "næste kørsel 2026-11-27 04:00:00 UTC; a reason not known")
         assert unknown_parts(f"{reasons.next_run(T1)}; a reason not known") == ["a reason not known"]
-        # a quoted error that holds the separator is shown whole
-        assert state_reason(reasons.index_building(1, 4, 3, "connection reset; retrying")) == (
-            "bygger deduplikeringsindeks (1 af 4 job); 3 tidligere forsøg fejlede, det sidste: connection reset; "
-            "retrying")
 
 
 def words(client, path: str) -> str:
@@ -150,7 +144,8 @@ def test_a_real_ticks_reasons_read_danish_on_the_pages_and_english_in_the_api(ap
 @pytest.mark.parametrize("refusal", REFUSALS)
 def test_a_deduplication_index_refusal_is_said_in_the_pages_language(app, refusal):
     with app.test_request_context("/", headers={"Accept-Language": "da"}):
-        danish = state_reason(reasons.run_jobs_wait(3, reasons.index_refused(refusal)))
-    assert danish.startswith("jobbene i kørsel 3 venter: deduplikeringsindekset afvist: kun posterne for ")
+        danish = state_reason(reasons.run_jobs_wait(3, reasons.sources_refused(1, 2, refusal)))
+    assert danish.startswith("jobbene i kørsel 3 venter: deduplikering afvist for 1 af dens 2 job: de tidligere "
+                             "høstninger af kun ")
     english = re.findall(r"[a-z]+", re.sub(r"satisfactorythresholdpercentage", "", danish))
     assert not {"the", "of", "entries", "could", "more", "no", "stored", "unreadable"} & set(english), danish

@@ -1,0 +1,345 @@
+"""Each job's deduplication sources: which earlier jobs hold the captures of its domains, and whether the
+job may be dispatched (docs/scheduler.md, Deduplication).
+
+A job deduplicates against the earlier captures of its own domains. Its harvest controller builds the
+job's index from the partitions of those domains in the archive store (harvestdef.dedup.jobindex); the
+scheduler says which jobs to read. For every domain of the job, the candidates are the jobs of its
+chain that harvested one of the domain's configurations:
+
+* a selective or event harvest's run N: the jobs of its runs before N;
+* a snapshot step: the jobs of the steps before it in its chain of previoushd links, and of the chain
+  of the most recent other snapshot harvest submitted before it (``chain_jobs``).
+
+The newest candidate decides, walking back from it: a candidate that has not ended (NEW, SUBMITTED,
+STARTED) holds the job back, since its captures come only when it ends; an ended one whose entries are
+stored is the domain's source; an ended one without stored entries (it failed before, or its store is
+still to come) is passed over for the next older one. A domain none of whose ended candidates has
+stored entries is not covered. A domain harvested by no candidate has no history and needs nothing.
+
+NetarchiveSuite's rule of a satisfactory share (harvester.indexserver.satisfactorythresholdpercentage)
+is counted over the job's domains with history: at least that share must be covered, else the job is
+held with the reason, counted again at every tick, and nothing else waits for it. The job's row in
+job_dedup_sources records the outcome. The dispatcher admits a NEW job (``has_index_ready``) when it is of
+a selective or event harvest's first run, when its row is ready, or when its run has a ready row in
+harvest_run_dedup_index: the runs whose one index of every capture of the jobs before them an earlier
+version built, whose jobs still go with that index (``find_run_index``).
+
+Nothing is built here and nothing is read from the store but whether a job's entries file exists, so a
+step's jobs go out as soon as the jobs holding their domains have ended, each one on its own.
+
+job_dedup_sources and harvest_run_dedup_index are read and written here directly: they are this module's
+own record of each job's sources, shared by the scheduler's processes, and no definition or job's state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, Connection, Table, and_, bindparam, exists, func, or_, select
+
+from harvestdef.archive import ArchiveStore
+from harvestdef.db import schema as s
+from harvestdef.db.engine import upsert
+from harvestdef.db.types import utcnow
+from harvestdef.dedup import entries_name
+from harvestdef.model.status import JobStatus
+from harvestdef.settings import Settings
+from scheduler import reasons
+from scheduler.notify import Notifier
+
+log = logging.getLogger(__name__)
+
+UNFINISHED = (int(JobStatus.NEW), int(JobStatus.SUBMITTED), int(JobStatus.STARTED))
+# A refusal names this many jobs without entries, and counts the rest.
+MISSING_SHOWN = 10
+
+
+@dataclass(frozen=True, order=True)
+class HarvestRun:
+    """One run of a harvest definition: the jobs it generated share harvest_id and harvest_num."""
+
+    harvest_id: int
+    harvest_num: int
+
+    def __str__(self) -> str:
+        return f"harvest {self.harvest_id} run {self.harvest_num}"
+
+
+@dataclass(frozen=True)
+class RunIndex:
+    """A row of harvest_run_dedup_index."""
+
+    run: HarvestRun
+    job_ids: tuple[int, ...]
+    ready: bool
+    index_path: str | None
+    missing_job_ids: tuple[int, ...]
+    entries: int | None
+    failures: int
+    error: str | None
+    refusal: str | None = None
+
+
+def chain_jobs(conn: Connection, run: HarvestRun, snapshot: bool) -> ColumnElement[bool]:
+    """SQL, a condition on s.jobs: the jobs of the chain that ``run`` deduplicates against."""
+    j = s.jobs
+    if snapshot:
+        return j.c.harvest_id.in_(earlier_snapshot_steps(conn, run.harvest_id))
+    return and_(j.c.harvest_id == run.harvest_id, j.c.harvest_num < run.harvest_num)
+
+
+def earlier_snapshot_steps(conn: Connection, harvest_id: int) -> list[int]:
+    """The steps before ``harvest_id`` in its previoushd chain, and the chain of the most recent other
+    snapshot harvest submitted before it (reference §6.4)."""
+    full, hd = s.fullharvests, s.harvestdefinitions
+
+    def chain(start: int | None) -> list[int]:
+        steps: list[int] = []
+        while start is not None and start not in steps:  # a cycle of previoushd links ends the chain
+            steps.append(start)
+            start = conn.scalar(select(full.c.previoushd).where(full.c.harvest_id == start))
+        return steps
+
+    own = chain(harvest_id)
+    continued = select(full.c.previoushd).where(full.c.previoushd.is_not(None))
+    submitted = conn.scalar(select(hd.c.submitted).where(hd.c.harvest_id == harvest_id))
+    older = None
+    if submitted is not None:
+        older = conn.scalar(
+            select(hd.c.harvest_id).join(full, full.c.harvest_id == hd.c.harvest_id)
+            .where(hd.c.harvest_id.not_in(own), hd.c.harvest_id.not_in(continued), hd.c.submitted < submitted)
+            .order_by(hd.c.submitted.desc(), hd.c.harvest_id.desc()).limit(1))
+    return sorted(set(own[1:]) | set(chain(older)))
+
+
+def has_index_ready(jobs: Table) -> ColumnElement[bool]:
+    """SQL: a row of ``jobs`` may go as far as deduplication goes: a first selective run's, one whose sources
+    are ready, or one of a run that an earlier version gave its index."""
+    r = s.harvest_run_dedup_index
+    return or_(and_(jobs.c.snapshot.is_(False), jobs.c.harvest_num <= 1), has_sources_ready(jobs),
+               exists().where(r.c.harvest_id == jobs.c.harvest_id, r.c.harvest_num == jobs.c.harvest_num,
+                              r.c.ready.is_(True)))
+
+
+_RUN_INDEX = select(s.harvest_run_dedup_index).where(
+    s.harvest_run_dedup_index.c.harvest_id == bindparam("harvest_id"),
+    s.harvest_run_dedup_index.c.harvest_num == bindparam("harvest_num"))  # built once: every release reads it
+
+
+def find_run_index(conn: Connection, run: HarvestRun) -> RunIndex | None:
+    row = conn.execute(_RUN_INDEX, {"harvest_id": run.harvest_id, "harvest_num": run.harvest_num}).first()
+    if row is None:
+        return None
+    return RunIndex(run=run, job_ids=parse_job_ids(row.job_ids), ready=row.ready, index_path=row.index_path,
+                    missing_job_ids=parse_job_ids(row.missing_job_ids or ""), entries=row.entries,
+                    failures=row.failures, error=row.error, refusal=row.refusal)
+
+
+def format_job_ids(job_ids: Sequence[int]) -> str:
+    return ",".join(str(job_id) for job_id in sorted(job_ids))
+
+
+def parse_job_ids(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part)
+
+
+@dataclass(frozen=True)
+class JobSources:
+    """The outcome for one job; ``sources`` are (harvest_id, job_id), newest first."""
+    job_id: int
+    sources: tuple[tuple[int, int], ...]
+    domains: int
+    with_history: int
+    covered: int
+    waiting_for: tuple[int, ...]       # candidates not ended that hold the newest captures of some domain
+    missing_job_ids: tuple[int, ...]   # ended jobs without stored entries, where a domain found no source
+
+    def satisfies(self, threshold_percentage: int) -> bool:
+        return self.covered * 100 >= threshold_percentage * self.with_history
+
+
+@dataclass(frozen=True)
+class SourcesRow:
+    """A row of job_dedup_sources."""
+    job_id: int
+    ready: bool
+    sources: tuple[tuple[int, int], ...]
+    domains: int
+    with_history: int
+    covered: int
+    missing_job_ids: tuple[int, ...]
+    refusal: str | None
+
+
+class StoredEntries:
+    """Whether a job's entries file is in the archive store, asked once per job per tick."""
+
+    def __init__(self, store: ArchiveStore) -> None:
+        self.store = store
+        self._known: dict[int, bool] = {}
+
+    def __call__(self, harvest_id: int, job_id: int) -> bool:
+        found = self._known.get(job_id)
+        if found is None:
+            found = self._known[job_id] = self.store.has(harvest_id, job_id, entries_name(job_id))
+        return found
+
+
+def find_job_sources(conn: Connection, job_id: int, candidates: ColumnElement[bool],
+                     stored: Callable[[int, int], bool]) -> JobSources:
+    """The sources of ``job_id`` among the jobs that ``candidates`` (a condition on s.jobs) admits."""
+    jc, c = s.job_configs, s.configurations
+    own = (select(c.c.domain_id).select_from(jc.join(c, c.c.config_id == jc.c.config_id))
+           .where(jc.c.job_id == job_id).distinct().subquery())
+    domains = conn.scalar(select(func.count()).select_from(own)) or 0
+    earlier_jc, earlier_c, j = jc.alias("earlier_jc"), c.alias("earlier_c"), s.jobs
+    rows = conn.execute(
+        select(earlier_c.c.domain_id, j.c.job_id, j.c.harvest_id, j.c.status).distinct()
+        .select_from(own.join(earlier_c, earlier_c.c.domain_id == own.c.domain_id)
+                     .join(earlier_jc, earlier_jc.c.config_id == earlier_c.c.config_id)
+                     .join(j, j.c.job_id == earlier_jc.c.job_id))
+        .where(candidates, j.c.job_id != job_id))
+    history: dict[int, list[tuple[int, int, int]]] = {}
+    for domain_id, earlier, harvest_id, status in rows:
+        history.setdefault(domain_id, []).append((earlier, harvest_id, status))
+    sources: dict[int, int] = {}
+    waiting: set[int] = set()
+    missing: set[int] = set()
+    covered = 0
+    for jobs in history.values():
+        jobs.sort(reverse=True)
+        for earlier, harvest_id, status in jobs:
+            if status in UNFINISHED:
+                waiting.add(earlier)
+                break
+            if stored(harvest_id, earlier):
+                sources[earlier] = harvest_id
+                covered += 1
+                break
+        else:
+            missing.add(jobs[0][0])
+    return JobSources(job_id=job_id, sources=tuple((sources[job], job) for job in sorted(sources, reverse=True)),
+                      domains=domains, with_history=len(history), covered=covered,
+                      waiting_for=tuple(sorted(waiting)), missing_job_ids=tuple(sorted(missing)))
+
+
+def refusal_of(found: JobSources, threshold_percentage: int) -> str:
+    """Why ``found`` is held back, in the words the scheduler keeps (webui.harvest_reasons says them again)."""
+    share = found.covered * 100 // found.with_history if found.with_history else 100
+    shown = found.missing_job_ids[:MISSING_SHOWN]
+    jobs = ", ".join(str(job) for job in shown)
+    if len(found.missing_job_ids) > len(shown):
+        jobs += f" and {len(found.missing_job_ids) - len(shown)} more"
+    return (f"the earlier captures of only {found.covered} of the {found.with_history} domains of job "
+            f"{found.job_id} harvested before are stored ({share} %), fewer than satisfactorythresholdpercentage "
+            f"({threshold_percentage} %): no stored entries for jobs {jobs}")
+
+
+def record_sources(conn: Connection, found: JobSources, refusal: str | None) -> bool:
+    """Write the job's row: ready unless ``refusal``. True when a refusal is news (told once)."""
+    r = s.job_dedup_sources
+    before = conn.scalar(select(r.c.refusal).where(r.c.job_id == found.job_id))
+    upsert(conn, r, ("job_id",), [{
+        "job_id": found.job_id, "ready": refusal is None, "sources": format_sources(found.sources),
+        "domains": found.domains, "with_history": found.with_history, "covered": found.covered,
+        "missing_job_ids": ",".join(str(job) for job in found.missing_job_ids),
+        "refusal": refusal[:2000] if refusal else None, "changed_at": utcnow()}])
+    return refusal is not None and before != refusal[:2000]
+
+
+def find_sources_row(conn: Connection, job_id: int) -> SourcesRow | None:
+    r = s.job_dedup_sources
+    row = conn.execute(select(r).where(r.c.job_id == job_id)).first()
+    if row is None:
+        return None
+    return SourcesRow(job_id=job_id, ready=row.ready, sources=parse_sources(row.sources), domains=row.domains,
+                      with_history=row.with_history, covered=row.covered,
+                      missing_job_ids=tuple(int(p) for p in (row.missing_job_ids or "").split(",") if p),
+                      refusal=row.refusal)
+
+
+def has_sources_ready(jobs: Table) -> ColumnElement[bool]:
+    """SQL: the row of ``jobs`` has its ready row in job_dedup_sources."""
+    r = s.job_dedup_sources
+    return exists().where(r.c.job_id == jobs.c.job_id, r.c.ready.is_(True))
+
+
+def format_sources(sources: Iterable[tuple[int, int]]) -> str:
+    return ",".join(f"{harvest_id}/{job_id}" for harvest_id, job_id in sources)
+
+
+def parse_sources(text: str) -> tuple[tuple[int, int], ...]:
+    pairs = []
+    for part in text.split(","):
+        if part:
+            harvest_id, _, job_id = part.partition("/")
+            pairs.append((int(harvest_id), int(job_id)))
+    return tuple(pairs)
+
+
+class JobReadiness:
+    """Writes the rows of the NEW jobs of a run, and says why those not ready wait (the Ticker's part of
+    deduplication; None in its place means deduplication is off)."""
+
+    def __init__(self, store: ArchiveStore, notifier: Notifier, threshold_percentage: int = 70) -> None:
+        if not 0 <= threshold_percentage <= 100:
+            raise ValueError(f"threshold_percentage is a percentage from 0 to 100, got {threshold_percentage}")
+        self.store = store
+        self.notifier = notifier
+        self.threshold_percentage = threshold_percentage
+
+    @classmethod
+    def from_settings(cls, settings: Settings, notifier: Notifier) -> JobReadiness:
+        return cls(ArchiveStore.from_settings(settings), notifier, settings.scheduler.satisfactorythresholdpercentage)
+
+    def run_note(self, conn: Connection, harvest_id: int, harvest_num: int, candidates: ColumnElement[bool],
+                 stored: StoredEntries | None = None) -> str | None:
+        """Decide each NEW job of the run without a ready row; None once all may go, else why they wait.
+
+        ``candidates`` (a condition on s.jobs) are the jobs of the run's chain (``chain_jobs``).
+        """
+        j = s.jobs
+        stored = stored or StoredEntries(self.store)
+        job_ids = conn.scalars(
+            select(j.c.job_id).where(j.c.harvest_id == harvest_id, j.c.harvest_num == harvest_num,
+                                     j.c.status == int(JobStatus.NEW), ~has_sources_ready(j))
+            .order_by(j.c.job_id)).all()
+        waiting: list[JobSources] = []
+        refused: list[tuple[JobSources, str]] = []
+        news: list[str] = []
+        for job_id in job_ids:
+            found = find_job_sources(conn, job_id, candidates, stored)
+            if found.waiting_for:
+                waiting.append(found)
+                continue
+            refusal = None if found.satisfies(self.threshold_percentage) else refusal_of(
+                found, self.threshold_percentage)
+            if refusal is None:
+                log.info("job %d deduplicates against jobs %s: %d of its %d domains have earlier captures",
+                         job_id, ", ".join(str(source) for _, source in found.sources) or "none",
+                         found.covered, found.domains)
+            if record_sources(conn, found, refusal):
+                news.append(refusal or "")
+            if refusal is not None:
+                refused.append((found, refusal))
+        if news:
+            self.notifier.notify(f"Deduplication of harvest {harvest_id} run {harvest_num} refused for "
+                                 f"{len(news)} jobs", f"{news[0]}. Those jobs are not dispatched until enough of "
+                                 "the entries are stored; the scheduler counts again at every tick.")
+        new_jobs = conn.scalar(select(func.count()).select_from(j).where(
+            j.c.harvest_id == harvest_id, j.c.harvest_num == harvest_num, j.c.status == int(JobStatus.NEW)))
+        notes = []
+        if waiting:
+            unfinished = {job for found in waiting for job in found.waiting_for}
+            notes.append(reasons.sources_wait_for_jobs(len(waiting), new_jobs, len(unfinished)))
+        if refused:
+            notes.append(reasons.sources_refused(len(refused), new_jobs, refused[0][1]))
+        return reasons.joined(*notes) if notes else None
+
+
+__all__ = ["HarvestRun", "JobReadiness", "JobSources", "RunIndex", "SourcesRow", "StoredEntries", "UNFINISHED",
+           "chain_jobs", "earlier_snapshot_steps", "find_job_sources", "find_run_index", "find_sources_row",
+           "format_job_ids", "format_sources", "has_index_ready", "has_sources_ready", "parse_job_ids",
+           "parse_sources", "record_sources", "refusal_of"]
