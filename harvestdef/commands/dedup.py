@@ -65,11 +65,13 @@ def rebuild(app: AppContext, dry_run: bool, work_dir: Path | None) -> None:
             if result.outcome is Outcome.DONE:
                 return
             entries += result.entries
+            # off the line the bar is drawn on, when it is drawn (on a terminal)
+            newline = "\n" if sys.stderr.isatty() else ""
             if result.outcome is Outcome.FAILED:
-                click.echo(f"\n{result.name}: not rebuilt: {result.reason}", err=True)
+                click.echo(f"{newline}{result.name}: not rebuilt: {result.reason}", err=True)
             elif result.own_domains is None:
-                click.echo(f"\n{result.name} is not in the harvest database: partitioned with own domains: none",
-                           err=True)
+                click.echo(f"{newline}{result.name} is not in the harvest database: partitioned with own domains: "
+                           "none", err=True)
             bar.update(1)
 
         try:
