@@ -24,7 +24,9 @@ A job's own domains (the ``own`` flag of its directory) are the domains of its c
 harvest database (job_configs -> configurations -> domains); a job the database does not have under the
 harvest it is stored under is partitioned all the same, with no own domains.
 
-The store is walked one harvest directory at a time, never listed whole.
+Only jobs whose upload has finished (their SHA256SUMS lists the entries file) are taken, so a job that a
+harvester is storing now, whose directory comes after its entries file, is never raced. The store is
+walked one harvest directory at a time, never listed whole.
 """
 
 from __future__ import annotations
@@ -111,8 +113,21 @@ def stored_jobs(store: ArchiveStore) -> Iterator[StoredJob]:
     """
     for harvest_id in _numbered_directories(store.root):
         for job_id in _numbered_directories(store.root / str(harvest_id)):
-            if store.has(harvest_id, job_id, entries_name(job_id)):
+            if store.has(harvest_id, job_id, entries_name(job_id)) and _upload_finished(store, harvest_id, job_id):
                 yield StoredJob(harvest_id, job_id, store.has(harvest_id, job_id, directory_name(job_id)))
+
+
+def _upload_finished(store: ArchiveStore, harvest_id: int, job_id: int) -> bool:
+    """The job's SHA256SUMS lists its entries file: post-processing writes it once every file is stored. A job
+    still being stored is left to its harvester, which stores the directory of its own after the entries
+    file (harvester/jobdir.py); a rebuild's directory in its place would make that store a conflict."""
+    sums = store.job_path(harvest_id, job_id) / CHECKSUMS
+    try:
+        text = sums.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    name = entries_name(job_id)
+    return any(line.rstrip("\n").endswith(f"  {name}") for line in text.splitlines())
 
 
 def count_jobs(store: ArchiveStore) -> StoreCount:

@@ -285,3 +285,17 @@ def test_a_killed_rebuild_leaves_whole_jobs_or_none_and_a_rerun_completes_it(eng
         assert store.has(harvest_id, job_id, directory_name(job_id))
         assert_checksums_complete(store.job_path(harvest_id, job_id))
     assert count_jobs(store).pending == 1   # the corrupt job
+
+
+def test_a_job_still_being_stored_is_left_to_its_harvester(engine: Engine, tmp_path: Path):
+    """Its entries file is stored and its SHA256SUMS not yet written: the harvester stores its own directory
+    next, so the rebuild takes the job only once its upload has finished."""
+    store = make_store(engine, tmp_path)
+    harvest_id, job_id = 5, 11
+    (store.job_path(harvest_id, job_id) / CHECKSUMS).unlink()
+    summary = rebuild_store(store, engine, work_dir=tmp_path / "work")
+    assert not store.has(harvest_id, job_id, directory_name(job_id))
+    assert (harvest_id, job_id) not in [(r.harvest_id, r.job_id) for r in summary.failed]
+    store.write_checksums(harvest_id, job_id)  # the upload ends
+    rebuild_store(store, engine, work_dir=tmp_path / "work")
+    assert store.has(harvest_id, job_id, directory_name(job_id))
