@@ -27,24 +27,25 @@ version built, whose jobs still go with that index (``find_run_index``).
 Nothing is built here and nothing is read from the store but whether a job's entries file exists, so a
 step's jobs go out as soon as the jobs holding their domains have ended, each one on its own.
 
-job_dedup_sources and harvest_run_dedup_index are read and written here directly: they are this module's
-own record of each job's sources, shared by the scheduler's processes, and no definition or job's state.
+A job's row goes through harvestdef.repositories.jobdedup, which the web UI reads too; the queries over
+job_configs that find the earlier jobs of a job's domains, and harvest_run_dedup_index, this module's own
+record of the runs an earlier version gave one index, read the schema here.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, Table, and_, bindparam, exists, func, or_, select
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
-from harvestdef.db.engine import upsert
 from harvestdef.db.types import utcnow
 from harvestdef.dedup import entries_name
 from harvestdef.model.status import JobStatus
+from harvestdef.repositories.jobdedup import JobDedupRepository, JobDedupSources
 from harvestdef.settings import Settings
 from scheduler import reasons
 from scheduler.notify import Notifier
@@ -160,19 +161,6 @@ class JobSources:
         return self.covered * 100 >= threshold_percentage * self.with_history
 
 
-@dataclass(frozen=True)
-class SourcesRow:
-    """A row of job_dedup_sources."""
-    job_id: int
-    ready: bool
-    sources: tuple[tuple[int, int], ...]
-    domains: int
-    with_history: int
-    covered: int
-    missing_job_ids: tuple[int, ...]
-    refusal: str | None
-
-
 class StoredEntries:
     """Whether a job's entries file is in the archive store, asked once per job per tick."""
 
@@ -239,44 +227,23 @@ def refusal_of(found: JobSources, threshold_percentage: int) -> str:
 
 def record_sources(conn: Connection, found: JobSources, refusal: str | None) -> bool:
     """Write the job's row: ready unless ``refusal``. True when a refusal is news (told once)."""
-    r = s.job_dedup_sources
-    before = conn.scalar(select(r.c.refusal).where(r.c.job_id == found.job_id))
-    upsert(conn, r, ("job_id",), [{
-        "job_id": found.job_id, "ready": refusal is None, "sources": format_sources(found.sources),
-        "domains": found.domains, "with_history": found.with_history, "covered": found.covered,
-        "missing_job_ids": ",".join(str(job) for job in found.missing_job_ids),
-        "refusal": refusal[:2000] if refusal else None, "changed_at": utcnow()}])
-    return refusal is not None and before != refusal[:2000]
+    repository = JobDedupRepository(conn)
+    before = repository.find(found.job_id)
+    repository.record(JobDedupSources(
+        job_id=found.job_id, ready=refusal is None, sources=found.sources, domains=found.domains,
+        with_history=found.with_history, covered=found.covered, missing_job_ids=found.missing_job_ids,
+        refusal=refusal, changed_at=utcnow()))
+    return refusal is not None and (before is None or before.refusal != refusal[:2000])
 
 
-def find_sources_row(conn: Connection, job_id: int) -> SourcesRow | None:
-    r = s.job_dedup_sources
-    row = conn.execute(select(r).where(r.c.job_id == job_id)).first()
-    if row is None:
-        return None
-    return SourcesRow(job_id=job_id, ready=row.ready, sources=parse_sources(row.sources), domains=row.domains,
-                      with_history=row.with_history, covered=row.covered,
-                      missing_job_ids=tuple(int(p) for p in (row.missing_job_ids or "").split(",") if p),
-                      refusal=row.refusal)
+def find_sources_row(conn: Connection, job_id: int) -> JobDedupSources | None:
+    return JobDedupRepository(conn).find(job_id)
 
 
 def has_sources_ready(jobs: Table) -> ColumnElement[bool]:
     """SQL: the row of ``jobs`` has its ready row in job_dedup_sources."""
     r = s.job_dedup_sources
     return exists().where(r.c.job_id == jobs.c.job_id, r.c.ready.is_(True))
-
-
-def format_sources(sources: Iterable[tuple[int, int]]) -> str:
-    return ",".join(f"{harvest_id}/{job_id}" for harvest_id, job_id in sources)
-
-
-def parse_sources(text: str) -> tuple[tuple[int, int], ...]:
-    pairs = []
-    for part in text.split(","):
-        if part:
-            harvest_id, _, job_id = part.partition("/")
-            pairs.append((int(harvest_id), int(job_id)))
-    return tuple(pairs)
 
 
 class JobReadiness:
@@ -339,7 +306,7 @@ class JobReadiness:
         return reasons.joined(*notes) if notes else None
 
 
-__all__ = ["HarvestRun", "JobReadiness", "JobSources", "RunIndex", "SourcesRow", "StoredEntries", "UNFINISHED",
+__all__ = ["HarvestRun", "JobReadiness", "JobSources", "RunIndex", "StoredEntries", "UNFINISHED",
            "chain_jobs", "earlier_snapshot_steps", "find_job_sources", "find_run_index", "find_sources_row",
-           "format_job_ids", "format_sources", "has_index_ready", "has_sources_ready", "parse_job_ids",
-           "parse_sources", "record_sources", "refusal_of"]
+           "format_job_ids", "has_index_ready", "has_sources_ready", "parse_job_ids", "record_sources",
+           "refusal_of"]

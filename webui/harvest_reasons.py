@@ -105,6 +105,7 @@ _STATE_REASONS: list[_Pattern] = [
     (re.compile(r"deduplication refused for (?P<refused>\d+) of its (?P<jobs>\d+) jobs: (?P<refusal>.+)", re.S),
      lambda m, say: _("deduplication refused for %(refused)s of its %(jobs)s jobs: %(refusal)s",
                       refused=m["refused"], jobs=m["jobs"], refusal=_sources_refusal(m["refusal"]))),
+    (_REFUSAL, lambda m, say: _sources_refusal(m.group(0))),  # a job's own refusal, on its page
     (re.compile(r"not dispatched until enough of these jobs' entries are stored \(counted again at every tick\)"),
      lambda m, say: _("not dispatched until enough of these jobs' entries are stored (counted again at every "
                       "tick)")),

@@ -305,12 +305,23 @@ def test_six_of_ten_is_refused_and_waits_saying_why_until_a_seventh_is_stored(en
         page = client.get(path)
         assert page.status_code == 200 and "deduplication refused for 1 of its 1 jobs" in \
             page.get_data(as_text=True), path
+    # the job's own page and its API answer say it too, the page in its language
+    detail = client.get(f"/api/v1/jobs/{run2_job}", headers={"Authorization": f"Bearer {token}"}).get_json()
+    assert detail["deduplication"]["ready"] is False and detail["deduplication"]["covered"] == 6
+    assert detail["deduplication"]["missing_job_ids"] == run1[6:]
+    page = client.get(f"/status/jobs/{run2_job}").get_data(as_text=True)
+    assert "Held back: the earlier captures of only 6 of the 10 domains of job" in page
+    danish = client.get(f"/status/jobs/{run2_job}", headers={"Accept-Language": "da"}).get_data(as_text=True)
+    assert "de tidligere høstninger af kun 6 af de 10 domæner i job" in danish and "Held back" not in danish
 
     store_entries(store, tmp_path, 1, run1[6], ["http://www.site6.dk/late.png"], ["site6.dk"])  # the seventh
     assert not ticker.tick().indexing
     released, message = release(engine, transport, dispatcher, "ctl-9", "FOCUSED")
     assert released == run2_job and message is not None and len(message.metadata.deduplication_sources) == 7
     assert "refused" not in harvest_state(engine, 1)[1]
+    page = client.get(f"/status/jobs/{run2_job}").get_data(as_text=True)
+    assert "Deduplicates against the earlier captures of 7 of its 10 domains, from jobs" in page
+    assert "Held back" not in page
 
 
 def test_an_unreadable_entries_file_is_the_controllers_to_pass_over(engine, store, tmp_path, ticker, dispatcher,

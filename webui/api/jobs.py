@@ -28,6 +28,7 @@ from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.domains import lookup_name
 from harvestdef.repositories.jobchanges import APPLIED, FAIL, PAUSE, RESUME, STOP
+from harvestdef.repositories.jobdedup import JobDedupRepository
 from harvestdef.repositories.jobends import JobEnd, JobEndRepository
 from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventEntry, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
@@ -317,10 +318,24 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
         "controller": job.controller, "interrupted": job.interrupted, "attempt_id": job.attempt_id,
         "resubmitted_as_job": job.resubmitted_as_job, "continuationof": job.continuationof,
         "store_failed": job.store_failed,
+        "deduplication": job_deduplication(conn, job_id),
         "files": job_files(job.harvest_id, job.job_id),
         "events": [render_job_event(event) for event in events],
         "interruption": job_interruption(conn, job, events, LostControllerRule.from_settings(settings()), utcnow()),
     }
+
+
+def job_deduplication(conn: Connection, job_id: int) -> dict[str, Any] | None:
+    """Which earlier jobs the job deduplicates against, as the scheduler decided (docs/scheduler.md,
+    Deduplication); None for a job it has not decided (a first selective run, a job waiting for its sources
+    to end, deduplication off, a job of a run given one index by an earlier version)."""
+    row = JobDedupRepository(conn).find(job_id)
+    if row is None:
+        return None
+    return {"ready": row.ready, "sources": [{"harvest_id": h, "job_id": j} for h, j in row.sources],
+            "domains": row.domains, "with_history": row.with_history, "covered": row.covered,
+            "missing_job_ids": list(row.missing_job_ids), "refusal": row.refusal,
+            "decided_at": jsonable(row.changed_at)}
 
 
 def render_job_event(event: JobEventEntry) -> dict[str, Any]:
@@ -477,6 +492,19 @@ BUDGET_REACHED = nullable(shape({
     "limit": nullable(INTEGER, "the budget: objects, bytes or seconds; null when the controller could not tell"),
     "at": described(TIME, "when the crawl ended")}),
     "the budget the crawl ended at; null when it ended otherwise. It is not among the job's errors")
+DEDUPLICATION = nullable(shape({
+    "ready": described(BOOLEAN, "the job may be dispatched as far as deduplication goes"),
+    "sources": {"type": "array", "items": shape({"harvest_id": INTEGER, "job_id": INTEGER}),
+                "description": "the earlier jobs whose stored entries hold its domains' captures, newest first"},
+    "domains": described(INTEGER, "the job's domains"),
+    "with_history": described(INTEGER, "of those, the domains an earlier job of its chain harvested"),
+    "covered": described(INTEGER, "of those, the domains whose earlier captures are stored"),
+    "missing_job_ids": {"type": "array", "items": INTEGER,
+                        "description": "ended jobs without stored entries that left a domain uncovered"},
+    "refusal": nullable(STRING, "why the job is held: too few covered domains (satisfactorythresholdpercentage)"),
+    "decided_at": described(TIME, "when the scheduler decided")}),
+    "which earlier jobs the job deduplicates against (docs/scheduler.md, Deduplication); null until the "
+    "scheduler has decided, and for jobs of a first selective run or with deduplication off")
 OPERATOR_ACTION = shape({
     "action": {"type": "string", "enum": [PAUSE, RESUME]}, "user": described(STRING, "the operator who asked"),
     "change": described(INTEGER, "the job's change (its version)"),
@@ -515,7 +543,8 @@ def list_jobs() -> Any:
 
 @blueprint.get("/jobs/<int:job_id>")
 @answers(shape({"job_id": INTEGER, "status": STRING, "errors": JOB_ERRORS, "stopped_by": STOPPED_BY,
-                "budget_reached": BUDGET_REACHED, "operator_actions": {"type": "array", "items": OPERATOR_ACTION}}))
+                "budget_reached": BUDGET_REACHED, "operator_actions": {"type": "array", "items": OPERATOR_ACTION},
+                "deduplication": DEDUPLICATION}))
 @require(READ)
 def get_job(job_id: int) -> Any:
     """One job: limits, configurations with their figures and nothing-harvested flags, seeds, errors, files.
@@ -523,7 +552,8 @@ def get_job(job_id: int) -> Any:
     ``stopped_by`` names the operator whose stop or fail ended the crawl, the change and when its controller
     carried it out; ``budget_reached`` the budget of the whole crawl it ended at, and its limit;
     ``operator_actions`` the pauses and resumes operators asked for that its controller carried out.
-    ``errors`` holds what went wrong, never such an end.
+    ``errors`` holds what went wrong, never such an end. ``deduplication`` names the earlier jobs whose
+    captures of its domains the job deduplicates against, and how many of its domains they cover.
 
     Each configuration's ``result`` (once reported) has objects, bytes, novel and duplicate figures, the stop
     reason, and ``nothing_harvested`` with ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status``
