@@ -4,6 +4,6 @@ import sys
 
 from harvestdef.cli import main
 
-# Guarded: worker processes started with "spawn" (deduplication index builds) import this module again.
+# Guarded: worker processes started with "spawn" (the scheduler's intake processes) import this module again.
 if __name__ == "__main__":
     sys.exit(main())

@@ -215,7 +215,7 @@ class Dispatcher:
         return None
 
     def _next_job(self, conn: Connection, channel: str) -> Job | None:
-        """The oldest NEW job of ``channel`` that may go now: with deduplication on, its run's index is ready.
+        """The oldest NEW job of ``channel`` that may go now: with deduplication on, its sources are ready.
 
         The oldest NEW job almost always may go, and asking for it alone is the cheap query; only when it
         may not is the readiness condition put into the query."""

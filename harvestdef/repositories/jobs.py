@@ -246,7 +246,7 @@ class JobRepository:
     def oldest_new(self, channel: str, may_go: ColumnElement[bool] | None = None) -> Job | None:
         """The NEW job of ``channel`` with the lowest id, locked for the caller's transaction; on PostgreSQL
         rows another transaction holds are skipped, so two dispatchers never take the same job.
-        ``may_go`` is a further condition on the jobs table (the dispatcher's: its run's index is ready)."""
+        ``may_go`` is a further condition on the jobs table (the dispatcher's: its deduplication sources are ready)."""
         postgresql = is_postgresql(self.conn.engine)
         if may_go is None:
             query = _OLDEST_NEW_PG if postgresql else _OLDEST_NEW
