@@ -338,9 +338,13 @@ class HarvestController:
             log.warning("job %d attempt %s not granted: %s", job.job_id, job.attempt_id, answer.reason)
             self.transport.ack(taken.delivery)
             return False
+        # Heartbeats name the job from its grant on: building its deduplication index takes a while, and a
+        # granted job its controller's heartbeats do not name is taken for abandoned after claimGraceTime.
+        self.current = job
         try:
             directory = self._persist(job)
         except Exception as exc:
+            self.current = None
             log.error("job %d could not be persisted: %s", job.job_id, exc)
             self.transport.ack(taken.delivery)
             reason = f"the harvest controller could not set up the job: {exc}"
