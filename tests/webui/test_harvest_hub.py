@@ -56,13 +56,9 @@ def harvest_id_of(engine, name: str) -> int:
 
 
 def tick(engine: Engine) -> Any:
-    """One real scheduler tick, deduplication off (no index to wait for), no controller needed."""
-    ticker = Ticker(engine, GenerationOptions(deduplication_enabled=False),
-                    TickOptions(postpone_unregistered_channel=False), Notifier())
-    try:
-        return ticker.tick()
-    finally:
-        ticker.close()
+    """One real scheduler tick, deduplication off (no sources to decide), no controller needed."""
+    return Ticker(engine, GenerationOptions(deduplication_enabled=False),
+                  TickOptions(postpone_unregistered_channel=False), Notifier()).tick()
 
 
 def job_runs(engine: Engine, harvest: str) -> list[tuple[int, int]]:
