@@ -268,6 +268,87 @@ def read_segment(member: bytes, segment: Segment, source: object) -> Iterator[En
         yield parse_entry_line(line + "\n", source, number)
 
 
+def write_partitioned_sorted(fields: Iterable[EntryFields], data_path: Path, directory_path: Path,
+                             own_domains: Iterable[str], work_dir: Path | None = None) -> PartitionSummary:
+    """write_partitioned for ``fields`` already in order of (domain, digest, URL, date), without its sort:
+    the same entries file and directory, byte for byte.
+
+    The shared partition comes first in the file but is known only once every entry is seen, so the lines
+    go to a working text file and are read back into the members; memory holds one small record per
+    distinct payload of the job, for the shared partition.
+
+    :raise ValueError: an entry that read_entries would refuse, or ``fields`` out of that order.
+    """
+    data_path, directory_path = Path(data_path), Path(directory_path)
+    own = {domain.lower() for domain in own_domains}
+    work = Path(work_dir or data_path.parent)
+    token = f"{os.getpid()}-{secrets.token_hex(6)}"
+    spool_file = work / f".partitions-{token}.txt"
+    data_temporary = data_path.with_name(f".{data_path.name}.tmp-{token}")
+    directory_temporary = directory_path.with_name(f".{directory_path.name}.tmp-{token}")
+    # digest -> [last domain, distinct domains, earliest date, least line of that date]
+    payloads: dict[str, list] = {}
+    entries = 0
+    try:
+        with open(spool_file, "x", encoding="utf-8", newline="\n") as spool:
+            last: tuple[str, str, str, str] | None = None
+            for item in fields:
+                line = entry_line(*item)
+                domain = domain_of_entry_url(item[1])
+                key = (domain, item[0], item[1], item[2])
+                if last is not None and key < last:
+                    raise ValueError(f"dedup entry ({item[0]!r}, {item[1]!r}, {item[2]!r}) is out of order: "
+                                     f"entries must be sorted by domain, digest, URL and date")
+                if last is None or domain != last[0]:
+                    # Entry lines begin with "sha1:", so a line beginning with "#" marks the next domain.
+                    spool.write(f"#{domain}\n")
+                last = key
+                spool.write(line)
+                entries += 1
+                seen = payloads.get(item[0])
+                if seen is None:
+                    payloads[item[0]] = [domain, 1, item[2], line]
+                    continue
+                if seen[0] != domain:
+                    seen[0] = domain
+                    seen[1] += 1
+                if item[2] < seen[2] or (item[2] == seen[2] and line < seen[3]):
+                    seen[2], seen[3] = item[2], line
+        # As write_partitioned's query: the most widely shared first, then by digest; written by digest.
+        widest = sorted(((-seen[1], digest, seen[3]) for digest, seen in payloads.items() if seen[1] > 1))
+        shared = sorted((digest, line) for _, digest, line in widest[:SHARED_LIMIT])
+        payloads.clear()
+        with open(data_temporary, "xb") as raw, open(spool_file, encoding="utf-8", newline="\n") as spool:
+            writer = _MemberWriter(raw)
+            writer.domain(SHARED, own=False)
+            for _, line in shared:
+                writer.line(line)
+            for line in spool:
+                if line[0] == "#":
+                    domain = line[1:-1]
+                    writer.domain(domain, own=domain in own)
+                else:
+                    writer.line(line)
+            writer.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        with open(directory_temporary, "x", encoding="utf-8", newline="\n") as text:
+            text.write(f"{HEADER} {FORMAT} data={data_path.name}\n")
+            for domain, segment in writer.segments.items():
+                text.write(f"{domain}\t{segment.offset}\t{segment.length}\t{segment.skip}\t{segment.count}\t"
+                           f"{int(segment.own)}\n")
+            text.flush()
+            os.fsync(text.fileno())
+        os.replace(data_temporary, data_path)
+        os.replace(directory_temporary, directory_path)
+        fsync_directory(directory_path.parent)
+        return PartitionSummary(entries=entries, domains=len(writer.segments) - 1, shared=len(shared),
+                                text_bytes=writer.text_bytes)
+    finally:
+        for path in (spool_file, data_temporary, directory_temporary):
+            path.unlink(missing_ok=True)
+
+
 __all__ = ["FORMAT", "MEMBER_BYTES", "SHARED", "SHARED_LIMIT", "PartitionDirectory", "PartitionSummary", "Segment",
            "directory_name", "domain_of_entry_url", "domain_of_host", "parse_directory", "read_segment",
-           "write_partitioned"]
+           "write_partitioned", "write_partitioned_sorted"]
