@@ -268,16 +268,23 @@ def read_segment(member: bytes, segment: Segment, source: object) -> Iterator[En
         yield parse_entry_line(line + "\n", source, number)
 
 
-def write_partitioned_sorted(fields: Iterable[EntryFields], data_path: Path, directory_path: Path,
-                             own_domains: Iterable[str], work_dir: Path | None = None) -> PartitionSummary:
-    """write_partitioned for ``fields`` already in order of (domain, digest, URL, date), without its sort:
-    the same entries file and directory, byte for byte.
+def write_partitioned_sorted(partitions: Iterable[tuple[str, Iterable[EntryFields]]], data_path: Path,
+                             directory_path: Path, own_domains: Iterable[str],
+                             work_dir: Path | None = None) -> PartitionSummary:
+    """write_partitioned for entries already grouped and ordered, without its sort: the same entries file
+    and directory, byte for byte.
+
+    ``partitions`` yields (domain, its entries) in domain order, each domain the one domain_of_entry_url
+    gives its entries' URLs, the entries (as read_entry_fields yields them) in order of (digest, URL, date).
+    The caller names each domain because finding a URL's registered domain costs more than writing its
+    line; that each URL holds its domain is checked, the orders are checked.
 
     The shared partition comes first in the file but is known only once every entry is seen, so the lines
     go to a working text file and are read back into the members; memory holds one small record per
     distinct payload of the job, for the shared partition.
 
-    :raise ValueError: an entry that read_entries would refuse, or ``fields`` out of that order.
+    :raise ValueError: an entry that read_entries would refuse, a URL without its domain, or the domains
+        or a domain's entries out of order.
     """
     data_path, directory_path = Path(data_path), Path(directory_path)
     own = {domain.lower() for domain in own_domains}
@@ -291,29 +298,35 @@ def write_partitioned_sorted(fields: Iterable[EntryFields], data_path: Path, dir
     entries = 0
     try:
         with open(spool_file, "x", encoding="utf-8", newline="\n") as spool:
-            last: tuple[str, str, str, str] | None = None
-            for item in fields:
-                line = entry_line(*item)
-                domain = domain_of_entry_url(item[1])
-                key = (domain, item[0], item[1], item[2])
-                if last is not None and key < last:
-                    raise ValueError(f"dedup entry ({item[0]!r}, {item[1]!r}, {item[2]!r}) is out of order: "
-                                     f"entries must be sorted by domain, digest, URL and date")
-                if last is None or domain != last[0]:
-                    # Entry lines begin with "sha1:", so a line beginning with "#" marks the next domain.
-                    spool.write(f"#{domain}\n")
-                last = key
-                spool.write(line)
-                entries += 1
-                seen = payloads.get(item[0])
-                if seen is None:
-                    payloads[item[0]] = [domain, 1, item[2], line]
-                    continue
-                if seen[0] != domain:
-                    seen[0] = domain
-                    seen[1] += 1
-                if item[2] < seen[2] or (item[2] == seen[2] and line < seen[3]):
-                    seen[2], seen[3] = item[2], line
+            last_domain: str | None = None
+            for domain, fields in partitions:
+                if last_domain is not None and domain <= last_domain:
+                    raise ValueError(f"domain {domain!r} is out of order: after {last_domain!r}")
+                last: tuple[str, str, str] | None = None
+                for item in fields:
+                    line = entry_line(*item)
+                    key = (item[0], item[1], item[2])
+                    if last is not None and key < last:
+                        raise ValueError(f"dedup entry {key!r} is out of order: the entries of a domain must be "
+                                         f"sorted by digest, URL and date")
+                    if domain not in item[1].lower():
+                        raise ValueError(f"dedup entry {key!r} is not under the domain {domain!r}")
+                    if last is None:
+                        # Entry lines begin with "sha1:", so a line beginning with "#" marks the next domain.
+                        spool.write(f"#{domain}\n")
+                        last_domain = domain
+                    last = key
+                    spool.write(line)
+                    entries += 1
+                    seen = payloads.get(item[0])
+                    if seen is None:
+                        payloads[item[0]] = [domain, 1, item[2], line]
+                        continue
+                    if seen[0] != domain:
+                        seen[0] = domain
+                        seen[1] += 1
+                    if item[2] < seen[2] or (item[2] == seen[2] and line < seen[3]):
+                        seen[2], seen[3] = item[2], line
         # As write_partitioned's query: the most widely shared first, then by digest; written by digest.
         widest = sorted(((-seen[1], digest, seen[3]) for digest, seen in payloads.items() if seen[1] > 1))
         shared = sorted((digest, line) for _, digest, line in widest[:SHARED_LIMIT])

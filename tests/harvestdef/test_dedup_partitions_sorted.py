@@ -44,8 +44,12 @@ def entries() -> list[tuple]:
     return items
 
 
-def in_domain_order(items: list[tuple]) -> list[tuple]:
-    return sorted(items, key=lambda item: (domain_of_entry_url(item[1]), item[0], item[1], item[2]))
+def in_domain_order(items: list[tuple]) -> list[tuple[str, list[tuple]]]:
+    """(domain, its entries) in domain order, each domain's entries by digest, URL and date."""
+    grouped: dict[str, list[tuple]] = {}
+    for item in items:
+        grouped.setdefault(domain_of_entry_url(item[1]), []).append(item)
+    return [(domain, sorted(grouped[domain], key=lambda item: item[:3])) for domain in sorted(grouped)]
 
 
 def test_sorted_input_gives_the_same_bytes_as_write_partitioned(tmp_path) -> None:
@@ -72,17 +76,45 @@ def test_no_entries_gives_the_same_bytes(tmp_path) -> None:
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
 
 
-def test_out_of_order_is_refused_and_leaves_nothing(tmp_path) -> None:
-    items = in_domain_order(entries())
-    items[10], items[30] = items[30], items[10]
+def test_domains_out_of_order_are_refused_and_leave_nothing(tmp_path) -> None:
+    partitions = in_domain_order(entries())
+    partitions[10], partitions[30] = partitions[30], partitions[10]
+    with pytest.raises(ValueError, match=f"domain '{partitions[11][0]}' is out of order"):
+        write_partitioned_sorted(partitions, tmp_path / "1.gz", tmp_path / "1.domains", [])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_entries_out_of_order_are_refused(tmp_path) -> None:
+    partitions = in_domain_order(entries())
+    domain, items = partitions[5]
+    partitions[5] = (domain, list(reversed(items)))
     with pytest.raises(ValueError, match="out of order"):
-        write_partitioned_sorted(items, tmp_path / "1.gz", tmp_path / "1.domains", [])
+        write_partitioned_sorted(partitions, tmp_path / "1.gz", tmp_path / "1.domains", [])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_url_outside_its_domain_is_refused(tmp_path) -> None:
+    partitions = in_domain_order(entries())
+    partitions[3] = (partitions[3][0], partitions[5][1])
+    with pytest.raises(ValueError, match=f"not under the domain '{partitions[3][0]}'"):
+        write_partitioned_sorted(partitions, tmp_path / "1.gz", tmp_path / "1.domains", [])
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_refused_entry_leaves_nothing(tmp_path) -> None:
-    items = in_domain_order(entries())
-    items.append(("sha1:NOT-BASE32", "https://zzz.dk/", "20260101000000", None, None, None))
+    partitions = in_domain_order(entries())
+    partitions.append(("zzz.dk", [("sha1:NOT-BASE32", "https://zzz.dk/", "20260101000000", None, None, None)]))
     with pytest.raises(ValueError, match="sha1:BASE32"):
-        write_partitioned_sorted(items, tmp_path / "1.gz", tmp_path / "1.domains", [])
+        write_partitioned_sorted(partitions, tmp_path / "1.gz", tmp_path / "1.domains", [])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_domain_without_entries_has_no_segment(tmp_path) -> None:
+    partitions = in_domain_order(entries())
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    write_partitioned_sorted(partitions, tmp_path / "a" / "1.gz", tmp_path / "a" / "1.domains", [])
+    write_partitioned_sorted(partitions[:2] + [("site0000001.dk-empty", [])] + partitions[2:],
+                             tmp_path / "b" / "1.gz", tmp_path / "b" / "1.domains", [])
+    for name in ("1.gz", "1.domains"):
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
