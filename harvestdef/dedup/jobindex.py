@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestdef.archive import ArchiveStore
-from harvestdef.dedup.entries import EntryFields, entries_name, read_entry_fields
+from harvestdef.dedup.entries import EntryFields, entries_name, parse_entry_line, read_entry_fields
 from harvestdef.dedup.index import DedupIndex, DedupIndexWriter
 from harvestdef.dedup.partitions import (
     SHARED,
@@ -38,7 +39,6 @@ from harvestdef.dedup.partitions import (
     directory_name,
     domain_of_entry_url,
     parse_directory,
-    read_segment,
 )
 from harvestdef.errors import ArchiveStoreError, DedupFormatError
 
@@ -145,12 +145,31 @@ def _add_source(store: ArchiveStore, plan: _Plan, writer: DedupIndexWriter) -> i
     for segment in plan.segments.values():
         by_member.setdefault((segment.offset, segment.length), []).append(segment)
     read = 0
+    source = f"{plan.harvest_id}/{plan.job_id}/{data}"
     for (offset, length), segments in sorted(by_member.items()):
         member = store.read_range(plan.harvest_id, plan.job_id, data, offset, length)
         read += len(member)
-        for segment in segments:
-            writer.add_fields(read_segment(member, segment, f"{plan.harvest_id}/{plan.job_id}/{data}"))
+        # A member holds many small domains: decompress it once for all of them, not once per domain.
+        lines = _member_lines(member, offset, source)
+        writer.add_fields(item for segment in segments for item in _segment_fields(lines, segment, source))
     return read
+
+
+def _member_lines(member: bytes, offset: int, source: str) -> list[str]:
+    """A gzip member's lines, the text after its last newline (empty if the member is whole) last."""
+    try:
+        return zlib.decompress(member, wbits=31).decode("utf-8").split("\n")
+    except (zlib.error, UnicodeDecodeError) as exc:
+        raise DedupFormatError(source, None, f"the member at offset {offset} is unreadable: {exc}") from exc
+
+
+def _segment_fields(lines: list[str], segment: Segment, source: str) -> Iterator[EntryFields]:
+    """The entries of one domain from its member's lines, as read_segment gives them."""
+    if segment.skip + segment.count >= len(lines):
+        raise DedupFormatError(source, None, f"the member at offset {segment.offset} holds fewer lines than "
+                                             f"its directory says ({segment.skip} + {segment.count})")
+    for number in range(segment.skip, segment.skip + segment.count):
+        yield parse_entry_line(lines[number] + "\n", source, number + 1)
 
 
 def _of_domains(fields: Iterable[EntryFields], domains: set[str]) -> Iterator[EntryFields]:

@@ -268,6 +268,100 @@ def read_segment(member: bytes, segment: Segment, source: object) -> Iterator[En
         yield parse_entry_line(line + "\n", source, number)
 
 
+def write_partitioned_sorted(partitions: Iterable[tuple[str, Iterable[EntryFields]]], data_path: Path,
+                             directory_path: Path, own_domains: Iterable[str],
+                             work_dir: Path | None = None) -> PartitionSummary:
+    """write_partitioned for entries already grouped and ordered, without its sort: the same entries file
+    and directory, byte for byte.
+
+    ``partitions`` yields (domain, its entries) in domain order, each domain the one domain_of_entry_url
+    gives its entries' URLs, the entries (as read_entry_fields yields them) in order of (digest, URL, date).
+    The caller names each domain because finding a URL's registered domain costs more than writing its
+    line; that each URL holds its domain is checked, the orders are checked.
+
+    The shared partition comes first in the file but is known only once every entry is seen, so the lines
+    go to a working text file and are read back into the members; memory holds one small record per
+    distinct payload of the job, for the shared partition.
+
+    :raise ValueError: an entry that read_entries would refuse, a URL without its domain, or the domains
+        or a domain's entries out of order.
+    """
+    data_path, directory_path = Path(data_path), Path(directory_path)
+    own = {domain.lower() for domain in own_domains}
+    work = Path(work_dir or data_path.parent)
+    token = f"{os.getpid()}-{secrets.token_hex(6)}"
+    spool_file = work / f".partitions-{token}.txt"
+    data_temporary = data_path.with_name(f".{data_path.name}.tmp-{token}")
+    directory_temporary = directory_path.with_name(f".{directory_path.name}.tmp-{token}")
+    # digest -> [last domain, distinct domains, earliest date, least line of that date]
+    payloads: dict[str, list] = {}
+    entries = 0
+    try:
+        with open(spool_file, "x", encoding="utf-8", newline="\n") as spool:
+            last_domain: str | None = None
+            for domain, fields in partitions:
+                if last_domain is not None and domain <= last_domain:
+                    raise ValueError(f"domain {domain!r} is out of order: after {last_domain!r}")
+                last: tuple[str, str, str] | None = None
+                for item in fields:
+                    line = entry_line(*item)
+                    key = (item[0], item[1], item[2])
+                    if last is not None and key < last:
+                        raise ValueError(f"dedup entry {key!r} is out of order: the entries of a domain must be "
+                                         f"sorted by digest, URL and date")
+                    if domain not in item[1].lower():
+                        raise ValueError(f"dedup entry {key!r} is not under the domain {domain!r}")
+                    if last is None:
+                        # Entry lines begin with "sha1:", so a line beginning with "#" marks the next domain.
+                        spool.write(f"#{domain}\n")
+                        last_domain = domain
+                    last = key
+                    spool.write(line)
+                    entries += 1
+                    seen = payloads.get(item[0])
+                    if seen is None:
+                        payloads[item[0]] = [domain, 1, item[2], line]
+                        continue
+                    if seen[0] != domain:
+                        seen[0] = domain
+                        seen[1] += 1
+                    if item[2] < seen[2] or (item[2] == seen[2] and line < seen[3]):
+                        seen[2], seen[3] = item[2], line
+        # As write_partitioned's query: the most widely shared first, then by digest; written by digest.
+        widest = sorted(((-seen[1], digest, seen[3]) for digest, seen in payloads.items() if seen[1] > 1))
+        shared = sorted((digest, line) for _, digest, line in widest[:SHARED_LIMIT])
+        payloads.clear()
+        with open(data_temporary, "xb") as raw, open(spool_file, encoding="utf-8", newline="\n") as spool:
+            writer = _MemberWriter(raw)
+            writer.domain(SHARED, own=False)
+            for _, line in shared:
+                writer.line(line)
+            for line in spool:
+                if line[0] == "#":
+                    domain = line[1:-1]
+                    writer.domain(domain, own=domain in own)
+                else:
+                    writer.line(line)
+            writer.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        with open(directory_temporary, "x", encoding="utf-8", newline="\n") as text:
+            text.write(f"{HEADER} {FORMAT} data={data_path.name}\n")
+            for domain, segment in writer.segments.items():
+                text.write(f"{domain}\t{segment.offset}\t{segment.length}\t{segment.skip}\t{segment.count}\t"
+                           f"{int(segment.own)}\n")
+            text.flush()
+            os.fsync(text.fileno())
+        os.replace(data_temporary, data_path)
+        os.replace(directory_temporary, directory_path)
+        fsync_directory(directory_path.parent)
+        return PartitionSummary(entries=entries, domains=len(writer.segments) - 1, shared=len(shared),
+                                text_bytes=writer.text_bytes)
+    finally:
+        for path in (spool_file, data_temporary, directory_temporary):
+            path.unlink(missing_ok=True)
+
+
 __all__ = ["FORMAT", "MEMBER_BYTES", "SHARED", "SHARED_LIMIT", "PartitionDirectory", "PartitionSummary", "Segment",
            "directory_name", "domain_of_entry_url", "domain_of_host", "parse_directory", "read_segment",
-           "write_partitioned"]
+           "write_partitioned", "write_partitioned_sorted"]
