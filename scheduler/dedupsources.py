@@ -222,25 +222,31 @@ def find_job_sources(conn: Connection, job_id: int, candidates: ColumnElement[bo
 
 def _newest_candidates(job_id: int, candidates: ColumnElement[bool], passed: set[int]) -> Select:
     """SQL: the domains of ``job_id``, counted by the newest of their candidates that is not in ``passed``
-    (with its harvest_id and status), else by their newest candidate (both NULL: no candidate)."""
-    jc, c = s.job_configs, s.configurations
+    (with its harvest_id and status), else by their newest candidate (both NULL: no candidate).
+
+    ``passed`` holds ended jobs only (only those are asked about), so no status is read per row."""
+    jc, c, j = s.job_configs, s.configurations, s.jobs
     # A subquery per configuration rather than a join: a join reads all of configurations to find a job's
     # few thousand (PostgreSQL plans a hash join), the subquery looks each one up by its key.
     domain_of = select(c.c.domain_id).where(c.c.config_id == jc.c.config_id).scalar_subquery()
     own = select(domain_of.label("domain_id")).where(jc.c.job_id == job_id).distinct().subquery("own")
-    earlier_jc, earlier_c, j = jc.alias("earlier_jc"), c.alias("earlier_c"), s.jobs
-    earlier = (earlier_c.join(earlier_jc, earlier_jc.c.config_id == earlier_c.c.config_id)
-               .join(j, and_(j.c.job_id == earlier_jc.c.job_id, candidates, j.c.job_id != job_id)))
-    taken = j.c.job_id if not passed else case(
-        (or_(j.c.status.in_(UNFINISHED), j.c.job_id.not_in(sorted(passed))), j.c.job_id))
-    history = (select(own.c.domain_id, func.max(taken).label("earlier"), func.max(j.c.job_id).label("newest"))
+    earlier_jc, earlier_c = jc.alias("earlier_jc"), c.alias("earlier_c")
+    # The chain's jobs as a set built once per statement (a hashed subplan), rather than a join to jobs that
+    # looks up each of the domains' jobs, as many as the domains times the steps of the history.
+    candidate = case((and_(earlier_jc.c.job_id.in_(select(j.c.job_id).where(candidates)),
+                           earlier_jc.c.job_id != job_id), earlier_jc.c.job_id))
+    taken = candidate if not passed else case((earlier_jc.c.job_id.not_in(sorted(passed)), candidate))
+    # An outer join, as a domain without configurations would need: with an inner one PostgreSQL hashes all
+    # of configurations again instead of looking the job's domains up.
+    earlier = earlier_c.join(earlier_jc, earlier_jc.c.config_id == earlier_c.c.config_id)
+    history = (select(own.c.domain_id, func.max(taken).label("earlier"), func.max(candidate).label("newest"))
                .select_from(own.outerjoin(earlier, earlier_c.c.domain_id == own.c.domain_id))
                .group_by(own.c.domain_id).subquery("history"))
     newest = case((history.c.earlier.is_(None), history.c.newest)).label("newest")
     # count(domain_id): a configuration without its row in configurations has no domain, as in a join
     counted = (select(history.c.earlier, newest, func.count(history.c.domain_id).label("domains"))
                .group_by(history.c.earlier, newest).subquery("counted"))
-    taken_job = s.jobs.alias("taken_job")
+    taken_job = j.alias("taken_job")
     return (select(counted.c.earlier, taken_job.c.harvest_id, taken_job.c.status, counted.c.newest,
                    counted.c.domains)
             .select_from(counted.outerjoin(taken_job, taken_job.c.job_id == counted.c.earlier)))
