@@ -38,7 +38,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, Connection, Table, and_, bindparam, exists, func, or_, select
+from sqlalchemy import ColumnElement, Connection, Select, Table, and_, bindparam, case, exists, func, or_, select
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
@@ -174,43 +174,82 @@ class StoredEntries:
             found = self._known[job_id] = self.store.has(harvest_id, job_id, entries_name(job_id))
         return found
 
+    def without_entries(self) -> set[int]:
+        """The jobs asked about so far whose entries file is not stored."""
+        return {job_id for job_id, found in self._known.items() if not found}
+
 
 def find_job_sources(conn: Connection, job_id: int, candidates: ColumnElement[bool],
                      stored: Callable[[int, int], bool]) -> JobSources:
-    """The sources of ``job_id`` among the jobs that ``candidates`` (a condition on s.jobs) admits."""
-    jc, c = s.job_configs, s.configurations
-    own = (select(c.c.domain_id).select_from(jc.join(c, c.c.config_id == jc.c.config_id))
-           .where(jc.c.job_id == job_id).distinct().subquery())
-    domains = conn.scalar(select(func.count()).select_from(own)) or 0
-    earlier_jc, earlier_c, j = jc.alias("earlier_jc"), c.alias("earlier_c"), s.jobs
-    rows = conn.execute(
-        select(earlier_c.c.domain_id, j.c.job_id, j.c.harvest_id, j.c.status).distinct()
-        .select_from(own.join(earlier_c, earlier_c.c.domain_id == own.c.domain_id)
-                     .join(earlier_jc, earlier_jc.c.config_id == earlier_c.c.config_id)
-                     .join(j, j.c.job_id == earlier_jc.c.job_id))
-        .where(candidates, j.c.job_id != job_id))
-    history: dict[int, list[tuple[int, int, int]]] = {}
-    for domain_id, earlier, harvest_id, status in rows:
-        history.setdefault(domain_id, []).append((earlier, harvest_id, status))
+    """The sources of ``job_id`` among the jobs that ``candidates`` (a condition on s.jobs) admits.
+
+    The database walks back from each domain's newest candidate: a pass counts the job's domains by the
+    newest candidate of each that is not known to be passed over (ended without stored entries), and only
+    those candidates are asked about; a pass that finds more to pass over is followed by another. So the
+    job's (domain, earlier job) rows, as many as its domains times the steps of its history, are counted
+    where they are, and what comes back is a row per source, per unfinished candidate and per job without
+    entries that leaves domains uncovered. Jobs found without entries earlier in the tick (``StoredEntries``)
+    are passed over from the first pass.
+    """
+    passed = stored.without_entries() if isinstance(stored, StoredEntries) else set()
+    while True:
+        groups = conn.execute(_newest_candidates(job_id, candidates, passed)).all()
+        found = {earlier for earlier, harvest_id, status, _, _ in groups
+                 if earlier is not None and status not in UNFINISHED and not stored(harvest_id, earlier)}
+        if not found:
+            break
+        passed |= found
     sources: dict[int, int] = {}
     waiting: set[int] = set()
     missing: set[int] = set()
-    covered = 0
-    for jobs in history.values():
-        jobs.sort(reverse=True)
-        for earlier, harvest_id, status in jobs:
-            if status in UNFINISHED:
-                waiting.add(earlier)
-                break
-            if stored(harvest_id, earlier):
-                sources[earlier] = harvest_id
-                covered += 1
-                break
+    domains = with_history = covered = 0
+    for earlier, harvest_id, status, newest, count in groups:
+        domains += count
+        if earlier is None and newest is None:  # no candidate harvested these domains
+            continue
+        with_history += count
+        if earlier is None:  # every candidate of these domains ended without stored entries
+            missing.add(newest)
+        elif status in UNFINISHED:
+            waiting.add(earlier)
         else:
-            missing.add(jobs[0][0])
+            sources[earlier] = harvest_id
+            covered += count
     return JobSources(job_id=job_id, sources=tuple((sources[job], job) for job in sorted(sources, reverse=True)),
-                      domains=domains, with_history=len(history), covered=covered,
+                      domains=domains, with_history=with_history, covered=covered,
                       waiting_for=tuple(sorted(waiting)), missing_job_ids=tuple(sorted(missing)))
+
+
+def _newest_candidates(job_id: int, candidates: ColumnElement[bool], passed: set[int]) -> Select:
+    """SQL: the domains of ``job_id``, counted by the newest of their candidates that is not in ``passed``
+    (with its harvest_id and status), else by their newest candidate (both NULL: no candidate).
+
+    ``passed`` holds ended jobs only (only those are asked about), so no status is read per row."""
+    jc, c, j = s.job_configs, s.configurations, s.jobs
+    # A subquery per configuration rather than a join: a join reads all of configurations to find a job's
+    # few thousand (PostgreSQL plans a hash join), the subquery looks each one up by its key.
+    domain_of = select(c.c.domain_id).where(c.c.config_id == jc.c.config_id).scalar_subquery()
+    own = select(domain_of.label("domain_id")).where(jc.c.job_id == job_id).distinct().subquery("own")
+    earlier_jc, earlier_c = jc.alias("earlier_jc"), c.alias("earlier_c")
+    # The chain's jobs as a set built once per statement (a hashed subplan), rather than a join to jobs that
+    # looks up each of the domains' jobs, as many as the domains times the steps of the history.
+    candidate = case((and_(earlier_jc.c.job_id.in_(select(j.c.job_id).where(candidates)),
+                           earlier_jc.c.job_id != job_id), earlier_jc.c.job_id))
+    taken = candidate if not passed else case((earlier_jc.c.job_id.not_in(sorted(passed)), candidate))
+    # An outer join, as a domain without configurations would need: with an inner one PostgreSQL hashes all
+    # of configurations again instead of looking the job's domains up.
+    earlier = earlier_c.join(earlier_jc, earlier_jc.c.config_id == earlier_c.c.config_id)
+    history = (select(own.c.domain_id, func.max(taken).label("earlier"), func.max(candidate).label("newest"))
+               .select_from(own.outerjoin(earlier, earlier_c.c.domain_id == own.c.domain_id))
+               .group_by(own.c.domain_id).subquery("history"))
+    newest = case((history.c.earlier.is_(None), history.c.newest)).label("newest")
+    # count(domain_id): a configuration without its row in configurations has no domain, as in a join
+    counted = (select(history.c.earlier, newest, func.count(history.c.domain_id).label("domains"))
+               .group_by(history.c.earlier, newest).subquery("counted"))
+    taken_job = j.alias("taken_job")
+    return (select(counted.c.earlier, taken_job.c.harvest_id, taken_job.c.status, counted.c.newest,
+                   counted.c.domains)
+            .select_from(counted.outerjoin(taken_job, taken_job.c.job_id == counted.c.earlier)))
 
 
 def refusal_of(found: JobSources, threshold_percentage: int) -> str:
