@@ -18,6 +18,7 @@ MAY_IMPORT_THE_SCHEMA = {
     # bulk loading: COPY and set-aside constraints for millions of rows, no row-at-a-time repository
     "harvestdef/bulkimport.py": "the NetarchiveSuite import streams whole tables in with COPY",
     "harvestdef/bulkload.py": "PostgreSQL's bulk-load steps (COPY, constraints set aside) by table name",
+    "harvestdef/dedup/rebuild.py": "the migration's one streamed read of many jobs' domains (job_configs)",
     "harvestdef/demo/definitions.py": "the demo's fixed definitions, written once into an empty database",
     "harvestdef/demo/narrator.py": "the demo's narration reads what the scheduler wrote, to print it",
     # the scheduler: what is not a definition or a job's state, and the streaming reads of job generation

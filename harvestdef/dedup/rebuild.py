@@ -22,7 +22,8 @@ came between the directory's store and the checksums.
 
 A job's own domains (the ``own`` flag of its directory) are the domains of its configurations in the
 harvest database (job_configs -> configurations -> domains); a job the database does not have under the
-harvest it is stored under is partitioned all the same, with no own domains.
+harvest it is stored under is partitioned all the same, with no own domains. They are read from the schema
+here, 500 jobs a query: a migration's one read of many jobs, which no repository offers.
 
 Only jobs whose upload has finished (their SHA256SUMS lists the entries file) are taken, so a job that a
 harvester is storing now, whose directory comes after its entries file, is never raced. The store is
