@@ -153,34 +153,54 @@ def write_partitioned(fields: Iterable[EntryFields], data_path: Path, directory_
         shared_lines = connection.execute(
             "SELECT min(e.line) FROM entry AS e JOIN shared_digest AS s ON s.digest = e.digest AND s.date = e.date "
             "GROUP BY e.digest ORDER BY e.digest")
-        with open(data_temporary, "xb") as raw:
-            writer = _MemberWriter(raw)
-            writer.domain(SHARED, own=False)
-            for (line,) in shared_lines:
-                writer.line(line)
-            for domain, line in connection.execute("SELECT domain, line FROM entry ORDER BY domain, digest, url, date"):
-                if domain != writer.current:
-                    writer.domain(domain, own=domain in own)
-                writer.line(line)
-            writer.close()
-            raw.flush()
-            os.fsync(raw.fileno())
-        with open(directory_temporary, "x", encoding="utf-8", newline="\n") as text:
-            text.write(f"{HEADER} {FORMAT} data={data_path.name}\n")
-            for domain, segment in writer.segments.items():
-                text.write(f"{domain}\t{segment.offset}\t{segment.length}\t{segment.skip}\t{segment.count}\t"
-                           f"{int(segment.own)}\n")
-            text.flush()
-            os.fsync(text.fileno())
-        os.replace(data_temporary, data_path)
-        os.replace(directory_temporary, directory_path)
-        fsync_directory(directory_path.parent)
+        writer = _write_files((line for (line,) in shared_lines), connection.execute(
+            "SELECT domain, line FROM entry ORDER BY domain, digest, url, date"), own, data_path, directory_path,
+            data_temporary, directory_temporary)
         return PartitionSummary(entries=entries, domains=len(writer.segments) - 1, shared=len(shared),
                                 text_bytes=writer.text_bytes)
     finally:
         connection.close()
         for path in (sort_file, data_temporary, directory_temporary):
             path.unlink(missing_ok=True)
+
+
+def _write_files(shared_lines: Iterable[str], lines: Iterable[tuple[str, str]], own: set[str], data_path: Path,
+                 directory_path: Path, data_temporary: Path, directory_temporary: Path) -> _MemberWriter:
+    """Write the entries file (the shared partition, then ``lines``: (domain, line) in domain order) and its
+    directory under their temporary names, then rename both into place, the directory last."""
+    with open(data_temporary, "xb") as raw:
+        writer = _MemberWriter(raw)
+        writer.domain(SHARED, own=False)
+        for line in shared_lines:
+            writer.line(line)
+        for domain, line in lines:
+            if domain != writer.current:
+                writer.domain(domain, own=domain in own)
+            writer.line(line)
+        writer.close()
+        raw.flush()
+        os.fsync(raw.fileno())
+    with open(directory_temporary, "x", encoding="utf-8", newline="\n") as text:
+        text.write(f"{HEADER} {FORMAT} data={data_path.name}\n")
+        for domain, segment in writer.segments.items():
+            text.write(f"{domain}\t{segment.offset}\t{segment.length}\t{segment.skip}\t{segment.count}\t"
+                       f"{int(segment.own)}\n")
+        text.flush()
+        os.fsync(text.fileno())
+    os.replace(data_temporary, data_path)
+    os.replace(directory_temporary, directory_path)
+    fsync_directory(directory_path.parent)
+    return writer
+
+
+def _spooled(spool: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """The spool's lines as (domain, line): a ``#domain`` line starts each domain's lines."""
+    domain = ""
+    for line in spool:
+        if line[0] == "#":
+            domain = line[1:-1]
+        else:
+            yield domain, line
 
 
 class _MemberWriter:
@@ -331,30 +351,9 @@ def write_partitioned_sorted(partitions: Iterable[tuple[str, Iterable[EntryField
         widest = sorted(((-seen[1], digest, seen[3]) for digest, seen in payloads.items() if seen[1] > 1))
         shared = sorted((digest, line) for _, digest, line in widest[:SHARED_LIMIT])
         payloads.clear()
-        with open(data_temporary, "xb") as raw, open(spool_file, encoding="utf-8", newline="\n") as spool:
-            writer = _MemberWriter(raw)
-            writer.domain(SHARED, own=False)
-            for _, line in shared:
-                writer.line(line)
-            for line in spool:
-                if line[0] == "#":
-                    domain = line[1:-1]
-                    writer.domain(domain, own=domain in own)
-                else:
-                    writer.line(line)
-            writer.close()
-            raw.flush()
-            os.fsync(raw.fileno())
-        with open(directory_temporary, "x", encoding="utf-8", newline="\n") as text:
-            text.write(f"{HEADER} {FORMAT} data={data_path.name}\n")
-            for domain, segment in writer.segments.items():
-                text.write(f"{domain}\t{segment.offset}\t{segment.length}\t{segment.skip}\t{segment.count}\t"
-                           f"{int(segment.own)}\n")
-            text.flush()
-            os.fsync(text.fileno())
-        os.replace(data_temporary, data_path)
-        os.replace(directory_temporary, directory_path)
-        fsync_directory(directory_path.parent)
+        with open(spool_file, encoding="utf-8", newline="\n") as spool:
+            writer = _write_files((line for _, line in shared), _spooled(spool), own, data_path, directory_path,
+                                  data_temporary, directory_temporary)
         return PartitionSummary(entries=entries, domains=len(writer.segments) - 1, shared=len(shared),
                                 text_bytes=writer.text_bytes)
     finally:
