@@ -92,9 +92,10 @@ def build_job_index(store: ArchiveStore, sources: Sequence[tuple[int, int]], dom
                 if plan.segments or plan.domains:
                     with writer.all_or_nothing():
                         bytes_read += _add_source(store, plan, writer)
-                    used.append(job_id)
-                    if plan.directory is None:
-                        whole.append(job_id)
+                    if plan.segments or plan.domains:  # a source read whole may have held none of them
+                        used.append(job_id)
+                        if plan.directory is None:
+                            whole.append(job_id)
                     pending -= set(plan.segments) | plan.domains
             except (DedupFormatError, ArchiveStoreError, OSError, UnicodeDecodeError) as exc:
                 # the domains it would have given stay pending, for an older source that holds them
@@ -123,10 +124,8 @@ def _plan_source(store: ArchiveStore, harvest_id: int, job_id: int, pending: set
             plan.segments[SHARED] = shared
         return plan, len(raw)
     if store.has(harvest_id, job_id, entries_name(job_id)):
-        # Stored before partitions: which domains it holds is known only by reading it.
-        path = store.job_path(harvest_id, job_id) / entries_name(job_id)
-        held = {domain_of_entry_url(item[1]) for item in read_entry_fields(path)}
-        return _Plan(harvest_id, job_id, None, domains=held & pending), path.stat().st_size
+        # Stored before partitions: which of them it holds is known only once _add_source has read it.
+        return _Plan(harvest_id, job_id, None, domains=set(pending)), 0
     return _Plan(harvest_id, job_id, None), 0
 
 
@@ -134,7 +133,9 @@ def _add_source(store: ArchiveStore, plan: _Plan, writer: DedupIndexWriter) -> i
     """Add a source's captures of its planned domains; returns the bytes read."""
     if plan.directory is None:
         path = store.job_path(plan.harvest_id, plan.job_id) / entries_name(plan.job_id)
-        writer.add_fields(_of_domains(read_entry_fields(path), plan.domains))
+        held: set[str] = set()
+        writer.add_fields(_of_domains(read_entry_fields(path), plan.domains, held))
+        plan.domains = held  # one pass: the planned domains it turned out to hold
         return path.stat().st_size
     name = plan.directory.data_name
     if "/" in name or not name:
@@ -172,9 +173,12 @@ def _segment_fields(lines: list[str], segment: Segment, source: str) -> Iterator
         yield parse_entry_line(lines[number] + "\n", source, number + 1)
 
 
-def _of_domains(fields: Iterable[EntryFields], domains: set[str]) -> Iterator[EntryFields]:
+def _of_domains(fields: Iterable[EntryFields], domains: set[str], held: set[str]) -> Iterator[EntryFields]:
+    """The captures of ``domains``; ``held`` gathers the domains met."""
     for item in fields:
-        if domain_of_entry_url(item[1]) in domains:
+        domain = domain_of_entry_url(item[1])
+        if domain in domains:
+            held.add(domain)
             yield item
 
 
