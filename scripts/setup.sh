@@ -15,6 +15,9 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-l
 # Debian's chromium is the browser of the web UI's browser tests (tests/webui/test_browser.py), driven by the
 # Python package playwright from the test extra; never `playwright install`, which downloads a browser of its own.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# iptables drops a share of a simulated host's packets (harvestdef/cluster/network.py: the lossy links of the
+# cluster tests), which works on kernels built without tc's netem.
+command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need_apt+=(iptables)
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"

@@ -1,0 +1,308 @@
+"""A whole installation spread over simulated machines: each role on a host of its own, a network between.
+
+The hosts (harvestdef.cluster.network) are:
+
+* ``broker``: RabbitMQ;
+* ``db``: PostgreSQL, reached by the schedulers and the web UI over its link;
+* ``sched1``, ``sched2``: a scheduler each, one leading (the PostgreSQL advisory lock), one standing by;
+* ``ui``: the web UI and JSON API, on port ``UI_PORT`` of its address, reachable from the machine;
+* ``web``: the sites the crawls harvest (harvestdef.cluster.site), named in the crawlers' hosts file;
+* ``harv1`` … ``harvN``: a harvest controller each, with its own server directory and crawl engine.
+
+The archive store is one directory of the machine, which every host sees, as harvesters see a shared
+mount. Every role is the real ``harvestsuite`` command, started with ``ip netns exec`` and given its
+settings as ``HARVESTSUITE__…`` variables and ``--set``, as a site's unit files do. Intervals are sized
+for watching and testing (``SCHEDULER_SETS`` and the others below); ``sets`` overrides any of them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harvestdef.cluster.network import Network, NetworkError
+from harvestdef.cluster.services import HostProcess, PostgreSQLServer, RabbitMQNode, listening, wait_until
+from harvestdef.cluster.site import hosts_file_lines
+
+log = logging.getLogger(__name__)
+
+UI_PORT = 8080
+SITE_PORT = 80
+DATABASE = "harvestsuite"
+ADMIN = "cluster-admin"
+START_TIMEOUT = 120.0
+_T = TypeVar("_T")
+
+# Every role: a lost peer is found by the AMQP heartbeat within 3 × 5 s; reconnections retry each second.
+COMMON_SETS: dict[str, object] = {
+    "harvestsuite.queue.heartbeat": 5,
+    "harvestsuite.queue.reconnectMaxDelay": 1,
+    "common.mail.server": "",
+}
+# A controller is lost after 10 of its 1 s heartbeats, its job resubmitted 60 s after its last one, a lease
+# of the leader's lock lasts 10 s.
+SCHEDULER_SETS: dict[str, object] = {
+    "harvester.scheduler.jobgenerationperiod": 1,
+    "harvestsuite.scheduler.lostAfterHeartbeats": 10,
+    "harvestsuite.scheduler.resubmitLostAfter": 60,
+    "harvestsuite.scheduler.claimGraceTime": 10,
+    "harvestsuite.scheduler.leaderLeaseTime": 10,
+    "harvestsuite.scheduler.intakeProcesses": 1,
+}
+HARVESTER_SETS: dict[str, object] = {
+    "harvester.harvesting.channel": "FOCUSED,SNAPSHOT",
+    "harvester.harvesting.minSpaceLeft": 1_000_000,
+    "harvester.harvesting.sendReadyDelay": 1,
+    "harvester.harvesting.heritrix.crawlLoopWaitTime": 1,
+    "harvester.harvesting.heritrix.inactivityTimeout": 60,
+    "harvester.harvesting.heritrix.noresponseTimeout": 60,
+    "harvestsuite.harvester.heartbeatInterval": 1,
+    "harvestsuite.harvester.uploadRetryDelay": 1,
+}
+WEBUI_SETS: dict[str, object] = {
+    "harvestsuite.scheduler.lostAfterHeartbeats": 10,
+}
+
+
+def settings_variable(key: str) -> str:
+    """The ``HARVESTSUITE__…`` variable that overrides the dotted settings ``key``."""
+    return "HARVESTSUITE__" + key.replace(".", "__").upper()
+
+
+class ApiError(RuntimeError):
+    """The JSON API answered with another status than the one expected."""
+
+
+class Cluster:
+    """The installation on its hosts; ``start`` brings it up, ``close`` removes every trace of it."""
+
+    def __init__(self, directory: Path, harvesters: int = 3, sites: int = 300, site_delay: float = 0.0,
+                 sets: Mapping[str, object] | None = None, tag: str | None = None) -> None:
+        if harvesters < 1 or sites < 1:
+            raise ValueError(f"a cluster needs a harvester and a site, not {harvesters} and {sites}")
+        self.directory = Path(directory)
+        self.harvester_hosts = [f"harv{number}" for number in range(1, harvesters + 1)]
+        self.scheduler_hosts = ["sched1", "sched2"]
+        self.sites = sites
+        self.site_delay = site_delay
+        self.overrides = dict(sets or {})
+        self.tag = tag
+        self.environment = "CL" + secrets.token_hex(4).upper()
+        self.archive = self.directory / "archive"
+        self.logs = self.directory / "logs"
+        self.network: Network | None = None
+        self.postgresql: PostgreSQLServer | None = None
+        self.broker: RabbitMQNode | None = None
+        self.processes: dict[str, HostProcess] = {}
+        self.token = ""
+        self.password = secrets.token_urlsafe(12)
+
+    # ------------------------------------------------------------------ bringing it up
+    def start(self, progress: Callable[[str], None] = lambda _: None) -> Cluster:
+        """Make the network, start the servers, initialise the database, start every role; wait until the
+        web UI answers and every controller has registered."""
+        try:
+            self._start(progress)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start(self, progress: Callable[[str], None]) -> None:
+        for directory in (self.archive, self.logs, self.directory / "harvesters"):
+            directory.mkdir(parents=True, exist_ok=True)
+        self.network = Network(self.tag)
+        for host in ("broker", "db", *self.scheduler_hosts, "ui", "web", *self.harvester_hosts):
+            self.network.add_host(host)
+        progress(f"network {self.network.tag}: {len(self.network.hosts)} hosts on {self.network.subnet}")
+        self.postgresql = PostgreSQLServer(self.network, "db", self.directory / "postgresql")
+        self.broker = RabbitMQNode(self.network, "broker", self.directory / "rabbitmq", secrets.token_hex(16))
+        self.postgresql.start()
+        self.postgresql.create_database(DATABASE)
+        progress(f"PostgreSQL on db ({self.postgresql.address})")
+        self.start_site()
+        self.broker.start()
+        progress(f"RabbitMQ on broker ({self.broker.address})")
+        self.hosts_file = self.directory / "crawler-hosts"
+        self.hosts_file.write_text("".join(hosts_file_lines(self.sites, self.network.address("web"))),
+                                   encoding="utf-8")
+        self.command("sched1", "db", "init")
+        self.command("ui", "users", "add", ADMIN, "--role", "admin", stdin=self.password + "\n")
+        self.token = self.command("ui", "users", "token", ADMIN).strip()
+        for host in self.scheduler_hosts:
+            self.start_scheduler(host)
+        self.start_webui()
+        for host in self.harvester_hosts:
+            self.start_harvester(host)
+        self.wait_for("the web UI", lambda: self.call("GET", "/openapi.json")[0] == 200, START_TIMEOUT)
+        self.wait_for(f"{len(self.harvester_hosts)} registered harvest controllers",
+                      lambda: len(self.live_controllers()) == len(self.harvester_hosts), START_TIMEOUT)
+        progress(f"{len(self.harvester_hosts)} harvest controllers registered; web UI at {self.ui_url}")
+
+    # ------------------------------------------------------------------ settings and commands
+    def _environ(self, role: str) -> dict[str, str]:
+        assert self.broker is not None and self.postgresql is not None
+        inherited = {name: value for name, value in os.environ.items() if not name.upper().startswith("HARVESTSUITE")}
+        values: dict[str, object] = {
+            **COMMON_SETS,
+            "common.environmentName": self.environment,
+            "harvestsuite.queue.url": self.broker.url,
+            "harvestsuite.archive.root": str(self.archive),
+        }
+        if role != "harvester":  # harvester hosts never get the database
+            values["harvestsuite.database.url"] = self.postgresql.url(DATABASE)
+        values.update({"scheduler": SCHEDULER_SETS, "harvester": HARVESTER_SETS, "webui": WEBUI_SETS}.get(role, {}))
+        values.update(self.overrides)
+        return {**inherited, "PYTHONUNBUFFERED": "1",
+                **{settings_variable(key): str(value) for key, value in values.items()}}
+
+    @staticmethod
+    def _harvestsuite() -> list[str]:
+        return [sys.executable, "-m", "harvestdef"]
+
+    def command(self, host: str, *args: str, stdin: str | None = None, role: str = "webui") -> str:
+        """A one-off ``harvestsuite ARGS`` on ``host``; its output. NetworkError when it fails."""
+        assert self.network is not None
+        result = subprocess.run(self.network.command(host, [*self._harvestsuite(), *args]), input=stdin,
+                                capture_output=True, text=True, env=self._environ(role), cwd=self.logs,
+                                timeout=180)
+        if result.returncode:
+            raise NetworkError(f"harvestsuite {' '.join(args)} on {host} exited {result.returncode}:\n"
+                               f"{result.stdout}\n{result.stderr}")
+        return result.stdout
+
+    def start_role(self, name: str, host: str, role: str, args: list[str],
+                   extra: Mapping[str, object] | None = None) -> HostProcess:
+        """Start ``harvestsuite -v ARGS`` as ``name`` on ``host`` with ``role``'s settings and ``extra``."""
+        assert self.network is not None
+        environ = self._environ(role)
+        environ.update({settings_variable(key): str(value) for key, value in (extra or {}).items()})
+        process = HostProcess(self.network, host, name, [*self._harvestsuite(), "-v", *args],
+                              self.logs / f"{name}.log", environ=environ, cwd=self.logs)
+        self.processes[name] = process
+        return process
+
+    def start_scheduler(self, host: str) -> HostProcess:
+        return self.start_role(f"scheduler-{host}", host, "scheduler", ["scheduler", "run"])
+
+    def start_webui(self) -> HostProcess:
+        assert self.network is not None
+        return self.start_role("webui", "ui", "webui", ["webui", "run", "--host", self.network.address("ui"),
+                                                         "--port", str(UI_PORT)])
+
+    def server_dir(self, host: str) -> Path:
+        return self.directory / "harvesters" / host
+
+    def start_harvester(self, host: str) -> HostProcess:
+        return self.start_role(f"harvester-{host}", host, "harvester", ["harvester", "run"], {
+            "harvester.harvesting.serverdir": self.server_dir(host),
+            "harvestsuite.crawler.hostsFile": self.hosts_file,
+            "harvester.harvesting.heritrix.adminPassword": secrets.token_hex(8)})
+
+    def start_site(self) -> HostProcess:
+        assert self.network is not None
+        address = self.network.address("web")
+        process = HostProcess(self.network, "web", "site",
+                              [sys.executable, "-m", "harvestdef.cluster.site", "--bind", address, "--port",
+                               str(SITE_PORT), "--sites", str(self.sites), "--delay", str(self.site_delay)],
+                              self.logs / "site.log", cwd=self.logs)
+        self.processes["site"] = process
+        wait_until("the web host's sites", lambda: listening(address, SITE_PORT), 30, process.alive)
+        return process
+
+    def controller_id(self, host: str) -> str:
+        """The id ``host``'s controller registered under (its server directory's controller-id file)."""
+        path = self.server_dir(host) / "controller-id"
+        return path.read_text(encoding="utf-8").strip() if path.exists() else ""
+
+    # ------------------------------------------------------------------ the JSON API
+    @property
+    def ui_url(self) -> str:
+        assert self.network is not None
+        return f"http://{self.network.address('ui')}:{UI_PORT}"
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.ui_url}/api/v1{path}", data=data, method=method, headers={
+            "Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
+            "Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read() or b"null")
+
+    def api(self, method: str, path: str, body: dict[str, Any] | None = None, expect: int = 200) -> Any:
+        status, answer = self.call(method, path, body)
+        if status != expect:
+            raise ApiError(f"{method} {path}: {status} (expected {expect}): {answer}")
+        return answer
+
+    def live_controllers(self) -> list[dict[str, Any]]:
+        return [h for h in self.api("GET", "/harvesters")["items"] if h["accepted"] and not h["is_lost"]]
+
+    def site_requests(self) -> dict[str, dict[str, int]]:
+        """How often the web host served each URL, by the address of the host that asked."""
+        assert self.network is not None
+        with urllib.request.urlopen(f"http://{self.network.address('web')}:{SITE_PORT}/_requests",
+                                    timeout=10) as response:
+            return json.loads(response.read())
+
+    # ------------------------------------------------------------------ waiting and reading
+    def wait_for(self, what: str, probe: Callable[[], _T | None], timeout: float, interval: float = 0.5) -> _T:
+        """``probe()``'s first true answer, polled while no process has died; NetworkError with the logs
+        after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        last_error: Exception | None = None
+        while time.monotonic() < deadline:
+            died = [process for process in self.processes.values() if process.has_died()]
+            if died:
+                raise NetworkError(f"{died[0].name} exited with {died[0].process.returncode} while waiting for "
+                                   f"{what}\n{self.log_tails()}")
+            try:
+                answer = probe()
+            except (OSError, ApiError, ValueError) as exc:
+                last_error, answer = exc, None
+            if answer:
+                return answer
+            time.sleep(interval)
+        raise NetworkError(f"no {what} within {timeout:.0f} s (last error: {last_error})\n{self.log_tails()}")
+
+    def log_tails(self, lines: int = 60) -> str:
+        return "\n".join(f"----- {name} on {process.host} ({process.log}) -----\n{process.tail(lines)}"
+                         for name, process in self.processes.items())
+
+    # ------------------------------------------------------------------ taking it down
+    def close(self) -> None:
+        """Stop the roles (harvesters first, so their last reports reach a scheduler), then the servers, then
+        remove the network and every process left in it."""
+        order = sorted(self.processes.values(),
+                       key=lambda p: (not p.name.startswith("harvester"), p.name == "site", p.name))
+        for process in order:
+            if process.alive():
+                process.stop(timeout=30)
+        for server in (self.broker, self.postgresql):
+            if server is not None:
+                server.stop()
+        if self.network is not None:
+            self.network.close()
+            self.network = None
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["ADMIN", "ApiError", "Cluster", "HARVESTER_SETS", "SCHEDULER_SETS", "UI_PORT", "settings_variable"]

@@ -1,0 +1,77 @@
+"""The installation on simulated machines (harvestdef.cluster): network namespaces made by the tests, a
+fresh PostgreSQL and RabbitMQ on hosts of their own, two schedulers, the web UI, three harvest controllers
+and a web host of many sites. Needs root (CI runs as root): without it the tests skip, saying why, and with
+CI=true that is a failure."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harvestdef.cluster.cluster import Cluster
+from harvestdef.cluster.network import require_root
+from tests.harvester.conftest import OUR_TEMPLATE, fast_politeness
+from tests.servers import in_ci
+
+TEMPLATE = "cluster_fast"
+# Politeness sized for the test, retries for the network: a URL whose fetch fails while a link is cut is
+# tried again every 2 s, 30 times, as Heritrix's 30 tries every 900 s outlast an outage of a real link.
+RETRIES = {r"frontier\.retryDelaySeconds=\d+": "frontier.retryDelaySeconds=2",
+           r"frontier\.maxRetries=\d+": "frontier.maxRetries=30"}
+
+
+def require_namespaces() -> None:
+    why = require_root()
+    if why:
+        if in_ci():
+            pytest.fail(why + "; CI=true, so this is a failure, not a skip")
+        pytest.skip(why)
+
+
+def cluster_template() -> str:
+    template = fast_politeness(OUR_TEMPLATE.read_text(encoding="utf-8"))
+    for pattern, value in RETRIES.items():
+        template = re.sub(pattern, value, template)
+    return template
+
+
+def define_selective(cluster: Cluster, name: str, sites: list[int]) -> dict[str, Any]:
+    """A selective harvest of ``sites`` (numbers of the web host's sites), once, now, on FOCUSED."""
+    if cluster.call("GET", f"/templates/{TEMPLATE}")[0] != 200:
+        cluster.api("POST", "/templates", {"name": TEMPLATE, "description": "cluster tests",
+                                           "cxml": cluster_template()}, expect=201)
+    domains = [f"site{number}.dk" for number in sites]
+    cluster.api("POST", "/domains", {"names": domains}, expect=201)
+    for domain in domains:
+        edition = cluster.api("GET", f"/domains/{domain}")["edition"]
+        cluster.api("PATCH", f"/domains/{domain}/seedlists/defaultseeds",
+                    {"seeds": [f"http://www.{domain}/"], "edition": edition})
+        cluster.api("PATCH", f"/domains/{domain}/configurations/defaultconfig",
+                    {"template": TEMPLATE, "edition": edition + 1})
+    if cluster.call("GET", "/schedules/cluster-once")[0] != 200:
+        cluster.api("POST", "/schedules", {"name": "cluster-once", "timeunit": "MINUTE", "numtimeunits": 1,
+                                           "maxrepeats": 1}, expect=201)
+    return cluster.api("POST", "/harvests", {
+        "type": "selective", "name": name, "channel": "FOCUSED", "schedule": "cluster-once",
+        "configurations": [{"domain": domain} for domain in domains], "active": True}, expect=201)
+
+
+@pytest.fixture(scope="package")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    require_namespaces()
+    system = Cluster(Path(tmp_path_factory.mktemp("cluster")), harvesters=3, sites=300, site_delay=0.5)
+    with system:
+        yield system
+
+
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """A failed test shows the tail of every process's log."""
+    if call.excinfo is None or call.when != "call":
+        return
+    system = getattr(item, "funcargs", {}).get("cluster")
+    if isinstance(system, Cluster):
+        item.add_report_section("call", "cluster processes", system.log_tails(120))
