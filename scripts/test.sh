@@ -2,8 +2,9 @@
 # The whole test suite, exactly as CI runs it: set-up, lint, then pytest with the slowest tests listed.
 # The independent tests run in four pytest-xdist workers (each with its own PostgreSQL database, queues and
 # ports): many tests spend their time waiting on the processes they start (engines, controllers, the demo,
-# Chromium), so on two cores four workers finish sooner than two. The tests that restart or reconfigure the
-# broker run after them, alone (design.md §Tests).
+# Chromium), so on two cores four workers finish sooner than two. The tests on simulated machines
+# (tests/cluster: a network of their own, their own PostgreSQL and RabbitMQ, timings of a lost controller)
+# run after them, alone, then the tests that restart or reconfigure the broker.
 # With arguments, pytest runs just those, in one process: ./scripts/test.sh tests/webui -k live
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,5 +16,6 @@ if [ "$#" -gt 0 ]; then
     exec python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 "$@"
 fi
 python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-4}" \
-    -m "not broker_restart"
+    -m "not broker_restart and not cluster"
+python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m cluster
 python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart

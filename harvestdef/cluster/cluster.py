@@ -125,7 +125,7 @@ class Cluster:
         for host in ("broker", "db", *self.scheduler_hosts, "ui", "web", *self.harvester_hosts):
             self.network.add_host(host)
         progress(f"network {self.network.tag}: {len(self.network.hosts)} hosts on {self.network.subnet}")
-        self.postgresql = PostgreSQLServer(self.network, "db", self.directory / "postgresql")
+        self.postgresql = PostgreSQLServer(self.network, "db")
         self.broker = RabbitMQNode(self.network, "broker", self.directory / "rabbitmq", secrets.token_hex(16))
         self.postgresql.start()
         self.postgresql.create_database(DATABASE)

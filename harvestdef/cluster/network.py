@@ -20,7 +20,7 @@ made it: ``remove_stale`` removes the namespaces and links of a network whose ma
 run killed by a timeout, say), and ``Network.close`` removes its own after killing every process still
 running inside its namespaces.
 
-Needs root, iproute2 (``ip``, ``tc``) and iptables.
+Needs root, iproute2 (``ip``, ``tc``), iptables and util-linux's ``unshare``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def require_root() -> str | None:
     """Why a network cannot be made here, or None when it can."""
     if os.geteuid() != 0:
         return "network namespaces need root"
-    missing = [tool for tool in ("ip", "tc", "iptables") if shutil.which(tool) is None]
+    missing = [tool for tool in ("ip", "tc", "iptables", "unshare") if shutil.which(tool) is None]
     if missing:
         return f"the simulated network needs {' and '.join(missing)} (iproute2, iptables)"
     return None
@@ -298,8 +298,11 @@ class Network:
                                f"{', '.join(sorted(self.hosts))})") from None
 
     def command(self, host: str, argv: Sequence[str]) -> list[str]:
-        """``argv`` as run on ``host``."""
-        return ["ip", "netns", "exec", self._host(host).namespace, *argv]
+        """``argv`` as run on ``host``: in its network namespace, and in a UTS namespace of its own whose
+        host name is the host's, so a controller names itself after the machine it runs on."""
+        entry = self._host(host)
+        return ["ip", "netns", "exec", entry.namespace, "unshare", "--uts", "--", "sh", "-c",
+                'hostname "$0" && exec "$@"', entry.name, *argv]
 
     def address(self, host: str) -> str:
         return self._host(host).address

@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -103,19 +105,21 @@ def _chown(path: Path, user: str) -> None:
 
 
 class PostgreSQLServer:
-    """PostgreSQL 15 on ``host``, its cluster in ``directory``; ``url(database)`` for SQLAlchemy."""
+    """PostgreSQL 15 on ``host``; ``url(database)`` for SQLAlchemy.
 
-    def __init__(self, network: Network, host: str, directory: Path) -> None:
+    Its cluster is a directory of its own in the system's temporary directory, owned by the postgres user,
+    which must reach it (the cluster's own directory may be private to root); ``stop`` removes it."""
+
+    def __init__(self, network: Network, host: str) -> None:
         self.network = network
         self.host = host
         self.address = network.address(host)
-        self.directory = directory
+        self.directory = Path(tempfile.mkdtemp(prefix=f"harvestsuite-cluster-{network.tag}-postgresql-"))
         self.process: HostProcess | None = None
 
     def start(self, timeout: float = 60.0) -> None:
         if not (POSTGRESQL_BIN / "postgres").is_file():
             raise NetworkError(f"PostgreSQL 15 is not installed ({POSTGRESQL_BIN / 'postgres'} is missing)")
-        self.directory.mkdir(parents=True, exist_ok=True)
         _chown(self.directory, "postgres")
         data = self.directory / "data"
         if not data.exists():
@@ -148,6 +152,7 @@ class PostgreSQLServer:
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop(timeout=30)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 class RabbitMQNode:

@@ -1,0 +1,141 @@
+"""A harvester cut off from the network mid-crawl, for less than the lost threshold and for more (but less
+than resubmitLostAfter), then joined again: the crawl goes on, the job ends DONE once on the controller it
+was granted to, nothing is fetched by another controller, stored twice or counted twice.
+
+Settings (harvestdef.cluster.cluster): heartbeats every 1 s, a controller lost after 10 of them, its job
+resubmitted 60 s after its last one. The figures (detection, recovery, refetches) are printed with -s and
+written into the test's report."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from harvestdef.cluster.cluster import Cluster
+from tests.cluster.conftest import define_selective
+
+pytestmark = pytest.mark.cluster
+
+SHORT_CUT = 4.0    # well under the 10 s after which a controller is lost
+LONG_CUT = 25.0    # over that, well under the 60 s after which its job is resubmitted
+RUN_TIMEOUT = 240.0
+
+
+def job_of(cluster: Cluster, harvest: str) -> dict[str, Any]:
+    jobs = cluster.wait_for(f"a job of {harvest}", lambda: cluster.api(
+        "GET", f"/jobs?harvest={harvest}&limit=10")["items"], 60)
+    assert len(jobs) == 1, jobs
+    return jobs[0]
+
+
+def host_of(cluster: Cluster, controller: str) -> str:
+    (host,) = [host for host in cluster.harvester_hosts if cluster.controller_id(host) == controller]
+    return host
+
+
+def started(cluster: Cluster, harvest: str, sites: list[int]) -> tuple[dict[str, Any], str]:
+    """The harvest's job once STARTED and fetching from the sites; the host of its controller."""
+    job = job_of(cluster, harvest)
+
+    def fetching() -> dict[str, Any] | None:
+        current = cluster.api("GET", f"/jobs/{job['job_id']}")
+        requested = cluster.site_requests()
+        begun = any(url.startswith(f"http://www.site{n}.dk/page/") for url in requested for n in sites)
+        return current if current["status"] == "STARTED" and current.get("controller") and begun else None
+    current = cluster.wait_for(f"job {job['job_id']} started and fetching", fetching, 90, interval=0.2)
+    return current, host_of(cluster, current["controller"])
+
+
+def finished(cluster: Cluster, job_id: int) -> dict[str, Any]:
+    return cluster.wait_for(f"job {job_id} ended", lambda: (
+        detail if (detail := cluster.api("GET", f"/jobs/{job_id}"))["status"] in ("DONE", "FAILED") else None),
+        RUN_TIMEOUT)
+
+
+def controller_state(cluster: Cluster, controller: str) -> dict[str, Any]:
+    (row,) = [h for h in cluster.api("GET", "/harvesters")["items"] if h["controller_id"] == controller]
+    return row
+
+
+def check_invariants(cluster: Cluster, detail: dict[str, Any], host: str, sites: list[int]) -> Counter[str]:
+    """The job DONE once on its controller, the sites fetched by its host alone, its files stored once and
+    all in SHA256SUMS, its statistics written once per domain; returns the URLs fetched more than once."""
+    assert detail["status"] == "DONE", detail
+    address = cluster.network.address(host)  # type: ignore[union-attr]
+    requested = {url: by for url, by in cluster.site_requests().items()
+                 if any(url.startswith(f"http://www.site{n}.dk/") for n in sites)}
+    assert requested
+    others = {url: by for url, by in requested.items() if set(by) != {address}}
+    assert not others, f"fetched by another host than {host} ({address}): {others}"
+    refetched = Counter({url: by[address] for url, by in requested.items() if by[address] > 1})
+    directory = cluster.archive / str(detail["harvest_id"]) / str(detail["job_id"])
+    sums = dict(reversed(line.split("  ", 1)) for line in (directory / "SHA256SUMS").read_text().splitlines())
+    stored = {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()} - {"SHA256SUMS"}
+    assert set(sums) == stored and any(name.endswith(".warc.gz") for name in stored)
+    for name, digest in sums.items():
+        assert hashlib.sha256((directory / name).read_bytes()).hexdigest() == digest, name
+    for number in sites:
+        rows = [row for row in cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
+                if row["job_id"] == detail["job_id"]]
+        assert len(rows) == 1 and rows[0]["objectcount"] >= 14, rows  # robots, front, 8 pages, 4 pictures
+    return refetched
+
+
+def test_a_cut_shorter_than_the_lost_threshold_goes_unnoticed_and_the_crawl_ends_done(cluster, record_property):
+    sites = [1, 2, 3]
+    define_selective(cluster, "cluster-short-cut", sites)
+    job, host = started(cluster, "cluster-short-cut", sites)
+    cluster.network.cut(host)
+    cut_at = time.monotonic()
+    try:
+        while time.monotonic() - cut_at < SHORT_CUT:
+            assert not controller_state(cluster, job["controller"])["is_lost"]
+            time.sleep(0.5)
+    finally:
+        cluster.network.restore(host)
+    detail = finished(cluster, job["job_id"])
+    assert [event["kind"] for event in detail["events"] if event["kind"] in ("lost", "resubmitted")] == []
+    refetched = check_invariants(cluster, detail, host, sites)
+    record_property("refetched", dict(refetched))
+    print(f"short cut of {host} for {SHORT_CUT:.0f} s: not found lost; job {job['job_id']} DONE; "
+          f"refetched {sum(refetched.values()) - len(refetched)} times: {dict(refetched)}")
+
+
+def test_a_cut_longer_than_the_lost_threshold_is_shown_lost_then_back_and_not_resubmitted(cluster,
+                                                                                          record_property):
+    sites = [4, 5, 6]
+    define_selective(cluster, "cluster-long-cut", sites)
+    job, host = started(cluster, "cluster-long-cut", sites)
+    cluster.network.cut(host)
+    cut_at = time.monotonic()
+    try:
+        lost = cluster.wait_for(f"controller {job['controller']} shown lost", lambda: (
+            row if (row := controller_state(cluster, job["controller"]))["is_lost"] else None), LONG_CUT)
+        detected = time.monotonic() - cut_at
+        # the job's page says which controller and since when
+        interruption = cluster.wait_for("the job's interruption", lambda: cluster.api(
+            "GET", f"/jobs/{job['job_id']}")["interruption"], LONG_CUT)
+        assert interruption["state"] == "lost" and interruption["controller"] == job["controller"]
+        assert interruption["silent_since"] and interruption["resubmits_at"], interruption
+        assert lost["last_heartbeat"]
+        time.sleep(max(0.0, LONG_CUT - (time.monotonic() - cut_at)))
+    finally:
+        cluster.network.restore(host)
+    restored_at = time.monotonic()
+    cluster.wait_for(f"controller {job['controller']} back", lambda: not controller_state(
+        cluster, job["controller"])["is_lost"], 60, interval=0.2)
+    recovered = time.monotonic() - restored_at
+    detail = finished(cluster, job["job_id"])
+    kinds = [event["kind"] for event in detail["events"]]
+    assert "lost" in kinds and "back" in kinds[kinds.index("lost"):] and "resubmitted" not in kinds, kinds
+    assert detail["interruption"] is None
+    refetched = check_invariants(cluster, detail, host, sites)
+    figures = {"detected_s": round(detected, 1), "recovered_s": round(recovered, 1), "refetched": dict(refetched)}
+    record_property("figures", figures)
+    print(f"long cut of {host} for {LONG_CUT:.0f} s: found lost {detected:.1f} s after the cut, back "
+          f"{recovered:.1f} s after the link; job {job['job_id']} DONE, not resubmitted; refetched: "
+          f"{dict(refetched)}")
