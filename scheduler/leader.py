@@ -17,6 +17,17 @@ later than in the row). Only then, or when the lock is
 gone for certain (the row names another holder; PostgreSQL's session that held it has ended), is the
 leadership lost. On SQLite a renewal waits for the write lock no longer than the lease has left.
 
+Fencing (PostgreSQL): a leader cut off from the database may still have a transaction open there, or
+start one the moment the network returns, before its next renewal finds the lock gone. So every
+transaction of the scheduler's engine (``install_fence``) first takes a shared advisory lock, the fence,
+and checks that the leader's lock is still held by the session that took it (by its backend pid); a
+transaction that finds it gone raises FencedOut and changes nothing. A scheduler that takes the lock
+takes the fence exclusively once before it acts, which waits for every transaction of the old leader
+that passed the check to end: the old leader's last write comes before the new leader's first. The
+server ends a vanished machine's sessions within about 30 s (harvestdef.db.engine: keepalives), so the
+wait is bounded; a wait longer than the lock timeout gives the lock back, to try again. On SQLite the
+lease is the fence: the file is on one machine, and the row is taken over only after it has run out.
+
 A waiting scheduler calls ``try_acquire`` now and then (``SchedulerService`` does so every few seconds),
 so it takes over within a minute of the first one's death.
 
@@ -38,19 +49,29 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
-from sqlalchemy import Connection, Engine, delete, insert, select, text, update
+from sqlalchemy import Connection, Engine, delete, event, insert, select, text, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql, write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import DatabaseError
+from harvestdef.errors import DatabaseError, HarvestSuiteError
 from harvestdef.repositories.base import database_errors
 
 log = logging.getLogger(__name__)
 
 # Any constant will do, as long as only the scheduler's leadership uses it.
 _ADVISORY_KEY = 0x68736C656164  # "hslead"
+_FENCE_KEY = 0x6873666E6365  # "hsfnce"
 _ROW = "scheduler"
+# An execution option of the lock's own connections, which the fence lets through.
+UNFENCED = "harvestsuite_unfenced"
+_HELD_BY = ("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = {pid} "
+            "AND objid = :low AND classid = :high AND granted")
+_KEY_PARTS = {"low": _ADVISORY_KEY & 0xFFFFFFFF, "high": _ADVISORY_KEY >> 32}
+
+
+class FencedOut(HarvestSuiteError):
+    """A transaction of a scheduler that no longer leads: refused before it changed anything."""
 
 
 class LeaderLock:
@@ -58,7 +79,8 @@ class LeaderLock:
 
     def __init__(self, engine: Engine, lease_seconds: int = 60, holder: str | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.engine = engine
+        # the lock's own work goes by the fence, which it is what decides
+        self.engine = engine.execution_options(**{UNFENCED: True})
         self.lease = timedelta(seconds=lease_seconds)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.clock = clock
@@ -69,6 +91,37 @@ class LeaderLock:
         self._renewal_failing = False
         # the last try_acquire could not ask the database (rather than finding the lock held by another)
         self.is_unanswered = False
+        # PostgreSQL: the backend pid of the session holding the lock, which fenced transactions look for
+        self.lock_pid: int | None = None
+        self._follows = False  # an intake process of the leader: fenced by its pid, leads nothing itself
+
+    # ------------------------------------------------------------------ the fence
+    def install_fence(self, engine: Engine) -> None:
+        """Fence every transaction of ``engine`` (PostgreSQL; a no-op on SQLite) until ``remove_fence``:
+        each checks first that this scheduler leads, or raises FencedOut."""
+        if is_postgresql(engine) and not event.contains(engine, "begin", self._fence):
+            event.listen(engine, "begin", self._fence)
+
+    def remove_fence(self, engine: Engine) -> None:
+        if event.contains(engine, "begin", self._fence):
+            event.remove(engine, "begin", self._fence)
+
+    def follow(self, lock_pid: int) -> None:
+        """Fence this process's transactions by the leader's lock session ``lock_pid`` (an intake process
+        the leader started, which holds no lock of its own)."""
+        self.lock_pid = lock_pid
+        self._follows = True
+
+    def _fence(self, conn: Connection) -> None:
+        if conn.get_execution_options().get(UNFENCED):
+            return
+        pid = self.lock_pid
+        if pid is None or not (self._follows or self.is_held):
+            raise FencedOut("this scheduler does not lead now: it changes nothing in the harvest database")
+        conn.execute(text("SELECT pg_advisory_xact_lock_shared(:key)"), {"key": _FENCE_KEY})
+        if not conn.scalar(text(_HELD_BY.format(pid=int(pid))), _KEY_PARTS):
+            raise FencedOut(f"the scheduler lock is no longer held by this scheduler's session (backend {pid}): "
+                            "another scheduler may lead; nothing was changed")
 
     @property
     def is_held(self) -> bool:
@@ -144,10 +197,7 @@ class LeaderLock:
     def _renew_postgresql(self) -> bool:
         """Whether this session still holds the advisory lock (a session that ended has lost it)."""
         assert self._connection is not None
-        return bool(self._connection.scalar(text(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
-            "AND objid = :low AND classid = :high AND granted"),
-            {"low": _ADVISORY_KEY & 0xFFFFFFFF, "high": _ADVISORY_KEY >> 32}))
+        return bool(self._connection.scalar(text(_HELD_BY.format(pid="pg_backend_pid()")), _KEY_PARTS))
 
     def _renew_sqlite(self, left: float) -> bool:
         """Push the row's expiry on, waiting for the write lock no longer than the lease has ``left``."""
@@ -203,14 +253,23 @@ class LeaderLock:
 
     def _acquire_postgresql(self) -> bool:
         if self._connection is None:
+            # its keepalives (harvestdef.db.engine) let the server end it soon after this machine vanished
             self._connection = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            for name, value in (("tcp_keepalives_idle", 15), ("tcp_keepalives_interval", 5),
-                                ("tcp_keepalives_count", 3)):
-                self._connection.execute(text(f"SET {name} = {value}"))
         got = bool(self._connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": _ADVISORY_KEY}))
         if not got:
             self._close_connection()
-        return got
+            return False
+        try:
+            # the old leader's fenced transactions that passed their check end before this one acts
+            self._connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _FENCE_KEY})
+            self._connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _FENCE_KEY})
+            self.lock_pid = int(self._connection.scalar(text("SELECT pg_backend_pid()")))
+        except BaseException:
+            log.warning("took the scheduler lock, but a transaction of the scheduler before is still open; "
+                        "giving the lock back to try again")
+            self._close_connection()  # the session ends, and its advisory locks with it
+            raise
+        return True
 
     def _acquire_sqlite(self) -> bool:
         lock = s.scheduler_lock

@@ -92,7 +92,7 @@ from scheduler.dispatch import Dispatcher, DispatchOptions
 from scheduler.handlers import MessageHandlers
 from scheduler.intake import DeadLetter, StatusIntake
 from scheduler.jobgen.generate import GenerationOptions
-from scheduler.leader import LeaderLock
+from scheduler.leader import FencedOut, LeaderLock
 from scheduler.livechanges import LiveChangeSender
 from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions, TickReport
@@ -330,12 +330,17 @@ class SchedulerService:
         acting, and waits to lead again as at its start; ``on_leader`` is called at every start of leading."""
         for queue in (self.names.scheduler, self.names.monitor, self.names.dead_letter):
             self.transport.declare(queue)
-        while self._wait_for_leadership(stop):
-            if on_leader is not None:
-                on_leader()
-            self._lead(stop)
-            if not stop.is_set():
-                log.error("leadership lost; this scheduler stopped acting and waits to lead again")
+        # while it runs, every transaction of this engine checks that this scheduler leads (scheduler.leader)
+        self.leader.install_fence(self.engine)
+        try:
+            while self._wait_for_leadership(stop):
+                if on_leader is not None:
+                    on_leader()
+                self._lead(stop)
+                if not stop.is_set():
+                    log.error("leadership lost; this scheduler stopped acting and waits to lead again")
+        finally:
+            self.leader.remove_fence(self.engine)
 
     def _wait_for_leadership(self, stop: threading.Event) -> bool:
         """Try the lock every few seconds until it is ours (True) or ``stop`` is set (False)."""
@@ -396,6 +401,14 @@ class SchedulerService:
             ticker.shutdown(wait=True)
             for thread in threads:
                 thread.join(timeout=10)
+            # A subscription holds up to its prefetch of messages the loops never took: kept, they would
+            # wait with a standby (a controller's claim unanswered) until its connection closed. Cancelled,
+            # they go back to their queues for the leader.
+            for queue in (self.names.scheduler, self.names.monitor, self.names.dead_letter):
+                try:
+                    self.transport.unsubscribe(queue)
+                except QueueError as exc:
+                    log.warning("giving back the messages of %s after leading: %s", queue, exc)
             self.leader.release()
 
     def _start_intake_processes(self) -> tuple[list[multiprocessing.process.BaseProcess], Any]:
@@ -408,7 +421,8 @@ class SchedulerService:
         if self.settings is None:
             return workers, workers_stop
         for number in range(1, self.options.intake_processes):
-            worker = context.Process(target=_intake_worker, args=(self.settings, workers_stop, os.getpid()),
+            worker = context.Process(target=_intake_worker, args=(self.settings, workers_stop, os.getpid(),
+                                                                  self.leader.lock_pid),
                                      name=f"scheduler-intake-{number}", daemon=True)
             worker.start()
             workers.append(worker)
@@ -420,12 +434,7 @@ class SchedulerService:
         try:
             self.ticker.tick()
         except Exception as exc:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
-            unavailable = unavailability(exc)
-            if unavailable is not None:  # nobody's fault and no bug: the reason, without a traceback
-                log.warning("tick failed: %s; the next tick, in %d s, tries again", unavailable,
-                            self.options.tick_period)
-            else:
-                log.exception("tick failed")
+            _log_failure(exc, "tick failed", f"the next tick, in {self.options.tick_period} s, tries again")
 
     def _send_live_changes_safely(self) -> None:
         """One sending of the running scheduler's; a failure is logged once, not every few seconds, until a
@@ -434,9 +443,10 @@ class SchedulerService:
             return  # leadership lost: the loop in ``_lead`` steps down at its next look
         try:
             self.live_changes.send()
-        except Exception:  # noqa: BLE001 - the next sending tries again
+        except Exception as exc:  # noqa: BLE001 - the next sending tries again
             if not self._live_changes_failing:
-                log.exception("sending live changes failed; trying again every %d s", self.options.live_change_interval)
+                _log_failure(exc, "sending live changes failed",
+                             f"trying again every {self.options.live_change_interval} s")
             self._live_changes_failing = True
             return
         if self._live_changes_failing:
@@ -457,10 +467,10 @@ class SchedulerService:
             return
         try:
             self.webhooks.start_due()
-        except Exception:  # noqa: BLE001 - the next sending tries again
+        except Exception as exc:  # noqa: BLE001 - the next sending tries again
             if not self._webhooks_failing:
-                log.exception("sending webhook deliveries failed; trying again every %g s",
-                              self.options.webhook_send_interval)
+                _log_failure(exc, "sending webhook deliveries failed",
+                             f"trying again every {self.options.webhook_send_interval:g} s")
             self._webhooks_failing = True
             return
         if self._webhooks_failing:
@@ -468,9 +478,20 @@ class SchedulerService:
             self._webhooks_failing = False
 
 
-def _intake_worker(settings: Settings, stop: Any, parent_pid: int) -> None:
+def _log_failure(exc: Exception, what: str, then: str) -> None:
+    """A database that does not answer, or a leadership that ended, in one line (nobody's fault, no bug);
+    anything else with its traceback."""
+    reason = unavailability(exc) or (str(exc) if isinstance(exc, FencedOut) else None)
+    if reason is not None:
+        log.warning("%s: %s; %s", what, reason, then)
+    else:
+        log.exception("%s; %s", what, then)
+
+
+def _intake_worker(settings: Settings, stop: Any, parent_pid: int, lock_pid: int | None) -> None:
     """A child process of the leading scheduler: takes messages from the scheduler's queue until the leader
-    says stop or is gone."""
+    says stop or is gone; its transactions are fenced by the leader's lock session ``lock_pid``
+    (PostgreSQL)."""
     from harvestdef.db.engine import engine_from_settings
     from harvestdef.queues import open_transport
 
@@ -478,6 +499,9 @@ def _intake_worker(settings: Settings, stop: Any, parent_pid: int) -> None:
     engine = engine_from_settings(settings.database)
     transport = open_transport(settings.queue)
     service = SchedulerService.from_settings(settings, engine, transport)
+    if lock_pid is not None:
+        service.leader.follow(lock_pid)
+        service.leader.install_fence(engine)
     local_stop = threading.Event()
     threads = [threading.Thread(target=service._intake_loop, args=(service.names.scheduler, local_stop),
                                 daemon=True) for _ in range(service.options.intake_threads)]

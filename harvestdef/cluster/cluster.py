@@ -55,7 +55,8 @@ SCHEDULER_SETS: dict[str, object] = {
     "harvester.scheduler.jobgenerationperiod": 1,
     "harvestsuite.scheduler.lostAfterHeartbeats": 10,
     "harvestsuite.scheduler.resubmitLostAfter": 60,
-    "harvestsuite.scheduler.claimGraceTime": 10,
+    # longer than a controller waits for its claim to be answered (30 s), which a change of leader may delay
+    "harvestsuite.scheduler.claimGraceTime": 40,
     "harvestsuite.scheduler.leaderLeaseTime": 10,
     "harvestsuite.scheduler.intakeProcesses": 1,
 }
@@ -219,6 +220,12 @@ class Cluster:
         self.processes["site"] = process
         wait_until("the web host's sites", lambda: listening(address, SITE_PORT), 30, process.alive)
         return process
+
+    def settings_value(self, key: str) -> object:
+        """The value of setting ``key`` the cluster gives its roles (its own sets, then the overrides)."""
+        values: dict[str, object] = {**COMMON_SETS, **SCHEDULER_SETS, **HARVESTER_SETS, **WEBUI_SETS}
+        values.update(self.overrides)
+        return values[key]
 
     def controller_id(self, host: str) -> str:
         """The id ``host``'s controller registered under (its server directory's controller-id file)."""

@@ -4,7 +4,8 @@ SQLite runs in WAL mode with foreign keys on and a busy timeout, so the embedded
 (scheduler, controller, web UI) can share the file. A statement waits for a lock that another writer
 holds at most ``lock_timeout`` seconds (harvestsuite.database.lockTimeout: SQLite's busy timeout,
 PostgreSQL's lock_timeout), then fails; the callers tell it as "the database is busy"
-(harvestdef.db.availability).
+(harvestdef.db.availability). Every PostgreSQL session asks the server for TCP keepalives (15 s idle,
+5 s apart, 3 probes), so the server ends the sessions of a machine that vanished within about 30 s.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 
 from harvestdef.settings import DatabaseSettings
+
+_KEEPALIVES = (("tcp_keepalives_idle", 15), ("tcp_keepalives_interval", 5), ("tcp_keepalives_count", 3))
 
 
 def is_postgresql(engine: Engine) -> bool:
@@ -46,6 +49,11 @@ def open_engine(url: str, echo: bool = False, lock_timeout: float = 30.0) -> Eng
         dbapi_connection.autocommit = True
         try:
             dbapi_connection.execute(f"SET lock_timeout = {milliseconds}")
+            # The server asks a silent client every 5 s after 15 s idle and ends the session after 3
+            # unanswered: a session whose machine vanished mid-transaction then lets go of its row and
+            # advisory locks within about half a minute, not the operating system's two hours.
+            for name, value in _KEEPALIVES:
+                dbapi_connection.execute(f"SET {name} = {value}")
         finally:
             dbapi_connection.autocommit = autocommit
 
