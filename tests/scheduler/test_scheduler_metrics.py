@@ -1,0 +1,76 @@
+"""The scheduler's /metrics (scheduler/metrics.py, docs/metrics.md), scraped from the real scheduler role
+(``run_scheduler``, what ``harvestsuite scheduler run`` and the demo run) while it ticks, generates a
+harvest's jobs and dispatches one to a controller that claims it; the endpoint is closed when it stops."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from harvestdef.db import schema as s
+from harvestdef.db.types import utcnow
+from harvestdef.queues import QueueNames
+from scheduler.commands import run_scheduler
+from tests.metricscrape import free_port, refuses_connections, scrape_until, value
+from tests.scheduler.factories import make_domain, make_selective
+from tests.scheduler.simcontroller import SimController
+
+TICKS = "harvestsuite_scheduler_ticks_total"
+
+
+def ticks(samples) -> float:
+    return value(samples, TICKS, outcome="completed") or 0
+
+
+def test_the_scheduler_serves_its_ticks_generation_dispatch_and_queues(engine, make_settings, open_queue,
+                                                                       environment_name):
+    with engine.begin() as conn:
+        make_selective(conn, 1, "daily", [make_domain(conn, "metrics.dk")[1]],
+                       nextdate=utcnow() - timedelta(minutes=1))
+    port = free_port()
+    settings = make_settings(**{"harvestsuite.metrics.schedulerPort": port,
+                                "harvester.scheduler.jobGen.config.postponeUnregisteredChannel": False})
+    url = f"http://127.0.0.1:{port}/metrics"
+    stop = threading.Event()
+    scheduler = threading.Thread(target=run_scheduler, args=(settings, stop), name="scheduler", daemon=True)
+    scheduler.start()
+    controller_stop = threading.Event()
+    try:
+        first = scrape_until(url, lambda got: ticks(got) >= 1 and value(got, "harvestsuite_scheduler_leader") == 1,
+                             60, "leading and ticking")
+        assert value(first, "harvestsuite_scheduler_leadership_terms_total") == 1
+        # the tick counter grows with the ticks, one a second, and the last tick's time with it
+        later = scrape_until(url, lambda got: ticks(got) >= ticks(first) + 2, 30, "two ticks further")
+        assert value(later, "harvestsuite_scheduler_last_tick_timestamp_seconds") > \
+            value(first, "harvestsuite_scheduler_last_tick_timestamp_seconds")
+        assert value(later, "harvestsuite_scheduler_tick_duration_seconds_count") == ticks(later)
+        assert value(later, TICKS, outcome="failed") in (None, 0)
+
+        # the harvest's one run was generated: one job, one generation timed
+        with engine.connect() as conn:
+            assert len(conn.scalars(select(s.jobs.c.job_id)).all()) == 1
+        assert value(later, "harvestsuite_scheduler_jobs_generated_total") == 1
+        assert value(later, "harvestsuite_scheduler_job_generation_duration_seconds_count") == 1
+        names = QueueNames(environment_name)
+        # measured after each tick: the NEW job is in no queue yet, and every channel's queue is counted
+        assert value(later, "harvestsuite_scheduler_queue_messages", queue=names.jobs("FOCUSED")) == 0
+        assert value(later, "harvestsuite_scheduler_queue_messages", queue=names.jobs("SNAPSHOT")) == 0
+        assert value(later, "harvestsuite_scheduler_queue_messages", queue=names.scheduler) is not None
+
+        controller = SimController(open_queue(), names, "ctl-1", ["FOCUSED"])
+        threading.Thread(target=controller.run, args=(controller_stop, 1), name="controller", daemon=True).start()
+        done = scrape_until(url, lambda got: value(got, "harvestsuite_scheduler_claims_total", outcome="granted") == 1,
+                            60, "the job granted")
+        assert value(done, "harvestsuite_scheduler_jobs_dispatched_total", channel="FOCUSED") == 1
+        assert value(done, "harvestsuite_scheduler_claims_total", outcome="refused") in (None, 0)
+        # the registration, the heartbeat and the ready message that released the job were handled before the
+        # claim was sent, all from the scheduler's queue
+        assert value(done, "harvestsuite_scheduler_messages_handled_total", queue=names.scheduler) >= 3
+    finally:
+        controller_stop.set()
+        stop.set()
+        scheduler.join(timeout=30)
+    assert not scheduler.is_alive()
+    assert refuses_connections(port), "the endpoint outlived the scheduler"
