@@ -68,9 +68,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
-from harvestdef.db import schema as s
 from harvestdef.db.availability import unavailability
 from harvestdef.db.types import utcnow
 from harvestdef.errors import HarvestSuiteError, QueueError, StaleJobError
@@ -90,6 +89,7 @@ from harvestdef.messages import (
 )
 from harvestdef.model.controllers import LostControllerRule
 from harvestdef.queues import Delivery, QueueNames, Transport
+from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.settings import Settings
 from scheduler.batch import in_lock_order
 from scheduler.dedupsources import JobReadiness
@@ -457,7 +457,7 @@ class SchedulerService:
         is away would hold up as long each; the next tick measures again."""
         try:
             with self.engine.connect() as conn:
-                channels = list(conn.scalars(select(s.harvestchannel.c.name).order_by(s.harvestchannel.c.name)))
+                channels = [channel.name for channel in ChannelRepository(conn).all_channels()]
         except Exception as exc:  # noqa: BLE001 - the tick said what the database does; only figures wait
             log.debug("queue depths not measured: %s", exc)
             return
