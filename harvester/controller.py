@@ -176,7 +176,7 @@ class HarvestController:
         self.jobs_done: list[tuple[int, JobStatus]] = []
         self.metrics = ControllerMetrics(controller_id, self.host, options.channels, __version__,
                                          CONTROLLER_TRANSITIONS, lambda: self.state,
-                                         lambda: self.current.job_id if self.current else None, self.free_disk)
+                                         self._current_job_id, self.free_disk)
         self.postprocessor.on_upload = self.metrics.upload_done
 
     @classmethod
@@ -207,6 +207,10 @@ class HarvestController:
             log.warning("%s found in %s: stopping", SHUTDOWN_FILE, self.options.server_dir)
             self.stop_event.set()
         return self.stop_event.is_set()
+
+    def _current_job_id(self) -> int | None:
+        job = self.current  # read once: the controller's thread may clear it meanwhile
+        return job.job_id if job is not None else None
 
     # ------------------------------------------------------------------ heartbeats
     def free_disk(self) -> int:

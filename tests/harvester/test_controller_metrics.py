@@ -22,9 +22,9 @@ def test_a_controller_serves_its_state_crawl_and_upload_figures(harvesting):
     h = harvesting()
     port = free_port()
     url = f"http://127.0.0.1:{port}/metrics"
-    controller = h.start_controller(**{"harvestsuite.metrics.harvesterPort": port})
-    # before any job: idle (it waits for the scheduler's answer to its registration while STARTING)
     h.start_scheduler()
+    controller = h.start_controller(**{"harvestsuite.metrics.harvesterPort": port})
+    # before any job: idle, once the scheduler has answered its registration
     idle = scrape_until(url, lambda got: state_of(got) == ["IDLE"], 90, "IDLE")
     assert value(idle, "harvestsuite_harvester_current_job_id") == 0
     assert value(idle, "harvestsuite_harvester_disk_free_bytes") > 1_000_000
