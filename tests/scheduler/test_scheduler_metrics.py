@@ -1,6 +1,7 @@
 """The scheduler's /metrics (scheduler/metrics.py, docs/metrics.md), scraped from the real scheduler role
 (``run_scheduler``, what ``harvestsuite scheduler run`` and the demo run) while it ticks, generates a
-harvest's jobs and dispatches one to a controller that claims it; the endpoint is closed when it stops."""
+harvest's jobs and dispatches one to a controller that claims it, and read by the System page's reader of
+it; the endpoint is closed when it stops."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from scheduler.commands import run_scheduler
 from tests.metricscrape import free_port, refuses_connections, scrape_until, value
 from tests.scheduler.factories import make_domain, make_selective
 from tests.scheduler.simcontroller import SimController
+from webui.schedulerfigures import read_figures
 
 TICKS = "harvestsuite_scheduler_ticks_total"
 
@@ -68,6 +70,13 @@ def test_the_scheduler_serves_its_ticks_generation_dispatch_and_queues(engine, m
         # the registration, the heartbeat and the ready message that released the job were handled before the
         # claim was sent, all from the scheduler's queue
         assert value(done, "harvestsuite_scheduler_messages_handled_total", queue=names.scheduler) >= 3
+
+        # the System page reads the same endpoint by the same names (webui/schedulerfigures.py)
+        figures = read_figures(url, 5.0)
+        assert figures.error is None and figures.leader is True and figures.ticks_completed >= 3
+        assert figures.jobs_generated == 1 and figures.dispatched == {"FOCUSED": 1} and figures.claims_granted == 1
+        assert figures.last_tick_at is not None and figures.average_tick_seconds is not None
+        assert figures.queues[names.jobs("FOCUSED")] >= 0 and figures.messages_handled >= 3
     finally:
         controller_stop.set()
         stop.set()
