@@ -83,3 +83,33 @@ def test_the_scheduler_serves_its_ticks_generation_dispatch_and_queues(engine, m
         scheduler.join(timeout=30)
     assert not scheduler.is_alive()
     assert refuses_connections(port), "the endpoint outlived the scheduler"
+
+
+def test_a_scheduler_waiting_to_lead_serves_leader_0_until_it_takes_over(engine, make_settings):
+    ports = [free_port(), free_port()]
+    stops = [threading.Event(), threading.Event()]
+    threads = [threading.Thread(target=run_scheduler, args=(
+        make_settings(**{"harvestsuite.metrics.schedulerPort": port}), stop), daemon=True)
+        for port, stop in zip(ports, stops, strict=True)]
+    urls = [f"http://127.0.0.1:{port}/metrics" for port in ports]
+    try:
+        threads[0].start()
+        scrape_until(urls[0], lambda got: ticks(got) >= 1, 60, "leading and ticking")
+        threads[1].start()
+        waiting = scrape_until(urls[1], lambda got: value(got, "harvestsuite_scheduler_leader") == 0, 60,
+                               "serving while it waits")
+        assert ticks(waiting) == 0 and value(waiting, "harvestsuite_scheduler_leadership_terms_total") == 0
+        assert value(scrape_until(urls[0], lambda got: True, 10, "answering"), "harvestsuite_scheduler_leader") == 1
+
+        stops[0].set()  # the leader stops and releases its lock; the other takes over and ticks
+        threads[0].join(timeout=30)
+        took_over = scrape_until(urls[1], lambda got: value(got, "harvestsuite_scheduler_leader") == 1 and
+                                 ticks(got) >= 1, 60, "leading after the first stopped")
+        assert value(took_over, "harvestsuite_scheduler_leadership_terms_total") == 1
+        assert refuses_connections(ports[0])
+    finally:
+        for stop in stops:
+            stop.set()
+        for thread in threads:
+            if thread.ident is not None:  # started
+                thread.join(timeout=30)
