@@ -681,6 +681,43 @@ class QaSettings:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    """Each role's /metrics endpoint in Prometheus' text format (harvestdef/metrics.py, docs/metrics.md)."""
+
+    bind: str = setting("harvestsuite.metrics.bind", "127.0.0.1",
+                        "address every role's /metrics endpoint listens on (0.0.0.0 for a Prometheus on another "
+                        "host)")
+    schedulerPort: int = setting("harvestsuite.metrics.schedulerPort", 0,
+                                 "port of the scheduler's /metrics endpoint; 0 = none")
+    harvesterPort: int = setting("harvestsuite.metrics.harvesterPort", 0,
+                                 "port of a harvest controller's /metrics endpoint; 0 = none (each controller of a "
+                                 "host needs a port of its own)")
+    webuiPort: int = setting("harvestsuite.metrics.webuiPort", 0,
+                             "port of the web UI's /metrics endpoint (its request times by route); 0 = none")
+    schedulerTargets: tuple[str, ...] = setting(
+        "harvestsuite.metrics.schedulerTargets", (),
+        "addresses of scheduler /metrics endpoints (http://sched1.example.org:9101/metrics) that the System page "
+        "of the web UI reads and shows the figures of; empty = the page shows none (TOML array; comma-separated "
+        "in the environment or --set)")
+    scrapeTimeoutMs: int = setting("harvestsuite.metrics.scrapeTimeoutMs", 2000,
+                                   "milliseconds the System page waits for each of schedulerTargets before it "
+                                   "shows that target as unreachable")
+
+    def __post_init__(self) -> None:
+        for key, port in (("schedulerPort", self.schedulerPort), ("harvesterPort", self.harvesterPort),
+                          ("webuiPort", self.webuiPort)):
+            if not 0 <= port <= 65535:
+                raise SettingsError(f"harvestsuite.metrics.{key}: a port from 1 to 65535, or 0 (no endpoint), "
+                                    f"got {port}")
+        for target in self.schedulerTargets:
+            if not target.lower().startswith(("http://", "https://")):
+                raise SettingsError(f"harvestsuite.metrics.schedulerTargets: http:// or https:// addresses, got "
+                                    f"{target!r}")
+        if self.scrapeTimeoutMs < 1:
+            raise SettingsError(f"harvestsuite.metrics.scrapeTimeoutMs: 1 or more, got {self.scrapeTimeoutMs}")
+
+
+@dataclass(frozen=True)
 class DemoSettings:
     """``harvestsuite demo``'s own."""
 
@@ -713,6 +750,7 @@ class Settings:
     network: NetworkSettings = field(default_factory=NetworkSettings)
     livechanges: LiveChangeSettings = field(default_factory=LiveChangeSettings)
     demo: DemoSettings = field(default_factory=DemoSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
 
     def effective(self) -> dict[str, Any]:
         """Every key with its effective value, for logging at start."""

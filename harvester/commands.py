@@ -40,8 +40,10 @@ def run_controller(settings: Settings, stop: threading.Event, channels: tuple[st
 
     A crawl running when ``stop`` is set is checkpointed or finished as ``shutdownAction`` says. This is
     also the ``harvester`` role of the ``harvestsuite.roles`` entry points, which ``harvestsuite demo`` runs
-    in a thread beside the other roles.
+    in a thread beside the other roles. With ``harvestsuite.metrics.harvesterPort`` set, the controller's
+    metrics (harvester/metrics.py) are served there while it runs.
     """
+    from harvestdef.metrics import serving
     from harvestdef.queues import open_transport
     from harvester.controller import HarvestController
 
@@ -64,7 +66,11 @@ def run_controller(settings: Settings, stop: threading.Event, channels: tuple[st
         click.echo(f"harvest controller {controller.controller_id}: channels {', '.join(controller.options.channels)}, "
                    f"serverDir {server_dir}", err=True)
         try:
-            controller.run()
+            with serving(settings.metrics.bind, settings.metrics.harvesterPort, controller.metrics.registry,
+                         f"harvest controller {controller.controller_id}") as endpoint:
+                if endpoint is not None:
+                    click.echo(f"harvest controller {controller.controller_id}: metrics at {endpoint.url}", err=True)
+                controller.run()
         finally:
             finished.set()
             watcher.join()

@@ -29,6 +29,10 @@ reported to the scheduler as JobEvent messages, for the job page.
 While a crawl runs, each status poll goes to the monitor queue as a CrawlProgress message, and every
 frontierReportWaitTime seconds the crawler's frontier as a FrontierReport (harvester/crawldriver.py).
 
+What it does is counted in ``metrics`` (harvester/metrics.py): its state and job, read when scraped, and each
+status poll's figures, post-processing and upload times; its role serves them on
+``harvestsuite.metrics.harvesterPort``.
+
 The controller alone sends what it tells the scheduler: STARTED, the FAILED of a job it could not set
 up, and the final status and second report that post-processing makes (harvester/finish.py's
 ``JobReport``), each sent before the job directory records it sent (``_send_report``).
@@ -63,6 +67,7 @@ from harvester.heritrix import HeritrixClient, JobResource
 from harvester.identity import controller_id_from_settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, JobDirectoryError, unfinished_job_directories
 from harvester.livetally import LiveTally
+from harvester.metrics import ControllerMetrics
 from harvester.progress import crawl_progress, frontier_reports
 from harvester.protocol import RegistrationRefusedError, SchedulerLink, SchedulerSilentError, TakenJob
 from harvester.steering import CrawlSteering
@@ -169,6 +174,10 @@ class HarvestController:
         self.current: DoOneCrawl | None = None
         self._state_lock = threading.Lock()
         self.jobs_done: list[tuple[int, JobStatus]] = []
+        self.metrics = ControllerMetrics(controller_id, self.host, options.channels, __version__,
+                                         CONTROLLER_TRANSITIONS, lambda: self.state,
+                                         self._current_job_id, self.free_disk)
+        self.postprocessor.on_upload = self.metrics.upload_done
 
     @classmethod
     def from_settings(cls, settings: Settings, transport: Transport,
@@ -198,6 +207,10 @@ class HarvestController:
             log.warning("%s found in %s: stopping", SHUTDOWN_FILE, self.options.server_dir)
             self.stop_event.set()
         return self.stop_event.is_set()
+
+    def _current_job_id(self) -> int | None:
+        job = self.current  # read once: the controller's thread may clear it meanwhile
+        return job.job_id if job is not None else None
 
     # ------------------------------------------------------------------ heartbeats
     def free_disk(self) -> int:
@@ -436,8 +449,10 @@ class HarvestController:
         checkpoints_seen = {p.name for p in checkpoints_dir.iterdir()} if checkpoints_dir.is_dir() else set()
 
         tally = LiveTally(jobdir)
+        self.metrics.crawl_started(resumed=checkpoint is not None)
 
         def on_status(status: JobResource) -> None:
+            self.metrics.crawl_status(status)
             try:
                 self.link.send_progress(crawl_progress(job, status, self.controller_id, console,
                                                        is_heritrix_console=bool(self.options.heritrix_url)))
@@ -476,6 +491,7 @@ class HarvestController:
         try:
             result = driver.run(checkpoint)
         finally:
+            self.metrics.crawl_ended()
             steering.close()
             if engine is not None:
                 engine.stop()
@@ -494,10 +510,12 @@ class HarvestController:
         if self.state != POSTPROCESSING:
             self._move(POSTPROCESSING)
         self.current = jobdir.job
+        started = time.monotonic()
         try:
             report = self.postprocessor.finish(jobdir, self.controller_id)
             self._send_report(jobdir, report)
             self.jobs_done.append((jobdir.job.job_id, report.status))
+            self.metrics.job_finished(report.status.name, time.monotonic() - started)
         finally:
             self.current = None
             if not self.stop_event.is_set():

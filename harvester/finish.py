@@ -109,13 +109,15 @@ BUDGET_STOP_REASONS = frozenset({StopReason.OBJECT_LIMIT, StopReason.SIZE_LIMIT,
                                  StopReason.CONFIG_SIZE_LIMIT})
 
 class PostProcessor:
-    """``wait(seconds)`` sleeps between upload passes and returns True to give up (a stop requested)."""
+    """``wait(seconds)`` sleeps between upload passes and returns True to give up (a stop requested);
+    ``on_upload(seconds)``, if set, is told how long each upload of a job's files took."""
 
     def __init__(self, options: FinishOptions, store: ArchiveStore,
                  wait: Callable[[float], bool] | None = None) -> None:
         self.options = options
         self.store = store
         self.wait = wait or _sleep
+        self.on_upload: Callable[[float], None] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, store: ArchiveStore) -> PostProcessor:
@@ -295,7 +297,10 @@ class PostProcessor:
         job = jobdir.job
         upload = JobUpload(self.store, job.harvest_id, job.job_id, jobdir.upload_ledger, jobdir.files_to_store(),
                            self.options.upload, self.wait)
+        started = time.monotonic()
         result = upload.run(passes)
+        if self.on_upload is not None:
+            self.on_upload(time.monotonic() - started)
         if result.is_complete:
             for path in jobdir.warc_files():
                 path.unlink()

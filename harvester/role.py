@@ -12,6 +12,7 @@ stay quick to start.
 
 from __future__ import annotations
 
+import harvestdef.metrics  # noqa: F401 - the role's metrics endpoint
 import harvestdef.queues  # noqa: F401 - the controller's transport
 import harvester.controller  # noqa: F401 - the controller, its crawl driver and its post-processing
 from harvester.commands import run_controller

@@ -97,9 +97,11 @@ def run_scheduler(settings: Settings, stop: threading.Event) -> None:
     """The scheduler until ``stop`` is set, on a database connection and a queue transport of its own.
 
     It is also the ``scheduler`` role of the ``harvestsuite.roles`` entry points, which ``harvestsuite demo``
-    runs in a thread beside the other roles.
+    runs in a thread beside the other roles. With ``harvestsuite.metrics.schedulerPort`` set, its metrics
+    (scheduler.metrics) are served there while it runs, a scheduler that waits to lead included.
     """
     from harvestdef.db.engine import engine_from_settings
+    from harvestdef.metrics import serving
     from harvestdef.queues import open_transport
     from scheduler.service import SchedulerService
 
@@ -107,7 +109,11 @@ def run_scheduler(settings: Settings, stop: threading.Event) -> None:
     try:
         with open_transport(settings.queue) as transport:
             service = SchedulerService.from_settings(settings, engine, transport)
-            service.run(stop, on_leader=lambda: click.echo("scheduler: running as the leader", err=True))
+            with serving(settings.metrics.bind, settings.metrics.schedulerPort, service.metrics.registry,
+                         "the scheduler") as endpoint:
+                if endpoint is not None:
+                    click.echo(f"scheduler: metrics at {endpoint.url}", err=True)
+                service.run(stop, on_leader=lambda: click.echo("scheduler: running as the leader", err=True))
     finally:
         engine.dispose()
 

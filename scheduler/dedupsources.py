@@ -34,6 +34,7 @@ record of the runs an earlier version gave one index, read the schema here.
 
 from __future__ import annotations
 
+import collections
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -301,10 +302,12 @@ class JobReadiness:
         return cls(ArchiveStore.from_settings(settings), notifier, settings.scheduler.satisfactorythresholdpercentage)
 
     def run_note(self, conn: Connection, harvest_id: int, harvest_num: int, candidates: ColumnElement[bool],
-                 stored: StoredEntries | None = None) -> str | None:
+                 stored: StoredEntries | None = None, decisions: collections.Counter[str] | None = None) -> str | None:
         """Decide each NEW job of the run without a ready row; None once all may go, else why they wait.
 
-        ``candidates`` (a condition on s.jobs) are the jobs of the run's chain (``chain_jobs``).
+        ``candidates`` (a condition on s.jobs) are the jobs of the run's chain (``chain_jobs``). ``decisions``,
+        if given, counts each job's outcome: ``ready``, ``refused`` (too few earlier captures stored) or
+        ``waiting`` (earlier jobs not ended), for the scheduler's metrics.
         """
         j = s.jobs
         stored = stored or StoredEntries(self.store)
@@ -319,9 +322,13 @@ class JobReadiness:
             found = find_job_sources(conn, job_id, candidates, stored)
             if found.waiting_for:
                 waiting.append(found)
+                if decisions is not None:
+                    decisions["waiting"] += 1
                 continue
             refusal = None if found.satisfies(self.threshold_percentage) else refusal_of(
                 found, self.threshold_percentage)
+            if decisions is not None:
+                decisions["ready" if refusal is None else "refused"] += 1
             if refusal is None:
                 log.info("job %d deduplicates against jobs %s: %d of its %d domains have earlier captures",
                          job_id, ", ".join(str(source) for _, source in found.sources) or "none",

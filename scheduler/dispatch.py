@@ -70,6 +70,7 @@ from harvestdef.repositories.jobs import JobRepository
 from scheduler.batch import Batch
 from scheduler.dedupsources import HarvestRun, find_run_index, find_sources_row, has_index_ready
 from scheduler.jobgen.building import fixed_harvest_info
+from scheduler.metrics import SchedulerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -171,11 +172,12 @@ def _may_go(conn: Connection, job: Job) -> bool:
 
 
 class Dispatcher:
-    """Releases jobs for ready messages and answers claims."""
+    """Releases jobs for ready messages and answers claims, counting both in ``metrics`` once committed."""
 
-    def __init__(self, names: QueueNames, options: DispatchOptions) -> None:
+    def __init__(self, names: QueueNames, options: DispatchOptions, metrics: SchedulerMetrics | None = None) -> None:
         self.names = names
         self.options = options
+        self.metrics = metrics if metrics is not None else SchedulerMetrics()
 
     def ready(self, batch: Batch, ready: HarvesterReady, sent_at: datetime) -> int | None:
         """Release one job for an idle controller; returns its id, or None when nothing was released. The
@@ -211,6 +213,7 @@ class Dispatcher:
             batch.publish_before_commit(self.names.jobs(channel), encode(message))
             batch.after_commit(functools.partial(log.info, "job %d (attempt %s) submitted to channel %s for %s",
                                                  job.job_id, attempt_id, channel, ready.controller_id))
+            batch.after_commit(self.metrics.dispatched.labels(channel=channel).inc)
             return job.job_id
         return None
 
@@ -251,6 +254,7 @@ class Dispatcher:
         batch.answer_after_commit(claim.reply_queue, encode(answer))
 
         def sent() -> None:
+            self.metrics.claims.labels(outcome="granted" if answer.granted else "refused").inc()
             if answer.granted:
                 log.info("job %d attempt %s granted to %s", claim.job_id, claim.attempt_id, claim.controller_id)
             else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import apscheduler.schedulers.background  # noqa: F401 - the service's ticks, imported as it starts
 
 import harvestdef.db.engine  # noqa: F401
+import harvestdef.metrics  # noqa: F401 - the role's metrics endpoint
 import harvestdef.queues  # noqa: F401
 import scheduler.service  # noqa: F401 - job generation, dispatch, intake, supervision
 import scheduler.thumbnails  # noqa: F401 - the QA worker

@@ -44,6 +44,10 @@ each webhook in a lane of its own, so a slow receiver holds back only its own de
 sending of the others; the events' rows are written where they happen, on any scheduler process, and only
 the leader sends them. Its shutdown aborts the attempts in flight rather than wait for their receivers.
 
+The running scheduler counts what it does in ``metrics`` (scheduler.metrics): every tick, what the tick did,
+the depths of the queues measured after it, its leadership and the messages it handled; the dispatcher
+counts releases and claims. Its role serves them on ``harvestsuite.metrics.schedulerPort``.
+
 ``tick_once`` is one tick after draining what waits in the queues, one sending of the live changes due and
 one of the webhook deliveries due: ``harvestsuite scheduler tick --once`` for tests and for cron. The tick
 decides the jobs' deduplication sources itself, so what the next ``tick --once`` sees does not depend on
@@ -85,6 +89,7 @@ from harvestdef.messages import (
 )
 from harvestdef.model.controllers import LostControllerRule
 from harvestdef.queues import Delivery, QueueNames, Transport
+from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.settings import Settings
 from scheduler.batch import in_lock_order
 from scheduler.dedupsources import JobReadiness
@@ -94,6 +99,7 @@ from scheduler.intake import DeadLetter, StatusIntake
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.leader import FencedOut, LeaderLock
 from scheduler.livechanges import LiveChangeSender
+from scheduler.metrics import SchedulerMetrics
 from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions, TickReport
 from scheduler.webhooks import WebhookSender
@@ -136,7 +142,8 @@ class ServiceOptions:
 
 class SchedulerService:
     def __init__(self, engine: Engine, transport: Transport, names: QueueNames, ticker: Ticker,
-                 handlers: MessageHandlers, options: ServiceOptions, webhooks: WebhookSender | None = None) -> None:
+                 handlers: MessageHandlers, options: ServiceOptions, webhooks: WebhookSender | None = None,
+                 metrics: SchedulerMetrics | None = None) -> None:
         self.engine = engine
         self.transport = transport
         self.names = names
@@ -152,6 +159,7 @@ class SchedulerService:
         # messages returned to their queue because the database does not answer: said once per outage
         self._intake_waiting = False
         self.handled = 0
+        self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.settings: Settings | None = None  # set by from_settings; worker processes are built from it
 
     @classmethod
@@ -167,13 +175,14 @@ class SchedulerService:
             postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel,
             history_sample_rate=sched.historySampleRate), notifier,
             readiness=readiness, transport=transport, names=names)
+        metrics = SchedulerMetrics()
         dispatcher = Dispatcher(names, DispatchOptions(
             ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,
             limit_submitted_jobs_in_queue=sched.limitSubmittedJobsInQueue,
-            submitted_jobs_in_queue_limit=sched.submittedJobsInQueueLimit))
+            submitted_jobs_in_queue_limit=sched.submittedJobsInQueueLimit), metrics)
         intake = StatusIntake(notifier, sched.historySampleRate, sched.recentHistoryWindow)
         service = cls(engine, transport, names, ticker, MessageHandlers(engine, transport, dispatcher, intake),
-                      ServiceOptions.from_settings(settings), WebhookSender.from_settings(settings, engine))
+                      ServiceOptions.from_settings(settings), WebhookSender.from_settings(settings, engine), metrics)
         service.settings = settings
         return service
 
@@ -256,6 +265,8 @@ class SchedulerService:
         except QueueError as exc:  # recorded already: a redelivery is a repeat, which changes nothing
             log.warning("acknowledging messages of %s: %s", decoded[0][0].queue, exc)
         self.handled += len(decoded)
+        if handled:
+            self.metrics.messages.labels(queue=decoded[0][0].queue).inc(len(handled))
 
     # ------------------------------------------------------------------ draining and ticking
     def drain(self, max_messages: int | None = None) -> int:
@@ -334,9 +345,13 @@ class SchedulerService:
         self.leader.install_fence(self.engine)
         try:
             while self._wait_for_leadership(stop):
+                self.metrics.leading(True)
                 if on_leader is not None:
                     on_leader()
-                self._lead(stop)
+                try:
+                    self._lead(stop)
+                finally:
+                    self.metrics.leading(False)
                 if not stop.is_set():
                     log.error("leadership lost; this scheduler stopped acting and waits to lead again")
         finally:
@@ -431,10 +446,40 @@ class SchedulerService:
     def _tick_safely(self) -> None:
         if not self.leader.is_held:
             return  # its lease ran out: the loop in ``_lead`` steps down at its next look
+        started = time.monotonic()
         try:
-            self.ticker.tick()
+            report = self.ticker.tick()
         except Exception as exc:  # noqa: BLE001 - a failed tick is logged; the next one runs as usual
+            self.metrics.tick_failed()
             _log_failure(exc, "tick failed", f"the next tick, in {self.options.tick_period} s, tries again")
+            return
+        self.metrics.tick_completed(
+            time.monotonic() - started, time.time(), report.generation_seconds,
+            sum(len(job_ids) for job_ids in report.generated.values()), len(report.deactivated),
+            {"timed_out": len(report.timed_out), "interrupted": len(report.interrupted),
+             "resubmitted": len(report.resubmitted)}, report.dedup_decisions, len(report.indexing))
+        self._measure_queues()
+
+    def _measure_queues(self) -> None:
+        """The depths of every harvest channel's job queue and of the scheduler's own queues, for the metrics.
+        A queue that cannot be counted now keeps its last figure, and so do those after it, which a broker that
+        is away would hold up as long each; the next tick measures again."""
+        try:
+            with self.engine.connect() as conn:
+                channels = [channel.name for channel in ChannelRepository(conn).all_channels()]
+        except Exception as exc:  # noqa: BLE001 - the tick said what the database does; only figures wait
+            log.debug("queue depths not measured: %s", exc)
+            return
+        queues = [self.names.jobs(channel) for channel in channels]
+        queues += [self.names.scheduler, self.names.monitor, self.names.dead_letter]
+        depths = []
+        for queue in queues:
+            try:
+                depths.append((queue, self.transport.message_count(queue)))
+            except Exception as exc:  # noqa: BLE001 - only figures wait; the tick's own work is done
+                log.debug("cannot count the messages of %s: %s", queue, exc)
+                break
+        self.metrics.queues_measured(depths)
 
     def _send_live_changes_safely(self) -> None:
         """One sending of the running scheduler's; a failure is logged once, not every few seconds, until a

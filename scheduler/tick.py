@@ -50,8 +50,10 @@ HarvestRepository, audited.
 
 from __future__ import annotations
 
+import collections
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -116,6 +118,9 @@ class TickReport:
     webhook_attempts: int = 0  # webhook deliveries attempted, by SchedulerService.tick_once after the tick
     finished: dict[str, str] = field(default_factory=dict)  # harvest name -> why its schedule has run its course
     previewed: list[str] = field(default_factory=list)  # harvests whose job-generation preview was made
+    generation_seconds: dict[str, float] = field(default_factory=dict)  # harvest name -> its run's generation time
+    # the deduplication decisions on NEW jobs (scheduler.dedupsources.JobReadiness.run_note): outcome -> jobs
+    dedup_decisions: collections.Counter[str] = field(default_factory=collections.Counter)
 
 
 def set_harvest_state(conn: Connection, harvest_id: int, state: str, reason: str, now: datetime) -> bool:
@@ -536,7 +541,8 @@ class Ticker:
         with write_transaction(self.engine) as conn:
             for harvest_id, harvest_num, snapshot, name in conn.execute(query).all():
                 candidates = chain_jobs(conn, HarvestRun(harvest_id, harvest_num), snapshot)
-                note = readiness.run_note(conn, harvest_id, harvest_num, candidates, stored)
+                note = readiness.run_note(conn, harvest_id, harvest_num, candidates, stored,
+                                          report.dedup_decisions)
                 if note is None:
                     continue
                 note = reasons.run_jobs_wait(harvest_num, note)
@@ -559,6 +565,7 @@ class Ticker:
     def _generate(self, harvest_id: int, name: str, now: datetime, report: TickReport) -> None:
         with write_transaction(self.engine) as conn:
             set_harvest_state(conn, harvest_id, GENERATING, reasons.generating(now), now)
+        started = time.monotonic()
         try:
             result = generate_jobs(self.engine, harvest_id, self.generation, now)
         except JobGenerationError as exc:
@@ -570,6 +577,7 @@ class Ticker:
             self.notifier.notify(f"Harvest definition {name} deactivated", reason)
             return
         report.generated[name] = result.job_ids
+        report.generation_seconds[name] = time.monotonic() - started
         summary = reasons.generated(result.harvest_num, len(result.job_ids), now, result.next_date)
         with write_transaction(self.engine) as conn:
             set_harvest_state(conn, harvest_id, GENERATED, summary, utcnow())

@@ -1,7 +1,8 @@
 """The web UI for curators, operators and archivists, and its JSON API (design.md §Packages).
 
 ``create_app`` is all this module holds (style.md §1): it reads the settings once, opens the harvest
-database, and registers one blueprint per section: ``auth`` (login), ``language`` (the pages' language),
+database, counts every request by route (``metrics``, served by the role on its own port), and registers one
+blueprint per section: ``auth`` (login), ``language`` (the pages' language),
 ``definitions``, ``status`` (harvest status), ``history``, ``system``, and ``api`` (``/api/v1``, the same data
 and actions as JSON).
 """
@@ -34,6 +35,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
         history,
         language,
         live_words,
+        metrics,
         qa,
         refusal_words,
         replaylinks,
@@ -62,6 +64,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None,
     if test_config:
         app.config.update(test_config)
     app.json = JsonBodyProvider(app)
+    metrics.init_app(app)  # first of the hooks: a request's time counts from its arrival
     context = WebuiContext.attach(app, settings, engine)
     guard_writes(context.engine)
     routing.init_app(app)

@@ -18,14 +18,17 @@ def serve(settings: Settings, stop: threading.Event, url_prefix: str = "") -> No
 
     The server's loop runs here, a slice at a time, so the server is closed by the thread that runs it.
     This is also the ``webui`` role of the ``harvestsuite.roles`` entry points, which ``harvestsuite demo``
-    runs in a thread beside the other roles.
+    runs in a thread beside the other roles. With ``harvestsuite.metrics.webuiPort`` set, the request
+    metrics (webui/metrics.py) are served there while it serves.
     """
     import waitress
     from waitress import wasyncore
 
     from harvestdef.db.engine import engine_from_settings
+    from harvestdef.metrics import serving
     from webui import create_app
     from webui.context import webui_context_of
+    from webui.metrics import metrics_of
 
     web = settings.webui
     engine = engine_from_settings(settings.database)
@@ -41,8 +44,12 @@ def serve(settings: Settings, stop: threading.Event, url_prefix: str = "") -> No
             clear_untrusted_proxy_headers=True, ident="HarvestSuite")
         click.echo(f"web UI at http://{web.host}:{web.port}{url_prefix or '/'}", err=True)
         try:
-            while not stop.is_set():
-                wasyncore.loop(timeout=STOP_CHECK_SECONDS, map=sockets, count=1)
+            with serving(settings.metrics.bind, settings.metrics.webuiPort, metrics_of(app).registry,
+                         "the web UI") as endpoint:
+                if endpoint is not None:
+                    click.echo(f"web UI: metrics at {endpoint.url}", err=True)
+                while not stop.is_set():
+                    wasyncore.loop(timeout=STOP_CHECK_SECONDS, map=sockets, count=1)
         finally:
             server.task_dispatcher.shutdown()
             wasyncore.close_all(sockets)

@@ -18,6 +18,7 @@ import waitress.wasyncore  # noqa: F401
 
 import harvestdef.db.engine  # noqa: F401
 import harvestdef.db.guard  # noqa: F401 - imported by create_app
+import harvestdef.metrics  # noqa: F401 - the role's metrics endpoint
 import webui
 from webui.commands import serve
 

@@ -252,7 +252,7 @@ class Harvesting:
             from tests.harvestdef.test_queue_amqp import delete_queues
             names = QueueNames(self.environment)
             delete_queues([names.scheduler, names.monitor, names.dead_letter, names.jobs("FOCUSED"),
-                           names.jobs("SNAPSHOT"), *self.controller_queues()])
+                           names.jobs("SNAPSHOT"), names.jobs("BROWSER"), *self.controller_queues()])
         self.engine.dispose()
 
     def controller_queues(self) -> list[str]:

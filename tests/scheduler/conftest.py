@@ -75,8 +75,10 @@ def open_queue(make_settings: Callable[..., Settings]) -> Iterator[Callable[[], 
         from tests.harvestdef.test_queue_amqp import delete_queues
 
         names = QueueNames(settings.queue.environmentName)
+        # the scheduler counts every channel's queue after its ticks, which declares each
         delete_queues([names.scheduler, names.monitor, names.dead_letter, names.jobs("FOCUSED"),
-                       names.jobs("SNAPSHOT"), *(names.controller(f"ctl-{n}") for n in [*range(10), "x"]),
+                       names.jobs("SNAPSHOT"), names.jobs("BROWSER"),
+                       *(names.controller(f"ctl-{n}") for n in [*range(10), "x"]),
                        *(names.control(f"ctl-{n}") for n in [*range(10), "x"])])
 
 

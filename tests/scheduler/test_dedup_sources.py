@@ -168,6 +168,7 @@ def test_a_small_domains_job_goes_with_its_own_history_while_the_big_ones_job_st
     report = ticker.tick()
     assert report.indexing["daily"] == ("the jobs of run 2 wait: 1 of its 2 jobs wait for the earlier jobs that "
                                         "harvested their domains to finish: 1 not finished yet")
+    assert report.dedup_decisions == {"ready": 1, "waiting": 1}  # what the scheduler's metrics count
     state, reason = harvest_state(engine, 1)
     assert state == "waiting" and "the jobs of run 2 wait: 1 of its 2 jobs wait" in reason
     released, message = release(engine, transport, dispatcher, "ctl-2", "FOCUSED")
@@ -277,7 +278,9 @@ def test_six_of_ten_is_refused_and_waits_saying_why_until_a_seventh_is_stored(en
     run1, run2_job = ten_domain_history(engine, store, tmp_path, stored=6)
     waits = []
     for n in range(3):
-        waits.append(ticker.tick().indexing["daily"])
+        report = ticker.tick()
+        waits.append(report.indexing["daily"])
+        assert report.dedup_decisions == {"refused": 1}, "decided again at every tick"
         assert release(engine, transport, dispatcher, f"ctl-{n}", "FOCUSED") == (None, None)
     expected = (f"the jobs of run 2 wait: deduplication refused for 1 of its 1 jobs: the earlier captures of only 6 "
                 f"of the 10 domains of job {run2_job} harvested before are stored (60 %), fewer than "
@@ -315,7 +318,8 @@ def test_six_of_ten_is_refused_and_waits_saying_why_until_a_seventh_is_stored(en
     assert "de tidligere høstninger af kun 6 af de 10 domæner i job" in danish and "Held back" not in danish
 
     store_entries(store, tmp_path, 1, run1[6], ["http://www.site6.dk/late.png"], ["site6.dk"])  # the seventh
-    assert not ticker.tick().indexing
+    report = ticker.tick()
+    assert not report.indexing and report.dedup_decisions == {"ready": 1}
     released, message = release(engine, transport, dispatcher, "ctl-9", "FOCUSED")
     assert released == run2_job and message is not None and len(message.metadata.deduplication_sources) == 7
     assert "refused" not in harvest_state(engine, 1)[1]

@@ -1,4 +1,5 @@
-"""Pages of the system section: harvest controllers, queue depths per channel, scheduler liveness; and the
+"""Pages of the system section: harvest controllers, queue depths per channel, scheduler liveness and the
+scheduler's own figures from its /metrics endpoints (webui/schedulerfigures.py); and the
 figures of the overview (home) page: running jobs, failed jobs needing attention, waiting harvests,
 harvesters. The data come from the API module webui/api/system.py, so page and API agree.
 
@@ -19,6 +20,7 @@ from webui.api.status import NEVER_RUNS, STATES_THAT_RUN
 from webui.api.system import find_harvesters, queue_depths, render_harvester, scheduler_liveness
 from webui.auth import READ, require
 from webui.context import database, settings
+from webui.schedulerfigures import read_all
 from webui.system import blueprint
 
 MAX_HARVESTERS = 1000
@@ -29,7 +31,11 @@ OVERVIEW_ROWS = 10
 @blueprint.get("/system/", strict_slashes=False)
 @require(READ)
 def index() -> Any:
-    """Harvest controllers, queue depths per channel, the scheduler's liveness and the webhook deliveries."""
+    """Harvest controllers, queue depths per channel, the scheduler's liveness and figures, and the webhook
+    deliveries."""
+    metrics = settings().metrics
+    # before the connection is taken: a slow target holds no database connection
+    figures = read_all(metrics.schedulerTargets, metrics.scrapeTimeoutMs / 1000)
     with database().connect() as conn:
         harvesters = [render_harvester(row) for row in find_harvesters(conn, MAX_HARVESTERS)]
         queues = queue_depths(conn)
@@ -37,7 +43,7 @@ def index() -> Any:
         webhooks = WebhookRepository(conn)
         notifications = {"webhooks": len(webhooks.list()), "deliveries": webhooks.delivery_counts()}
     return render_template("system/index.html", harvesters=harvesters, queues=queues, scheduler=scheduler,
-                           notifications=notifications)
+                           notifications=notifications, scheduler_figures=figures)
 
 
 def overview() -> dict[str, Any]:
