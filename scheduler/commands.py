@@ -109,6 +109,9 @@ def run_scheduler(settings: Settings, stop: threading.Event) -> None:
     try:
         with open_transport(settings.queue) as transport:
             service = SchedulerService.from_settings(settings, engine, transport)
+            # the engine is this scheduler's alone: each of its transactions checks that it leads
+            # (scheduler.leader, fencing)
+            service.leader.install_fence(engine)
             with serving(settings.metrics.bind, settings.metrics.schedulerPort, service.metrics.registry,
                          "the scheduler") as endpoint:
                 if endpoint is not None:

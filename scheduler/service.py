@@ -341,21 +341,16 @@ class SchedulerService:
         acting, and waits to lead again as at its start; ``on_leader`` is called at every start of leading."""
         for queue in (self.names.scheduler, self.names.monitor, self.names.dead_letter):
             self.transport.declare(queue)
-        # while it runs, every transaction of this engine checks that this scheduler leads (scheduler.leader)
-        self.leader.install_fence(self.engine)
-        try:
-            while self._wait_for_leadership(stop):
-                self.metrics.leading(True)
-                if on_leader is not None:
-                    on_leader()
-                try:
-                    self._lead(stop)
-                finally:
-                    self.metrics.leading(False)
-                if not stop.is_set():
-                    log.error("leadership lost; this scheduler stopped acting and waits to lead again")
-        finally:
-            self.leader.remove_fence(self.engine)
+        while self._wait_for_leadership(stop):
+            self.metrics.leading(True)
+            if on_leader is not None:
+                on_leader()
+            try:
+                self._lead(stop)
+            finally:
+                self.metrics.leading(False)
+            if not stop.is_set():
+                log.error("leadership lost; this scheduler stopped acting and waits to lead again")
 
     def _wait_for_leadership(self, stop: threading.Event) -> bool:
         """Try the lock every few seconds until it is ours (True) or ``stop`` is set (False)."""
