@@ -210,6 +210,18 @@ class Cluster:
             "harvestsuite.crawler.hostsFile": self.hosts_file,
             "harvester.harvesting.heritrix.adminPassword": secrets.token_hex(8)})
 
+    def kill_host(self, host: str) -> None:
+        """Every process on ``host`` killed at once (SIGKILL), as when the machine dies; its files stay, as
+        a disk that survives; ``start_harvester`` starts its controller again."""
+        assert self.network is not None
+        for process in self.processes.values():
+            if process.host == host:
+                process.expected_exit = True
+        self.network.kill_host(host)
+        for process in self.processes.values():
+            if process.host == host:
+                process.process.wait(timeout=30)
+
     def start_site(self) -> HostProcess:
         assert self.network is not None
         address = self.network.address("web")

@@ -61,12 +61,16 @@ def controller_state(cluster: Cluster, controller: str) -> dict[str, Any]:
     return row
 
 
-def check_invariants(cluster: Cluster, detail: dict[str, Any], host: str, sites: list[int]) -> Counter[str]:
-    """The job DONE once on its controller, the sites fetched by its host alone, its files stored once and
-    all in SHA256SUMS, its statistics written once per domain; returns the URLs fetched more than once."""
+def check_invariants(cluster: Cluster, detail: dict[str, Any], host: str, sites: list[int],
+                     earlier: tuple[str, ...] = ()) -> Counter[str]:
+    """The job DONE once on its controller, the sites fetched by its host alone (but for the hosts of
+    ``earlier`` attempts, whose fetches were theirs), its files stored once and all in SHA256SUMS, its
+    statistics written once per domain; returns the URLs fetched more than once."""
     assert detail["status"] == "DONE", detail
     address = cluster.network.address(host)  # type: ignore[union-attr]
-    requested = {url: by for url, by in cluster.site_requests().items()
+    left_out = {cluster.network.address(other) for other in earlier}  # type: ignore[union-attr]
+    requested = {url: {client: n for client, n in by.items() if client not in left_out}
+                 for url, by in cluster.site_requests().items()
                  if any(url.startswith(f"http://www.site{n}.dk/") for n in sites)}
     assert requested
     others = {url: by for url, by in requested.items() if set(by) != {address}}

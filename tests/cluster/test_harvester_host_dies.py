@@ -1,0 +1,63 @@
+"""A harvester's machine dies mid-crawl (every process on it killed at once, its disk kept): the scheduler
+finds its controller lost, resubmits the job when resubmitLostAfter has passed, another controller crawls
+the new job to DONE. The dead machine, started again with its disk, stores what the old attempt had
+harvested (whole: every file in SHA256SUMS, nothing harvested is lost) and reports it FAILED, which the
+scheduler ignores: the old job stays RESUBMITTED and its figures count nowhere."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+
+from harvestdef.cluster.cluster import Cluster
+from tests.cluster.conftest import define_selective
+from tests.cluster.test_harvester_cut_off import check_invariants, finished, host_of, started
+
+pytestmark = pytest.mark.cluster
+
+
+def test_a_harvester_host_that_dies_mid_crawl_has_its_job_resubmitted_and_crawled_elsewhere(cluster: Cluster,
+                                                                                            record_property):
+    sites = [30, 31, 32]
+    define_selective(cluster, "cluster-host-dies", sites)
+    job, host = started(cluster, "cluster-host-dies", sites)
+    cluster.kill_host(host)
+    died_at = time.monotonic()
+    detail = cluster.wait_for(f"job {job['job_id']} resubmitted", lambda: (
+        d if (d := cluster.api("GET", f"/jobs/{job['job_id']}"))["status"] == "RESUBMITTED" else None),
+        float(cluster.settings_value("harvestsuite.scheduler.resubmitLostAfter")) + 60)
+    resubmitted = time.monotonic() - died_at
+    kinds = [event["kind"] for event in detail["events"]]
+    assert kinds[:1] == ["lost"] and "resubmitted" in kinds, kinds
+    assert detail["interruption"]["state"] == "resubmitted", detail["interruption"]
+    new = finished(cluster, detail["resubmitted_as_job"])
+    new_host = host_of(cluster, new["controller"])
+    assert new_host != host
+    # the dead machine comes back with its disk: its controller reports the old attempt, which is refused
+    cluster.start_harvester(host)
+    cluster.wait_for(f"{host}'s controller registered again", lambda: any(
+        row["controller_id"] == job["controller"] and not row["is_lost"]
+        for row in cluster.api("GET", "/harvesters")["items"]), 120)
+    old_directory = cluster.archive / str(detail["harvest_id"]) / str(job["job_id"])
+    sums_file = cluster.wait_for(f"{host} storing its leftover job {job['job_id']}", lambda: (
+        path if (path := old_directory / "SHA256SUMS").exists() else None), 60)
+    sums = dict(reversed(line.split("  ", 1)) for line in sums_file.read_text().splitlines())
+    stored = {str(p.relative_to(old_directory)) for p in old_directory.rglob("*") if p.is_file()} - {"SHA256SUMS"}
+    assert set(sums) == stored and any(name.endswith(".warc.gz") for name in stored)
+    for name, digest in sums.items():
+        assert hashlib.sha256((old_directory / name).read_bytes()).hexdigest() == digest, name
+    assert cluster.api("GET", f"/jobs/{job['job_id']}")["status"] == "RESUBMITTED"
+    for number in sites:
+        rows = cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
+        assert not [row for row in rows if row["job_id"] == job["job_id"]], rows
+    # the new job: crawled and stored whole by the other host (the old host's fetches were for the old job)
+    refetched = check_invariants(cluster, new, new_host, sites, earlier=(host,))
+    figures = {"resubmitted_s": round(resubmitted, 1), "new_job": new["job_id"], "on": new_host}
+    record_property("figures", figures)
+    print(f"{host} died mid-crawl of job {job['job_id']}: resubmitted {resubmitted:.1f} s later as job "
+          f"{new['job_id']}, DONE on {new_host}; {host} back, stored its leftover whole, ignored; refetched by "
+          f"{new_host}: "
+          f"{dict(refetched)}")
+
