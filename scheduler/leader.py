@@ -79,7 +79,7 @@ class LeaderLock:
 
     def __init__(self, engine: Engine, lease_seconds: int = 60, holder: str | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        # the lock's own work goes by the fence, which it is what decides
+        # the lock's own work passes the fence: it is what the fence checks
         self.engine = engine.execution_options(**{UNFENCED: True})
         self.lease = timedelta(seconds=lease_seconds)
         self.holder = holder or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -263,6 +263,8 @@ class LeaderLock:
             # the old leader's fenced transactions that passed their check end before this one acts
             self._connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _FENCE_KEY})
             self._connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _FENCE_KEY})
+            # the lease counts from now: the wait for the fence must not use it up
+            self._taken_at = self.clock()
             self.lock_pid = int(self._connection.scalar(text("SELECT pg_backend_pid()")))
         except BaseException:
             log.warning("took the scheduler lock, but a transaction of the scheduler before is still open; "

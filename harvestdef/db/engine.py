@@ -20,7 +20,10 @@ from sqlalchemy.engine import make_url
 
 from harvestdef.settings import DatabaseSettings
 
-_KEEPALIVES = (("tcp_keepalives_idle", 15), ("tcp_keepalives_interval", 5), ("tcp_keepalives_count", 3))
+# keepalives for an idle session; tcp_user_timeout (ms) for one whose answer is still unacknowledged when
+# the client vanished, where keepalives never start and retransmissions would go on for a quarter of an hour
+_KEEPALIVES = (("tcp_keepalives_idle", 15), ("tcp_keepalives_interval", 5), ("tcp_keepalives_count", 3),
+               ("tcp_user_timeout", 30000))
 
 
 def is_postgresql(engine: Engine) -> bool:

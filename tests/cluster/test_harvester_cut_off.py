@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,6 +62,15 @@ def controller_state(cluster: Cluster, controller: str) -> dict[str, Any]:
     return row
 
 
+def assert_stored_whole(directory: Path) -> None:
+    """A job's stored files: WARCs among them, every one in SHA256SUMS with its digest, nothing else."""
+    sums = dict(reversed(line.split("  ", 1)) for line in (directory / "SHA256SUMS").read_text().splitlines())
+    stored = {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()} - {"SHA256SUMS"}
+    assert set(sums) == stored and any(name.endswith(".warc.gz") for name in stored)
+    for name, digest in sums.items():
+        assert hashlib.sha256((directory / name).read_bytes()).hexdigest() == digest, name
+
+
 def check_invariants(cluster: Cluster, detail: dict[str, Any], host: str, sites: list[int],
                      earlier: tuple[str, ...] = ()) -> Counter[str]:
     """The job DONE once on its controller, the sites fetched by its host alone (but for the hosts of
@@ -76,12 +86,7 @@ def check_invariants(cluster: Cluster, detail: dict[str, Any], host: str, sites:
     others = {url: by for url, by in requested.items() if set(by) != {address}}
     assert not others, f"fetched by another host than {host} ({address}): {others}"
     refetched = Counter({url: by[address] for url, by in requested.items() if by[address] > 1})
-    directory = cluster.archive / str(detail["harvest_id"]) / str(detail["job_id"])
-    sums = dict(reversed(line.split("  ", 1)) for line in (directory / "SHA256SUMS").read_text().splitlines())
-    stored = {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()} - {"SHA256SUMS"}
-    assert set(sums) == stored and any(name.endswith(".warc.gz") for name in stored)
-    for name, digest in sums.items():
-        assert hashlib.sha256((directory / name).read_bytes()).hexdigest() == digest, name
+    assert_stored_whole(cluster.archive / str(detail["harvest_id"]) / str(detail["job_id"]))
     for number in sites:
         rows = [row for row in cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
                 if row["job_id"] == detail["job_id"]]

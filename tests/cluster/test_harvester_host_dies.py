@@ -6,14 +6,19 @@ scheduler ignores: the old job stays RESUBMITTED and its figures count nowhere."
 
 from __future__ import annotations
 
-import hashlib
 import time
 
 import pytest
 
 from harvestdef.cluster.cluster import Cluster
 from tests.cluster.conftest import define_selective
-from tests.cluster.test_harvester_cut_off import check_invariants, finished, host_of, started
+from tests.cluster.test_harvester_cut_off import (
+    assert_stored_whole,
+    check_invariants,
+    finished,
+    host_of,
+    started,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -41,13 +46,9 @@ def test_a_harvester_host_that_dies_mid_crawl_has_its_job_resubmitted_and_crawle
         row["controller_id"] == job["controller"] and not row["is_lost"]
         for row in cluster.api("GET", "/harvesters")["items"]), 120)
     old_directory = cluster.archive / str(detail["harvest_id"]) / str(job["job_id"])
-    sums_file = cluster.wait_for(f"{host} storing its leftover job {job['job_id']}", lambda: (
-        path if (path := old_directory / "SHA256SUMS").exists() else None), 60)
-    sums = dict(reversed(line.split("  ", 1)) for line in sums_file.read_text().splitlines())
-    stored = {str(p.relative_to(old_directory)) for p in old_directory.rglob("*") if p.is_file()} - {"SHA256SUMS"}
-    assert set(sums) == stored and any(name.endswith(".warc.gz") for name in stored)
-    for name, digest in sums.items():
-        assert hashlib.sha256((old_directory / name).read_bytes()).hexdigest() == digest, name
+    cluster.wait_for(f"{host} storing its leftover job {job['job_id']}",
+                     lambda: (old_directory / "SHA256SUMS").exists(), 60)
+    assert_stored_whole(old_directory)
     assert cluster.api("GET", f"/jobs/{job['job_id']}")["status"] == "RESUBMITTED"
     for number in sites:
         rows = cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]

@@ -127,8 +127,9 @@ def test_a_lossy_link_loses_the_share_given_each_way_and_unshaping_clears_it(two
     echo = subprocess.Popen(network.command("beta", [sys.executable, "-c", UDP_ECHO, network.address("beta")]))
     try:
         deadline = time.monotonic() + 10
-        while echoed(network) < 400 and time.monotonic() < deadline:
-            pass  # until the echo server is bound
+        # each round takes about a second: asked until the echo server, started just now, answers all
+        while echoed(network) < 400:
+            assert time.monotonic() < deadline, "the echo server never answered every datagram"
         network.shape("beta", loss_percent=30)
         lossy = echoed(network)
         network.unshape("beta")
