@@ -244,8 +244,10 @@ class LeaderLock:
         """Who holds the lock (SQLite), or whether somebody does (PostgreSQL: "a PostgreSQL session")."""
         with self.engine.connect() as conn:
             if is_postgresql(self.engine):
+                # advisory locks are per database: another installation's scheduler on the server is not ours
                 held = conn.scalar(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = :low "
-                                        "AND classid = :high AND granted"),
+                                        "AND classid = :high AND granted AND database = (SELECT oid FROM "
+                                        "pg_database WHERE datname = current_database())"),
                                    {"low": _ADVISORY_KEY & 0xFFFFFFFF, "high": _ADVISORY_KEY >> 32})
                 return "a PostgreSQL session" if held else None
             row = conn.execute(select(s.scheduler_lock).where(s.scheduler_lock.c.name == _ROW)).first()

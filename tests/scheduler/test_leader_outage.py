@@ -77,7 +77,8 @@ def test_a_leader_whose_postgresql_session_ended_steps_down_and_leads_again(engi
     try:
         with engine.connect() as conn:
             assert conn.scalar(text("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
-                                    "AND objid = :low AND classid = :high AND granted"),
+                                    "AND objid = :low AND classid = :high AND granted "
+                              "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"),
                                {"low": _ADVISORY_KEY & 0xFFFFFFFF, "high": _ADVISORY_KEY >> 32})
         # the advisory lock went with the session: lost for certain, though the lease had time left
         assert not leader.renew()
@@ -173,7 +174,8 @@ def test_a_scheduler_keeps_leading_through_locked_tables_and_leads_again_after_i
                 assert process.first_of((LOST,), 0.2) is None, "the scheduler lost its lock under locked tables"
         with engine.connect() as conn:
             conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
-                              "AND objid = :low AND classid = :high AND granted"),
+                              "AND objid = :low AND classid = :high AND granted "
+                              "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"),
                          {"low": _ADVISORY_KEY & 0xFFFFFFFF, "high": _ADVISORY_KEY >> 32})
         assert process.first_of((LOST,), 60) == LOST
         _with_a_ready_harvest(engine)
