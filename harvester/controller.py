@@ -396,10 +396,19 @@ class HarvestController:
         """A crawl checkpointed at the last shutdown: resumed if the scheduler grants its claim again."""
         jobdir = JobDirectory.load(directory)
         checkpoint = jobdir.resume_checkpoint
+        # Heartbeats name the job while its claim waits for an answer (up to answerTimeout): a loaded scheduler
+        # may answer after claimGraceTime, and a controller back whose heartbeats name no job by then is taken
+        # for one that came back without it.
+        self.current = jobdir.job
+        try:
+            self.heartbeat()
+        except Exception as exc:  # noqa: BLE001 - the heartbeat thread sends the next one
+            log.warning("heartbeat not sent: %s", exc)
         try:
             answer = self.link.claim(jobdir.job, resume=True)
         except SchedulerSilentError as exc:
             if self.stop_event.is_set():
+                self.current = None
                 return  # stopping: the resume marker stays for the next start
             answer = None
             log.warning("job %d: no answer to the resume claim: %s", jobdir.job.job_id, exc)
@@ -409,6 +418,7 @@ class HarvestController:
             jobdir.clear_resumable()
             self._crawl_and_finish(directory, checkpoint=checkpoint)
             return
+        self.current = None
         reason = answer.reason if answer is not None else "the scheduler did not answer"
         jobdir.clear_resumable()
         self.finish_leftover(directory, f"{INTERRUPTED}; not resumed: {reason}")

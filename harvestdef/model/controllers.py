@@ -22,9 +22,9 @@ Only a registration after the job's start counts: a controller stopped at a shut
 last heartbeat naming no job, and its job must wait for it to come back. Counted from the registration
 because a controller that starts again first post-processes and reports its leftovers
 (sending no heartbeat), then registers, sends its first heartbeat naming no job, and only then claims its
-checkpointed crawl again to resume it (an answer within answerTimeout, 30 s by default); from then on its
-heartbeats name the job. claimGraceTime (120 s by default) covers that step, as it covers the step from a
-grant to the first heartbeat naming a SUBMITTED job.
+checkpointed crawl again to resume it (an answer within answerTimeout, 30 s by default); from that claim on
+its heartbeats name the job, while it waits for the answer too. claimGraceTime (120 s by default) covers
+the step to the claim, as it covers the step from a grant to the first heartbeat naming a SUBMITTED job.
 
 One rule for the scheduler's supervision, the System page and the restart check, so they never
 disagree about who is lost.
