@@ -477,7 +477,10 @@ class CrawlerSettings:
 @dataclass(frozen=True)
 class QueueSettings:
     url: str = setting("harvestsuite.queue.url", "sqlite:///queue.db",
-                       "amqp://guest:guest@127.0.0.1:5672/%2F for RabbitMQ; sqlite:///FILE for the embedded queue")
+                       "amqp://guest:guest@127.0.0.1:5672/%2F for RabbitMQ (a cluster: its nodes' URLs with ';' "
+                       "between them); sqlite:///FILE for the embedded queue")
+    type: str = setting("harvestsuite.queue.type", "classic",
+                        "RabbitMQ: classic, or quorum for queues replicated on a cluster's nodes")
     environmentName: str = setting("common.environmentName", "DEV", "prefix of every queue name")
     heartbeat: int = setting("harvestsuite.queue.heartbeat", 60, "AMQP heartbeat seconds")
     publishTimeout: int = setting("harvestsuite.queue.publishTimeout", 60,
@@ -491,6 +494,10 @@ class QueueSettings:
                                 "embedded queue: milliseconds between looks at an empty queue")
     prefetch: int = setting("harvestsuite.queue.prefetch", 50,
                             "messages a subscription may hold unacknowledged (job queues always take one)")
+
+    def __post_init__(self) -> None:
+        if self.type not in ("classic", "quorum"):
+            raise SettingsError(f"harvestsuite.queue.type: classic or quorum, got {self.type!r}")
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,14 @@ it opens and is told when a channel is ready or lost (``ChannelUser``). What it 
 * Runs the ioloop in its own thread, so heartbeats are answered however long callers work.
 * Takes callbacks from caller threads (``submit``) and carries them out in order in the I/O thread.
 * Keeps ``Op`` requests until they complete and runs them again, from the start, on a reopened channel.
-* Reconnects with exponential backoff (0.5 s doubling up to ``reconnect_max_delay``) and reopens a
-  channel the broker closed. A login refused before the first successful connection is final: the URL
-  cannot work, so every call fails at once instead of waiting.
-* Declares queues once per connection (``when_declared``), and every queue it declared before again
-  after reconnecting.
+* Given the nodes of a RabbitMQ cluster (several URLs, ``;`` between them), connects to the first that
+  answers and, when that connection is lost, to the next one at once: a node that died costs one
+  reconnection, not a backoff.
+* Reconnects with exponential backoff (0.5 s doubling up to ``reconnect_max_delay``) once every node has
+  been tried in turn, and reopens a channel the broker closed. A login refused before the first
+  successful connection is final: the URL cannot work, so every call fails at once instead of waiting.
+* Declares queues once per connection (``when_declared``), with the queue arguments it was given (a
+  quorum queue's ``x-queue-type``), and every queue it declared before again after reconnecting.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from harvestdef.queues._amqp_state import Op, Slot, describe, is_login_failure, 
 log = logging.getLogger("harvestdef.queues.amqp")
 
 _FIRST_RECONNECT_DELAY = 0.5
+# Between the nodes of a round: a node that refuses or is gone says so at once, the next may not.
+_NEXT_NODE_DELAY = 0.1
 # Reply codes of channel errors that a request of ours can cause (access_refused, not_found,
 # not_allowed, precondition_failed): that request fails instead of being repeated.
 _REQUEST_ERRORS = frozenset({403, 404, 405, 406})
@@ -63,16 +68,21 @@ class Link:
     """The connection of one transport and the thread that owns it; see the module docstring."""
 
     def __init__(self, url: str, *, heartbeat: int, reconnect_max_delay: float, connection_name: str,
-                 user: ChannelUser) -> None:
+                 user: ChannelUser, queue_arguments: dict[str, Any] | None = None) -> None:
         self.url = url_without_password(url)
-        try:
-            parameters = pika.URLParameters(url)
-        except Exception as exc:
-            raise QueueError(f"invalid AMQP URL {self.url}: {exc}") from exc
-        parameters.heartbeat = heartbeat
-        parameters.connection_attempts = 1
-        parameters.client_properties = {"connection_name": connection_name}
-        self._parameters = parameters
+        self._nodes: list[tuple[str, pika.URLParameters]] = []
+        for node in node_urls(url):
+            try:
+                parameters = pika.URLParameters(node)
+            except Exception as exc:
+                raise QueueError(f"invalid AMQP URL {url_without_password(node)}: {exc}") from exc
+            parameters.heartbeat = heartbeat
+            parameters.connection_attempts = 1
+            parameters.client_properties = {"connection_name": connection_name}
+            self._nodes.append((url_without_password(node), parameters))
+        self._node = 0  # the node connected to, or tried next
+        self._tried_in_round = 0  # nodes that failed since the last open connection or the last backoff
+        self.queue_arguments = dict(queue_arguments or {})
         self.reconnect_max_delay = reconnect_max_delay
         self._user = user
         self.ioloop = IOLoop()
@@ -208,7 +218,7 @@ class Link:
             return
         try:
             self._connection = pika.SelectConnection(
-                self._parameters, on_open_callback=self._on_connection_open,
+                self._nodes[self._node][1], on_open_callback=self._on_connection_open,
                 on_open_error_callback=self._on_connection_open_error,
                 on_close_callback=self._on_connection_closed, custom_ioloop=self.ioloop)
         except Exception as exc:  # pika validates its parameters here
@@ -227,10 +237,11 @@ class Link:
             return
         self.connections_opened += 1
         if self.connections_opened > 1:
-            log.info("reconnected to %s after %.1f s", self.url, time.monotonic() - self._down_since)
+            log.info("reconnected to %s after %.1f s", self.node_url, time.monotonic() - self._down_since)
         else:
-            log.info("connected to %s", self.url)
+            log.info("connected to %s", self.node_url)
         self._reconnect_delay = _FIRST_RECONNECT_DELAY
+        self._tried_in_round = 0
         self._open_channel(self.publisher)
         self._open_channel(self.consumer)
         self._first_attempt.set()
@@ -249,16 +260,18 @@ class Link:
         if self.connections_opened == 0 and is_login_failure(error):
             # Credentials or a vhost that never worked: retrying cannot help, and callers should hear it
             # at once rather than after every publish timeout.
-            self._fatal = QueueError(f"RabbitMQ at {self.url} refused the login: {self._last_error}")
+            self._fatal = QueueError(f"RabbitMQ at {self.node_url} refused the login: {self._last_error}")
             self._fatal.__cause__ = error
             log.error("%s; giving up", self._fatal)
             self._abandon(self.fatal_error)
             self._first_attempt.set()
             return
-        log.warning("cannot connect to RabbitMQ at %s (%s); trying again in %.1f s",
-                    self.url, self._last_error, self._reconnect_delay)
-        self._first_attempt.set()
-        self._schedule_reconnect()
+        failed = self.node_url
+        delay = self._schedule_reconnect()
+        log.warning("cannot connect to RabbitMQ at %s (%s); trying %s in %.1f s", failed, self._last_error,
+                    "again" if self.node_url == failed else self.node_url, delay)
+        if self._tried_in_round == 0:  # every node tried once: callers hear how the first attempt went
+            self._first_attempt.set()
 
     def _on_connection_closed(self, connection: pika.SelectConnection, reason: BaseException) -> None:
         if connection is not self._connection:
@@ -270,15 +283,31 @@ class Link:
             return
         self._down_since = time.monotonic()
         self._last_error = describe(reason)
-        log.warning("lost the connection to RabbitMQ at %s (%s); reconnecting", self.url, self._last_error)
+        lost = self.node_url
         self._schedule_reconnect()
+        log.warning("lost the connection to RabbitMQ at %s (%s); reconnecting%s", lost, self._last_error,
+                    "" if self.node_url == lost else f" to {self.node_url}")
 
-    def _schedule_reconnect(self) -> None:
+    @property
+    def node_url(self) -> str:
+        """The node connected to, or the one the next attempt tries (password hidden)."""
+        return self._nodes[self._node][0]
+
+    def _schedule_reconnect(self) -> float:
+        """Try the next node soon, or, once every node has failed in this round, the first of the next
+        round after the backoff; returns the delay."""
         if self.closing:
-            return
-        delay = self._reconnect_delay
-        self._reconnect_delay = min(delay * 2, self.reconnect_max_delay)
+            return 0.0
+        self._tried_in_round += 1
+        self._node = (self._node + 1) % len(self._nodes)
+        if self._tried_in_round < len(self._nodes):
+            delay = _NEXT_NODE_DELAY
+        else:
+            self._tried_in_round = 0
+            delay = self._reconnect_delay
+            self._reconnect_delay = min(delay * 2, self.reconnect_max_delay)
         self.ioloop.call_later(delay, functools.partial(self.guarded, self._connect))
+        return delay
 
     def _channels_lost(self) -> None:
         self.declared.clear()
@@ -430,7 +459,23 @@ class Link:
                 self.guarded(failure, error)
 
         assert slot.channel is not None
-        self.rpc(slot, failed, slot.channel.queue_declare, queue, durable=True, callback=declared)
+        self.rpc(slot, failed, slot.channel.queue_declare, queue, durable=True, arguments=self.queue_arguments,
+                 callback=declared)
+
+
+def node_urls(url: str) -> list[str]:
+    """The node URLs of ``harvestsuite.queue.url``: one, or a cluster's nodes with ``;`` between them.
+
+    :raise QueueError: no URL at all, or a node that is not ``amqp://`` or ``amqps://``.
+    """
+    nodes = [node.strip() for node in url.split(";") if node.strip()]
+    if not nodes:
+        raise QueueError(f"no AMQP URL in {url_without_password(url)!r}")
+    for node in nodes:
+        if node.partition(":")[0].lower() not in ("amqp", "amqps"):
+            raise QueueError(f"{url_without_password(node)!r} of {url_without_password(url)!r} is not an "
+                             "amqp:// or amqps:// URL: the nodes of a RabbitMQ cluster go with ';' between them")
+    return nodes
 
 
 def _error_of(op: Op) -> QueueError | None:

@@ -72,12 +72,17 @@ __all__ = ["AmqpTransport", "url_without_password"]
 log = logging.getLogger(__name__)
 
 _serials = itertools.count(1)
+QUEUE_TYPES = ("classic", "quorum")
+_BROKER_HEADERS = frozenset({"x-delivery-count"})
 
 
 class AmqpTransport(Transport):
     """Queues on a RabbitMQ broker (see the module docstring for how it works).
 
-    :param url: ``amqp://user:password@host:port/vhost``.
+    :param url: ``amqp://user:password@host:port/vhost``, or the nodes of a cluster with ``;`` between
+        them (each connection goes to one; a lost one goes on with the next).
+    :param queue_type: ``classic`` or ``quorum``: the type of every queue it declares. A quorum queue is
+        replicated on the nodes of a cluster and outlives any one of them.
     :param dead_letter_queue: where ``dead_letter`` puts messages.
     :param heartbeat: AMQP heartbeat in seconds.
     :param publish_timeout: seconds a publish (and a get, declare, purge, count, ack) may take, waiting
@@ -93,8 +98,11 @@ class AmqpTransport(Transport):
 
     def __init__(self, url: str, *, dead_letter_queue: str, heartbeat: int = 60, publish_timeout: float = 60.0,
                  reconnect_max_delay: float = 30.0, prefetch: int = 50, connect_wait: float | None = None,
-                 connection_name: str | None = None) -> None:
+                 connection_name: str | None = None, queue_type: str = "classic") -> None:
         check_queue_name(dead_letter_queue)
+        if queue_type not in QUEUE_TYPES:
+            raise QueueError(f"queue type {queue_type!r}: one of {', '.join(QUEUE_TYPES)}")
+        self.queue_type = queue_type
         self.dead_letter_queue = dead_letter_queue
         self.publish_timeout = publish_timeout
         self.prefetch = prefetch
@@ -102,6 +110,7 @@ class AmqpTransport(Transport):
         self._subscriptions: dict[str, Subscription] = {}
         self._subscriptions_lock = threading.Lock()
         self._link = Link(url, heartbeat=heartbeat, reconnect_max_delay=reconnect_max_delay, user=self,
+                          queue_arguments={"x-queue-type": queue_type},
                           connection_name=connection_name or f"harvestsuite {socket.gethostname()}:{os.getpid()}"
                                                              f" #{self._serial}")
         self.url = self._link.url
@@ -113,7 +122,7 @@ class AmqpTransport(Transport):
     def from_settings(cls, settings: QueueSettings, dead_letter_queue: str) -> AmqpTransport:
         return cls(settings.url, dead_letter_queue=dead_letter_queue, heartbeat=settings.heartbeat,
                    publish_timeout=settings.publishTimeout, reconnect_max_delay=settings.reconnectMaxDelay,
-                   prefetch=settings.prefetch)
+                   prefetch=settings.prefetch, queue_type=settings.type)
 
     def __repr__(self) -> str:
         return f"AmqpTransport({self.url!r})"
@@ -339,7 +348,7 @@ class AmqpTransport(Transport):
             self._publisher.finish(op, frame.method.message_count if count else None)
 
         self._link.rpc(self._publisher, self._link.op_failure(self._publisher, op), channel.queue_declare,
-                       op.queue, durable=True, callback=declared)
+                       op.queue, durable=True, arguments=self._link.queue_arguments, callback=declared)
 
     def _run_purge(self, op: Op, channel: Channel) -> None:
         slot = self._publisher
@@ -436,7 +445,9 @@ class AmqpTransport(Transport):
         self._send_next_get()
 
     def _delivery(self, queue: str, method: Any, properties: pika.BasicProperties, body: bytes) -> Delivery:
-        headers = {str(key): header_text(value) for key, value in (properties.headers or {}).items()}
+        # A quorum queue counts deliveries in a header of its own; the sender's headers are the message's.
+        headers = {str(key): header_text(value) for key, value in (properties.headers or {}).items()
+                   if key not in _BROKER_HEADERS}
         return Delivery(queue=queue, body=body, headers=headers, redelivered=bool(method.redelivered),
                         _handle=Tag(self._serial, self._consumer.generation, method.delivery_tag))
 

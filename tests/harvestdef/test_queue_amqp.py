@@ -96,6 +96,84 @@ class TestAmqpContract(TransportContract):
     """The transport contract (test_queue_sqlite.py) on RabbitMQ, through the module's fixtures."""
 
 
+class TestAmqpQuorumContract(TransportContract):
+    """The same contract on quorum queues (harvestsuite.queue.type = quorum), a RabbitMQ cluster's kind,
+    here on the one local node."""
+
+    @pytest.fixture
+    def open_transport(self, open_transport: OpenTransport) -> OpenTransport:
+        def open_quorum(**options: Any) -> AmqpTransport:
+            options.setdefault("queue_type", "quorum")
+            return open_transport(**options)
+        return open_quorum
+
+
+def test_quorum_queues_are_declared_as_quorum_queues(open_transport: OpenTransport, new_queue: NewQueue) -> None:
+    quorum, classic = new_queue(), new_queue()
+    open_transport(queue_type="quorum").publish(quorum, b"x")
+    open_transport().publish(classic, b"x")
+    types = dict(line.split("\t") for line in rabbitmqctl("list_queues", "name", "type", "--no-table-headers",
+                                                          "--silent").splitlines() if "\t" in line)
+    assert (types[quorum], types[classic]) == ("quorum", "classic")
+
+
+def test_a_classic_queue_met_as_quorum_fails_naming_the_queue_and_both_types(open_transport: OpenTransport,
+                                                                               new_queue: NewQueue) -> None:
+    queue = new_queue()
+    open_transport().publish(queue, b"stored as classic")
+    with pytest.raises(QueueError, match=f"(?s)x-queue-type.*{queue}.*quorum.*classic"):
+        open_transport(queue_type="quorum").publish(queue, b"x")
+    delivery = open_transport().get(queue)  # what was stored is still there
+    assert delivery is not None and delivery.body == b"stored as classic"
+
+
+def test_an_unknown_queue_type_is_refused() -> None:
+    with pytest.raises(QueueError, match="'mirrored'.*classic, quorum"):
+        AmqpTransport(AMQP_URL, dead_letter_queue="TEST.deadletter", queue_type="mirrored")
+    from harvestdef.settings import SettingsError
+    with pytest.raises(SettingsError, match="harvestsuite.queue.type.*'mirrored'"):
+        QueueSettings(type="mirrored")
+
+
+def test_of_a_clusters_nodes_the_first_that_answers_is_used(open_transport: OpenTransport, new_queue: NewQueue,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    queue = new_queue()
+    dead = "amqp://guest:guest@127.0.0.1:1/%2F"
+    with caplog.at_level(logging.INFO, logger="harvestdef.queues.amqp"):
+        transport = open_transport(url=f"{dead} ; {AMQP_URL}")
+        transport.publish(queue, b"through the second node")
+    assert "cannot connect to RabbitMQ at amqp://guest:***@127.0.0.1:1/%2F" in caplog.text
+    assert "trying amqp://guest:***@127.0.0.1:5672" in caplog.text
+    delivery = transport.get(queue)
+    assert delivery is not None and delivery.body == b"through the second node"
+    transport.ack(delivery)
+
+
+def test_a_lost_connection_goes_on_with_the_next_node(open_transport: OpenTransport, new_queue: NewQueue,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    queue = new_queue()
+    name = f"test-{uuid.uuid4().hex}"
+    # two names of the one local broker: which one each connection went to is in the log
+    other = AMQP_URL.replace("127.0.0.1", "localhost")
+    transport = open_transport(url=f"{AMQP_URL};{other}", connection_name=name)
+    transport.publish(queue, b"before")
+    with caplog.at_level(logging.INFO, logger="harvestdef.queues.amqp"):
+        rabbitmqctl("close_connection", connection_pid(name), "node gone")
+        wait_until(lambda: "reconnected" in caplog.text, what="the reconnection")
+    assert "reconnecting to amqp://guest:***@localhost:5672" in caplog.text
+    assert "reconnected to amqp://guest:***@localhost:5672" in caplog.text
+    delivery = transport.get(queue)
+    assert delivery is not None and delivery.body == b"before"
+    transport.ack(delivery)
+
+
+def test_a_cluster_url_of_something_else_names_the_node_at_fault() -> None:
+    with pytest.raises(QueueError, match="'http://x:5672/' of .* is not an amqp:// or amqps:// URL"):
+        AmqpTransport(f"{AMQP_URL};http://x:5672/", dead_letter_queue="TEST.deadletter")
+    with pytest.raises(QueueError, match="no AMQP URL"):
+        AmqpTransport(" ; ", dead_letter_queue="TEST.deadletter")
+
+
 def test_unacked_messages_go_back_when_the_transport_closes(open_transport: OpenTransport,
                                                             new_queue: NewQueue) -> None:
     queue = new_queue()
