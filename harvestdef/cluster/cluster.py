@@ -2,7 +2,8 @@
 
 The hosts (harvestdef.cluster.network) are:
 
-* ``broker``: RabbitMQ;
+* ``broker``: RabbitMQ; or, with ``brokers=3``, ``broker1`` … ``broker3``: the nodes of one RabbitMQ
+  cluster (joined as an operator joins them), every queue a quorum queue, every role given all nodes;
 * ``db``: PostgreSQL, reached by the schedulers and the web UI over its link;
 * ``sched1``, ``sched2``: a scheduler each, one leading (the PostgreSQL advisory lock), one standing by;
 * ``ui``: the web UI and JSON API, on port ``UI_PORT`` of its address, reachable from the machine;
@@ -27,6 +28,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -88,9 +90,13 @@ class Cluster:
     """The installation on its hosts; ``start`` brings it up, ``close`` removes every trace of it."""
 
     def __init__(self, directory: Path, harvesters: int = 3, sites: int = 300, site_delay: float = 0.0,
-                 sets: Mapping[str, object] | None = None, tag: str | None = None) -> None:
+                 sets: Mapping[str, object] | None = None, tag: str | None = None, brokers: int = 1) -> None:
         if harvesters < 1 or sites < 1:
             raise ValueError(f"a cluster needs a harvester and a site, not {harvesters} and {sites}")
+        if brokers not in (1, 3, 5):
+            raise ValueError(f"a broker is one node or a cluster of 3 or 5 (a majority must outlive a node), "
+                             f"not {brokers}")
+        self.broker_hosts = ["broker"] if brokers == 1 else [f"broker{number}" for number in range(1, brokers + 1)]
         self.directory = Path(directory)
         self.harvester_hosts = [f"harv{number}" for number in range(1, harvesters + 1)]
         self.scheduler_hosts = ["sched1", "sched2"]
@@ -103,7 +109,7 @@ class Cluster:
         self.logs = self.directory / "logs"
         self.network: Network | None = None
         self.postgresql: PostgreSQLServer | None = None
-        self.broker: RabbitMQNode | None = None
+        self.brokers: list[RabbitMQNode] = []
         self.processes: dict[str, HostProcess] = {}
         self.token = ""
         self.password = secrets.token_urlsafe(12)
@@ -123,17 +129,28 @@ class Cluster:
         for directory in (self.archive, self.logs, self.directory / "harvesters"):
             directory.mkdir(parents=True, exist_ok=True)
         self.network = Network(self.tag)
-        for host in ("broker", "db", *self.scheduler_hosts, "ui", "web", *self.harvester_hosts):
+        for host in (*self.broker_hosts, "db", *self.scheduler_hosts, "ui", "web", *self.harvester_hosts):
             self.network.add_host(host)
         progress(f"network {self.network.tag}: {len(self.network.hosts)} hosts on {self.network.subnet}")
         self.postgresql = PostgreSQLServer(self.network, "db")
-        self.broker = RabbitMQNode(self.network, "broker", self.directory / "rabbitmq", secrets.token_hex(16))
-        self.postgresql.start()
-        self.postgresql.create_database(DATABASE)
-        progress(f"PostgreSQL on db ({self.postgresql.address})")
-        self.start_site()
-        self.broker.start()
-        progress(f"RabbitMQ on broker ({self.broker.address})")
+        cookie = secrets.token_hex(16)  # one Erlang cookie: the nodes of a cluster must share it
+        self.brokers = [RabbitMQNode(self.network, host, self.directory / f"rabbitmq-{host}", cookie)
+                        for host in self.broker_hosts]
+        with ThreadPoolExecutor(len(self.brokers)) as starting:  # each node takes seconds to boot
+            started = [starting.submit(node.start) for node in self.brokers]
+            self.postgresql.start()
+            self.postgresql.create_database(DATABASE)
+            progress(f"PostgreSQL on db ({self.postgresql.address})")
+            self.start_site()
+            for future in started:
+                future.result()
+        first, *others = self.brokers
+        for node in others:
+            node.join(first)
+        if others:
+            nodes = sorted(node.node for node in self.brokers)
+            self.wait_for("the broker cluster", lambda: first.running_nodes() == nodes, START_TIMEOUT)
+        progress(f"RabbitMQ on {', '.join(f'{node.host} ({node.address})' for node in self.brokers)}")
         self.hosts_file = self.directory / "crawler-hosts"
         self.hosts_file.write_text("".join(hosts_file_lines(self.sites, self.network.address("web"))),
                                    encoding="utf-8")
@@ -152,12 +169,13 @@ class Cluster:
 
     # ------------------------------------------------------------------ settings and commands
     def _environ(self, role: str) -> dict[str, str]:
-        assert self.broker is not None and self.postgresql is not None
+        assert self.brokers and self.postgresql is not None
         inherited = {name: value for name, value in os.environ.items() if not name.upper().startswith("HARVESTSUITE")}
         values: dict[str, object] = {
             **COMMON_SETS,
             "common.environmentName": self.environment,
-            "harvestsuite.queue.url": self.broker.url,
+            "harvestsuite.queue.url": self.queue_url,
+            "harvestsuite.queue.type": "quorum" if len(self.brokers) > 1 else "classic",
             "harvestsuite.archive.root": str(self.archive),
         }
         if role != "harvester":  # harvester hosts never get the database
@@ -210,15 +228,26 @@ class Cluster:
             "harvestsuite.crawler.hostsFile": self.hosts_file,
             "harvester.harvesting.heritrix.adminPassword": secrets.token_hex(8)})
 
+    @property
+    def queue_url(self) -> str:
+        """``harvestsuite.queue.url`` of every role: the broker's URL, or every node's with ';' between."""
+        return ";".join(node.url for node in self.brokers)
+
+    def broker_node(self, host: str) -> RabbitMQNode:
+        (node,) = [node for node in self.brokers if node.host == host]
+        return node
+
     def kill_host(self, host: str) -> None:
         """Every process on ``host`` killed at once (SIGKILL), as when the machine dies; its files stay, as
-        a disk that survives; ``start_harvester`` starts its controller again."""
+        a disk that survives; ``start_harvester`` starts its controller again, ``broker_node(host).restart``
+        a broker node."""
         assert self.network is not None
-        for process in self.processes.values():
+        processes = [*self.processes.values(), *(node.process for node in self.brokers if node.process)]
+        for process in processes:
             if process.host == host:
                 process.expected_exit = True
         self.network.kill_host(host)
-        for process in self.processes.values():
+        for process in processes:
             if process.host == host:
                 process.process.wait(timeout=30)
 
@@ -310,7 +339,7 @@ class Cluster:
         for process in order:
             if process.alive():
                 process.stop(timeout=30)
-        for server in (self.broker, self.postgresql):
+        for server in (*self.brokers, self.postgresql):
             if server is not None:
                 server.stop()
         if self.network is not None:

@@ -10,6 +10,7 @@ machine's own servers, their ports or their files.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
 import shutil
@@ -220,6 +221,32 @@ class RabbitMQNode:
             raise NetworkError(f"rabbitmqctl {' '.join(args)} on {self.host} exited {result.returncode}: "
                                f"{(result.stderr or result.stdout).strip()}")
         return result.stdout
+
+    def join(self, first: RabbitMQNode, timeout: float = 90.0) -> None:
+        """Join the cluster of node ``first`` (a fresh node: what it held is dropped), as an operator does
+        with ``rabbitmqctl join_cluster``."""
+        self.ctl("stop_app", timeout=timeout)
+        self.ctl("join_cluster", first.node, timeout=timeout)
+        self.ctl("start_app", timeout=timeout)
+
+    def running_nodes(self) -> list[str]:
+        """The nodes of its cluster that run, by this node's account."""
+        status = json.loads(self.ctl("cluster_status", "--formatter", "json"))
+        return sorted(status.get("running_nodes", []))
+
+    def queue_leaders(self) -> dict[str, str]:
+        """Queue name → the node that leads it (a quorum queue) or holds it (a classic one)."""
+        leaders = {}
+        for line in self.ctl("list_queues", "name", "leader", "--no-table-headers", "--silent").splitlines():
+            name, _, leader = line.partition("\t")
+            if leader:
+                leaders[name] = leader.strip()
+        return leaders
+
+    def restart(self, timeout: float = 90.0) -> None:
+        """Start the node again after it was killed or stopped, with the files it had: it rejoins its
+        cluster and its durable queues and persistent messages are back."""
+        self.start(timeout)
 
     def stop(self) -> None:
         # epmd outlives the node and serves its restart; it dies with the namespace (Network.close)

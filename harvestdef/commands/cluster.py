@@ -26,14 +26,17 @@ def cluster() -> None:
               help="Sites the web host serves, www.site1.dk to www.siteN.dk.")
 @click.option("--site-delay", type=click.FloatRange(0, 10), default=0.2, show_default=True,
               help="Seconds the web host waits before each answer, so crawls last long enough to watch.")
-def up(directory: Path | None, harvesters: int, sites: int, site_delay: float) -> None:
+@click.option("--brokers", type=click.Choice(["1", "3", "5"]), default="1", show_default=True,
+              help="RabbitMQ nodes: one broker, or a cluster of nodes on hosts broker1 ... with quorum queues.")
+def up(directory: Path | None, harvesters: int, sites: int, site_delay: float, brokers: str) -> None:
     """Start the cluster and keep it until Ctrl-C, then remove every host, link and process of it."""
     from harvestdef.cluster.cluster import ADMIN, Cluster
 
     directory = directory or Path(tempfile.mkdtemp(prefix="harvestsuite-cluster-"))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with Cluster(directory, harvesters=harvesters, sites=sites, site_delay=site_delay) as running:
+    with Cluster(directory, harvesters=harvesters, sites=sites, site_delay=site_delay,
+                 brokers=int(brokers)) as running:
         assert running.network is not None
         click.echo(f"web UI: {running.ui_url}  (user {ADMIN}, password {running.password})")
         click.echo(f"API token: {running.token}")

@@ -7,8 +7,9 @@ it opens and is told when a channel is ready or lost (``ChannelUser``). What it 
 * Runs the ioloop in its own thread, so heartbeats are answered however long callers work.
 * Takes callbacks from caller threads (``submit``) and carries them out in order in the I/O thread.
 * Keeps ``Op`` requests until they complete and runs them again, from the start, on a reopened channel.
-* Given the nodes of a RabbitMQ cluster (several URLs, ``;`` between them), connects to the first that
-  answers and, when that connection is lost, to the next one at once: a node that died costs one
+* Given the nodes of a RabbitMQ cluster (several URLs, ``;`` between them), connects to one of them
+  (which one first is drawn at random, spreading clients over the nodes), to the next if it does not
+  answer, and, when that connection is lost, to the next one at once: a node that died costs one
   reconnection, not a backoff.
 * Reconnects with exponential backoff (0.5 s doubling up to ``reconnect_max_delay``) once every node has
   been tried in turn, and reopens a channel the broker closed. A login refused before the first
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -80,7 +82,9 @@ class Link:
             parameters.connection_attempts = 1
             parameters.client_properties = {"connection_name": connection_name}
             self._nodes.append((url_without_password(node), parameters))
-        self._node = 0  # the node connected to, or tried next
+        # Each client starts at a node of its own: connections, and the quorum queues they declare (led by
+        # the node that declared them), spread over the cluster instead of all landing on its first node.
+        self._node = random.randrange(len(self._nodes))  # the node connected to, or tried next
         self._tried_in_round = 0  # nodes that failed since the last open connection or the last backoff
         self.queue_arguments = dict(queue_arguments or {})
         self.reconnect_max_delay = reconnect_max_delay

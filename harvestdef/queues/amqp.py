@@ -133,6 +133,11 @@ class AmqpTransport(Transport):
         return self._link.is_connected
 
     @property
+    def node_url(self) -> str:
+        """The node connected to, or tried next (one of a cluster's), its password hidden."""
+        return self._link.node_url
+
+    @property
     def connections_opened(self) -> int:
         """How many times the connection was opened: 1 + the number of reconnections."""
         return self._link.connections_opened

@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.parse
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +27,7 @@ import pytest
 
 from harvestdef.queues import AmqpTransport, Delivery, QueueError, QueueNames, Transport
 from harvestdef.queues import open_transport as open_configured_transport
+from harvestdef.queues.amqp import url_without_password
 from harvestdef.settings import QueueSettings
 from tests.harvestdef.test_queue_sqlite import NewQueue, OpenTransport, TransportContract, wait_until
 from tests.servers import AMQP_URL, in_ci, require_rabbitmq
@@ -135,18 +137,27 @@ def test_an_unknown_queue_type_is_refused() -> None:
         QueueSettings(type="mirrored")
 
 
-def test_of_a_clusters_nodes_the_first_that_answers_is_used(open_transport: OpenTransport, new_queue: NewQueue,
-                                                             caplog: pytest.LogCaptureFixture) -> None:
+def test_of_a_clusters_nodes_one_that_answers_is_used(open_transport: OpenTransport, new_queue: NewQueue,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
     queue = new_queue()
     dead = "amqp://guest:guest@127.0.0.1:1/%2F"
+    live = url_without_password(AMQP_URL)
     with caplog.at_level(logging.INFO, logger="harvestdef.queues.amqp"):
-        transport = open_transport(url=f"{dead} ; {AMQP_URL}")
-        transport.publish(queue, b"through the second node")
-    assert "cannot connect to RabbitMQ at amqp://guest:***@127.0.0.1:1/%2F" in caplog.text
-    assert "trying amqp://guest:***@127.0.0.1:5672" in caplog.text
-    delivery = transport.get(queue)
-    assert delivery is not None and delivery.body == b"through the second node"
-    transport.ack(delivery)
+        transports = [open_transport(url=f"{dead} ; {AMQP_URL}") for _ in range(4)]
+        for transport in transports:
+            transport.publish(queue, b"through the live node")
+    assert [transport.node_url for transport in transports] == [live] * 4
+    # a transport that began with the dead node said so and went on with the next
+    tried_dead = caplog.text.count("cannot connect to RabbitMQ at amqp://guest:***@127.0.0.1:1/%2F")
+    assert tried_dead == caplog.text.count(f"trying {live} in 0.1 s")
+    assert caplog.text.count(f"connected to {live}") == 4
+    assert transports[0].message_count(queue) == 4
+
+
+def test_clients_given_several_nodes_spread_over_them(open_transport: OpenTransport) -> None:
+    first, second = AMQP_URL, AMQP_URL.replace("127.0.0.1", "localhost")  # two names of the one broker
+    nodes = Counter(open_transport(url=f"{first};{second}").node_url for _ in range(20))
+    assert set(nodes) == {url_without_password(first), url_without_password(second)}, nodes
 
 
 def test_a_lost_connection_goes_on_with_the_next_node(open_transport: OpenTransport, new_queue: NewQueue,
@@ -154,14 +165,17 @@ def test_a_lost_connection_goes_on_with_the_next_node(open_transport: OpenTransp
     queue = new_queue()
     name = f"test-{uuid.uuid4().hex}"
     # two names of the one local broker: which one each connection went to is in the log
-    other = AMQP_URL.replace("127.0.0.1", "localhost")
-    transport = open_transport(url=f"{AMQP_URL};{other}", connection_name=name)
+    urls = [AMQP_URL, AMQP_URL.replace("127.0.0.1", "localhost")]
+    transport = open_transport(url=";".join(urls), connection_name=name)
     transport.publish(queue, b"before")
+    first = transport.node_url
+    (other,) = {url_without_password(url) for url in urls} - {first}
     with caplog.at_level(logging.INFO, logger="harvestdef.queues.amqp"):
         rabbitmqctl("close_connection", connection_pid(name), "node gone")
         wait_until(lambda: "reconnected" in caplog.text, what="the reconnection")
-    assert "reconnecting to amqp://guest:***@localhost:5672" in caplog.text
-    assert "reconnected to amqp://guest:***@localhost:5672" in caplog.text
+    assert f"lost the connection to RabbitMQ at {first} (" in caplog.text
+    assert f"reconnecting to {other}" in caplog.text and f"reconnected to {other}" in caplog.text
+    assert transport.node_url == other
     delivery = transport.get(queue)
     assert delivery is not None and delivery.body == b"before"
     transport.ack(delivery)
