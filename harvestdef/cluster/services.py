@@ -137,8 +137,13 @@ class PostgreSQLServer:
              "-c", f"listen_addresses={self.address}", "-c", f"port={POSTGRESQL_PORT}",
              "-c", f"unix_socket_directories={self.directory}", "-c", "max_connections=200"],
             self.directory / "postgresql.log", cwd=self.directory)
-        wait_until(f"PostgreSQL on {self.host}", lambda: listening(self.address, POSTGRESQL_PORT), timeout,
-                   self.process.alive)
+        # listening is not accepting: a server still starting up refuses connections (pg_isready says when)
+        wait_until(f"PostgreSQL on {self.host}", self._accepts, timeout, self.process.alive)
+
+    def _accepts(self) -> bool:
+        return listening(self.address, POSTGRESQL_PORT) and subprocess.run(
+            [str(POSTGRESQL_BIN / "pg_isready"), "-q", "-h", str(self.directory), "-p", str(POSTGRESQL_PORT)],
+            timeout=30).returncode == 0
 
     def create_database(self, name: str) -> None:
         result = subprocess.run(["runuser", "-u", "postgres", "--", str(POSTGRESQL_BIN / "createdb"), "-h",
