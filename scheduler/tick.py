@@ -156,6 +156,10 @@ class Ticker:
         self.notifier = notifier
         self.readiness = readiness
         self._running = threading.Lock()
+        # The scheduler's own hearing: while its broker connection is down no heartbeat can reach it, so
+        # silence then says nothing of the controllers (_hearing).
+        self._deaf_since: datetime | None = None
+        self._hearing_since: datetime | None = None
 
     def tick(self, now: datetime | None = None) -> TickReport:
         report = TickReport()
@@ -249,6 +253,32 @@ class Ticker:
                                  f"marked interrupted. The job comes back when the controller starts again; "
                                  f"{resubmit}.")
 
+    def _hearing(self, now: datetime) -> bool:
+        """Whether heartbeats can reach this scheduler now: its broker connection is up (the embedded queue
+        always is). Once it is back after an outage, ``_hearing_since`` holds when, and a controller's
+        silence is counted from then at the earliest (``_counted``): the heartbeats of the outage were
+        never delivered, and the controllers that sent them need not be lost."""
+        connected = True if self.transport is None else bool(getattr(self.transport, "is_connected", True))
+        if not connected:
+            if self._deaf_since is None:
+                self._deaf_since = now
+                log.warning("the scheduler does not reach the broker: no heartbeat can come in, so no controller "
+                            "is counted lost and no job resubmitted for its silence until the connection is back")
+            self._hearing_since = None
+            return False
+        if self._deaf_since is not None:
+            log.warning("the scheduler reaches the broker again after %.0f s; controllers' silence is counted from "
+                        "now", (now - self._deaf_since).total_seconds())
+            self._deaf_since = None
+            self._hearing_since = now
+        return True
+
+    def _counted(self, last_sign: datetime | None) -> datetime | None:
+        """A controller's last sign of life as supervision counts it: not before the scheduler heard again."""
+        if self._hearing_since is None:
+            return last_sign
+        return self._hearing_since if last_sign is None else max(last_sign, self._hearing_since)
+
     def _mark_lost(self, conn: Connection, jobs: JobRepository, now: datetime, report: TickReport,
                    lost: list[tuple[int, str, str]]) -> list[tuple[int, str]]:
         """Give the STARTED jobs of lost controllers the interrupted mark, a ``lost`` event and a
@@ -258,6 +288,8 @@ class Ticker:
         controller states its own interval."""
         j, h = s.jobs, s.harvesters
         rule = self.options.lost
+        if not self._hearing(now):
+            return []
         running = conn.execute(
             select(j.c.job_id, j.c.attempt_id, j.c.controller, j.c.startdate, j.c.interrupted,
                    h.c.last_heartbeat, h.c.heartbeat_interval)
@@ -266,7 +298,7 @@ class Ticker:
         overdue: list[tuple[int, str]] = []
         for row in running:
             last_sign = last_sign_of_life(row.last_heartbeat, row.startdate)
-            if not rule.is_lost(last_sign, row.heartbeat_interval, now):
+            if not rule.is_lost(self._counted(last_sign), row.heartbeat_interval, now):
                 continue
             if not row.interrupted and jobs.set_interrupted(row.job_id, row.attempt_id, True):
                 JobEventRepository(conn).record(
@@ -278,7 +310,8 @@ class Ticker:
                 lost.append((row.job_id, row.controller or "an unknown controller",
                              f"silent since {when(last_sign)}" if last_sign else "never heard from"))
                 report.interrupted.append(row.job_id)
-            if last_sign is None or rule.needs_resubmission(last_sign, row.heartbeat_interval, now):
+            counted = self._counted(last_sign)
+            if counted is None or rule.needs_resubmission(counted, row.heartbeat_interval, now):
                 overdue.append((row.job_id, row.attempt_id))
         return overdue
 
@@ -286,7 +319,7 @@ class Ticker:
         """Resubmit the job of a controller lost past resubmitLostAfter, in a transaction of its own, if it is
         still so once its row is locked: a heartbeat or a report that came meanwhile wins."""
         rule = self.options.lost
-        if rule.resubmit_lost_after <= 0:
+        if rule.resubmit_lost_after <= 0 or not self._hearing(now):
             return
         h = s.harvesters
         try:
@@ -301,7 +334,8 @@ class Ticker:
                 last_heartbeat = controller.last_heartbeat if controller is not None else None
                 interval = controller.heartbeat_interval if controller is not None else None
                 last_sign = last_sign_of_life(last_heartbeat, job.startdate)
-                if last_sign is not None and not rule.needs_resubmission(last_sign, interval, now):
+                counted = self._counted(last_sign)
+                if counted is not None and not rule.needs_resubmission(counted, interval, now):
                     return
                 silent = f"silent since {when(last_sign)}" if last_sign else "never heard from"
                 new_job = self._resubmit_abandoned(conn, jobs, job, now, f"its controller {job.controller} stayed "
@@ -430,7 +464,8 @@ class Ticker:
         for channels, last_heartbeat, registered_at, interval in conn.execute(select(
                 h.c.channels, h.c.last_heartbeat, h.c.registered_at, h.c.heartbeat_interval)
                 .where(h.c.accepted.is_(True))):
-            if not self.options.lost.is_lost(last_sign_of_life(last_heartbeat, registered_at), interval, now):
+            if not self.options.lost.is_lost(self._counted(last_sign_of_life(last_heartbeat, registered_at)),
+                                             interval, now):
                 served.update(name for name in channels.split(",") if name)
         return served
 

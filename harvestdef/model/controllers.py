@@ -7,7 +7,9 @@ a controller with a longer interval lost while it is well. A controller that sta
 is judged by the scheduler's ``harvestsuite.harvester.heartbeatInterval``.
 
 Silence is counted from the controller's last sign of life: its newest heartbeat, or, for a job, the
-job's start if that is later (the controller reported STARTED then, so it was alive).
+job's start if that is later (the controller reported STARTED then, so it was alive). The scheduler's
+supervision counts it, besides, not from before its own broker connection came back after an outage
+(scheduler/tick.py, ``Ticker._hearing``): the heartbeats of that outage could not reach it.
 
 The job of a lost controller stays STARTED with the interrupted mark; the controller reports it when it
 comes back. Only once it has been silent ``resubmit_lost_after`` seconds (and is lost) is the job

@@ -16,6 +16,7 @@ from harvestdef.errors import SettingsError
 from harvestdef.messages import CrawlStatus, HarvesterStatus
 from harvestdef.model.controllers import LostControllerRule
 from harvestdef.model.status import JobStatus
+from harvestdef.queues import AmqpTransport, SqliteTransport
 from harvestdef.repositories.jobevents import JobEventRepository
 from harvestdef.settings import load_settings
 from scheduler.jobgen.generate import GenerationOptions
@@ -232,3 +233,35 @@ def test_a_controller_stopped_at_a_checkpoint_keeps_its_job_until_it_starts_agai
     tick = ticker(engine, notifier, resubmit_lost_after=0)
     assert supervise(tick, stopped + timedelta(seconds=1)).resubmitted == {}
     assert job(engine, job_id).status == JobStatus.STARTED
+
+
+def test_silence_while_the_scheduler_does_not_reach_the_broker_is_not_counted(engine, handlers, notifier,  # noqa: F811
+                                                                               tmp_path):
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    last = utcnow()
+    heartbeat(handle, job_id, attempt, sent_at=last)
+    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=1000, resubmit_lost_after=60)
+    # a broker nobody answers for: the scheduler's connection is down, as in a broker outage
+    unreachable = AmqpTransport("amqp://guest:guest@127.0.0.1:1/%2F", dead_letter_queue="TEST.deadletter",
+                                publish_timeout=1, reconnect_max_delay=1, connect_wait=1)
+    tick = Ticker(engine, GenerationOptions(), TickOptions(lost=rule), notifier, transport=unreachable)
+    try:
+        assert not unreachable.is_connected
+        # past its 30 s and past resubmitLostAfter: neither counts while no heartbeat could come in
+        assert supervise(tick, last + timedelta(seconds=31)).interrupted == []
+        assert supervise(tick, last + timedelta(seconds=100)).resubmitted == {}
+        assert not job(engine, job_id).interrupted and job(engine, job_id).status == JobStatus.STARTED
+    finally:
+        unreachable.close()
+    with SqliteTransport(tmp_path / "queue.db", dead_letter_queue="TEST.deadletter") as reachable:
+        tick.transport = reachable  # the connection is back
+        back = last + timedelta(seconds=120)
+        assert supervise(tick, back).interrupted == [], "heard again: the silence is counted from now"
+        assert supervise(tick, back + timedelta(seconds=29)).interrupted == []
+        assert supervise(tick, back + timedelta(seconds=31)).interrupted == [job_id]
+        with engine.connect() as conn:
+            (lost,) = JobEventRepository(conn).for_job(job_id)
+        assert lost.happened_at == last, "the event says since when it was silent: its last heartbeat"
+        assert supervise(tick, back + timedelta(seconds=59)).resubmitted == {}
+        assert job_id in supervise(tick, back + timedelta(seconds=61)).resubmitted
