@@ -5,6 +5,7 @@ the web UI (design.md §Queues). ``open_transport`` picks RabbitMQ or the embedd
 from __future__ import annotations
 
 from harvestdef.errors import QueueError
+from harvestdef.queues._amqp_link import node_urls
 from harvestdef.queues.amqp import AmqpTransport
 from harvestdef.queues.base import Delivery, Outgoing, PublishFailures, Transport
 from harvestdef.queues.names import QueueNames
@@ -12,7 +13,7 @@ from harvestdef.queues.sqlite import SqliteTransport
 from harvestdef.settings import QueueSettings
 
 __all__ = ["AmqpTransport", "Delivery", "Outgoing", "PublishFailures", "QueueError", "QueueNames",
-           "SqliteTransport", "Transport", "open_transport"]
+           "SqliteTransport", "Transport", "node_urls", "open_transport"]
 
 
 def open_transport(settings: QueueSettings) -> Transport:

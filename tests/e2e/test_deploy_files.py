@@ -8,10 +8,12 @@ import configparser
 import glob
 import re
 import tomllib
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
+from harvestdef.queues import node_urls
 from harvestdef.settings import Settings, load_settings
 from tests.e2e.conftest import DEPLOY
 
@@ -137,3 +139,24 @@ def test_rabbitmq_keeps_job_messages_and_connections_as_the_system_expects():
         known = [re.escape(m).replace(r"\$user", r"[^.\"]+") for m in re.findall(r'\{mapping, "([^"]+)"', schema)]
         pattern = re.compile("|".join(f"(?:{k})" for k in known))
         assert [key for key in conf if not pattern.fullmatch(key)] == []
+
+
+def test_the_broker_cluster_has_three_nodes_the_roles_can_be_given_with_quorum_queues():
+    lines = [line.split("=", 1) for line in (DEPLOY / "rabbitmq-cluster.conf").read_text(encoding="utf-8")
+             .splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    conf = {key.strip(): value.strip() for key, value in lines}
+    assert conf["cluster_formation.peer_discovery_backend"] == "classic_config"
+    nodes = [value for key, value in conf.items() if key.startswith("cluster_formation.classic_config.nodes.")]
+    assert len(nodes) == 3 and all(node.startswith("rabbit@") for node in nodes)
+    assert conf["cluster_partition_handling"] == "pause_minority"
+    assert not set(conf) & set(rabbitmq_conf()), "the cluster file adds to rabbitmq.conf, it does not repeat it"
+    # the roles' settings as the README gives them for the cluster: one URL per node, quorum queues
+    readme = (DEPLOY / "README.md").read_text(encoding="utf-8")
+    url = re.search(r"HARVESTSUITE__HARVESTSUITE__QUEUE__URL=(amqp://\S+;\S+)", readme).group(1)
+    for role in ROLES:
+        settings = load_settings(DEPLOY / f"{role}.toml", environ={
+            "HARVESTSUITE__HARVESTSUITE__QUEUE__URL": url, "HARVESTSUITE__HARVESTSUITE__QUEUE__TYPE": "quorum"})
+        assert settings.queue.type == "quorum"
+        assert [urllib.parse.urlsplit(node).hostname for node in node_urls(settings.queue.url)] == [
+            node.partition("@")[2] for node in nodes]
+        assert role_settings(role).queue.type == "classic"
