@@ -31,14 +31,17 @@ import json
 import logging
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harvestdef.cluster.wire import set_delay
 from harvestdef.errors import HarvestSuiteError
 
 log = logging.getLogger(__name__)
@@ -144,6 +147,11 @@ def _remove(state: dict) -> None:
         _run(["ip", "link", "del", state["uplink"]], f"removing {state['uplink']}", check=False)
 
 
+def _remove_wire_controls(tag: str) -> None:
+    for control in STATE_DIR.glob(f"{tag}-*.wire"):
+        control.unlink(missing_ok=True)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -168,6 +176,7 @@ def remove_stale() -> list[str]:
             continue
         log.warning("removing network %s left by process %s, which is gone", path.stem, state.get("pid"))
         _remove(state)
+        _remove_wire_controls(path.stem)
         path.unlink(missing_ok=True)
         removed.append(path.stem)
     return removed
@@ -256,8 +265,10 @@ class Network:
     def _ip(self, namespace: str, *args: str) -> None:
         _run(["ip", "-n", namespace, *args], f"in {namespace}")
 
-    def add_host(self, name: str) -> Host:
-        """A new host ``name`` (letters, digits; at most 12), linked to the switch and addressed."""
+    def add_host(self, name: str, wired: bool = False) -> Host:
+        """A new host ``name`` (letters, digits; at most 12), linked to the switch and addressed. Its link
+        is a veth pair, or with ``wired`` two TAP devices joined by a wire in user space
+        (harvestdef.cluster.wire), which can delay it on a kernel without netem."""
         if name in self.hosts or name == SWITCH or not name.isalnum() or len(name) > 12:
             raise NetworkError(f"host name {name!r}: letters and digits, at most 12, not {SWITCH!r} nor taken")
         namespace = f"{self.tag}-{name}"
@@ -267,8 +278,13 @@ class Network:
             raise NetworkError(f"no address left in {self.subnet} for host {name}") from None
         port = f"p-{name}"
         self._add_namespace(namespace)
-        _run(["ip", "link", "add", "eth0", "netns", namespace, "type", "veth", "peer", "name", port,
-              "netns", self.switch], f"linking host {name}")
+        if wired:
+            self._ip(namespace, "tuntap", "add", "dev", "eth0", "mode", "tap")
+            self._ip(self.switch, "tuntap", "add", "dev", port, "mode", "tap")
+            self._start_wire(name, namespace, port)
+        else:
+            _run(["ip", "link", "add", "eth0", "netns", namespace, "type", "veth", "peer", "name", port,
+                  "netns", self.switch], f"linking host {name}")
         self._ip(self.switch, "link", "set", port, "master", "br0")
         self._ip(self.switch, "link", "set", port, "up")
         self._ip(namespace, "addr", "add", f"{address}/{self.subnet.prefixlen}", "dev", "eth0")
@@ -278,6 +294,35 @@ class Network:
         self._save()
         self._write_hosts_files()
         return host
+
+    def _wire_control(self, host: str) -> Path:
+        return STATE_DIR / f"{self.tag}-{host}.wire"
+
+    def is_wired(self, host: str) -> bool:
+        return self._wire_control(self._host(host).name).exists()
+
+    def _set_wire_delay(self, host: str, delay_ms: float) -> None:
+        try:
+            set_delay(self._wire_control(host), delay_ms)
+        except OSError as exc:
+            raise NetworkError(f"delaying {host}'s link: its wire does not answer ({exc})") from exc
+
+    def _start_wire(self, name: str, namespace: str, port: str) -> None:
+        """The wire of host ``name``'s link, in the switch's namespace (so closing the network kills it);
+        returns once it holds both devices."""
+        control = self._wire_control(name)
+        process = subprocess.Popen(
+            ["ip", "netns", "exec", self.switch, sys.executable, "-m", "harvestdef.cluster.wire", "--host-netns",
+             namespace, "--switch-device", port, "--control", str(control)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], _COMMAND_TIMEOUT)
+        line = process.stdout.readline() if ready else ""
+        if line.strip() != "ready":
+            process.kill()
+            _, error = process.communicate(timeout=10)
+            raise NetworkError(f"the wire of host {name}'s link did not start: {error.strip() or 'no answer'}")
+        process.stdout.close()
 
     def _write_hosts_files(self) -> None:
         lines = ["127.0.0.1 localhost", "::1 localhost ip6-localhost ip6-loopback",
@@ -330,14 +375,17 @@ class Network:
                                f"{delay_ms} ms at least 0")
         entry = self._host(host)
         self.unshape(host)
-        if delay_ms:
+        if delay_ms and self.is_wired(host):
+            self._set_wire_delay(host, delay_ms)
+        elif delay_ms:
             for command in (["tc", "-n", entry.namespace, "qdisc", "add", "dev", "eth0", "root"],
                             ["tc", "-n", self.switch, "qdisc", "add", "dev", entry.port, "root"]):
                 result = _run([*command, "netem", "delay", f"{delay_ms:g}ms"], f"delaying {host}'s link", check=False)
                 if result.returncode:
                     if "unknown" in result.stderr.lower():
                         raise NetworkError(f"delaying {host}'s link: this kernel has no netem qdisc (sch_netem), "
-                                           f"which delays packets: {result.stderr.strip()}")
+                                           f"which delays packets: {result.stderr.strip()}; a host added wired "
+                                           f"(Network.add_host(..., wired=True)) is delayed by its wire instead")
                     raise NetworkError(f"delaying {host}'s link: {' '.join(command)} exited {result.returncode}: "
                                        f"{result.stderr.strip()}")
         if loss_percent:
@@ -360,6 +408,8 @@ class Network:
     def unshape(self, host: str) -> None:
         """Neither delay nor loss on ``host``'s link."""
         entry = self._host(host)
+        if self.is_wired(host):
+            self._set_wire_delay(host, 0)
         _run(["tc", "-n", entry.namespace, "qdisc", "del", "dev", "eth0", "root"], f"unshaping {host}", check=False)
         _run(["tc", "-n", self.switch, "qdisc", "del", "dev", entry.port, "root"], f"unshaping {host}", check=False)
         chain = self._loss_chain(host)
@@ -384,6 +434,7 @@ class Network:
         if not self._owner:
             return
         _remove({"namespaces": self._namespaces, "uplink": self.uplink})
+        _remove_wire_controls(self.tag)
         self._state_path.unlink(missing_ok=True)
         self.hosts.clear()
         self._namespaces = []
