@@ -8,7 +8,9 @@ The hosts (harvestdef.cluster.network) are:
 * ``sched1``, ``sched2``: a scheduler each, one leading (the PostgreSQL advisory lock), one standing by;
 * ``ui``: the web UI and JSON API, on port ``UI_PORT`` of its address, reachable from the machine;
 * ``web``: the sites the crawls harvest (harvestdef.cluster.site), named in the crawlers' hosts file;
-* ``harv1`` … ``harvN``: a harvest controller each, with its own server directory and crawl engine.
+* ``harv1`` … ``harvN``: a harvest controller each, with its own server directory and crawl engine; with
+  ``wired_harvesters`` their links are wires in user space (harvestdef.cluster.wire), which can be delayed
+  on a kernel without netem.
 
 The archive store is one directory of the machine, which every host sees, as harvesters see a shared
 mount. Every role is the real ``harvestsuite`` command, started with ``ip netns exec`` and given its
@@ -90,13 +92,15 @@ class Cluster:
     """The installation on its hosts; ``start`` brings it up, ``close`` removes every trace of it."""
 
     def __init__(self, directory: Path, harvesters: int = 3, sites: int = 300, site_delay: float = 0.0,
-                 sets: Mapping[str, object] | None = None, tag: str | None = None, brokers: int = 1) -> None:
+                 sets: Mapping[str, object] | None = None, tag: str | None = None, brokers: int = 1,
+                 wired_harvesters: bool = False) -> None:
         if harvesters < 1 or sites < 1:
             raise ValueError(f"a cluster needs a harvester and a site, not {harvesters} and {sites}")
         if brokers not in (1, 3, 5):
             raise ValueError(f"a broker is one node or a cluster of 3 or 5 (a majority must outlive a node), "
                              f"not {brokers}")
         self.broker_hosts = ["broker"] if brokers == 1 else [f"broker{number}" for number in range(1, brokers + 1)]
+        self.wired_harvesters = wired_harvesters
         self.directory = Path(directory)
         self.harvester_hosts = [f"harv{number}" for number in range(1, harvesters + 1)]
         self.scheduler_hosts = ["sched1", "sched2"]
@@ -130,7 +134,7 @@ class Cluster:
             directory.mkdir(parents=True, exist_ok=True)
         self.network = Network(self.tag)
         for host in (*self.broker_hosts, "db", *self.scheduler_hosts, "ui", "web", *self.harvester_hosts):
-            self.network.add_host(host)
+            self.network.add_host(host, wired=self.wired_harvesters and host in self.harvester_hosts)
         progress(f"network {self.network.tag}: {len(self.network.hosts)} hosts on {self.network.subnet}")
         self.postgresql = PostgreSQLServer(self.network, "db")
         cookie = secrets.token_hex(16)  # one Erlang cookie: the nodes of a cluster must share it
