@@ -3,8 +3,9 @@
 # The independent tests run in four pytest-xdist workers (each with its own PostgreSQL database, queues and
 # ports): many tests spend their time waiting on the processes they start (engines, controllers, the demo,
 # Chromium), so on two cores four workers finish sooner than two. The tests on simulated machines
-# (tests/cluster: a network of their own, their own PostgreSQL and RabbitMQ, timings of a lost controller)
-# run after them, alone, then the tests that restart or reconfigure the broker.
+# (tests/cluster: networks of their own, their own PostgreSQL and RabbitMQ, timings of a lost controller)
+# run after them, on their own, a test file per worker in two workers (each builds the cluster its files
+# share), then the tests that restart or reconfigure the broker.
 # With arguments, pytest runs just those, in one process: ./scripts/test.sh tests/webui -k live
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +18,5 @@ if [ "$#" -gt 0 ]; then
 fi
 python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-4}" \
     -m "not broker_restart and not cluster"
-python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m cluster
+python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -n 2 --dist loadfile -m cluster
 python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart

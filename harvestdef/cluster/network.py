@@ -1,4 +1,4 @@
-"""A network of Linux network namespaces, one per simulated host, joined by veth links to one switch.
+"""A network of Linux network namespaces, one per simulated host, joined by links to one switch.
 
 Each host is a namespace ``<tag>-<host>`` with loopback and ``eth0``, the end of a veth pair whose
 other end is a port of the bridge in the switch namespace ``<tag>-sw``. An uplink veth joins the
@@ -11,8 +11,10 @@ or a switch dies). It is made lossy by iptables (the statistic match) dropping t
 packets the host receives, in its own namespace, and of those it sends, in every other host's namespace
 as they arrive: a packet dropped where it is received is lost silently, as on a wire, where one dropped
 on its way out would fail the send (EPERM) instead. It is slowed by tc's netem on both its
-ends, each direction taking the delay given; a kernel built without netem (sch_netem) cannot delay, and
-``shape`` says so. Every namespace's /etc/netns/NAME/hosts (which ``ip netns exec`` mounts over
+ends, each direction taking the delay given; a kernel built without netem (sch_netem) cannot delay a veth
+link, and ``shape`` says so. A host added ``wired`` has two TAP devices instead of the veth pair, its
+``eth0`` and its switch port, with a wire in user space between them (harvestdef.cluster.wire) that holds
+each frame the delay given, on any kernel. Every namespace's /etc/netns/NAME/hosts (which ``ip netns exec`` mounts over
 /etc/hosts) names every host, so processes use host names.
 
 What a network made is written to a state file under ``STATE_DIR``, with the pid of the process that

@@ -28,7 +28,11 @@ def cluster() -> None:
               help="Seconds the web host waits before each answer, so crawls last long enough to watch.")
 @click.option("--brokers", type=click.Choice(["1", "3", "5"]), default="1", show_default=True,
               help="RabbitMQ nodes: one broker, or a cluster of nodes on hosts broker1 ... with quorum queues.")
-def up(directory: Path | None, harvesters: int, sites: int, site_delay: float, brokers: str) -> None:
+@click.option("--wired-harvesters", is_flag=True,
+              help="Give the harvester hosts links that are wires in user space, so `shape --delay` slows them "
+                   "on a kernel without netem.")
+def up(directory: Path | None, harvesters: int, sites: int, site_delay: float, brokers: str,
+       wired_harvesters: bool) -> None:
     """Start the cluster and keep it until Ctrl-C, then remove every host, link and process of it."""
     from harvestdef.cluster.cluster import ADMIN, Cluster
 
@@ -36,7 +40,7 @@ def up(directory: Path | None, harvesters: int, sites: int, site_delay: float, b
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with Cluster(directory, harvesters=harvesters, sites=sites, site_delay=site_delay,
-                 brokers=int(brokers)) as running:
+                 brokers=int(brokers), wired_harvesters=wired_harvesters) as running:
         assert running.network is not None
         click.echo(f"web UI: {running.ui_url}  (user {ADMIN}, password {running.password})")
         click.echo(f"API token: {running.token}")
