@@ -160,6 +160,7 @@ class Ticker:
         # silence then says nothing of the controllers (_hearing).
         self._deaf_since: datetime | None = None
         self._hearing_since: datetime | None = None
+        self._opened_seen: int | None = None
 
     def tick(self, now: datetime | None = None) -> TickReport:
         report = TickReport()
@@ -266,9 +267,13 @@ class Ticker:
                             "is counted lost and no job resubmitted for its silence until the connection is back")
             self._hearing_since = None
             return False
-        if self._deaf_since is not None:
-            log.warning("the scheduler reaches the broker again after %.0f s; controllers' silence is counted from "
-                        "now", (now - self._deaf_since).total_seconds())
+        # An outage that began and ended between two ticks shows only in the count of connections opened.
+        opened = getattr(self.transport, "connections_opened", None)
+        reconnected = opened is not None and self._opened_seen is not None and opened > self._opened_seen
+        self._opened_seen = opened
+        if self._deaf_since is not None or reconnected:
+            log.warning("the scheduler reaches the broker again%s; controllers' silence is counted from now",
+                        "" if self._deaf_since is None else f" after {(now - self._deaf_since).total_seconds():.0f} s")
             self._deaf_since = None
             self._hearing_since = now
         return True

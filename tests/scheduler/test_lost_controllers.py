@@ -5,6 +5,7 @@ granted again and its report is never the job's outcome."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -21,6 +22,8 @@ from harvestdef.repositories.jobevents import JobEventRepository
 from harvestdef.settings import load_settings
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.tick import Ticker, TickOptions, TickReport
+from tests.harvestdef.test_queue_amqp import connection_pid, rabbitmqctl
+from tests.harvestdef.test_queue_sqlite import wait_until
 from tests.scheduler.test_intake import (  # noqa: F401
     claim,
     handlers,
@@ -31,6 +34,7 @@ from tests.scheduler.test_intake import (  # noqa: F401
     started_job,
     transport,
 )
+from tests.servers import AMQP_URL, require_rabbitmq
 
 
 def heartbeat(handle, job_id=None, attempt=None, interval=10.0, sent_at=None):
@@ -265,3 +269,26 @@ def test_silence_while_the_scheduler_does_not_reach_the_broker_is_not_counted(en
         assert lost.happened_at == last, "the event says since when it was silent: its last heartbeat"
         assert supervise(tick, back + timedelta(seconds=59)).resubmitted == {}
         assert job_id in supervise(tick, back + timedelta(seconds=61)).resubmitted
+
+
+def test_a_broker_connection_lost_and_back_between_two_ticks_restarts_the_count(  # noqa: F811
+        engine, handlers, notifier):  # noqa: F811
+    require_rabbitmq()
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    last = utcnow()
+    heartbeat(handle, job_id, attempt, sent_at=last)
+    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=1000, resubmit_lost_after=600)
+    name = f"test-lost-{uuid.uuid4().hex}"
+    with AmqpTransport(AMQP_URL, dead_letter_queue="TEST.deadletter", publish_timeout=10, reconnect_max_delay=1,
+                       connection_name=name) as broker:
+        tick = Ticker(engine, GenerationOptions(), TickOptions(lost=rule), notifier, transport=broker)
+        wait_until(lambda: broker.is_connected, what="the connection")
+        assert supervise(tick, last + timedelta(seconds=5)).interrupted == []
+        # the connection drops and comes back before the next tick: the tick never sees it down
+        rabbitmqctl("close_connection", connection_pid(name), "gone between two ticks")
+        wait_until(lambda: broker.connections_opened == 2 and broker.is_connected, what="the reconnection")
+        back = last + timedelta(seconds=20)
+        assert supervise(tick, back).interrupted == [], "counted from the reconnection, not the last heartbeat"
+        assert supervise(tick, back + timedelta(seconds=29)).interrupted == []
+        assert supervise(tick, back + timedelta(seconds=31)).interrupted == [job_id]
