@@ -1,11 +1,16 @@
-"""A harvester's machine dies mid-crawl (every process on it killed at once, its disk kept): the scheduler
-finds its controller lost, resubmits the job when resubmitLostAfter has passed, another controller crawls
-the new job to DONE. The dead machine, started again with its disk, stores what the old attempt had
-harvested (whole: every file in SHA256SUMS, nothing harvested is lost) and reports it FAILED, which the
-scheduler ignores: the old job stays RESUBMITTED and its figures count nowhere."""
+"""A harvester's machine dies mid-crawl (every process on it killed at once), its disk kept or lost.
+
+Disk kept: the scheduler finds its controller lost, resubmits the job when resubmitLostAfter has passed,
+another controller crawls the new job to DONE. The dead machine, started again with its disk, stores what
+the old attempt had harvested (whole: every file in SHA256SUMS, nothing harvested is lost) and reports it
+FAILED, which the scheduler ignores: the old job stays RESUBMITTED and its figures count nowhere.
+
+Disk lost: the machine comes back at once under the same controller id with nothing of the job; its
+heartbeats name no job, and claimGraceTime after it registered the job is resubmitted and crawled anew."""
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import pytest
@@ -62,3 +67,36 @@ def test_a_harvester_host_that_dies_mid_crawl_has_its_job_resubmitted_and_crawle
           f"{new_host}: "
           f"{dict(refetched)}")
 
+
+
+def test_a_harvester_host_back_with_its_disk_lost_has_its_job_resubmitted_after_claim_grace_time(cluster: Cluster,
+                                                                                                record_property):
+    sites = [50, 51, 52]
+    define_selective(cluster, "cluster-disk-lost", sites)
+    job, host = started(cluster, "cluster-disk-lost", sites)
+    cluster.kill_host(host)
+    # the machine comes back at once with an empty disk: its controller, under the same id (derived from
+    # the host name and serverDir), has no job directory and reports no job
+    shutil.rmtree(cluster.server_dir(host))
+    cluster.start_harvester(host)
+    back_at = time.monotonic()
+    detail = cluster.wait_for(f"job {job['job_id']} resubmitted", lambda: (
+        d if (d := cluster.api("GET", f"/jobs/{job['job_id']}"))["status"] == "RESUBMITTED" else None),
+        float(cluster.settings_value("harvestsuite.scheduler.claimGraceTime")) + 60)
+    resubmitted = time.monotonic() - back_at
+    assert cluster.controller_id(host) == job["controller"], "the same controller id on the new disk"
+    assert "resubmitted" in [event["kind"] for event in detail["events"]], detail["events"]
+    new = finished(cluster, detail["resubmitted_as_job"])
+    new_host = host_of(cluster, new["controller"])
+    # nothing of the old attempt is stored (its files went with the disk), nor counted
+    old_directory = cluster.archive / str(detail["harvest_id"]) / str(job["job_id"])
+    assert not old_directory.exists() or not any(old_directory.iterdir()), list(old_directory.iterdir())
+    for number in sites:
+        rows = cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
+        assert not [row for row in rows if row["job_id"] == job["job_id"]], rows
+    refetched = check_invariants(cluster, new, new_host, sites, earlier=(host,) if new_host != host else ())
+    figures = {"resubmitted_after_back_s": round(resubmitted, 1), "new_job": new["job_id"], "on": new_host}
+    record_property("figures", figures)
+    print(f"{host} died mid-crawl of job {job['job_id']} and came back with its disk lost: the job resubmitted "
+          f"{resubmitted:.1f} s after it was back (claimGraceTime), as job {new['job_id']}, DONE on {new_host}; "
+          f"fetched again: {len(refetched)} URLs")
