@@ -150,8 +150,9 @@ def _remove(state: dict) -> None:
 
 
 def _remove_wire_controls(tag: str) -> None:
-    for control in STATE_DIR.glob(f"{tag}-*.wire"):
-        control.unlink(missing_ok=True)
+    for pattern in (f"{tag}-*.wire", f"{tag}-*.wire.err"):
+        for control in STATE_DIR.glob(pattern):
+            control.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:
@@ -205,6 +206,7 @@ class Network:
         self._state_path = STATE_DIR / f"{self.tag}.json"
         self._namespaces: list[str] = []
         self._owner = True
+        self._wires: list[subprocess.Popen[str]] = []
         try:
             self._save()
             self._add_namespace(self.switch)
@@ -240,6 +242,7 @@ class Network:
         network._state_path = path
         network._namespaces = list(state["namespaces"])
         network._owner = False
+        network._wires = []
         return network
 
     @staticmethod
@@ -313,18 +316,22 @@ class Network:
         """The wire of host ``name``'s link, in the switch's namespace (so closing the network kills it);
         returns once it holds both devices."""
         control = self._wire_control(name)
-        process = subprocess.Popen(
-            ["ip", "netns", "exec", self.switch, sys.executable, "-m", "harvestdef.cluster.wire", "--host-netns",
-             namespace, "--switch-device", port, "--control", str(control)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        errors = control.with_name(control.name + ".err")  # what a wire that dies says, kept for its reader
+        with open(errors, "wb") as error_file:
+            process = subprocess.Popen(
+                ["ip", "netns", "exec", self.switch, sys.executable, "-m", "harvestdef.cluster.wire",
+                 "--host-netns", namespace, "--switch-device", port, "--control", str(control)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=error_file, text=True)
+        self._wires.append(process)
         assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], _COMMAND_TIMEOUT)
         line = process.stdout.readline() if ready else ""
+        process.stdout.close()
         if line.strip() != "ready":
             process.kill()
-            _, error = process.communicate(timeout=10)
-            raise NetworkError(f"the wire of host {name}'s link did not start: {error.strip() or 'no answer'}")
-        process.stdout.close()
+            process.wait(timeout=10)
+            said = errors.read_text(encoding="utf-8", errors="replace").strip()
+            raise NetworkError(f"the wire of host {name}'s link did not start: {said or 'no answer'}")
 
     def _write_hosts_files(self) -> None:
         lines = ["127.0.0.1 localhost", "::1 localhost ip6-localhost ip6-loopback",
@@ -436,6 +443,10 @@ class Network:
         if not self._owner:
             return
         _remove({"namespaces": self._namespaces, "uplink": self.uplink})
+        for wire in self._wires:  # killed with the switch's namespace: reaped here
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                wire.wait(timeout=10)
+        self._wires = []
         _remove_wire_controls(self.tag)
         self._state_path.unlink(missing_ok=True)
         self.hosts.clear()

@@ -66,6 +66,7 @@ def two_hosts(request):
         yield network
         listener.kill()
         listener.wait()
+        listener.stdout.close()
 
 
 def test_hosts_reach_each_other_by_name_and_the_machine_reaches_them(two_hosts):
