@@ -13,13 +13,18 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harvestdef.cluster.cluster import Cluster
 from tests.cluster.conftest import define_selective, require_namespaces
-from tests.cluster.test_harvester_cut_off import RUN_TIMEOUT, assert_stored_whole, host_of
+from tests.cluster.test_harvester_cut_off import (
+    RUN_TIMEOUT,
+    all_ended,
+    assert_stored_whole,
+    harvest_jobs,
+    host_of,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -40,10 +45,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield system
 
 
-def jobs_of(cluster: Cluster, harvest: str) -> list[dict[str, Any]]:
-    return cluster.api("GET", f"/jobs?harvest={harvest}&limit=100")["items"]
-
-
 def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster: Cluster, record_property):
     harvest = "broker-node-killed"
     expected_jobs = len(SITES) // DOMAINS_PER_JOB
@@ -51,14 +52,14 @@ def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster
     # mid-dispatch: some jobs crawl, the others are still to be handed out (a job is published as
     # controllers say they are ready for one)
     cluster.wait_for("jobs crawling and jobs waiting", lambda: (
-        len(jobs := jobs_of(cluster, harvest)) == expected_jobs
+        len(jobs := harvest_jobs(cluster, harvest)) == expected_jobs
         and sum(job["status"] == "STARTED" for job in jobs) >= 2
         and sum(job["status"] in WAITING for job in jobs) >= 3), 120, interval=0.2)
     queue = f"{cluster.environment}.jobs.FOCUSED"
     leader = cluster.brokers[0].queue_leaders()[queue]
     victim = leader.partition("@")[2]
     survivor = next(node for node in cluster.brokers if node.host != victim)
-    granted_before = {job["job_id"] for job in jobs_of(cluster, harvest) if job["status"] not in WAITING}
+    granted_before = {job["job_id"] for job in harvest_jobs(cluster, harvest) if job["status"] not in WAITING}
     cluster.kill_host(victim)
     killed_at = time.monotonic()
 
@@ -68,13 +69,10 @@ def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster
     elected = cluster.wait_for(f"a new leader of {queue}", new_leader, 60, interval=0.2)
     elected_after = time.monotonic() - killed_at
     cluster.wait_for("a job granted after the kill", lambda: any(
-        job["status"] not in WAITING and job["job_id"] not in granted_before for job in jobs_of(cluster, harvest)),
+        job["status"] not in WAITING and job["job_id"] not in granted_before for job in harvest_jobs(cluster, harvest)),
         RUN_TIMEOUT, interval=0.2)
     granted_after = time.monotonic() - killed_at
-    def ended() -> list[dict[str, Any]] | None:
-        jobs = jobs_of(cluster, harvest)
-        return jobs if jobs and all(job["status"] in ("DONE", "FAILED") for job in jobs) else None
-    jobs = cluster.wait_for(f"the {expected_jobs} jobs ended", ended, RUN_TIMEOUT * 2)
+    jobs = all_ended(cluster, harvest, RUN_TIMEOUT * 2)
 
     # every job DONE once (none resubmitted, none made twice), each on one controller
     assert len(jobs) == expected_jobs and {job["status"] for job in jobs} == {"DONE"}, jobs

@@ -57,6 +57,24 @@ def finished(cluster: Cluster, job_id: int) -> dict[str, Any]:
         RUN_TIMEOUT)
 
 
+def harvest_jobs(cluster: Cluster, harvest: str) -> list[dict[str, Any]]:
+    return cluster.api("GET", f"/jobs?harvest={harvest}&limit=100")["items"]
+
+
+def all_ended(cluster: Cluster, harvest: str, timeout: float) -> list[dict[str, Any]]:
+    """The harvest's jobs, once every one is DONE or FAILED."""
+    def ended() -> list[dict[str, Any]] | None:
+        jobs = harvest_jobs(cluster, harvest)
+        return jobs if jobs and all(job["status"] in ("DONE", "FAILED") for job in jobs) else None
+    return cluster.wait_for(f"every job of {harvest} ended", ended, timeout, interval=1)
+
+
+def resubmitted(cluster: Cluster, job_id: int, timeout: float) -> dict[str, Any]:
+    """Job ``job_id``'s detail once it is RESUBMITTED."""
+    return cluster.wait_for(f"job {job_id} resubmitted", lambda: (
+        d if (d := cluster.api("GET", f"/jobs/{job_id}"))["status"] == "RESUBMITTED" else None), timeout)
+
+
 def controller_state(cluster: Cluster, controller: str) -> dict[str, Any]:
     (row,) = [h for h in cluster.api("GET", "/harvesters")["items"] if h["controller_id"] == controller]
     return row

@@ -22,6 +22,7 @@ from tests.cluster.test_harvester_cut_off import (
     check_invariants,
     finished,
     host_of,
+    resubmitted,
     started,
 )
 
@@ -35,10 +36,9 @@ def test_a_harvester_host_that_dies_mid_crawl_has_its_job_resubmitted_and_crawle
     job, host = started(cluster, "cluster-host-dies", sites)
     cluster.kill_host(host)
     died_at = time.monotonic()
-    detail = cluster.wait_for(f"job {job['job_id']} resubmitted", lambda: (
-        d if (d := cluster.api("GET", f"/jobs/{job['job_id']}"))["status"] == "RESUBMITTED" else None),
-        float(cluster.settings_value("harvestsuite.scheduler.resubmitLostAfter")) + 60)
-    resubmitted = time.monotonic() - died_at
+    detail = resubmitted(cluster, job["job_id"],
+                         float(cluster.settings_value("harvestsuite.scheduler.resubmitLostAfter")) + 60)
+    resubmitted_after = time.monotonic() - died_at
     kinds = [event["kind"] for event in detail["events"]]
     assert kinds[:1] == ["lost"] and "resubmitted" in kinds, kinds
     assert detail["interruption"]["state"] == "resubmitted", detail["interruption"]
@@ -60,9 +60,9 @@ def test_a_harvester_host_that_dies_mid_crawl_has_its_job_resubmitted_and_crawle
         assert not [row for row in rows if row["job_id"] == job["job_id"]], rows
     # the new job: crawled and stored whole by the other host (the old host's fetches were for the old job)
     refetched = check_invariants(cluster, new, new_host, sites, earlier=(host,))
-    figures = {"resubmitted_s": round(resubmitted, 1), "new_job": new["job_id"], "on": new_host}
+    figures = {"resubmitted_s": round(resubmitted_after, 1), "new_job": new["job_id"], "on": new_host}
     record_property("figures", figures)
-    print(f"{host} died mid-crawl of job {job['job_id']}: resubmitted {resubmitted:.1f} s later as job "
+    print(f"{host} died mid-crawl of job {job['job_id']}: resubmitted {resubmitted_after:.1f} s later as job "
           f"{new['job_id']}, DONE on {new_host}; {host} back, stored its leftover whole, ignored; refetched by "
           f"{new_host}: "
           f"{dict(refetched)}")
@@ -80,10 +80,9 @@ def test_a_harvester_host_back_with_its_disk_lost_has_its_job_resubmitted_after_
     shutil.rmtree(cluster.server_dir(host))
     cluster.start_harvester(host)
     back_at = time.monotonic()
-    detail = cluster.wait_for(f"job {job['job_id']} resubmitted", lambda: (
-        d if (d := cluster.api("GET", f"/jobs/{job['job_id']}"))["status"] == "RESUBMITTED" else None),
-        float(cluster.settings_value("harvestsuite.scheduler.claimGraceTime")) + 60)
-    resubmitted = time.monotonic() - back_at
+    detail = resubmitted(cluster, job["job_id"],
+                         float(cluster.settings_value("harvestsuite.scheduler.claimGraceTime")) + 60)
+    resubmitted_after = time.monotonic() - back_at
     assert cluster.controller_id(host) == job["controller"], "the same controller id on the new disk"
     assert "resubmitted" in [event["kind"] for event in detail["events"]], detail["events"]
     new = finished(cluster, detail["resubmitted_as_job"])
@@ -95,8 +94,8 @@ def test_a_harvester_host_back_with_its_disk_lost_has_its_job_resubmitted_after_
         rows = cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
         assert not [row for row in rows if row["job_id"] == job["job_id"]], rows
     refetched = check_invariants(cluster, new, new_host, sites, earlier=(host,) if new_host != host else ())
-    figures = {"resubmitted_after_back_s": round(resubmitted, 1), "new_job": new["job_id"], "on": new_host}
+    figures = {"resubmitted_after_back_s": round(resubmitted_after, 1), "new_job": new["job_id"], "on": new_host}
     record_property("figures", figures)
     print(f"{host} died mid-crawl of job {job['job_id']} and came back with its disk lost: the job resubmitted "
-          f"{resubmitted:.1f} s after it was back (claimGraceTime), as job {new['job_id']}, DONE on {new_host}; "
+          f"{resubmitted_after:.1f} s after it was back (claimGraceTime), as job {new['job_id']}, DONE on {new_host}; "
           f"fetched again: {len(refetched)} URLs")

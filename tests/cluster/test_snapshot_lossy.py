@@ -13,13 +13,12 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from typing import Any
 
 import pytest
 
 from harvestdef.cluster.cluster import Cluster
 from tests.cluster.conftest import SNAPSHOT_JOB_DOMAINS, configure_domains
-from tests.cluster.test_harvester_cut_off import assert_stored_whole, host_of
+from tests.cluster.test_harvester_cut_off import all_ended, assert_stored_whole, host_of
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1500)]
 
@@ -42,10 +41,6 @@ def connect_seconds(cluster: Cluster, host: str, target: str) -> float:
     return float(result.stdout)
 
 
-def snapshot_jobs(cluster: Cluster, harvest: str) -> list[dict[str, Any]]:
-    return cluster.api("GET", f"/jobs?harvest={harvest}&limit=100")["items"]
-
-
 def test_a_snapshot_step_over_lossy_slow_harvester_links_ends_done_once_with_nothing_doubled(cluster: Cluster,
                                                                                             record_property):
     domains = [f"site{number}.dk" for number in range(1, cluster.sites + 1)]
@@ -60,11 +55,7 @@ def test_a_snapshot_step_over_lossy_slow_harvester_links_ends_done_once_with_not
         started = time.monotonic()
         cluster.api("POST", "/harvests", {"type": "snapshot", "name": "cluster-lossy-snapshot",
                                           "channel": "SNAPSHOT", "active": True}, expect=201)
-
-        def ended() -> list[dict[str, Any]] | None:
-            jobs = snapshot_jobs(cluster, "cluster-lossy-snapshot")
-            return jobs if jobs and all(job["status"] in ("DONE", "FAILED") for job in jobs) else None
-        jobs = cluster.wait_for("the snapshot step ended", ended, STEP_TIMEOUT, interval=2)
+        jobs = all_ended(cluster, "cluster-lossy-snapshot", STEP_TIMEOUT)
         took = time.monotonic() - started
     finally:
         for host in cluster.harvester_hosts:
