@@ -123,21 +123,38 @@ class ArchiveStore:
             raise ArchiveStoreError(f"no job directory {job} in the archive store")
         sums_path = job / CHECKSUMS
         recorded = _read_checksums(sums_path) if sums_path.is_file() else {}
-        lines = []
-        for relative in _job_files(job):
-            sha256 = recorded.get(relative) or _sha256_of_file(job / relative)
-            lines.append(f"{sha256}  {relative}\n")
-        temporary = _temporary_path(sums_path)
+        temporary = _write_checksum_lines(job, recorded)
         try:
-            with open(temporary, "w", encoding="utf-8", newline="\n") as out:
-                out.writelines(lines)
-                out.flush()
-                os.fsync(out.fileno())
             os.replace(temporary, sums_path)
         finally:
             temporary.unlink(missing_ok=True)
         fsync_directory(job)
         return sums_path
+
+    def seal(self, harvest_id: int, job_id: int) -> int | None:
+        """List the files of a job whose attempt was abandoned, perhaps mid-upload, in its SHA256SUMS: the
+        files it stored before it stopped are then listed like any other. Returns how many files the
+        job's SHA256SUMS lists, or None when the store has no directory for the job.
+
+        A SHA256SUMS already there is left as it is: a controller writes one only once it has stored every
+        file, so it is complete. The seal's own is given its name only if there is still none (a hard link,
+        which fails when the name exists), so a controller that finished meanwhile is never overwritten by
+        a shorter list; one that comes back later with the rest replaces the seal's, keeping its lines.
+        """
+        job = self.job_path(harvest_id, job_id)
+        if not job.is_dir():
+            return None
+        sums_path = job / CHECKSUMS
+        if not sums_path.is_file():
+            temporary = _write_checksum_lines(job, {})
+            try:
+                os.link(temporary, sums_path)
+            except FileExistsError:
+                pass
+            finally:
+                temporary.unlink(missing_ok=True)
+            fsync_directory(job)
+        return len(_read_checksums(sums_path))
 
     def read_bytes(self, harvest_id: int, job_id: int, name: str) -> bytes:
         """The whole of a job's stored file ``name``, checked against the job's SHA256SUMS when it lists the file.
@@ -227,6 +244,23 @@ class ArchiveStore:
         if not sums_path.is_file():
             return None
         return _read_checksums(sums_path).get("/".join(parts[2:]))
+
+
+def _write_checksum_lines(job: Path, recorded: dict[str, str]) -> Path:
+    """A temporary file beside SHA256SUMS holding a line for every file of ``job``, fsynced; ``recorded``
+    gives the digests known already. The caller gives it its name."""
+    lines = [f"{recorded.get(relative) or _sha256_of_file(job / relative)}  {relative}\n"
+             for relative in _job_files(job)]
+    temporary = _temporary_path(job / CHECKSUMS)
+    try:
+        with open(temporary, "w", encoding="utf-8", newline="\n") as out:
+            out.writelines(lines)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return temporary
 
 
 def _checked_relative(relative: str, what: str) -> PurePosixPath:

@@ -70,6 +70,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from harvestdef.archive import ArchiveStore
 from harvestdef.db.availability import unavailability
 from harvestdef.db.types import utcnow
 from harvestdef.errors import HarvestSuiteError, QueueError, StaleJobError
@@ -174,7 +175,7 @@ class SchedulerService:
             claim_grace_time=sched.claimGraceTime,
             postpone_unregistered_channel=settings.jobgen.postponeUnregisteredChannel,
             history_sample_rate=sched.historySampleRate), notifier,
-            readiness=readiness, transport=transport, names=names)
+            readiness=readiness, transport=transport, names=names, store=ArchiveStore.from_settings(settings))
         metrics = SchedulerMetrics()
         dispatcher = Dispatcher(names, DispatchOptions(
             ready_max_age=sched.readyMaxAge, deduplication_enabled=settings.jobgen.deduplicationEnabled,

@@ -19,7 +19,9 @@ A tick, every jobgenerationperiod seconds (first at start), or once with ``harve
    again. Each job that stops running so has its pending live changes refused in the same transaction,
    with the reason (scheduler.livechanges); a resubmitted job's changes stay with it, since the new job
    starts from its template. Then any job that ended by other means and still has changes pending gets
-   them refused.
+   them refused. A resubmitted job's directory in the archive store, if its attempt stored anything
+   before it stopped (a controller that died mid-upload), gets every file it holds listed in its
+   SHA256SUMS (harvestdef.archive ``seal``), so no stored file goes unlisted.
 2. Deduplication sources of the NEW jobs not yet ready (scheduler.dedupsources): each job is ready once
    the earlier jobs holding its domains' captures have ended and enough of their entries are stored; the
    jobs that wait, and why, are told by the tick report and, for a selective harvest that waits for its
@@ -59,10 +61,18 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, Engine, and_, func, or_, select, update
 
+from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.errors import DatabaseError, JobGenerationError, QueueError, StaleJobError, ValidationError
+from harvestdef.errors import (
+    DatabaseError,
+    HarvestSuiteError,
+    JobGenerationError,
+    QueueError,
+    StaleJobError,
+    ValidationError,
+)
 from harvestdef.model.controllers import LostControllerRule, has_left_job, last_sign_of_life
 from harvestdef.model.definitions import RunOutlook
 from harvestdef.model.jobs import Job
@@ -147,8 +157,9 @@ class Ticker:
 
     def __init__(self, engine: Engine, generation: GenerationOptions, options: TickOptions, notifier: Notifier,
                  readiness: JobReadiness | None = None, transport: Transport | None = None,
-                 names: QueueNames | None = None) -> None:
+                 names: QueueNames | None = None, store: ArchiveStore | None = None) -> None:
         self.engine = engine
+        self.store = store  # where a resubmitted job's abandoned attempt may have left files (_seal_abandoned)
         self.transport = transport  # with names: lets supervision see job queues that are empty
         self.names = names
         self.generation = generation
@@ -351,11 +362,12 @@ class Ticker:
         log.warning("job %d: its controller %s stayed lost (%s) past resubmitLostAfter (%d s); resubmitted as "
                     "job %d", job_id, job.controller, silent, rule.resubmit_lost_after, new_job.job_id)
         report.resubmitted[job_id] = new_job.job_id
+        left = self._seal_abandoned(job)
         self.notifier.notify(
             f"Job {job_id} resubmitted as job {new_job.job_id}",
             f"The controller {job.controller} of job {job_id} is lost ({silent}) and did not come back within "
             f"resubmitLostAfter ({rule.resubmit_lost_after} s). Job {job_id} is RESUBMITTED, its attempt will "
-            f"never be granted again, and job {new_job.job_id} harvests its domains.")
+            f"never be granted again, and job {new_job.job_id} harvests its domains.{left}")
 
     def _left_jobs(self, conn: Connection, job_id: int | None = None) -> list[tuple[int, str, str]]:
         """The STARTED jobs (job id, attempt id, what the controller reports instead) whose claim-holding
@@ -417,13 +429,37 @@ class Ticker:
                     "(%d s); resubmitted as job %d", job_id, job.controller, instead, self.options.claim_grace_time,
                     new_job.job_id)
         report.resubmitted[job_id] = new_job.job_id
+        left = self._seal_abandoned(job)
         self.notifier.notify(
             f"Job {job_id} resubmitted as job {new_job.job_id}",
             f"The controller {job.controller} of job {job_id} is back without the job: its heartbeats report "
             f"{instead}, more than claimGraceTime ({self.options.claim_grace_time} s) after the job started and "
             f"the controller registered, so nothing crawls the job (its job directory was lost). Job {job_id} "
             f"is RESUBMITTED, its attempt will never be granted again, and job {new_job.job_id} harvests its "
-            f"domains.")
+            f"domains.{left}")
+
+    def _seal_abandoned(self, job: Job) -> str:
+        """A resubmitted job's attempt may have died mid-upload, leaving stored files that no SHA256SUMS
+        lists (its controller lists them only once all are stored): list them now (``ArchiveStore.seal``),
+        so every file in the store is in its directory's SHA256SUMS. A controller that comes back with the
+        rest stores and lists them in turn. Returns a sentence for the notification ("" when the store holds
+        nothing of the job); a store that cannot be written is logged and the resubmission stands."""
+        if self.store is None:
+            return ""
+        try:
+            files = self.store.seal(job.harvest_id, job.job_id)
+        except (OSError, HarvestSuiteError) as exc:
+            log.error("job %d: the files its abandoned attempt left in the archive store could not be listed in "
+                      "SHA256SUMS: %s", job.job_id, exc)
+            return (f" The files its attempt left in the archive store could not be listed in SHA256SUMS: "
+                    f"{exc}.")
+        if not files:
+            return ""
+        where = self.store.job_path(job.harvest_id, job.job_id)
+        log.warning("job %d: its abandoned attempt left %d files in the archive store (%s), all listed in its "
+                    "SHA256SUMS now", job.job_id, files, where)
+        return (f" Its attempt left {files} files in the archive store ({where}); they stay there, listed in "
+                f"SHA256SUMS.")
 
     def _resubmit_lost_messages(self, now: datetime, report: TickReport) -> None:
         """A SUBMITTED job nobody claimed whose channel queue is empty has lost its message (an operator

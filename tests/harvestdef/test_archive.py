@@ -137,6 +137,32 @@ def test_checksums_of_a_job_that_is_not_there(tmp_path):
         ArchiveStore(tmp_path).write_checksums(1, 2)
 
 
+def test_seal_lists_what_an_abandoned_upload_left_and_says_how_many(tmp_path):
+    store = ArchiveStore(tmp_path / "archive")
+    assert store.seal(1, 2) is None, "no directory: nothing was stored"
+    store.store(_file(tmp_path / "a.warc.gz", b"stored before the controller died"), 1, 2, "a.warc.gz")
+    _file(store.job_path(1, 2) / ".b.warc.gz.tmp-123-abcdef", b"a copy cut short")
+    assert store.seal(1, 2) == 1
+    # the controller comes back with the rest: its SHA256SUMS keeps the line and adds the new files
+    store.store(_file(tmp_path / "a.cdxj", b"cdx lines"), 1, 2, "cdxj/a.warc.gz.cdxj")
+    store.write_checksums(1, 2)
+    assert [line.split("  ")[1] for line in (store.job_path(1, 2) / "SHA256SUMS").read_text().splitlines()] == [
+        "a.warc.gz", "cdxj/a.warc.gz.cdxj"]
+
+
+def test_seal_leaves_a_controllers_sha256sums_as_it_is(tmp_path):
+    """A controller writes SHA256SUMS only once it has stored every file: that list is never replaced by
+    a seal's, which may have been made before the last files came."""
+    store = ArchiveStore(tmp_path / "archive")
+    store.store(_file(tmp_path / "a.warc.gz", b"first"), 1, 2, "a.warc.gz")
+    sums = store.write_checksums(1, 2)
+    store.store(_file(tmp_path / "b.warc.gz", b"second"), 1, 2, "b.warc.gz")  # not listed yet
+    before = sums.read_bytes()
+    assert store.seal(1, 2) == 1
+    assert sums.read_bytes() == before
+    assert not _leftovers(store.job_path(1, 2))
+
+
 def test_fetch_copies_a_file_out(tmp_path):
     store = ArchiveStore(tmp_path / "archive")
     store.store(_file(tmp_path / "a.warc.gz", b"payload"), 1, 2, "a.warc.gz")

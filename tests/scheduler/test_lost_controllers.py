@@ -5,12 +5,14 @@ granted again and its report is never the job's outcome."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, select
 
+from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import SettingsError
@@ -292,3 +294,49 @@ def test_a_broker_connection_lost_and_back_between_two_ticks_restarts_the_count(
         assert supervise(tick, back).interrupted == [], "counted from the reconnection, not the last heartbeat"
         assert supervise(tick, back + timedelta(seconds=29)).interrupted == []
         assert supervise(tick, back + timedelta(seconds=31)).interrupted == [job_id]
+
+
+def test_a_resubmitted_jobs_files_left_mid_upload_are_listed_in_its_sha256sums(engine, handlers, notifier,  # noqa: F811
+                                                                              tmp_path):
+    """The controller died mid-upload and came back with its disk lost: the WARC it had stored stays, and
+    the resubmission lists it in the job's SHA256SUMS, where no controller ever will."""
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    heartbeat(handle, job_id, attempt, sent_at=utcnow())
+    store = ArchiveStore(tmp_path)
+    harvest_id = job(engine, job_id).harvest_id
+    source = tmp_path / "made.warc.gz"
+    source.write_bytes(b"a WARC stored before the controller died")
+    store.store(source, harvest_id, job_id, "1-1-20261203-00001.warc.gz")
+    directory = store.job_path(harvest_id, job_id)
+    assert not (directory / "SHA256SUMS").exists()
+    register(handle, "ctl-1")
+    back = registered_at(engine)
+    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=1000, resubmit_lost_after=0)
+    tick = Ticker(engine, GenerationOptions(), TickOptions(lost=rule), notifier, store=store)
+    heartbeat(handle, sent_at=back + timedelta(seconds=121))
+    new_id = supervise(tick, back + timedelta(seconds=121)).resubmitted[job_id]
+    sums = (directory / "SHA256SUMS").read_text()
+    assert sums == f"{hashlib.sha256(source.read_bytes()).hexdigest()}  1-1-20261203-00001.warc.gz\n"
+    (body,) = [body for subject, body in notifier.sent if f"Job {job_id} resubmitted as job {new_id}" in subject]
+    assert f"left 1 files in the archive store ({directory})" in body
+
+
+def test_a_resubmission_stands_when_the_store_cannot_list_what_the_attempt_left(engine, handlers, notifier,  # noqa: F811
+                                                                               tmp_path):
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    heartbeat(handle, job_id, attempt, sent_at=utcnow())
+    store = ArchiveStore(tmp_path)
+    directory = store.job_path(job(engine, job_id).harvest_id, job_id)
+    directory.mkdir(parents=True)
+    (directory / "SHA256SUMS").write_text("not a line of sha256sum\n")  # so it cannot be read back
+    register(handle, "ctl-1")
+    back = registered_at(engine)
+    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=1000, resubmit_lost_after=0)
+    tick = Ticker(engine, GenerationOptions(), TickOptions(lost=rule), notifier, store=store)
+    heartbeat(handle, sent_at=back + timedelta(seconds=121))
+    new_id = supervise(tick, back + timedelta(seconds=121)).resubmitted[job_id]
+    assert job(engine, job_id).status == JobStatus.RESUBMITTED and job(engine, new_id).status == JobStatus.NEW
+    (body,) = [body for subject, body in notifier.sent if f"Job {job_id} resubmitted as job {new_id}" in subject]
+    assert "could not be listed in SHA256SUMS" in body and "not a sha256sum line" in body
