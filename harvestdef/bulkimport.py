@@ -54,7 +54,6 @@ from multiprocessing.pool import AsyncResult
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
-from publicsuffixlist import PublicSuffixList
 from sqlalchemy import Connection, Engine, insert, literal_column, select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
 
@@ -62,7 +61,7 @@ from harvestdef.bulkload import copy_rows, restore_constraints, set_aside_constr
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
-from harvestdef.domainnames import MAX_URL_LENGTH, default_seeds, domain_of_typed
+from harvestdef.domainnames import MAX_URL_LENGTH, default_seeds, domain_of_typed, public_suffixes
 from harvestdef.errors import (
     DatabaseBusyError,
     DatabaseError,
@@ -87,7 +86,6 @@ _SIMPLE_LINE = re.compile(r"(?:https?://)?([a-z0-9.-]+)(?::([0-9]{1,5}))?(?:[/?#
                           re.ASCII | re.IGNORECASE)
 _PLAIN_HOST = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)(?:\.(?!-)[a-z0-9-]{1,63}(?<!-))+", re.ASCII)
 _MAX_HOST_LENGTH = 253
-_public_suffixes = PublicSuffixList()
 
 # Refused lines a RefusedLinesError of an import carries (on_bad_line gets every one of them).
 KEPT_REFUSALS = 1000
@@ -111,7 +109,7 @@ def domain_of_line(line: str) -> str:
         host = match.group(1).lower()
         if (len(host) <= _MAX_HOST_LENGTH and "--" not in host and _PLAIN_HOST.fullmatch(host)
                 and not host.rpartition(".")[2].isdigit()):
-            domain = _public_suffixes.privatesuffix(host)
+            domain = public_suffixes().privatesuffix(host)
             if domain is not None:
                 return domain
     return domain_of_typed(line).domain

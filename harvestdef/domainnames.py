@@ -25,7 +25,14 @@ from publicsuffixlist import PublicSuffixList
 from harvestdef.errors import DomainNameError, UrlError, shown
 from harvestdef.phrases import N_, Phrase, phrase
 
-_psl = PublicSuffixList()
+
+@lru_cache(maxsize=2)
+def public_suffixes(accept_unknown: bool = True) -> PublicSuffixList:
+    """The public suffix list, one per process and option, read on first use rather than at import: a
+    process that never asks for a registered domain (most commands) does not pay for parsing it.
+    ``accept_unknown=False`` takes a name whose last label is no known suffix as having none."""
+    return PublicSuffixList(accept_unknown=accept_unknown)
+
 
 # A label of letters, digits and hyphens (Unicode letters allowed: IDNs are checked by idna afterwards).
 _LABEL = re.compile(r"^(?!-)[\w-]+(?<!-)$", re.UNICODE)
@@ -154,7 +161,7 @@ def registered_domain(host: str) -> str:
     unicode_host = to_unicode(to_punycode(host))
     _check_labels(unicode_host, original)
     ascii_host = to_punycode(unicode_host)
-    domain = _psl.privatesuffix(ascii_host)
+    domain = public_suffixes().privatesuffix(ascii_host)
     if domain is None:
         raise _refuse(original, phrase(N_("is a public suffix, not a domain that can be registered")))
     return to_unicode(domain)

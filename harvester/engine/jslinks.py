@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from urllib.parse import unquote, urlsplit
 
-from publicsuffixlist import PublicSuffixList
-
+from harvestdef.domainnames import public_suffixes
 from harvestdef.patterns import CompiledPattern, compile_pattern
 from harvester.engine.bounds import ExtractionBudget
 
@@ -82,14 +81,11 @@ HTML_ELEMENTS = frozenset(("a", "abbr", "acronym", "address", "applet", "area", 
     "sub", "summary", "sup", "table", "tbody", "td", "textarea", "tfoot", "th", "thead", "time", "title", "tr",
     "track", "tt", "u", "ul", "var", "video", "wbr"))
 
-# Unknown labels are no top-level domains here (the list's default "*" rule would make every label one).
-_suffixes = PublicSuffixList(accept_unknown=False)
-
-
 @lru_cache(maxsize=4096)
 def is_top_level_domain(label: str) -> bool:
-    """Whether ``label`` is a top-level domain (the public-suffix list's single labels)."""
-    return "." not in label and bool(label) and _suffixes.is_public(label.lower())
+    """Whether ``label`` is a top-level domain (the public-suffix list's single labels). Unknown labels are
+    none here: the list's default "*" rule would make every label one."""
+    return "." not in label and bool(label) and public_suffixes(accept_unknown=False).is_public(label.lower())
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,12 @@ the seed rule: what a seed may be, how it is stored, and how each refused line i
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from sqlalchemy import literal, select
 
+from harvestdef import seeds
 from harvestdef.db.engine import is_postgresql, open_engine
 from harvestdef.seeds import (
     check_event_seeds,
@@ -104,3 +107,9 @@ def test_a_very_long_line_is_shown_cut_with_its_length() -> None:
     line = "http://kb.dk/" + "x" * 5000
     [refusal] = check_seed_list("kb.dk", line).refusals
     assert refusal.text.endswith(f"… ({len(line)} characters)") and len(refusal.text) < 150
+
+
+def test_no_whitespace_lies_above_the_bound_the_scan_stops_at():
+    beyond = [hex(code) for code in range(seeds.WHITESPACE_BOUND + 1, sys.maxunicode + 1) if chr(code).isspace()]
+    assert beyond == []
+    assert "\u3000" in seeds.WHITESPACE and "\u2028" in seeds.LINE_BREAKS
