@@ -4,8 +4,9 @@
 # ports): many tests spend their time waiting on the processes they start (engines, controllers, the demo,
 # Chromium), so on two cores four workers finish sooner than two. The tests on simulated machines
 # (tests/cluster: networks of their own, their own PostgreSQL and RabbitMQ, timings of a lost controller)
-# run after them, on their own, a test file per worker in two workers (each builds the cluster its files
-# share), then the tests that restart or reconfigure the broker.
+# run after them, a test file per worker in three workers (each builds the cluster its files share), and
+# beside them the tests that restart or reconfigure the machine's own broker, which no cluster test uses;
+# their output follows the cluster tests'.
 # With arguments, pytest runs just those, in one process: ./scripts/test.sh tests/webui -k live
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,5 +19,18 @@ if [ "$#" -gt 0 ]; then
 fi
 python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-4}" \
     -m "not broker_restart and not cluster"
-python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -n 2 --dist loadfile -m cluster
-python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart
+broker_log="$(mktemp)"
+trap 'rm -f "$broker_log"' EXIT
+python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart >"$broker_log" 2>&1 &
+broker_tests=$!
+cluster_status=0
+python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -n 3 --dist loadfile -m cluster \
+    || cluster_status=$?
+broker_status=0
+wait "$broker_tests" || broker_status=$?
+echo "--- the tests that restart the broker (run beside the cluster tests) ---"
+cat "$broker_log"
+if [ "$cluster_status" -ne 0 ] || [ "$broker_status" -ne 0 ]; then
+    echo "the cluster tests ended with $cluster_status, the broker-restart tests with $broker_status" >&2
+    exit 1
+fi
