@@ -7,10 +7,14 @@ The hosts (harvestdef.cluster.network) are:
 * ``db``: PostgreSQL, reached by the schedulers and the web UI over its link;
 * ``sched1``, ``sched2``: a scheduler each, one leading (the PostgreSQL advisory lock), one standing by;
 * ``ui``: the web UI and JSON API, on port ``UI_PORT`` of its address, reachable from the machine;
+  its System page shows both schedulers' figures, read from their /metrics over the network;
 * ``web``: the sites the crawls harvest (harvestdef.cluster.site), named in the crawlers' hosts file;
 * ``harv1`` … ``harvN``: a harvest controller each, with its own server directory and crawl engine; with
   ``wired_harvesters`` their links are wires in user space (harvestdef.cluster.wire), which can be delayed
   on a kernel without netem.
+
+Every scheduler, controller and the web UI serves its /metrics (docs/metrics.md) on port ``METRICS_PORT``
+of its host's address, which the machine reaches (``metrics``), as a Prometheus server would.
 
 The archive store is one directory of the machine, which every host sees, as harvesters see a shared
 mount. Every role is the real ``harvestsuite`` command, started with ``ip netns exec`` and given its
@@ -34,6 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from harvestdef.cluster.network import Network, NetworkError
 from harvestdef.cluster.services import HostProcess, PostgreSQLServer, RabbitMQNode, listening, wait_until
 from harvestdef.cluster.site import hosts_file_lines
@@ -41,6 +47,7 @@ from harvestdef.cluster.site import hosts_file_lines
 log = logging.getLogger(__name__)
 
 UI_PORT = 8080
+METRICS_PORT = 9100  # each host's own: every role is alone on its host
 SITE_PORT = 80
 DATABASE = "harvestsuite"
 ADMIN = "cluster-admin"
@@ -52,6 +59,11 @@ COMMON_SETS: dict[str, object] = {
     "harvestsuite.queue.heartbeat": 5,
     "harvestsuite.queue.reconnectMaxDelay": 1,
     "common.mail.server": "",
+    # inside its namespace, all addresses are the host's own
+    "harvestsuite.metrics.bind": "0.0.0.0",
+    "harvestsuite.metrics.schedulerPort": METRICS_PORT,
+    "harvestsuite.metrics.harvesterPort": METRICS_PORT,
+    "harvestsuite.metrics.webuiPort": METRICS_PORT,
 }
 # A controller is lost after 10 of its 1 s heartbeats, its job resubmitted 60 s after its last one, a lease
 # of the leader's lock lasts 10 s.
@@ -184,6 +196,9 @@ class Cluster:
         }
         if role != "harvester":  # harvester hosts never get the database
             values["harvestsuite.database.url"] = self.postgresql.url(DATABASE)
+        if role == "webui":
+            values["harvestsuite.metrics.schedulerTargets"] = ",".join(
+                self.metrics_url(host) for host in self.scheduler_hosts)
         values.update({"scheduler": SCHEDULER_SETS, "harvester": HARVESTER_SETS, "webui": WEBUI_SETS}.get(role, {}))
         values.update(self.overrides)
         return {**inherited, "PYTHONUNBUFFERED": "1",
@@ -302,6 +317,26 @@ class Cluster:
 
     def live_controllers(self) -> list[dict[str, Any]]:
         return [h for h in self.api("GET", "/harvesters")["items"] if h["accepted"] and not h["is_lost"]]
+
+    def metrics_url(self, host: str) -> str:
+        """The /metrics address of the role on ``host``."""
+        assert self.network is not None
+        return f"http://{self.network.address(host)}:{METRICS_PORT}/metrics"
+
+    def metrics(self, host: str) -> list[tuple[str, dict[str, str], float]]:
+        """The samples (name, labels, value) ``host``'s role serves at /metrics, scraped from the machine
+        over the host's link."""
+        with urllib.request.urlopen(self.metrics_url(host), timeout=10) as response:
+            text = response.read().decode("utf-8")
+        return [(sample.name, dict(sample.labels), sample.value)
+                for family in text_string_to_metric_families(text) for sample in family.samples]
+
+    def page(self, path: str) -> str:
+        """A page of the web UI, as the admin sees it (its API token)."""
+        request = urllib.request.Request(f"{self.ui_url}{path}", headers={
+            "Authorization": f"Bearer {self.token}", "Accept": "text/html"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.read().decode("utf-8")
 
     def site_requests(self) -> dict[str, dict[str, int]]:
         """How often the web host served each URL, by the address of the host that asked."""

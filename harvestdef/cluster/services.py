@@ -208,7 +208,13 @@ class RabbitMQNode:
             f"listeners.tcp.default = {self.address}:{AMQP_PORT}\n"
             "loopback_users = none\n"
             # the disk-free alarm would stop publishers on a machine whose disk a benchmark filled
-            "disk_free_limit.absolute = 50MB\n", encoding="utf-8")
+            "disk_free_limit.absolute = 50MB\n"
+            # as deploy/rabbitmq-cluster.conf: a node cut off from the majority stops serving (no effect on
+            # a single node)
+            "cluster_partition_handling = pause_minority\n"
+            # a node unreachable for 10 s (Erlang's default: 60 s) is down, so a partition shows in a test's
+            # time
+            "net_ticktime = 10\n", encoding="utf-8")
         (self.directory / "enabled_plugins").write_text("[].\n", encoding="utf-8")
         self.process = HostProcess(self.network, self.host, f"rabbitmq-{self.host}",
                                    [str(RABBITMQ_BIN / "rabbitmq-server")], self.directory / "rabbitmq.log",

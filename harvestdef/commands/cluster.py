@@ -46,6 +46,8 @@ def up(directory: Path | None, harvesters: int, sites: int, site_delay: float, b
         click.echo(f"API token: {running.token}")
         click.echo("hosts: " + ", ".join(f"{name} {host.address}" for name, host in running.network.hosts.items()))
         click.echo(f"logs: {running.logs}; archive store: {running.archive}")
+        click.echo("metrics: " + ", ".join(running.metrics_url(host) for host in (
+            *running.scheduler_hosts, "ui", *running.harvester_hosts)))
         click.echo(f"break a link from another shell: harvestsuite cluster cut {running.network.tag} harv1, "
                    f"... restore {running.network.tag} harv1, ... shape {running.network.tag} harv1 "
                    "--delay 200 --loss 10")

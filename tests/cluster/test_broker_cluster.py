@@ -1,11 +1,18 @@
-"""RabbitMQ as a cluster of three nodes (broker1 … broker3, quorum queues, every role given all nodes):
-the node that leads the job queue is killed while the jobs of a harvest are being handed out. A new
+"""RabbitMQ as a cluster of three nodes (broker1 … broker3, quorum queues, every role given all nodes).
+
+The node that leads the job queue is killed while the jobs of a harvest are being handed out. A new
 leader is elected, the clients that were connected to the dead node reconnect to another, and every job
 is crawled once, on one controller, to DONE: nothing lost, nothing doubled. The node, started again with
 its files, rejoins the cluster.
 
-The figures (leader elected, first job granted after the kill, node back) are printed with -s and written
-into the test's report."""
+Then, on the same cluster, the node leading the job queue (again) is cut off from the others and from
+every client while another harvest is handed out: a partition. The two nodes of the majority elect a new
+leader and go on; the cut node, seeing no majority, stops serving (``pause_minority``); the clients that
+were on it find their connection dead by its AMQP heartbeat and go on with a node of the majority. Joined
+again, the node rejoins by itself, and again every job is DONE once.
+
+The figures (leader elected, first job granted after the fault, node back) are printed with -s and
+written into the test's report."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from harvestdef.cluster.cluster import Cluster
+from harvestdef.cluster.services import RabbitMQNode
 from tests.cluster.conftest import define_selective, require_namespaces
 from tests.cluster.test_harvester_cut_off import (
     RUN_TIMEOUT,
@@ -29,6 +37,7 @@ from tests.cluster.test_harvester_cut_off import (
 pytestmark = pytest.mark.cluster
 
 SITES = list(range(1, 28))  # 27 sites, 3 a job: 9 jobs for 3 controllers, so most wait their turn
+PARTITION_SITES = list(range(28, 55))  # as many again, so each harvest's fetches are its own
 DOMAINS_PER_JOB = 3
 WAITING = ("NEW", "SUBMITTED")
 
@@ -37,7 +46,8 @@ WAITING = ("NEW", "SUBMITTED")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A cluster of its own: three broker nodes, three harvesters, a few sites."""
     require_namespaces()
-    system = Cluster(Path(tmp_path_factory.mktemp("broker-cluster")), harvesters=3, sites=len(SITES),
+    system = Cluster(Path(tmp_path_factory.mktemp("broker-cluster")), harvesters=3,
+                     sites=len(SITES) + len(PARTITION_SITES),
                      site_delay=0.5, brokers=3,
                      sets={"harvester.scheduler.jobGen.class": "FixedDomainConfigurationCountJobGenerator",
                            "harvester.scheduler.jobGen.config.fixedDomainCountFocused": DOMAINS_PER_JOB})
@@ -45,44 +55,40 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield system
 
 
-def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster: Cluster, record_property):
-    harvest = "broker-node-killed"
-    expected_jobs = len(SITES) // DOMAINS_PER_JOB
-    define_selective(cluster, harvest, SITES)
-    # mid-dispatch: some jobs crawl, the others are still to be handed out (a job is published as
-    # controllers say they are ready for one)
+def mid_dispatch(cluster: Cluster, harvest: str, sites: list[int]) -> set[int]:
+    """Define the harvest and wait until some of its jobs crawl while others are still to be handed out (a
+    job is published as controllers say they are ready for one); the ids of those handed out."""
+    expected_jobs = len(sites) // DOMAINS_PER_JOB
+    define_selective(cluster, harvest, sites)
     cluster.wait_for("jobs crawling and jobs waiting", lambda: (
         len(jobs := harvest_jobs(cluster, harvest)) == expected_jobs
         and sum(job["status"] == "STARTED" for job in jobs) >= 2
         and sum(job["status"] in WAITING for job in jobs) >= 3), 120, interval=0.2)
-    queue = f"{cluster.environment}.jobs.FOCUSED"
-    leader = cluster.brokers[0].queue_leaders()[queue]
-    victim = leader.partition("@")[2]
-    survivor = next(node for node in cluster.brokers if node.host != victim)
-    granted_before = {job["job_id"] for job in harvest_jobs(cluster, harvest) if job["status"] not in WAITING}
-    cluster.kill_host(victim)
-    killed_at = time.monotonic()
+    return {job["job_id"] for job in harvest_jobs(cluster, harvest) if job["status"] not in WAITING}
 
-    def new_leader() -> str | None:
-        node = survivor.queue_leaders().get(queue)
-        return node if node and node != leader else None
-    elected = cluster.wait_for(f"a new leader of {queue}", new_leader, 60, interval=0.2)
-    elected_after = time.monotonic() - killed_at
-    cluster.wait_for("a job granted after the kill", lambda: any(
-        job["status"] not in WAITING and job["job_id"] not in granted_before for job in harvest_jobs(cluster, harvest)),
-        RUN_TIMEOUT, interval=0.2)
-    granted_after = time.monotonic() - killed_at
+
+def granted_since(cluster: Cluster, harvest: str, granted_before: set[int]) -> bool:
+    return any(job["status"] not in WAITING and job["job_id"] not in granted_before
+               for job in harvest_jobs(cluster, harvest))
+
+
+def check_every_job_done_once(cluster: Cluster, harvest: str, sites: list[int]) -> tuple[Counter[str], list[str]]:
+    """Every job of the harvest DONE once (none resubmitted, none made twice), each on one controller whose
+    host alone fetched its domains, its files stored whole, each domain in one job with its statistics
+    once. Returns the URLs fetched more than once and the controllers found lost on the way (each back)."""
     jobs = all_ended(cluster, harvest, RUN_TIMEOUT * 2)
-
-    # every job DONE once (none resubmitted, none made twice), each on one controller
-    assert len(jobs) == expected_jobs and {job["status"] for job in jobs} == {"DONE"}, jobs
+    assert len(jobs) == len(sites) // DOMAINS_PER_JOB and {job["status"] for job in jobs} == {"DONE"}, jobs
     requests = cluster.site_requests()
     refetched: Counter[str] = Counter()
     domains_seen: list[str] = []
+    lost: list[str] = []
     for job in jobs:
         detail = cluster.api("GET", f"/jobs/{job['job_id']}")
         kinds = [event["kind"] for event in detail["events"]]
-        assert "resubmitted" not in kinds and "lost" not in kinds, kinds
+        assert "resubmitted" not in kinds, kinds
+        if "lost" in kinds:
+            assert "back" in kinds[kinds.index("lost"):], kinds
+            lost.append(detail["controller"])
         domains = [c["domain"] for c in detail["configurations"]]
         domains_seen += domains
         address = cluster.network.address(host_of(cluster, detail["controller"]))  # type: ignore[union-attr]
@@ -96,22 +102,103 @@ def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster
             rows = [row for row in cluster.api("GET", f"/domains/{configuration['domain']}/history?limit=10")["items"]
                     if row["job_id"] == job["job_id"]]
             assert len(rows) == 1, rows  # statistics written once
-    assert sorted(domains_seen) == sorted(f"site{number}.dk" for number in SITES)  # every domain in one job
+    assert sorted(domains_seen) == sorted(f"site{number}.dk" for number in sites)  # every domain in one job
+    return refetched, lost
+
+
+def rejoined(cluster: Cluster, survivor: RabbitMQNode, host: str) -> None:
+    """The node on ``host`` back in the cluster, holding its share of the job queue again."""
+    nodes = sorted(node.node for node in cluster.brokers)
+    cluster.wait_for("the node back in the cluster", lambda: survivor.running_nodes() == nodes, 120)
+    queue = f"{cluster.environment}.jobs.FOCUSED"
+
+    def online() -> bool:
+        listing = survivor.ctl("list_queues", "name", "online", "--no-table-headers", "--silent")
+        return f"rabbit@{host}" in next(line for line in listing.splitlines() if line.startswith(queue + "\t"))
+    cluster.wait_for(f"the job queue online on {host} again", online, 60)
+
+
+def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster: Cluster, record_property):
+    harvest = "broker-node-killed"
+    granted_before = mid_dispatch(cluster, harvest, SITES)
+    queue = f"{cluster.environment}.jobs.FOCUSED"
+    leader = cluster.brokers[0].queue_leaders()[queue]
+    victim = leader.partition("@")[2]
+    survivor = next(node for node in cluster.brokers if node.host != victim)
+    cluster.kill_host(victim)
+    killed_at = time.monotonic()
+
+    def new_leader() -> str | None:
+        node = survivor.queue_leaders().get(queue)
+        return node if node and node != leader else None
+    elected = cluster.wait_for(f"a new leader of {queue}", new_leader, 60, interval=0.2)
+    elected_after = time.monotonic() - killed_at
+    cluster.wait_for("a job granted after the kill", lambda: granted_since(cluster, harvest, granted_before),
+                     RUN_TIMEOUT, interval=0.2)
+    granted_after = time.monotonic() - killed_at
+    refetched, lost = check_every_job_done_once(cluster, harvest, SITES)
+    # the kernel of the dead host's namespace resets its connections: every client moves at once
+    assert lost == [], lost
 
     # the dead node, started again with its files, rejoins and holds its share of every queue again
     restarted_at = time.monotonic()
     cluster.broker_node(victim).restart()
-    nodes = sorted(node.node for node in cluster.brokers)
-    cluster.wait_for("the node back in the cluster", lambda: survivor.running_nodes() == nodes, 120)
-    rejoined = time.monotonic() - restarted_at
-    online = survivor.ctl("list_queues", "name", "online", "--no-table-headers", "--silent")
-    assert f"rabbit@{victim}" in next(line for line in online.splitlines() if line.startswith(queue + "\t"))
+    rejoined(cluster, survivor, victim)
+    back = time.monotonic() - restarted_at
 
     figures = {"killed": victim, "leader_elected_s": round(elected_after, 1), "new_leader": elected,
-               "first_grant_after_kill_s": round(granted_after, 1), "rejoined_s": round(rejoined, 1),
+               "first_grant_after_kill_s": round(granted_after, 1), "rejoined_s": round(back, 1),
                "refetched": dict(refetched)}
     record_property("figures", figures)
     print(f"broker node {victim}, leading {queue}, killed mid-dispatch: {elected} leads it "
           f"{elected_after:.1f} s later; a job granted {granted_after:.1f} s after the kill; all "
-          f"{expected_jobs} jobs DONE once; the node rejoined {rejoined:.1f} s after its restart; "
+          f"{len(SITES) // DOMAINS_PER_JOB} jobs DONE once; the node rejoined {back:.1f} s after its restart; "
           f"refetched: {dict(refetched)}")
+
+
+def paused_for_want_of_a_majority(node: RabbitMQNode) -> bool:
+    """Whether the node's log says it stopped serving because it sees no majority (pause_minority)."""
+    return any("Cluster minority/secondary status detected" in path.read_text(errors="replace")
+               for path in (node.directory / "log").glob("*.log"))
+
+
+def test_a_broker_node_cut_off_mid_dispatch_pauses_and_the_majority_goes_on(cluster: Cluster, record_property):
+    harvest = "broker-node-cut-off"
+    granted_before = mid_dispatch(cluster, harvest, PARTITION_SITES)
+    queue = f"{cluster.environment}.jobs.FOCUSED"
+    leader = cluster.brokers[0].queue_leaders()[queue]
+    victim = leader.partition("@")[2]
+    cut_node = cluster.broker_node(victim)
+    majority = [node for node in cluster.brokers if node.host != victim]
+    assert not paused_for_want_of_a_majority(cut_node)
+    cluster.network.cut(victim)  # type: ignore[union-attr]
+    cut_at = time.monotonic()
+    try:
+        def new_leader() -> str | None:
+            node = majority[0].queue_leaders().get(queue)
+            return node if node and node != leader else None
+        elected = cluster.wait_for(f"a new leader of {queue} in the majority", new_leader, 60, interval=0.2)
+        elected_after = time.monotonic() - cut_at
+        cluster.wait_for("a job granted after the cut", lambda: granted_since(cluster, harvest, granted_before),
+                         RUN_TIMEOUT, interval=0.2)
+        granted_after = time.monotonic() - cut_at
+        cluster.wait_for(f"{victim} pausing (no majority in sight)", lambda: paused_for_want_of_a_majority(cut_node),
+                         60, interval=0.5)
+        paused_after = time.monotonic() - cut_at
+        assert majority[0].running_nodes() == sorted(node.node for node in majority)
+        refetched, lost = check_every_job_done_once(cluster, harvest, PARTITION_SITES)
+    finally:
+        cluster.network.restore(victim)  # type: ignore[union-attr]
+    restored_at = time.monotonic()
+    rejoined(cluster, majority[0], victim)
+    back = time.monotonic() - restored_at
+
+    figures = {"cut_off": victim, "leader_elected_s": round(elected_after, 1), "new_leader": elected,
+               "first_grant_after_cut_s": round(granted_after, 1), "paused_s": round(paused_after, 1),
+               "rejoined_s": round(back, 1), "controllers_found_lost_then_back": lost,
+               "refetched": dict(refetched)}
+    record_property("figures", figures)
+    print(f"broker node {victim}, leading {queue}, cut off mid-dispatch: {elected} leads it {elected_after:.1f} s "
+          f"later; a job granted {granted_after:.1f} s after the cut; {victim} paused {paused_after:.1f} s after "
+          f"it; all {len(PARTITION_SITES) // DOMAINS_PER_JOB} jobs DONE once; controllers found lost then back: "
+          f"{lost}; joined again, the node rejoined {back:.1f} s later; refetched: {dict(refetched)}")
