@@ -342,9 +342,10 @@ def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- replay
-def stored_payload(archive: Path, url: str) -> bytes:
-    """The payload of the first response record of ``url`` in the archive store's WARCs."""
-    for path in sorted(archive.glob("*/*/*.warc.gz")):
+def stored_payload(archive: Path, url: str, job_id: int | str = "*") -> bytes:
+    """The payload of the first response record of ``url`` in the archive store's WARCs (of job ``job_id``
+    alone, when given: the demo harvests the same pages again, each capture served anew)."""
+    for path in sorted(archive.glob(f"*/{job_id}/*.warc.gz")):
         with open(path, "rb") as stream:
             for record in ArchiveIterator(stream):
                 if record.rec_type == "response" and record.rec_headers.get_header("WARC-Target-URI") == url:
@@ -396,7 +397,7 @@ def test_the_demo_replays_what_it_harvested_on_the_port_after_the_web_uis(tmp_pa
         deadline = time.monotonic() + 30
         while (answer := replayed(seed_link))[0] != 200 and time.monotonic() < deadline:
             time.sleep(0.5)
-        assert answer == (200, stored_payload(directory / "archive", seed)), answer[0]
+        assert answer == (200, stored_payload(directory / "archive", seed, job_id)), answer[0]
 
         # a 2xx line of the crawl-log search replays the page as the site serves it
         query = urllib.parse.urlencode({"domain": "nordposten.dk", "regex": r"^\S+ +200 +\d+ \S+/artikel/12\.html "})
