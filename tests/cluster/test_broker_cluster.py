@@ -106,11 +106,37 @@ def check_every_job_done_once(cluster: Cluster, harvest: str, sites: list[int]) 
     return refetched, lost
 
 
+def job_queue(cluster: Cluster) -> str:
+    return f"{cluster.environment}.jobs.FOCUSED"
+
+
+def queue_leader(cluster: Cluster) -> tuple[str, str]:
+    """The node that leads the job queue now, and its host."""
+    leader = cluster.brokers[0].queue_leaders()[job_queue(cluster)]
+    return leader, leader.partition("@")[2]
+
+
+def taken_over(cluster: Cluster, harvest: str, granted_before: set[int], asked: RabbitMQNode, leader: str,
+               since: float) -> tuple[str, float, float]:
+    """Once another node than ``leader`` leads the job queue (as ``asked`` says) and a job not among
+    ``granted_before`` is granted: the new leader, and the seconds from ``since`` to each."""
+    queue = job_queue(cluster)
+
+    def new_leader() -> str | None:
+        node = asked.queue_leaders().get(queue)
+        return node if node and node != leader else None
+    elected = cluster.wait_for(f"a new leader of {queue}", new_leader, 60, interval=0.2)
+    elected_after = time.monotonic() - since
+    cluster.wait_for("a job granted after the fault", lambda: granted_since(cluster, harvest, granted_before),
+                     RUN_TIMEOUT, interval=0.2)
+    return elected, elected_after, time.monotonic() - since
+
+
 def rejoined(cluster: Cluster, survivor: RabbitMQNode, host: str) -> None:
     """The node on ``host`` back in the cluster, holding its share of the job queue again."""
     nodes = sorted(node.node for node in cluster.brokers)
     cluster.wait_for("the node back in the cluster", lambda: survivor.running_nodes() == nodes, 120)
-    queue = f"{cluster.environment}.jobs.FOCUSED"
+    queue = job_queue(cluster)
 
     def online() -> bool:
         listing = survivor.ctl("list_queues", "name", "online", "--no-table-headers", "--silent")
@@ -121,21 +147,12 @@ def rejoined(cluster: Cluster, survivor: RabbitMQNode, host: str) -> None:
 def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster: Cluster, record_property):
     harvest = "broker-node-killed"
     granted_before = mid_dispatch(cluster, harvest, SITES)
-    queue = f"{cluster.environment}.jobs.FOCUSED"
-    leader = cluster.brokers[0].queue_leaders()[queue]
-    victim = leader.partition("@")[2]
+    queue = job_queue(cluster)
+    leader, victim = queue_leader(cluster)
     survivor = next(node for node in cluster.brokers if node.host != victim)
     cluster.kill_host(victim)
-    killed_at = time.monotonic()
-
-    def new_leader() -> str | None:
-        node = survivor.queue_leaders().get(queue)
-        return node if node and node != leader else None
-    elected = cluster.wait_for(f"a new leader of {queue}", new_leader, 60, interval=0.2)
-    elected_after = time.monotonic() - killed_at
-    cluster.wait_for("a job granted after the kill", lambda: granted_since(cluster, harvest, granted_before),
-                     RUN_TIMEOUT, interval=0.2)
-    granted_after = time.monotonic() - killed_at
+    elected, elected_after, granted_after = taken_over(cluster, harvest, granted_before, survivor, leader,
+                                                       time.monotonic())
     refetched, lost = check_every_job_done_once(cluster, harvest, SITES)
     # the kernel of the dead host's namespace resets its connections: every client moves at once
     assert lost == [], lost
@@ -165,23 +182,16 @@ def paused_for_want_of_a_majority(node: RabbitMQNode) -> bool:
 def test_a_broker_node_cut_off_mid_dispatch_pauses_and_the_majority_goes_on(cluster: Cluster, record_property):
     harvest = "broker-node-cut-off"
     granted_before = mid_dispatch(cluster, harvest, PARTITION_SITES)
-    queue = f"{cluster.environment}.jobs.FOCUSED"
-    leader = cluster.brokers[0].queue_leaders()[queue]
-    victim = leader.partition("@")[2]
+    queue = job_queue(cluster)
+    leader, victim = queue_leader(cluster)
     cut_node = cluster.broker_node(victim)
     majority = [node for node in cluster.brokers if node.host != victim]
     assert not paused_for_want_of_a_majority(cut_node)
     cluster.network.cut(victim)  # type: ignore[union-attr]
     cut_at = time.monotonic()
     try:
-        def new_leader() -> str | None:
-            node = majority[0].queue_leaders().get(queue)
-            return node if node and node != leader else None
-        elected = cluster.wait_for(f"a new leader of {queue} in the majority", new_leader, 60, interval=0.2)
-        elected_after = time.monotonic() - cut_at
-        cluster.wait_for("a job granted after the cut", lambda: granted_since(cluster, harvest, granted_before),
-                         RUN_TIMEOUT, interval=0.2)
-        granted_after = time.monotonic() - cut_at
+        elected, elected_after, granted_after = taken_over(cluster, harvest, granted_before, majority[0], leader,
+                                                           cut_at)
         cluster.wait_for(f"{victim} pausing (no majority in sight)", lambda: paused_for_want_of_a_majority(cut_node),
                          60, interval=0.5)
         paused_after = time.monotonic() - cut_at

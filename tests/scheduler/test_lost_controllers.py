@@ -296,6 +296,19 @@ def test_a_broker_connection_lost_and_back_between_two_ticks_restarts_the_count(
         assert supervise(tick, back + timedelta(seconds=31)).interrupted == [job_id]
 
 
+def resubmitted_after_disk_lost(engine, handle, notifier, store, job_id):  # noqa: F811
+    """The job's controller registers again with its disk lost (its heartbeats name no job); a tick with
+    ``store`` claimGraceTime later resubmits the job. Returns the new job's id and the notification's body."""
+    register(handle, "ctl-1")
+    back = registered_at(engine)
+    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=1000, resubmit_lost_after=0)
+    tick = Ticker(engine, GenerationOptions(), TickOptions(lost=rule), notifier, store=store)
+    heartbeat(handle, sent_at=back + timedelta(seconds=121))
+    new_id = supervise(tick, back + timedelta(seconds=121)).resubmitted[job_id]
+    (body,) = [body for subject, body in notifier.sent if f"Job {job_id} resubmitted as job {new_id}" in subject]
+    return new_id, body
+
+
 def test_a_resubmitted_jobs_files_left_mid_upload_are_listed_in_its_sha256sums(engine, handlers, notifier,  # noqa: F811
                                                                               tmp_path):
     """The controller died mid-upload and came back with its disk lost: the WARC it had stored stays, and
@@ -310,15 +323,9 @@ def test_a_resubmitted_jobs_files_left_mid_upload_are_listed_in_its_sha256sums(e
     store.store(source, harvest_id, job_id, "1-1-20261203-00001.warc.gz")
     directory = store.job_path(harvest_id, job_id)
     assert not (directory / "SHA256SUMS").exists()
-    register(handle, "ctl-1")
-    back = registered_at(engine)
-    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=1000, resubmit_lost_after=0)
-    tick = Ticker(engine, GenerationOptions(), TickOptions(lost=rule), notifier, store=store)
-    heartbeat(handle, sent_at=back + timedelta(seconds=121))
-    new_id = supervise(tick, back + timedelta(seconds=121)).resubmitted[job_id]
+    _, body = resubmitted_after_disk_lost(engine, handle, notifier, store, job_id)
     sums = (directory / "SHA256SUMS").read_text()
     assert sums == f"{hashlib.sha256(source.read_bytes()).hexdigest()}  1-1-20261203-00001.warc.gz\n"
-    (body,) = [body for subject, body in notifier.sent if f"Job {job_id} resubmitted as job {new_id}" in subject]
     assert f"left 1 files in the archive store ({directory})" in body
 
 
@@ -331,12 +338,6 @@ def test_a_resubmission_stands_when_the_store_cannot_list_what_the_attempt_left(
     directory = store.job_path(job(engine, job_id).harvest_id, job_id)
     directory.mkdir(parents=True)
     (directory / "SHA256SUMS").write_text("not a line of sha256sum\n")  # so it cannot be read back
-    register(handle, "ctl-1")
-    back = registered_at(engine)
-    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=1000, resubmit_lost_after=0)
-    tick = Ticker(engine, GenerationOptions(), TickOptions(lost=rule), notifier, store=store)
-    heartbeat(handle, sent_at=back + timedelta(seconds=121))
-    new_id = supervise(tick, back + timedelta(seconds=121)).resubmitted[job_id]
+    new_id, body = resubmitted_after_disk_lost(engine, handle, notifier, store, job_id)
     assert job(engine, job_id).status == JobStatus.RESUBMITTED and job(engine, new_id).status == JobStatus.NEW
-    (body,) = [body for subject, body in notifier.sent if f"Job {job_id} resubmitted as job {new_id}" in subject]
     assert "could not be listed in SHA256SUMS" in body and "not a sha256sum line" in body
