@@ -1,8 +1,10 @@
 """Fixtures shared by the whole suite: settings, and a fresh harvest database per test on SQLite and on
 the real PostgreSQL.
 
-PostgreSQL: one database per test run (created here, dropped at the end); each test gets its own schema
-in it, through the connection's search_path, so tests never see each other's rows.
+A test that starts from a harvest database gets a copy of a template made once per process
+(tests/databases.py): a SQLite file, or a PostgreSQL database of its own. A test that starts from an empty
+database gets a SQLite file, or on PostgreSQL a schema of its own in the run's database (created here,
+dropped at the end), through the connection's search_path, so tests never see each other's rows.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from harvestdef.db.engine import open_engine
-from harvestdef.db.init import init_database
 from harvestdef.settings import Settings, load_settings
+from tests.databases import KINDS, Templates, install_pg_trgm
 from tests.servers import PG_ADMIN_URL, in_ci, require_postgresql
 
 SHARED_DIR = Path(__file__).resolve().parent.parent.parent / "shared"
@@ -52,27 +54,12 @@ def postgresql_database() -> Iterator[str]:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     url = make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     try:
-        _install_pg_trgm(url)
+        install_pg_trgm(url)
         yield url
     finally:
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
-
-
-def _install_pg_trgm(database_url: str) -> None:
-    """pg_trgm in a schema of its own, as sites install it: off every test's search_path, so the trigram
-    indexes must name its operator class with the schema. Created by a test's schema instead, it would go
-    with that schema's DROP ... CASCADE, and with it the trigram indexes of every other schema."""
-    owner = create_engine(database_url, isolation_level="AUTOCOMMIT")
-    try:
-        with owner.connect() as conn:
-            conn.execute(text("CREATE SCHEMA extensions"))
-            conn.execute(text("CREATE EXTENSION pg_trgm SCHEMA extensions"))
-            # the roles of the tests that are not the owner (the bulk import's) use its operator class too
-            conn.execute(text("GRANT USAGE ON SCHEMA extensions TO PUBLIC"))
-    finally:
-        owner.dispose()
 
 
 def _postgresql_schema_url(database_url: str) -> Iterator[str]:
@@ -89,14 +76,45 @@ def _postgresql_schema_url(database_url: str) -> Iterator[str]:
         owner.dispose()
 
 
+@pytest.fixture(scope="session")
+def database_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Templates]:
+    """The harvest databases this process copies for its tests (tests/databases.py)."""
+    templates = Templates(tmp_path_factory.mktemp("templates"), PG_ADMIN_URL)
+    try:
+        yield templates
+    finally:
+        templates.close()
+
+
+def database_kind(request: pytest.FixtureRequest) -> str | None:
+    """What the test's database holds at the start: the kind its ``database`` marker names
+    (``@pytest.mark.database("users")``), else a harvest database if it asks for ``engine``, else nothing."""
+    marker = request.node.get_closest_marker("database")
+    if marker is not None:
+        kind = marker.args[0]
+        if kind not in KINDS:
+            raise ValueError(f"@pytest.mark.database({kind!r}): the kinds are {', '.join(KINDS)}")
+        return kind
+    return "harvest" if "engine" in request.fixturenames else None
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty database: a SQLite file, or a fresh schema in the run's PostgreSQL database."""
+    """The test's database, a SQLite file or a PostgreSQL database: a copy of a template of the kind
+    ``database_kind`` says, or else empty (on PostgreSQL a fresh schema in the run's database)."""
+    kind = database_kind(request)
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'harvest.db'}"
-    else:
-        request.applymarker(pytest.mark.postgres)
+        if kind is None:
+            yield f"sqlite:///{tmp_path / 'harvest.db'}"
+        else:
+            yield request.getfixturevalue("database_templates").sqlite_copy(kind, tmp_path / "harvest.db")
+        return
+    request.applymarker(pytest.mark.postgres)
+    require_postgresql()
+    if kind is None:
         yield from _postgresql_schema_url(request.getfixturevalue("postgresql_database"))
+    else:
+        yield from request.getfixturevalue("database_templates").postgresql_copy(kind)
 
 
 @pytest.fixture
@@ -117,9 +135,9 @@ def settings(database_url: str) -> Settings:
 
 @pytest.fixture
 def engine(database_url: str) -> Iterator[Engine]:
-    """A harvest database with its schema and default rows, on SQLite and on PostgreSQL."""
+    """A harvest database with its schema and default rows, on SQLite and on PostgreSQL (``database_url``
+    is a copy of the template, tests/databases.py)."""
     engine = open_engine(database_url)
-    init_database(engine)
     try:
         yield engine
     finally:

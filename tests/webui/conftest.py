@@ -14,37 +14,37 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
+from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
-from harvestdef.db.init import init_database
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
+from tests.databases import PASSWORD, ROLES, Templates
 from webui import create_app
 
 if TYPE_CHECKING:
     from tests.webui.browser import ServedWebui
 
-ROLES = ("curator", "operator", "archivist", "admin")
-PASSWORD = "correct horse battery"
-
-
 def database_with_users(url: str) -> Iterator[Engine]:
-    """A harvest database at ``url`` with a user of every role, disposed of after: the ``webui_engine`` of
-    this conftest (SQLite), and of a test module that runs on both databases (``database_url``)."""
+    """The harvest database at ``url`` with a user of every role (``ROLES``, password ``PASSWORD``), opened and
+    disposed of after: the ``webui_engine`` of this conftest (SQLite), and of a test module that runs on both
+    databases (``database_url``, the module marked ``@pytest.mark.database("users")``)."""
     engine = open_engine(url)
-    init_database(engine)
-    with engine.begin() as conn:
-        users = UserRepository(conn)
-        for role in ROLES:
-            users.create(role, role, password=PASSWORD)
-    yield engine
-    engine.dispose()
+    try:
+        with engine.connect() as conn:
+            missing = set(ROLES) - set(conn.scalars(select(s.users.c.name)))
+        if missing:
+            raise AssertionError(f"{url} has no user {', '.join(sorted(missing))}: mark the test module "
+                                 "@pytest.mark.database(\"users\") so that its database_url is a copy of that template")
+        yield engine
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture
-def webui_engine(tmp_path: Path) -> Iterator[Engine]:
-    yield from database_with_users(f"sqlite:///{tmp_path / 'harvest.db'}")
+def webui_engine(tmp_path: Path, database_templates: Templates) -> Iterator[Engine]:
+    yield from database_with_users(database_templates.sqlite_copy("users", tmp_path / "harvest.db"))
 
 
 @pytest.fixture

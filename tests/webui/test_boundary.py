@@ -17,6 +17,8 @@ from harvestdef.db import schema as s
 from harvestdef.schedules import Schedule, TimeUnit
 from tests.webui.conftest import database_with_users
 
+pytestmark = pytest.mark.database("users")
+
 CXML = '<?xml version="1.0"?>\n<beans>\n  <bean id="x"/>\n</beans>\n'
 UNICODE_NAME = "skabelon-模板"
 UNICODE_FILENAME = "filename*=UTF-8''skabelon-%E6%A8%A1%E6%9D%BF"

@@ -15,6 +15,8 @@ from harvestdef.db.uniqueness import UNIQUE_KEYS
 from harvestdef.repositories.domains import DomainRepository
 from tests.webui.conftest import database_with_users
 
+pytestmark = pytest.mark.database("users")
+
 CXML = '<?xml version="1.0"?>\n<beans>\n  <bean id="x"/>\n</beans>\n'
 DATABASE_WORDS = ("UNIQUE", "constraint", "duplicate key", "domain_id", "_key")
 

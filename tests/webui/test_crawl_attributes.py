@@ -20,6 +20,8 @@ from harvestdef.repositories.harvests import HarvestRepository
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
 from tests.webui.conftest import database_with_users
 
+pytestmark = pytest.mark.database("users")
+
 
 @pytest.fixture
 def webui_engine(database_url: str) -> Iterator[Engine]:

@@ -16,6 +16,8 @@ from tests.webui.conftest import database_with_users
 from tests.webui.test_history import record_runs
 from tests.webui.test_jobs import seed
 
+pytestmark = pytest.mark.database("users")
+
 
 @pytest.fixture
 def webui_engine(database_url: str) -> Iterator[Engine]:

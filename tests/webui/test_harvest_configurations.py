@@ -16,6 +16,8 @@ from harvestdef.repositories.domains import DomainRepository
 from harvestdef.repositories.harvests import HarvestRepository
 from tests.webui.conftest import database_with_users
 
+pytestmark = pytest.mark.database("users")
+
 PATH = "/api/v1/harvests/sel/configurations/dr.dk/defaultconfig"
 PAGE = "/definitions/harvests/sel"
 REMOVE = "/definitions/harvests/sel/configurations/dr.dk/defaultconfig/remove"

@@ -26,6 +26,8 @@ from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions
 from tests.webui.conftest import database_with_users
 
+pytestmark = pytest.mark.database("users")
+
 PAGE = "/definitions/harvests/sel"
 
 

@@ -19,6 +19,8 @@ from tests.scheduler.factories import add_history, make_domain, make_selective
 from tests.webui.conftest import database_with_users
 from tests.webui.test_history import record_runs
 
+pytestmark = pytest.mark.database("users")
+
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 

@@ -30,6 +30,7 @@ from webui import create_app
 CONTROL, CHANGES = "/api/v1/jobs/{}/control", "/api/v1/jobs/{}/changes"
 # The rules of what a request may say and when are the same code whatever the database: their many cases run
 # on SQLite; storing, listing, locking and the pause state run on both databases.
+pytestmark = pytest.mark.database("users")
 SQLITE_ONLY = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 
@@ -44,10 +45,7 @@ def crawl(engine: Engine, tmp_path: Path) -> Iterator[Crawl]:
 
 
 def role_app(engine: Engine, tmp_path: Path, overrides: dict[str, Any] | None = None) -> Flask:
-    """The web UI with a user of each role (password PASSWORD), under ``overrides`` of its settings."""
-    with engine.begin() as conn:
-        for role in ROLES:
-            UserRepository(conn).create(role, role, password=PASSWORD)
+    """The web UI on ``engine`` (a user of each role, password PASSWORD), under ``overrides`` of its settings."""
     settings = load_settings(environ={}, overrides={
         "harvestsuite.webui.secretKey": "test-secret", "harvestsuite.archive.root": str(tmp_path / "archive"),
         **(overrides or {})})

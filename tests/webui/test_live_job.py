@@ -30,7 +30,6 @@ from harvestdef.messages import (
     HarvesterStatus,
 )
 from harvestdef.model.status import JobStatus
-from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
 from scheduler.dispatch import Dispatcher, DispatchOptions
 from scheduler.handlers import MessageHandlers
@@ -40,6 +39,8 @@ from tests.scheduler.factories import make_domain
 from tests.scheduler.test_intake import NAMES, claim, job, one_job, ready, register, transport  # noqa: F401
 from tests.webui.conftest import PASSWORD, csrf_of
 from webui import create_app
+
+pytestmark = pytest.mark.database("users")
 
 CONTROLLER = "ctl-1"
 LINE = "2026-03-01T12:00:0{}.000Z   200       1234 https://www.københavn.dk/page{} L http://www.københavn.dk/ " \
@@ -107,8 +108,6 @@ def start_crawl(engine: Engine, queues: Any) -> Crawl:
 
 @pytest.fixture
 def app(engine: Engine, tmp_path: Path) -> Flask:
-    with engine.begin() as conn:
-        UserRepository(conn).create("archivist", "archivist", password=PASSWORD)
     # a sample each 10 s and a page that refreshes each 5 s: the stall and the frontier report's age are judged
     # by them
     settings = load_settings(environ={}, overrides={"harvestsuite.webui.secretKey": "test-secret",

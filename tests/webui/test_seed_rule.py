@@ -29,6 +29,8 @@ from harvestdef.repositories.domains import DomainRepository
 from harvestdef.repositories.harvests import HarvestRepository
 from tests.webui.conftest import database_with_users
 
+pytestmark = pytest.mark.database("users")
+
 LONG = "http://kb.dk/" + "x" * 2100
 # (line, the reason every entry point gives for it)
 BAD_LINES = [

@@ -26,6 +26,8 @@ from tests.harvestdef.test_template_secrets import SECRET_TEMPLATE, SECRETS
 from tests.webui.conftest import database_with_users
 from tests.webui.test_jobs import seed
 
+pytestmark = pytest.mark.database("users")
+
 NOT_ADMINS = ("curator", "operator", "archivist")
 BEANS_URI = "metadata://netarkivet.dk/crawl/setup/crawler-beans.cxml?heritrixVersion=3.4.0&harvestid=1&jobid=1"
 INFO = MetadataInfo(job_id=1, harvest_id=1, harvest_num=1, organization="netarkivet.dk", heritrix_version="3.4.0",
