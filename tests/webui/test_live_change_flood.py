@@ -22,6 +22,8 @@ from harvestdef.repositories.jobchanges import JobChangeRepository
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_live_changes_api import api, crawl, role_app  # noqa: F401 - fixtures
 
+pytestmark = pytest.mark.database("users")
+
 CONTROL, CHANGES, LIVE = "/api/v1/jobs/{}/control", "/api/v1/jobs/{}/changes", "/api/v1/jobs/{}/live"
 MAX_PENDING, PAGE_SIZE = 5, 4
 

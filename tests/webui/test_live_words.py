@@ -17,7 +17,6 @@ from sqlalchemy import update
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.repositories.jobchanges import JobChangeRepository
-from harvestdef.repositories.users import UserRepository
 from tests.scheduler.test_intake import transport  # noqa: F401
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_live_job import CONTROLLER, app, client, crawl, live, queue  # noqa: F401
@@ -26,6 +25,8 @@ from webui.api import changelist, jobcontrol
 from webui.api import live as live_api
 from webui.language import COOKIE
 from webui.live_words import TEMPLATES, phrase_templates, say
+
+pytestmark = pytest.mark.database("users")
 
 
 def test_every_phrase_has_danish_words_and_says_its_english_in_english(app):  # noqa: F811
@@ -51,8 +52,6 @@ def test_every_phrase_has_danish_words_and_says_its_english_in_english(app):  # 
 @pytest.fixture
 def operator(app, engine):  # noqa: F811
     """A client logged in as an operator, who sees the control buttons, with Danish chosen."""
-    with engine.begin() as conn:
-        UserRepository(conn).create("operator", "operator", password=PASSWORD)
     browser = app.test_client()
     assert browser.post("/login", data={"name": "operator", "password": PASSWORD,
                                         "csrf_token": csrf_of(browser)}).status_code == 302

@@ -22,6 +22,8 @@ from harvestdef.repositories.jobchanges import JobChangeRepository
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_live_changes_api import api, crawl, role_app  # noqa: F401 - fixtures
 
+pytestmark = pytest.mark.database("users")
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_TEMPLATE = (ROOT / "templates" / "default_orderxml.cxml").read_text(encoding="utf-8")
 FLOORS = {"harvestsuite.liveChanges.minDelayFactor": 1.5, "harvestsuite.liveChanges.minDelayMs": 500,
