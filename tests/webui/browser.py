@@ -1,8 +1,10 @@
 """The web UI in a real browser: Debian's chromium driven by Playwright, against ``harvestsuite webui run``.
 
-``ServedWebui`` starts the web UI as an operator would: a SQLite harvest database made by
-``harvestsuite db init``, users added by ``harvestsuite users add`` (password on stdin), and
-``harvestsuite webui run`` on a free port in its own process, stopped at the end. ``launch_chromium``
+``ServedWebui`` starts the web UI as an operator would: ``harvestsuite webui run`` on a free port in its own
+process, stopped at the end, on a SQLite harvest database made as ``harvestsuite db init`` and ``harvestsuite
+users add`` make it, by the functions they call (init_database, UserRepository) in the test's process: those
+commands have tests of their own (tests/harvestdef/test_cli.py), and a process of each per test cost a browser
+test seconds of CPU. ``launch_chromium``
 starts /usr/bin/chromium by its path: ``playwright install`` downloads a browser of its own, which this
 project never does (scripts/setup.sh installs Debian's).
 
@@ -24,6 +26,9 @@ from typing import Any
 
 import pytest
 
+from harvestdef.db.engine import open_engine
+from harvestdef.db.init import init_database
+from harvestdef.repositories.users import UserRepository
 from tests.servers import in_ci
 from tests.webui.conftest import PASSWORD, ROLES
 
@@ -86,10 +91,15 @@ class ServedWebui:
         return done.stdout
 
     def __enter__(self) -> ServedWebui:
-        self.harvestsuite("db", "init")
-        for name in self.users:
-            self.harvestsuite("users", "add", name, "--role", name if name in ROLES else "curator",
-                              stdin=PASSWORD + "\n")
+        engine = open_engine(f"sqlite:///{self.directory / 'harvest.db'}")
+        try:
+            init_database(engine)
+            with engine.begin() as conn:
+                users = UserRepository(conn)
+                for name in self.users:
+                    users.create(name, name if name in ROLES else "curator", password=PASSWORD)
+        finally:
+            engine.dispose()
         with open(self.log_path, "wb") as log:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "harvestdef", *self._settings,
