@@ -34,6 +34,15 @@ def value(samples: Samples, name: str, **labels: str) -> float | None:
     return samples.get((name, frozenset(labels.items())))
 
 
+def total(samples: Samples, name: str, **labels: str) -> float:
+    """The sum of the samples ``name`` whose labels include ``labels`` (a counter over every route, say);
+    AssertionError naming the endpoint's names when there is none."""
+    found = [number for (have_name, have), number in samples.items()
+             if have_name == name and set(labels.items()) <= have]
+    assert found, f"no {name} {labels} among {sorted({have_name for have_name, _ in samples})}"
+    return sum(found)
+
+
 def scrape_until(url: str, condition: Callable[[Samples], bool], timeout: float, what: str) -> Samples:
     """Scrape ``url`` until ``condition`` holds of its samples (the endpoint may not listen yet at first)."""
     deadline = time.monotonic() + timeout
@@ -60,4 +69,4 @@ def refuses_connections(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) != 0
 
 
-__all__ = ["free_port", "refuses_connections", "scrape", "scrape_until", "value"]
+__all__ = ["free_port", "refuses_connections", "scrape", "scrape_until", "total", "value"]

@@ -14,7 +14,8 @@ The hosts (harvestdef.cluster.network) are:
   on a kernel without netem.
 
 Every scheduler, controller and the web UI serves its /metrics (docs/metrics.md) on port ``METRICS_PORT``
-of its host's address, which the machine reaches (``metrics``), as a Prometheus server would.
+of its host's address (``metrics_url``), which the machine reaches over the host's link, as a Prometheus
+server would.
 
 The archive store is one directory of the machine, which every host sees, as harvesters see a shared
 mount. Every role is the real ``harvestsuite`` command, started with ``ip netns exec`` and given its
@@ -37,8 +38,6 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from harvestdef.cluster.network import Network, NetworkError
 from harvestdef.cluster.services import HostProcess, PostgreSQLServer, RabbitMQNode, listening, wait_until
@@ -322,14 +321,6 @@ class Cluster:
         """The /metrics address of the role on ``host``."""
         assert self.network is not None
         return f"http://{self.network.address(host)}:{METRICS_PORT}/metrics"
-
-    def metrics(self, host: str) -> list[tuple[str, dict[str, str], float]]:
-        """The samples (name, labels, value) ``host``'s role serves at /metrics, scraped from the machine
-        over the host's link."""
-        with urllib.request.urlopen(self.metrics_url(host), timeout=10) as response:
-            text = response.read().decode("utf-8")
-        return [(sample.name, dict(sample.labels), sample.value)
-                for family in text_string_to_metric_families(text) for sample in family.samples]
 
     def page(self, path: str) -> str:
         """A page of the web UI, as the admin sees it (its API token)."""

@@ -18,6 +18,7 @@ import pytest
 
 from harvestdef.cluster.cluster import Cluster
 from tests.cluster.conftest import define_selective
+from tests.metricscrape import Samples, scrape, total
 
 pytestmark = pytest.mark.cluster
 
@@ -26,11 +27,9 @@ TAKEOVER_LIMIT = 60.0   # the server's ~30 s and the standby's next try, with ro
 LEADER = re.compile(r"^(\S+ \S+).*scheduler (\S+) is now the leader", re.MULTILINE)
 
 
-def value(samples: list[tuple[str, dict[str, str], float]], name: str, **labels: str) -> float:
-    """The value of the sample ``name`` with (at least) ``labels``; AssertionError when there is none."""
-    found = [v for n, have, v in samples if n == name and labels.items() <= have.items()]
-    assert found, f"no {name} {labels} among {sorted({n for n, _, _ in samples})}"
-    return sum(found)
+def scraped(cluster: Cluster, host: str) -> Samples:
+    """What ``host``'s role serves at /metrics, scraped from the machine over the host's link."""
+    return scrape(cluster.metrics_url(host), timeout=10)
 
 
 def figures_on_the_system_page(cluster: Cluster) -> dict[str, str]:
@@ -63,7 +62,7 @@ def test_the_standby_leads_when_the_leader_is_cut_off_and_the_old_leader_does_no
     old = first[0][1]
     standby = next(host for host in cluster.scheduler_hosts if host != old)
     old_log = cluster.processes[f"scheduler-{old}"]
-    assert [value(cluster.metrics(host), "harvestsuite_scheduler_leader") for host in (old, standby)] == [1, 0]
+    assert [total(scraped(cluster, host), "harvestsuite_scheduler_leader") for host in (old, standby)] == [1, 0]
     assert figures_on_the_system_page(cluster) == {old: "leading", standby: "waiting to lead"}
     cluster.network.cut(old)
     cut_at = time.monotonic()
@@ -75,9 +74,9 @@ def test_the_standby_leads_when_the_leader_is_cut_off_and_the_old_leader_does_no
         took_over = time.monotonic() - cut_at
         assert leaders(cluster)[-1][1] == standby
         # the new leader says so at /metrics; the System page shows it leading and the old one unreachable
-        cluster.wait_for(f"{standby}'s metrics saying it leads", lambda: value(
-            cluster.metrics(standby), "harvestsuite_scheduler_leader") == 1, 30)
-        assert value(cluster.metrics(standby), "harvestsuite_scheduler_leadership_terms_total") == 1
+        cluster.wait_for(f"{standby}'s metrics saying it leads", lambda: total(
+            scraped(cluster, standby), "harvestsuite_scheduler_leader") == 1, 30)
+        assert total(scraped(cluster, standby), "harvestsuite_scheduler_leadership_terms_total") == 1
         assert figures_on_the_system_page(cluster) == {old: "cannot be read", standby: "leading"}
         (job,) = cluster.wait_for("the harvest's job", lambda: cluster.api(
             "GET", "/jobs?harvest=cluster-leader-cut&limit=10")["items"], 60)
@@ -100,9 +99,9 @@ def test_the_standby_leads_when_the_leader_is_cut_off_and_the_old_leader_does_no
     assert [host for _, host in leaders(cluster)] == [old, standby], leaders(cluster)
     assert "another scheduler is the leader" in old_log.text()[cut_log_length:], old_log.tail(40)
     # the old leader, reached again, says it waits, having led once; the page agrees
-    old_figures = cluster.metrics(old)
-    assert value(old_figures, "harvestsuite_scheduler_leader") == 0
-    assert value(old_figures, "harvestsuite_scheduler_leadership_terms_total") == 1
+    old_figures = scraped(cluster, old)
+    assert total(old_figures, "harvestsuite_scheduler_leader") == 0
+    assert total(old_figures, "harvestsuite_scheduler_leadership_terms_total") == 1
     assert figures_on_the_system_page(cluster) == {old: "waiting to lead", standby: "leading"}
     measured = every_machine_measured(cluster, detail)
     figures = {"takeover_s": round(took_over, 1), "old_leader_noticed_s": round(noticed, 1),
@@ -118,24 +117,24 @@ def every_machine_measured(cluster: Cluster, detail: dict[str, Any]) -> dict[str
     upload; the web UI counts the API's requests by route."""
     crawled = {}
     for host in cluster.harvester_hosts:
-        samples = cluster.metrics(host)
-        assert value(samples, "harvestsuite_harvester_info", controller_id=cluster.controller_id(host),
+        samples = scraped(cluster, host)
+        assert total(samples, "harvestsuite_harvester_info", controller_id=cluster.controller_id(host),
                      host=host) == 1
-        assert sum(v for n, _, v in samples if n == "harvestsuite_harvester_state") == 1, "one state at a time"
-        assert value(samples, "harvestsuite_harvester_disk_free_bytes") > 0
+        assert total(samples, "harvestsuite_harvester_state") == 1, "one state at a time"
+        assert total(samples, "harvestsuite_harvester_disk_free_bytes") > 0
         if cluster.controller_id(host) == detail["controller"]:
-            crawled = {"urls_fetched": value(samples, "harvestsuite_harvester_urls_fetched_total"),
-                       "written_bytes": value(samples, "harvestsuite_harvester_written_bytes_total"),
-                       "uploads": value(samples, "harvestsuite_harvester_upload_duration_seconds_count"),
-                       "done": value(samples, "harvestsuite_harvester_jobs_finished_total", status="DONE")}
+            crawled = {"urls_fetched": total(samples, "harvestsuite_harvester_urls_fetched_total"),
+                       "written_bytes": total(samples, "harvestsuite_harvester_written_bytes_total"),
+                       "uploads": total(samples, "harvestsuite_harvester_upload_duration_seconds_count"),
+                       "done": total(samples, "harvestsuite_harvester_jobs_finished_total", status="DONE")}
     assert crawled, f"no controller's figures for {detail['controller']}"
     objects = sum(row["objectcount"] for number in SITES
                   for row in cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
                   if row["job_id"] == detail["job_id"])
     assert crawled["done"] >= 1 and crawled["uploads"] >= 1, crawled
     assert crawled["urls_fetched"] >= objects and crawled["written_bytes"] > 0, (crawled, objects)
-    ui = cluster.metrics("ui")
-    assert value(ui, "harvestsuite_webui_requests_total", status="200") > 0
-    assert value(ui, "harvestsuite_webui_request_duration_seconds_count") > 0
+    ui = scraped(cluster, "ui")
+    assert total(ui, "harvestsuite_webui_requests_total", status="200") > 0
+    assert total(ui, "harvestsuite_webui_request_duration_seconds_count") > 0
     return crawled
 
