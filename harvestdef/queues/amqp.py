@@ -73,6 +73,7 @@ log = logging.getLogger(__name__)
 
 _serials = itertools.count(1)
 QUEUE_TYPES = ("classic", "quorum")
+NACK_RETRY_DELAY = 0.5  # seconds between publishes of a message the broker refused, within publish_timeout
 _BROKER_HEADERS = frozenset({"x-delivery-count"})
 
 
@@ -402,12 +403,32 @@ class AmqpTransport(Transport):
             if op is None:
                 continue
             if not acked:
-                slot.fail(op, QueueError(f"{op.what}: RabbitMQ refused the message (Basic.Nack)"))
+                self._refused(slot, op)
             elif op.returned:
                 self._link.declared.discard(op.queue)
                 self._link.run_op(slot, op)
             else:
                 slot.finish(op, None)
+
+    def _refused(self, slot: Slot, op: Op) -> None:
+        """A publish the broker nacked: publish it again after NACK_RETRY_DELAY, until the op's deadline
+        (publish_timeout). A quorum queue nacks while it has no leader, for seconds after its leader's node
+        is lost, and a queue that rejects publishes when full nacks until it has room: neither loses the
+        message once it is taken, so the caller is answered only when it is, or when time is up."""
+        if time.monotonic() + NACK_RETRY_DELAY >= op.deadline:
+            slot.fail(op, QueueError(f"{op.what}: RabbitMQ refused the message (Basic.Nack) until the publish "
+                                     "timeout (harvestsuite.queue.publishTimeout) ran out"))
+            return
+        log.warning("%s: RabbitMQ refused the message (Basic.Nack); publishing it again in %.1f s",
+                    op.what, NACK_RETRY_DELAY)
+
+        generation = slot.generation
+
+        def again() -> None:
+            # a channel lost meanwhile has run the op again on the new one already
+            if slot.generation == generation and slot.ready and slot.channel is not None:
+                self._link.run_op(slot, op)
+        self._link.ioloop.call_later(NACK_RETRY_DELAY, functools.partial(self._link.guarded, again))
 
     def _run_get(self, op: Op, channel: Channel) -> None:
         slot = self._consumer

@@ -11,6 +11,9 @@ leader and go on; the cut node, seeing no majority, stops serving (``pause_minor
 were on it find their connection dead by its AMQP heartbeat and go on with a node of the majority. Joined
 again, the node rejoins by itself, and again every job is DONE once.
 
+Last, the node leading the job queue is killed once more, a third harvest handed out meanwhile: the third
+fault of the cluster's life, after two rejoins.
+
 The figures (leader elected, first job granted after the fault, node back) are printed with -s and
 written into the test's report."""
 
@@ -38,6 +41,7 @@ pytestmark = pytest.mark.cluster
 
 SITES = list(range(1, 28))  # 27 sites, 3 a job: 9 jobs for 3 controllers, so most wait their turn
 PARTITION_SITES = list(range(28, 55))  # as many again, so each harvest's fetches are its own
+THIRD_SITES = list(range(55, 82))
 DOMAINS_PER_JOB = 3
 WAITING = ("NEW", "SUBMITTED")
 
@@ -47,7 +51,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A cluster of its own: three broker nodes, three harvesters, a few sites."""
     require_namespaces()
     system = Cluster(Path(tmp_path_factory.mktemp("broker-cluster")), harvesters=3,
-                     sites=len(SITES) + len(PARTITION_SITES),
+                     sites=len(SITES) + len(PARTITION_SITES) + len(THIRD_SITES),
                      site_delay=0.5, brokers=3,
                      sets={"harvester.scheduler.jobGen.class": "FixedDomainConfigurationCountJobGenerator",
                            "harvester.scheduler.jobGen.config.fixedDomainCountFocused": DOMAINS_PER_JOB})
@@ -144,16 +148,17 @@ def rejoined(cluster: Cluster, survivor: RabbitMQNode, host: str) -> None:
     cluster.wait_for(f"the job queue online on {host} again", online, 60)
 
 
-def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster: Cluster, record_property):
-    harvest = "broker-node-killed"
-    granted_before = mid_dispatch(cluster, harvest, SITES)
+def kill_the_queue_leader(cluster: Cluster, harvest: str, sites: list[int]) -> dict[str, object]:
+    """Kill the host of the node leading the job queue while the harvest's jobs are handed out; check every
+    job DONE once, start the node again and wait for it to rejoin. The figures."""
+    granted_before = mid_dispatch(cluster, harvest, sites)
     queue = job_queue(cluster)
     leader, victim = queue_leader(cluster)
     survivor = next(node for node in cluster.brokers if node.host != victim)
     cluster.kill_host(victim)
     elected, elected_after, granted_after = taken_over(cluster, harvest, granted_before, survivor, leader,
                                                        time.monotonic())
-    refetched, lost = check_every_job_done_once(cluster, harvest, SITES)
+    refetched, lost = check_every_job_done_once(cluster, harvest, sites)
     # the kernel of the dead host's namespace resets its connections: every client moves at once
     assert lost == [], lost
 
@@ -162,15 +167,17 @@ def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster
     cluster.broker_node(victim).restart()
     rejoined(cluster, survivor, victim)
     back = time.monotonic() - restarted_at
-
-    figures = {"killed": victim, "leader_elected_s": round(elected_after, 1), "new_leader": elected,
-               "first_grant_after_kill_s": round(granted_after, 1), "rejoined_s": round(back, 1),
-               "refetched": dict(refetched)}
-    record_property("figures", figures)
     print(f"broker node {victim}, leading {queue}, killed mid-dispatch: {elected} leads it "
           f"{elected_after:.1f} s later; a job granted {granted_after:.1f} s after the kill; all "
-          f"{len(SITES) // DOMAINS_PER_JOB} jobs DONE once; the node rejoined {back:.1f} s after its restart; "
+          f"{len(sites) // DOMAINS_PER_JOB} jobs DONE once; the node rejoined {back:.1f} s after its restart; "
           f"refetched: {dict(refetched)}")
+    return {"killed": victim, "leader_elected_s": round(elected_after, 1), "new_leader": elected,
+            "first_grant_after_kill_s": round(granted_after, 1), "rejoined_s": round(back, 1),
+            "refetched": dict(refetched)}
+
+
+def test_a_broker_node_killed_mid_dispatch_loses_no_job_and_doubles_none(cluster: Cluster, record_property):
+    record_property("figures", kill_the_queue_leader(cluster, "broker-node-killed", SITES))
 
 
 def paused_for_want_of_a_majority(node: RabbitMQNode) -> bool:
@@ -212,3 +219,9 @@ def test_a_broker_node_cut_off_mid_dispatch_pauses_and_the_majority_goes_on(clus
           f"later; a job granted {granted_after:.1f} s after the cut; {victim} paused {paused_after:.1f} s after "
           f"it; all {len(PARTITION_SITES) // DOMAINS_PER_JOB} jobs DONE once; controllers found lost then back: "
           f"{lost}; joined again, the node rejoined {back:.1f} s later; refetched: {dict(refetched)}")
+
+
+def test_a_third_node_fault_after_two_rejoins_loses_no_job_and_doubles_none(cluster: Cluster, record_property):
+    """The leader of the job queue killed once more, after the kill and the partition above and their two
+    rejoins: a cluster that has healed twice must hand out a third harvest as it did the first."""
+    record_property("figures", kill_the_queue_leader(cluster, "broker-node-killed-again", THIRD_SITES))

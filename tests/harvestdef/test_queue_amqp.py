@@ -465,3 +465,58 @@ def test_describe_digs_the_reason_out_of_pikas_wrappers() -> None:
     assert describe(refused) == "ConnectionRefusedError: [Errno 111] Connection refused"
     closed = pika.exceptions.ChannelClosedByBroker(406, "PRECONDITION_FAILED - x")
     assert describe(closed) == "406 PRECONDITION_FAILED - x"
+
+
+
+@contextlib.contextmanager
+def refusing_when_full(queue: str) -> Iterator[None]:
+    """A policy on ``queue``: one message at most, a publish beyond it refused (Basic.Nack), as a quorum
+    queue refuses them while it has no leader. Removed after."""
+    name = f"full-{queue}"
+    rabbitmqctl("set_policy", name, f"^{re.escape(queue)}$",
+                '{"max-length": 1, "overflow": "reject-publish"}', "--apply-to", "queues")
+    try:
+        yield
+    finally:
+        rabbitmqctl("clear_policy", name)
+
+
+
+def policy_applied(queue: str) -> bool:
+    listing = rabbitmqctl("list_queues", "name", "policy", "--no-table-headers", "--silent")
+    return f"{queue}\tfull-{queue}" in listing.splitlines()
+
+
+def test_a_refused_publish_is_published_again_until_the_broker_takes_it(open_transport: OpenTransport,
+                                                                        new_queue: NewQueue, caplog) -> None:
+    queue = new_queue()
+    transport, reader = open_transport(publish_timeout=30), open_transport()
+    transport.publish(queue, b"first")
+    with refusing_when_full(queue):
+        wait_until(lambda: policy_applied(queue), what="the policy applied")
+        with caplog.at_level(logging.WARNING, logger="harvestdef.queues.amqp"):
+            publishing = threading.Thread(target=transport.publish, args=(queue, b"second"))
+            publishing.start()
+            wait_until(lambda: caplog.text.count("refused the message (Basic.Nack)") >= 2,
+                       what="the second message refused twice")
+            assert publishing.is_alive()  # the caller still waits: nothing has taken its message
+            first = reader.get(queue)
+            assert first is not None and first.body == b"first"
+            reader.ack(first)  # room again: the next publish of "second" is taken
+            publishing.join(timeout=30)
+            assert not publishing.is_alive()
+        second = reader.get(queue)
+        assert second is not None and second.body == b"second"
+        reader.ack(second)
+        assert reader.get(queue) is None  # taken once
+
+
+def test_a_publish_refused_until_the_timeout_fails_saying_so(open_transport: OpenTransport,
+                                                             new_queue: NewQueue) -> None:
+    queue = new_queue()
+    transport = open_transport(publish_timeout=3)
+    transport.publish(queue, b"first")
+    with refusing_when_full(queue):
+        wait_until(lambda: policy_applied(queue), what="the policy applied")
+        with pytest.raises(QueueError, match=r"refused the message \(Basic.Nack\) until the publish timeout"):
+            transport.publish(queue, b"second")
