@@ -100,6 +100,9 @@ def cli(ctx: click.Context, config_file: str | None, sets: tuple[str, ...], verb
         # pika logs every failed connection attempt and closed channel as an error; the queue transport says
         # what happened and what it does about it in one line of its own
         logging.getLogger("pika").setLevel(logging.CRITICAL)
+        # APScheduler logs two lines at INFO for every run of every job (the scheduler's tick each second):
+        # they would bury what the scheduler says itself
+        logging.getLogger("apscheduler.executors").setLevel(logging.WARNING)
     settings = load_settings(config_file, overrides=_parse_sets(sets))
     log_effective(settings)
     app = AppContext(settings)

@@ -364,9 +364,20 @@ class Link:
         for op in list(slot.ops.values()):
             self.run_op(slot, op)
 
+    def renew_channel(self, slot: Slot, why: str) -> None:
+        """Close ``slot``'s channel and open a new one at once, where its unfinished ops run again. Several
+        asking before the old one is closed get one new channel."""
+        channel = slot.channel
+        if channel is None or not channel.is_open or slot.renewing:
+            return  # gone or going already: its ops run again on the next one
+        log.info("opening a new %s channel: %s", slot.name, why)
+        slot.renewing = True
+        channel.close()
+
     def _on_channel_closed(self, slot: Slot, channel: Channel, reason: BaseException) -> None:
         if slot.channel is not channel:
             return
+        renewed = slot.renewing
         failure_handler = _request_at_fault(slot, reason)
         slot.lost()
         self._user.channel_lost(slot)
@@ -377,6 +388,9 @@ class Link:
             return  # the connection is going: its own callback reports it and reconnects
         if isinstance(reason, pika.exceptions.ChannelClosedByBroker) and reason.reply_code == 404:
             self.declared.clear()  # a queue we declared has been deleted meanwhile
+        if renewed:
+            self._open_channel(slot)
+            return
         now = time.monotonic()
         # Reopen at once, unless the channel keeps being closed: then back off, up to 5 s.
         slot.reopen_delay = min(slot.reopen_delay * 2, 5.0) if now - slot.last_reopen < 2.0 else 0.1

@@ -68,6 +68,8 @@ class Slot:
         self.channel: Channel | None = None
         self.opening = False
         self.ready = False
+        # Closed by us (Link.renew_channel) to be opened again at once.
+        self.renewing = False
         self.generation = 0
         self.last_reopen = 0.0
         self.reopen_delay = 0.1
@@ -93,6 +95,7 @@ class Slot:
         self.channel = None
         self.opening = False
         self.ready = False
+        self.renewing = False
         self.generation += 1
         self.rpc_failure_handlers.clear()
         self.declaring.clear()

@@ -411,23 +411,28 @@ class AmqpTransport(Transport):
                 slot.finish(op, None)
 
     def _refused(self, slot: Slot, op: Op) -> None:
-        """A publish the broker nacked: publish it again after NACK_RETRY_DELAY, until the op's deadline
-        (publish_timeout). A quorum queue nacks while it has no leader, for seconds after its leader's node
-        is lost, and a queue that rejects publishes when full nacks until it has room: neither loses the
-        message once it is taken, so the caller is answered only when it is, or when time is up."""
+        """A publish the broker nacked: publish it again after NACK_RETRY_DELAY on a new channel, until the
+        op's deadline (publish_timeout). A quorum queue nacks while it has no leader, for seconds after its
+        leader's node is lost, and a queue that rejects publishes when full nacks until it has room: neither
+        loses the message once it is taken, so the caller is answered only when it is, or when time is up.
+
+        The channel is renewed because the broker keeps per channel what it knows of a quorum queue's
+        leader: RabbitMQ 3.10 went on refusing, for minutes after the new leader was elected, every publish
+        of a channel whose first publish had come while the queue had no leader, while a new channel on the
+        same node was served at once."""
         if time.monotonic() + NACK_RETRY_DELAY >= op.deadline:
             slot.fail(op, QueueError(f"{op.what}: RabbitMQ refused the message (Basic.Nack) until the publish "
                                      "timeout (harvestsuite.queue.publishTimeout) ran out"))
             return
-        log.warning("%s: RabbitMQ refused the message (Basic.Nack); publishing it again in %.1f s",
-                    op.what, NACK_RETRY_DELAY)
-
+        log.warning("%s: RabbitMQ refused the message (Basic.Nack); publishing it again on a new channel in "
+                    "%.1f s", op.what, NACK_RETRY_DELAY)
         generation = slot.generation
 
         def again() -> None:
-            # a channel lost meanwhile has run the op again on the new one already
-            if slot.generation == generation and slot.ready and slot.channel is not None:
-                self._link.run_op(slot, op)
+            # A channel lost meanwhile has run the op again on the new one already; the new channel runs it
+            # (with every other unfinished op of the old one) once it is open.
+            if slot.generation == generation:
+                self._link.renew_channel(slot, f"{op.what} was refused")
         self._link.ioloop.call_later(NACK_RETRY_DELAY, functools.partial(self._link.guarded, again))
 
     def _run_get(self, op: Op, channel: Channel) -> None:

@@ -494,11 +494,15 @@ def test_a_refused_publish_is_published_again_until_the_broker_takes_it(open_tra
     transport.publish(queue, b"first")
     with refusing_when_full(queue):
         wait_until(lambda: policy_applied(queue), what="the policy applied")
-        with caplog.at_level(logging.WARNING, logger="harvestdef.queues.amqp"):
+        with caplog.at_level(logging.INFO, logger="harvestdef.queues"):
             publishing = threading.Thread(target=transport.publish, args=(queue, b"second"))
             publishing.start()
             wait_until(lambda: caplog.text.count("refused the message (Basic.Nack)") >= 2,
                        what="the second message refused twice")
+            # each time on a new channel: RabbitMQ may go on refusing a channel's publishes to a quorum
+            # queue after the queue has a leader again
+            wait_until(lambda: caplog.text.count("opening a new publishing channel") >= 2,
+                       what="the publishing channel renewed twice")
             assert publishing.is_alive()  # the caller still waits: nothing has taken its message
             first = reader.get(queue)
             assert first is not None and first.body == b"first"
@@ -509,6 +513,9 @@ def test_a_refused_publish_is_published_again_until_the_broker_takes_it(open_tra
         assert second is not None and second.body == b"second"
         reader.ack(second)
         assert reader.get(queue) is None  # taken once
+    transport.publish(queue, b"third")  # the renewed channel publishes on
+    third = reader.get(queue)
+    assert third is not None and third.body == b"third"
 
 
 def test_a_publish_refused_until_the_timeout_fails_saying_so(open_transport: OpenTransport,
