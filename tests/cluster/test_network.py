@@ -158,7 +158,9 @@ def test_a_delay_is_added_each_way_or_refused_naming_netem(two_hosts):
     # connect and answer: a SYN, a SYN-ACK, data back, each crossing beta's link once, 150 ms each way
     slow = float(connect(network, "alpha", "beta", timeout=5)[2])
     network.unshape("beta")
-    fast = float(connect(network, "alpha", "beta", timeout=5)[2])
+    # the fastest of three: a delay only adds, and on a loaded machine one connect (a process started, a
+    # name resolved, a listener woken) may wait its turn for a core longer than the link would hold it
+    fast = min(float(connect(network, "alpha", "beta", timeout=5)[2]) for _ in range(3))
     assert slow >= 0.3 and fast < 0.1, (slow, fast)
 
 
