@@ -50,7 +50,9 @@ def steered_job(tmp_path: Path, poll_ms: int) -> Iterator[tuple[ServedWebui, Cra
 def operator_page_of(browser: Any, webui: ServedWebui) -> Iterator[Any]:
     """A 1280 px page logged in as an operator, its browser context closed after the test."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=webui.url)
-    context.set_default_timeout(15_000)
+    # a wait here spans a poll or two of the page and the web UI's answer to each; with the suite's four
+    # workers on two cores one of them took longer than 15 s
+    context.set_default_timeout(30_000)
     page = context.new_page()
     try:
         log_in(page, webui.url, "operator")
