@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -73,12 +75,13 @@ from harvestdef.errors import (
     StaleJobError,
     ValidationError,
 )
-from harvestdef.model.controllers import LostControllerRule, has_left_job, last_sign_of_life
+from harvestdef.model.controllers import HEARING_ALL_ALONG, Hearing, LostControllerRule, has_left_job, last_sign_of_life
 from harvestdef.model.definitions import RunOutlook
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, JobTransitionReason
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.harvests import HarvestRepository
+from harvestdef.repositories.hearing import write_hearing
 from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.schedules import scheduler_zone
@@ -157,8 +160,9 @@ class Ticker:
 
     def __init__(self, engine: Engine, generation: GenerationOptions, options: TickOptions, notifier: Notifier,
                  readiness: JobReadiness | None = None, transport: Transport | None = None,
-                 names: QueueNames | None = None, store: ArchiveStore | None = None) -> None:
+                 names: QueueNames | None = None, store: ArchiveStore | None = None, holder: str = "") -> None:
         self.engine = engine
+        self.holder = holder or f"{socket.gethostname()}:{os.getpid()}"  # named in scheduler_hearing
         self.store = store  # where a resubmitted job's abandoned attempt may have left files (_seal_abandoned)
         self.transport = transport  # with names: lets supervision see job queues that are empty
         self.names = names
@@ -168,9 +172,10 @@ class Ticker:
         self.readiness = readiness
         self._running = threading.Lock()
         # The scheduler's own hearing: while its broker connection is down no heartbeat can reach it, so
-        # silence then says nothing of the controllers (_hearing).
-        self._deaf_since: datetime | None = None
-        self._hearing_since: datetime | None = None
+        # silence then says nothing of the controllers (_hearing); written to scheduler_hearing as it changes
+        # (and by each new leader once), so the web UI judges silence by it too.
+        self._heard: Hearing = HEARING_ALL_ALONG
+        self._heard_written: Hearing | None = None
         self._opened_seen: int | None = None
 
     def tick(self, now: datetime | None = None) -> TickReport:
@@ -267,33 +272,33 @@ class Ticker:
 
     def _hearing(self, now: datetime) -> bool:
         """Whether heartbeats can reach this scheduler now: its broker connection is up (the embedded queue
-        always is). Once it is back after an outage, ``_hearing_since`` holds when, and a controller's
-        silence is counted from then at the earliest (``_counted``): the heartbeats of the outage were
+        always is). Once it is back after an outage, ``_heard.hearing_since`` holds when, and a controller's
+        silence is counted from then at the earliest (Hearing.counted): the heartbeats of the outage were
         never delivered, and the controllers that sent them need not be lost."""
         connected = True if self.transport is None else bool(getattr(self.transport, "is_connected", True))
         if not connected:
-            if self._deaf_since is None:
-                self._deaf_since = now
+            if not self._heard.deaf:
+                self._heard = Hearing(deaf_since=now)
                 log.warning("the scheduler does not reach the broker: no heartbeat can come in, so no controller "
                             "is counted lost and no job resubmitted for its silence until the connection is back")
-            self._hearing_since = None
             return False
         # An outage that began and ended between two ticks shows only in the count of connections opened.
         opened = getattr(self.transport, "connections_opened", None)
         reconnected = opened is not None and self._opened_seen is not None and opened > self._opened_seen
         self._opened_seen = opened
-        if self._deaf_since is not None or reconnected:
+        if self._heard.deaf or reconnected:
+            deaf_since = self._heard.deaf_since
             log.warning("the scheduler reaches the broker again%s; controllers' silence is counted from now",
-                        "" if self._deaf_since is None else f" after {(now - self._deaf_since).total_seconds():.0f} s")
-            self._deaf_since = None
-            self._hearing_since = now
+                        "" if deaf_since is None else f" after {(now - deaf_since).total_seconds():.0f} s")
+            self._heard = Hearing(hearing_since=now)
         return True
 
-    def _counted(self, last_sign: datetime | None) -> datetime | None:
-        """A controller's last sign of life as supervision counts it: not before the scheduler heard again."""
-        if self._hearing_since is None:
-            return last_sign
-        return self._hearing_since if last_sign is None else max(last_sign, self._hearing_since)
+    def _record_hearing(self, conn: Connection, now: datetime) -> None:
+        """Write the hearing to scheduler_hearing if it changed since written (or was never written by this
+        scheduler: an earlier leader's row says nothing of this one's connection)."""
+        if self._heard != self._heard_written:
+            write_hearing(conn, self._heard, self.holder, now)
+            self._heard_written = self._heard
 
     def _mark_lost(self, conn: Connection, jobs: JobRepository, now: datetime, report: TickReport,
                    lost: list[tuple[int, str, str]]) -> list[tuple[int, str]]:
@@ -304,7 +309,9 @@ class Ticker:
         controller states its own interval."""
         j, h = s.jobs, s.harvesters
         rule = self.options.lost
-        if not self._hearing(now):
+        hearing = self._hearing(now)
+        self._record_hearing(conn, now)
+        if not hearing:
             return []
         running = conn.execute(
             select(j.c.job_id, j.c.attempt_id, j.c.controller, j.c.startdate, j.c.interrupted,
@@ -314,7 +321,7 @@ class Ticker:
         overdue: list[tuple[int, str]] = []
         for row in running:
             last_sign = last_sign_of_life(row.last_heartbeat, row.startdate)
-            if not rule.is_lost(self._counted(last_sign), row.heartbeat_interval, now):
+            if not rule.is_lost(last_sign, row.heartbeat_interval, now, self._heard):
                 continue
             if not row.interrupted and jobs.set_interrupted(row.job_id, row.attempt_id, True):
                 JobEventRepository(conn).record(
@@ -326,8 +333,8 @@ class Ticker:
                 lost.append((row.job_id, row.controller or "an unknown controller",
                              f"silent since {when(last_sign)}" if last_sign else "never heard from"))
                 report.interrupted.append(row.job_id)
-            counted = self._counted(last_sign)
-            if counted is None or rule.needs_resubmission(counted, row.heartbeat_interval, now):
+            counted = self._heard.counted(last_sign)
+            if counted is None or rule.needs_resubmission(counted, row.heartbeat_interval, now, self._heard):
                 overdue.append((row.job_id, row.attempt_id))
         return overdue
 
@@ -350,8 +357,8 @@ class Ticker:
                 last_heartbeat = controller.last_heartbeat if controller is not None else None
                 interval = controller.heartbeat_interval if controller is not None else None
                 last_sign = last_sign_of_life(last_heartbeat, job.startdate)
-                counted = self._counted(last_sign)
-                if counted is not None and not rule.needs_resubmission(counted, interval, now):
+                counted = self._heard.counted(last_sign)
+                if counted is not None and not rule.needs_resubmission(counted, interval, now, self._heard):
                     return
                 silent = f"silent since {when(last_sign)}" if last_sign else "never heard from"
                 new_job = self._resubmit_abandoned(conn, jobs, job, now, f"its controller {job.controller} stayed "
@@ -505,8 +512,8 @@ class Ticker:
         for channels, last_heartbeat, registered_at, interval in conn.execute(select(
                 h.c.channels, h.c.last_heartbeat, h.c.registered_at, h.c.heartbeat_interval)
                 .where(h.c.accepted.is_(True))):
-            if not self.options.lost.is_lost(self._counted(last_sign_of_life(last_heartbeat, registered_at)),
-                                             interval, now):
+            if not self.options.lost.is_lost(last_sign_of_life(last_heartbeat, registered_at), interval, now,
+                                             self._heard):
                 served.update(name for name in channels.split(",") if name)
         return served
 

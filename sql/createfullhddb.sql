@@ -333,6 +333,15 @@ CREATE TABLE scheduler_lock (
 	PRIMARY KEY (name)
 );
 
+CREATE TABLE scheduler_hearing (
+	name VARCHAR(100) NOT NULL, 
+	holder VARCHAR(300) NOT NULL, 
+	deaf_since TIMESTAMP WITHOUT TIME ZONE, 
+	hearing_since TIMESTAMP WITHOUT TIME ZONE, 
+	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	PRIMARY KEY (name)
+);
+
 CREATE TABLE harvesters (
 	controller_id VARCHAR(100) NOT NULL, 
 	host VARCHAR(300) NOT NULL, 
@@ -986,6 +995,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0028_job_dedup_sources');
+INSERT INTO alembic_version (version_num) VALUES ('0029_scheduler_hearing');
 
 COMMIT;

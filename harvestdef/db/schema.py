@@ -588,6 +588,18 @@ scheduler_lock = Table(
     Column("expires_at", UTCDateTime, nullable=False),
 )
 
+# Whether the leading scheduler can hear the controllers' heartbeats (harvestdef/model/controllers.py,
+# Hearing): one row, written by the leader as its broker connection goes and comes back, so the web UI judges
+# a controller's silence as the scheduler does.
+scheduler_hearing = Table(
+    "scheduler_hearing", metadata,
+    Column("name", String(100), primary_key=True),
+    Column("holder", String(300), nullable=False),
+    Column("deaf_since", UTCDateTime),  # its broker connection down since then; NULL: connected
+    Column("hearing_since", UTCDateTime),  # connected again since then, after an outage; NULL: no outage
+    Column("changed_at", UTCDateTime, nullable=False),
+)
+
 # Why a harvest definition is waiting, was deactivated or failed to generate, for the UI and API.
 harvest_state = Table(
     "harvest_state", metadata,

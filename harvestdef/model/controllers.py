@@ -7,9 +7,12 @@ a controller with a longer interval lost while it is well. A controller that sta
 is judged by the scheduler's ``harvestsuite.harvester.heartbeatInterval``.
 
 Silence is counted from the controller's last sign of life: its newest heartbeat, or, for a job, the
-job's start if that is later (the controller reported STARTED then, so it was alive). The scheduler's
-supervision counts it, besides, not from before its own broker connection came back after an outage
-(scheduler/tick.py, ``Ticker._hearing``): the heartbeats of that outage could not reach it.
+job's start if that is later (the controller reported STARTED then, so it was alive). It is counted,
+besides, by the leading scheduler's ``Hearing``: while the scheduler's broker connection is down no
+heartbeat can reach it, so no controller counts as lost; once the connection is back, silence is counted
+from then at the earliest, because the heartbeats of the outage were never delivered. The scheduler
+(scheduler/tick.py, ``Ticker._hearing``) keeps its hearing in the table scheduler_hearing, where the web UI
+reads it.
 
 The job of a lost controller stays STARTED with the interrupted mark; the controller reports it when it
 comes back. Only once it has been silent ``resubmit_lost_after`` seconds (and is lost) is the job
@@ -41,6 +44,28 @@ from harvestdef.settings import Settings
 
 
 @dataclass(frozen=True)
+class Hearing:
+    """Whether the leading scheduler hears the controllers' heartbeats: ``deaf_since`` while its broker
+    connection is down; ``hearing_since``, when it came back after the latest outage (None: no outage)."""
+
+    deaf_since: datetime | None = None
+    hearing_since: datetime | None = None
+
+    @property
+    def deaf(self) -> bool:
+        return self.deaf_since is not None
+
+    def counted(self, last_sign: datetime | None) -> datetime | None:
+        """A controller's last sign of life as its silence is counted: not before the scheduler heard again."""
+        if self.hearing_since is None:
+            return last_sign
+        return self.hearing_since if last_sign is None else max(last_sign, self.hearing_since)
+
+
+HEARING_ALL_ALONG = Hearing()
+
+
+@dataclass(frozen=True)
 class LostControllerRule:
     lost_after_heartbeats: int = 10
     default_heartbeat_interval: float = 30.0
@@ -57,18 +82,29 @@ class LostControllerRule:
             self.default_heartbeat_interval
         return timedelta(seconds=interval * self.lost_after_heartbeats)
 
-    def is_lost(self, last_sign: datetime | None, heartbeat_interval: float | None, now: datetime) -> bool:
-        """Silent past its limit; a controller never heard from (``last_sign`` None) is lost."""
-        return last_sign is None or now - last_sign > self.silence_limit(heartbeat_interval)
+    def is_lost(self, last_sign: datetime | None, heartbeat_interval: float | None, now: datetime,
+                hearing: Hearing = HEARING_ALL_ALONG) -> bool:
+        """Silent past its limit, as ``hearing`` counts it; a controller never heard from (``last_sign``
+        None) is lost. None is lost while the scheduler is deaf."""
+        if hearing.deaf:
+            return False
+        counted = hearing.counted(last_sign)
+        return counted is None or now - counted > self.silence_limit(heartbeat_interval)
 
-    def resubmits_at(self, last_sign: datetime, heartbeat_interval: float | None) -> datetime | None:
-        """When the job of a controller silent since ``last_sign`` is resubmitted; None: never."""
+    def resubmits_at(self, last_sign: datetime, heartbeat_interval: float | None,
+                     hearing: Hearing = HEARING_ALL_ALONG) -> datetime | None:
+        """When the job of a controller silent since ``last_sign`` is resubmitted, as long as the scheduler
+        hears (``hearing`` not deaf); None: never."""
         if self.resubmit_lost_after <= 0:
             return None
-        return last_sign + max(self.silence_limit(heartbeat_interval), timedelta(seconds=self.resubmit_lost_after))
+        counted = hearing.counted(last_sign) or last_sign
+        return counted + max(self.silence_limit(heartbeat_interval), timedelta(seconds=self.resubmit_lost_after))
 
-    def needs_resubmission(self, last_sign: datetime, heartbeat_interval: float | None, now: datetime) -> bool:
-        due = self.resubmits_at(last_sign, heartbeat_interval)
+    def needs_resubmission(self, last_sign: datetime, heartbeat_interval: float | None, now: datetime,
+                           hearing: Hearing = HEARING_ALL_ALONG) -> bool:
+        if hearing.deaf:
+            return False
+        due = self.resubmits_at(last_sign, heartbeat_interval, hearing)
         return due is not None and now > due
 
 
@@ -90,4 +126,4 @@ def has_left_job(attempt_id: str, held_attempt_id: str | None, heartbeat: dateti
     return registered > started and heartbeat > registered + grace
 
 
-__all__ = ["LostControllerRule", "has_left_job", "last_sign_of_life"]
+__all__ = ["HEARING_ALL_ALONG", "Hearing", "LostControllerRule", "has_left_job", "last_sign_of_life"]

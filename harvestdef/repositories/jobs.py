@@ -37,6 +37,7 @@ from harvestdef.model.status import JobStatus, JobTransitionReason, can_change_j
 from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, record_audit
+from harvestdef.repositories.hearing import read_hearing
 from harvestdef.times import utc_text
 
 _DOCUMENT_COLUMNS = ("orderxmldoc", "seedlist")
@@ -439,10 +440,12 @@ class JobRepository:
         """
         h = s.harvesters
         now = now or utcnow()
+        # judged as the scheduler judges it: while it is deaf to heartbeats nobody counts as lost
+        hearing = read_hearing(self.conn)
         for row in self.conn.execute(select(h.c.controller_id, h.c.last_heartbeat, h.c.heartbeat_interval).where(
                 h.c.current_job_id == job.job_id, h.c.current_attempt_id == job.attempt_id,
                 h.c.last_heartbeat.is_not(None))):
-            if not lost.is_lost(last_sign_of_life(row.last_heartbeat, None), row.heartbeat_interval, now):
+            if not lost.is_lost(last_sign_of_life(row.last_heartbeat, None), row.heartbeat_interval, now, hearing):
                 return row
         return None
 

@@ -17,9 +17,10 @@ from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import SettingsError
 from harvestdef.messages import CrawlStatus, HarvesterStatus
-from harvestdef.model.controllers import LostControllerRule
+from harvestdef.model.controllers import HEARING_ALL_ALONG, Hearing, LostControllerRule
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import AmqpTransport, SqliteTransport
+from harvestdef.repositories.hearing import read_hearing, write_hearing
 from harvestdef.repositories.jobevents import JobEventRepository
 from harvestdef.settings import load_settings
 from scheduler.jobgen.generate import GenerationOptions
@@ -57,6 +58,11 @@ def supervise(ticker_, at):
     report_ = TickReport()
     ticker_.supervise(at, report_)
     return report_
+
+
+def hearing(engine):
+    with engine.connect() as conn:
+        return read_hearing(conn)
 
 
 def kinds(engine, job_id):
@@ -258,12 +264,15 @@ def test_silence_while_the_scheduler_does_not_reach_the_broker_is_not_counted(en
         assert supervise(tick, last + timedelta(seconds=31)).interrupted == []
         assert supervise(tick, last + timedelta(seconds=100)).resubmitted == {}
         assert not job(engine, job_id).interrupted and job(engine, job_id).status == JobStatus.STARTED
+        # written for the web UI, which judges silence by it (since the first tick that found it deaf)
+        assert hearing(engine) == Hearing(deaf_since=last + timedelta(seconds=31))
     finally:
         unreachable.close()
     with SqliteTransport(tmp_path / "queue.db", dead_letter_queue="TEST.deadletter") as reachable:
         tick.transport = reachable  # the connection is back
         back = last + timedelta(seconds=120)
         assert supervise(tick, back).interrupted == [], "heard again: the silence is counted from now"
+        assert hearing(engine) == Hearing(hearing_since=back)
         assert supervise(tick, back + timedelta(seconds=29)).interrupted == []
         assert supervise(tick, back + timedelta(seconds=31)).interrupted == [job_id]
         with engine.connect() as conn:
@@ -341,3 +350,31 @@ def test_a_resubmission_stands_when_the_store_cannot_list_what_the_attempt_left(
     new_id, body = resubmitted_after_disk_lost(engine, handle, notifier, store, job_id)
     assert job(engine, job_id).status == JobStatus.RESUBMITTED and job(engine, new_id).status == JobStatus.NEW
     assert "could not be listed in SHA256SUMS" in body and "not a sha256sum line" in body
+
+
+def test_a_new_leader_writes_its_own_hearing_over_what_a_deaf_one_left(engine, handlers, notifier):  # noqa: F811
+    """A scheduler that took over from one that was deaf to heartbeats hears them: the row the old leader
+    left would otherwise keep every controller from counting as lost on the web UI's pages."""
+    job_id, attempt, _ = started_job(engine, handlers)
+    last = utcnow()
+    heartbeat(handlers.carry_out_one, job_id, attempt, sent_at=last)
+    with engine.begin() as conn:
+        write_hearing(conn, Hearing(deaf_since=last - timedelta(seconds=300)), "the old leader", last)
+    new_leader = ticker(engine, notifier)
+    assert supervise(new_leader, last + timedelta(seconds=31)).interrupted == [job_id]
+    assert hearing(engine) == HEARING_ALL_ALONG
+
+
+def test_the_lost_rule_counts_by_the_schedulers_hearing():
+    rule = LostControllerRule(lost_after_heartbeats=3, default_heartbeat_interval=10, resubmit_lost_after=60)
+    last = utcnow()
+    later = last + timedelta(seconds=31)
+    assert rule.is_lost(last, None, later) and rule.is_lost(None, None, later)
+    deaf = Hearing(deaf_since=last)
+    assert not rule.is_lost(last, None, later, deaf) and not rule.is_lost(None, None, later, deaf)
+    assert not rule.needs_resubmission(last, None, last + timedelta(seconds=3600), deaf)
+    back = Hearing(hearing_since=last + timedelta(seconds=20))
+    assert not rule.is_lost(last, None, later, back)
+    assert rule.is_lost(last, None, last + timedelta(seconds=51), back)
+    assert rule.resubmits_at(last, None, back) == last + timedelta(seconds=80)
+    assert back.counted(None) == back.hearing_since and back.counted(later) == later

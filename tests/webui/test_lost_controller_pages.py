@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Engine, insert, update
 
 from harvestdef.db import schema as s
+from harvestdef.model.controllers import Hearing
 from harvestdef.model.status import JobStatus
+from harvestdef.repositories.hearing import write_hearing
 from harvestdef.repositories.jobevents import JobEventRepository
 from harvestdef.times import utc_text
 from tests.webui.test_jobs import seed
@@ -68,3 +70,46 @@ def test_the_job_page_says_it_in_words_and_lists_the_events(login, webui_engine)
     assert 'as job <a href="/status/jobs/3">3</a>' in page and "this attempt is never granted again" in page
     running = client.get("/status/running").get_data(as_text=True)
     assert ">lost</span>" in running
+
+
+def test_while_the_scheduler_is_deaf_no_page_counts_a_controller_lost_and_each_says_why(api, login, webui_engine):
+    """The scheduler's broker connection is down (scheduler_hearing): no heartbeat can reach it, so it counts
+    no controller lost and resubmits nothing; the System page, the API and the job's pages say so instead of
+    calling a controller lost that the scheduler does not."""
+    last = lose_the_controller(webui_engine)
+    deaf_since = last + timedelta(minutes=1)
+    with webui_engine.begin() as conn:
+        conn.execute(update(s.jobs).where(s.jobs.c.job_id == 1).values(interrupted=False))
+        write_hearing(conn, Hearing(deaf_since=deaf_since), "sched1:1", deaf_since)
+    (ctl1,) = api("operator", "get", "/api/v1/harvesters").json["items"]
+    assert ctl1["is_lost"] is False and ctl1["silence_counted_from"] is None
+    system = login("curator").get("/system/").get_data(as_text=True)
+    assert 'id="scheduler-deaf"' in system and "no controller is counted lost until it does" in system
+    assert ">lost</span>" not in system
+    live = api("operator", "get", "/api/v1/jobs/1/live").json
+    reasons = {reason["reason"]: reason["text"] for reason in live["holding_back"]}
+    assert "controller_lost" not in reasons and "controller_silent" not in reasons
+    assert reasons["scheduler_deaf"].startswith(
+        f"The scheduler has not reached the broker since {utc_text(deaf_since)}")
+    assert f"controller ctl-1 (silent since {utc_text(last)}, 4 min) is not counted lost" in reasons["scheduler_deaf"]
+    # a job marked before the outage keeps its mark, and says it waits for the scheduler's hearing
+    with webui_engine.begin() as conn:
+        conn.execute(update(s.jobs).where(s.jobs.c.job_id == 1).values(interrupted=True))
+    lost = api("archivist", "get", "/api/v1/jobs/1").json["interruption"]
+    assert lost["resubmits_at"] is None
+    assert lost["text"].endswith(f"not resubmitted while the scheduler does not reach the broker (since "
+                                 f"{utc_text(deaf_since)}): no heartbeat can reach it meanwhile")
+
+
+def test_after_the_scheduler_heard_again_silence_is_counted_from_then(api, login, webui_engine):
+    last = lose_the_controller(webui_engine)
+    back = last + timedelta(minutes=3)  # a minute ago: the four minutes of silence count as one
+    with webui_engine.begin() as conn:
+        write_hearing(conn, Hearing(hearing_since=back), "sched1:1", back)
+    (ctl1,) = api("operator", "get", "/api/v1/harvesters").json["items"]
+    assert ctl1["silence_counted_from"] == back.isoformat().replace("+00:00", "Z")
+    assert ctl1["is_lost"] is False  # 20 s a heartbeat, lost after 10 of them: 200 s
+    lost = api("archivist", "get", "/api/v1/jobs/1").json["interruption"]
+    assert lost["resubmits_at"] == (back + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    system = login("curator").get("/system/").get_data(as_text=True)
+    assert 'id="scheduler-heard-again"' in system and 'id="scheduler-deaf"' not in system

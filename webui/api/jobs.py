@@ -27,6 +27,7 @@ from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.domains import lookup_name
+from harvestdef.repositories.hearing import read_hearing
 from harvestdef.repositories.jobchanges import APPLIED, FAIL, PAUSE, RESUME, STOP
 from harvestdef.repositories.jobdedup import JobDedupRepository
 from harvestdef.repositories.jobends import JobEnd, JobEndRepository
@@ -353,7 +354,8 @@ def job_interruption(conn: Connection, job: Job, events: Sequence[JobEventEntry]
     """The job's lost controller, in figures and in words, or None when its controller is not lost.
 
     ``state`` is ``lost`` for a STARTED job with the interrupted mark (silent since its controller's last
-    sign of life, resubmitted at ``resubmits_at`` unless it reports again; None: never automatically), or
+    sign of life, resubmitted at ``resubmits_at`` unless it reports again; None: never automatically, or not
+    while the scheduler is deaf to heartbeats), or
     ``resubmitted`` for a job the scheduler resubmitted because its controller stayed lost.
     """
     if job.status == JobStatus.STARTED and job.interrupted:
@@ -363,11 +365,19 @@ def job_interruption(conn: Connection, job: Job, events: Sequence[JobEventEntry]
         heartbeat = controller.last_heartbeat if controller is not None else None
         interval = controller.heartbeat_interval if controller is not None else None
         since = last_sign_of_life(heartbeat, job.startdate) or now
-        due = rule.resubmits_at(since, interval)
+        # counted as the scheduler counts it: not while it is deaf to heartbeats, not from before it heard again
+        hearing = read_hearing(conn)
+        due = None if hearing.deaf else rule.resubmits_at(since, interval, hearing)
         silent = (now - since).total_seconds()
         text = f"controller {job.controller} silent since {utc_text(since)}, {duration_text(silent)}; "
-        text += (f"resubmitted at {utc_text(due)} unless it reports again" if due is not None else
-                 "not resubmitted automatically (resubmitLostAfter is 0): it reports the job when it comes back")
+        if hearing.deaf:
+            assert hearing.deaf_since is not None
+            text += (f"not resubmitted while the scheduler does not reach the broker (since "
+                     f"{utc_text(hearing.deaf_since)}): no heartbeat can reach it meanwhile")
+        elif due is not None:
+            text += f"resubmitted at {utc_text(due)} unless it reports again"
+        else:
+            text += "not resubmitted automatically (resubmitLostAfter is 0): it reports the job when it comes back"
         return {"state": "lost", "controller": job.controller, "silent_since": jsonable(since),
                 "silent_seconds": round(silent), "resubmits_at": jsonable(due), "resubmitted_as_job": None,
                 "resubmitted_at": None, "text": text}

@@ -28,9 +28,10 @@ from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import NotFoundError, PatternError
 from harvestdef.messages import CRAWL_LOG_TAIL_LINES, CRAWL_PROGRESS_STATUSES
-from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
+from harvestdef.model.controllers import HEARING_ALL_ALONG, Hearing, LostControllerRule, last_sign_of_life
 from harvestdef.model.status import JobStatus
 from harvestdef.patterns import compile_pattern
+from harvestdef.repositories.hearing import read_hearing
 from harvestdef.repositories.jobchanges import JobChangeRepository
 from harvestdef.settings import Settings
 from harvestdef.times import duration_text, utc_text
@@ -110,7 +111,9 @@ LIVE_FIELDS: dict[str, str] = {
                "objects, bytes: counted from crawl.log by the final domain report's rules as the controller "
                "reads it; [] before its first count",
     "holding_back": "what holds the crawl back, each {reason, text, phrase}: reason one of controller_paused, "
-                    "controller_lost, controller_silent, crawler_paused, crawler_pausing, no_active_queues, "
+                    "controller_lost, controller_silent, scheduler_deaf (the scheduler's broker connection is "
+                    "down: no controller is counted lost meanwhile), crawler_paused, crawler_pausing, "
+                    "no_active_queues, "
                     "disk_low (the controller's free disk below its minSpaceLeft, both from its "
                     "newest heartbeat), no_progress (the downloaded count unchanged for two "
                     "harvester.monitor.historySampleRate intervals), no_progress_report; text in English; phrase "
@@ -247,7 +250,8 @@ def job_live(conn: Connection, job_id: int, rule: LostControllerRule, now: datet
         "frontier_age_seconds": int(frontier_age.total_seconds()) if frontier_age is not None else None,
         "frontier_stale": stale,
         "domains": _domains(conn, job_id),
-        "holding_back": holding_back(job, monitor, controller, history, queues, rule, now, times.stall_after),
+        "holding_back": holding_back(job, monitor, controller, history, queues, rule, now, times.stall_after,
+                                     read_hearing(conn)),
         "waiting": politeness_wait(job, monitor, queues, frontier_age, stale),
         "history": [_sample_json(sample) for sample in history],
         "log": log[:log_lines],
@@ -410,6 +414,8 @@ PHRASES: Mapping[str, str] = {
                           "figures are as it last reported them."),
     "silent_since": N_("silent since %(time)s, %(duration)s"),
     "never_heard_from": N_("never heard from"),
+    "scheduler_deaf": N_("The scheduler has not reached the broker since %(time)s: no heartbeat can reach it, so "
+                         "controller %(controller)s (%(silent)s) is not counted lost until it does."),
     "controller_silent": N_("Controller %(controller)s has been silent for %(duration)s since %(time)s; it counts "
                             "as lost after %(limit)s."),
     "disk_low": N_("Controller %(controller)s is short of disk: %(free)s bytes free in its serverDir on %(host)s, "
@@ -436,12 +442,14 @@ _say = phrasebook(PHRASES)
 
 def holding_back(job: Row[Any], monitor: Row[Any] | None, controller: Row[Any] | None, history: Sequence[Row[Any]],
                  queues: Sequence[Row[Any]], rule: LostControllerRule, now: datetime,
-                 stall_after: timedelta = LiveTimes().stall_after) -> list[dict[str, Any]]:
+                 stall_after: timedelta = LiveTimes().stall_after,
+                 hearing: Hearing = HEARING_ALL_ALONG) -> list[dict[str, Any]]:
     """What holds a STARTED job back, each reason a sentence with its figures; [] for any other job. Waiting
-    for politeness is no trouble: ``politeness_wait`` says it."""
+    for politeness is no trouble: ``politeness_wait`` says it. A controller's silence is judged by the leading
+    scheduler's ``hearing``, as the scheduler judges it."""
     if job.status != JobStatus.STARTED:
         return []
-    reasons = _controller_reasons(job, controller, rule, now)
+    reasons = _controller_reasons(job, controller, rule, now, hearing)
     if monitor is None:
         reasons.append(_reason("no_progress_report", _say("no_progress_report") if job.startdate is None
                                else _say("no_progress_report_since", time=utc_text(job.startdate))))
@@ -465,20 +473,27 @@ def _reason(reason: str, phrase: Phrase) -> dict[str, Any]:
 
 
 def _controller_reasons(job: Row[Any], controller: Row[Any] | None, rule: LostControllerRule,
-                        now: datetime) -> list[dict[str, Any]]:
+                        now: datetime, hearing: Hearing) -> list[dict[str, Any]]:
     if job.controller is None:
         return []
     reasons = []
     heartbeat = controller.last_heartbeat if controller is not None else None
     interval = controller.heartbeat_interval if controller is not None else None
     since = last_sign_of_life(heartbeat, job.startdate)
+    counted = hearing.counted(since)
     limit = rule.silence_limit(interval)
-    if job.interrupted or rule.is_lost(since, interval, now):
+    if hearing.deaf and not job.interrupted:
+        assert hearing.deaf_since is not None
+        reasons.append(_reason("scheduler_deaf", _say(
+            "scheduler_deaf", time=utc_text(hearing.deaf_since), controller=job.controller,
+            silent=_say("silent_since", time=utc_text(since), duration=duration_text((now - since).total_seconds()))
+            if since else _say("never_heard_from"))))
+    elif job.interrupted or rule.is_lost(since, interval, now, hearing):
         silent = _say("silent_since", time=utc_text(since), duration=duration_text((now - since).total_seconds())) \
             if since else _say("never_heard_from")
         reasons.append(_reason("controller_lost", _say("controller_lost", controller=job.controller, silent=silent,
                                                        limit=duration_text(limit.total_seconds()))))
-    elif since is not None and now - since > limit / rule.lost_after_heartbeats * SILENT_AFTER_HEARTBEATS:
+    elif counted is not None and now - counted > limit / rule.lost_after_heartbeats * SILENT_AFTER_HEARTBEATS:
         reasons.append(_reason("controller_silent", _say(
             "controller_silent", controller=job.controller, duration=duration_text((now - since).total_seconds()),
             time=utc_text(since), limit=duration_text(limit.total_seconds()))))

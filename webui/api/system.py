@@ -5,11 +5,12 @@ The queue transport is opened per call and closed before returning; a broker tha
 depths of None with the reason, never an error page (the page is where an operator looks when it is down).
 
 These are direct, read-only queries of what the scheduler and the controllers keep (harvesters,
-harvest_state, the scheduler's lock): status to show, not definitions, with no repository.
+harvest_state, the scheduler's lock and hearing): status to show, not definitions, with no repository.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import Any
 
@@ -17,8 +18,9 @@ from sqlalchemy import Connection, func, select
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
+from harvestdef.model.controllers import HEARING_ALL_ALONG, Hearing, LostControllerRule, last_sign_of_life
 from harvestdef.queues import QueueNames, open_transport
+from harvestdef.repositories.hearing import read_hearing
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
 from webui.api.parameters import query, takes
@@ -36,13 +38,18 @@ def find_harvesters(conn: Connection, size: int, after: str | None = None) -> li
     return list(conn.execute(query.order_by(h.c.controller_id).limit(size + 1)))
 
 
-def render_harvester(row: Any) -> dict[str, Any]:
+def render_harvester(row: Any, hearing: Hearing = HEARING_ALL_ALONG) -> dict[str, Any]:
     """A controller as the API and the System page show it. ``is_lost`` is the scheduler's own judgement
     (harvestdef.model.controllers): silent past lostAfterHeartbeats of the interval its heartbeats state,
-    ``lost_after_seconds``; ``heartbeat_age_seconds`` is how long ago its last heartbeat was sent."""
+    ``lost_after_seconds``, counted by the leading scheduler's ``hearing`` (never while it is deaf, not from
+    before it heard again: ``silence_counted_from``); ``heartbeat_age_seconds`` is how long ago its last
+    heartbeat was sent."""
     values = dict(row._mapping)
     rule = LostControllerRule.from_settings(settings())
     heartbeat, interval = values["last_heartbeat"], values["heartbeat_interval"]
+    # a registration is a sign of life, as for the scheduler's readiness (scheduler.tick)
+    last_sign = last_sign_of_life(heartbeat, values["registered_at"])
+    counted = hearing.counted(last_sign)
     now = utcnow()
     return {
         "controller_id": values["controller_id"], "host": values["host"],
@@ -52,8 +59,8 @@ def render_harvester(row: Any) -> dict[str, Any]:
         "heartbeat_age_seconds": round((now - heartbeat).total_seconds()) if heartbeat is not None else None,
         "heartbeat_interval": interval,
         "lost_after_seconds": round(rule.silence_limit(interval).total_seconds()),
-        # a registration is a sign of life, as for the scheduler's readiness (scheduler.tick)
-        "is_lost": rule.is_lost(last_sign_of_life(heartbeat, values["registered_at"]), interval, now),
+        "is_lost": rule.is_lost(last_sign, interval, now, hearing),
+        "silence_counted_from": jsonable(counted) if counted != last_sign else None,
         "free_disk_bytes": values["free_disk_bytes"], "load_average": values["load_average"],
         "memory_rss_bytes": values["memory_rss_bytes"], "version": values["version"], "pid": values["pid"],
         "paused": values["paused"], "pause_reason": values["pause_reason"],
@@ -78,15 +85,23 @@ def queue_depths(conn: Connection) -> dict[str, Any]:
     return {"channels": depths, "error": None}
 
 
+def scheduler_hearing(conn: Connection) -> dict[str, Any]:
+    """Whether the leading scheduler hears heartbeats: ``deaf_since`` (its broker connection down since),
+    ``hearing_since`` (back since, after an outage), as it wrote them to scheduler_hearing."""
+    hearing = read_hearing(conn)
+    return {"deaf_since": jsonable(hearing.deaf_since), "hearing_since": jsonable(hearing.hearing_since)}
+
+
 def scheduler_liveness(conn: Connection) -> dict[str, Any]:
-    """The scheduler's lock rows (holder and lease) and its last recorded harvest state change."""
+    """The scheduler's lock rows (holder and lease), its hearing and its last recorded harvest state
+    change."""
     lock = s.scheduler_lock
     now = utcnow()
     locks = [{"name": row.name, "holder": row.holder, "acquired_at": jsonable(row.acquired_at),
               "expires_at": jsonable(row.expires_at), "is_current": row.expires_at > now}
              for row in conn.execute(select(lock).order_by(lock.c.name))]
     last_tick = conn.scalar(select(func.max(s.harvest_state.c.changed_at)))
-    return {"locks": locks, "last_harvest_state_change": jsonable(last_tick)}
+    return {"locks": locks, "hearing": scheduler_hearing(conn), "last_harvest_state_change": jsonable(last_tick)}
 
 
 @blueprint.get("/harvesters")
@@ -100,4 +115,5 @@ def list_harvesters() -> Any:
         raise ApiError("invalid", "after is not a cursor this API gave out", "after")
     with database().connect() as conn:
         rows = find_harvesters(conn, size, cursor[0] if cursor else None)
-    return page(rows, size, lambda row: [row.controller_id], render_harvester)
+        hearing = read_hearing(conn)
+    return page(rows, size, lambda row: [row.controller_id], functools.partial(render_harvester, hearing=hearing))

@@ -15,9 +15,10 @@ from sqlalchemy import func, or_, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
+from harvestdef.repositories.hearing import read_hearing
 from harvestdef.repositories.webhooks import WebhookRepository
 from webui.api.status import NEVER_RUNS, STATES_THAT_RUN
-from webui.api.system import find_harvesters, queue_depths, render_harvester, scheduler_liveness
+from webui.api.system import find_harvesters, queue_depths, render_harvester, scheduler_hearing, scheduler_liveness
 from webui.auth import READ, require
 from webui.context import database, settings
 from webui.schedulerfigures import read_all
@@ -37,12 +38,14 @@ def index() -> Any:
     # before the connection is taken: a slow target holds no database connection
     figures = read_all(metrics.schedulerTargets, metrics.scrapeTimeoutMs / 1000)
     with database().connect() as conn:
-        harvesters = [render_harvester(row) for row in find_harvesters(conn, MAX_HARVESTERS)]
-        queues = queue_depths(conn)
         scheduler = scheduler_liveness(conn)
+        hearing = read_hearing(conn)
+        harvesters = [render_harvester(row, hearing) for row in find_harvesters(conn, MAX_HARVESTERS)]
+        queues = queue_depths(conn)
         webhooks = WebhookRepository(conn)
         notifications = {"webhooks": len(webhooks.list()), "deliveries": webhooks.delivery_counts()}
-    return render_template("system/index.html", harvesters=harvesters, queues=queues, scheduler=scheduler,
+    return render_template("system/index.html", harvesters=harvesters, hearing=scheduler["hearing"], queues=queues,
+                           scheduler=scheduler,
                            notifications=notifications, scheduler_figures=figures)
 
 
@@ -50,6 +53,8 @@ def overview() -> dict[str, Any]:
     """What the home page shows: what runs, what failed and needs an operator, what waits, who harvests."""
     j, hd, st = s.jobs, s.harvestdefinitions, s.harvest_state
     with database().connect() as conn:
+        hearing = read_hearing(conn)
+
         def jobs_in(status: JobStatus) -> list[Any]:
             return list(conn.execute(
                 select(j.c.job_id, hd.c.name.label("harvest"), j.c.controller, j.c.startdate, j.c.enddate,
@@ -72,7 +77,8 @@ def overview() -> dict[str, Any]:
                 .where(hd.c.isactive.is_(True), st.c.state.in_(STATES_THAT_RUN - {"generated"}),
                        or_(st.c.reason.is_(None), ~st.c.reason.startswith(NEVER_RUNS)))
                 .order_by(st.c.changed_at.desc()).limit(OVERVIEW_ROWS))),
-            "harvesters": [render_harvester(row) for row in find_harvesters(conn, MAX_HARVESTERS)],
+            "harvesters": [render_harvester(row, hearing) for row in find_harvesters(conn, MAX_HARVESTERS)],
+            "hearing": scheduler_hearing(conn),
         }
 
 
