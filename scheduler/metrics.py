@@ -2,14 +2,15 @@
 the deduplication readiness of NEW jobs, the queues' depths, its leadership and the messages it handled.
 
 ``SchedulerMetrics`` holds them in a registry of its own (harvestdef/metrics.py says why); the scheduler's
-role serves it on ``harvestsuite.metrics.schedulerPort``. The figures are this process's: the intake
-processes beside the leader (``intakeProcesses`` > 1) count in their own registries, which nobody serves, so
-with more than one the dispatch, claim and message counters count the leader process's share.
+role serves it on ``harvestsuite.metrics.schedulerPort``. The intake processes beside the leader
+(``intakeProcesses`` > 1) count in registries of their own and send the growth of their counters to the
+leader process every second (``CounterGrowth``), which adds it to its own (``add_counts``): the counters it
+serves count every process's messages, dispatches and claims.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -17,6 +18,38 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 TICK_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 # One run's job generation: a selective run in well under a second, a national snapshot step in about a minute.
 GENERATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 1800.0)
+
+
+# counter family name, its labels (name, value) in order of name, and how much it grew
+CounterCounts = Sequence[tuple[str, tuple[tuple[str, str], ...], float]]
+
+
+def counter_totals(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The total of every counter child in ``registry``, by family name and labels."""
+    totals = {}
+    for family in registry.collect():
+        if family.type != "counter":
+            continue
+        for sample in family.samples:
+            if sample.name == f"{family.name}_total":
+                totals[(family.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return totals
+
+
+class CounterGrowth:
+    """How much the counters of ``registry`` grew since the last ``take``: what an intake process sends the
+    leader process. Only counters travel; a histogram or gauge of an intake process stays its own."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self._taken: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+
+    def take(self) -> list[tuple[str, tuple[tuple[str, str], ...], float]]:
+        totals = counter_totals(self.registry)
+        grown = [(name, labels, total - self._taken.get((name, labels), 0.0))
+                 for (name, labels), total in totals.items() if total > self._taken.get((name, labels), 0.0)]
+        self._taken = totals
+        return grown
 
 
 class SchedulerMetrics:
@@ -65,6 +98,16 @@ class SchedulerMetrics:
         self.messages = Counter("harvestsuite_scheduler_messages_handled",
                                 "Messages taken from the scheduler's queues and handled, by queue", ["queue"],
                                 registry=r)
+        self._counters = {family.name: metric for metric in vars(self).values() if isinstance(metric, Counter)
+                          for family in metric.describe()}
+
+    def add_counts(self, counts: CounterCounts) -> None:
+        """Add what an intake process counted (CounterGrowth.take) to this process's counters."""
+        for name, labels, amount in counts:
+            counter = self._counters.get(name)
+            if counter is None or amount <= 0:
+                continue
+            (counter.labels(**dict(labels)) if labels else counter).inc(amount)
 
     # ------------------------------------------------------------------ what the service tells
     def tick_completed(self, seconds: float, ended_at: float, generation_seconds: Mapping[str, float],
@@ -97,4 +140,4 @@ class SchedulerMetrics:
         self.leader.set(1 if is_leader else 0)
 
 
-__all__ = ["SchedulerMetrics"]
+__all__ = ["CounterCounts", "CounterGrowth", "SchedulerMetrics", "counter_totals"]

@@ -61,6 +61,7 @@ import logging
 import multiprocessing
 import multiprocessing.process
 import os
+import queue as queue_module
 import threading
 import time
 from collections.abc import Callable
@@ -100,7 +101,7 @@ from scheduler.intake import DeadLetter, StatusIntake
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.leader import FencedOut, LeaderLock
 from scheduler.livechanges import LiveChangeSender
-from scheduler.metrics import SchedulerMetrics
+from scheduler.metrics import CounterGrowth, SchedulerMetrics
 from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions, TickReport
 from scheduler.webhooks import WebhookSender
@@ -394,7 +395,10 @@ class SchedulerService:
         ticker.start()
         for thread in threads:
             thread.start()
-        workers, workers_stop = self._start_intake_processes()
+        workers, workers_stop, counts = self._start_intake_processes()
+        adding = threading.Thread(target=self._add_intake_counts, args=(counts, term), name="intake-counts",
+                                  daemon=True)
+        adding.start()
         try:
             # a renewal the database cannot answer keeps the leadership while the lease lasts
             # (scheduler.leader); False means it is lost for certain
@@ -409,6 +413,8 @@ class SchedulerService:
                 worker.join(timeout=30)
                 if worker.is_alive():
                     worker.kill()
+            adding.join(timeout=10)
+            self._add_intake_counts(counts, None)  # what the intake processes sent as they stopped
             ticker.shutdown(wait=True)
             for thread in threads:
                 thread.join(timeout=10)
@@ -422,22 +428,34 @@ class SchedulerService:
                     log.warning("giving back the messages of %s after leading: %s", queue, exc)
             self.leader.release()
 
-    def _start_intake_processes(self) -> tuple[list[multiprocessing.process.BaseProcess], Any]:
+    def _start_intake_processes(self) -> tuple[list[multiprocessing.process.BaseProcess], Any, Any]:
         """Child processes that take messages from the scheduler's queue beside this one's threads: the
         handlers are safe to run side by side (compare-and-set, row locks), and a Python process gets
-        one core's worth of work done, whatever its number of threads."""
+        one core's worth of work done, whatever its number of threads. They send the growth of their
+        counters through the returned queue (scheduler.metrics.CounterGrowth)."""
         context = multiprocessing.get_context("spawn")
         workers_stop = context.Event()
+        counts = context.Queue()
         workers: list[multiprocessing.process.BaseProcess] = []
         if self.settings is None:
-            return workers, workers_stop
+            return workers, workers_stop, counts
         for number in range(1, self.options.intake_processes):
             worker = context.Process(target=_intake_worker, args=(self.settings, workers_stop, os.getpid(),
-                                                                  self.leader.lock_pid),
+                                                                  self.leader.lock_pid, counts),
                                      name=f"scheduler-intake-{number}", daemon=True)
             worker.start()
             workers.append(worker)
-        return workers, workers_stop
+        return workers, workers_stop, counts
+
+    def _add_intake_counts(self, counts: Any, term: threading.Event | None) -> None:
+        """Add what the intake processes counted to this process's metrics, until ``term`` is set; with
+        ``term`` None, what is waiting now."""
+        while True:
+            try:
+                self.metrics.add_counts(counts.get(timeout=0.5))
+            except queue_module.Empty:
+                if term is None or term.is_set():
+                    return
 
     def _tick_safely(self) -> None:
         if not self.leader.is_held:
@@ -529,10 +547,11 @@ def _log_failure(exc: Exception, what: str, then: str) -> None:
         log.exception("%s; %s", what, then)
 
 
-def _intake_worker(settings: Settings, stop: Any, parent_pid: int, lock_pid: int | None) -> None:
+def _intake_worker(settings: Settings, stop: Any, parent_pid: int, lock_pid: int | None, counts: Any) -> None:
     """A child process of the leading scheduler: takes messages from the scheduler's queue until the leader
     says stop or is gone; its transactions are fenced by the leader's lock session ``lock_pid``
-    (PostgreSQL)."""
+    (PostgreSQL). Every second, and as it stops, it puts the growth of its counters on ``counts`` for the
+    leader process's /metrics."""
     from harvestdef.db.engine import engine_from_settings
     from harvestdef.queues import open_transport
 
@@ -548,12 +567,16 @@ def _intake_worker(settings: Settings, stop: Any, parent_pid: int, lock_pid: int
                                 daemon=True) for _ in range(service.options.intake_threads)]
     for thread in threads:
         thread.start()
+    growth = CounterGrowth(service.metrics.registry)
     try:
         while not stop.wait(1.0) and os.getppid() == parent_pid:
-            pass
+            if grown := growth.take():
+                counts.put(grown)
     finally:
         local_stop.set()
         for thread in threads:
             thread.join(timeout=10)
+        if grown := growth.take():
+            counts.put(grown)
         transport.close()
         engine.dispose()

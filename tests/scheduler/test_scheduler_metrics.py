@@ -6,14 +6,18 @@ it; the endpoint is closed when it stops."""
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.queues import QueueNames
+from harvestdef.messages import HarvesterStatus, encode
+from harvestdef.metrics import serving
+from harvestdef.queues import QueueNames, open_transport
 from scheduler.commands import run_scheduler
+from scheduler.service import SchedulerService
 from tests.metricscrape import free_port, refuses_connections, scrape_until, value
 from tests.scheduler.factories import make_domain, make_selective
 from tests.scheduler.simcontroller import SimController
@@ -113,3 +117,53 @@ def test_a_scheduler_waiting_to_lead_serves_leader_0_until_it_takes_over(engine,
         for thread in threads:
             if thread.ident is not None:  # started
                 thread.join(timeout=30)
+
+
+def test_the_leader_serves_what_its_intake_processes_counted(engine, make_settings, open_queue, environment_name):
+    """With intakeProcesses 2 the scheduler's queue is read by a second process too; the leader's /metrics
+    counts the messages both handled (the intake process sends the growth of its counters every second).
+    Heartbeats go out in waves until the intake process has handled some of them: until the leader process
+    handled fewer than were sent."""
+    port = free_port()
+    settings = make_settings(**{"harvestsuite.metrics.schedulerPort": port,
+                                "harvestsuite.scheduler.intakeProcesses": 2})
+    url = f"http://127.0.0.1:{port}/metrics"
+    names = QueueNames(environment_name)
+    stop = threading.Event()
+    with open_transport(settings.queue) as transport:
+        service = SchedulerService.from_settings(settings, engine, transport)
+        with serving("127.0.0.1", port, service.metrics.registry, "the scheduler"):
+            leading = threading.Thread(target=service.run, args=(stop,), name="scheduler", daemon=True)
+            leading.start()
+            try:
+                scrape_until(url, lambda got: value(got, "harvestsuite_scheduler_leader") == 1, 60, "leading")
+                sender = open_queue()
+                sent = 0
+
+                def recorded() -> int:
+                    with engine.connect() as conn:
+                        return conn.scalar(select(func.count()).select_from(s.harvesters))
+
+                deadline = time.monotonic() + 90
+                while True:
+                    sender.publish_many([(names.scheduler, encode(heartbeat_of(f"ctl-{number}")))
+                                         for number in range(sent, sent + 20)])
+                    sent += 20
+                    # served: the leader process's own count and what the intake process sent of its own
+                    scrape_until(url, lambda got, total=sent: value(
+                        got, "harvestsuite_scheduler_messages_handled_total", queue=names.scheduler) == total, 30,
+                        f"the {sent} messages of both processes counted")
+                    assert recorded() == sent  # each recorded once
+                    if service.handled < sent:
+                        break  # the intake process handled some of them
+                    assert time.monotonic() < deadline, "the intake process handled no message in 90 s"
+            finally:
+                stop.set()
+                leading.join(timeout=60)
+    assert not leading.is_alive()
+
+
+def heartbeat_of(controller: str) -> HarvesterStatus:
+    return HarvesterStatus(controller_id=controller, host="h", pid=1, version="t", channels=["FOCUSED"],
+                           free_disk_bytes=1, load_average=0.0, memory_rss_bytes=1, paused=False, current_job_id=None,
+                           current_attempt_id=None, heartbeat_interval=10.0)
