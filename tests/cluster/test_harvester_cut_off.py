@@ -1,6 +1,8 @@
 """A harvester cut off from the network mid-crawl, for less than the lost threshold and for more (but less
 than resubmitLostAfter), then joined again: the crawl goes on, the job ends DONE once on the controller it
-was granted to, nothing is fetched by another controller, stored twice or counted twice.
+was granted to, nothing is fetched by another controller, stored twice or counted twice. While the
+controller is lost, an operator's chromium finds it marked lost on the System page and named, with since
+when it is silent, on its job's page, in English and Danish.
 
 Settings (harvestdef.cluster.cluster): heartbeats every 1 s, a controller lost after 10 of them, its job
 resubmitted 60 s after its last one. The figures (detection, recovery, refetches) are printed with -s and
@@ -16,14 +18,17 @@ from typing import Any
 
 import pytest
 
-from harvestdef.cluster.cluster import Cluster
+from harvestdef.cluster.cluster import ADMIN, Cluster
 from tests.cluster.conftest import define_selective
+from tests.webui.browser import log_in, screenshot
 
 pytestmark = pytest.mark.cluster
 
 SHORT_CUT = 4.0    # well under the 10 s after which a controller is lost
 LONG_CUT = 25.0    # over that, well under the 60 s after which its job is resubmitted
 RUN_TIMEOUT = 240.0
+# the System page's badge and the job page's heading for a lost controller, by the page's language
+LOST_WORDS = {"en": ("lost", "Controller lost:"), "da": ("tabt", "Controller tabt:")}
 
 
 def job_of(cluster: Cluster, harvest: str) -> dict[str, Any]:
@@ -80,6 +85,30 @@ def controller_state(cluster: Cluster, controller: str) -> dict[str, Any]:
     return row
 
 
+def seen_lost_in_chromium(browser: Any, cluster: Cluster, controller: str, job_id: int, directory: Path) -> None:
+    """The System page and the job's page as an operator sees them in chromium, in English and Danish,
+    while ``controller`` is lost: its row marked lost, and the job's page naming it and since when it is
+    silent. Screenshots in ``directory`` (and /tmp/harvestsuite-screens)."""
+    for language, (badge, heading) in LOST_WORDS.items():
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=cluster.ui_url)
+        context.set_default_timeout(30_000)
+        try:
+            page = context.new_page()
+            log_in(page, cluster.ui_url, ADMIN, cluster.password)
+            context.add_cookies([{"name": "harvestsuite_language", "value": language, "url": cluster.ui_url}])
+            page.goto("/system/")
+            row = page.locator(f'tr[id="controller-{controller}"]')
+            assert row.get_attribute("class") == "lost"
+            assert row.locator(".status.FAILED").inner_text() == badge
+            screenshot(page, directory, f"cluster-system-lost-{language}")
+            page.goto(f"/status/jobs/{job_id}")
+            interruption = page.locator(".interruption").inner_text()
+            assert interruption.startswith(heading) and f"controller {controller} silent since " in interruption
+            screenshot(page, directory, f"cluster-job-lost-{language}")
+        finally:
+            context.close()
+
+
 def assert_stored_whole(directory: Path) -> None:
     """A job's stored files: WARCs among them, every one in SHA256SUMS with its digest, nothing else."""
     sums = dict(reversed(line.split("  ", 1)) for line in (directory / "SHA256SUMS").read_text().splitlines())
@@ -132,8 +161,8 @@ def test_a_cut_shorter_than_the_lost_threshold_goes_unnoticed_and_the_crawl_ends
           f"refetched {sum(refetched.values()) - len(refetched)} times: {dict(refetched)}")
 
 
-def test_a_cut_longer_than_the_lost_threshold_is_shown_lost_then_back_and_not_resubmitted(cluster,
-                                                                                          record_property):
+def test_a_cut_longer_than_the_lost_threshold_is_shown_lost_then_back_and_not_resubmitted(cluster, browser,
+                                                                                          record_property, tmp_path):
     sites = [4, 5, 6]
     define_selective(cluster, "cluster-long-cut", sites)
     job, host = started(cluster, "cluster-long-cut", sites)
@@ -149,6 +178,7 @@ def test_a_cut_longer_than_the_lost_threshold_is_shown_lost_then_back_and_not_re
         assert interruption["state"] == "lost" and interruption["controller"] == job["controller"]
         assert interruption["silent_since"] and interruption["resubmits_at"], interruption
         assert lost["last_heartbeat"]
+        seen_lost_in_chromium(browser, cluster, job["controller"], job["job_id"], tmp_path)
         time.sleep(max(0.0, LONG_CUT - (time.monotonic() - cut_at)))
     finally:
         cluster.network.restore(host)
