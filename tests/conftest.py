@@ -146,8 +146,11 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the tests marked ``broker_restart`` last: they stop the broker or change its settings, which
-    would disturb every other test that uses it meanwhile (design.md §Tests)."""
-    items.sort(key=lambda item: item.get_closest_marker("broker_restart") is not None)
+    would disturb every other test that uses it meanwhile (design.md §Tests). Those marked ``slow`` go first:
+    pytest-xdist hands tests out in this order, so each starts while the others keep the other workers busy,
+    instead of one of them running alone at the end."""
+    items.sort(key=lambda item: (item.get_closest_marker("broker_restart") is not None,
+                                 item.get_closest_marker("slow") is None))
 
 
 @pytest.fixture(scope="module")
