@@ -29,8 +29,10 @@ trap 'rm -f "$broker_log"' EXIT
 python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart >"$broker_log" 2>&1 &
 broker_tests=$!
 cluster_status=0
-python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -n 3 --dist loadfile -m cluster \
-    || cluster_status=$?
+# --no-loadscope-reorder: the files in collection order, the longest (marked slow) first, each worker
+# starting on one of them, rather than the files with the most tests first
+python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -n 3 --dist loadfile --no-loadscope-reorder \
+    -m cluster || cluster_status=$?
 broker_status=0
 wait "$broker_tests" || broker_status=$?
 echo "--- the tests that restart the broker (run beside the cluster tests) ---"

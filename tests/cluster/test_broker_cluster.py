@@ -37,7 +37,7 @@ from tests.cluster.test_harvester_cut_off import (
     host_of,
 )
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # slow: its file is one of the longest of the stage
 
 SITES = list(range(1, 28))  # 27 sites, 3 a job: 9 jobs for 3 controllers, so most wait their turn
 PARTITION_SITES = list(range(28, 55))  # as many again, so each harvest's fetches are its own

@@ -31,7 +31,7 @@ from tests.cluster.test_harvester_cut_off import (
     started,
 )
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # slow: its file is one of the longest of the stage
 
 
 def held_mid_upload(cluster: Cluster, harvest: str, sites: list[int]) -> tuple[dict[str, Any], str, Path, Path]:

@@ -20,7 +20,7 @@ from harvestdef.cluster.cluster import Cluster
 from tests.cluster.conftest import SNAPSHOT_JOB_DOMAINS, configure_domains
 from tests.cluster.test_harvester_cut_off import all_ended, assert_stored_whole, host_of
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(1500)]
 
 DELAY_MS = 200
 LOSS_PERCENT = 10
