@@ -14,7 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from sqlalchemy import Engine
 
 from harvestdef.archive import CHECKSUMS, ArchiveStore
@@ -250,7 +249,6 @@ def test_a_failed_store_of_the_directory_leaves_none_and_a_rerun_completes_the_j
     assert build_job_index(store, [(5, 12)], ["bbc.co.uk"], tmp_path / "j.sqlite").whole_job_ids == ()
 
 
-@pytest.mark.slow
 def test_a_killed_rebuild_leaves_whole_jobs_or_none_and_a_rerun_completes_it(engine: Engine, database_url: str,
                                                                              tmp_path: Path) -> None:
     store = make_store(engine, tmp_path)

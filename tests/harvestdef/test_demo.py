@@ -241,7 +241,6 @@ def log_in(port: int, password: str) -> urllib.request.OpenerDirector:
     return opener
 
 
-@pytest.mark.slow
 def test_the_demo_harvests_reports_stops_and_continues(tmp_path):
     directory, port, log = tmp_path / "demo", free_port(), tmp_path / "demo.log"
     no_pywb = tmp_path / "no-pywb"

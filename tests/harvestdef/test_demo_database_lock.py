@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import sys
 
-import pytest
-
 from tests.dblocks import sqlite_write_lock as write_lock_held
 from tests.harvestdef.test_bulkimport import as_from_a_terminal
 from tests.harvestdef.test_demo import DemoProcess, free_port
@@ -16,7 +14,6 @@ from tests.harvestdef.test_demo import DemoProcess, free_port
 STEPPED_DOWN = "leadership lost; this scheduler stopped acting and waits to lead again"
 
 
-@pytest.mark.slow
 def test_the_demo_survives_a_lock_longer_than_the_lease_and_one_ctrl_c_ends_it(tmp_path):
     directory, port, log = tmp_path / "demo", free_port(), tmp_path / "demo.log"
     command = as_from_a_terminal([sys.executable, "-m", "harvestdef", "demo", "--dir", str(directory), "--port",

@@ -16,7 +16,6 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select, text
 
 from harvestdef.db import schema as s
@@ -83,7 +82,6 @@ def upload(opener: urllib.request.OpenerDirector, port: int, path: Path) -> tupl
         return error.code, error.read().decode()
 
 
-@pytest.mark.slow
 def test_a_50_mb_import_and_an_upload_complete_beside_the_running_demo(tmp_path):
     directory, port = tmp_path / "demo", free_port()
     big, small = tmp_path / "domains.txt", tmp_path / "upload.txt"

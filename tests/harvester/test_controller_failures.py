@@ -180,7 +180,6 @@ def test_too_little_disk_pauses_the_controller_until_space_is_back(harvesting, t
     assert JobStatus(job.status) == JobStatus.DONE
 
 
-@pytest.mark.slow
 def test_sigterm_checkpoints_the_crawl_and_the_next_start_resumes_it(harvesting):
     h = harvesting(slow_template())
     harvest_id = h.selective_harvest("selective", {"kulturarv.dk": [h.seed("www.kulturarv.dk")]})
@@ -254,7 +253,6 @@ def silence_the_engine_mid_crawl(harvesting, retries: int, until_log: str):
     return h, harvest_id
 
 
-@pytest.mark.slow
 def test_failed_status_polls_are_retried_and_never_read_as_the_end_of_the_crawl(harvesting):
     h, harvest_id = silence_the_engine_mid_crawl(harvesting, 10, r"status poll 2 of 10 failed")
     (job,) = h.wait_for_jobs(harvest_id, timeout=120)

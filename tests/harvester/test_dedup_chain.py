@@ -153,7 +153,6 @@ def assert_revisits_name_the_first_capture(first: dict[str, Capture], later: lis
         assert as_entry(original) in entries, f"{what}: no entry carries {original.url}'s first capture"
 
 
-@pytest.mark.slow
 def test_four_runs_of_a_selective_harvest_store_each_unchanged_photo_once(demo_harvesting, tmp_path):
     h = demo_harvesting
     harvest_id = h.selective_harvest("every-five-minutes", {

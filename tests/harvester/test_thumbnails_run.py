@@ -18,7 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from sqlalchemy import delete, select
 
 from harvestdef.db import schema as s
@@ -60,7 +59,6 @@ def seed_rows(h, job_id: int) -> dict:  # noqa: ANN001
                                                       .where(s.seed_thumbnails.c.job_id == job_id))}
 
 
-@pytest.mark.slow
 def test_thumbnails_of_two_runs_made_through_replay_and_shown_beside_each_other(thumbnail_harvesting,  # noqa: F811
                                                                                  browser, tmp_path):
     require_browser()

@@ -168,7 +168,6 @@ def fuzz(operation: Any, cases: int, headers: dict[str, str]) -> tuple[int, list
     return calls, failures
 
 
-@pytest.mark.slow
 def test_every_operation_answers_within_its_description(fuzzed_app: tuple[Flask, str]) -> None:
     app, token = fuzzed_app
     headers = {"Authorization": f"Bearer {token}"}
