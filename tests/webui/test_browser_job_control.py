@@ -208,3 +208,25 @@ def test_changes_answered_after_the_jobs_end_show_their_final_state_without_a_re
         assert page.locator(".control-actions button:enabled").count() == 0
         assert page.evaluate("window.loadedOnce") is True
         screenshot(page, tmp_path, f"job-control-ended-settled-{language}")
+
+
+def test_a_poll_never_answered_is_given_up_and_the_page_goes_on_polling(browser, tmp_path):
+    """One request of the live view hangs (held here by the browser's router, as a stalled connection would
+    be): the page gives it up after its patience (10 s at the least), says the update failed, and its next
+    polls show what changed meanwhile."""
+    with steered_job(tmp_path, 100) as (webui, crawl, engine), operator_page_of(browser, webui) as page:
+        held: list[Any] = []
+
+        def hold_the_first(route: Any) -> None:
+            if not held:
+                held.append(route)  # never answered
+            else:
+                route.continue_()
+        page.route(f"**/jobs/{crawl.job_id}/live", hold_the_first)
+        page.goto(f"/status/jobs/{crawl.job_id}")
+        page.wait_for_function("document.querySelector('[data-live=\"note\"]').textContent"
+                               ".startsWith('update failed (no answer within 10 s)')")
+        assert held  # the first poll was the one held
+        with engine.begin() as conn:
+            JobChangeRepository(conn).add(crawl.job_id, "pause", {}, "operator", utcnow())
+        page.locator('[data-live="changes"] tr[data-version="1"][data-state="pending"]').wait_for()

@@ -308,11 +308,20 @@
     fillActions(section, live.actions);
   }
 
+  // A GET that gives up after ``ms``: a request the server or the network never answers would otherwise
+  // hold a poll forever, and the page would go on showing what it last drew as if it were current.
+  function fetchWithin(url, options, ms) {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error("no answer within " + Math.round(ms / 1000) + " s")), ms);
+    return fetch(url, Object.assign({signal: abort.signal}, options)).finally(() => clearTimeout(timer));
+  }
+
   // Polls the live view every data-poll-ms while the job is STARTED; returns a function that polls at once
   // (after a control action), which does nothing more once the job has ended.
   function pollJob(section) {
     const url = section.dataset.liveUrl;
     const period = Number(section.dataset.pollMs || 5000);
+    const patience = Math.max(10000, 4 * period);  // how long one poll may wait for its answer
     let timer = null;
     let ended = false;
     // one timer at most: a poll asked for at once replaces the one that was due
@@ -323,7 +332,7 @@
     const tick = () => {
       clearTimeout(timer);
       if (ended) return;
-      fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
+      fetchWithin(url, {credentials: "same-origin", headers: {Accept: "application/json"}}, patience)
         .then(response => response.ok ? response.json() : Promise.reject(new Error("HTTP " + response.status)))
         .then(live => {
           if (ended) return;
@@ -411,7 +420,8 @@
   function pollRunning(table) {
     const period = Number(table.dataset.pollMs || 5000);
     const tick = () => {
-      fetch(window.location.href, {credentials: "same-origin", headers: {Accept: "text/html"}})
+      fetchWithin(window.location.href, {credentials: "same-origin", headers: {Accept: "text/html"}},
+                  Math.max(10000, 4 * period))
         .then(response => response.ok ? response.text() : Promise.reject(new Error("HTTP " + response.status)))
         .then(text => {
           const fresh = new DOMParser().parseFromString(text, "text/html").querySelector("#running-jobs tbody");
