@@ -14,7 +14,7 @@ from sqlalchemy import func, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
-from harvestdef.messages import decode, encode
+from harvestdef.messages import HarvesterStatus, decode, encode
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.queues import QueueNames
 from harvester.protocol import RegistrationRefusedError, SchedulerLink
@@ -134,7 +134,20 @@ def test_dead_lettered_do_one_crawl_fails_its_job(engine, run_scheduler, open_qu
     transport = open_queue()
     link = SchedulerLink(transport, names, "ctl-0", "host", ["FOCUSED"], answer_timeout=20)
     link.register()
-    wait_for(lambda: job_rows(engine, 1), what="the harvest's job")
+    # Heartbeats while it waits, as a controller sends them: one silent for lostAfterHeartbeats (2 s here)
+    # after registering is lost, and no job is made for a channel no live controller serves, so a first tick
+    # late under load left the harvest waiting for good.
+    last_beat = [0.0]
+
+    def heartbeat_then_jobs() -> list:
+        if time.monotonic() - last_beat[0] >= 0.5:
+            last_beat[0] = time.monotonic()
+            link.send_heartbeat(HarvesterStatus(
+                controller_id="ctl-0", host="host", pid=1, version="test", channels=["FOCUSED"],
+                free_disk_bytes=10**12, load_average=0.0, memory_rss_bytes=0, paused=False, current_job_id=None,
+                current_attempt_id=None, current_job_state="idle"))
+        return job_rows(engine, 1)
+    wait_for(heartbeat_then_jobs, what="the harvest's job")
     link.send_ready()
     taken = wait_for(link.take_job, what="a DoOneCrawl message")
     # The controller finds the message unusable (as a controller of another version would).
