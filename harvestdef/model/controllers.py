@@ -85,7 +85,7 @@ class LostControllerRule:
     def is_lost(self, last_sign: datetime | None, heartbeat_interval: float | None, now: datetime,
                 hearing: Hearing = HEARING_ALL_ALONG) -> bool:
         """Silent past its limit, as ``hearing`` counts it; a controller never heard from (``last_sign``
-        None) is lost. None is lost while the scheduler is deaf."""
+        None) is lost. No controller is lost while the scheduler is deaf."""
         if hearing.deaf:
             return False
         counted = hearing.counted(last_sign)
