@@ -329,12 +329,19 @@ class Cluster:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.read().decode("utf-8")
 
-    def site_requests(self) -> dict[str, dict[str, int]]:
-        """How often the web host served each URL, by the address of the host that asked."""
+    def site_requests(self, since: dict[str, dict[str, int]] | None = None) -> dict[str, dict[str, int]]:
+        """How often the web host served each URL, by the address of the host that asked; with ``since``
+        (an earlier answer), only the requests made after it, so that a test's count leaves out what the
+        tests before it on the same cluster fetched from the same sites."""
         assert self.network is not None
         with urllib.request.urlopen(f"http://{self.network.address('web')}:{SITE_PORT}/_requests",
                                     timeout=10) as response:
-            return json.loads(response.read())
+            served: dict[str, dict[str, int]] = json.loads(response.read())
+        if not since:
+            return served
+        later = {url: {client: n - since.get(url, {}).get(client, 0) for client, n in by.items()}
+                 for url, by in served.items()}
+        return {url: kept for url, by in later.items() if (kept := {c: n for c, n in by.items() if n > 0})}
 
     # ------------------------------------------------------------------ waiting and reading
     def wait_for(self, what: str, probe: Callable[[], _T | None], timeout: float, interval: float = 0.5) -> _T:

@@ -34,8 +34,9 @@ def heard_since(cluster: Cluster, moment: datetime) -> bool:
 
 def test_the_broker_killed_and_started_again_mid_crawl_loses_nothing(cluster: Cluster, record_property):
     sites, later_sites = [40, 41, 42], [43, 44]
+    before = cluster.site_requests()
     define_selective(cluster, "cluster-broker-restart", sites)
-    job, host = started(cluster, "cluster-broker-restart", sites)
+    job, host = started(cluster, "cluster-broker-restart", sites, before)
     cluster.kill_host("broker")
     killed_at = time.monotonic()
     # defined while the broker is gone: its job is made, and handed out once the broker is back
@@ -53,11 +54,11 @@ def test_the_broker_killed_and_started_again_mid_crawl_loses_nothing(cluster: Cl
     detail = finished(cluster, job["job_id"])
     kinds = [event["kind"] for event in detail["events"]]
     assert "resubmitted" not in kinds and "lost" not in kinds, kinds
-    refetched = check_invariants(cluster, detail, host, sites)
+    refetched = check_invariants(cluster, detail, host, sites, before)
     later = job_of(cluster, "cluster-during-broker-outage")
     later_detail = finished(cluster, later["job_id"])
     later_refetched = check_invariants(cluster, later_detail, host_of(cluster, later_detail["controller"]),
-                                       later_sites)
+                                       later_sites, before)
     assert not later_refetched, later_refetched
     figures = {"broker_down_s": round(down, 1), "controllers_heard_s": round(heard_again, 1),
                "refetched": dict(refetched)}

@@ -43,13 +43,15 @@ def host_of(cluster: Cluster, controller: str) -> str:
     return host
 
 
-def started(cluster: Cluster, harvest: str, sites: list[int]) -> tuple[dict[str, Any], str]:
-    """The harvest's job once STARTED and fetching from the sites; the host of its controller."""
+def started(cluster: Cluster, harvest: str, sites: list[int],
+            before: dict[str, dict[str, int]]) -> tuple[dict[str, Any], str]:
+    """The harvest's job once STARTED and fetching from the sites (requests since ``before``, the web
+    host's count taken before the harvest was defined); the host of its controller."""
     job = job_of(cluster, harvest)
 
     def fetching() -> dict[str, Any] | None:
         current = cluster.api("GET", f"/jobs/{job['job_id']}")
-        requested = cluster.site_requests()
+        requested = cluster.site_requests(since=before)
         begun = any(url.startswith(f"http://www.site{n}.dk/page/") for url in requested for n in sites)
         return current if current["status"] == "STARTED" and current.get("controller") and begun else None
     current = cluster.wait_for(f"job {job['job_id']} started and fetching", fetching, 90, interval=0.2)
@@ -119,15 +121,16 @@ def assert_stored_whole(directory: Path) -> None:
 
 
 def check_invariants(cluster: Cluster, detail: dict[str, Any], host: str, sites: list[int],
-                     earlier: tuple[str, ...] = ()) -> Counter[str]:
-    """The job DONE once on its controller, the sites fetched by its host alone (but for the hosts of
-    ``earlier`` attempts, whose fetches were theirs), its files stored once and all in SHA256SUMS, its
-    statistics written once per domain; returns the URLs fetched more than once."""
+                     before: dict[str, dict[str, int]], earlier: tuple[str, ...] = ()) -> Counter[str]:
+    """The job DONE once on its controller, the sites fetched since ``before`` (the web host's count taken
+    before the harvest was defined: earlier tests on the cluster crawled the same sites) by its host alone
+    (but for the hosts of ``earlier`` attempts, whose fetches were theirs), its files stored once and all in
+    SHA256SUMS, its statistics written once per domain; returns the URLs fetched more than once."""
     assert detail["status"] == "DONE", detail
     address = cluster.network.address(host)  # type: ignore[union-attr]
     left_out = {cluster.network.address(other) for other in earlier}  # type: ignore[union-attr]
     requested = {url: {client: n for client, n in by.items() if client not in left_out}
-                 for url, by in cluster.site_requests().items()
+                 for url, by in cluster.site_requests(since=before).items()
                  if any(url.startswith(f"http://www.site{n}.dk/") for n in sites)}
     assert requested
     others = {url: by for url, by in requested.items() if set(by) != {address}}
@@ -143,8 +146,9 @@ def check_invariants(cluster: Cluster, detail: dict[str, Any], host: str, sites:
 
 def test_a_cut_shorter_than_the_lost_threshold_goes_unnoticed_and_the_crawl_ends_done(cluster, record_property):
     sites = [1, 2, 3]
+    before = cluster.site_requests()
     define_selective(cluster, "cluster-short-cut", sites)
-    job, host = started(cluster, "cluster-short-cut", sites)
+    job, host = started(cluster, "cluster-short-cut", sites, before)
     cluster.network.cut(host)
     cut_at = time.monotonic()
     try:
@@ -155,7 +159,7 @@ def test_a_cut_shorter_than_the_lost_threshold_goes_unnoticed_and_the_crawl_ends
         cluster.network.restore(host)
     detail = finished(cluster, job["job_id"])
     assert [event["kind"] for event in detail["events"] if event["kind"] in ("lost", "resubmitted")] == []
-    refetched = check_invariants(cluster, detail, host, sites)
+    refetched = check_invariants(cluster, detail, host, sites, before)
     record_property("refetched", dict(refetched))
     print(f"short cut of {host} for {SHORT_CUT:.0f} s: not found lost; job {job['job_id']} DONE; "
           f"refetched {sum(refetched.values()) - len(refetched)} times: {dict(refetched)}")
@@ -164,8 +168,9 @@ def test_a_cut_shorter_than_the_lost_threshold_goes_unnoticed_and_the_crawl_ends
 def test_a_cut_longer_than_the_lost_threshold_is_shown_lost_then_back_and_not_resubmitted(cluster, browser,
                                                                                           record_property, tmp_path):
     sites = [4, 5, 6]
+    before = cluster.site_requests()
     define_selective(cluster, "cluster-long-cut", sites)
-    job, host = started(cluster, "cluster-long-cut", sites)
+    job, host = started(cluster, "cluster-long-cut", sites, before)
     cluster.network.cut(host)
     cut_at = time.monotonic()
     try:
@@ -190,7 +195,7 @@ def test_a_cut_longer_than_the_lost_threshold_is_shown_lost_then_back_and_not_re
     kinds = [event["kind"] for event in detail["events"]]
     assert "lost" in kinds and "back" in kinds[kinds.index("lost"):] and "resubmitted" not in kinds, kinds
     assert detail["interruption"] is None
-    refetched = check_invariants(cluster, detail, host, sites)
+    refetched = check_invariants(cluster, detail, host, sites, before)
     figures = {"detected_s": round(detected, 1), "recovered_s": round(recovered, 1), "refetched": dict(refetched)}
     record_property("figures", figures)
     print(f"long cut of {host} for {LONG_CUT:.0f} s: found lost {detected:.1f} s after the cut, back "

@@ -34,13 +34,15 @@ from tests.cluster.test_harvester_cut_off import (
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # slow: its file is one of the longest of the stage
 
 
-def held_mid_upload(cluster: Cluster, harvest: str, sites: list[int]) -> tuple[dict[str, Any], str, Path, Path]:
+def held_mid_upload(cluster: Cluster, harvest: str, sites: list[int],
+                    before: dict[str, dict[str, int]]) -> tuple[dict[str, Any], str, Path, Path]:
     """The harvest's job crawled to its end and held in the middle of its upload: a file of the test's in
     the way of the job's cdxj/ directory in the store makes every pass fail after the WARCs and the metadata
     WARC are stored (harvester/jobdir.py stores them first), so the controller sits in its upload backoff.
-    Returns the job, its host, the job's directory in the store and the obstacle."""
+    ``before`` is the web host's count of requests taken first. Returns the job, its host, the job's
+    directory in the store and the obstacle."""
     define_selective(cluster, harvest, sites)
-    job, host = started(cluster, harvest, sites)
+    job, host = started(cluster, harvest, sites, before)
     directory = cluster.archive / str(job["harvest_id"]) / str(job["job_id"])
     directory.mkdir(parents=True, exist_ok=True)
     obstacle = directory / "cdxj"
@@ -58,7 +60,8 @@ def stored_names(directory: Path) -> set[str]:
 def test_a_harvester_host_back_mid_upload_with_its_disk_lost_has_its_job_resubmitted_and_its_files_listed(
         cluster: Cluster, record_property):
     sites = [50, 51, 52]
-    job, host, directory, obstacle = held_mid_upload(cluster, "cluster-disk-lost", sites)
+    before = cluster.site_requests()
+    job, host, directory, obstacle = held_mid_upload(cluster, "cluster-disk-lost", sites, before)
     held = stored_names(directory) - {"cdxj"}
     cluster.kill_host(host)
     obstacle.unlink()
@@ -83,7 +86,7 @@ def test_a_harvester_host_back_mid_upload_with_its_disk_lost_has_its_job_resubmi
     for number in sites:
         rows = cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
         assert not [row for row in rows if row["job_id"] == job["job_id"]], rows
-    refetched = check_invariants(cluster, new, new_host, sites, earlier=(host,) if new_host != host else ())
+    refetched = check_invariants(cluster, new, new_host, sites, before, earlier=(host,) if new_host != host else ())
     figures = {"resubmitted_after_back_s": round(resubmitted_after, 1), "left_files": len(held),
                "new_job": new["job_id"], "on": new_host}
     record_property("figures", figures)
@@ -95,7 +98,8 @@ def test_a_harvester_host_back_mid_upload_with_its_disk_lost_has_its_job_resubmi
 def test_a_harvester_host_that_dies_mid_upload_stores_the_rest_when_back_and_nothing_twice(cluster: Cluster,
                                                                                         record_property):
     sites = [60, 61, 62]
-    job, host, directory, obstacle = held_mid_upload(cluster, "cluster-dies-mid-upload", sites)
+    before = cluster.site_requests()
+    job, host, directory, obstacle = held_mid_upload(cluster, "cluster-dies-mid-upload", sites, before)
     held = {name: hashlib.sha256((directory / name).read_bytes()).hexdigest()
             for name in stored_names(directory) - {"cdxj"}}
     cluster.kill_host(host)
@@ -129,7 +133,7 @@ def test_a_harvester_host_that_dies_mid_upload_stores_the_rest_when_back_and_not
     for number in sites:
         rows = cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
         assert not [row for row in rows if row["job_id"] == job["job_id"]], rows
-    refetched = check_invariants(cluster, new, new_host, sites, earlier=(host,))
+    refetched = check_invariants(cluster, new, new_host, sites, before, earlier=(host,))
     figures = {"resubmitted_s": round(resubmitted_after, 1), "stored_after_back_s": round(stored_after, 1),
                "held_files": len(held), "new_job": new["job_id"], "on": new_host}
     record_property("figures", figures)

@@ -28,8 +28,9 @@ pytestmark = pytest.mark.cluster
 def test_a_harvester_host_that_dies_mid_crawl_has_its_job_resubmitted_and_crawled_elsewhere(cluster: Cluster,
                                                                                             record_property):
     sites = [30, 31, 32]
+    before = cluster.site_requests()
     define_selective(cluster, "cluster-host-dies", sites)
-    job, host = started(cluster, "cluster-host-dies", sites)
+    job, host = started(cluster, "cluster-host-dies", sites, before)
     cluster.kill_host(host)
     died_at = time.monotonic()
     detail = resubmitted(cluster, job["job_id"],
@@ -55,7 +56,7 @@ def test_a_harvester_host_that_dies_mid_crawl_has_its_job_resubmitted_and_crawle
         rows = cluster.api("GET", f"/domains/site{number}.dk/history?limit=10")["items"]
         assert not [row for row in rows if row["job_id"] == job["job_id"]], rows
     # the new job: crawled and stored whole by the other host (the old host's fetches were for the old job)
-    refetched = check_invariants(cluster, new, new_host, sites, earlier=(host,))
+    refetched = check_invariants(cluster, new, new_host, sites, before, earlier=(host,))
     figures = {"resubmitted_s": round(resubmitted_after, 1), "new_job": new["job_id"], "on": new_host}
     record_property("figures", figures)
     print(f"{host} died mid-crawl of job {job['job_id']}: resubmitted {resubmitted_after:.1f} s later as job "
