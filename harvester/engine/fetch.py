@@ -9,7 +9,9 @@ response h11 rejects (bad header, truncated body) is still returned with what wa
 (``_ResponseCaps``): the head at the engine's header caps (``headerTrunc``, nothing more read), the body as
 received at maxLengthBytes (``lenTrunc``), so no record exceeds maxLengthBytes plus the header cap, a
 malformed response's included. Truncation follows Heritrix: ``lenTrunc`` past maxLengthBytes,
-``timeTrunc`` past timeoutSeconds, ``midFetchTrunc`` when the server stops sending mid-body for soTimeoutMs.
+``timeTrunc`` past timeoutSeconds. A server that stops sending mid-body for soTimeoutMs has lost the
+connection (``-3``, as Heritrix's FetchHTTP counts a read that times out): nothing is recorded and the URI
+is retried, so a page cut short by a stalled network is fetched again, never kept truncated as a 200.
 This module opens sockets only; it knows nothing of WARCs, queues or logs.
 """
 
@@ -338,10 +340,12 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
                 except TimeoutError:
                     if not got_response:
                         result.status = TIMED_OUT
-                    else:
+                    elif remaining <= so_timeout or time.monotonic() >= deadline:
                         # the whole exchange's time is up when it bounded this wait (see the connect timeout)
-                        whole = remaining <= so_timeout or time.monotonic() >= deadline
-                        result.annotations.append(TIME_TRUNC if whole else "midFetchTrunc")
+                        result.annotations.append(TIME_TRUNC)
+                    else:
+                        # quiet for soTimeoutMs mid-response: the connection is lost and the URI retried
+                        result.status = CONNECTION_BROKEN
                     break
                 kept = caps.admit(data)
                 spool.record_received(kept)

@@ -106,7 +106,7 @@ def _truncation(annotations: list[str]) -> str | None:
     reader of the standard knows, and crawl.log's ``headerTrunc`` tells the two cuts apart."""
     if "lenTrunc" in annotations or "headerTrunc" in annotations:
         return "length"
-    if "timeTrunc" in annotations or "midFetchTrunc" in annotations:
+    if "timeTrunc" in annotations:
         return "time"
     return None
 

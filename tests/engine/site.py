@@ -24,6 +24,7 @@ Paths (the same on every host):
 - ``/gzip.html``                      gzip content encoding
 - ``/br-bomb.html``                   about 800 bytes of br that decode to 1 GiB of zeros (a compression bomb)
 - ``/stall.bin``                      announces 100,000 bytes, sends 1,000, then stalls
+- ``/stall-once.bin``                 stalls as ``/stall.bin`` the first time, sends all 100,000 bytes after
 - ``/malformed``                      a header line h11 rejects
 - ``/hostile/…``                      servers that never stop (the response bounds), their bytes counted in
                                       ``hostile_sent``, only their first piece kept in ``sent``:
@@ -251,6 +252,16 @@ class TestSite:
                  request: tuple[str, dict[str, str], bytes] = ("GET", {}, b"")) -> bool:
         """Answer one request (its method, headers and body in ``request``); False closes the connection."""
         path = target.split("?", 1)[0]
+        if path == "/stall-once.bin":
+            with self._lock:
+                self._flaky_count[f"{host}{path}"] += 1
+                first = self._flaky_count[f"{host}{path}"] == 1
+            if not first:
+                head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+                        f"Content-Length: {STALL_ANNOUNCED}\r\n\r\n").encode()
+                self._send(connection, host, target, head + b"s" * STALL_ANNOUNCED)
+                return False
+            path = "/stall.bin"
         if path == "/stall.bin":
             head = (f"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
                     f"Content-Length: {STALL_ANNOUNCED}\r\n\r\n").encode()

@@ -6,18 +6,31 @@ from __future__ import annotations
 import hashlib
 from base64 import b32encode
 
-from tests.engine.site import BIG_SIZE, STALL_SENT
+from tests.engine.site import BIG_SIZE, STALL_ANNOUNCED
 
 
-def test_stall_mid_body_is_timed_out_and_recorded(crawl, test_site):
+def test_a_stall_mid_body_is_a_lost_connection_retried_and_never_kept_truncated(crawl, test_site):
+    # Heritrix's FetchHTTP counts a read that times out mid-body as a lost connection (-3): a page cut short
+    # by a stalled network is not archived as if it were the page
     run = crawl([test_site.url("www.kulturarv.dk", "/stall.bin")],
-                overrides={"fetchHttp.soTimeoutMs": 300, "fetchHttp.timeoutSeconds": 20})
-    line = run.lines_for(test_site.url("www.kulturarv.dk", "/stall.bin"))[0]
-    assert line[1] == "200" and line[2] == str(STALL_SENT) and "midFetchTrunc" in line[11]
-    record = next(r for r in run.warc_records() if r[0] == "response" and r[1].endswith("/stall.bin"))
-    assert record[3] == test_site.responses_for("www.kulturarv.dk", "/stall.bin")[0]
-    assert record[2].get_header("WARC-Truncated") == "time"
+                overrides={"fetchHttp.soTimeoutMs": 300, "fetchHttp.timeoutSeconds": 20,
+                           "frontier.retryDelaySeconds": 0.05, "frontier.maxRetries": 1})
+    (line,) = run.lines_for(test_site.url("www.kulturarv.dk", "/stall.bin"))
+    assert line[1] == "-3" and line[11] == "2t"
+    assert test_site.request_count("www.kulturarv.dk", "/stall.bin") == 2
+    assert not [r for r in run.warc_records() if (r[1] or "").endswith("/stall.bin")]
     assert run.controller.status().elapsed_ms < 10_000
+
+
+def test_a_page_that_stalled_once_is_archived_whole_from_its_retry(crawl, test_site):
+    run = crawl([test_site.url("www.kulturarv.dk", "/stall-once.bin")],
+                overrides={"fetchHttp.soTimeoutMs": 300, "frontier.retryDelaySeconds": 0.05})
+    (line,) = run.lines_for(test_site.url("www.kulturarv.dk", "/stall-once.bin"))
+    assert line[1] == "200" and line[2] == str(STALL_ANNOUNCED) and line[11].startswith("1t"), line
+    assert "Trunc" not in line[11]
+    (record,) = [r for r in run.warc_records() if r[0] == "response" and r[1].endswith("/stall-once.bin")]
+    assert record[2].get_header("WARC-Truncated") is None
+    assert record[3] == test_site.responses_for("www.kulturarv.dk", "/stall-once.bin")[1]
 
 
 def test_total_fetch_time_truncates_with_time_trunc(crawl, test_site):
