@@ -85,23 +85,22 @@ def queue_depths(conn: Connection) -> dict[str, Any]:
     return {"channels": depths, "error": None}
 
 
-def scheduler_hearing(conn: Connection) -> dict[str, Any]:
+def scheduler_hearing(hearing: Hearing) -> dict[str, Any]:
     """Whether the leading scheduler hears heartbeats: ``deaf_since`` (its broker connection down since),
     ``hearing_since`` (back since, after an outage), as it wrote them to scheduler_hearing."""
-    hearing = read_hearing(conn)
     return {"deaf_since": jsonable(hearing.deaf_since), "hearing_since": jsonable(hearing.hearing_since)}
 
 
-def scheduler_liveness(conn: Connection) -> dict[str, Any]:
-    """The scheduler's lock rows (holder and lease), its hearing and its last recorded harvest state
-    change."""
+def scheduler_liveness(conn: Connection, hearing: Hearing) -> dict[str, Any]:
+    """The scheduler's lock rows (holder and lease), its ``hearing`` (read once by the caller, so that the
+    page judges its controllers by the same one) and its last recorded harvest state change."""
     lock = s.scheduler_lock
     now = utcnow()
     locks = [{"name": row.name, "holder": row.holder, "acquired_at": jsonable(row.acquired_at),
               "expires_at": jsonable(row.expires_at), "is_current": row.expires_at > now}
              for row in conn.execute(select(lock).order_by(lock.c.name))]
     last_tick = conn.scalar(select(func.max(s.harvest_state.c.changed_at)))
-    return {"locks": locks, "hearing": scheduler_hearing(conn), "last_harvest_state_change": jsonable(last_tick)}
+    return {"locks": locks, "hearing": scheduler_hearing(hearing), "last_harvest_state_change": jsonable(last_tick)}
 
 
 @blueprint.get("/harvesters")

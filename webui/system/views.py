@@ -38,8 +38,8 @@ def index() -> Any:
     # before the connection is taken: a slow target holds no database connection
     figures = read_all(metrics.schedulerTargets, metrics.scrapeTimeoutMs / 1000)
     with database().connect() as conn:
-        scheduler = scheduler_liveness(conn)
         hearing = read_hearing(conn)
+        scheduler = scheduler_liveness(conn, hearing)
         harvesters = [render_harvester(row, hearing) for row in find_harvesters(conn, MAX_HARVESTERS)]
         queues = queue_depths(conn)
         webhooks = WebhookRepository(conn)
@@ -78,7 +78,7 @@ def overview() -> dict[str, Any]:
                        or_(st.c.reason.is_(None), ~st.c.reason.startswith(NEVER_RUNS)))
                 .order_by(st.c.changed_at.desc()).limit(OVERVIEW_ROWS))),
             "harvesters": [render_harvester(row, hearing) for row in find_harvesters(conn, MAX_HARVESTERS)],
-            "hearing": scheduler_hearing(conn),
+            "hearing": scheduler_hearing(hearing),
         }
 
 
