@@ -28,6 +28,7 @@ Needs root, iproute2 (``ip``, ``tc``), iptables and util-linux's ``unshare``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import ipaddress
 import json
 import logging
@@ -39,7 +40,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,13 +105,38 @@ def _routed_networks() -> list[ipaddress.IPv4Network]:
     return found
 
 
+def _claimed_subnets() -> list[ipaddress.IPv4Network]:
+    """The subnets of the networks saved in STATE_DIR: a network being made holds its subnet there before
+    its uplink is addressed, when no route shows it yet."""
+    claimed = []
+    for path in STATE_DIR.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            claimed.append(ipaddress.IPv4Network(json.loads(path.read_text(encoding="utf-8"))["subnet"]))
+    return claimed
+
+
+@contextlib.contextmanager
+def _choosing_subnet() -> Iterator[None]:
+    """Held while a network chooses its subnet and saves it: networks made at once by several processes
+    (pytest workers) would otherwise each see the same subnet free and take it."""
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(STATE_DIR / "subnets.lock", "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _free_subnet() -> ipaddress.IPv4Network:
-    taken = _routed_networks()
-    start = secrets.randbelow(len(_SUBNET_RANGE))
-    for step in range(len(_SUBNET_RANGE) * 250):
-        second = _SUBNET_RANGE[(start + step // 250) % len(_SUBNET_RANGE)]
-        third = (step * 7 + start) % 250 + 1
-        subnet = ipaddress.IPv4Network(f"10.{second}.{third}.0/24")
+    """A 10.x.y.0/24 that no route of the machine covers and no other network has claimed; call it while
+    ``_choosing_subnet``."""
+    taken = _routed_networks() + _claimed_subnets()
+    choices = len(_SUBNET_RANGE) * 250
+    start = secrets.randbelow(choices)
+    for step in range(choices):
+        second, third = divmod((start + step * 7919) % choices, 250)  # 7919 is prime to the count: all visited
+        subnet = ipaddress.IPv4Network(f"10.{_SUBNET_RANGE[second]}.{third + 1}.0/24")
         if not any(subnet.overlaps(other) for other in taken):
             return subnet
     raise NetworkError("no free 10.x.y.0/24 for the network: the machine routes them all")
@@ -196,10 +222,6 @@ class Network:
         self.tag = tag or "hs" + secrets.token_hex(2)
         if len(self.tag) > 6 or not self.tag.isalnum():
             raise NetworkError(f"network tag {self.tag!r}: at most 6 letters and digits (it prefixes link names)")
-        self.subnet = _free_subnet()
-        addresses = list(self.subnet.hosts())
-        self.uplink_address = str(addresses[-1])
-        self._free = iter(addresses[1:-1])
         self.switch = f"{self.tag}-{SWITCH}"
         self.uplink = f"{self.tag}up"
         self.hosts: dict[str, Host] = {}
@@ -207,8 +229,13 @@ class Network:
         self._namespaces: list[str] = []
         self._owner = True
         self._wires: list[subprocess.Popen[str]] = []
+        with _choosing_subnet():
+            self.subnet = _free_subnet()
+            addresses = list(self.subnet.hosts())
+            self.uplink_address = str(addresses[-1])
+            self._free = iter(addresses[1:-1])
+            self._save()  # the claim on the subnet, seen by every network made after
         try:
-            self._save()
             self._add_namespace(self.switch)
             self._ip(self.switch, "link", "add", "br0", "type", "bridge")
             self._ip(self.switch, "link", "set", "br0", "up")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harvestdef.cluster import network as network_module
 from harvestdef.cluster.network import NETNS_ETC, STATE_DIR, Network, NetworkError, remove_stale
 from tests.cluster.conftest import require_namespaces
 
@@ -212,3 +213,40 @@ def test_a_network_whose_maker_was_killed_is_removed_by_the_next(tmp_path: Path)
         time.sleep(0.2)
     assert namespaces() == before
     assert not (STATE_DIR / f"{tag}.json").exists()
+
+
+def test_a_subnet_claimed_by_a_network_being_made_is_not_taken_again(monkeypatch: pytest.MonkeyPatch):
+    # a network claims its subnet in its state file before its uplink is addressed, when no route shows it
+    require_namespaces()
+    monkeypatch.setattr(network_module.secrets, "randbelow", lambda _: 0)  # the same first choice each time
+    with network_module._choosing_subnet():
+        first = network_module._free_subnet()
+    claim = STATE_DIR / "hsclm.json"
+    claim.write_text(json.dumps({"pid": os.getpid(), "namespaces": [], "subnet": str(first)}), encoding="utf-8")
+    try:
+        with network_module._choosing_subnet():
+            assert network_module._free_subnet() != first
+    finally:
+        claim.unlink()
+
+
+SUBNET_MAKER = """
+import sys
+from harvestdef.cluster.network import Network
+network = Network()
+print(network.subnet, flush=True)
+sys.stdin.read()
+network.close()
+"""
+
+
+def test_networks_made_at_once_by_several_processes_each_take_a_subnet_of_their_own():
+    require_namespaces()
+    makers = [subprocess.Popen([sys.executable, "-c", SUBNET_MAKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, cwd=Path(__file__).resolve().parents[2]) for _ in range(4)]
+    try:
+        subnets = [maker.stdout.readline().strip() for maker in makers]  # type: ignore[union-attr]
+    finally:
+        for maker in makers:
+            maker.communicate(timeout=30)
+    assert all(subnets) and len(set(subnets)) == len(subnets), subnets
