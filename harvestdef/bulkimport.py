@@ -324,6 +324,18 @@ class _Reader:
                 yield done, result.get()
 
 
+def _interrupted(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is among the exceptions ``exc`` was raised while handling."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _ignore(_: Any) -> None:
     return None
 
@@ -437,15 +449,19 @@ class DomainImporter:
                             break
                         if not self.postgresql:
                             time.sleep(_SQLITE_PAUSE)
-        except OperationalError as exc:
+        except SQLAlchemyError as exc:
+            if _interrupted(exc):
+                # Ctrl-C landed inside a statement (psycopg's COPY): the rollback on the way out then found
+                # the connection still busy and its error took the interrupt's place. It was an interrupt.
+                raise KeyboardInterrupt from exc
+            if not isinstance(exc, OperationalError):
+                raise self._database_error(name, counts, exc) from exc
             if not self.postgresql and "locked" in str(exc.orig):
                 raise DatabaseBusyError(
                     f"the import of {name} stopped: the harvest database stayed locked by other writers for "
                     f"{self.lock_timeout:g} s. The {counts.batches} batches committed before "
                     f"({counts.domains_created} domains created) stay stored; import the same file again to "
                     f"complete it") from exc
-            raise self._database_error(name, counts, exc) from exc
-        except SQLAlchemyError as exc:
             raise self._database_error(name, counts, exc) from exc
         finally:
             names.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from harvestdef.bulkimport import BadLine, DomainImporter, TakenLine, domain_of_line, seeds_of
 from harvestdef.db import schema as s
@@ -385,3 +386,18 @@ def test_constraints_set_aside_come_back_the_same(postgresql_url: str) -> None:
             assert conn.execute(definitions, {"t": tables}).all() == before
     finally:
         engine.dispose()
+
+
+def test_a_database_error_raised_while_handling_ctrl_c_counts_as_the_interrupt() -> None:
+    # Ctrl-C inside psycopg's COPY leaves the connection busy, and the rollback on the way out fails: that
+    # error is raised while the KeyboardInterrupt is handled, and must not turn the interrupt into exit 2
+    from harvestdef.bulkimport import _interrupted
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise OperationalError("ROLLBACK", {}, Exception("another command is already in progress"))  # noqa: B904
+    except OperationalError as exc:
+        assert _interrupted(exc)
+    assert not _interrupted(OperationalError("SELECT 1", {}, Exception("server closed the connection")))
