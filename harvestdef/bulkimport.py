@@ -69,6 +69,7 @@ from harvestdef.errors import (
     LineRefusal,
     NotFoundError,
     RefusedLinesError,
+    causes,
     shown,
 )
 from harvestdef.phrases import N_, Phrase, english, phrase
@@ -326,14 +327,7 @@ class _Reader:
 
 def _interrupted(exc: BaseException) -> bool:
     """Whether a KeyboardInterrupt is among the exceptions ``exc`` was raised while handling."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, KeyboardInterrupt):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
+    return any(isinstance(cause, KeyboardInterrupt) for cause in causes(exc))
 
 
 def _ignore(_: Any) -> None:

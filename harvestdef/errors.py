@@ -63,7 +63,7 @@ The web UI's ``AuthError`` (401/403) and the API's ``ApiError`` are the answers 
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
@@ -150,6 +150,17 @@ class UrlError(ValidationError):
         self.reason = english(reason or message)
         # the reason as a phrase where it was given as one, else its English
         self.reason_phrase: str | Phrase = reason or message
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then each error it was raised from (``raise ... from``) or while handling, nearest first,
+    each once: where a translated error's driver error, or an interrupt it replaced, is found."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
 
 
 def shown(text: str) -> str:

@@ -4,7 +4,8 @@ Each host is a namespace ``<tag>-<host>`` with loopback and ``eth0``, the end of
 other end is a port of the bridge in the switch namespace ``<tag>-sw``. An uplink veth joins the
 bridge to the machine's own namespace, so a person (or a test) on the machine reaches every host's
 address, and nothing outside the machine does: the addresses are a private /24 that no route of the
-machine already covers.
+machine already covers, chosen under a lock so that networks made at once by several processes never share
+one.
 
 A link is cut by setting its switch port down (packets just stop: no reset, no ICMP, as when a cable
 or a switch dies). It is made lossy by iptables (the statistic match) dropping the share given of the
@@ -52,7 +53,8 @@ log = logging.getLogger(__name__)
 STATE_DIR = Path("/run/harvestsuite-cluster")
 NETNS_ETC = Path("/etc/netns")
 SWITCH = "sw"
-# Subnets tried for a network, each a 10.x.y.0/24; the first no route of the machine covers is taken.
+# Subnets tried for a network, each a 10.x.y.0/24, from a random start: the first that no route of the
+# machine covers and no other network has claimed in STATE_DIR is taken (_free_subnet).
 _SUBNET_RANGE = range(64, 128)
 _COMMAND_TIMEOUT = 30.0
 

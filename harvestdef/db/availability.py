@@ -17,7 +17,7 @@ import sqlite3
 
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from harvestdef.errors import DatabaseBusyError, DatabaseError, DatabaseUnavailableError
+from harvestdef.errors import DatabaseBusyError, DatabaseError, DatabaseUnavailableError, causes
 
 # PostgreSQL's SQLSTATEs of a lock or a statement that waited too long, and of a server going away
 _BUSY_SQLSTATES = {"55P03": "a lock another writer holds was not granted within the lock timeout",
@@ -33,17 +33,13 @@ _SQLITE_GONE = ("unable to open database file", "disk i/o error")
 def unavailability(error: BaseException) -> DatabaseError | None:
     """DatabaseBusyError or DatabaseUnavailableError (with the reason) when ``error``, or an error it was
     raised from, is the database not answering for now; None for any other error."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in causes(error):
         if isinstance(current, DatabaseBusyError | DatabaseUnavailableError):
             return current
         if isinstance(current, SQLAlchemyError):
             found = _of_driver_error(current)
             if found is not None:
                 return found
-        current = current.__cause__ or current.__context__
     return None
 
 

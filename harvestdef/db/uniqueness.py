@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from harvestdef.errors import kind_words
+from harvestdef.errors import causes, kind_words
 from harvestdef.phrases import N_, Phrase, phrase
 
 _UNIQUE_SQLSTATE = "23505"
@@ -80,13 +80,9 @@ class UniqueViolation:
 
 def unique_violation(error: BaseException) -> UniqueViolation | None:
     """The unique key ``error`` (or an error it was raised from) is the refusal of, or None."""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in causes(error):
         if isinstance(current, IntegrityError):
             return _of_integrity_error(current)
-        current = current.__cause__ or current.__context__
     return None
 
 
