@@ -70,12 +70,21 @@ def test_sigterm_checkpoints_the_crawl_and_the_job_page_lists_checkpoint_and_res
     answer = client.post("/login", data={"name": "archivist", "password": PASSWORD, "csrf_token": csrf_of(client)})
     assert answer.status_code == 302
 
-    def events():
+    def all_events():
         return client.get(f"/api/v1/jobs/{job.job_id}").json["events"]
 
+    def events():
+        # the scheduler's own events (a controller lost and back: under load the restart can outlast
+        # lostAfterHeartbeats) are about the controller, not the crawl's checkpoints, and may come between
+        return [event for event in all_events() if event["kind"] in ("checkpoint", "resume")]
+
     # the JobEvents went out before the final status, on the same queue; the intake may take them in any order
-    wait_for(lambda: len(events()) == 3, 10, "both checkpoints and the resume in the job's API answer")
+    try:
+        wait_for(lambda: len(events()) == 3, 10, "both checkpoints and the resume in the job's API answer")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the job's events: {all_events()}") from None
     by_operator, checkpointed, resumed = events()
+    assert len(all_events()) - 3 in (0, 2), all_events()  # a lost controller is back once, never lost twice
     assert (by_operator["kind"], by_operator["checkpoint"], by_operator["controller"]) == (
         "checkpoint", asked, controller)
     assert (checkpointed["kind"], checkpointed["checkpoint"], checkpointed["controller"]) == (
