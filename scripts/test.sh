@@ -22,22 +22,24 @@ ruff check .
 if [ "$#" -gt 0 ]; then
     exec python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 "$@"
 fi
-python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-4}" \
-    -m "not broker_restart and not cluster"
-broker_log="$(mktemp)"
-trap 'rm -f "$broker_log"' EXIT
-python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart >"$broker_log" 2>&1 &
-broker_tests=$!
-cluster_status=0
+cluster_log="$(mktemp)"
+trap 'rm -f "$cluster_log"' EXIT
 # --no-loadscope-reorder: the files in collection order, the longest (marked slow) first, each worker
 # starting on one of them, rather than the files with the most tests first
 python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -n 3 --dist loadfile --no-loadscope-reorder \
-    -m cluster || cluster_status=$?
+    -m cluster >"$cluster_log" 2>&1 &
+cluster_tests=$!
 broker_status=0
-wait "$broker_tests" || broker_status=$?
-echo "--- the tests that restart the broker (run beside the cluster tests) ---"
-cat "$broker_log"
-if [ "$cluster_status" -ne 0 ] || [ "$broker_status" -ne 0 ]; then
-    echo "the cluster tests ended with $cluster_status, the broker-restart tests with $broker_status" >&2
+python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart || broker_status=$?
+main_status=0
+nice -n 10 python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-4}" \
+    -m "not broker_restart and not cluster" || main_status=$?
+cluster_status=0
+wait "$cluster_tests" || cluster_status=$?
+echo "--- the tests on simulated machines (run beside the others) ---"
+cat "$cluster_log"
+if [ "$broker_status" -ne 0 ] || [ "$main_status" -ne 0 ] || [ "$cluster_status" -ne 0 ]; then
+    echo "the broker-restart tests ended with $broker_status, the independent tests with $main_status," \
+        "the cluster tests with $cluster_status" >&2
     exit 1
 fi
