@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 
 from harvestdef.settings import DatabaseSettings
+from harvestdef.sqlitewal import use_wal
 
 # keepalives for an idle session; tcp_user_timeout (ms) for one whose answer is still unacknowledged when
 # the client vanished, where keepalives never start and retransmissions would go on for a quarter of an hour
@@ -38,7 +39,7 @@ def open_engine(url: str, echo: bool = False, lock_timeout: float = 30.0) -> Eng
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         engine = create_engine(url, echo=echo, connect_args={"timeout": lock_timeout})
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", lambda connection, _record: _sqlite_pragmas(connection, lock_timeout))
         return engine
     # No ping before every checkout: it costs a round trip per transaction, as much as the commit. A
     # connection the server dropped fails its statement once; SQLAlchemy then discards the whole pool, and
@@ -68,10 +69,10 @@ def engine_from_settings(settings: DatabaseSettings) -> Engine:
     return open_engine(settings.url, echo=settings.echo, lock_timeout=settings.lockTimeout)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_pragmas(dbapi_connection: Any, lock_timeout: float) -> None:
+    use_wal(dbapi_connection, lock_timeout)
     cursor = dbapi_connection.cursor()
     try:
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
     finally:

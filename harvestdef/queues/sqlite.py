@@ -37,6 +37,7 @@ from harvestdef.queues.base import (
     dead_letter_headers,
 )
 from harvestdef.settings import QueueSettings
+from harvestdef.sqlitewal import use_wal
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class SqliteTransport(Transport):
         try:
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
                                    check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
+            use_wal(conn, self.busy_timeout)
             # FULL, not NORMAL: with WAL, NORMAL already keeps a committed transaction across a crash of
             # the process (it is in the WAL file), but may lose the last ones to a power cut or a kernel
             # crash. A publish is the commit point of a dispatch (the job becomes SUBMITTED in the harvest
