@@ -31,7 +31,8 @@ before it writes, and a deferred SQLite transaction that does so fails at its fi
 locked") whenever another writer committed after its read. So each SQLite batch takes the write lock first
 (BEGIN IMMEDIATE, as harvestdef.db.engine.write_transaction does), waiting up to ``lock_timeout`` seconds
 for it; its names are read and parsed before, not while it holds the lock; batches are small (50,000
-names, about a second of writing) and a pause after each commit lets every writer that waited in
+names, about a second of writing; after a batch that held the lock longer, on a loaded machine, the next
+is smaller in proportion, down to 1,000 names) and a pause after each commit lets every writer that waited in
 SQLite's busy handler take its turn. A lock not had within the timeout stops the import with a sentence
 that says so, the committed batches kept. PostgreSQL's batches are ordinary transactions beside others.
 
@@ -96,10 +97,25 @@ _SQLITE_CHUNK = 10_000
 # Names per SQLite transaction: about a second of holding the write lock on two cores, so the writers
 # beside an import wait no longer than that, while the pauses between batches add under 2 s to 800,000.
 _SQLITE_BATCH = 50_000
+# A SQLite batch that held the write lock longer than this (a loaded machine, a slow disk) makes the next
+# one smaller in proportion, down to _SQLITE_SMALLEST_BATCH names, and quicker ones let it grow back to the
+# batch size: a lease renewal or a job's status waiting beside the import is let in after about this long,
+# however slow the machine is today.
+_SQLITE_HOLD_SECONDS = 1.0
+_SQLITE_SMALLEST_BATCH = 1_000
 # SQLite's busy handler lets a waiting writer try again at most every 100 ms: a pause this long after
 # each commit gives every writer that waited for the import's lock a try before the next batch takes it.
 _SQLITE_PAUSE = 0.1
 _DOMAIN_TABLES = ("domains", "configurations", "seedlists", "config_seedlists")
+
+
+def _next_sqlite_batch(size: int, largest: int, held: float) -> int:
+    """The names of the next SQLite batch after one of ``size`` held the write lock ``held`` seconds:
+    scaled to hold it about _SQLITE_HOLD_SECONDS, within _SQLITE_SMALLEST_BATCH (or ``largest``, if
+    smaller) and ``largest``, and at most doubled at once."""
+    smallest = min(largest, _SQLITE_SMALLEST_BATCH)
+    wanted = size * _SQLITE_HOLD_SECONDS / max(held, 1e-3)
+    return max(smallest, min(largest, 2 * size, int(wanted)))
 
 
 def domain_of_line(line: str) -> str:
@@ -418,9 +434,10 @@ class DomainImporter:
             with self.engine.connect() as conn:
                 template_id = self._template_id(conn)
                 conn.commit()
+                size = self.batch_size
                 with self._lock_timeout(conn):
                     while True:
-                        batch = None if self.postgresql else list(itertools.islice(names, self.batch_size))
+                        batch = None if self.postgresql else list(itertools.islice(names, size))
                         with conn.begin():
                             if self.postgresql:
                                 staged, created, repaired, exhausted = self._batch_postgresql(
@@ -428,8 +445,9 @@ class DomainImporter:
                             else:
                                 # the write lock first: this batch reads, then writes (module docstring)
                                 conn.exec_driver_sql("BEGIN IMMEDIATE")
+                                locked = time.monotonic()
                                 staged, created, repaired = self._batch_sqlite(conn, batch, template_id)
-                                exhausted = len(batch) < self.batch_size
+                                exhausted = len(batch) < size
                             if staged:
                                 counts.domains_created += created
                                 counts.already_present += staged - created
@@ -442,6 +460,7 @@ class DomainImporter:
                                          and counts.batches >= self.stop_after_batches):
                             break
                         if not self.postgresql:
+                            size = _next_sqlite_batch(size, self.batch_size, time.monotonic() - locked)
                             time.sleep(_SQLITE_PAUSE)
         except SQLAlchemyError as exc:
             if _interrupted(exc):

@@ -17,6 +17,7 @@ from sqlalchemy import Engine, create_engine, func, insert, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+from harvestdef import bulkimport
 from harvestdef.bulkimport import BadLine, DomainImporter, TakenLine, domain_of_line, seeds_of
 from harvestdef.db import schema as s
 from harvestdef.db.engine import open_engine
@@ -179,6 +180,24 @@ def test_second_run_creates_nothing(engine: Engine, tmp_path: Path) -> None:
     assert count(engine, "domains") == count(engine, "configurations") == count(engine, "config_seedlists") == 50
     with engine.connect() as conn:
         assert conn.scalar(select(func.count()).where(s.audit_log.c.action == "import")) == 2
+
+
+def test_sqlite_batches_that_held_the_lock_too_long_make_the_next_smaller(engine: Engine, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch that held SQLite's write lock longer than _SQLITE_HOLD_SECONDS (here: any) makes the next one
+    smaller, down to the smallest batch, so the writers beside an import on a loaded machine get their turn
+    as often as on a quiet one; nothing is lost or doubled by the change of size."""
+    if engine.dialect.name != "sqlite":
+        pytest.skip("PostgreSQL's batches are ordinary transactions beside the other writers")
+    ensure_template(engine)
+    monkeypatch.setattr(bulkimport, "_SQLITE_HOLD_SECONDS", 1e-9)
+    monkeypatch.setattr(bulkimport, "_SQLITE_SMALLEST_BATCH", 10)
+    names = [f"slow{number}.dk" for number in range(100)]
+    path = write_lines(tmp_path / "domains.txt", names)
+    counts = DomainImporter(engine, DEFAULTS, batch_size=40).run(path)
+    # 40, then the smallest batch of 10 six times
+    assert (counts.domains_created, counts.batches, counts.complete) == (100, 7, True)
+    assert sorted(complete_domains(engine)) == sorted(names)
 
 
 def test_interrupted_import_is_completed_by_a_rerun(engine: Engine, tmp_path: Path) -> None:
