@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it: set-up, lint, then pytest with the slowest tests listed.
-# The independent tests run in four pytest-xdist workers (each with its own PostgreSQL database, queues and
-# ports): many tests spend their time waiting on the processes they start (engines, controllers, the demo,
-# Chromium), so on two cores four workers finish sooner than two. The tests on simulated machines
-# (tests/cluster: networks of their own, their own PostgreSQL and RabbitMQ, timings of a lost controller)
-# run after them, a test file per worker in three workers (each builds the cluster its files share), and
-# beside them the tests that restart or reconfigure the machine's own broker, which no cluster test uses;
-# their output follows the cluster tests'.
+# The tests on simulated machines (tests/cluster: networks of their own, their own PostgreSQL and RabbitMQ,
+# timings of a lost controller) start first, in the background, a test file per worker in three workers
+# (each builds the cluster its files share); they mostly wait, on the timings they prove. Beside them run
+# the independent tests in four pytest-xdist workers (each with its own PostgreSQL database, queues and ports):
+# many of them spend their time waiting on the processes they start (engines, controllers, the demo,
+# Chromium), so on two cores four workers finish sooner than two. The independent tests run at nice 10:
+# they are CPU-bound, and at the same priority they would stretch the timings the cluster tests measure.
+# Then the tests that restart or reconfigure the machine's own broker, which the independent tests use and
+# no cluster test does. The cluster tests' output follows the others'.
 # With arguments, pytest runs just those, in one process: ./scripts/test.sh tests/webui -k live
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,11 +31,11 @@ trap 'rm -f "$cluster_log"' EXIT
 python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -n 3 --dist loadfile --no-loadscope-reorder \
     -m cluster >"$cluster_log" 2>&1 &
 cluster_tests=$!
-broker_status=0
-python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart || broker_status=$?
 main_status=0
 nice -n 10 python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-4}" \
     -m "not broker_restart and not cluster" || main_status=$?
+broker_status=0
+python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart || broker_status=$?
 cluster_status=0
 wait "$cluster_tests" || cluster_status=$?
 echo "--- the tests on simulated machines (run beside the others) ---"
