@@ -32,7 +32,7 @@ locked") whenever another writer committed after its read. So each SQLite batch 
 (BEGIN IMMEDIATE, as harvestdef.db.engine.write_transaction does), waiting up to ``lock_timeout`` seconds
 for it; its names are read and parsed before, not while it holds the lock; batches are small (50,000
 names, about a second of writing; after a batch that held the lock longer, on a loaded machine, the next
-is smaller in proportion, down to 1,000 names) and a pause after each commit lets every writer that waited in
+is smaller in proportion, down to 10,000 names) and a pause after each commit lets every writer that waited in
 SQLite's busy handler take its turn. A lock not had within the timeout stops the import with a sentence
 that says so, the committed batches kept. PostgreSQL's batches are ordinary transactions beside others.
 
@@ -102,7 +102,7 @@ _SQLITE_BATCH = 50_000
 # batch size: a lease renewal or a job's status waiting beside the import is let in after about this long,
 # however slow the machine is today.
 _SQLITE_HOLD_SECONDS = 1.0
-_SQLITE_SMALLEST_BATCH = 1_000
+_SQLITE_SMALLEST_BATCH = 10_000
 # SQLite's busy handler lets a waiting writer try again at most every 100 ms: a pause this long after
 # each commit gives every writer that waited for the import's lock a try before the next batch takes it.
 _SQLITE_PAUSE = 0.1
