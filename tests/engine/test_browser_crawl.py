@@ -5,6 +5,7 @@ and link discovery, and the pages it could not load end with their reason."""
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -90,7 +91,10 @@ def test_a_script_built_page_is_captured_with_what_its_scripts_fetched(browser_c
     responses = _responses(run)
     assert SCRIPT_TEXT.encode() in responses[api] and NOTE_TEXT.encode() in responses[note]
     assert SCRIPT_TEXT.encode() not in responses[home]  # the shell: the text comes from the script alone
-    assert script_site.requests[(HOST, "/")] == 1
+    # asked for once, not again for the articles' links back to it; on a busy machine the page may have run
+    # out of its 4 s and been tried again at once, which its crawl.log line tells ("Nt": N tries failed)
+    failed_tries = next((int(note[:-1]) for note in lines[home][11].split(",") if re.fullmatch(r"\d+t", note)), 0)
+    assert script_site.requests[(HOST, "/")] == 1 + failed_tries, lines[home]
 
 
 def test_a_page_that_hangs_ends_with_its_reason(browser_crawl, script_site: ScriptSite):
