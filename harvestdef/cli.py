@@ -17,13 +17,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from sqlalchemy import Engine
 
 from harvestdef.errors import HarvestSuiteError
 from harvestdef.settings import Settings, load_settings, log_effective
+
+if TYPE_CHECKING:
+    # SQLAlchemy costs a sixth of a second to import, and the harvester's and crawl engine's processes never
+    # open the harvest database
+    from sqlalchemy import Engine
 
 ENTRY_POINT_GROUP = "harvestsuite.commands"
 
