@@ -26,8 +26,10 @@ from tests.engine.test_process_sessions import session_beans
 from tests.webui.browser import require_browser
 
 CHROMIUM = "/usr/bin/chromium"
-# Quick limits: a page may take 4 s; enough for the site's pages, which load in well under one.
-QUICK = BrowserOptions(executable=CHROMIUM, pages_per_minute_per_host=0, page_time_limit=4.0, settle_time=0.5,
+# Quick limits, but a page's time limit that a loaded machine does not reach: the site's pages load in well
+# under a second on a quiet one, and beside the cluster tests a page once took more than 4 s twice and ended
+# -8000. The test of the time limit sets its own.
+QUICK = BrowserOptions(executable=CHROMIUM, pages_per_minute_per_host=0, page_time_limit=20.0, settle_time=0.5,
                        memory_limit=1_500_000_000)
 
 
@@ -92,7 +94,7 @@ def test_a_script_built_page_is_captured_with_what_its_scripts_fetched(browser_c
     assert SCRIPT_TEXT.encode() in responses[api] and NOTE_TEXT.encode() in responses[note]
     assert SCRIPT_TEXT.encode() not in responses[home]  # the shell: the text comes from the script alone
     # asked for once, not again for the articles' links back to it; on a busy machine the page may have run
-    # out of its 4 s and been tried again at once, which its crawl.log line tells ("Nt": N tries failed)
+    # out of its time and been tried again at once, which its crawl.log line tells ("Nt": N tries failed)
     failed_tries = next((int(note[:-1]) for note in lines[home][11].split(",") if re.fullmatch(r"\d+t", note)), 0)
     assert script_site.requests[(HOST, "/")] == 1 + failed_tries, lines[home]
 
@@ -138,9 +140,9 @@ def test_no_pop_up_and_no_download_outside_the_warc(browser_crawl, script_site: 
 
 def test_an_https_site_is_captured_through_the_proxys_tunnel(browser_crawl, tmp_path: Path):
     with ScriptSite(tls_dir=tmp_path) as site:
-        # a page's time limit well above QUICK's: each host's certificate is made as the browser first asks
-        # for it and every request goes through a TLS tunnel, and under the suite's load the front page
-        # once took longer than 4 s, its script's links then never found
+        # a page's time limit above QUICK's: each host's certificate is made as the browser first asks for
+        # it and every request goes through a TLS tunnel, and under the suite's load the front page once
+        # took longer than 4 s, its script's links then never found
         run = browser_crawl([site.url("/")], options=replace(QUICK, page_time_limit=30.0), hosts=site.hosts)
     lines = {fields[3]: fields for fields in run.crawl_log()}
     assert lines[site.url("/")][1] == "200" and site.url("/").startswith("https://")
