@@ -210,6 +210,45 @@ def test_changes_answered_after_the_jobs_end_show_their_final_state_without_a_re
         screenshot(page, tmp_path, f"job-control-ended-settled-{language}")
 
 
+def test_an_answer_read_between_the_rows_and_the_pending_list_does_not_end_the_polling(browser, tmp_path):
+    """The live view reads the page of changes and ``changes_pending`` one after the other, so an answer that
+    lands between the two reads gives pending rows beside an empty ``changes_pending``. One such answer is made
+    here from the server's own (the browser's router empties its ``changes_pending`` once the job has ended):
+    the page keeps asking while a row it shows is pending, and shows the change settled when it is."""
+    with steered_job(tmp_path, 100) as (webui, crawl, engine), operator_page_of(browser, webui) as page:
+        torn: list[dict[str, Any]] = []
+
+        def tear_once(route: Any) -> None:
+            response = route.fetch()
+            live = response.json()
+            if not torn and live["state"] == "DONE" and live["changes_pending"]:
+                live["changes_pending"] = []
+                torn.append(live)
+                route.fulfill(response=response, json=live)
+            else:
+                route.fulfill(response=response)
+        page.route(f"**/jobs/{crawl.job_id}/live", tear_once)
+        page.goto(f"/status/jobs/{crawl.job_id}")
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.locator('.control-actions [data-action="stop"] button').click()
+        changes = page.locator('[data-live="changes"]')
+        changes.locator('tr[data-version="1"][data-state="pending"]').wait_for()
+        with engine.begin() as conn:
+            conn.execute(update(s.jobs).where(s.jobs.c.job_id == crawl.job_id).values(status=int(JobStatus.DONE)))
+        page.locator('[data-live-url][data-state="DONE"]').wait_for(state="attached")
+        for _ in range(5):  # polls after the torn one
+            with page.expect_response(lambda response: response.url.endswith(f"/jobs/{crawl.job_id}/live")):
+                pass
+        assert len(torn) == 1 and [change["state"] for change in torn[0]["changes"]] == ["pending"]
+        note = page.locator('[data-live="note"]')
+        assert note.inner_text() == "the job is DONE now; waiting for the answer to change 1"
+        crawl.handle(LiveChangeResult(job_id=crawl.job_id, attempt_id=crawl.attempt, controller_id=CONTROLLER,
+                                      version=1, state="applied", reason="", happened_at=utcnow().isoformat()))
+        changes.locator('tr[data-version="1"][data-state="applied"]').wait_for()
+        page.wait_for_function("document.querySelector('[data-live=\"note\"]').textContent === "
+                               f"{ENDED_NOTES['en'][1]!r}")
+
+
 def test_a_poll_never_answered_is_given_up_and_the_page_goes_on_polling(browser, tmp_path):
     """One request of the live view hangs (held here by the browser's router, as a stalled connection would
     be): the page gives it up after its patience (10 s at the least), says the update failed, and its next

@@ -310,10 +310,14 @@
 
   // A GET that gives up after ``ms``: a request the server or the network never answers would otherwise
   // hold a poll forever, and the page would go on showing what it last drew as if it were current.
-  function fetchWithin(url, options, ms) {
+  // ``read`` takes the body (response => response.json(), say) within the same ``ms``: a body that stalls
+  // after its headers would hold the poll as long.
+  function fetchWithin(url, options, ms, read) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new Error("no answer within " + Math.round(ms / 1000) + " s")), ms);
-    return fetch(url, Object.assign({signal: abort.signal}, options)).finally(() => clearTimeout(timer));
+    return fetch(url, Object.assign({signal: abort.signal}, options))
+      .then(response => response.ok ? read(response) : Promise.reject(new Error("HTTP " + response.status)))
+      .finally(() => clearTimeout(timer));
   }
 
   // Polls the live view every data-poll-ms while the job is STARTED; returns a function that polls at once
@@ -332,8 +336,8 @@
     const tick = () => {
       clearTimeout(timer);
       if (ended) return;
-      fetchWithin(url, {credentials: "same-origin", headers: {Accept: "application/json"}}, patience)
-        .then(response => response.ok ? response.json() : Promise.reject(new Error("HTTP " + response.status)))
+      fetchWithin(url, {credentials: "same-origin", headers: {Accept: "application/json"}}, patience,
+                  response => response.json())
         .then(live => {
           if (ended) return;
           fillJob(section, live);
@@ -355,9 +359,11 @@
             // refuses the rest, and the scheduler's tick refuses what any other end left pending. So the
             // page keeps asking, however long that takes, while a change is still pending, and says so:
             // the list never stops on a pending change.
-            // changes_pending names the oldest pending ones, also those older than the newest page shown
-            const pending = live.changes_pending
-              || (live.changes || []).filter(change => change.state === "pending").map(change => change.version);
+            // changes_pending names the oldest pending ones, also those older than the newest page shown. The
+            // rows shown count too: the server reads the page and changes_pending one after the other, and an
+            // answer that lands between the two reads leaves rows pending beside an empty changes_pending.
+            const shown = (live.changes || []).filter(change => change.state === "pending").map(change => change.version);
+            const pending = Array.from(new Set((live.changes_pending || []).concat(shown))).sort((a, b) => a - b);
             if (pending.length) {
               setText(section, "note", say("the job is %(state)s now; waiting for the answer to change %(versions)s",
                 {state: live.state, versions: pending.join(", ")}));
@@ -421,8 +427,7 @@
     const period = Number(table.dataset.pollMs || 5000);
     const tick = () => {
       fetchWithin(window.location.href, {credentials: "same-origin", headers: {Accept: "text/html"}},
-                  Math.max(10000, 4 * period))
-        .then(response => response.ok ? response.text() : Promise.reject(new Error("HTTP " + response.status)))
+                  Math.max(10000, 4 * period), response => response.text())
         .then(text => {
           const fresh = new DOMParser().parseFromString(text, "text/html").querySelector("#running-jobs tbody");
           if (fresh) table.querySelector("tbody").replaceWith(document.importNode(fresh, true));
