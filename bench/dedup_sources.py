@@ -26,13 +26,13 @@ exactly what the tick does for the run (scheduler/tick.py, ``_index_runs``)::
         candidates = chain_jobs(conn, HarvestRun(new_step, 1), snapshot=True)
         JobReadiness(store, Notifier(), 70).run_note(conn, new_step, 1, candidates, StoredEntries(store))
 
-with the time of each job's ``find_job_sources`` taken by a wrapper around it (median, p95, max). Then it
-times the floor of the same work on the same data: (i) the bare read of the same (domain, earlier job,
-harvest, status) rows the decision reads, ``COPY (SELECT … job_configs → configurations → the domains'
-configurations → their job_configs → jobs of the chain) TO '/dev/null'``, once per job as the decision
-reads them and once in one statement for all the jobs, and (ii) the archive store's existence checks
-alone: ``ArchiveStore.has`` for the jobs the decision asked about. The ratio is the decision's wall time
-over the per-job read plus the store checks (the one-statement read is shown beside). It checks
+with the time of each ``find_run_sources`` call (all the run's jobs at once, one statement per pass), taken by a
+wrapper around it. Then it times the floor of the same work on the same data: (i) the bare read of the same
+(domain, earlier job, harvest, status) rows the decision reads, ``COPY (SELECT … job_configs →
+configurations → the domains' configurations → their job_configs → jobs of the chain) TO '/dev/null'``, in
+one statement for all the jobs and once per job, and (ii) the archive store's existence checks alone:
+``ArchiveStore.has`` for the jobs the decision asked about. The ratio is the decision's wall time over the
+one-statement read plus the store checks (the ratio to the per-job read is shown beside). It checks
 completeness: every new job has its ready row, and each row's domains, domains with history, covered
 domains, sources and jobs without entries equal the ones the model above gives, computed in Python from
 the permutations and the missing jobs, not from the database; the rows, jobs and job_configs counts are read
@@ -59,7 +59,6 @@ import json
 import math
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -243,16 +242,16 @@ def run_decision(url: str, store_root: str, harvest_id: int) -> None:
             asked.append((harvest_id, job_id))
             return super().has(harvest_id, job_id, name)
 
-    per_job: list[float] = []
-    decide = dedupsources.find_job_sources
+    calls: list[tuple[int, float]] = []
+    decide = dedupsources.find_run_sources
 
-    def timed_find(*args: object, **kwargs: object) -> dedupsources.JobSources:
+    def timed_find(conn: Connection, job_ids: Sequence[int], *args: object) -> dict[int, dedupsources.JobSources]:
         started = time.perf_counter()
-        found = decide(*args, **kwargs)
-        per_job.append(time.perf_counter() - started)
+        found = decide(conn, job_ids, *args)
+        calls.append((len(job_ids), time.perf_counter() - started))
         return found
 
-    dedupsources.find_job_sources = timed_find  # run_note looks it up in the module at every call
+    dedupsources.find_run_sources = timed_find  # run_note looks it up in the module at every call
     store = CountingStore(store_root)
     engine = open_engine(url)
     with engine.connect() as conn:  # the pool's first connection, not timed
@@ -264,7 +263,7 @@ def run_decision(url: str, store_root: str, harvest_id: int) -> None:
                                                                    StoredEntries(store))
     seconds = time.perf_counter() - started
     engine.dispose()
-    print(json.dumps({"seconds": seconds, "per_job": per_job, "asked": asked, "note": note,
+    print(json.dumps({"seconds": seconds, "calls": calls, "asked": asked, "note": note,
                       "peak_rss_mib": peak_rss_mib()}))
 
 
@@ -367,28 +366,25 @@ def measure(url: str, admin_url: str, database: str, store_root: str, model: Mod
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     floors = floor(url, store_root, model, range(first_step, new), figures["asked"])
     found = check(url, model, first_step)
-    per_job = sorted(figures["per_job"])
+    calls = figures["calls"]
     wall = figures["seconds"]
-    base = floors["read_per_job"] + floors["store"]
-    row = {"history_steps": history, "jobs": len(per_job), "wall_s": wall,
-           "per_job_median_ms": 1000 * statistics.median(per_job),
-           "per_job_p95_ms": 1000 * per_job[max(0, math.ceil(0.95 * len(per_job)) - 1)],
-           "per_job_max_ms": 1000 * per_job[-1], "pairs": floors["pairs"], "store_checks": len(figures["asked"]),
-           "floor_read_per_job_s": floors["read_per_job"], "floor_read_one_statement_s": floors["read_one"],
-           "floor_store_s": floors["store"], "floor_s": base, "ratio": wall / base,
-           "ratio_one_statement": wall / (floors["read_one"] + floors["store"]),
+    base = floors["read_one"] + floors["store"]
+    row = {"history_steps": history, "jobs": sum(jobs for jobs, _ in calls), "wall_s": wall,
+           "statements_s": [seconds for _, seconds in calls], "pairs": floors["pairs"],
+           "store_checks": len(figures["asked"]), "floor_read_one_statement_s": floors["read_one"],
+           "floor_read_per_job_s": floors["read_per_job"], "floor_store_s": floors["store"], "floor_s": base,
+           "ratio": wall / base, "ratio_per_job_read": wall / (floors["read_per_job"] + floors["store"]),
            "client_peak_rss_mib": figures["peak_rss_mib"], "server_peak_private_mib": server.peak_kib / 1024,
            "server_temp_mib": spilled / 2**20, "note": figures["note"], **found}
     complete = found["rows"] == found["ready"] == model.jobs and not found["wrong"]
     row["complete"] = complete
     print(f"{history} earlier steps ({found['earlier_jobs']} jobs, {found['earlier_job_configs']:,} job_configs): "
-          f"decision for {row['jobs']} jobs {wall:.1f} s (target {TARGET_S:.0f} s for the whole step's indexes); "
-          f"per job median {row['per_job_median_ms']:.0f} ms, p95 {row['per_job_p95_ms']:.0f} ms, max "
-          f"{row['per_job_max_ms']:.0f} ms; read {row['pairs']:,} (domain, earlier job) rows, "
-          f"{row['store_checks']} store checks", flush=True)
-    print(f"    floor: per-job read {floors['read_per_job']:.1f} s + store checks {floors['store'] * 1000:.1f} ms "
-          f"= {base:.1f} s, ratio {row['ratio']:.2f}; one-statement read {floors['read_one']:.1f} s, ratio "
-          f"{row['ratio_one_statement']:.2f}", flush=True)
+          f"decision for {row['jobs']} jobs {wall:.1f} s (target {TARGET_S:.0f} s for the whole step's indexes), "
+          f"find_run_sources {' + '.join(f'{s:.1f}' for s in row['statements_s'])} s; read {row['pairs']:,} "
+          f"(domain, earlier job) rows, {row['store_checks']} store checks", flush=True)
+    print(f"    floor: one-statement read {floors['read_one']:.1f} s + store checks {floors['store'] * 1000:.1f} ms "
+          f"= {base:.1f} s, ratio {row['ratio']:.2f}; the same rows read one job at a time "
+          f"{floors['read_per_job']:.1f} s, ratio {row['ratio_per_job_read']:.2f}", flush=True)
     print(f"    rows read back: {found['rows']} ({found['ready']} ready), {found['with_history']:,} domains with "
           f"history, {found['covered']:,} covered, {found['sources']:,} sources expected; "
           f"{'all as the model says' if complete else 'NOT as the model says: jobs ' + str(found['wrong'][:10])}; "

@@ -56,6 +56,8 @@ log = logging.getLogger(__name__)
 UNFINISHED = (int(JobStatus.NEW), int(JobStatus.SUBMITTED), int(JobStatus.STARTED))
 # A refusal names this many jobs without entries, and counts the rest.
 MISSING_SHOWN = 10
+# From this many jobs on, a run's domains are found by a hash join rather than by a lookup per configuration.
+MANY_JOBS = 20
 
 
 @dataclass(frozen=True, order=True)
@@ -182,24 +184,47 @@ class StoredEntries:
 
 def find_job_sources(conn: Connection, job_id: int, candidates: ColumnElement[bool],
                      stored: Callable[[int, int], bool]) -> JobSources:
-    """The sources of ``job_id`` among the jobs that ``candidates`` (a condition on s.jobs) admits.
+    """The sources of ``job_id`` among the jobs that ``candidates`` (a condition on s.jobs) admits."""
+    return find_run_sources(conn, [job_id], candidates, stored)[job_id]
 
-    The database walks back from each domain's newest candidate: a pass counts the job's domains by the
-    newest candidate of each that is not known to be passed over (ended without stored entries), and only
-    those candidates are asked about; a pass that finds more to pass over is followed by another. So the
-    job's (domain, earlier job) rows, as many as its domains times the steps of its history, are counted
-    where they are, and what comes back is a row per source, per unfinished candidate and per job without
-    entries that leaves domains uncovered. Jobs found without entries earlier in the tick (``StoredEntries``)
-    are passed over from the first pass.
+
+def find_run_sources(conn: Connection, job_ids: Sequence[int], candidates: ColumnElement[bool],
+                     stored: Callable[[int, int], bool]) -> dict[int, JobSources]:
+    """The sources of each of ``job_ids`` among the jobs that ``candidates`` (a condition on s.jobs) admits.
+
+    Every ended candidate is asked whether its entries are stored, once a tick (``StoredEntries``). Then one
+    statement for all the jobs walks back from each domain's newest candidate, passing over those without
+    entries, and counts each job's domains by the candidate each ends on. So the jobs' (domain, earlier
+    job) rows, as many as their domains times the steps of their history, are counted where they are, and
+    what comes back is a row per job and source, per unfinished candidate and per job without entries
+    that leaves domains uncovered. A candidate that ended between the question and the statement is asked
+    about then, and the statement made again.
     """
+    if not job_ids:
+        return {}
     passed = stored.without_entries() if isinstance(stored, StoredEntries) else set()
+    # Every ended candidate is asked about first (a file's existence each, asked once a tick): a pass reads
+    # all of the jobs' history, and one that found a job without entries would be made again.
+    j = s.jobs
+    ended = conn.execute(select(j.c.job_id, j.c.harvest_id).where(candidates, j.c.status.not_in(UNFINISHED))).all()
+    passed |= {job_id for job_id, harvest_id in ended if not stored(harvest_id, job_id)}
     while True:
-        groups = conn.execute(_newest_candidates(job_id, candidates, passed)).all()
-        found = {earlier for earlier, harvest_id, status, _, _ in groups
+        groups = conn.execute(_newest_candidates(job_ids, candidates, passed)).all()
+        found = {earlier for _, earlier, harvest_id, status, _, _ in groups
                  if earlier is not None and status not in UNFINISHED and not stored(harvest_id, earlier)}
         if not found:
             break
         passed |= found
+    by_job: dict[int, list[tuple[int | None, int | None, int | None, int | None, int]]] = {
+        job_id: [] for job_id in job_ids}
+    for job_id, earlier, harvest_id, status, newest, count in groups:
+        by_job[job_id].append((earlier, harvest_id, status, newest, count))
+    return {job_id: _job_sources(job_id, rows) for job_id, rows in by_job.items()}
+
+
+def _job_sources(job_id: int, groups: Sequence[tuple[int | None, int | None, int | None, int | None, int]]
+                 ) -> JobSources:
+    """One job's outcome from its rows of ``_newest_candidates``."""
     sources: dict[int, int] = {}
     waiting: set[int] = set()
     missing: set[int] = set()
@@ -221,35 +246,43 @@ def find_job_sources(conn: Connection, job_id: int, candidates: ColumnElement[bo
                       waiting_for=tuple(sorted(waiting)), missing_job_ids=tuple(sorted(missing)))
 
 
-def _newest_candidates(job_id: int, candidates: ColumnElement[bool], passed: set[int]) -> Select:
-    """SQL: the domains of ``job_id``, counted by the newest of their candidates that is not in ``passed``
-    (with its harvest_id and status), else by their newest candidate (both NULL: no candidate).
+def _newest_candidates(job_ids: Sequence[int], candidates: ColumnElement[bool], passed: set[int]) -> Select:
+    """SQL: per job of ``job_ids``, its domains counted by the newest of their candidates that is not in
+    ``passed`` (with its harvest_id and status), else by their newest candidate (both NULL: no candidate).
 
     ``passed`` holds ended jobs only (only those are asked about), so no status is read per row."""
     jc, c, j = s.job_configs, s.configurations, s.jobs
-    # A subquery per configuration rather than a join: a join reads all of configurations to find a job's
-    # few thousand (PostgreSQL plans a hash join), the subquery looks each one up by its key.
-    domain_of = select(c.c.domain_id).where(c.c.config_id == jc.c.config_id).scalar_subquery()
-    own = select(domain_of.label("domain_id")).where(jc.c.job_id == job_id).distinct().subquery("own")
+    if len(job_ids) < MANY_JOBS:
+        # A subquery per configuration: a join would read all of configurations to find a few jobs' few
+        # thousand (PostgreSQL plans a hash join); the subquery looks each one up by its key.
+        domain_of = select(c.c.domain_id).where(c.c.config_id == jc.c.config_id).scalar_subquery()
+        own = select(jc.c.job_id, domain_of.label("domain_id")).where(jc.c.job_id.in_(sorted(job_ids)))
+    else:
+        # For a run's many jobs a hash join is right: a lookup per configuration costs more than reading
+        # configurations once.
+        own = (select(jc.c.job_id, c.c.domain_id).join(c, c.c.config_id == jc.c.config_id)
+               .where(jc.c.job_id.in_(sorted(job_ids))))
+    own_domains = own.distinct().subquery("own")
     earlier_jc, earlier_c = jc.alias("earlier_jc"), c.alias("earlier_c")
-    # The chain's jobs as a set built once per statement (a hashed subplan), rather than a join to jobs that
-    # looks up each of the domains' jobs, as many as the domains times the steps of the history.
-    candidate = case((and_(earlier_jc.c.job_id.in_(select(j.c.job_id).where(candidates)),
-                           earlier_jc.c.job_id != job_id), earlier_jc.c.job_id))
+    # The chain's jobs as a set built once per statement (a hashed subplan), joined on with the domains'
+    # configurations so that only the chain's rows of job_configs are carried on, rather than every earlier
+    # job of the domains (of every harvest) looked up and filtered afterwards. An outer join, so that a
+    # domain no candidate harvested is counted too.
+    in_chain = earlier_jc.c.job_id.in_(select(j.c.job_id).where(candidates))
+    earlier = earlier_c.join(earlier_jc, and_(earlier_jc.c.config_id == earlier_c.c.config_id, in_chain))
+    candidate = case((earlier_jc.c.job_id != own_domains.c.job_id, earlier_jc.c.job_id))
     taken = candidate if not passed else case((earlier_jc.c.job_id.not_in(sorted(passed)), candidate))
-    # An outer join, as a domain without configurations would need: with an inner one PostgreSQL hashes all
-    # of configurations again instead of looking the job's domains up.
-    earlier = earlier_c.join(earlier_jc, earlier_jc.c.config_id == earlier_c.c.config_id)
-    history = (select(own.c.domain_id, func.max(taken).label("earlier"), func.max(candidate).label("newest"))
-               .select_from(own.outerjoin(earlier, earlier_c.c.domain_id == own.c.domain_id))
-               .group_by(own.c.domain_id).subquery("history"))
+    history = (select(own_domains.c.job_id, own_domains.c.domain_id, func.max(taken).label("earlier"),
+                      func.max(candidate).label("newest"))
+               .select_from(own_domains.outerjoin(earlier, earlier_c.c.domain_id == own_domains.c.domain_id))
+               .group_by(own_domains.c.job_id, own_domains.c.domain_id).subquery("history"))
     newest = case((history.c.earlier.is_(None), history.c.newest)).label("newest")
     # count(domain_id): a configuration without its row in configurations has no domain, as in a join
-    counted = (select(history.c.earlier, newest, func.count(history.c.domain_id).label("domains"))
-               .group_by(history.c.earlier, newest).subquery("counted"))
+    counted = (select(history.c.job_id, history.c.earlier, newest, func.count(history.c.domain_id).label("domains"))
+               .group_by(history.c.job_id, history.c.earlier, newest).subquery("counted"))
     taken_job = j.alias("taken_job")
-    return (select(counted.c.earlier, taken_job.c.harvest_id, taken_job.c.status, counted.c.newest,
-                   counted.c.domains)
+    return (select(counted.c.job_id, counted.c.earlier, taken_job.c.harvest_id, taken_job.c.status,
+                   counted.c.newest, counted.c.domains)
             .select_from(counted.outerjoin(taken_job, taken_job.c.job_id == counted.c.earlier)))
 
 
@@ -318,8 +351,7 @@ class JobReadiness:
         waiting: list[JobSources] = []
         refused: list[tuple[JobSources, str]] = []
         news: list[str] = []
-        for job_id in job_ids:
-            found = find_job_sources(conn, job_id, candidates, stored)
+        for job_id, found in find_run_sources(conn, job_ids, candidates, stored).items():
             if found.waiting_for:
                 waiting.append(found)
                 if decisions is not None:
@@ -353,6 +385,6 @@ class JobReadiness:
 
 
 __all__ = ["HarvestRun", "JobReadiness", "JobSources", "RunIndex", "StoredEntries", "UNFINISHED",
-           "chain_jobs", "earlier_snapshot_steps", "find_job_sources", "find_run_index", "find_sources_row",
-           "format_job_ids", "has_index_ready", "has_sources_ready", "parse_job_ids", "record_sources",
-           "refusal_of"]
+           "chain_jobs", "earlier_snapshot_steps", "find_job_sources", "find_run_index", "find_run_sources",
+           "find_sources_row", "format_job_ids", "has_index_ready", "has_sources_ready", "parse_job_ids",
+           "record_sources", "refusal_of"]

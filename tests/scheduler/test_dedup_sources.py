@@ -33,6 +33,7 @@ from scheduler.dedupsources import (
     StoredEntries,
     chain_jobs,
     find_job_sources,
+    find_run_sources,
     find_sources_row,
 )
 from scheduler.dispatch import Dispatcher, DispatchOptions
@@ -242,6 +243,34 @@ def test_a_domain_takes_the_newest_earlier_job_that_stored_it(engine, store, tmp
     assert found.sources == ((1, run1),) and found.waiting_for == () and found.missing_job_ids == ()
     assert (found.domains, found.with_history, found.covered) == (3, 2, 2)
     assert run2 not in [job for _, job in found.sources]
+
+
+def test_a_runs_jobs_decided_together_come_out_as_each_decided_alone(engine, store, tmp_path):
+    """find_run_sources decides all the run's jobs in one statement per pass: each job's outcome is the one it
+    has alone, whether its domains are covered, wait for an unfinished job, pass over a job without entries
+    (which another job's domain needs too) or have no history."""
+    with engine.begin() as conn:
+        configs = {name: make_domain(conn, f"{name}.dk")[1] for name in ("kb", "dr", "tv2", "jp", "new")}
+        make_selective(conn, 1, "daily", list(configs.values()), numevents=3)
+    kb, dr, tv2, jp, new = (configs[name] for name in ("kb", "dr", "tv2", "jp", "new"))
+    old = add_job(engine, 1, 1, [kb, dr, tv2])
+    unstored = add_job(engine, 1, 2, [kb, dr])       # ended without stored entries: passed over for run 1's
+    crawling = add_job(engine, 1, 2, [jp], status=JobStatus.STARTED)
+    store_entries(store, tmp_path, 1, old, ["http://kb.dk/a.png", "http://dr.dk/b.png", "http://tv2.dk/c.png"],
+                  ["kb.dk", "dr.dk", "tv2.dk"])
+    run3 = [add_job(engine, 1, 3, domains, status=JobStatus.NEW)
+            for domains in ([kb], [dr, tv2], [jp, kb], [new])]
+    with engine.connect() as conn:
+        candidates = chain_jobs(conn, HarvestRun(1, 3), snapshot=False)
+        together = find_run_sources(conn, run3, candidates, StoredEntries(store))
+        alone = {job_id: find_job_sources(conn, job_id, candidates, StoredEntries(store)) for job_id in run3}
+    assert together == alone
+    first, second, third, fourth = (together[job_id] for job_id in run3)
+    assert first.sources == second.sources == ((1, old),) and first.waiting_for == second.waiting_for == ()
+    assert (second.domains, second.with_history, second.covered) == (2, 2, 2)
+    assert third.waiting_for == (crawling,) and (third.domains, third.with_history, third.covered) == (2, 2, 1)
+    assert (fourth.domains, fourth.with_history, fourth.sources) == (1, 0, ())
+    assert unstored not in [job for found in together.values() for _, job in found.sources]
 
 
 def ten_domain_history(engine, store, tmp_path, stored: int, unreadable: int = 0) -> tuple[list[int], int]:
