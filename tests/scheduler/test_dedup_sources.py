@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, insert, select, update
 
+import scheduler.dedupsources as dedupsources
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
@@ -245,10 +246,14 @@ def test_a_domain_takes_the_newest_earlier_job_that_stored_it(engine, store, tmp
     assert run2 not in [job for _, job in found.sources]
 
 
-def test_a_runs_jobs_decided_together_come_out_as_each_decided_alone(engine, store, tmp_path):
-    """find_run_sources decides all the run's jobs in one statement per pass: each job's outcome is the one it
-    has alone, whether its domains are covered, wait for an unfinished job, pass over a job without entries
-    (which another job's domain needs too) or have no history."""
+@pytest.mark.parametrize("many_jobs", [20, 1], ids=["lookups", "hash-join"])
+def test_a_runs_jobs_decided_together_come_out_as_each_decided_alone(engine, store, tmp_path, monkeypatch,
+                                                                      many_jobs):
+    """find_run_sources decides all the run's jobs in one statement: each job's outcome is the one it has
+    alone, whether its domains are covered, wait for an unfinished job, pass over a job without entries
+    (which another job's domain needs too) or have no history; with the run's domains found by a lookup per
+    configuration, and by the join used from MANY_JOBS jobs on."""
+    monkeypatch.setattr(dedupsources, "MANY_JOBS", many_jobs)
     with engine.begin() as conn:
         configs = {name: make_domain(conn, f"{name}.dk")[1] for name in ("kb", "dr", "tv2", "jp", "new")}
         make_selective(conn, 1, "daily", list(configs.values()), numevents=3)
