@@ -23,7 +23,8 @@ Then, all in one run, each figure beside its floor measured in the same run:
   (``--workers``) with build_job_index, from the sources a scheduler would give (every earlier job that
   harvested one of its domains, newest first). The comparison is fair because every job's own work is the
   same at the three histories (the same number of domains and captures, from the newest step) while the
-  history grows a hundredfold: the time a job takes should stay the same;
+  history grows a hundredfold: the time a job takes should stay the same. The step's figure is the wall
+  time until its last index is built; each index is checked (below) after that;
 * per job: the index time, its size against the uncompressed entry text of its own domains and against the
   compressed member bytes read; for ``--floor-jobs`` of them, the floor: reading the directories and the
   members the job needs (the same range reads and decompression, nothing written) plus writing an index
@@ -317,26 +318,33 @@ def _expected_pairs(model: Model, root: str, step: int, domains: list[int],
     return len(domains) * model.captures_per_domain + extra
 
 
-def build_job(task: tuple[Model, str, int, int, bool]) -> dict:
-    """Build one job's index as the scheduler would, then check it against the model (not timed)."""
+def build_job(task: tuple[Model, str, int, int]) -> dict:
+    """Build one job's index as a controller would, from the sources the scheduler would give."""
+    model, root, step, job = task
+    store = ArchiveStore(Path(root) / "store")
+    domains = model.domains_of(step, job)
+    sources = model.sources(step, domains)
+    path = Path(root) / "indexes" / f"{model.job_id(step, job)}.sqlite"
+    started = time.monotonic()
+    built = build_job_index(store, sources, [domain_name(domain) for domain in domains], path)
+    seconds = time.monotonic() - started
+    return {"job": job, "seconds": seconds, "domains_found": built.domains_found, "domains": built.domains,
+            "sources_given": len(sources), "sources_used": len(built.source_job_ids), "bytes_read": built.bytes_read,
+            "rss_mib": peak_rss_mib()}
+
+
+def check_job(task: tuple[Model, str, int, int, bool]) -> dict:
+    """One built index checked against the model, after every index of the step is ready (not timed)."""
     model, root, step, job, keep = task
     store = ArchiveStore(Path(root) / "store")
     domains = model.domains_of(step, job)
     sources = model.sources(step, domains)
-    names = [domain_name(domain) for domain in domains]
     path = Path(root) / "indexes" / f"{model.job_id(step, job)}.sqlite"
-    started = time.monotonic()
-    built = build_job_index(store, sources, names, path)
-    seconds = time.monotonic() - started
     with DedupIndex(path) as index:
         pairs = len(index)
-    _, own_text, member_bytes, _ = _read_needed(store, sources, set(names))
-    result = {"job": job, "seconds": seconds, "pairs": pairs, "expected": _expected_pairs(model, root, step, domains,
-                                                                                         sources),
-              "domains_found": built.domains_found, "domains": built.domains, "sources_given": len(sources),
-              "sources_used": len(built.source_job_ids), "bytes_read": built.bytes_read,
-              "index_bytes": path.stat().st_size, "own_text": own_text, "member_bytes": member_bytes,
-              "rss_mib": peak_rss_mib()}
+    _, own_text, member_bytes, _ = _read_needed(store, sources, {domain_name(domain) for domain in domains})
+    result = {"job": job, "pairs": pairs, "expected": _expected_pairs(model, root, step, domains, sources),
+              "index_bytes": path.stat().st_size, "own_text": own_text, "member_bytes": member_bytes}
     if not keep:
         path.unlink()
     return result
@@ -463,12 +471,17 @@ def write_history(pool: multiprocessing.pool.Pool, model: Model, root: str, task
 
 def build_step(context: multiprocessing.context.BaseContext, model: Model, root: str, step: int, jobs: list[int],
                workers: int, keep_job: int | None) -> tuple[float, list[dict]]:
-    """Build the indexes of ``jobs`` of ``step`` in ``workers`` fresh processes; -> (wall seconds, results)."""
+    """Build the indexes of ``jobs`` of ``step`` in ``workers`` fresh processes, then check each; -> (the wall
+    seconds until the last index was built, results). The checks read every index and its members again, so
+    they come after the clock stops: the figure is the time until every index of the step is ready."""
     with context.Pool(workers) as pool:
         pool.map(_ready, range(workers), chunksize=1)
         started = time.monotonic()
-        results = list(pool.imap_unordered(build_job, [(model, root, step, job, job == keep_job) for job in jobs]))
+        built = list(pool.imap_unordered(build_job, [(model, root, step, job) for job in jobs]))
         wall = time.monotonic() - started
+        checked = {result["job"]: result for result in pool.imap_unordered(
+            check_job, [(model, root, step, job, job == keep_job) for job in jobs])}
+    results = [{**result, **checked[result["job"]]} for result in built]
     for result in results:
         if result["pairs"] != result["expected"] or not result["domains_found"] == result["domains"] == model.per_job:
             raise Failed(f"the index of job {result['job']} of step {step} is incomplete: {result}")
