@@ -2,7 +2,9 @@
 
 ``harvestsuite scheduler run`` builds a ``SchedulerService`` and calls ``run``: it waits to become the
 leader (scheduler.leader), then, while it leads, ticks every jobgenerationperiod seconds on APScheduler's
-thread (first tick at once; one at a time, late ticks coalesced) while its own threads take messages:
+thread (first tick at once; one at a time, late ticks coalesced), and at once when its intake records a
+job's end (DONE or FAILED), so that the snapshot step after it and the jobs waiting for it do not wait for
+the period, while its own threads take messages:
 
 * the scheduler queue: ready messages, claims, registrations, heartbeats and job statuses;
 * the monitor queue: progress and frontier reports;
@@ -90,6 +92,7 @@ from harvestdef.messages import (
     decode_with_time,
 )
 from harvestdef.model.controllers import LostControllerRule
+from harvestdef.model.status import JobStatus
 from harvestdef.queues import Delivery, QueueNames, Transport
 from harvestdef.repositories.channels import ChannelRepository
 from harvestdef.settings import Settings
@@ -107,6 +110,8 @@ from scheduler.tick import Ticker, TickOptions, TickReport
 from scheduler.webhooks import WebhookSender
 
 log = logging.getLogger(__name__)
+
+ENDED = (JobStatus.DONE, JobStatus.FAILED)  # a CrawlStatus saying so wakes the tick (``_wake_tick``)
 
 _SCHEDULER_MESSAGES = (HarvesterReady, ClaimRequest, RegistrationRequest, HarvesterStatus, CrawlStatus, JobEvent,
                        LiveChangeResult)
@@ -163,6 +168,12 @@ class SchedulerService:
         self.handled = 0
         self.metrics = metrics if metrics is not None else SchedulerMetrics()
         self.settings: Settings | None = None  # set by from_settings; worker processes are built from it
+        # A tick asked for at once (``_wake_tick``): the term's APScheduler while it leads, and whether a tick
+        # runs or is wanted again, under one lock so that no wish falls between a tick's end and its check.
+        self._tick_lock = threading.Lock()
+        self._tick_scheduler: Any = None
+        self._ticking = False
+        self._tick_wanted = False
 
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine, transport: Transport) -> SchedulerService:
@@ -249,7 +260,8 @@ class SchedulerService:
             self._intake_waiting = False
             log.warning("the harvest database answers again: the messages that waited are being handled")
         handled = list(spare)
-        for index, (delivery, _, _) in enumerate(work):
+        ended = False
+        for index, (delivery, message, _) in enumerate(work):
             if index in failed:
                 log.error("message on %s could not be answered now, returned to its queue: %s", delivery.queue,
                           failed[index])
@@ -257,6 +269,9 @@ class SchedulerService:
                     self.transport.nack(delivery, requeue=True)
             else:
                 handled.append(delivery)
+                ended = ended or (isinstance(message, CrawlStatus) and message.status in ENDED)
+        if ended:
+            self._wake_tick()
         # The batch's acknowledgements together: one handoff to the transport, and on RabbitMQ a single
         # multiple-ack when this thread holds every message up to the last of them.
         try:
@@ -393,6 +408,8 @@ class SchedulerService:
         self.webhooks.reopen()
         threads.append(threading.Thread(target=self._webhook_loop, args=(term,), name="webhooks", daemon=True))
         ticker.start()
+        with self._tick_lock:
+            self._tick_scheduler = ticker
         for thread in threads:
             thread.start()
         workers, workers_stop, counts = self._start_intake_processes()
@@ -415,6 +432,8 @@ class SchedulerService:
                     worker.kill()
             adding.join(timeout=10)
             self._add_intake_counts(counts, None)  # what the intake processes sent as they stopped
+            with self._tick_lock:
+                self._tick_scheduler = None
             ticker.shutdown(wait=True)
             for thread in threads:
                 thread.join(timeout=10)
@@ -457,7 +476,37 @@ class SchedulerService:
                 if term is None or term.is_set():
                     return
 
+    def _wake_tick(self) -> None:
+        """A job has ended: tick at once rather than at the next period, so that the snapshot step after it is
+        generated, and the jobs that waited for it are decided, now. A tick that runs meanwhile is followed by
+        another. Only the leading process ticks; intake processes leave it to the next period."""
+        from apscheduler.jobstores.base import JobLookupError
+
+        with self._tick_lock:
+            self._tick_wanted = True
+            if self._ticking or self._tick_scheduler is None:
+                return
+            with contextlib.suppress(JobLookupError):  # the term has ended and its scheduler with it
+                self._tick_scheduler.modify_job("tick", next_run_time=datetime.now().astimezone())
+
     def _tick_safely(self) -> None:
+        with self._tick_lock:
+            self._ticking = True
+        try:
+            while True:
+                with self._tick_lock:
+                    self._tick_wanted = False
+                self._tick_once_safely()
+                with self._tick_lock:
+                    if not self._tick_wanted or not self.leader.is_held:
+                        self._ticking = False
+                        return
+        except BaseException:
+            with self._tick_lock:
+                self._ticking = False
+            raise
+
+    def _tick_once_safely(self) -> None:
         if not self.leader.is_held:
             return  # its lease ran out: the loop in ``_lead`` steps down at its next look
         started = time.monotonic()

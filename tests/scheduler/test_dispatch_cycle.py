@@ -18,7 +18,7 @@ from harvestdef.messages import HarvesterStatus, decode, encode
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.queues import QueueNames
 from harvester.protocol import RegistrationRefusedError, SchedulerLink
-from tests.scheduler.factories import make_domain, make_selective
+from tests.scheduler.factories import make_domain, make_selective, make_snapshot
 from tests.scheduler.simcontroller import SimController
 
 
@@ -124,6 +124,45 @@ def test_invalid_message_is_dead_lettered_and_intake_goes_on(engine, run_schedul
     reasons = " | ".join(letter["reason"] for letter in letters)
     assert "body.job_id" in reasons and "not UTF-8" in reasons and "2.0" in reasons
     assert all(letter["queue"] == names.scheduler for letter in letters)
+
+
+def test_the_end_of_a_snapshot_step_generates_the_next_at_once_not_at_the_next_period(
+        engine, run_scheduler, open_queue, make_settings):
+    """With an hour between ticks, the first tick generates step 1; the intake's record of its last job's end
+    wakes the tick, which generates step 2 then, not an hour later."""
+    with engine.begin() as conn:
+        for n in range(2):
+            make_domain(conn, f"site{n}.example.dk")
+        make_snapshot(conn, 1, "step1", maxbytes=10_000_000)
+        make_snapshot(conn, 2, "step2", maxbytes=-1, previous=1)
+    scheduler = run_scheduler(harvester__scheduler__jobgenerationperiod=3600)
+    wait_for(lambda: job_rows(engine, 1), what="step 1's jobs, from the first tick")
+    registry = scheduler.service.metrics.registry
+
+    def ticks() -> float:
+        return registry.get_sample_value("harvestsuite_scheduler_ticks_total", {"outcome": "completed"}) or 0
+
+    wait_for(lambda: ticks() == 1, what="the first tick counted")
+    assert not numevents_of(engine, 2), "step 2 waits for step 1's jobs"
+    stop = threading.Event()
+    controller = SimController(open_queue(), QueueNames(make_settings().queue.environmentName), "ctl-1",
+                               ["SNAPSHOT"], ready_delay=0.2)
+    thread = threading.Thread(target=controller.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: all(job["status"] == JobStatus.DONE for job in job_rows(engine, 1)), what="step 1 DONE")
+        wait_for(lambda: numevents_of(engine, 2) == 1, what="step 2 generated after step 1's end")
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    wait_for(lambda: ticks() >= 2, what="the woken tick counted as it ends")
+    assert ticks() <= 1 + len(job_rows(engine, 1)), "a tick for each end at most, none by the hour"
+
+
+def numevents_of(engine, harvest_id: int) -> int:
+    with engine.connect() as conn:
+        return conn.scalar(select(s.harvestdefinitions.c.numevents)
+                           .where(s.harvestdefinitions.c.harvest_id == harvest_id))
 
 
 def test_dead_lettered_do_one_crawl_fails_its_job(engine, run_scheduler, open_queue, make_settings):
