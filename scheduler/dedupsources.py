@@ -39,7 +39,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, Connection, Select, Table, and_, bindparam, case, exists, func, or_, select
+from sqlalchemy import ColumnElement, Connection, Select, Table, and_, bindparam, case, exists, func, or_, select, true
 
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
@@ -194,11 +194,12 @@ def find_run_sources(conn: Connection, job_ids: Sequence[int], candidates: Colum
 
     Every ended candidate is asked whether its entries are stored, once a tick (``StoredEntries``). Then one
     statement for all the jobs walks back from each domain's newest candidate, passing over those without
-    entries, and counts each job's domains by the candidate each ends on. So the jobs' (domain, earlier
-    job) rows, as many as their domains times the steps of their history, are counted where they are, and
-    what comes back is a row per job and source, per unfinished candidate and per job without entries
-    that leaves domains uncovered. A candidate that ended between the question and the statement is asked
-    about then, and the statement made again.
+    entries, and counts each job's domains by the candidate each ends on. It joins the newest candidates,
+    as many as the jobs, in bulk, and looks up by key only the domains that find none among them. So the
+    rows read are about as many as the jobs' domains, whatever the steps of their history, they are
+    counted where they are, and what comes back is a row per job and source, per unfinished candidate and
+    per job without entries that leaves domains uncovered. A candidate that ended between the question
+    and the statement is asked about then, and the statement made again.
     """
     if not job_ids:
         return {}
@@ -208,8 +209,12 @@ def find_run_sources(conn: Connection, job_ids: Sequence[int], candidates: Colum
     j = s.jobs
     ended = conn.execute(select(j.c.job_id, j.c.harvest_id).where(candidates, j.c.status.not_in(UNFINISHED))).all()
     passed |= {job_id for job_id, harvest_id in ended if not stored(harvest_id, job_id)}
+    # The newest candidates, as many as the jobs: in a run after a run (a step after a step) they hold the
+    # newest captures of most domains.
+    recent = conn.scalar(select(j.c.job_id).where(candidates).order_by(j.c.job_id.desc())
+                         .offset(len(job_ids) - 1).limit(1))
     while True:
-        groups = conn.execute(_newest_candidates(job_ids, candidates, passed)).all()
+        groups = conn.execute(_newest_candidates(job_ids, candidates, passed, recent)).all()
         found = {earlier for _, earlier, harvest_id, status, _, _ in groups
                  if earlier is not None and status not in UNFINISHED and not stored(harvest_id, earlier)}
         if not found:
@@ -246,9 +251,15 @@ def _job_sources(job_id: int, groups: Sequence[tuple[int | None, int | None, int
                       waiting_for=tuple(sorted(waiting)), missing_job_ids=tuple(sorted(missing)))
 
 
-def _newest_candidates(job_ids: Sequence[int], candidates: ColumnElement[bool], passed: set[int]) -> Select:
+def _newest_candidates(job_ids: Sequence[int], candidates: ColumnElement[bool], passed: set[int],
+                       recent: int | None = None) -> Select:
     """SQL: per job of ``job_ids``, its domains counted by the newest of their candidates that is not in
     ``passed`` (with its harvest_id and status), else by their newest candidate (both NULL: no candidate).
+
+    With ``recent``, a job id: the candidates from it on are joined in bulk (the step or run before, where
+    most domains find theirs), and a domain that finds none there is looked up by key among all the
+    candidates. So the statement reads the rows of the newest candidates, not of the whole history, and its
+    cost does not grow with the steps before it.
 
     ``passed`` holds ended jobs only (only those are asked about), so no status is read per row."""
     jc, c, j = s.job_configs, s.configurations, s.jobs
@@ -263,23 +274,43 @@ def _newest_candidates(job_ids: Sequence[int], candidates: ColumnElement[bool], 
         own = (select(jc.c.job_id, c.c.domain_id).join(c, c.c.config_id == jc.c.config_id)
                .where(jc.c.job_id.in_(sorted(job_ids))))
     own_domains = own.distinct().subquery("own")
+    chain = select(j.c.job_id).where(candidates)
+    not_passed = (lambda column: column.not_in(sorted(passed))) if passed else (lambda column: true())
     earlier_jc, earlier_c = jc.alias("earlier_jc"), c.alias("earlier_c")
     # The chain's jobs as a set built once per statement (a hashed subplan), joined on with the domains'
     # configurations so that only the chain's rows of job_configs are carried on, rather than every earlier
     # job of the domains (of every harvest) looked up and filtered afterwards. An outer join, so that a
     # domain no candidate harvested is counted too.
-    in_chain = earlier_jc.c.job_id.in_(select(j.c.job_id).where(candidates))
-    earlier = earlier_c.join(earlier_jc, and_(earlier_jc.c.config_id == earlier_c.c.config_id, in_chain))
+    joined = and_(earlier_jc.c.config_id == earlier_c.c.config_id, earlier_jc.c.job_id.in_(chain))
+    if recent is not None:
+        joined = and_(joined, earlier_jc.c.job_id >= recent)
+    earlier = earlier_c.join(earlier_jc, joined)
     candidate = case((earlier_jc.c.job_id != own_domains.c.job_id, earlier_jc.c.job_id))
-    taken = candidate if not passed else case((earlier_jc.c.job_id.not_in(sorted(passed)), candidate))
+    taken = candidate if not passed else case((not_passed(earlier_jc.c.job_id), candidate))
     history = (select(own_domains.c.job_id, own_domains.c.domain_id, func.max(taken).label("earlier"),
                       func.max(candidate).label("newest"))
                .select_from(own_domains.outerjoin(earlier, earlier_c.c.domain_id == own_domains.c.domain_id))
                .group_by(own_domains.c.job_id, own_domains.c.domain_id).subquery("history"))
-    newest = case((history.c.earlier.is_(None), history.c.newest)).label("newest")
+    found, newest_found = history.c.earlier, history.c.newest
+    if recent is not None:
+        # The domains that found no candidate from ``recent`` on: looked up by key, one by one (a CASE
+        # evaluates its subquery only where it is needed).
+        def newest_of(keep: Callable[[ColumnElement[int]], ColumnElement[bool]]) -> ColumnElement[int]:
+            by_key_jc, by_key_c = jc.alias("by_key_jc"), c.alias("by_key_c")
+            return (select(func.max(by_key_jc.c.job_id))
+                    .select_from(by_key_c.join(by_key_jc, by_key_jc.c.config_id == by_key_c.c.config_id))
+                    .where(by_key_c.c.domain_id == history.c.domain_id, by_key_jc.c.job_id.in_(chain),
+                           by_key_jc.c.job_id != history.c.job_id, keep(by_key_jc.c.job_id))
+                    .scalar_subquery())
+        found = case((history.c.earlier.is_(None), newest_of(not_passed)), else_=history.c.earlier)
+        newest_found = case((history.c.earlier.is_(None), newest_of(lambda column: true())),
+                            else_=history.c.newest)
+    resolved = select(history.c.job_id, history.c.domain_id, found.label("earlier"),
+                      newest_found.label("newest")).subquery("resolved")
+    newest = case((resolved.c.earlier.is_(None), resolved.c.newest)).label("newest")
     # count(domain_id): a configuration without its row in configurations has no domain, as in a join
-    counted = (select(history.c.job_id, history.c.earlier, newest, func.count(history.c.domain_id).label("domains"))
-               .group_by(history.c.job_id, history.c.earlier, newest).subquery("counted"))
+    counted = (select(resolved.c.job_id, resolved.c.earlier, newest, func.count(resolved.c.domain_id).label("domains"))
+               .group_by(resolved.c.job_id, resolved.c.earlier, newest).subquery("counted"))
     taken_job = j.alias("taken_job")
     return (select(counted.c.job_id, counted.c.earlier, taken_job.c.harvest_id, taken_job.c.status,
                    counted.c.newest, counted.c.domains)
