@@ -2,9 +2,9 @@
 
 ``harvestsuite scheduler run`` builds a ``SchedulerService`` and calls ``run``: it waits to become the
 leader (scheduler.leader), then, while it leads, ticks every jobgenerationperiod seconds on APScheduler's
-thread (first tick at once; one at a time, late ticks coalesced), and at once when its intake records a
-job's end (DONE or FAILED), so that the snapshot step after it and the jobs waiting for it do not wait for
-the period, while its own threads take messages:
+thread (first tick at once; one at a time, late ticks coalesced), and at once when its intake (a thread or
+an intake process) records a job's end (DONE or FAILED), so that the snapshot step after it and the jobs
+waiting for it do not wait for the period, while its own threads take messages:
 
 * the scheduler queue: ready messages, claims, registrations, heartbeats and job statuses;
 * the monitor queue: progress and frontier reports;
@@ -112,6 +112,8 @@ from scheduler.webhooks import WebhookSender
 log = logging.getLogger(__name__)
 
 ENDED = (JobStatus.DONE, JobStatus.FAILED)  # a CrawlStatus saying so wakes the tick (``_wake_tick``)
+# What an intake process puts on its queue to the leader process, beside its counters, when it records an end.
+WAKE_TICK = "wake-tick"
 
 _SCHEDULER_MESSAGES = (HarvesterReady, ClaimRequest, RegistrationRequest, HarvesterStatus, CrawlStatus, JobEvent,
                        LiveChangeResult)
@@ -174,6 +176,8 @@ class SchedulerService:
         self._tick_scheduler: Any = None
         self._ticking = False
         self._tick_wanted = False
+        # how a job's end asks for a tick: this process's own, or (in an intake process) the leader process's
+        self.on_job_end: Callable[[], None] = self._wake_tick
 
     @classmethod
     def from_settings(cls, settings: Settings, engine: Engine, transport: Transport) -> SchedulerService:
@@ -271,7 +275,7 @@ class SchedulerService:
                 handled.append(delivery)
                 ended = ended or (isinstance(message, CrawlStatus) and message.status in ENDED)
         if ended:
-            self._wake_tick()
+            self.on_job_end()
         # The batch's acknowledgements together: one handoff to the transport, and on RabbitMQ a single
         # multiple-ack when this thread holds every message up to the last of them.
         try:
@@ -467,19 +471,24 @@ class SchedulerService:
         return workers, workers_stop, counts
 
     def _add_intake_counts(self, counts: Any, term: threading.Event | None) -> None:
-        """Add what the intake processes counted to this process's metrics, until ``term`` is set; with
-        ``term`` None, what is waiting now."""
+        """Add what the intake processes counted to this process's metrics, and tick at once for each end they
+        recorded (``WAKE_TICK``), until ``term`` is set; with ``term`` None, what is waiting now."""
         while True:
             try:
-                self.metrics.add_counts(counts.get(timeout=0.5))
+                item = counts.get(timeout=0.5)
             except queue_module.Empty:
                 if term is None or term.is_set():
                     return
+                continue
+            if item == WAKE_TICK:
+                self._wake_tick()
+            else:
+                self.metrics.add_counts(item)
 
     def _wake_tick(self) -> None:
         """A job has ended: tick at once rather than at the next period, so that the snapshot step after it is
         generated, and the jobs that waited for it are decided, now. A tick that runs meanwhile is followed by
-        another. Only the leading process ticks; intake processes leave it to the next period."""
+        another. Only the leading process ticks: an intake process asks it through its queue (``WAKE_TICK``)."""
         from apscheduler.jobstores.base import JobLookupError
 
         with self._tick_lock:
@@ -498,13 +507,13 @@ class SchedulerService:
                     self._tick_wanted = False
                 self._tick_once_safely()
                 with self._tick_lock:
+                    # decided under the lock: a wish made after this look starts the next tick itself
                     if not self._tick_wanted or not self.leader.is_held:
                         self._ticking = False
                         return
-        except BaseException:
+        finally:
             with self._tick_lock:
                 self._ticking = False
-            raise
 
     def _tick_once_safely(self) -> None:
         if not self.leader.is_held:
@@ -608,6 +617,7 @@ def _intake_worker(settings: Settings, stop: Any, parent_pid: int, lock_pid: int
     engine = engine_from_settings(settings.database)
     transport = open_transport(settings.queue)
     service = SchedulerService.from_settings(settings, engine, transport)
+    service.on_job_end = lambda: counts.put(WAKE_TICK)
     if lock_pid is not None:
         service.leader.follow(lock_pid)
         service.leader.install_fence(engine)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select, update
@@ -126,16 +126,19 @@ def test_invalid_message_is_dead_lettered_and_intake_goes_on(engine, run_schedul
     assert all(letter["queue"] == names.scheduler for letter in letters)
 
 
+@pytest.mark.parametrize("intake_processes", [1, 2])
 def test_the_end_of_a_snapshot_step_generates_the_next_at_once_not_at_the_next_period(
-        engine, run_scheduler, open_queue, make_settings):
+        engine, run_scheduler, open_queue, make_settings, intake_processes):
     """With an hour between ticks, the first tick generates step 1; the intake's record of its last job's end
-    wakes the tick, which generates step 2 then, not an hour later."""
+    wakes the tick, which generates step 2 then, not an hour later; whether the leader's own thread or an
+    intake process takes the job's end."""
     with engine.begin() as conn:
         for n in range(2):
             make_domain(conn, f"site{n}.example.dk")
         make_snapshot(conn, 1, "step1", maxbytes=10_000_000)
         make_snapshot(conn, 2, "step2", maxbytes=-1, previous=1)
-    scheduler = run_scheduler(harvester__scheduler__jobgenerationperiod=3600)
+    scheduler = run_scheduler(harvester__scheduler__jobgenerationperiod=3600,
+                              harvestsuite__scheduler__intakeProcesses=intake_processes)
     wait_for(lambda: job_rows(engine, 1), what="step 1's jobs, from the first tick")
     registry = scheduler.service.metrics.registry
 
@@ -157,6 +160,33 @@ def test_the_end_of_a_snapshot_step_generates_the_next_at_once_not_at_the_next_p
         thread.join(timeout=30)
     wait_for(lambda: ticks() >= 2, what="the woken tick counted as it ends")
     assert ticks() <= 1 + len(job_rows(engine, 1)), "a tick for each end at most, none by the hour"
+
+
+def test_an_end_recorded_by_an_intake_process_moves_the_leaders_tick_to_now(engine, make_settings, open_queue):
+    """An intake process puts WAKE_TICK on the queue that carries its counters; the leader process, taking it
+    with the counts, moves its tick of an hour's period to now, and still adds the counts."""
+    import multiprocessing
+
+    from apscheduler.schedulers.background import BackgroundScheduler
+
+    from scheduler.service import WAKE_TICK, SchedulerService
+
+    service = SchedulerService.from_settings(make_settings(), engine, open_queue())
+    ticker = BackgroundScheduler(timezone="UTC")
+    ticker.add_job(lambda: None, "interval", seconds=3600, id="tick")
+    ticker.start(paused=True)  # nothing runs: only its next run time is looked at
+    try:
+        service._tick_scheduler = ticker
+        counts = multiprocessing.get_context("spawn").Queue()
+        counts.put([("harvestsuite_scheduler_messages_handled", (("queue", "q"),), 3.0)])
+        counts.put(WAKE_TICK)
+        before = datetime.now().astimezone()
+        wait_for(lambda: (service._add_intake_counts(counts, None), ticker.get_job("tick").next_run_time)[1]
+                 <= before + timedelta(seconds=5), what="the tick moved to now")
+        assert service.metrics.registry.get_sample_value("harvestsuite_scheduler_messages_handled_total",
+                                                         {"queue": "q"}) == 3.0
+    finally:
+        ticker.shutdown(wait=False)
 
 
 def numevents_of(engine, harvest_id: int) -> int:
