@@ -27,9 +27,10 @@ JOIN config_history_summary … ORDER BY d.name COLLATE "C", c.name COLLATE "C",
 scheduler/jobgen/ordering.py); should the summary lag historyinfo, generation reads historyinfo and the
 floor is the historyinfo read below), and (ii) an INSERT … SELECT of as many rows as the step wrote into
 job_configs, into a logged table with the same primary key. Beside it, the same read without the seed lists
-(the floor while generation read them back when writing) and the floor pinned when generation read
-historyinfo (issue 13): the sorted join of the step's configurations with all their history, ``COPY (SELECT
-… LEFT JOIN historyinfo h … ORDER BY c.template_id, c.maxbytes, h.objectcount)``, each plus the same insert;
+(the floor of a generation that reads them back when writing) and the floor of a generation that reads
+historyinfo (issue 13's pinned floor): the sorted join of the step's configurations with all their
+history, ``COPY (SELECT … LEFT JOIN historyinfo h … ORDER BY c.template_id, c.maxbytes, h.objectcount)``,
+each plus the same insert;
 it prints the floors and ratios, except a ratio to the pinned floor, which is no floor of work that does not
 read historyinfo (it is the floor above when generation does). The reads run with the session settings
 generation uses (work_mem = SORT_MEMORY, hash_mem_multiplier 1, no parallel workers). It prints wall time,
@@ -277,10 +278,10 @@ def _temp_bytes(conn: Connection) -> int:
 
 def floor(url: str, harvest_id: int, continuation: bool) -> dict:
     """The floors of one step, in seconds: ``read_summary`` (the sorted read of every candidate with the
-    history row generation reads today, config_history_summary, and its seed lists, which selection reads
-    in the same pass), ``read_without_seeds`` (the same without the seed lists, for comparison with the
-    figures before generation read them there), ``read_history`` (issue 13's pinned floor:
-    the sorted join over all of historyinfo), ``read`` (the one generation does now: the summary's unless
+    history row generation reads, config_history_summary, and its seed lists, which selection reads in the
+    same pass), ``read_without_seeds`` (the same without the seed lists: the floor of a generation that reads
+    them back when writing), ``read_history`` (issue 13's pinned floor: the sorted join over all of
+    historyinfo), ``read`` (the one generation does: the summary's unless
     the summary lags historyinfo, when generation reads historyinfo and so does its floor), ``write`` (an
     INSERT … SELECT of as many rows as the step wrote into job_configs); and the step's job and
     configuration counts. The reads run with the session settings generation uses (work_mem, no parallel
@@ -323,7 +324,7 @@ def floor(url: str, harvest_id: int, continuation: bool) -> dict:
             "JOIN seedlists sl ON sl.seedlist_id = cs.seedlist_id "
             "LEFT JOIN config_history_summary chs ON chs.config_id = c.config_id "
             'ORDER BY d.name COLLATE "C", c.name COLLATE "C", sl.seedlist_id) TO \'/dev/null\'')
-        # The same without the seed lists: the floor's read while generation read them back job by job
+        # The same without the seed lists: the floor's read for a generation that reads them back job by job
         # when writing (shown beside, not used in the ratio).
         read_without_seeds = timed(
             'COPY (SELECT d.name COLLATE "C", c.name COLLATE "C", c.config_id, c.domain_id, c.template_id, '

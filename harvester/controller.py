@@ -1,5 +1,6 @@
 """The harvest controller: takes one job at a time from its harvest channels, crawls it, post-processes it,
-stores its files in the archive store and reports to the scheduler (design.md §The flow, steps 5-10).
+stores its files in the archive store and reports to the scheduler (docs/architecture.md, One harvest, from
+definition to historyinfo, steps 6-10).
 
 It never opens the harvest database: jobs come as DoOneCrawl messages, answers go back as messages, files
 go to the archive store. Its durable state is its serverDir: one directory per job (harvester/jobdir.py).
@@ -18,9 +19,9 @@ An archive store outage holds the controller for one backoff schedule per job (h
 never per file. A job whose files are still not stored after it is reported FAILED and left in its job
 directory, and the controller takes other work: between jobs and while idle, every
 leftoverUploadInterval seconds, it makes one more pass over such directories, and at its next start it
-does the same (design.md step 10). That is safe because the job directory is the controller's durable
-state: ``reported.json`` and the upload ledger survive a restart, and the retries run in the controller's
-own loop, never beside a crawl's post-processing of the same directory. Once every file is stored, a
+does the same (docs/harvester.md, Archive store outages). That is safe because the job directory is the
+controller's durable state: ``reported.json`` and the upload ledger survive a restart, and the retries run
+in the controller's own loop, never beside a crawl's post-processing of the same directory. Once every file is stored, a
 job that failed only because of the store is reported again, DONE.
 
 The crawl's checkpoints (at shutdown, or asked for through the crawler's REST API) and resumes are
@@ -364,7 +365,8 @@ class HarvestController:
             # the summary may be cut to its limit; the details keep the whole reason
             self.link.report(job, JobStatus.FAILED, harvest_errors=reason, harvest_error_details=reason)
             return False
-        # Acknowledged once persisted: the crawl outlives the broker's consumer_timeout (design.md §Queues).
+        # Acknowledged once persisted: the crawl outlives the broker's consumer_timeout (docs/messages.md,
+        # Acknowledgements, confirms and dead letters).
         self.transport.ack(taken.delivery)
         self.link.report(job, JobStatus.STARTED)
         self._crawl_and_finish(directory.path, checkpoint=None)

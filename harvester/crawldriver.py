@@ -5,11 +5,11 @@ state, not by their status code: a real Heritrix answers 303 to everything, the 
 action with nothing to do (409), and either may have done the work before a connection dropped.
 
 The watch loop polls the job's status every ``poll_interval`` seconds and hands it to ``on_status`` (the
-controller turns it into a CrawlProgress message). Unlike NetarchiveSuite (reference §11), a failed poll
-is never read as the end of the crawl: it is retried, and only ``poll_retries`` failures in a row, or an
-engine process that has died, end the crawl as failed. The stall watchdog stops a crawl that received no
-new bytes for ``noresponse_timeout`` or had no active queue for ``inactivity_timeout``, and a crawl over
-the job's time limit.
+controller turns it into a CrawlProgress message). A failed poll is never read as the end of the crawl
+(NetarchiveSuite's Heritrix 3 controller reads it so, and tears the crawl down): it is retried, and only
+``poll_retries`` failures in a row, or an engine process that has died, end the crawl as failed. The stall
+watchdog stops a crawl that received no new bytes for ``noresponse_timeout`` or had no active queue for
+``inactivity_timeout``, and a crawl over the job's time limit.
 
 Between two polls the loop waits on ``steering`` when there is one (harvester/steering.py): the live
 changes operators make arrive and are applied then. An operator's stop or fail ends the crawl as the
@@ -127,7 +127,7 @@ class CrawlDriver:
             status = self.client.wait_for(self.name, lambda s: s.crawl_controller_state not in SETTLING,
                                           self.options.start_timeout)
         if status.crawl_controller_state == ControllerState.PAUSED:
-            # pauseAtStart: NetarchiveSuite's controller unpauses too (reference §5.2 step 5).
+            # pauseAtStart: NetarchiveSuite's Heritrix 3 controller unpauses such a crawl too.
             self._act(lambda: self.client.unpause(self.name), "unpause",
                       lambda s: s.crawl_controller_state != ControllerState.PAUSED)
 

@@ -2,8 +2,8 @@
 
 The bundled engine (harvester/engine/) and the Heritrix client (harvester/heritrix.py, crawldriver.py,
 progress.py) speak the same protocol, so both name states from here and nowhere else: a state written as a
-string elsewhere in harvester/ fails tests/engine/test_crawl_states.py. Heritrix's names are the values
-(peers.md §1.2), so a member compares equal to the text a status document carries.
+string elsewhere in harvester/ fails tests/engine/test_crawl_states.py. Heritrix's names are the values, so
+a member compares equal to the text a status document carries.
 
 - ``ControllerState``: ``crawlControllerState`` (Heritrix's CrawlController.State).
 - ``CONTROLLER_TRANSITIONS``: the bundled engine's controller, state -> event -> next state. The actions a

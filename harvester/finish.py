@@ -1,6 +1,6 @@
 """After the crawl: post-process a job directory, store its files in the archive store, and say what to report.
 
-The steps of reference §6 (design.md §The flow, step 8), each guarded on its own so that one failing step
+The post-processing steps (docs/harvester.md, Post-processing), each guarded on its own so that one failing step
 skips none of the others, and every failure is listed in the report:
 
 1. close WARC files a killed crawler left open (``*.open``), keeping every complete record, and bring that
@@ -149,7 +149,7 @@ class PostProcessor:
         def step(name: str, work) -> object:
             try:
                 return work()
-            except Exception as exc:  # noqa: BLE001 - every step is guarded on its own (design.md step 8)
+            except Exception as exc:  # noqa: BLE001 - every step is guarded on its own
                 log.exception("job %d: post-processing step %r failed", job.job_id, name)
                 errors.append(f"{name} failed: {exc}")
                 return None

@@ -1,5 +1,6 @@
 """The queues of Heritrix 3's FrontierSummaryReport as typed lines, and NetarchiveSuite's
-TopTotalEnqueuesFilter over them (netarchivesuite.md §10, FrontierReportMessage).
+TopTotalEnqueuesFilter over them (docs/messages.md, CrawlProgress and FrontierReport: controller →
+`<env>.monitor`).
 
 The report (WorkQueueFrontier.reportTo) lists queues by category (LONGEST, IN-PROCESS, READY, SNOOZED,
 INACTIVE, RETIRED), each queue as the block WorkQueue.reportTo writes::

@@ -1,4 +1,5 @@
-"""Client of the Heritrix 3 REST API (peers.md §1.1-§1.2), for a real Heritrix 3 and for our bundled engine.
+"""Client of the Heritrix 3 REST API (https://heritrix.readthedocs.io/en/latest/api.html), for a real Heritrix 3
+and for our bundled engine.
 
 It speaks HTTPS with HTTP Digest authentication (RFC 7616, MD5, qop=auth) and accepts a self-signed
 certificate either pinned (``ca_file``) or unchecked (``verify=False``). Actions are form POSTs; the 303 the
@@ -172,8 +173,8 @@ class HeapReport:
 
 @dataclass(frozen=True)
 class JobResource:
-    """GET /engine/job/NAME, as Heritrix's JobResource represents a job: the fields of peers.md §1.2
-    (reports None where the engine gave none). Not the harvest database's JobStatus, which is the job's
+    """GET /engine/job/NAME, as Heritrix's JobResource represents a job: its job status fields (reports None
+    where the engine gave none). Not the harvest database's JobStatus, which is the job's
     place in NetarchiveSuite's life cycle (harvestdef.model.status)."""
 
     short_name: str = ""
@@ -215,7 +216,7 @@ class JobResource:
 
     @property
     def is_finished(self) -> bool:
-        # NetarchiveSuite's test (netarchivesuite.md §5.2): the controller says FINISHED, or the description does.
+        # NetarchiveSuite's test of a finished job: the controller says FINISHED, or the description does.
         return (self.crawl_controller_state == ControllerState.FINISHED
                 or self.status_description.startswith("Finished"))
 

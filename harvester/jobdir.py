@@ -2,7 +2,7 @@
 
 Every path and marker of a job directory is named here and nowhere else; post-processing, the controller
 and the upload ask ``JobDirectory`` (and ``Launch``, for one of the crawler's launch directories).
-Layout (reference §5.1, with files of ours)::
+Layout (NetarchiveSuite's job directory, with files of ours)::
 
     <serverDir>/<jobID>_<epochMillis>/
         job.json            the DoOneCrawl message as received: everything needed to crawl, report and store
@@ -91,7 +91,7 @@ CDXJ_DIR = "cdxj"
 CDXJ_SUFFIX = ".cdxj"
 UPLOAD_LEDGER = "stored.json"
 REPORTED = "reported.json"
-# Reference §6.1: the job's own files that go into the metadata WARC, in this order.
+# The job's own files that go into the metadata WARC as setup records, in this order.
 SETUP_FILES = (CRAWLER_BEANS, SEEDS, HARVEST_INFO)
 # A launch directory (Heritrix's layout)
 LOGS_DIR, WARCS_DIR, REPORTS_DIR = "logs", "warcs", "reports"
@@ -118,7 +118,7 @@ class CrawlOutcome:
     ``errors``: one line per problem, for the report's harvest errors.
     ``end``: the crawl was ended as asked, by an operator or at a budget of the whole crawl, which is no
     error: the fields of the report's CrawlEnd (``cause``, ``at``, and ``user`` and ``change`` or
-    ``limit``). An outcome.json written before it has none.
+    ``limit``); None otherwise, also when outcome.json has no ``end``.
     """
 
     failed: bool = False
@@ -173,10 +173,10 @@ def harvest_info_xml(job: DoOneCrawl, written_at: str) -> bytes:
     """NetarchiveSuite's PersistentJobData (v0.6) for ``job``: the file its tools look for.
 
     Its values are the message's, and version and jobSubmitDate those job generation fixed
-    (``job.harvest_info``), so the file says what the job's WARCs say. A message without harvest info (sent
-    by a scheduler from before it, or for a job whose template fixed none) is still a job to crawl: the
-    file then says what it said before, this harvester's version and ``written_at`` as jobSubmitDate, and
-    a comment at its top says so, for whoever compares it with the WARCs.
+    (``job.harvest_info``), so the file says what the job's WARCs say. A message without harvest info (from
+    a scheduler that sends none, or for a job whose template fixed none) is still a job to crawl: the file
+    then carries this harvester's version and ``written_at`` as jobSubmitDate, and a comment at its top says
+    so, for whoever compares it with the WARCs.
     """
     info = job.harvest_info
     root = etree.Element("harvestInfo")
@@ -419,7 +419,7 @@ class JobDirectory:
         return self.path / DEDUP_INDEX
 
     def setup_files(self) -> list[Path]:
-        """The job's own files for the metadata WARC (reference §6.1), those present, in their order."""
+        """The job's own files for the metadata WARC, those present, in their order."""
         return [self.path / name for name in SETUP_FILES if (self.path / name).is_file()]
 
     @property

@@ -1,5 +1,6 @@
 """Turning what the crawler reports into the monitor messages operators follow: its job status into
-CrawlProgress (reference §5.2), its frontier's queues into FrontierReport (§10, FrontierReportMessage)."""
+CrawlProgress, its frontier's queues into FrontierReport (docs/messages.md, CrawlProgress and FrontierReport:
+controller → `<env>.monitor`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from harvester.crawlstates import ControllerState
 from harvester.frontierqueues import FRONTIER_FILTERS, TOP_TOTAL_ENQUEUES_SIZE, QueueLine
 from harvester.heritrix import JobResource
 
-# NetarchiveSuite's mapping of crawlControllerState to its crawl status (reference §5.2).
+# NetarchiveSuite's mapping of crawlControllerState to its crawl status (its AbstractRestHeritrixController).
 _STATUS_OF_STATE = {ControllerState.PAUSING: "CRAWLER_PAUSING", ControllerState.PAUSED: "CRAWLER_PAUSED",
                     ControllerState.EMPTY: "CRAWLER_EMPTY", ControllerState.FINISHED: "CRAWLING_FINISHED",
                     None: "PRE_CRAWL"}

@@ -1,4 +1,4 @@
-"""A harvest controller's side of the messaging protocol with the scheduler (design.md §Queues).
+"""A harvest controller's side of the messaging protocol with the scheduler (docs/messages.md).
 
 ``SchedulerLink`` sends what a controller tells the scheduler (registration, ready messages, heartbeats,
 claims, job statuses, progress and frontier reports) and takes what it receives (DoOneCrawl messages from

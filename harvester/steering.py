@@ -1,5 +1,5 @@
-"""Steering a running crawl: the live changes operators make, applied in version order (design.md §Running
-crawls).
+"""Steering a running crawl: the live changes operators make, applied in version order (docs/harvester.md,
+Steering the crawl).
 
 The scheduler sends each pending change of the job as a LiveChange to this controller's control queue, and
 sends it again until answered. ``CrawlSteering.wait`` is the crawl loop's pause between two status polls:

@@ -50,9 +50,9 @@ class CheckpointError(CrawlEngineError):
 def require_resumable(directory: Path, store_file: str) -> None:
     """Refuse, before anything is copied or started, a checkpoint this engine cannot resume from.
 
-    A checkpoint written before the frontier kept its state on disk holds the frontier in its JSON and no
-    ``store_file``; its queued URIs and seen set are in a layout this engine no longer reads, and resuming
-    without them would fetch everything again, so it is refused rather than half-resumed."""
+    A checkpoint without ``store_file`` holds its frontier in its JSON, a layout this engine does not read;
+    resuming without its queued URIs and seen set would fetch everything again, so it is refused rather than
+    half-resumed."""
     directory = Path(directory)
     _state_path(directory)
     if not (directory / store_file).is_file():

@@ -25,7 +25,7 @@ from harvester.engine.credentials import FormCredential, HttpCredential
 # URL; a URL on which it backtracks catastrophically costs this much, and a REJECT rule then rejects it.
 BACKTRACKING_MATCH_SECONDS = 0.05
 
-# Heritrix 3 defaults (peers.md §1.4) for every honoured property.
+# Heritrix 3 defaults for every honoured property (docs/engine.md, Honoured beans and properties).
 HONOURED: dict[str, dict[str, object]] = {
     "CrawlMetadata": {"jobName": "", "description": "", "operator": "", "operatorFrom": "",
                       "operatorContactUrl": "", "organization": "", "audience": "",

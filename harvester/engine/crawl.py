@@ -59,7 +59,7 @@ _T = TypeVar("_T")
 
 
 class CrawlStateError(CrawlEngineError, RuntimeError):
-    """An action the controller's current state does not allow (still a RuntimeError, as it was before)."""
+    """An action the controller's current state does not allow (also a RuntimeError, for callers that catch that)."""
 
 
 class CrawlController:

@@ -1,4 +1,5 @@
-"""crawl.log in Heritrix 3's 12 columns (reference §6.3), plus the other per-launch logs.
+"""crawl.log in Heritrix 3's 12 columns (https://heritrix.readthedocs.io/en/latest/operating.html#crawl-log),
+plus the other per-launch logs.
 
 Columns: timestamp, status, size, URI, discovery path, via, MIME type, thread, fetch begin+duration,
 digest, source tag, annotations. A crawl.log line is handed to the OS as soon as it is written, one write

@@ -1,12 +1,13 @@
 """Credentials of the template's credential store, as Heritrix uses them.
 
-HttpAuthenticationCredential (formerly Rfc2617Credential): HTTP Basic or Digest authentication for one
-server (``domain``: the server's name, ``host`` or ``host:port``, https without a port being ``host:443``,
-as Heritrix's CrawlServer names it) and one ``realm`` (empty: any realm). Heritrix does not offer it before
-being asked: a 401 whose challenge names the realm is answered once with the credential (Digest preferred
-to Basic, as FetchHTTP.chooseAuthScheme does), and once that worked the credential is the server's and sent
-with each of its later requests (Digest with the server's last nonce and a growing nonce count, answered
-afresh when the server calls the nonce stale). A credential that fails is not offered to that server again.
+HttpAuthenticationCredential (also read under Heritrix's older class name, Rfc2617Credential): HTTP Basic or
+Digest authentication for one server (``domain``: the server's name, ``host`` or ``host:port``, https
+without a port being ``host:443``, as Heritrix's CrawlServer names it) and one ``realm`` (empty: any realm).
+Heritrix does not offer it before being asked: a 401 whose challenge names the realm is answered once with
+the credential (Digest preferred to Basic, as FetchHTTP.chooseAuthScheme does), and once that worked the
+credential is the server's and sent with each of its later requests (Digest with the server's last nonce and
+a growing nonce count, answered afresh when the server calls the nonce stale). A credential that fails is
+not offered to that server again.
 
 HtmlFormCredential: a login form of one server (``domain`` as above), posted once before the server's other
 URIs (``loginUri``, its ``formItems`` form-encoded as UTF-8; Heritrix always POSTs, whatever ``httpMethod``

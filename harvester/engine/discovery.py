@@ -2,7 +2,9 @@
 given as a seed. The rule is Heritrix's shortest hop path: a URL is scheduled when the scope accepts it
 with the hop path it was found by; found again by a shorter path, a queued URL is re-queued with it, a URL
 the hop limit rejected gets a new chance, and a fetched page's outlinks that the hop limit had rejected are
-offered again (seeds/000, the wpull bug).
+offered again. So the order pages are fetched in (one fetched late, after an error) never leaves a URL at a
+longer path than its shortest, with the hop limit losing what lies beyond it: wpull's depth bug, as
+mnbot's database documentation describes it.
 
 It asks the scope and the queue assignment, and records into the frontier; it does not fetch, parse, log
 or count anything but the discovered total (through ``on_discovered``).

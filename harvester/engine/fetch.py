@@ -45,7 +45,7 @@ HEADER_TRUNC = "headerTrunc"
 LENGTH_TRUNC = "lenTrunc"
 TIME_TRUNC = "timeTrunc"
 _BLANK_LINE = re.compile(rb"\n\r?\n")
-# Heritrix's fetch status codes for failures before a response (peers.md §1.6).
+# Heritrix's fetch status codes (its FetchStatusCodes) for failures before a response.
 CONNECT_FAILED = -2
 CONNECTION_BROKEN = -3
 TIMED_OUT = -4
@@ -503,7 +503,7 @@ class Fetcher:
     store's HTTP credentials) a 401 of a server it has credentials for is answered once, and the answer that
     worked goes with the server's later requests (harvester/engine/credentials.py). The 401 that was answered
     is not recorded: the authenticated exchange is the URI's capture. Without either, a fetch is one
-    exchange, as before."""
+    exchange."""
 
     def __init__(self, settings: RequestSettings, keeps_payload: Callable[[str], bool],
                  cookies: CookieStore | None = None, authentication: HttpAuthentication | None = None,

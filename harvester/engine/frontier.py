@@ -17,7 +17,9 @@ A queue's head is refilled from disk shortest hop path first; a URI queued later
 the head's waits until the head is fetched (the order within a queue is a preference, the hop counts are
 exact).
 
-The hop-count rule (the wpull bug, seeds/000): a URL's hop path is its shortest discovery path.
+The hop-count rule: a URL's hop path is its shortest discovery path, whatever order pages are fetched in
+(wpull keeps the first path found, so a page fetched late stores its links too deep and a hop limit loses
+them):
 - found again by a shorter path while queued: its entry is replaced (in memory the longer one is skipped
   when popped; on disk its row is rewritten);
 - rejected by the hop limit, then found by a shorter path: it is scoped again and may be queued;
@@ -204,13 +206,6 @@ class Frontier:
     def seen(self, url: str) -> tuple[str, str] | None:
         """(state, best hop path) of a URL met before, else None."""
         return self.store.lookup(url)
-
-    def is_shorter(self, url: str, hop_path: str) -> bool:
-        entry = self.store.lookup(url)
-        return entry is None or len(hop_path) < len(entry[1])
-
-    def knows(self, url: str) -> bool:
-        return url in self.state
 
     def is_done(self, url: str) -> bool:
         return self.state.get(url) == DONE

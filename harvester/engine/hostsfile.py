@@ -16,7 +16,7 @@ from harvestdef.errors import ValidationError
 class HostsFileError(ValidationError, ValueError):
     """A line of a hosts file cannot be read; the message names the file and line.
 
-    Still a ValueError, as it was before it joined the hierarchy, for callers that catch that.
+    Also a ValueError, for callers that catch that.
     """
 
 

@@ -1,7 +1,8 @@
 """The engine's jobs: the registry of job directories and each job's state, as Heritrix 3 keeps them.
 
-A job is a directory holding ``crawler-beans.cxml`` (peers.md §1.3). Its state is one of four, and every
-action a client may POST is allowed or refused by ``JOB_TRANSITIONS`` alone (style.md §3)::
+A job is a directory holding ``crawler-beans.cxml``, as a Heritrix 3 job is. Its state is one of four, and
+every action a client may POST is allowed or refused by ``JOB_TRANSITIONS`` alone, one table in the form of
+harvestdef's job states (harvestdef/model/status.py)::
 
     UNBUILT --build--> READY --launch--> ACTIVE --(crawl ends)--> FINISHED --teardown--> UNBUILT
                          \\--teardown--> UNBUILT
@@ -116,7 +117,7 @@ class NoCrawlError(JobActionError):
 class UnknownJobError(NotFoundError, KeyError):
     """No job of that name in the engine.
 
-    Still a KeyError, as it was before it joined the hierarchy, for callers that catch that; its text is
+    Also a KeyError, for callers that catch that; its text is
     NotFoundError's ("no job 'name'"), not KeyError's quoted repr.
     """
 

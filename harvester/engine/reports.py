@@ -1,5 +1,5 @@
 """The reports Heritrix writes into ``<launch>/reports/`` at crawl end and on checkpoint, in its words and
-layout: crawl, seeds, hosts, source, mimetype, responsecode and frontier-summary reports (peers.md §1.3).
+layout: crawl, seeds, hosts, source, mimetype, responsecode and frontier-summary reports.
 
 Each text follows the Heritrix 3 class that writes it (heritrix3 engine/src/main/java/org/archive/crawler/
 reporting/*Report.java, frontier/WorkQueueFrontier.java and WorkQueue.java). Compared with real Heritrix 3.3

@@ -93,10 +93,6 @@ def canonical_url(url: str, base: str | None = None) -> str | None:
     return urlunsplit((scheme, netloc, path.replace(" ", "%20"), parts.query, ""))
 
 
-def host_of(url: str) -> str:
-    return urlsplit(url).hostname or ""
-
-
 def surt(url: str) -> str:
     """``http://www.example.dk:8080/a/b`` -> ``http://(dk,example,www,:8080)/a/b`` (Heritrix's SURT form)."""
     parts = urlsplit(url)

@@ -1,6 +1,7 @@
 """The engine's REST API over HTTPS: the subset of Heritrix 3's resources a harvest controller uses.
 
-Resources (peers.md §1.1): ``GET /`` (303 to /engine), ``GET|POST /engine`` (status; create, add, rescan),
+Resources (as in Heritrix 3's REST API documentation, https://heritrix.readthedocs.io/en/latest/api.html):
+``GET /`` (303 to /engine), ``GET|POST /engine`` (status; create, add, rescan),
 ``GET|POST /engine/job/NAME`` (status; build/validate, launch [checkpoint], pause, unpause, checkpoint,
 terminate, teardown; ``copyTo=NEW`` [``asProfile=on``]), ``GET|PUT /engine/job/NAME/jobdir/PATH`` (files of
 the job directory; PUT uploads one), ``GET /engine/job/NAME/report/REPORT`` (a report, live while the crawl

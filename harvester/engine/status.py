@@ -1,11 +1,12 @@
 """The representations of ``/engine`` and ``/engine/job/NAME``: XML and JSON shaped like Heritrix 3's.
 
 A representation is built in two steps: ``engine_model``/``job_model`` turn the registry's snapshots into a
-plain ordered model (dicts, lists, scalars, None for an absent field) with Heritrix's field names
-(peers.md §1.1-§1.2), and ``to_xml``/``to_json``/``to_html`` serialise any model. The XML follows Heritrix's
-marshaller: the root element is ``<engine>`` or ``<job>``, a field is a child element of that name, a nested
-report is an element with one child per key, a list is an element with one ``<value>`` child per item, and a
-field whose value is None is left out. JSON carries the same structure (root fields at the top level).
+plain ordered model (dicts, lists, scalars, None for an absent field) with Heritrix's field names (Heritrix
+3's REST API documentation, https://heritrix.readthedocs.io/en/latest/api.html), and ``to_xml``/``to_json``/
+``to_html`` serialise any model. The XML follows Heritrix's marshaller: the root element is ``<engine>`` or
+``<job>``, a field is a child element of that name, a nested report is an element with one child per key, a
+list is an element with one ``<value>`` child per item, and a field whose value is None is left out. JSON
+carries the same structure (root fields at the top level).
 
 This module formats only; it never changes a job.
 """
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 ENGINE_VERSION = "HarvestSuite crawl engine 0.1.0 (Heritrix 3 REST API subset)"
 XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
-# Heritrix's nested reports (peers.md §1.2), each field in Heritrix's order with the CrawlFigures attribute
+# The nested reports of Heritrix's job status, each field in Heritrix's order with the CrawlFigures attribute
 # it shows: the one place where the engine's figures take Heritrix's names.
 URI_TOTALS_FIELDS = (("downloadedUriCount", "downloaded_uri_count"), ("queuedUriCount", "queued_uri_count"),
                      ("totalUriCount", "total_uri_count"), ("futureUriCount", "future_uri_count"))

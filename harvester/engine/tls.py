@@ -29,7 +29,7 @@ VALIDITY = datetime.timedelta(days=3650)
 
 class CertificateError(ValidationError, ValueError):
     """The certificate options given cannot be used (one of ``--cert``/``--key`` without the other).
-    Still a ValueError, as it was before it joined the hierarchy, for callers that catch that."""
+    Also a ValueError, for callers that catch that."""
 
 
 def _subject_alternative_names(hostnames: list[str]) -> x509.SubjectAlternativeName:

@@ -1,4 +1,4 @@
-"""Post-processing of a finished crawl (design.md, "The flow of one harvest", step 8).
+"""Post-processing of a finished crawl (docs/harvester.md, Post-processing).
 
 Each step is a function that stands alone, so the harvest controller can guard each one by itself and
 report every failure: close the WARC files a crawler left open (``warcfiles``) and bring a killed

@@ -1,4 +1,4 @@
-"""NetarchiveSuite's 8-field CDX lines for the records of one WARC file (reference §6.2).
+"""NetarchiveSuite's 8-field CDX lines for the records of one WARC file.
 
 Fields, space-separated, "-" for a missing value (ArchiveExtractCDXJob with checksums, fields
 ``A e b m n g v c``): URL, IP address, 14-digit date, MIME type, length, archive file name, offset, MD5.

@@ -11,8 +11,8 @@ decodes every record's payload through warcio's decoders into a temporary file b
 field of a response's index line needs the decoded payload (URL, date, status and MIME type come from the
 headers, the digest from ``WARC-Payload-Digest``, offset and length from the file), and warcio's br
 decoder fails on brotli 1.2 (it sets ``unused_data`` on brotli's Decompressor, a C type without
-attributes of its own since 1.2), which stopped the index of a whole WARC at its first br record, while a
-gzip bomb was decoded to disk in full. So here a record's payload is only read through, as stored, and
+attributes of its own since 1.2), which stops the index of a whole WARC at its first br record, while a
+gzip bomb is decoded to disk in full. So here a record's payload is only read through, as stored, and
 digested when its ``WARC-Payload-Digest`` is missing (cdxj-indexer would digest the stream after reading
 it, that is, the empty string). Only a request's body is decoded, since pywb's POST lookup appends it to
 the URL key, through harvester.decoding with a bound; a body that does not decode or is larger than the

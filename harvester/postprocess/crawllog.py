@@ -1,4 +1,5 @@
-"""Reading Heritrix 3's crawl.log (reference §6.3) as a stream, line by line.
+"""Reading Heritrix 3's crawl.log (https://heritrix.readthedocs.io/en/latest/operating.html#crawl-log) as a
+stream, line by line.
 
 A line has 12 whitespace-separated columns; NetarchiveSuite treats a line with fewer than 11 as invalid, so
 does this reader: it counts such lines, keeps the first few with their line numbers, and skips them. It
@@ -7,8 +8,8 @@ rest of the log is still worth reading. The log is read one line at a time, neve
 
 ``CrawlLogReader.fields()`` yields the split columns for callers that need speed (the domain report over
 ten million lines); ``CrawlLogReader.lines()`` and ``iter_crawl_log`` yield ``CrawlLogLine`` objects.
-``describe_fetch_status`` says in words what a fetch status code means (Heritrix's codes, reference
-peers.md §1.6), for the findings that reach curators.
+``describe_fetch_status`` says in words what a fetch status code means (Heritrix's FetchStatusCodes), for
+the findings that reach curators.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from pathlib import Path
 MIN_FIELDS = 11          # fewer columns than this make a line invalid (NetarchiveSuite's rule)
 MAX_EXAMPLES = 10        # invalid lines kept as examples; the rest are only counted
 
-# Column positions, 0-based (reference §6.3).
+# Column positions, 0-based, in Heritrix's crawl.log column order.
 TIMESTAMP, STATUS, SIZE, URL, DISCOVERY_PATH, VIA, MIME, THREAD, FETCH_TIMESTAMP, DIGEST, SOURCE_TAG, ANNOTATIONS = \
     range(12)
 
 
-# Heritrix 3's fetch status codes below 1 (its FetchStatusCodes, peers.md §1.6) in words; a status >= 100 is
+# Heritrix 3's fetch status codes below 1 (its FetchStatusCodes) in words; a status >= 100 is
 # the HTTP status of a response, 1 a DNS lookup that succeeded.
 FETCH_STATUS_WORDS: dict[int, str] = {
     0: "never tried",

@@ -1,5 +1,5 @@
 """A job's deduplication entries: the captures in its WARC files that a later harvest may point a revisit
-at (design.md, Deduplication).
+at (docs/architecture.md, Deduplication).
 
 An entry is made for each ``response`` record
 
@@ -14,7 +14,7 @@ An entry is made for each ``response`` record
 and for each ``revisit`` record (same status and type rules) whose original lies in an earlier job: its
 entry is the original's (URL, date, record id, WARC file and offset), so the index built from this job
 alone still leads the next run to the first capture, however many runs revisited it since
-(NetarchiveSuite's index pairs every crawl-log line with its record, duplicates included: reference §6.4).
+(NetarchiveSuite's index server pairs every crawl-log line with its record, duplicates included).
 The engine names the original in the revisit (WARC-Refers-To-Target-URI, WARC-Refers-To-Date,
 WARC-Refers-To) but WARC has no field for its file and offset; those come from the deduplication index
 the crawl read, the copy in the job directory: the capture of (payload digest, WARC-Refers-To-Target-URI)

@@ -1,4 +1,4 @@
-"""The per-domain report of a finished crawl: objects, bytes and stop reason per domain (reference §6.5).
+"""The per-domain report of a finished crawl: objects, bytes and stop reason per domain.
 
 Rules, as NetarchiveSuite's HarvestReportGenerator applies them:
 
@@ -15,7 +15,7 @@ Rules, as NetarchiveSuite's HarvestReportGenerator applies them:
 * Status -5003 with ``Q:groupMaxAllKb`` sets SIZE_LIMIT, with ``Q:groupMaxFetchSuccesses`` OBJECT_LIMIT,
   but only while the domain's reason is still the default: the first quota hit wins.
 
-Two changes from NetarchiveSuite (reference §11): every domain configuration of the job gets a row, also
+Two changes from NetarchiveSuite: every domain configuration of the job gets a row, also
 one that produced nothing, so continuation steps do not lose it; and domains outside the job are dropped
 here, with their number in the result so the controller can log it. The log is streamed; memory grows
 with the number of distinct domains and seeds, not with the number of lines.
@@ -25,7 +25,8 @@ objects and says no more). A seed's outcome is its own crawl.log line, the one w
 
 * answered: a status of 200-399, a page or a redirect;
 * fetched but failed: an HTTP error, 400 and above (also below 200);
-* not fetched: a negative status (DNS, connection, robots.txt, scope, quota... peers.md §1.6).
+* not fetched: a negative status (DNS, connection, robots.txt, scope, quota...: Heritrix's
+  FetchStatusCodes).
 
 A domain gets the finding ``nothing_harvested`` when it has no object at all, or when at least one of its
 seeds is in crawl.log and none of them was answered (a DNS record and a robots.txt are objects, so a domain
@@ -180,7 +181,7 @@ def _last_line(path: Path, block: int = 8192) -> str:
 
 
 def stop_reason_from_progress_log(path: Path | None) -> StopReason:
-    """The default stop reason of a crawl from the last line of its progress-statistics.log (§6.5)."""
+    """The default stop reason of a crawl from the last line of its progress-statistics.log (the rule above)."""
     if path is None or not Path(path).is_file():
         return StopReason.DOWNLOAD_UNFINISHED
     line = _last_line(Path(path))

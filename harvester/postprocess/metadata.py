@@ -1,4 +1,4 @@
-"""The metadata WARC of a job (reference §6.1): what was asked for, how it went, and the CDX of its WARCs.
+"""The metadata WARC of a job: what was asked for, how it went, and the CDX of its WARCs.
 
 Records, in this order; all after the first are ``resource`` records (as NetarchiveSuite's
 MetadataFileWriterWarc writes them) with WARC-Warcinfo-ID, WARC-IP-Address and SHA-1 block and payload
@@ -87,15 +87,17 @@ class MetadataInfo:
 
 
 def metadata_file_name(job_id: int, harvest_id: int, collection: str | None = None) -> str:
-    """``<job_id>-metadata-1.warc.gz``, or ``<collection>-<job_id>-<harvest_id>-metadata-1.warc.gz`` (§6.1)."""
+    """``<job_id>-metadata-1.warc.gz``, or ``<collection>-<job_id>-<harvest_id>-metadata-1.warc.gz``
+    (NetarchiveSuite's names, metadataFileNameFormat default and prefix)."""
     if collection:
         return f"{collection}-{job_id}-{harvest_id}-metadata-1.warc.gz"
     return f"{job_id}-metadata-1.warc.gz"
 
 
 def heritrix_file_category(name: str) -> str | None:
-    """Which metadata URL group a Heritrix file belongs to (§6.1): ``*-report.txt`` reports, ``*.log`` and
-    ``*.out`` logs, other ``.xml/.txt/.cxml`` files setup; None for files that are not documented."""
+    """Which metadata URL group a Heritrix file belongs to, as NetarchiveSuite groups them: ``*-report.txt``
+    reports, ``*.log`` and ``*.out`` logs, other ``.xml/.txt/.cxml`` files setup; None for any other file, which
+    NetarchiveSuite does not store."""
     if name.endswith("-report.txt"):
         return REPORTS
     if name.endswith((".log", ".out")):
