@@ -1,6 +1,6 @@
 """The archive store: a directory tree that harvester, scheduler and web UI hosts all mount.
 
-Layout (design.md §Archive store)::
+Layout (docs/architecture.md, The archive store)::
 
     <root>/<harvest_id>/<job_id>/{*.warc.gz, metadata WARC, cdxj/<warc>.cdxj, dedup/<job_id>.gz, SHA256SUMS}
     <root>/dedup-index/<sha256 of job ids>.sqlite

@@ -6,7 +6,7 @@ registered domain (IDNs stored in Unicode) by the same rule as every other way o
 and reported to ``on_note``. The whole file is checked before anything is written: if any line is refused,
 every refused line is reported (``on_bad_line``: file, line number, line, reason), RefusedLinesError is
 raised and nothing is stored. Every new domain gets, as NetarchiveSuite's
-Domain.getDefaultDomain does (reference §2.8), a configuration (settings.domain.defaultConfig, on the
+Domain.getDefaultDomain does, a configuration (settings.domain.defaultConfig, on the
 template settings.domain.defaultOrderxml, with the default limits), a seed list
 (settings.domain.defaultSeedlist, the default seeds) linked to it, and domains.defaultconfig set.
 

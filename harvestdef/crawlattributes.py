@@ -1,4 +1,4 @@
-"""Crawl attributes: max hops, obey or ignore robots.txt, extract JavaScript (reference §1.9).
+"""Crawl attributes: max hops, obey or ignore robots.txt, extract JavaScript.
 
 They are NetarchiveSuite's EAV attributes, kept where it keeps them so that a database taken over from it,
 or handed back, reads the same: eav_type_attribute names the attribute types of a tree, eav_attribute holds

@@ -1,9 +1,9 @@
 """Crawl templates: their placeholders, the one way to parse them, and the check before one is stored.
 
 A crawl template is a Heritrix 3 crawler-beans .cxml with NetarchiveSuite's %{...} placeholders
-(reference §1.4). A template that does not parse would only fail at the start of every job built from it,
-on a harvester, hours later; so it is refused here, with the line and column lxml reports, while the
-curator is still looking at it. The placeholders are plain text to XML, so they need no special care.
+(docs/jobgen.md, Template placeholders). A template that does not parse would only fail at the start of
+every job built from it, on a harvester, hours later; so it is refused here, with the line and column lxml
+reports, while the curator is still looking at it. The placeholders are plain text to XML, so they need no special care.
 For the same reason the regexes of its MatchesListRegexDecideRule and MatchesRegexDecideRule beans must be
 ones the bundled crawl engine can run (harvestdef.patterns.compile_crawl_pattern); a value holding a
 placeholder is filled in later and checked then, by the engine.
@@ -26,13 +26,14 @@ from harvestdef.patterns import compile_crawl_pattern
 from harvestdef.phrases import N_, phrase
 from harvestdef.politeness import PolitenessBounds
 
-# ordertemplates.orderxml: NetarchiveSuite allows templates up to 64 MiB (reference §1.4)
+# ordertemplates.orderxml: NetarchiveSuite allows templates up to 64 MiB
 MAX_TEMPLATE_BYTES = 64 * 1024 * 1024
 REGEX_RULES = ("MatchesListRegexDecideRule", "MatchesRegexDecideRule")
 
 #: A NetarchiveSuite placeholder, ``%{NAME}``; group 1 is the name.
 PLACEHOLDER = re.compile(r"%\{([A-Za-z0-9_]+)\}")
-#: The one placeholder job generation leaves: a path on the harvester, filled there (reference §2.6).
+#: The one placeholder job generation leaves: a path on the harvester, filled there
+#: (docs/jobgen.md, Template placeholders).
 DEDUPLICATION_INDEX_LOCATION = "DEDUPLICATION_INDEX_LOCATION_PLACEHOLDER"
 #: Where job generation puts the warcinfo map (harvestInfo.*) of the WARC writer bean.
 METADATA_ITEMS = "METADATA_ITEMS_PLACEHOLDER"

@@ -318,7 +318,8 @@ def domain_of_typed(text: str) -> TypedDomain:
 
 
 def default_seeds(domain: str) -> list[str]:
-    """A new domain's default seeds (reference §2.8): http://www.D, https://www.D, http://D, https://D.
+    """A new domain's default seeds, as NetarchiveSuite's Domain.getDefaultDomain makes them: http://www.D,
+    https://www.D, http://D, https://D.
 
     IDNs are written in punycode; an IP domain gets http and https without www, and so does a domain that
     is itself a www host under a public suffix (``www.gov.pl``, whose www.www. seeds could only fail DNS).

@@ -34,8 +34,8 @@ boundary that calls them, always with ``raise ... from exc`` so the cause stays 
     └── CrawlEngineError           the bundled crawl engine refused an action or could not carry it out
 
 The bundled crawl engine (harvester/engine/) and the payload decoder (harvester/decoding.py) define their
-own errors under these; harvestdef does not import them. They keep the builtin base they had before they
-joined, so ``except ValueError``/``KeyError``/``RuntimeError`` still catches them::
+own errors under these; harvestdef does not import them. Those marked "also" derive from that builtin too,
+so ``except ValueError``/``KeyError``/``RuntimeError`` catches them as well::
 
     ValidationError ── engine.config.ConfigError     a crawl configuration that cannot be used (line, column)
                     ├─ engine.beans.BeanError        a crawler-beans file that is not well-formed (line, column)

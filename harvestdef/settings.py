@@ -1,6 +1,6 @@
 """Settings: every default in one place, loaded once into frozen values.
 
-Keys follow NetarchiveSuite's setting paths without the leading ``settings.`` (reference §2.7), for
+Keys follow NetarchiveSuite's setting paths without the leading ``settings.``, for
 example ``[harvester.scheduler.jobGen.config] maxTotalSize = 8000000``; settings of HarvestSuite's own
 live under ``[harvestsuite.…]``. Values are read in the order defaults < TOML file < environment <
 command line. An environment variable ``HARVESTSUITE__SECTION__KEY`` (sections joined by ``__``, matched
@@ -106,7 +106,7 @@ class DatabaseSettings:
 
 @dataclass(frozen=True)
 class DomainSettings:
-    """Defaults for new domains and configurations (reference §2.7, §2.8)."""
+    """Defaults for new domains and configurations, and when an alias expires."""
 
     defaultMaxbytes: int = setting("harvester.datamodel.domain.defaultMaxbytes", 1_000_000_000,
                                    "byte limit of a new configuration (-1 = unlimited)")
@@ -128,7 +128,7 @@ class DomainSettings:
 
 @dataclass(frozen=True)
 class JobGenSettings:
-    """Job generation (reference §2.7)."""
+    """Job generation (docs/jobgen.md)."""
 
     generatorClass: JobGeneratorClass = setting(
         "harvester.scheduler.jobGen.class", "DefaultJobGenerator",
@@ -335,7 +335,7 @@ class LiveChangeSettings:
 
 @dataclass(frozen=True)
 class HarvesterSettings:
-    """Harvest controller and its Heritrix polling (reference §5.3, §5.4)."""
+    """Harvest controller and its Heritrix polling (docs/harvester.md, Settings)."""
 
     channels: tuple[str, ...] = setting(
         "harvester.harvesting.channel", ("FOCUSED",),

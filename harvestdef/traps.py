@@ -1,6 +1,6 @@
 """Crawler traps: regular expressions of URLs a crawl must not follow, checked before they are stored.
 
-Traps live in three places (reference §1.1, §1.2, §1.6): a domain's list (domains.crawlertraps), a
+Traps live in three places: a domain's list (domains.crawlertraps), a
 harvest's list (partialharvests.crawlertraps), both newline-separated, and the global lists. Heritrix
 compiles them as Java regexes, and so does harvestdef.patterns, into RE2's dialect: an expression it
 cannot translate or RE2 cannot compile, or one longer than MAX_EXPRESSION_LENGTH, is refused with its line
@@ -22,7 +22,7 @@ from harvestdef.phrases import N_, phrase
 __all__ = ["MAX_EXPRESSION_LENGTH", "CrawlerTrapError", "parse_stored_traps", "split_lines", "traps_text",
            "validate_trap_expressions"]
 
-# global_crawler_trap_expressions.trap_expression is varchar(1000) (reference §1.6)
+# global_crawler_trap_expressions.trap_expression is varchar(1000), as in NetarchiveSuite's DDL
 MAX_EXPRESSION_LENGTH = 1000
 
 

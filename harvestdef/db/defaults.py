@@ -1,4 +1,5 @@
-"""The rows a new harvest database starts with (reference §1.3, §1.7, §1.9).
+"""The rows a new harvest database starts with: NetarchiveSuite's default schedules, harvest channels,
+extended field types and crawl attribute types.
 
 Each function inserts what is missing and leaves existing rows alone, so ``db init`` can run again on
 a database a site has already changed. Schedules and channels are the site's once it has any: a database
@@ -44,7 +45,7 @@ BROWSER_CHANNEL = ("BROWSER", False, False, "Channel for selective harvests of s
 
 EXTENDED_FIELD_TYPES: list[tuple[int, str]] = [(1, "domains"), (2, "harvestdefinitions")]
 
-# EAV crawl attribute types (reference §1.9, harvestdef.crawlattributes) in both of NetarchiveSuite's trees:
+# EAV crawl attribute types (harvestdef.crawlattributes) in both of NetarchiveSuite's trees:
 # tree 2 a configuration's values, filling %{MAX_HOPS}, %{HONOR_ROBOTS_DOT_TXT} and %{EXTRACT_JAVASCRIPT};
 # tree 1 a snapshot harvest's. NetarchiveSuite loads the type's class by class_namespace + class_name.
 EAV_CLASS_NAMESPACE = "dk.netarkivet.harvester.datamodel.eav"

@@ -85,8 +85,8 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
     On SQLite it takes the write lock at its start (BEGIN IMMEDIATE): a transaction that first reads and
     then writes would otherwise fail at its first write whenever another writer committed after its read
-    (WAL's stale snapshot), which is how two job generations used to collide on job ids. Other writers
-    wait for the lock (the busy timeout). On PostgreSQL it is an ordinary transaction.
+    (WAL's stale snapshot), and two job generations reading max(job_id) at once would collide on job ids.
+    Other writers wait for the lock (the busy timeout). On PostgreSQL it is an ordinary transaction.
     """
     with engine.connect() as conn:
         if engine.dialect.name == "sqlite":

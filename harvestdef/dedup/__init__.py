@@ -1,4 +1,4 @@
-"""Deduplication between harvests (docs/architecture.md, Deduplication; reference §6.4).
+"""Deduplication between harvests (docs/architecture.md, Deduplication; docs/scheduler.md, Deduplication).
 
 Each job's captures are stored as an entries file beside its WARCs (``entries``), in domain order with a
 directory of its domains (``partitions``); a job's own index is built from the partitions of its domains

@@ -1,6 +1,6 @@
 """A job's deduplication entries file, ``dedup/<job_id>.gz`` in its archive-store directory.
 
-gzip-compressed UTF-8 text, one capture per line, six tab-separated fields (design.md §Deduplication)::
+gzip-compressed UTF-8 text, one capture per line, six tab-separated fields (docs/architecture.md, Deduplication)::
 
     digest  url  date14  record_id  warc_file  offset
 

@@ -1,6 +1,6 @@
 """The deduplication index file: every (digest, URL) capture of a set of jobs, in one SQLite file.
 
-It answers both matching methods of the DeDuplicator (design.md §Deduplication, reference §6.4): by
+It answers both matching methods of the DeDuplicator (docs/architecture.md, Deduplication): by
 digest, the earliest capture of a payload under any URL; by URL, the earliest capture of that URL with
 that payload. So it keeps every (digest, URL) pair, each with its earliest capture::
 

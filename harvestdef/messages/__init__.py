@@ -1,4 +1,4 @@
-"""The message contracts between the scheduler, the harvest controllers and the monitor (reference §4.2).
+"""The message contracts between the scheduler, the harvest controllers and the monitor (docs/messages.md).
 
 Wire form: UTF-8 JSON, one object per message::
 

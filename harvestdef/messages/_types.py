@@ -1,4 +1,4 @@
-"""The message types and the records they carry (reference §4.2, mapped onto HarvestSuite's queues).
+"""The message types and the records they carry (docs/messages.md, The message types).
 
 Each class is a frozen dataclass; its field annotations are the schema that the codec checks on both
 encode and decode, so a field added here is validated without more code. Checks that a field's type cannot
@@ -37,8 +37,8 @@ class DeduplicationSource:
 
 @dataclass(frozen=True, slots=True)
 class PreHarvestMetadata:
-    """What the controller writes into the metadata WARC besides its own files (reference §6.1), and where
-    the job's deduplication index comes from.
+    """What the controller writes into the metadata WARC besides its own files (docs/harvester.md,
+    Post-processing), and where the job's deduplication index comes from.
 
     ``deduplication_sources`` (schema 1.6), newest first: the controller builds the job's index from their
     partitions of the job's own domains (harvestdef.dedup.jobindex). ``deduplication_index`` is the one
@@ -51,7 +51,7 @@ class PreHarvestMetadata:
     deduplication_sources: list[DeduplicationSource] | None = None
 
 
-#: NetarchiveSuite's PersistentJobData version, written as harvestInfo.version (reference §5.1, §2.6).
+#: NetarchiveSuite's PersistentJobData version, written as harvestInfo.version in harvestInfo.xml and the warcinfo map.
 HARVEST_INFO_VERSION = "0.6"
 
 
@@ -136,7 +136,7 @@ class QaSummary:
 
 @dataclass(frozen=True, slots=True)
 class DomainStats:
-    """One domain's figures in a job (reference §6.5); becomes a historyinfo row at the scheduler.
+    """One domain's figures in a job (NetarchiveSuite's DomainStats); becomes a historyinfo row at the scheduler.
 
     ``nothing_harvested`` (schema 1.1) is the finding that the configuration got nothing, None when it
     got something; a controller speaking 1.0 sends none, and the scheduler then flags a row with no
@@ -163,7 +163,8 @@ class DomainReport:
     domains: list[DomainStats]
 
 
-#: The only statuses a controller reports (reference §4.2): the rest are the scheduler's to set.
+#: The only statuses a controller reports (as in NetarchiveSuite's CrawlStatusMessage): the rest are the
+#: scheduler's to set.
 CRAWL_STATUS_REPORTED: tuple[JobStatus, ...] = (JobStatus.STARTED, JobStatus.DONE, JobStatus.FAILED)
 
 #: The most characters of CrawlStatus.harvest_errors and .upload_errors the scheduler keeps: the size of

@@ -1,4 +1,4 @@
-"""When a harvest controller counts as lost, and when its job is resubmitted (design.md §Job states).
+"""When a harvest controller counts as lost, and when its job is resubmitted (docs/scheduler.md, Job states).
 
 A controller is lost once it has been silent for ``lost_after_heartbeats`` of its own heartbeat intervals.
 The interval is the one its heartbeats state (harvesters.heartbeat_interval), because controllers run on

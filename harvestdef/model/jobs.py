@@ -1,4 +1,4 @@
-"""Job: one crawl of a set of domain configurations, as the jobs table holds it (reference §1.5, §2.6)."""
+"""Job: one crawl of a set of domain configurations, as the jobs table holds it (NetarchiveSuite's Job class)."""
 
 from __future__ import annotations
 
@@ -45,13 +45,5 @@ class Job:
     seedlist: str = ""
 
     @property
-    def is_final(self) -> bool:
-        """DONE, FAILED, RESUBMITTED or FAILED_REJECTED: no attempt of it runs any more."""
-        return self.status in FINAL_STATUSES
-
-    @property
     def seeds(self) -> list[str]:
         return [line for line in self.seedlist.splitlines() if line.strip()]
-
-
-FINAL_STATUSES = frozenset({JobStatus.DONE, JobStatus.FAILED, JobStatus.RESUBMITTED, JobStatus.FAILED_REJECTED})

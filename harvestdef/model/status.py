@@ -1,9 +1,9 @@
 """JobStatus and StopReason with NetarchiveSuite's ordinals, and the one table of allowed job transitions.
 
-The ordinals are stored in jobs.status and historyinfo.stopreason and must never change (reference §4.4,
-§6.5). ``check_job_transition`` is the only judge of a status change; the repository function that
-changes a job's status calls it and then updates with ``WHERE status = :from AND attempt_id = :attempt``
-so a stale attempt changes nothing.
+The ordinals are stored in jobs.status and historyinfo.stopreason and must never change (docs/database.md,
+Conventions kept from NetarchiveSuite). ``check_job_transition`` is the only judge of a status change;
+the repository function that changes a job's status calls it and then updates with
+``WHERE status = :from AND attempt_id = :attempt`` so a stale attempt changes nothing.
 
 A transition of the table either needs no reason or exactly one ``JobTransitionReason``: FAILED -> DONE
 is allowed only as STORED_AFTER_STORE_OUTAGE (a job reported FAILED because the archive store could not
@@ -61,7 +61,7 @@ _S = JobStatus
 _STORED_LATER = JobTransitionReason.STORED_AFTER_STORE_OUTAGE
 _LOST = JobTransitionReason.CONTROLLER_LOST
 
-# from-state -> the states a job may move to (reference §4.4). Who triggers each:
+# from-state -> the states a job may move to (docs/architecture.md, Job states). Who triggers each:
 #   NEW -> SUBMITTED            the dispatcher published the DoOneCrawl message (confirmed)
 #   NEW/SUBMITTED -> STARTED    the controller granted the attempt reported STARTED
 #   NEW/SUBMITTED/STARTED -> DONE/FAILED   the final status of the attempt

@@ -1,5 +1,5 @@
 """Queue transports: durable queues of byte messages between the scheduler, the harvest controllers and
-the web UI (design.md §Queues). ``open_transport`` picks RabbitMQ or the embedded SQLite queue from the
+the web UI (docs/messages.md, Queues). ``open_transport`` picks RabbitMQ or the embedded SQLite queue from the
 ``harvestsuite.queue.url`` setting; everything else talks to the ``Transport`` interface."""
 
 from __future__ import annotations

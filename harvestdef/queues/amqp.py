@@ -4,8 +4,8 @@
 Theory of operation
 -------------------
 * One I/O thread per transport owns everything pika (``_amqp_link``). It runs the ioloop, so heartbeats
-  keep flowing however long a caller holds a delivery (reference/libraries.md §7: a blocked I/O loop
-  misses heartbeats, the connection is lost and the message redelivered).
+  keep flowing however long a caller holds a delivery (with pika, an I/O loop blocked for longer
+  than the heartbeat timeout misses heartbeats: the broker drops the connection and redelivers the message).
 * Caller threads never touch pika. They hand a request (``Op``) to the I/O thread and wait on its
   ``Future``; the I/O thread carries requests out in the order they came.
 * Two channels: one in confirm mode for publishes and declarations, one for consuming, getting and

@@ -1,5 +1,5 @@
 """The names of HarvestSuite's queues, all prefixed with the environment name (``common.environmentName``)
-so that several installations can share one broker (design.md §Queues)."""
+so that several installations can share one broker (docs/messages.md, Queues)."""
 
 from __future__ import annotations
 

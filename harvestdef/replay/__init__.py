@@ -1,4 +1,5 @@
-"""Replay: pywb as a service of its own over the archive store (design.md §Replay and QA).
+"""Replay: pywb as a service of its own over the archive store (docs/architecture.md, Processes and what
+they connect to).
 
 ``environment`` builds pywb's virtual environment (its pinned Werkzeug cannot share Flask 3's),
 ``layout`` writes pywb's working directory over the store, ``service`` runs pywb from it, ``captures`` asks a

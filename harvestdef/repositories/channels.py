@@ -1,4 +1,4 @@
-"""Harvest channels: the queues harvest definitions are sent to (reference §1.7, §4.1).
+"""Harvest channels: the queues harvest definitions are sent to (docs/messages.md, Queues).
 
 A channel's name matches ``^\\w+$`` and is stored upper case (it becomes part of a queue name). There is
 exactly one default channel for snapshot harvests and one for selective harvests: making a channel the

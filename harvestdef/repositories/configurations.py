@@ -1,4 +1,4 @@
-"""Harvest configurations of a domain: a crawl template, seed lists and limits (reference §1.1).
+"""Harvest configurations of a domain: a crawl template, seed lists and limits.
 
 Limits use NetarchiveSuite's convention, -1 = unlimited, and anything below -1 is refused. The seed lists
 of a configuration must belong to its own domain, and their seeds must pass harvestdef.seeds' rule when

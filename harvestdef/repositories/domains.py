@@ -28,9 +28,7 @@ from harvestdef.db.types import utcnow
 from harvestdef.domainnames import (
     default_seeds,
     domain_of_typed,
-    is_ip_address,
     normalize_domain_name,
-    to_punycode,
     to_unicode,
 )
 from harvestdef.errors import (
@@ -64,7 +62,8 @@ _alias_target = s.domains.alias("alias_target")
 
 @dataclass(frozen=True)
 class DomainDefaults:
-    """What a new domain gets (reference §2.8): its configuration, seed list, template and limits."""
+    """What a new domain gets, as NetarchiveSuite's Domain.getDefaultDomain: its configuration, seed list,
+    template and limits."""
 
     config_name: str = "defaultconfig"
     seedlist_name: str = "defaultseeds"
@@ -261,7 +260,7 @@ class DomainRepository:
 
     # ------------------------------------------------------------ creating
     def create(self, name: str, comments: str = "") -> Domain:
-        """A new domain with its default configuration and seed list (reference §2.8).
+        """A new domain with its default configuration and seed list (as NetarchiveSuite's Domain.getDefaultDomain).
 
         The name is normalised (invalid names raise DomainNameError with the reason); the default seeds
         are written in punycode; ConflictError if the domain exists already.
@@ -438,7 +437,7 @@ class DomainRepository:
         self.conn.execute(delete(d).where(d.c.domain_id == key))
         record_audit(self.conn, self.actor, d.name, key, "delete", before, None)
 
-    # ------------------------------------------------------------ aliases (reference §2.8)
+    # ------------------------------------------------------------ aliases
     def _alias_values(self, current: Domain, alias_of: str, now: datetime | None) -> dict[str, Any]:
         """The columns that make ``current`` an alias of ``alias_of``.
 
@@ -515,8 +514,3 @@ class DomainRepository:
         if limit is not None:
             stmt = stmt.limit(limit)
         return [(row.tld, int(row.domains)) for row in self.conn.execute(stmt)]
-
-
-def punycode_name(domain: Domain) -> str:
-    """The ASCII form of a domain's name (IP domains unchanged), for seeds and crawler output."""
-    return domain.name if is_ip_address(domain.name) else to_punycode(domain.name)

@@ -1,4 +1,4 @@
-"""Extended fields (reference §1.9): curator-defined metadata fields on domains (type 1) and on harvest
+"""Extended fields, as NetarchiveSuite has them: curator-defined metadata fields on domains (type 1) and on harvest
 definitions (type 2), and their values per domain or harvest definition.
 
 A value is checked against its field before it is stored: a mandatory field needs content, a BOOLEAN is

@@ -1,9 +1,9 @@
 """Harvest history: historyinfo rows from a job's domain report, and the two summaries kept beside them.
 
 ``HistoryWriter.record_job`` turns a final report into one historyinfo row per domain configuration of
-the job (reference §6.5, LegacyHarvestReport): a configuration whose domain is missing from the report
+the job (NetarchiveSuite's LegacyHarvestReport): a configuration whose domain is missing from the report
 gets a row with nothing harvested and the report's default stop reason, so a domain that produced
-nothing still carries on into the next snapshot step (NetarchiveSuite drops it, §11). In the same
+nothing still carries on into the next snapshot step (NetarchiveSuite drops it). In the same
 transaction it writes the companion rows of harvest_findings, one per configuration that got nothing
 (the report's finding with its reason from crawl.log; a configuration with no object that the report does
 not explain, as from a controller that speaks message schema 1.0, is flagged "no object harvested"), and
@@ -12,8 +12,8 @@ updates
 * harvest_run_summary: per harvest run (harvest_id, harvest_num) the jobs done and failed, objects,
   bytes, novel and duplicate figures, configurations per stop reason and configurations that got nothing;
 * config_history_summary: per configuration its newest row and its best row by the rule of the
-  expected-size estimate (reference §2.5 step 1: newest first, most objects, the older row on ties,
-  nothing older than the newest DOWNLOAD_COMPLETE row).
+  expected-size estimate (NetarchiveSuite's DomainHistory.getBestHarvestInfoExpectation: newest first,
+  most objects, the older row on ties, nothing older than the newest DOWNLOAD_COMPLETE row).
 
 Both are kept incrementally, which is exact for rows written in time order (as status intake does).
 A ``HistoryBatch`` gathers the rows and run totals of every job that ends in one transaction and writes
@@ -59,7 +59,7 @@ def _at_most(limit: int, bound: int | None) -> bool:
 
 def legacy_stop_reason(reason: StopReason, bytes_received: int, config_maxbytes: int, config_maxobjects: int,
                        job_maxbytes: int | None, job_maxobjects: int | None) -> StopReason:
-    """The stop reason stored for a configuration (reference §6.5, LegacyHarvestReport): a quota hit is
+    """The stop reason stored for a configuration (NetarchiveSuite's LegacyHarvestReport): a quota hit is
     the configuration's own when its limit is the one that bound, i.e. it is not above the job's."""
     if reason == StopReason.SIZE_LIMIT and config_maxbytes != UNLIMITED and (
             _at_most(config_maxbytes, job_maxbytes) or config_maxbytes <= bytes_received):
@@ -266,7 +266,8 @@ def _summary_upsert(conn: Connection, which: str) -> Any:
         excluded = statement.excluded
         complete = int(StopReason.DOWNLOAD_COMPLETE)
         # The newest row becomes the best unless an older one (already folded into best_*) has at least
-        # as many objects; a complete newest row ends the fold there (reference §2.5 step 1).
+        # as many objects; a complete newest row ends the fold there (as NetarchiveSuite's
+        # DomainHistory.getBestHarvestInfoExpectation does).
         newest_wins = (excluded.latest_stopreason == complete) | (
             table.c.best_objectcount < excluded.latest_objectcount)
         values = {f"latest_{name}": excluded[f"latest_{name}"]

@@ -34,7 +34,7 @@ STATES = (PENDING, APPLIED, REFUSED)
 TRANSITIONS: Mapping[str, frozenset[str]] = {PENDING: frozenset({APPLIED, REFUSED}),
                                              APPLIED: frozenset(), REFUSED: frozenset()}
 
-# kinds: control actions, then live changes (the API's words, design.md §Running crawls)
+# kinds: control actions, then live changes (the API's words, docs/scheduler.md, Live changes)
 PAUSE, RESUME, CHECKPOINT, STOP, FAIL = "pause", "resume", "checkpoint", "stop", "fail"
 CONTROL_ACTIONS = (PAUSE, RESUME, CHECKPOINT, STOP, FAIL)
 REJECT, UNREJECT, BUDGET, DELETE_QUEUED, ADD_URIS, POLITENESS = (
@@ -173,11 +173,6 @@ class JobChangeRepository:
         row = self.conn.execute(select(*_COLUMNS).where(_changes.c.job_id == job_id,
                                                          _changes.c.version == version)).mappings().first()
         return _to_change(row) if row is not None else None
-
-    def pending_kinds(self, job_id: int) -> list[str]:
-        """The kinds of the job's pending changes, in version order (to judge whether an action is redundant)."""
-        return list(self.conn.execute(select(_changes.c.kind).where(
-            _changes.c.job_id == job_id, _changes.c.state == PENDING).order_by(_changes.c.version)).scalars())
 
     def to_send(self, now: datetime, resend_after: timedelta) -> list[Outgoing]:
         """Pending changes of STARTED jobs whose claim a controller holds, never sent or not sent since

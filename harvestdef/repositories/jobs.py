@@ -1,4 +1,4 @@
-"""Jobs: the one place that writes job rows and changes their status (design.md §Jobs, reference §1.5, §4.4).
+"""Jobs: the one place that writes job rows and changes their status (docs/architecture.md, Job states).
 
 ``new_job_row`` is the one definition of a job row; job generation's bulk path and a resubmission both
 use it. Job ids come from the database (``allocate_job_ids``): the sequence jobs_job_id_seq on PostgreSQL,
@@ -370,7 +370,7 @@ class JobRepository:
 
     def resubmit(self, job_id: int, next_job_id_setting: int = 0, now: datetime | None = None,
                  reason: JobTransitionReason | None = None) -> Job:
-        """NetarchiveSuite's resubmission (reference §3.4): a copy of the job with a new id goes NEW, the old
+        """NetarchiveSuite's resubmission (JobDBDAO.rescheduleJob): a copy of the job with a new id goes NEW, the old
         one becomes RESUBMITTED and names the copy. From FAILED (an operator's restart) the copy is a
         continuation of the old job. The caller makes sure no attempt of the job may still run, or, for a
         STARTED job (``reason`` CONTROLLER_LOST), that its attempt's controller is lost or has left it: that
@@ -412,7 +412,7 @@ class JobRepository:
 
     def restart(self, job_id: int, lost: LostControllerRule, next_job_id_setting: int = 0,
                 now: datetime | None = None) -> Job:
-        """An operator's restart of a FAILED job (reference §3.4): ``resubmit``, refused while the job's
+        """An operator's restart of a FAILED job (NetarchiveSuite's "Restart"): ``resubmit``, refused while the job's
         attempt may still run, i.e. while its controller reports that attempt and is not lost (``lost``)
         (a job the timeout supervisor failed may still be crawling).
 

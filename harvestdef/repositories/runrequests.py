@@ -1,7 +1,7 @@
 """Runs asked for outside the schedule ("run now") and job-generation previews asked for from the web UI.
 
 Both are requests the web UI writes and the scheduler carries out at its next tick, because readiness and
-job generation are the scheduler's (design.md, the flow of one harvest):
+job generation are the scheduler's (docs/architecture.md, One harvest, from definition to historyinfo):
 
 * A run request (harvest_run_requests, one row per harvest at most) makes the harvest ready at the next
   tick whatever its schedule or its active flag, as long as the rest of readiness holds (a controller
@@ -126,9 +126,6 @@ class RunRequestRepository:
         record_audit(self.conn, self.actor, "harvest_run_requests", request.harvest_id, "delete",
                      {"harvest_id": request.harvest_id, "requested_at": request.requested_at,
                       "requested_by": request.requested_by}, {"outcome": outcome})
-
-    def requested_ids(self) -> set[int]:
-        return set(self.conn.scalars(select(s.harvest_run_requests.c.harvest_id)))
 
     # ------------------------------------------------------------ previews
     def request_preview(self, name: str, now: datetime | None = None) -> PreviewRequest:

@@ -5,7 +5,7 @@ domain, matching the site's ``validSeedRegex``. One refused line refuses the who
 RefusedLinesError names every refused line with its number and the reason, and nothing is written.
 Accepted seeds are stored one per line as the crawler will use them (``http://`` added where the line had
 no scheme, the host in punycode); blank and comment lines and duplicates are dropped. A list holds at
-most 8 MiB (reference §1.1). A change to a seed list is a change to its domain: it takes the domain
+most 8 MiB, as in NetarchiveSuite. A change to a seed list is a change to its domain: it takes the domain
 edition the editor read.
 """
 

@@ -1,5 +1,5 @@
-"""Global crawler trap lists (reference §1.6): named lists of regular expressions that, while active, are
-added to every job's crawl template.
+"""Global crawler trap lists (NetarchiveSuite's global_crawler_trap_lists): named lists of regular
+expressions that, while active, are added to every job's crawl template.
 
 Expressions are validated like every other crawler trap (harvestdef.traps): each must compile, blank lines
 are dropped and duplicates removed. The lists have no edition column, so a change replaces the whole list

@@ -5,8 +5,9 @@ Revises: 0013_harvest_findings
 Create Date: 2026-11-25 00:00:00.000000
 
 An index is used only when the entries of at least satisfactorythresholdpercentage of the jobs it is built
-from could be read (reference §6.4); below, it is refused and the run's jobs wait. A refusal is not a
-failed build (nothing went wrong, and it is not retried as one), so it has its own column.
+from could be read (70 % by default, as in NetarchiveSuite); below, it is refused and the run's jobs wait.
+A refusal is not a failed build (nothing went wrong, and it is not retried as one), so it has its own
+column.
 """
 
 from __future__ import annotations
