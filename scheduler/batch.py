@@ -1,6 +1,6 @@
 """One write transaction for several of the scheduler queue's messages, and what must happen around its commit.
 
-The scheduler's cost per message was mostly per transaction: a commit, and one INSERT per audit row
+Most of the scheduler's cost per message is per transaction: a commit, and one INSERT per audit row
 and per summary. A ``Batch`` is the transaction of one or more messages; handlers write into it, and
 leave with it what has to wait:
 

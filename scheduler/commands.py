@@ -1,4 +1,4 @@
-"""``harvestsuite jobgen``: generate, preview and plan jobs (reference §2)."""
+"""``harvestsuite jobgen``: generate, preview and plan jobs (docs/jobgen.md, Commands)."""
 
 from __future__ import annotations
 

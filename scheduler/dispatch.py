@@ -1,4 +1,5 @@
-"""Dispatch and claims: how a NEW job reaches exactly one harvest controller (design.md §Queues).
+"""Dispatch and claims: how a NEW job reaches exactly one harvest controller (docs/scheduler.md, One job,
+one crawl).
 
 Releasing a job (``Dispatcher.ready``), for a ready message of an idle, registered controller:
 
@@ -93,9 +94,9 @@ def build_do_one_crawl(conn: Connection, job: Job, attempt_id: str, deduplicatio
     name no harvest either) gets the harvest's values as they are now, and no ``harvest_info``.
 
     With deduplication on, the metadata carries the job's deduplication sources from job_dedup_sources
-    (scheduler.dedupsources), or, for a run an earlier version made ready with one index of every job
-    before it, that index's path and jobs from harvest_run_dedup_index; a job with neither (a first
-    selective run) deduplicates against no job. Off, the job list is None.
+    (scheduler.dedupsources), or, for a run made ready before migration 0028_job_dedup_sources with one
+    index of every job before it, that index's path and jobs from harvest_run_dedup_index; a job with
+    neither (a first selective run) deduplicates against no job. Off, the job list is None.
     """
     rows = conn.execute(_HARVEST_AND_MEMBERS, {"harvest_id": job.harvest_id, "job_id": job.job_id}).all()
     if not rows:

@@ -1,4 +1,4 @@
-"""Status intake: what controllers report, recorded in the harvest database (reference §4.4, §6.5).
+"""Status intake: what controllers report, recorded in the harvest database (docs/scheduler.md, Job states).
 
 Every handler is idempotent, because messages arrive at least once: a STARTED or final status for a job
 already there with that attempt is a repeat and changes nothing; a status of another attempt (the job was
@@ -243,12 +243,12 @@ class StatusIntake:
         if job.status == JobStatus.FAILED_REJECTED and not second_report and not batch.conn.scalar(
                 select(func.count()).where(s.historyinfo.c.job_id == job.job_id)):
             # The supervisor failed the job, an archivist rejected it, and its report arrives now:
-            # NetarchiveSuite sets it back to FAILED and takes the report (reference §4.4). A repeat of
-            # a report already taken (the job has history) changes nothing.
+            # NetarchiveSuite's HarvestSchedulerMonitorServer sets it back to FAILED and takes the report.
+            # A repeat of a report already taken (the job has history) changes nothing.
             final_status = JobStatus.FAILED
         elif job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
-            # A repeat of a final status, or the supervisor failed the job first: NetarchiveSuite keeps
-            # the status it has and ignores the report (reference §4.4).
+            # A repeat of a final status, or the supervisor failed the job first: NetarchiveSuite's
+            # HarvestSchedulerMonitorServer keeps the status it has and ignores the report.
             log.warning("final status %s of job %d ignored: it is %s already", message.status, job.job_id,
                         job.status)
             return False

@@ -1,6 +1,6 @@
-"""Live changes of running jobs, the scheduler's part (design.md §Running crawls): sending each pending change
-to the controller that holds its job's claim, settling it with that controller's answer, and refusing what a
-job leaves pending when it stops running.
+"""Live changes of running jobs, the scheduler's part (docs/scheduler.md, Live changes): sending each pending
+change to the controller that holds its job's claim, settling it with that controller's answer, and refusing
+what a job leaves pending when it stops running.
 
 Operators' control actions (pause, resume, checkpoint, stop, fail) and live changes are rows of
 job_changes, which the web UI writes pending; harvestdef.repositories.jobchanges has their states and the

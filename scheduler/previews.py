@@ -5,10 +5,10 @@ activating a snapshot or running a harvest, the same as ``harvestsuite jobgen pr
 template, crawl attributes, limits, number of configurations (with the first few by name), expected
 objects and expected bytes; and their totals.
 
-Expected bytes are NetarchiveSuite's expectation of objects (reference §2.5) converted the way §2.5
-converts a byte limit into objects: each configuration's expected objects times the bytes per object of
-its best history row, or expectedAverageBytesPerObject without one; never more than the job's byte limit
-per domain.
+Expected bytes are NetarchiveSuite's expectation of objects (DomainConfiguration.getExpectedNumberOfObjects,
+scheduler.jobgen.expectation) converted the way that expectation converts a byte limit into objects: each
+configuration's expected objects times the bytes per object of its best history row, or
+expectedAverageBytesPerObject without one; never more than the job's byte limit per domain.
 
 The web UI asks for a preview (harvestdef.repositories.runrequests) and each tick makes those waiting
 (``make_waiting_previews``): a national snapshot's selection takes about a minute, which a web request

@@ -1,6 +1,7 @@
-"""The web UI for curators, operators and archivists, and its JSON API (design.md §Packages).
+"""The web UI for curators, operators and archivists, and its JSON API (docs/architecture.md, Packages and
+who imports whom).
 
-``create_app`` is all this module holds (style.md §1): it reads the settings once, opens the harvest
+``create_app`` is all this module holds: it reads the settings once, opens the harvest
 database, counts every request by route (``metrics``, served by the role on its own port), and registers one
 blueprint per section: ``auth`` (login), ``language`` (the pages' language),
 ``definitions``, ``status`` (harvest status), ``history``, ``system``, and ``api`` (``/api/v1``, the same data

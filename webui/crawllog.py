@@ -211,7 +211,7 @@ def _run(search: _Search) -> CrawlLogSearchResult:
 
 def _crawl_log_contents(paths: tuple[Path, ...]) -> Iterator[IO[bytes]]:
     """The content of each crawl.log record of metadata WARCs, in order, streamed: a record is valid until
-    the next is asked for (style.md §6)."""
+    the next is asked for."""
     for path in paths:
         with open(path, "rb") as stream:
             for record in ArchiveIterator(stream):

@@ -5,7 +5,7 @@
   name stored before names were refused '/' (harvestdef/validation.py) is still addressed, shown and
   downloaded; ``url_for`` writes such a name with its slashes as they are.
 - ``<int:...>`` ids are whole numbers within 64 bits (BoundedIntegerConverter): a 23-digit job id finds
-  no job (404), where it made SQLite overflow before.
+  no job (404) instead of overflowing SQLite's integers.
 - A rule matches its path with or without a trailing slash (``strict_slashes`` off).
 - ``refuse_unstorable_text`` refuses, naming the parameter, a path segment, query parameter or form field
   that holds a NUL character, which no database can look up or store as text.

@@ -1,6 +1,6 @@
 """API tokens recently found valid, so a script's burst of calls does not ask the database on every call.
 
-Looking a token up took a connection, a query and a commit per request: a third of a list call's cost
+Looking a token up costs a connection, a query and a commit per request: a third of a list call's cost
 under 16 clients. A token found valid is trusted for ``harvestsuite.webui.tokenCacheSeconds`` (0: never
 cached); a token revoked or a user deactivated meanwhile (in the pages, the API, ``harvestsuite users``,
 SQL) is refused at the latest that long after. Unknown tokens are never cached, so a new token works at

@@ -1,8 +1,8 @@
 """When each API token was used last, recorded in the background, so that a read writes nothing.
 
-Recording ``last_used`` on the request path made every GET with a token a write transaction: under a
-writer that held the database (a SQLite import, a long job generation) a read-only call waited for the
-lock and answered 500. Now a request only notes the use here, in memory (``note``); a thread of its own
+Recording ``last_used`` on the request path would make every GET with a token a write transaction: under
+a writer that holds the database (a SQLite import, a long job generation) a read-only call would wait for
+the lock and answer 500. So a request only notes the use here, in memory (``note``); a thread of its own
 writes the uses noted since its last look every ``harvestsuite.webui.tokenUseInterval`` seconds, all in
 one transaction. A database that does not answer costs nothing but a later write: the uses are kept and
 written at the next look that succeeds (said once in the log, and once when it works again). What the

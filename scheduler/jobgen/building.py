@@ -1,5 +1,6 @@
-"""Building jobs (reference §2.6): job rows, job_configs, the combined seed list, and the crawl template
-with every NetarchiveSuite placeholder filled except the deduplication index location.
+"""Building jobs (NetarchiveSuite's Job and AbstractJobGenerator.getNewJob): job rows, job_configs, the
+combined seed list, and the crawl template with every NetarchiveSuite placeholder filled except the
+deduplication index location (docs/jobgen.md, Template placeholders).
 
 The job's harvest info (harvest name and comments, schedule, audience, jobSubmitDate = the run's creation
 date, harvestInfo.version) is fixed here, once, in the warcinfo map of the filled template
@@ -159,7 +160,8 @@ def _punycode_seed(seed: str) -> str | None:
 
 
 def quota_values(job: PackedJob, object_limit_by_quota_enforcer: bool) -> dict[str, str]:
-    """The per-domain budgets (§2.6): objects in the quota enforcer or the frontier, bytes in KB + 1."""
+    """The per-domain budgets: objects in the quota enforcer or the frontier, bytes in KB + 1
+    (docs/jobgen.md, Template placeholders)."""
     objects = str(job.max_objects_per_domain)
     kilobytes = "-1" if job.max_bytes_per_domain == UNLIMITED else str(job.max_bytes_per_domain // 1024 + 1)
     return {

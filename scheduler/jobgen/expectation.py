@@ -1,9 +1,9 @@
-"""The expected number of objects of a domain configuration (reference §2.5), NetarchiveSuite's rules exactly.
+"""The expected number of objects of a domain configuration, NetarchiveSuite's rules exactly.
 
 NetarchiveSuite computes this in ``DomainConfiguration.getExpectedNumberOfObjects`` with Java ``long``
 arithmetic. Every division here has non-negative operands except ``(maximum - minimum) // k`` when an old
 harvest exceeded today's limits; there the result is capped by ``maximum`` in the last step anyway, so
-Python's floor division gives the same answers as Java's truncation (reference §2.5, last paragraph).
+Python's floor division gives the same answers as Java's truncation.
 
 This module is pure arithmetic: it never reads settings or the database.
 """
@@ -48,7 +48,8 @@ def compare_inf(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class ExpectationParams:
-    """The three settings the estimate uses (reference §2.7)."""
+    """The three settings the estimate uses: jobGen.config's errorFactorPrevResult,
+    expectedAverageBytesPerObject and maxDomainSize, with NetarchiveSuite's defaults."""
 
     error_factor_prev_result: int = 10
     expected_average_bytes_per_object: int = 38_000

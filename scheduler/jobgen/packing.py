@@ -1,13 +1,14 @@
-"""Packing domain configurations into jobs: DefaultJobGenerator (reference §2.3) and
-FixedDomainConfigurationCountJobGenerator (§2.4). The one implementation, used by the database path and by
-the offline planner alike.
+"""Packing domain configurations into jobs: NetarchiveSuite's DefaultJobGenerator and
+FixedDomainConfigurationCountJobGenerator. The one implementation, used by the database path and by the
+offline planner alike.
 
 Configurations are held as ``Candidates``: one row of a few machine integers per configuration in
 ``array`` columns (about 70 bytes each), so a national snapshot of millions of configurations fits in a few
 hundred MB. The sort is global, over every configuration of the run (NetarchiveSuite sorts each subset of
-10,000 on its own, which makes packing depend on database row order, reference §11). Ties break on the
-candidate's position: the database path adds candidates ordered by domain name then configuration name;
-the planner adds them in input order, as NetarchiveSuite's stable sort keeps them.
+10,000 on its own, which makes packing depend on database row order: docs/jobgen.md, What we do
+differently from NetarchiveSuite). Ties break on the candidate's position: the database path adds
+candidates ordered by domain name then configuration name; the planner adds them in input order, as
+NetarchiveSuite's stable sort keeps them.
 
 This module never touches the database or the settings (``PackingRules.from_settings`` picks the values).
 """
@@ -47,7 +48,7 @@ _EXPECTATION_INPUTS = ("max_objects", "max_bytes", "best_objects", "best_bytes",
 
 @dataclass(frozen=True)
 class PackingRules:
-    """The job-generation settings packing obeys (reference §2.7)."""
+    """The job-generation settings packing obeys: NetarchiveSuite's jobGen.config (docs/jobgen.md, Commands)."""
 
     # Checked once where it comes in: by the settings loader, and by the planner for its JSON input.
     generator: JobGeneratorClass = DEFAULT_GENERATOR
@@ -81,7 +82,7 @@ class PackingRules:
 
 @dataclass(frozen=True)
 class HarvestLimits:
-    """A harvest's kind and the per-domain limits it forces on its jobs (reference §2.6).
+    """A harvest's kind and the per-domain limits it forces on its jobs (AbstractJobGenerator.getNewJob).
 
     A snapshot forces its own maxobjects/maxbytes/maxjobrunningtime; selective and event harvests force
     nothing (-1, -1, 0), whatever their definition says.
@@ -266,9 +267,9 @@ def _new_job(candidates: Candidates, index: int) -> PackedJob:
     template, attributes = candidates.groups[candidates.group[index]]
     job = PackedJob(template, attributes, max_objects, max_bytes, limits.forced_max_running_time,
                     sets_objects, sets_bytes, group=candidates.group[index])
-    # The detail of §2.3: min/max start from the expectation under the harvest's limits, then the
-    # constructor's addConfiguration widens them with the one under the job's limits; only the latter counts
-    # in the total.
+    # As NetarchiveSuite's DefaultJobGenerator does: min/max start from the expectation under the harvest's
+    # limits, then the Job constructor's addConfiguration widens them with the one under the job's limits;
+    # only the latter counts in the total.
     expected_under_harvest = candidates.expected[index]
     job.min_expectation = job.max_expectation = expected_under_harvest
     _add(job, candidates, index, candidates.expectation(index, max_objects, max_bytes))
@@ -299,7 +300,7 @@ def _closed(job: PackedJob) -> PackedJob:
 
 
 class DefaultJobGenerator:
-    """NetarchiveSuite's DefaultJobGenerator: sort globally, then pack greedily with canAccept (§2.3)."""
+    """NetarchiveSuite's DefaultJobGenerator: sort globally, then pack greedily with canAccept."""
 
     def __init__(self, rules: PackingRules) -> None:
         self.rules = rules
@@ -396,7 +397,7 @@ class DefaultJobGenerator:
 
 
 class FixedDomainConfigurationCountJobGenerator:
-    """BnF's generator (§2.4): a fixed number of configurations per job, no size estimation for packing.
+    """BnF's generator in NetarchiveSuite: a fixed number of configurations per job, no size estimation.
 
     Configurations are grouped by (template, crawl attributes, maxObjects, maxBytes), every zero-budget
     configuration sharing one key per template; each key has one open job, closed when it holds

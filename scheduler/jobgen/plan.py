@@ -18,7 +18,8 @@ from harvestdef.settings import JobGenSettings
 from scheduler.jobgen.expectation import HistoryRow, best_history
 from scheduler.jobgen.packing import GENERATORS, Candidates, HarvestLimits, PackedJob, PackingRules, job_generator
 
-# The jobGen.config names of reference §2.7 (and jobGen.class as "class"), with their JobGenSettings field.
+# NetarchiveSuite's jobGen.config names (and jobGen.class as "class"), with their JobGenSettings field; the
+# list is in docs/jobgen.md, Commands.
 PLAN_SETTINGS: dict[str, str] = {
     "class": "generatorClass",
     "splitByObjectLimit": "splitByObjectLimit",
@@ -157,7 +158,7 @@ def read_plan(document: Any, base: JobGenSettings | None = None) -> tuple[Candid
         kind = reader.field(harvest, "type", "harvest", str)
         if kind is not None and kind not in ("snapshot", "selective"):
             reader.fail("harvest.type", f"must be 'snapshot' or 'selective', got {kind!r}")
-        # a selective harvest forces no limits of its own (reference §2.6): there they are optional
+        # a selective harvest forces no limits of its own (HarvestLimits): there they are optional
         optional = -1 if kind == "selective" else dataclasses.MISSING
         max_objects = reader.limit(harvest, "max_objects", "harvest", optional)
         max_bytes = reader.limit(harvest, "max_bytes", "harvest", optional)

@@ -1,11 +1,13 @@
-"""Which domain configurations a harvest yields (reference §2.2), streamed from the harvest database.
+"""Which domain configurations a harvest yields, by NetarchiveSuite's rules (below), streamed from the
+harvest database.
 
-One query per run yields every configuration with its best history row (reference §2.5 step 1), read from
-config_history_summary, which status intake keeps beside historyinfo: one row per configuration, however
-many harvests the archive has run. Only when the summary lacks the newest historyinfo row (history loaded
-by other means and not yet summarised) does the query yield all of each configuration's history rows
-(same domain, same configuration name, newest first) for ``select_candidates`` to fold, with the same
-result. Both queries also yield the configuration's seed lists (a row per seed list) and its domain's
+One query per run yields every configuration with its best history row (the row that
+scheduler.jobgen.expectation.best_history, NetarchiveSuite's DomainHistory.getBestHarvestInfoExpectation,
+picks), read from config_history_summary, which status intake keeps beside historyinfo: one row per
+configuration, however many harvests the archive has run. Only when the summary lacks the newest historyinfo
+row (history loaded by other means and not yet summarised) does the query yield all of each configuration's
+history rows (same domain, same configuration name, newest first) for ``select_candidates`` to fold, with the
+same result. Both queries also yield the configuration's seed lists (a row per seed list) and its domain's
 traps, so the jobs are written from what this pass read (``MemberSeeds``) and nothing is read back. Each
 configuration becomes a compact ``Candidates`` row and its seed lists one ``MemberSeeds`` entry; the summary
 query's rows are taken in a batch at a time, column by column, and added once ``ordering`` has sorted them,
@@ -60,7 +62,7 @@ log = logging.getLogger(__name__)
 
 CRAWL_ATTRIBUTE_TREE = CONFIGURATION_TREE
 SNAPSHOT_ATTRIBUTE_TREE = SNAPSHOT_TREE
-# NAS-2506's "active seed" is harvestdef.seeds' seed line; the old name stays for callers of this module.
+# NAS-2506's "active seed" is harvestdef.seeds' seed line, offered here under NetarchiveSuite's name.
 has_active_seed = has_seed
 
 

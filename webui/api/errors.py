@@ -1,6 +1,6 @@
 """The one boundary where errors become answers: ``{"error": {"code", "message", "field"}}`` with its status.
 
-The rule (style.md: errors translated at one boundary):
+The rule:
 
 - what the client can fix is a 4xx naming the field where there is one: ApiError raised by a view,
   ValidationError (FieldError names its field), NotFoundError, ConflictError, StaleEditionError,

@@ -2,7 +2,7 @@
 
 A response is a generator: it reads the list in keyset pages of EXPORT_BATCH rows, each page on a
 connection of its own that is closed before the page's lines are sent, so an export of 2,000,000 domains
-holds one page in memory and no transaction open while a slow client reads (style.md §6). The input is
+holds one page in memory and no transaction open while a slow client reads. The input is
 checked before the first line is sent, so a bad filter is still a 400 with a JSON error, not a broken file.
 The history page's statistics export (webui/history/views.py) uses the same generator.
 
@@ -97,7 +97,7 @@ def domain_rows(engine: Engine, defaults: DomainDefaults, query: str, where: str
     for item in keyset_pages(engine, read, lambda item: item.domain.name):
         domain = item.domain
         # the API's domain_json, without its IP-address test per name: an ASCII name (IP addresses
-        # included) is its own punycode, and that test was half of an export's time
+        # included) is its own punycode, and that test would be half of an export's time
         punycode = domain.name if domain.name.isascii() else to_punycode(domain.name)
         yield [domain.name, punycode, domain.alias_of, jsonable(domain.lastaliasupdate), item.is_active,
                domain.comments, "\n".join(domain.crawlertraps), domain.edition]

@@ -1,5 +1,5 @@
-"""API routes: the extended-field values of a domain or a harvest definition (reference §1.9,
-NetarchiveSuite's extendedfieldvalue, fields of type domains or harvestdefinition).
+"""API routes: the extended-field values of a domain or a harvest definition (NetarchiveSuite's
+extendedfieldvalue, fields of type domains or harvestdefinition).
 
 The values belong to their domain or harvest definition as its other columns do, so a change takes its
 ``edition`` and moves it on: two curators editing one definition cannot overwrite each other. Every field

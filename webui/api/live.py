@@ -1,6 +1,6 @@
 """API route ``/api/v1/jobs/{id}/live``: a running job seen from inside, and in words what holds it back.
 
-Everything comes from what reaches the scheduler while the job runs (design.md §Running crawls): the
+Everything comes from what reaches the scheduler while the job runs: the
 newest CrawlProgress (runningjobsmonitor, with the crawler's newest crawl.log lines), its samples over time
 (runningjobshistory), the newest frontier report (frontierreportmonitor), the newest CrawlTally (the
 controller's counts of the crawl.log so far: runningjobsmonitor.statuscounts, running_domain_counts) and

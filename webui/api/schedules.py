@@ -100,7 +100,7 @@ def list_schedules() -> Any:
 @blueprint.post("/schedules")
 @require(CURATE)
 def create_schedule() -> Any:
-    """Create a schedule from the columns of the schedules table (reference §1.3, §3.2)."""
+    """Create a schedule from the columns of the schedules table."""
     schedule = schedule_from(body())
     with database().begin() as conn:
         created = ScheduleRepository(conn, actor()).create(schedule)

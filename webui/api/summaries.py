@@ -1,4 +1,4 @@
-"""API routes: the curators' overviews of the definitions (reference §7): every alias with its expiry
+"""API routes: the curators' overviews of the definitions: every alias with its expiry
 (``/aliases``), domains per top-level domain (``/tlds``), and the configurations and seed lists that
 nothing uses (``/unused``, ``/unused/configurations``, ``/unused/seedlists``).
 

@@ -1,6 +1,6 @@
 """The change history of a definition page: the audit log's rows of the definition itself and of its
-extended-field values, newest first (design.md: every change shows on the page of what changed), and the
-same rows in words for the page (``changes_in_words``, the template global of definitions/domains_changes.html).
+extended-field values, newest first, so that every change shows on the page of what changed; and the same
+rows in words for the page (``changes_in_words``, the template global of definitions/domains_changes.html).
 
 Only the pages read these words, so they go through gettext (webui/language.py): a Danish page says "ændret"
 and "Maks. objekter". Stored values (names, seeds, comments) stay as they were written.

@@ -1,5 +1,5 @@
 """Pages of the definitions section: the section's landing page, and domains with their configurations and
-seed lists (reference §7: Find domains, Create domain, the domain, configuration and seed-list pages).
+seed lists (NetarchiveSuite's Find domains, Create domain, and the domain, configuration and seed-list pages).
 
 Every write is one transaction; an error (a bad name, a stale edition, a refused deletion) rolls it back
 and is flashed on the page it came from. Refused seeds or domain names show the form again with what was
@@ -150,7 +150,7 @@ def domains_create() -> Any:
 
 
 def _import_file(upload: Any) -> dict[str, Any]:
-    """An uploaded file of names, imported as ``harvestsuite domains import`` does (reference §7: millions):
+    """An uploaded file of names, imported as ``harvestsuite domains import`` does (up to millions):
     checked whole first, so a refused line stores nothing (RefusedLinesError)."""
     notes: list[TakenLine] = []
     with tempfile.TemporaryDirectory() as directory:

@@ -1,5 +1,6 @@
 """Pages of the definitions section: the definitions of extended fields on domains and harvest
-definitions (reference §1.9); only admins define or delete them. Values are edited on the domain page.
+definitions (NetarchiveSuite's extendedfield); only admins define or delete them. Values are edited on the
+domain page.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pages of the definitions section: schedules (the form of reference §3.2), listed, created and edited.
+"""Pages of the definitions section: schedules (NetarchiveSuite's schedule form), listed, created and edited.
 
 The form becomes the API's request body and is checked by the API's ``schedule_from``
 (webui/api/schedules.py), so a form and a JSON call accept the same schedules. The form's own choices are
@@ -54,7 +54,7 @@ def _time_of_day() -> dict[str, int]:
 
 
 def schedule_body() -> dict[str, Any]:
-    """The schedule form of reference §3.2 as the schedules table's columns."""
+    """The schedule form as the schedules table's columns."""
     data = form_data(("name", "comments", "timeunit", "numtimeunits", "ondayofweek", "ondayofmonth"))
     data["anytime"] = request.form.get("when", "anytime") == "anytime"
     if request.form.get("begin") == "at":

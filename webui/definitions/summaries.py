@@ -1,5 +1,6 @@
-"""Pages of the definitions section that look across all definitions (reference §7): the alias summary
-with expired aliases marked, domains per TLD, and the configurations and seed lists nothing uses.
+"""Pages of the definitions section that look across all definitions, as NetarchiveSuite's have them: the
+alias summary with expired aliases marked, domains per TLD, and the configurations and seed lists nothing
+uses.
 
 Each page shows one keyset page of what the API serves (webui/api/summaries.py reads both), with a link
 to the next page.
