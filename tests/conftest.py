@@ -146,7 +146,7 @@ def engine(database_url: str) -> Iterator[Engine]:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Run the tests marked ``broker_restart`` last: they stop the broker or change its settings, which
-    would disturb every other test that uses it meanwhile (design.md §Tests). The cluster files marked
+    would disturb every other test that uses it meanwhile. The cluster files marked
     ``slow`` go first: the cluster stage hands its files out in this order (--no-loadscope-reorder), so each
     worker starts on one of the longest. The independent tests keep their order: handing their slowest out
     first made that stage slower (18.2 against 16.2 minutes on two cores), the heavy tests then running all

@@ -1,4 +1,5 @@
-"""Who may import whom (design.md §Packages): read from the source with ast, so a new module is checked too."""
+"""Who may import whom (docs/architecture.md, Packages and who imports whom): read from the source with ast, so
+a new module is checked too."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which modules may read and write the harvest database's tables directly (design.md §The database).
+"""Which modules may read and write the harvest database's tables directly (docs/database.md).
 
 The repositories (harvestdef/repositories/) and the database package itself (harvestdef/db/) own the
 schema. Any other module that imports it is listed here with the reason a direct query is the better
@@ -27,7 +27,7 @@ MAY_IMPORT_THE_SCHEMA = {
     "scheduler/dispatch.py": "a ready message's one statement on the controller's row, the hot path",
     "scheduler/intake.py": "controllers' rows, the running-job monitor and dead letters: what harvesters said",
     "scheduler/jobgen/generate.py": "a run's inputs read in the run's transaction, under its lock",
-    "scheduler/jobgen/selection.py": "the streamed selection of millions of configurations (reference §2.2)",
+    "scheduler/jobgen/selection.py": "the streamed selection of millions of configurations (docs/jobgen.md)",
     "scheduler/leader.py": "the leadership lock: the database's own locking, not a definition",
     "scheduler/progresshistory.py": "thins the running-job progress samples (runningjobshistory) by time",
     "scheduler/tick.py": "readiness and supervision queries over all harvests and jobs, and harvest_state",

@@ -44,7 +44,7 @@ STOP_TIMEOUT = 60.0
 
 _T = TypeVar("_T")
 
-# Test-sized intervals (design.md §Tests: at most 2 s for anything the flow waits on). The AMQP heartbeat is
+# Test-sized intervals: at most 2 s for anything the flow waits on. The AMQP heartbeat is
 # not waited on: it only detects a dead peer, and at 1 or 2 s a busy 2-core machine would drop live ones.
 SCHEDULER_SETS: dict[str, object] = {
     "harvester.scheduler.jobgenerationperiod": 1,

@@ -85,7 +85,7 @@ def test_crawl_of_the_test_site_runs_to_finished(engine_process: EngineProcess, 
     assert "CRAWL ENDED - Finished" in progress.splitlines()[-1]
     assert any(f" {seed} " in line for line in finished.crawl_log_tail)
     assert Path(finished.crawl_log_file_path).resolve() == (latest / "logs" / "crawl.log").resolve()
-    # Every nested report of peers.md §1.2 is there and typed.
+    # Every nested report of Heritrix 3's job status (GET /engine/job/NAME) is there and typed.
     assert finished.size_totals_report.total > 0 and finished.size_totals_report.total_count > 0
     assert finished.rate_report.average_docs_per_second > 0
     assert finished.elapsed_report.elapsed_pretty.endswith("ms")

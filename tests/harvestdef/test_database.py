@@ -23,7 +23,8 @@ from tests.servers import PG_ADMIN_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# reference §1.10: the exact column names, in NetarchiveSuite's order
+# The exact column names, in the order of NetarchiveSuite 8.1's PostgreSQL script
+# (deploy/deploy-core/scripts/postgresql/netarchivesuite_init.sql)
 NAS_COLUMNS = {
     "schemaversions": "tablename version",
     "domains": "domain_id name comments defaultconfig crawlertraps edition alias lastaliasupdate",

@@ -82,7 +82,7 @@ def test_what_a_user_typed_becomes_its_registered_domain_with_a_note(typed, doma
 
 
 @pytest.mark.parametrize(("typed", "reason"), [
-    # the case: the IDNA codec said "Codepoint U+003A at position 5 of 'http://www' not allowed"
+    # not the IDNA codec's own words, "Codepoint U+003A at position 5 of 'http://www' not allowed"
     ("http://www", "the host 'www' has no top-level domain (a domain needs at least two labels)"),
     ("exa:mple.dk", "not an http or https URL (its scheme is exa)"),
     ("http://exa mple.dk", "not a URL: it contains a space (write a space in a URL as %20)"),

@@ -206,8 +206,8 @@ def test_unacked_messages_go_back_when_the_transport_closes(open_transport: Open
 class HeartbeatCounter:
     """A TCP relay between AMQP clients and the broker that counts the heartbeat frames going each way.
 
-    It parses the frame stream of AMQP 0-9-1 (§4.2.3: type, channel, size, payload, frame-end), after the
-    8-byte protocol header the client sends first; a heartbeat is a frame of type 8."""
+    It parses the frame stream of AMQP 0-9-1 (the specification's §4.2.3: type, channel, size, payload,
+    frame-end), after the 8-byte protocol header the client sends first; a heartbeat is a frame of type 8."""
 
     HEARTBEAT = 8
 

@@ -1,4 +1,5 @@
-"""Settings: defaults of reference §2.7, file < environment < override, and errors that name the key."""
+"""Settings: NetarchiveSuite's defaults (its HarvesterSettings and settings.xml), file < environment < override,
+and errors that name the key."""
 
 from __future__ import annotations
 

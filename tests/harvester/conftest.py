@@ -3,7 +3,7 @@ harvest controller as a real process (``harvestsuite harvester run``) driving th
 child, the local test site (tests/engine/site.py) reached through a hosts file, an archive store in
 tmp_path, and the queue on the real RabbitMQ (or the embedded SQLite queue).
 
-Every interval is a test setting of a second or two (design.md §Tests)."""
+Every interval is a test setting of a second or two."""
 
 from __future__ import annotations
 

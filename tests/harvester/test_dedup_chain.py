@@ -1,7 +1,7 @@
 """Deduplication across any number of runs, through the real pipeline: the scheduler (a thread of the test)
 ticks, builds each run's index and dispatches; ``harvestsuite harvester run`` drives the bundled engine over
 the demo site's unchanged photos, post-processes and stores; the intake records the outcome. The WARCs are
-read back from the archive store (design.md §Deduplication).
+read back from the archive store (docs/architecture.md, Deduplication).
 
 Every run after the first must store each unchanged photo as a revisit naming the first capture, never
 in full again, and its entries must carry that first capture on; pywb replays a revisit whose original

@@ -1,4 +1,6 @@
-"""crawl.log parsing (reference §6.3): columns, "-" values, invalid lines counted and skipped."""
+"""crawl.log parsing (Heritrix 3's 12 columns, https://heritrix.readthedocs.io/en/latest/operating.html#crawl-log;
+fewer than 11 make a line invalid, as in NetarchiveSuite): columns, "-" values, invalid lines counted and
+skipped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The per-domain report (reference §6.5) from crawl.log and progress-statistics.log."""
+"""The per-domain report from crawl.log and progress-statistics.log, by NetarchiveSuite's HarvestReportGenerator
+rules (docs/harvester.md, Post-processing, step 5)."""
 
 from __future__ import annotations
 

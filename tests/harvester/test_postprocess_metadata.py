@@ -1,5 +1,6 @@
-"""The metadata WARC (reference §6.1) of a real crawl: warcio's command line accepts it, the records come
-in NetarchiveSuite's order under its metadata:// URLs, and each holds exactly its file or CDX lines."""
+"""The metadata WARC (docs/harvester.md, Post-processing, step 4) of a real crawl: warcio's command line
+accepts it, the records come in NetarchiveSuite's order under its metadata:// URLs, and each holds exactly its
+file or CDX lines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``harvestsuite replay run`` over the archive store of a real pipeline run (design.md §Replay and QA).
+"""``harvestsuite replay run`` over the archive store of a real pipeline run (README.md, Commands).
 
 The scheduler and ``harvestsuite harvester run`` harvest two demo hosts twice; the second run stores the
 unchanged photos as revisits. pywb, started by the command from the environment the shared builder makes,

@@ -1,6 +1,6 @@
 """Seed thumbnails of a real pipeline run (scheduler, ``harvestsuite harvester run``, the bundled engine, the
 demo site), made by ``harvestsuite qa thumbnails run --once`` through ``harvestsuite replay run`` (pywb) with
-Debian's chromium, and shown on the job page in a real browser (design.md §Replay and QA).
+Debian's chromium, and shown on the job page in a real browser (docs/qa.md).
 
 One harvest, two runs, and each pass of the worker checked as it goes: with the chromium setting pointing
 at a missing path the job stays DONE with the note on its page; with chromium the next pass makes the

@@ -1,4 +1,5 @@
-"""Size estimation (reference §2.5), table-driven from the rules; defaults 10 / 38,000 / 5,000."""
+"""Size estimation (NetarchiveSuite's DomainConfiguration.getExpectedNumberOfObjects; docs/jobgen.md),
+table-driven from the rules; defaults 10 / 38,000 / 5,000."""
 
 from __future__ import annotations
 

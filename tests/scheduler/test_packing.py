@@ -1,5 +1,5 @@
-"""Packing rules (reference §2.3, §2.4) on in-memory candidates: the code both the database path and the
-planner use."""
+"""Packing rules (NetarchiveSuite's DefaultJobGenerator and FixedDomainConfigurationCountJobGenerator;
+docs/jobgen.md) on in-memory candidates: the code both the database path and the planner use."""
 
 from __future__ import annotations
 

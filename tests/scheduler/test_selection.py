@@ -1,4 +1,4 @@
-"""Which configurations a harvest yields (reference §2.2), on SQLite and PostgreSQL."""
+"""Which configurations a harvest yields (docs/jobgen.md, NetarchiveSuite's rules), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def test_post_needs_a_list_of_names(api, webui_engine):
 
 
 def test_get_domain_by_unicode_or_punycode(api):
-    # The example, xn--kologi-wua.dk, is the punycode of kçologi.dk; økologi.dk's is xn--kologi-9xa.dk.
+    # økologi.dk's punycode is xn--kologi-9xa.dk (xn--kologi-wua.dk, easily taken for it, is kçologi.dk's).
     create(api, "økologi.dk")
     for name in ("økologi.dk", "xn--kologi-9xa.dk", "XN--KOLOGI-9XA.DK"):
         response = api("operator", "get", f"/api/v1/domains/{name}")

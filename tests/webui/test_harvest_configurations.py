@@ -1,6 +1,7 @@
-"""Removing a domain configuration from a selective harvest (NetarchiveSuite's "remove config", reference §7),
-through the API and through the harvest page's Remove button: curators and admins only, under the harvest's
-edition, audited, and the configuration stays with its domain. On SQLite and on PostgreSQL."""
+"""Removing a domain configuration from a selective harvest (NetarchiveSuite's "remove config" on a selective
+harvest's edit page), through the API and through the harvest page's Remove button: curators and admins only,
+under the harvest's edition, audited, and the configuration stays with its domain. On SQLite and on
+PostgreSQL."""
 
 from __future__ import annotations
 
