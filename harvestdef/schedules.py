@@ -1,4 +1,4 @@
-"""Schedules: when a selective or event harvest runs (reference §1.3, §3.2).
+"""Schedules: when a selective or event harvest runs (NetarchiveSuite's TimedSchedule and RepeatingSchedule).
 
 A Schedule mirrors one row of the schedules table and answers two questions with NetarchiveSuite's
 rules: when is the first event (``first_event``) and, given the last one, when is the next
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from harvestdef import harvestreasons as reasons
 from harvestdef.errors import SettingsError, ValidationError
 from harvestdef.phrases import N_, Phrase, phrase
-from harvestdef.times import utc_text
 from harvestdef.words import plural
 
 # A nominal slot is searched from this far before the instant asked about, so a slot that a
@@ -43,7 +43,7 @@ _SNAP_LOOKBACK = timedelta(days=2)
 
 
 class TimeUnit(IntEnum):
-    """schedules.timeunit (reference §1.3); 0 is unused, as in NetarchiveSuite."""
+    """schedules.timeunit; 0 is unused, as in NetarchiveSuite."""
 
     HOURLY = 1
     DAILY = 2
@@ -313,20 +313,19 @@ class Schedule:
             return None
         return self._within_end(event)
 
-    def end_reason(self, num_previous_events: int, now: datetime, tz: ZoneInfo) -> str | None:
+    def end_reason(self, num_previous_events: int, now: datetime, tz: ZoneInfo) -> Phrase | None:
         """Why a harvest on this schedule that has run ``num_previous_events`` times gets no further event
-        from ``now`` on, in words; None if it has one (its repeats are not used up and an event lies before
-        its end)."""
+        from ``now`` on (harvestdef/harvestreasons.py); None if it has one (its repeats are not used up and
+        an event lies before its end)."""
         _require_aware(now, "now")
         if self.maxrepeats is not None and num_previous_events >= self.maxrepeats:
-            runs = "run" if self.maxrepeats == 1 else "runs"
-            return f"schedule {self.name} allows {self.maxrepeats} {runs}, and all of them have run"
+            return reasons.runs_used(self.name, self.maxrepeats)
         if self.first_event(now, tz) is not None:
             return None
         assert self.enddate is not None  # only an end date leaves first_event without an event
         if self.enddate <= now:
-            return f"schedule {self.name} ended on {utc_text(self.enddate)}"
-        return f"schedule {self.name} has no event left before its end on {utc_text(self.enddate)}"
+            return reasons.schedule_ended(self.name, self.enddate)
+        return reasons.no_event_left(self.name, self.enddate)
 
     def _within_end(self, event: datetime) -> datetime | None:
         if self.enddate is not None and event > self.enddate:

@@ -21,15 +21,16 @@ is counted over the job's domains with history: at least that share must be cove
 held with the reason, counted again at every tick, and nothing else waits for it. The job's row in
 job_dedup_sources records the outcome. The dispatcher admits a NEW job (``has_index_ready``) when it is of
 a selective or event harvest's first run, when its row is ready, or when its run has a ready row in
-harvest_run_dedup_index: the runs whose one index of every capture of the jobs before them an earlier
-version built, whose jobs still go with that index (``find_run_index``).
+harvest_run_dedup_index: the runs made ready before migration 0028_job_dedup_sources with one index of
+every capture of the jobs before them, whose jobs still go with that index (``find_run_index``).
 
 Nothing is built here and nothing is read from the store but whether a job's entries file exists, so a
 step's jobs go out as soon as the jobs holding their domains have ended, each one on its own.
 
 A job's row goes through harvestdef.repositories.jobdedup, which the web UI reads too; the queries over
 job_configs that find the earlier jobs of a job's domains, and harvest_run_dedup_index, this module's own
-record of the runs an earlier version gave one index, read the schema here.
+record of the runs given one index before migration 0028_job_dedup_sources (docs/database.md, Additions),
+read the schema here.
 """
 
 from __future__ import annotations
@@ -41,14 +42,15 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Connection, Select, Table, and_, bindparam, case, exists, func, or_, select, true
 
+from harvestdef import harvestreasons as reasons
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.dedup import entries_name
 from harvestdef.model.status import JobStatus
+from harvestdef.phrases import Phrase
 from harvestdef.repositories.jobdedup import JobDedupRepository, JobDedupSources
 from harvestdef.settings import Settings
-from scheduler import reasons
 from scheduler.notify import Notifier
 
 log = logging.getLogger(__name__)
@@ -96,7 +98,7 @@ def chain_jobs(conn: Connection, run: HarvestRun, snapshot: bool) -> ColumnEleme
 
 def earlier_snapshot_steps(conn: Connection, harvest_id: int) -> list[int]:
     """The steps before ``harvest_id`` in its previoushd chain, and the chain of the most recent other
-    snapshot harvest submitted before it (reference §6.4)."""
+    snapshot harvest submitted before it (docs/scheduler.md, Which earlier jobs)."""
     full, hd = s.fullharvests, s.harvestdefinitions
 
     def chain(start: int | None) -> list[int]:
@@ -120,7 +122,7 @@ def earlier_snapshot_steps(conn: Connection, harvest_id: int) -> list[int]:
 
 def has_index_ready(jobs: Table) -> ColumnElement[bool]:
     """SQL: a row of ``jobs`` may go as far as deduplication goes: a first selective run's, one whose sources
-    are ready, or one of a run that an earlier version gave its index."""
+    are ready, or one of a run given its index before migration 0028_job_dedup_sources."""
     r = s.harvest_run_dedup_index
     return or_(and_(jobs.c.snapshot.is_(False), jobs.c.harvest_num <= 1), has_sources_ready(jobs),
                exists().where(r.c.harvest_id == jobs.c.harvest_id, r.c.harvest_num == jobs.c.harvest_num,
@@ -317,27 +319,23 @@ def _newest_candidates(job_ids: Sequence[int], candidates: ColumnElement[bool], 
             .select_from(counted.outerjoin(taken_job, taken_job.c.job_id == counted.c.earlier)))
 
 
-def refusal_of(found: JobSources, threshold_percentage: int) -> str:
-    """Why ``found`` is held back, in the words the scheduler keeps (webui.harvest_reasons says them again)."""
-    share = found.covered * 100 // found.with_history if found.with_history else 100
-    shown = found.missing_job_ids[:MISSING_SHOWN]
-    jobs = ", ".join(str(job) for job in shown)
-    if len(found.missing_job_ids) > len(shown):
-        jobs += f" and {len(found.missing_job_ids) - len(shown)} more"
-    return (f"the earlier captures of only {found.covered} of the {found.with_history} domains of job "
-            f"{found.job_id} harvested before are stored ({share} %), fewer than satisfactorythresholdpercentage "
-            f"({threshold_percentage} %): no stored entries for jobs {jobs}")
+def refusal_of(found: JobSources, threshold_percentage: int) -> Phrase:
+    """Why ``found`` is held back (harvestdef/harvestreasons.py: stored in English and as its phrase)."""
+    return reasons.job_refusal(found.job_id, found.with_history, found.covered, threshold_percentage,
+                               found.missing_job_ids, MISSING_SHOWN)
 
 
-def record_sources(conn: Connection, found: JobSources, refusal: str | None) -> bool:
+def record_sources(conn: Connection, found: JobSources, refusal: Phrase | None) -> bool:
     """Write the job's row: ready unless ``refusal``. True when a refusal is news (told once)."""
     repository = JobDedupRepository(conn)
     before = repository.find(found.job_id)
+    english = None if refusal is None else str(refusal)
     repository.record(JobDedupSources(
         job_id=found.job_id, ready=refusal is None, sources=found.sources, domains=found.domains,
         with_history=found.with_history, covered=found.covered, missing_job_ids=found.missing_job_ids,
-        refusal=refusal, changed_at=utcnow()))
-    return refusal is not None and (before is None or before.refusal != refusal[:2000])
+        refusal=english, changed_at=utcnow(),
+        refusal_phrase=None if refusal is None else reasons.stored(refusal)))
+    return english is not None and (before is None or before.refusal != english[:2000])
 
 
 def find_sources_row(conn: Connection, job_id: int) -> JobDedupSources | None:
@@ -366,7 +364,8 @@ class JobReadiness:
         return cls(ArchiveStore.from_settings(settings), notifier, settings.scheduler.satisfactorythresholdpercentage)
 
     def run_note(self, conn: Connection, harvest_id: int, harvest_num: int, candidates: ColumnElement[bool],
-                 stored: StoredEntries | None = None, decisions: collections.Counter[str] | None = None) -> str | None:
+                 stored: StoredEntries | None = None,
+                 decisions: collections.Counter[str] | None = None) -> Phrase | None:
         """Decide each NEW job of the run without a ready row; None once all may go, else why they wait.
 
         ``candidates`` (a condition on s.jobs) are the jobs of the run's chain (``chain_jobs``). ``decisions``,
@@ -380,7 +379,7 @@ class JobReadiness:
                                      j.c.status == int(JobStatus.NEW), ~has_sources_ready(j))
             .order_by(j.c.job_id)).all()
         waiting: list[JobSources] = []
-        refused: list[tuple[JobSources, str]] = []
+        refused: list[tuple[JobSources, Phrase]] = []
         news: list[str] = []
         for job_id, found in find_run_sources(conn, job_ids, candidates, stored).items():
             if found.waiting_for:
@@ -397,7 +396,7 @@ class JobReadiness:
                          job_id, ", ".join(str(source) for _, source in found.sources) or "none",
                          found.covered, found.domains)
             if record_sources(conn, found, refusal):
-                news.append(refusal or "")
+                news.append(str(refusal or ""))
             if refusal is not None:
                 refused.append((found, refusal))
         if news:
@@ -412,7 +411,7 @@ class JobReadiness:
             notes.append(reasons.sources_wait_for_jobs(len(waiting), new_jobs, len(unfinished)))
         if refused:
             notes.append(reasons.sources_refused(len(refused), new_jobs, refused[0][1]))
-        return reasons.joined(*notes) if notes else None
+        return reasons.joined(*notes)
 
 
 __all__ = ["HarvestRun", "JobReadiness", "JobSources", "RunIndex", "StoredEntries", "UNFINISHED",

@@ -1,4 +1,5 @@
-"""One scheduler tick: supervision, readiness and job generation (reference §3.1, §3.5).
+"""One scheduler tick: supervision, readiness and job generation (NetarchiveSuite's JobSupervisor, and its
+HarvestJobGenerator with HarvestDefinitionDBDAO.getReadyHarvestDefinitions).
 
 A tick, every jobgenerationperiod seconds (first at start), or once with ``harvestsuite scheduler tick
 --once``:
@@ -63,6 +64,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, Engine, and_, func, or_, select, update
 
+from harvestdef import harvestreasons as reasons
 from harvestdef.archive import ArchiveStore
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
@@ -79,6 +81,7 @@ from harvestdef.model.controllers import HEARING_ALL_ALONG, Hearing, LostControl
 from harvestdef.model.definitions import RunOutlook
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, JobTransitionReason
+from harvestdef.phrases import Phrase
 from harvestdef.queues import QueueNames, Transport
 from harvestdef.repositories.harvests import HarvestRepository
 from harvestdef.repositories.hearing import write_hearing
@@ -86,7 +89,6 @@ from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobE
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.schedules import scheduler_zone
 from harvestdef.times import utc_text
-from scheduler import reasons
 from scheduler.dedupsources import HarvestRun, JobReadiness, StoredEntries, chain_jobs, has_index_ready
 from scheduler.intake import remove_monitor_rows
 from scheduler.jobgen.generate import GenerationOptions, generate_jobs
@@ -136,18 +138,21 @@ class TickReport:
     dedup_decisions: collections.Counter[str] = field(default_factory=collections.Counter)
 
 
-def set_harvest_state(conn: Connection, harvest_id: int, state: str, reason: str, now: datetime) -> bool:
-    """Store why the harvest is where it is; True if that changed."""
+def set_harvest_state(conn: Connection, harvest_id: int, state: str, reason: Phrase | str, now: datetime) -> bool:
+    """Store why the harvest is where it is, in English and, given as a phrase, as the phrase's JSON too (a
+    page says it in its language by code: harvestdef/harvestreasons.py); True if that changed."""
     hs = s.harvest_state
-    current = conn.execute(select(hs.c.state, hs.c.reason).where(hs.c.harvest_id == harvest_id)).first()
-    reason = reason[:2000]
-    if current is not None and (current.state, current.reason) == (state, reason):
+    english = str(reason)[:2000]
+    said = reasons.stored(reason) if isinstance(reason, Phrase) else None
+    current = conn.execute(select(hs.c.state, hs.c.reason, hs.c.reason_phrase)
+                           .where(hs.c.harvest_id == harvest_id)).first()
+    if current is not None and tuple(current) == (state, english, said):
         return False
+    values = {"state": state, "reason": english, "reason_phrase": said, "changed_at": now}
     if current is None:
-        conn.execute(hs.insert().values(harvest_id=harvest_id, state=state, reason=reason, changed_at=now))
+        conn.execute(hs.insert().values(harvest_id=harvest_id, **values))
     else:
-        conn.execute(update(hs).where(hs.c.harvest_id == harvest_id)
-                     .values(state=state, reason=reason, changed_at=now))
+        conn.execute(update(hs).where(hs.c.harvest_id == harvest_id).values(**values))
     return True
 
 
@@ -518,7 +523,7 @@ class Ticker:
         return served
 
     def _ready_harvests(self, now: datetime, report: TickReport,
-                        waiting_for_index: dict[int, tuple[str, str]]) -> list[tuple[int, str]]:
+                        waiting_for_index: dict[int, tuple[str, Phrase]]) -> list[tuple[int, str]]:
         """The harvests to generate now; the others get the reason they wait, to which
         ``waiting_for_index`` (harvest id -> name, note) adds why the jobs of their runs wait. A harvest
         that readiness does not look at (an ended schedule, a snapshot step that ran) keeps its state: the
@@ -577,7 +582,7 @@ class Ticker:
         return ready
 
     def _note_ended(self, conn: Connection, now: datetime, report: TickReport,
-                    waiting_for_index: dict[int, tuple[str, str]]) -> None:
+                    waiting_for_index: dict[int, tuple[str, Phrase]]) -> None:
         """Active selective harvests without a next run: one that never ran waits, saying it never will and
         why; one that has run is finished, with its last run."""
         hd, partial = s.harvestdefinitions, s.partialharvests
@@ -591,25 +596,26 @@ class Ticker:
             index_note = waiting_for_index.get(harvest_id)
             also = index_note[1] if index_note else None
             if outlook.outlook is RunOutlook.CANNOT_RUN:
-                self._wait(conn, harvest_id, harvest.name, reasons.joined(reasons.never_runs(outlook.reason), also),
-                           now, report)
+                self._wait(conn, harvest_id, harvest.name,
+                           reasons.joined(reasons.never_runs(outlook.reason_phrase), also), now, report)
                 continue
             report.finished[harvest.name] = outlook.reason
-            finished = reasons.finished(outlook.reason, outlook.last_run, outlook.last_run_at)
+            finished = reasons.finished(outlook.reason_phrase, outlook.last_run, outlook.last_run_at)
             if set_harvest_state(conn, harvest_id, FINISHED, reasons.joined(finished, also), now):
                 log.info("harvest definition %r is finished: %s", harvest.name, outlook.reason)
 
-    def _wait(self, conn: Connection, harvest_id: int, name: str, reason: str, now: datetime,
+    def _wait(self, conn: Connection, harvest_id: int, name: str, reason: Phrase, now: datetime,
               report: TickReport) -> None:
-        report.waiting[name] = reason
+        report.waiting[name] = str(reason)
         if set_harvest_state(conn, harvest_id, WAITING, reason, now):
             log.info("harvest definition %r is waiting: %s", name, reason)
 
     # ------------------------------------------------------------------ deduplication indexes
-    def _index_runs(self, report: TickReport, harvest_ids: set[int] | None = None) -> dict[int, tuple[str, str]]:
+    def _index_runs(self, report: TickReport,
+                    harvest_ids: set[int] | None = None) -> dict[int, tuple[str, Phrase]]:
         """Decide the deduplication sources of the NEW jobs of every run that has jobs not ready (of
         ``harvest_ids`` if given); returns harvest id -> (name, why its runs' jobs wait)."""
-        waiting: dict[int, tuple[str, str]] = {}
+        waiting: dict[int, tuple[str, Phrase]] = {}
         readiness = self.readiness
         if readiness is None:
             return waiting
@@ -631,8 +637,9 @@ class Ticker:
                 note = reasons.run_jobs_wait(harvest_num, note)
                 if harvest_id in waiting:
                     note = reasons.joined(waiting[harvest_id][1], note)
+                assert note is not None
                 waiting[harvest_id] = (name, note)
-                report.indexing[name] = note
+                report.indexing[name] = str(note)
         return waiting
 
     # ------------------------------------------------------------------ previews
@@ -655,7 +662,7 @@ class Ticker:
             reason = str(exc)
             report.deactivated[name] = reason
             with write_transaction(self.engine) as conn:
-                set_harvest_state(conn, harvest_id, DEACTIVATED, reason, utcnow())
+                set_harvest_state(conn, harvest_id, DEACTIVATED, exc.phrase or reason, utcnow())
                 self.notifier.events(conn).harvest_deactivated(harvest_id, reason)
             self.notifier.notify(f"Harvest definition {name} deactivated", reason)
             return

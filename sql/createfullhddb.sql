@@ -886,6 +886,7 @@ CREATE TABLE harvest_state (
 	state VARCHAR(30) NOT NULL, 
 	reason VARCHAR(2000) NOT NULL, 
 	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	reason_phrase TEXT, 
 	PRIMARY KEY (harvest_id), 
 	FOREIGN KEY(harvest_id) REFERENCES harvestdefinitions (harvest_id)
 );
@@ -930,6 +931,7 @@ CREATE TABLE job_dedup_sources (
 	missing_job_ids TEXT, 
 	refusal VARCHAR(2000), 
 	changed_at TIMESTAMP WITHOUT TIME ZONE NOT NULL, 
+	refusal_phrase TEXT, 
 	PRIMARY KEY (job_id), 
 	FOREIGN KEY(job_id) REFERENCES jobs (job_id)
 );
@@ -995,6 +997,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0029_scheduler_hearing');
+INSERT INTO alembic_version (version_num) VALUES ('0030_reason_phrases');
 
 COMMIT;

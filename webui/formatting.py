@@ -26,7 +26,7 @@ from harvestdef.model.definitions import Role, RunOutlook
 from harvestdef.schedules import Schedule, TimeUnit
 from harvestdef.times import duration_text, utc_text
 from harvestdef.words import spaced
-from webui.harvest_reasons import outlook_reason, state_name, state_reason
+from webui.harvest_reasons import reason, state_name
 
 _UNITS = ("bytes", "KB", "MB", "GB", "TB", "PB")
 
@@ -157,5 +157,5 @@ def duration(value: Any) -> str:
 
 def init_app(app: Flask) -> None:
     app.jinja_env.filters.update(count=count, size=size, when=when, duration=duration, outlook=outlook, words=words,
-                                 frequency=frequency, outlook_reason=outlook_reason, state_reason=state_reason,
+                                 frequency=frequency, reason=reason,
                                  state_name=state_name, role_name=role_name)

@@ -16,6 +16,7 @@ from flask_babel import gettext
 
 from webui import qa
 from webui.api import changelist, jobcontrol, live
+from webui.phrasing import say_from
 
 _BOOKS = (changelist.PHRASES, jobcontrol.PHRASES, live.PHRASES, qa.PHRASES)
 # code -> English template (the catalogue's msgid); no code is in two books
@@ -26,17 +27,7 @@ assert len(TEMPLATES) == sum(map(len, _BOOKS)), "a phrase code is in two books"
 def say(phrase: Mapping[str, Any] | None, english: str = "") -> str:
     """A phrase's JSON ({"code", "values"}) in the page's language; ``english`` where there is no phrase or its
     code is unknown (an answer of another version)."""
-    if not phrase or phrase.get("code") not in TEMPLATES:
-        return english
-    values = {name: _said(value) for name, value in phrase.get("values", {}).items()}
-    return gettext(TEMPLATES[phrase["code"]]) % values
-
-
-def _said(value: Any) -> Any:
-    """A phrase's value in the page's language: a nested phrase said, a list of them said and joined."""
-    if isinstance(value, list):
-        return ", ".join(str(_said(part)) for part in value)
-    return say(value, str(value)) if isinstance(value, Mapping) else value
+    return say_from(TEMPLATES, phrase, english)
 
 
 def phrase_templates() -> dict[str, str]:

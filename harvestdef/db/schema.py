@@ -1,8 +1,9 @@
 """The harvest database schema (SQLAlchemy Core).
 
-Tables and columns are NetarchiveSuite's (reference §1; exact names §1.10), so that a site can move its
-data over and an archivist's SQL keeps working: lower-case unquoted identifiers, -1 = unlimited for
-bytes and objects, 0 = unlimited for running time, JobStatus and StopReason ordinals as integers.
+Tables and columns are NetarchiveSuite's (its 8.1 PostgreSQL script; docs/database.md, Conventions kept from
+NetarchiveSuite), so that a site can move its data over and an archivist's SQL keeps working: lower-case
+unquoted identifiers, -1 = unlimited for bytes and objects, 0 = unlimited for running time, JobStatus and
+StopReason ordinals as integers.
 HarvestSuite's additions are new tables (audit_log, users, the scheduler's tables at the end) and new
 columns, each marked "ours" below.
 
@@ -69,7 +70,7 @@ def _key(table: str) -> Column:
     column, sequence = NETARCHIVESUITE_SEQUENCES[table]
     return Column(column, Id, Sequence(sequence), primary_key=True, autoincrement=True)
 
-# Per-table schema versions of NetarchiveSuite 8.1 (reference §1), written into schemaversions.
+# Per-table schema versions of NetarchiveSuite 8.1 (its HarvesterDatabaseTables), written into schemaversions.
 SCHEMA_VERSIONS: dict[str, int] = {
     "domains": 3, "configurations": 5, "seedlists": 1, "passwords": 1, "ownerinfo": 1, "historyinfo": 2,
     "config_passwords": 1, "config_seedlists": 1, "harvestdefinitions": 4, "partialharvests": 2,
@@ -608,6 +609,9 @@ harvest_state = Table(
     Column("state", String(30), nullable=False),
     Column("reason", String(2000), nullable=False),
     Column("changed_at", UTCDateTime, nullable=False),
+    # the reason's phrase as JSON ({"code", "values"}, harvestdef/harvestreasons.py), which a page says in its
+    # language; null for a reason stored without one
+    Column("reason_phrase", Text),
 )
 
 # A run asked for outside the schedule ("run now"): the next tick generates it, then deletes the row in
@@ -704,7 +708,7 @@ running_domain_counts = Table(
     PrimaryKeyConstraint("jobid", "domain"),
 )
 
-# Live changes to a running job (design.md §Running crawls): control actions and changes, versioned per
+# Live changes to a running job (docs/scheduler.md, Live changes): control actions and changes, versioned per
 # job in the order operators made them. The web UI writes a row pending; the scheduler sends it to the
 # controller that holds the job's claim (``sent_at``: its last sending); the controller's answer settles
 # it applied or refused, with the reason and the attempt that applied it.
@@ -841,12 +845,12 @@ config_history_summary = Table(
     Column("best_objectcount", BigInteger, nullable=False),
     Column("best_bytecount", BigInteger, nullable=False),
 )
-# A harvest's configurations by their latest bytes (migration 0006). The statistics page no longer reads it:
-# a run's largest domains are ranked from that run's own historyinfo rows (webui/api/history.py).
+# A harvest's configurations by their latest bytes (migration 0006). The statistics page does not read it:
+# it ranks a run's largest domains from that run's own historyinfo rows (webui/api/history.py).
 Index("config_history_summary_harvest_bytes", config_history_summary.c.latest_harvest_id,
       config_history_summary.c.latest_bytecount.desc())
 
-# The deduplication index of each harvest run (reference §6.4) that schedulers before migration 0028 built: one
+# The deduplication index of each harvest run that schedulers before migration 0028 built: one
 # index of every job before the run. The NEW jobs of a run with a ready row still go with that index
 # (scheduler/dedupsources.py); later runs have their jobs' rows in job_dedup_sources instead.
 harvest_run_dedup_index = Table(
@@ -882,6 +886,7 @@ job_dedup_sources = Table(
     # why the job is held: too few of its domains' earlier captures are stored (satisfactorythresholdpercentage)
     Column("refusal", String(2000)),
     Column("changed_at", UTCDateTime, nullable=False),
+    Column("refusal_phrase", Text),  # the refusal's phrase as JSON, as harvest_state.reason_phrase
 )
 
 # API tokens of web UI users (Authorization: Bearer ...); only a SHA-256 of each token is kept.
@@ -920,7 +925,7 @@ domain_tld_counts = Table(
     Column("domains", BigInteger, nullable=False),
 )
 
-# The configurations and seed lists nothing uses (reference §7's overviews), kept in the transaction that
+# The configurations and seed lists nothing uses (for the web UI's overviews), kept in the transaction that
 # changes a domain's configurations, seed lists or default, or a harvest's configurations: the overviews
 # page through these by key instead of testing every configuration of 2,000,000 domains.
 unused_configurations = Table(

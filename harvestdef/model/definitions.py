@@ -3,9 +3,9 @@ harvest channels, harvest definitions (selective/event and snapshot), global cra
 fields and users.
 
 These are plain values read from the harvest database by the repositories (harvestdef.repositories); they
-never touch the database themselves. Names follow NetarchiveSuite (reference §1): -1 means unlimited for
-bytes and objects, 0 means no limit for a job's running time. ``edition`` is the optimistic-locking counter
-an editor hands back with a change.
+never touch the database themselves. Names follow NetarchiveSuite's harvest database (docs/database.md,
+Conventions kept from NetarchiveSuite): -1 means unlimited for bytes and objects, 0 means no limit for a
+job's running time. ``edition`` is the optimistic-locking counter an editor hands back with a change.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import IntEnum, StrEnum
 
+from harvestdef.phrases import Phrase
+
 UNLIMITED = -1
 
 
@@ -21,8 +23,8 @@ UNLIMITED = -1
 class AliasInfo:
     """Domain ``domain`` has the same content as ``alias_of``; confirmed last at ``last_change``.
 
-    An alias expires ``timeout`` after its last confirmation (setting harvester.aliases.timeout, reference
-    §2.8); expired aliases are harvested again in snapshot harvests.
+    An alias expires ``timeout`` after its last confirmation (setting harvester.aliases.timeout, one year by
+    default); expired aliases are harvested again in snapshot harvests.
     """
 
     domain: str
@@ -56,7 +58,7 @@ class Domain:
 
 @dataclass(frozen=True)
 class DomainConfiguration:
-    """A domain's harvest configuration: a template, seed lists and limits (reference §1.1)."""
+    """A domain's harvest configuration: a template, seed lists and limits (NetarchiveSuite's configurations table)."""
 
     config_id: int
     name: str
@@ -83,20 +85,6 @@ class SeedList:
     @property
     def seeds_text(self) -> str:
         return "\n".join(self.seeds)
-
-
-@dataclass(frozen=True)
-class Password:
-    """HTTP credentials of a domain (passwords table; effectively unused by NetarchiveSuite's GUI)."""
-
-    password_id: int
-    name: str
-    comments: str
-    domain_id: int
-    url: str
-    realm: str
-    username: str
-    password: str = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -196,17 +184,14 @@ class RunOutlook(StrEnum):
 
 @dataclass(frozen=True)
 class HarvestOutlook:
-    """A harvest definition's RunOutlook, why (for FINISHED and CANNOT_RUN), and its last run."""
+    """A harvest definition's RunOutlook, why (for FINISHED and CANNOT_RUN: ``reason`` in English,
+    ``reason_phrase`` the same as a phrase of harvestdef/harvestreasons.py), and its last run."""
 
     outlook: RunOutlook
     reason: str = ""
     last_run: int = 0  # numevents: the number of the last run, 0 if none
     last_run_at: datetime | None = None  # when the last run's jobs were made
-
-    @property
-    def will_not_run(self) -> bool:
-        """Active, yet no run is to come: what a curator saving the harvest is warned of."""
-        return self.outlook in (RunOutlook.FINISHED, RunOutlook.CANNOT_RUN)
+    reason_phrase: Phrase | None = None
 
 
 @dataclass(frozen=True)
@@ -229,7 +214,7 @@ class GlobalCrawlerTrapList:
 
 
 class ExtendedFieldType(IntEnum):
-    """extendedfieldtype ids (reference §1.9)."""
+    """extendedfieldtype ids, NetarchiveSuite's (docs/database.md, Conventions kept from NetarchiveSuite)."""
 
     DOMAINS = 1
     HARVESTDEFINITIONS = 2

@@ -1,11 +1,11 @@
 """Harvest definitions: selective and event harvests (partialharvests) and snapshot harvests (fullharvests).
 
 ``harvest_id`` is assigned here as max(harvest_id)+1, as NetarchiveSuite does "for historical reasons"
-(reference §1.2); two curators creating a harvest at the same moment collide on the primary key and the
-second gets ConflictError rather than a silent overwrite.
+(docs/database.md, Conventions kept from NetarchiveSuite); two curators creating a harvest at the same
+moment collide on the primary key and the second gets ConflictError rather than a silent overwrite.
 
 Selective and event harvests are the same type. An event harvest is a selective harvest filled through
-"add seeds" (NetarchiveSuite's event harvest form, reference §7): the seeds are checked by harvestdef.seeds'
+"add seeds" (NetarchiveSuite's event harvest form): the seeds are checked by harvestdef.seeds'
 rule (one refused line refuses them all, and nothing is stored), grouped by domain, missing domains are
 created, and each domain gets a configuration and a seed list named
 ``<HD>_<template>_<maxBytes|Unlimited>Bytes_<maxObjects|Unlimited>Objects`` (with a timestamp suffix if the
@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import Connection, Select, delete, exists, func, insert, select, update
 
+from harvestdef import harvestreasons as reasons
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.destinations import DestinationPolicy
@@ -216,17 +217,18 @@ class HarvestRepository:
             outlook = RunOutlook.ACTIVE
         else:
             outlook = RunOutlook.FINISHED if harvest.numevents else RunOutlook.CANNOT_RUN
-        return HarvestOutlook(outlook, reason or "", harvest.numevents, last_run_at)
+        return HarvestOutlook(outlook, "" if reason is None else str(reason), harvest.numevents, last_run_at,
+                              reason)
 
-    def _end_reason(self, harvest: HarvestDefinition) -> str | None:
+    def _end_reason(self, harvest: HarvestDefinition) -> Phrase | None:
         if isinstance(harvest, SnapshotHarvest):
-            return "a snapshot harvest runs once, and it has run" if harvest.numevents else None
+            return reasons.snapshot_has_run() if harvest.numevents else None
         assert isinstance(harvest, SelectiveHarvest)
         if harvest.nextdate is not None:
             return None
         schedule = ScheduleRepository(self.conn).get(harvest.schedule_id)
         return (schedule.end_reason(harvest.numevents, self.clock(), self._zone())
-                or "its next run date was cleared, although its schedule has events to come")
+                or reasons.next_date_cleared())
 
     def _zone(self) -> ZoneInfo:
         return self.zone if self.zone is not None else scheduler_zone("")
@@ -368,7 +370,8 @@ class HarvestRepository:
         return self._update(name, expected_edition, {"audience": audience})
 
     def activate(self, name: str, expected_edition: int) -> HarvestDefinition:
-        """Activate; a snapshot continuing a previous one needs that one complete (reference §7)."""
+        """Activate; a snapshot continuing a previous one needs that one complete: it has jobs, none of them
+        NEW, SUBMITTED or STARTED."""
         current = self.get(name)
         if isinstance(current, SnapshotHarvest) and current.previoushd is not None:
             self._check_previous_complete(current)
@@ -376,7 +379,7 @@ class HarvestRepository:
 
     def deactivate(self, harvest: str | int, expected_edition: int | None = None) -> HarvestDefinition:
         """Deactivate the harvest (by name or id) at ``expected_edition``; without one, whatever edition it is
-        at: the scheduler's deactivation after a failed run (reference §2.1), decided on what it has just
+        at: the scheduler's deactivation after a failed run, decided on what it has just
         read, not on an editor's form."""
         if expected_edition is not None:
             name = harvest if isinstance(harvest, str) else self.get_by_id(harvest).name
@@ -528,7 +531,7 @@ class HarvestRepository:
 
     def remove_configuration(self, name: str, domain: str, config_name: str, expected_edition: int
                              ) -> SelectiveHarvest:
-        """Take a domain configuration out of the harvest (NetarchiveSuite's "remove config", reference §7).
+        """Take a domain configuration out of the harvest (NetarchiveSuite's "remove config").
 
         The configuration stays with its domain; if no harvest names it any more and it is not the
         domain's default, it counts as unused again. NotFoundError if the harvest does not name the

@@ -32,6 +32,7 @@ class JobDedupSources:
     missing_job_ids: tuple[int, ...]
     refusal: str | None
     changed_at: datetime
+    refusal_phrase: str | None = None  # the refusal's phrase as its JSON (harvestdef/harvestreasons.py)
 
 
 class JobDedupRepository:
@@ -45,7 +46,7 @@ class JobDedupRepository:
         return JobDedupSources(job_id=job_id, ready=row.ready, sources=parse_sources(row.sources),
                                domains=row.domains, with_history=row.with_history, covered=row.covered,
                                missing_job_ids=tuple(int(p) for p in (row.missing_job_ids or "").split(",") if p),
-                               refusal=row.refusal, changed_at=row.changed_at)
+                               refusal=row.refusal, changed_at=row.changed_at, refusal_phrase=row.refusal_phrase)
 
     def record(self, row: JobDedupSources) -> None:
         """Write the job's row, replacing an earlier one (a refusal counted again)."""
@@ -53,7 +54,8 @@ class JobDedupRepository:
             "job_id": row.job_id, "ready": row.ready, "sources": format_sources(row.sources),
             "domains": row.domains, "with_history": row.with_history, "covered": row.covered,
             "missing_job_ids": ",".join(str(job) for job in row.missing_job_ids),
-            "refusal": row.refusal[:2000] if row.refusal else None, "changed_at": row.changed_at}])
+            "refusal": row.refusal[:2000] if row.refusal else None, "refusal_phrase": row.refusal_phrase,
+            "changed_at": row.changed_at}])
 
 
 def format_sources(sources: Iterable[tuple[int, int]]) -> str:

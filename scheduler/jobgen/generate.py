@@ -1,4 +1,4 @@
-"""One job-generation run of one harvest definition, in one transaction (reference §2.1).
+"""One job-generation run of one harvest definition, in one transaction (docs/jobgen.md, A run).
 
 The run increments the harvest's numevents (the new value is every job's harvest_num), selects and
 estimates its configurations (``selection``), packs them (``packing``) and writes the jobs (``building``);
@@ -30,6 +30,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, Engine, select, text
 
+from harvestdef import harvestreasons as reasons
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql, write_transaction
 from harvestdef.db.types import utcnow
@@ -40,7 +41,6 @@ from harvestdef.repositories.jobs import allocate_job_ids
 from harvestdef.repositories.runrequests import RunRequestRepository
 from harvestdef.settings import NamingConvention, Settings
 from harvestdef.traps import parse_stored_traps
-from scheduler import reasons
 from scheduler.jobgen.building import BULK_CHECK_THRESHOLD, JobWriter, RunContext, TemplateInfo
 from scheduler.jobgen.memberseeds import MemberSeeds
 from scheduler.jobgen.packing import Candidates, HarvestLimits, PackedJob, PackingRules, job_generator
@@ -224,7 +224,7 @@ def _schedule_name(conn: Connection, harvest: HarvestToGenerate) -> str:
 
 def next_run_date(conn: Connection, harvest: HarvestToGenerate, numevents: int, now: datetime,
                   timezone: str) -> datetime | None:
-    """The selective harvest's next run after this one (reference §2.1 step 4), skipping missed events."""
+    """The selective harvest's next run after this one (docs/jobgen.md, A run, step 6), skipping missed events."""
     from harvestdef.schedules import Schedule, scheduler_zone
 
     row = conn.execute(select(s.schedules).where(s.schedules.c.schedule_id == harvest.schedule_id)).mappings().one()
@@ -304,7 +304,7 @@ def generate_jobs(engine: Engine, harvest: str | int, options: GenerationOptions
     try:
         with write_transaction(engine) as conn:
             result = _generate(conn, hd, options, now)
-    except Exception as exc:  # noqa: BLE001 - any failure of a run deactivates its harvest (reference §2.1)
+    except Exception as exc:  # noqa: BLE001 - any failure of a run deactivates its harvest
         cause = f"{type(exc).__name__}: {exc}"
         log.error("job generation for harvest definition %r (id %d) failed, deactivating it: %s",
                   hd.name, hd.harvest_id, cause, exc_info=True)

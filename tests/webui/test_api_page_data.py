@@ -149,7 +149,8 @@ def test_why_harvests_wait_as_the_page_shows_it(api, login, webui_engine):
     assert [(h["state"], h["harvest"]) for h in harvests] == [
         ("deactivated", "weekly"), ("waiting", "daily"), ("waiting", "monthly")]
     assert harvests[0] == {"harvest": "weekly", "active": True, "state": "deactivated",
-                           "reason": "its schedule has ended", "since": "2026-03-01T01:00:00Z", "will_run": False}
+                           "reason": "its schedule has ended", "reason_phrase": None,  # stored without one
+                           "since": "2026-03-01T01:00:00Z", "will_run": False}
     assert [h["will_run"] for h in harvests] == [False, True, True]
     page = login("curator").get("/status/waiting").get_data(as_text=True)
     # the ones that will run in the table, the deactivated one only named on the line below it

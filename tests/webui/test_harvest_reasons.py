@@ -1,7 +1,8 @@
-"""The scheduler's reasons for a harvest's state (scheduler/reasons.py), stored in English, are said in the page's
-language (webui/harvest_reasons.py): every reason the scheduler can write is known to the page's table, and a
-real tick's reasons read Danish on "Why harvests wait", the harvest list, the harvest's page and the
-overview, while the API keeps the English it stored."""
+"""The reasons for a harvest's state and a job's refusal (harvestdef/harvestreasons.py) are stored in English
+with their phrase, and said in the page's language by code (webui/harvest_reasons.py): every template has its
+Danish words, every reason function's phrase reads Danish with its figures kept, and a real tick's reasons
+read Danish on "Why harvests wait", the harvest list, the harvest's page and the overview, while the API keeps
+the English it stored beside the phrase."""
 
 from __future__ import annotations
 
@@ -11,80 +12,98 @@ from datetime import UTC, datetime
 
 import pytest
 
+from harvestdef import harvestreasons as reasons
 from harvestdef.repositories.domains import DomainRepository
-from scheduler import reasons
 from scheduler.dedupsources import JobSources, refusal_of
 from scheduler.jobgen.generate import GenerationOptions
 from scheduler.notify import Notifier
 from scheduler.tick import Ticker, TickOptions
-from webui.harvest_reasons import state_name, state_reason, unknown_parts
+from webui.harvest_reasons import reason, state_name
 
 T1, T2 = datetime(2026, 11, 27, 4, 0, tzinfo=UTC), datetime(2026, 11, 28, 4, 0, tzinfo=UTC)
-OUTLOOK = "schedule Once allows 1 run, and all of them have run"
+OUTLOOK = reasons.runs_used("Once", 1)
+# A job's refusal as scheduler.dedupsources.refusal_of words it, which a run's reason quotes
+REFUSALS = [refusal_of(JobSources(40, (), 10, 9, 4, (), (4, 5)), 90),
+            refusal_of(JobSources(41, (), 3000, 2900, 1000, (), tuple(range(1, 23))), 70)]
 
-# Each reason function of the scheduler, written with figures that take each of its wordings.
+# Each reason function, written with figures that take each of its wordings.
 WRITTEN = {
+    "runs_used": [reasons.runs_used("Once", 1), reasons.runs_used("Twice", 2)],
+    "schedule_ended": [reasons.schedule_ended("ended_2020", datetime(2020, 1, 1, tzinfo=UTC))],
+    "no_event_left": [reasons.no_event_left("s", T2)],
+    "snapshot_has_run": [reasons.snapshot_has_run()],
+    "next_date_cleared": [reasons.next_date_cleared()],
     "next_run": [reasons.next_run(T1)],
     "run_asked_for": [reasons.run_asked_for()],
     "postponed": [reasons.postponed("FOCUSED")],
     "previous_step_without_jobs": [reasons.previous_step_without_jobs(7)],
     "previous_step_unfinished": [reasons.previous_step_unfinished(7, 2, 5)],
-    "never_runs": [reasons.never_runs("schedule ended_2020 ended on 2020-01-01 00:00:00 UTC")],
+    "never_runs": [reasons.never_runs(reasons.schedule_ended("ended_2020", datetime(2020, 1, 1, tzinfo=UTC)))],
     "finished": [reasons.finished(OUTLOOK, 1, T1), reasons.finished(OUTLOOK, 3, None)],
     "generating": [reasons.generating(T1)],
     "generated": [reasons.generated(1, 1, T1, T2), reasons.generated(2, 12_345, T1, None)],
     "run_jobs_wait": [reasons.run_jobs_wait(3, reasons.sources_wait_for_jobs(2, 4, 1))],
     "sources_wait_for_jobs": [reasons.sources_wait_for_jobs(2, 9, 3)],
-    "sources_refused": [reasons.sources_refused(1, 2, "3 of 9 domains, 90 % are needed")],
+    "sources_refused": [reasons.sources_refused(1, 2, REFUSALS[0])],
+    "job_refusal": REFUSALS,
     "generation_failed": [reasons.generation_failed("weekly", 4, None, "KeyError: 'x'"),
                           reasons.generation_failed("weekly", 4, "DatabaseError: gone", "KeyError: 'x'")],
 }
-HELPERS = {"SEPARATOR", "joined"}
-# A job's refusal as scheduler.dedupsources.refusal_of words it, which the reason quotes
-REFUSALS = [refusal_of(JobSources(40, (), 10, 9, 4, (), (4, 5)), 90),
-            refusal_of(JobSources(41, (), 3000, 2900, 1000, (), tuple(range(1, 23))), 70)]
+HELPERS = {"SEPARATOR", "TEMPLATES", "joined", "stored", "from_stored"}
 
 
-def test_every_reason_function_of_the_scheduler_is_written_here():
+def test_every_reason_function_is_written_here():
     assert set(WRITTEN) == set(reasons.__all__) - HELPERS, (
-        "a reason function of scheduler/reasons.py is not exercised here: add it, and its words to "
-        "webui/harvest_reasons.py")
+        "a reason function of harvestdef/harvestreasons.py is not exercised here: add it")
 
 
-@pytest.mark.parametrize("reason", [reason for written in WRITTEN.values() for reason in written] + [
-    reasons.joined(reasons.run_asked_for(), reasons.postponed("SNAPSHOT"),
-                   reasons.run_jobs_wait(2, reasons.sources_refused(1, 1, "too few")),
-                   reasons.run_jobs_wait(3, reasons.sources_wait_for_jobs(1, 2, 2)))])
-def test_the_page_knows_every_part_of_every_reason_the_scheduler_writes(app, reason):
+def test_every_template_has_its_danish_words(app):
+    from flask_babel import gettext
     with app.test_request_context("/", headers={"Accept-Language": "da"}):
-        assert unknown_parts(reason) == []
-        danish = state_reason(reason)
-    assert danish != reason
+        untranslated = [code for code, template in reasons.TEMPLATES.items()
+                        if code != "parts" and gettext(template) == template]
+    assert untranslated == [], "give these templates their Danish words in webui/translations"
+
+
+@pytest.mark.parametrize("written", [written for wordings in WRITTEN.values() for written in wordings] + [
+    reasons.joined(reasons.run_asked_for(), reasons.postponed("SNAPSHOT"),
+                   reasons.run_jobs_wait(2, reasons.sources_refused(1, 1, REFUSALS[1])),
+                   reasons.run_jobs_wait(3, reasons.sources_wait_for_jobs(1, 2, 2)))], ids=str)
+def test_every_reason_reads_danish_with_its_figures_and_english_as_stored(app, written):
+    english = str(written)
+    stored = reasons.stored(written)  # as the scheduler stores it, and the API answers it
+    with app.test_request_context("/", headers={"Accept-Language": "da"}):
+        danish = reason(stored, english)
+        assert reason(written) == danish
+    assert danish != english
     # the figures, names and times stay; the English words go
-    for figure in re.findall(r"\d[\d,]*|FOCUSED|SNAPSHOT|disk full|KeyError: 'x'", reason):
+    for figure in re.findall(r"\d[\d,]*|FOCUSED|SNAPSHOT|DatabaseError: gone|KeyError: 'x'", english):
         assert figure in danish, (figure, danish)
+    leftover = set(re.findall(r"[a-z]{4,}", re.sub(r"satisfactorythresholdpercentage|KeyError|DatabaseError|"
+                                                   r"ended_|weekly|gone", "", danish)))
+    assert not leftover & {"next", "waiting", "previous", "harvest", "schedule", "finished", "stored",
+                           "captures", "deduplication", "refused", "generation", "postponed", "never"}, danish
     with app.test_request_context("/"):
-        assert state_reason(reason) == reason
+        assert reason(stored, english) == english
 
 
 def test_the_danish_words_of_a_few_reasons(app):
     with app.test_request_context("/", headers={"Accept-Language": "da"}):
-        assert state_reason(reasons.joined(reasons.run_asked_for(), reasons.postponed("FOCUSED"))) == (
+        assert reason(reasons.joined(reasons.run_asked_for(), reasons.postponed("FOCUSED"))) == (
             "en kørsel er bestilt; udskudt: ingen registreret høstcontroller betjener kanalen FOCUSED")
-        assert state_reason(reasons.generated(1, 2, T1, T2)) == (
+        assert reason(reasons.generated(1, 2, T1, T2)) == (
             "kørsel 1: 2 job 2026-11-27 04:00:00 UTC; næste kørsel 2026-11-28 04:00:00 UTC")
-        assert state_reason(reasons.finished(OUTLOOK, 1, T1)) == (
+        assert reason(reasons.finished(OUTLOOK, 1, T1)) == (
             "skemaet Once tillader 1 kørsel, og den har kørt; sidste kørsel 1 2026-11-27 04:00:00 UTC")
-        assert state_reason(reasons.run_jobs_wait(3, reasons.sources_wait_for_jobs(1, 4, 2))) == (
+        assert reason(reasons.run_jobs_wait(3, reasons.sources_wait_for_jobs(1, 4, 2))) == (
             "jobbene i kørsel 3 venter: 1 af dens 4 job venter på, at de tidligere job, der høstede deres domæner, "
             "bliver færdige: 2 er ikke færdige endnu")
         assert [state_name(state) for state in ("waiting", "generated", "finished", "something new")] == [
             "venter", "genereret", "færdig", "something new"]
-        # text the scheduler did not write stays as it was, known parts around it said in Danish
-        assert state_reason("a reason not known") == "a reason not known"
-        assert state_reason(f"{reasons.next_run(T1)}; a reason not known") == (
-            "næste kørsel 2026-11-27 04:00:00 UTC; a reason not known")
-        assert unknown_parts(f"{reasons.next_run(T1)}; a reason not known") == ["a reason not known"]
+        # a reason stored without its phrase, or with a phrase of another version, shows its English
+        assert reason(None, "a reason not known") == "a reason not known"
+        assert reason('{"code": "from_a_later_version", "values": {}}', "its English") == "its English"
+        assert reason("not JSON", "its English") == "its English"
 
 
 def words(client, path: str) -> str:
@@ -138,13 +157,15 @@ def test_a_real_ticks_reasons_read_danish_on_the_pages_and_english_in_the_api(ap
     listed = {row["harvest"]: row for row in api("curator", "get", "/api/v1/waiting-harvests").get_json()["items"]}
     assert listed["too_late"]["state"] == "waiting"
     assert listed["too_late"]["reason"] == report.waiting["too_late"]
+    assert listed["too_late"]["reason_phrase"]["code"] == "parts"  # never runs; give it a schedule
+    assert listed["too_late"]["reason_phrase"]["values"]["first"]["code"] == "never_runs"
     assert listed["postponed_one"]["reason"].startswith("postponed: no registered harvest controller serves")
 
 
 @pytest.mark.parametrize("refusal", REFUSALS)
 def test_a_deduplication_index_refusal_is_said_in_the_pages_language(app, refusal):
     with app.test_request_context("/", headers={"Accept-Language": "da"}):
-        danish = state_reason(reasons.run_jobs_wait(3, reasons.sources_refused(1, 2, refusal)))
+        danish = reason(reasons.run_jobs_wait(3, reasons.sources_refused(1, 2, refusal)))
     assert danish.startswith("jobbene i kørsel 3 venter: deduplikering afvist for 1 af dens 2 job: de tidligere "
                              "høstninger af kun ")
     english = re.findall(r"[a-z]+", re.sub(r"satisfactorythresholdpercentage", "", danish))

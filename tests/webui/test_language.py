@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 from flask import render_template_string
 from sqlalchemy import insert, select
 
+from harvestdef import harvestreasons
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.users import UserRepository
@@ -18,7 +19,7 @@ from harvestdef.schedules import Schedule, TimeUnit
 from tests.webui.conftest import PASSWORD, csrf_of
 from tests.webui.test_jobs import T0, seed
 from webui.formatting import count, size
-from webui.harvest_reasons import outlook_reason
+from webui.harvest_reasons import reason
 from webui.language import COOKIE
 
 
@@ -205,17 +206,21 @@ def test_the_change_history_and_a_schedule_frequency_in_danish_and_english(api, 
 
 def test_why_a_harvest_runs_no_more_in_danish_as_harvestdef_words_it(app):
     now, zone = datetime(2026, 11, 27, 12, 0, tzinfo=UTC), ZoneInfo("Europe/Copenhagen")
-    reasons = [Schedule("Once", TimeUnit.DAILY, 1, maxrepeats=1).end_reason(1, now, zone),
-               Schedule("Twice", TimeUnit.DAILY, 1, maxrepeats=2).end_reason(2, now, zone),
-               Schedule("Past", TimeUnit.DAILY, 1, enddate=datetime(2026, 1, 1, tzinfo=UTC)).end_reason(0, now, zone),
-               "a snapshot harvest runs once, and it has run"]
+    outlooks = [Schedule("Once", TimeUnit.DAILY, 1, maxrepeats=1).end_reason(1, now, zone),
+                Schedule("Twice", TimeUnit.DAILY, 1, maxrepeats=2).end_reason(2, now, zone),
+                Schedule("Past", TimeUnit.DAILY, 1, enddate=datetime(2026, 1, 1, tzinfo=UTC)).end_reason(0, now, zone),
+                harvestreasons.snapshot_has_run()]
     with app.test_request_context("/", headers={"Accept-Language": "da"}):
-        assert [outlook_reason(reason) for reason in reasons] == [
+        assert [reason(outlook) for outlook in outlooks] == [
             "skemaet Once tillader 1 kørsel, og den har kørt", "skemaet Twice tillader 2 kørsler, og de har alle kørt",
             "skemaet Past sluttede 2026-01-01 00:00:00 UTC", "en tværsnitshøstning kører én gang, og den har kørt"]
-        assert outlook_reason("a reason not known") == "a reason not known"
+        # a reason stored without its phrase is shown as the English it is
+        assert reason(None, "a reason not known") == "a reason not known"
     with app.test_request_context("/"):
-        assert [outlook_reason(reason) for reason in reasons] == reasons
+        assert [reason(outlook) for outlook in outlooks] == [str(outlook) for outlook in outlooks] == [
+            "schedule Once allows 1 run, and all of them have run",
+            "schedule Twice allows 2 runs, and all of them have run",
+            "schedule Past ended on 2026-01-01 00:00:00 UTC", "a snapshot harvest runs once, and it has run"]
 
 
 def visible_words(response) -> str:

@@ -17,6 +17,7 @@ from flask import request, url_for
 
 from harvestdef.crawlattributes import as_json, check_values
 from harvestdef.errors import CrawlerTrapError, LineRefusal, RefusedLinesError
+from harvestdef.harvestreasons import from_stored
 from harvestdef.model.definitions import HarvestDefinition, HarvestKind, RunOutlook, SnapshotHarvest
 from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.channels import ChannelRepository
@@ -53,8 +54,10 @@ def harvest_json(repository: HarvestRepository, harvest: HarvestDefinition, stat
         "comments": harvest.comments, "audience": harvest.audience, "numevents": harvest.numevents,
         "submitted": jsonable(harvest.submitted), "edition": harvest.edition,
         "state": None if state is None else {"state": state.state, "reason": state.reason,
+                                             "reason_phrase": from_stored(state.reason_phrase),
                                              "changed_at": jsonable(state.changed_at)},
         "outlook": {"state": outlook.outlook.value, "reason": outlook.reason or None,
+                    "reason_phrase": None if outlook.reason_phrase is None else outlook.reason_phrase.json(),
                     "last_run": outlook.last_run, "last_run_at": jsonable(outlook.last_run_at)},
     }
     if isinstance(harvest, SnapshotHarvest):
@@ -86,7 +89,8 @@ def seeds_outlook(conn: Any, name: str) -> dict[str, Any]:
     """Whether anything will harvest what was just added to harvest ``name``: ``will_run`` (its schedule's
     next run, or a run asked for), ``next_run`` (the scheduled run's time, null without one) and, when nothing
     will, ``reason`` (why not) and ``warning`` (the sentence that says so); for a page to say it in its
-    language, ``inactive`` and ``end_reason`` (the outlook's reason, harvestdef's words)."""
+    language, ``inactive``, ``end_reason`` (the outlook's reason) and ``end_reason_phrase`` (the same as a
+    phrase's JSON, harvestdef/harvestreasons.py)."""
     harvests = harvest_repository(conn)
     harvest = harvests.get(name)
     outlook = harvests.outlook(harvest)
@@ -102,7 +106,8 @@ def seeds_outlook(conn: Any, name: str) -> dict[str, Any]:
         f"{'again' if outlook.last_run else 'at all'}, since {reason}")
     return {"will_run": scheduled or asked, "next_run": jsonable(harvest.nextdate) if scheduled else None,
             "run_requested": asked, "reason": reason, "warning": warning,
-            "inactive": not harvest.isactive, "end_reason": outlook.reason or None}
+            "inactive": not harvest.isactive, "end_reason": outlook.reason or None,
+            "end_reason_phrase": None if outlook.reason_phrase is None else outlook.reason_phrase.json()}
 
 
 def run_request_json(request: RunRequest) -> dict[str, Any]:

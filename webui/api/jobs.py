@@ -22,6 +22,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import DomainNameError, NotFoundError
+from harvestdef.harvestreasons import from_stored
 from harvestdef.messages import BUDGET_END_CAUSES
 from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.jobs import Job
@@ -38,7 +39,7 @@ from harvestdef.validation import to_utc
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
-from webui.api.shapes import BOOLEAN, INTEGER, STRING, TIME, answers, described, nullable, page_of, shape
+from webui.api.shapes import BOOLEAN, INTEGER, PHRASE, STRING, TIME, answers, described, nullable, page_of, shape
 from webui.auth import OPERATE, READ, readable_template, require
 from webui.context import actor, database, settings
 from webui.qa import job_qa
@@ -238,8 +239,8 @@ _JOB_LIST_TIMES = ("creationdate", "submitteddate", "startdate", "enddate")
 # datetimes aware per page only to print them cost more than the query.
 JOB_JSON_COLUMNS = [type_coerce(column, DateTime()).label(column.key) if column.key in _JOB_LIST_TIMES else column
                     for column in JOB_LIST_COLUMNS]
-# a row's keys and status names looked up once, not per row: Row._asdict and the enum's constructor were
-# a fifth of a list call's CPU
+# a row's keys and status names looked up once, not per row: Row._asdict and the enum's constructor per row
+# would be a fifth of a list call's CPU
 _JOB_LIST_KEYS = tuple(column.key for column in JOB_LIST_COLUMNS)
 _STATUS_NAMES = {int(status): status.name for status in JobStatus}
 
@@ -329,14 +330,14 @@ def job_detail(conn: Connection, job_id: int) -> dict[str, Any]:
 def job_deduplication(conn: Connection, job_id: int) -> dict[str, Any] | None:
     """Which earlier jobs the job deduplicates against, as the scheduler decided (docs/scheduler.md,
     Deduplication); None for a job it has not decided (a first selective run, a job waiting for its sources
-    to end, deduplication off, a job of a run given one index by an earlier version)."""
+    to end, deduplication off, a job of a run given one index before migration 0028_job_dedup_sources)."""
     row = JobDedupRepository(conn).find(job_id)
     if row is None:
         return None
     return {"ready": row.ready, "sources": [{"harvest_id": h, "job_id": j} for h, j in row.sources],
             "domains": row.domains, "with_history": row.with_history, "covered": row.covered,
             "missing_job_ids": list(row.missing_job_ids), "refusal": row.refusal,
-            "decided_at": jsonable(row.changed_at)}
+            "refusal_phrase": from_stored(row.refusal_phrase), "decided_at": jsonable(row.changed_at)}
 
 
 def render_job_event(event: JobEventEntry) -> dict[str, Any]:
@@ -512,6 +513,7 @@ DEDUPLICATION = nullable(shape({
     "missing_job_ids": {"type": "array", "items": INTEGER,
                         "description": "ended jobs without stored entries that left a domain uncovered"},
     "refusal": nullable(STRING, "why the job is held: too few covered domains (satisfactorythresholdpercentage)"),
+    "refusal_phrase": PHRASE,
     "decided_at": described(TIME, "when the scheduler decided")}),
     "which earlier jobs the job deduplicates against (docs/scheduler.md, Deduplication); null until the "
     "scheduler has decided, and for jobs of a first selective run or with deduplication off")

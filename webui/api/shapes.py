@@ -18,6 +18,9 @@ BOOLEAN: dict[str, Any] = {"type": "boolean"}
 INTEGER: dict[str, Any] = {"type": "integer"}
 COUNT: dict[str, Any] = {"type": "integer", "minimum": 0}
 TIME: dict[str, Any] = {"type": "string", "description": "ISO 8601, UTC (Z)"}
+PHRASE: dict[str, Any] = {"type": ["object", "null"],
+                          "description": "the same words as {code, values}, for a page in another language; null "
+                                         "where they were stored without"}
 
 
 def nullable(schema: dict[str, Any], description: str | None = None) -> dict[str, Any]:

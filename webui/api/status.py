@@ -15,12 +15,13 @@ from flask import url_for
 from sqlalchemy import Connection, Row, and_, or_, select
 
 from harvestdef.db import schema as s
+from harvestdef.harvestreasons import from_stored
 from harvestdef.model.status import JobStatus
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
 from webui.api.jobs import jobs_of_domain, parse_domain
 from webui.api.parameters import QueryParameter, query, takes
-from webui.api.shapes import BOOLEAN, INTEGER, STRING, TIME, answers, described, nullable, page_of, shape
+from webui.api.shapes import BOOLEAN, INTEGER, PHRASE, STRING, TIME, answers, described, nullable, page_of, shape
 from webui.auth import READ, require
 from webui.context import database
 
@@ -46,12 +47,12 @@ RUNNING_JOB = shape({
 WAITING_HARVEST = shape({
     "harvest": STRING, "active": BOOLEAN,
     "state": described(STRING, "waiting, generating, generated, deactivated or finished"),
-    "reason": described(STRING, "why, in words"), "since": TIME,
+    "reason": described(STRING, "why, in words"), "reason_phrase": PHRASE, "since": TIME,
     "will_run": described(BOOLEAN, "whether the harvest runs again: active, neither deactivated nor finished "
                                    "(its schedule or event ran its course), and not waiting with no event to come")})
 # the scheduler's states (scheduler/tick.py) of a harvest that runs again; deactivated and finished ones do not
 STATES_THAT_RUN = frozenset({"waiting", "generating", "generated"})
-# ... nor one waiting with scheduler/reasons.py's never_runs reason (webui does not import the scheduler)
+# ... nor one waiting with harvestdef/harvestreasons.py's never_runs reason, whose English starts so
 NEVER_RUNS = "will never run: "
 RUNNING_DOMAIN = QueryParameter("domain", "string", "only the running jobs that harvest a configuration of this "
                                                     "domain (Unicode or punycode)")
@@ -97,7 +98,8 @@ def find_waiting_harvests(conn: Connection, *, after: tuple[str, str] | None = N
                           size: int | None = None) -> list[Row[Any]]:
     """The scheduler's last word on each harvest definition (harvest_state: waiting, generating, generated,
     deactivated, finished, and why), by state and name: all, or ``size + 1`` after (state, name) ``after``."""
-    statement = (select(_hd.c.name, _hd.c.isactive, _st.c.state, _st.c.reason, _st.c.changed_at)
+    statement = (select(_hd.c.name, _hd.c.isactive, _st.c.state, _st.c.reason, _st.c.reason_phrase,
+                         _st.c.changed_at)
                  .select_from(_st.join(_hd, _hd.c.harvest_id == _st.c.harvest_id))
                  .order_by(_st.c.state, _hd.c.name))
     if after is not None:
@@ -116,7 +118,8 @@ def will_run(row: Row[Any]) -> bool:
 
 def render_waiting_harvest(row: Row[Any]) -> dict[str, Any]:
     return {"harvest": row.name, "active": row.isactive, "state": row.state, "reason": row.reason,
-            "since": jsonable(row.changed_at), "will_run": will_run(row)}
+            "reason_phrase": from_stored(row.reason_phrase), "since": jsonable(row.changed_at),
+            "will_run": will_run(row)}
 
 
 @blueprint.get("/running-jobs")

@@ -1,4 +1,4 @@
-"""Pages of the definitions section: harvest definitions, selective, event and snapshot (reference §7):
+"""Pages of the definitions section: harvest definitions, selective, event and snapshot:
 the list, the forms that create each kind, and a harvest's page, the curator's hub: its runs (each with
 its jobs and statistics), its configurations (added, changed to another of the domain's, removed one by
 one) or seeds, its name, comments, channel, schedule, limits and crawl attributes, (de)activation, "run
@@ -44,7 +44,7 @@ from webui.definitions.changes import definition_changes
 from webui.definitions.forms import attempt, form_data, form_edition
 from webui.definitions.refused import show_refusals
 from webui.formatting import words
-from webui.harvest_reasons import outlook_reason
+from webui.harvest_reasons import reason
 
 
 def _harvests_page() -> str:
@@ -258,7 +258,7 @@ def harvest_active(name: str) -> Any:
 @blueprint.post("/harvests/<name>/seeds")
 @require(CURATE)
 def harvest_seeds(name: str) -> Any:
-    """The event harvest form on an existing harvest: seeds become per-domain configurations (reference §7)."""
+    """The event harvest form on an existing harvest: seeds become per-domain configurations."""
     def add() -> Any:
         data = form_data(("edition", "template", "max_objects", "max_bytes"))
         attributes = {key: value for key, value in form_values(request.form).items() if value is not None}
@@ -289,7 +289,7 @@ def _idle_reason(outlook: dict[str, Any]) -> str:
     """Why no run will harvest what was added (api.seeds_outlook), in the page's language."""
     reasons = [_("it is inactive")] if outlook["inactive"] else []
     if outlook["end_reason"]:
-        reasons.append(outlook_reason(outlook["end_reason"]))
+        reasons.append(reason(outlook["end_reason_phrase"], outlook["end_reason"]))
     return _(", and ").join(reasons)
 
 

@@ -70,7 +70,7 @@ def overview() -> dict[str, Any]:
             "running": jobs_in(JobStatus.STARTED),
             "failed": jobs_in(JobStatus.FAILED),
             "waiting": list(conn.execute(
-                select(hd.c.name, st.c.state, st.c.reason, st.c.changed_at)
+                select(hd.c.name, st.c.state, st.c.reason, st.c.reason_phrase, st.c.changed_at)
                 .select_from(st.join(hd, hd.c.harvest_id == st.c.harvest_id))
                 # only what will run (webui.api.status.will_run): a finished or deactivated harvest waits
                 # for nothing, and "generated" has its jobs already
