@@ -30,7 +30,8 @@ MAY_IMPORT_THE_SCHEMA = {
     "scheduler/jobgen/selection.py": "the streamed selection of millions of configurations (docs/jobgen.md)",
     "scheduler/leader.py": "the leadership lock: the database's own locking, not a definition",
     "scheduler/progresshistory.py": "thins the running-job progress samples (runningjobshistory) by time",
-    "scheduler/tick.py": "readiness and supervision queries over all harvests and jobs, and harvest_state",
+    "scheduler/readiness.py": "readiness queries over all harvests and their runs' jobs, and harvest_state",
+    "scheduler/supervision.py": "supervision queries over all running jobs and their controllers",
     # the web UI: read-only lists and statistics pages, keyset-paged or streamed, shaped for their page
     "webui/api/exports.py": "CSV exports streamed in keyset pages",
     "webui/api/extendedfields.py": "names the table whose row carries the fields, for the repository",

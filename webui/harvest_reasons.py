@@ -26,7 +26,7 @@ def reason(phrase: Phrase | Mapping[str, Any] | str | None, english: str | None 
 
 
 def state_name(state: str | None) -> str:
-    """A harvest's state (scheduler.tick: waiting, generating, ...) in the page's language."""
+    """A harvest's state (scheduler.readiness: waiting, generating, ...) in the page's language."""
     names = {"waiting": _("waiting"), "generating": _("generating"), "generated": _("generated"),
              "deactivated": _("deactivated"), "finished": _("finished")}
     return "" if state is None else names.get(state, state)

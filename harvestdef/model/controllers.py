@@ -11,7 +11,7 @@ job's start if that is later (the controller reported STARTED then, so it was al
 besides, by the leading scheduler's ``Hearing``: while the scheduler's broker connection is down no
 heartbeat can reach it, so no controller counts as lost; once the connection is back, silence is counted
 from then at the earliest, because the heartbeats of the outage were never delivered. The scheduler
-(scheduler/tick.py, ``Ticker._hearing``) keeps its hearing in the table scheduler_hearing, where the web UI
+(scheduler/supervision.py, ``Supervisor._hearing``) keeps its hearing in the table scheduler_hearing, where the web UI
 reads it.
 
 The job of a lost controller stays STARTED with the interrupted mark; the controller reports it when it

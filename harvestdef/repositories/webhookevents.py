@@ -1,8 +1,8 @@
 """Webhook events, recorded in the transaction of what they announce: one pending delivery per active webhook
 that wants the event, so a crash after the commit loses none and a rollback sends none.
 
-The scheduler records them where it raises its notifications (scheduler.intake, scheduler.tick): a job
-failed, a harvest run done, a harvest deactivated, a controller lost. Each event's document is the JSON its
+The scheduler records them where it raises its notifications (scheduler.intake, scheduler.supervision,
+scheduler.tick): a job failed, a harvest run done, a harvest deactivated, a controller lost. Each event's document is the JSON its
 deliveries carry: ``event``, ``time`` (when it happened, ISO 8601 UTC), a ``summary`` in words, the ids and
 names of what it concerns, and a ``link`` to the web UI's page of it (the notifications' ``webuiUrl``
 before the path). The sender adds ``delivery_id`` and ``sent_at`` (scheduler/webhooks.py).

@@ -269,7 +269,7 @@ def test_silence_while_the_scheduler_does_not_reach_the_broker_is_not_counted(en
     finally:
         unreachable.close()
     with SqliteTransport(tmp_path / "queue.db", dead_letter_queue="TEST.deadletter") as reachable:
-        tick.transport = reachable  # the connection is back
+        tick.supervision.transport = reachable  # the connection is back
         back = last + timedelta(seconds=120)
         assert supervise(tick, back).interrupted == [], "heard again: the silence is counted from now"
         assert hearing(engine) == Hearing(hearing_since=back)

@@ -50,7 +50,7 @@ WAITING_HARVEST = shape({
     "reason": described(STRING, "why, in words"), "reason_phrase": PHRASE, "since": TIME,
     "will_run": described(BOOLEAN, "whether the harvest runs again: active, neither deactivated nor finished "
                                    "(its schedule or event ran its course), and not waiting with no event to come")})
-# the scheduler's states (scheduler/tick.py) of a harvest that runs again; deactivated and finished ones do not
+# the scheduler's states (scheduler/readiness.py) of a harvest that runs again; deactivated and finished ones do not
 STATES_THAT_RUN = frozenset({"waiting", "generating", "generated"})
 # ... nor one waiting with harvestdef/harvestreasons.py's never_runs reason, whose English starts so
 NEVER_RUNS = "will never run: "

@@ -47,7 +47,7 @@ def render_harvester(row: Any, hearing: Hearing = HEARING_ALL_ALONG) -> dict[str
     values = dict(row._mapping)
     rule = LostControllerRule.from_settings(settings())
     heartbeat, interval = values["last_heartbeat"], values["heartbeat_interval"]
-    # a registration is a sign of life, as for the scheduler's readiness (scheduler.tick)
+    # a registration is a sign of life, as for the scheduler's readiness (scheduler.readiness)
     last_sign = last_sign_of_life(heartbeat, values["registered_at"])
     counted = hearing.counted(last_sign)
     now = utcnow()
