@@ -2,10 +2,10 @@
 that wants the event, so a crash after the commit loses none and a rollback sends none.
 
 The scheduler records them where it raises its notifications (scheduler.intake, scheduler.supervision,
-scheduler.tick): a job failed, a harvest run done, a harvest deactivated, a controller lost. Each event's document is the JSON its
-deliveries carry: ``event``, ``time`` (when it happened, ISO 8601 UTC), a ``summary`` in words, the ids and
-names of what it concerns, and a ``link`` to the web UI's page of it (the notifications' ``webuiUrl``
-before the path). The sender adds ``delivery_id`` and ``sent_at`` (scheduler/webhooks.py).
+scheduler.tick): a job failed, a harvest run done, a harvest deactivated, a controller lost. Each event's
+document is the JSON its deliveries carry: ``event``, ``time`` (when it happened, ISO 8601 UTC), a ``summary``
+in words, the ids and names of what it concerns, and a ``link`` to the web UI's page of it (the notifications'
+``webuiUrl`` before the path). The sender adds ``delivery_id`` and ``sent_at`` (scheduler/webhooks.py).
 
 An event's key names its occurrence (the job and attempt that failed, the run and its number of jobs when it
 was done...), and a webhook gets one delivery per key: a message handled twice, or two transactions that
