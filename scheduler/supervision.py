@@ -255,13 +255,9 @@ class Supervisor:
             return
         log.warning("job %d: its controller %s stayed lost (%s) past resubmitLostAfter (%d s); resubmitted as "
                     "job %d", job_id, job.controller, silent, rule.resubmit_lost_after, new_job.job_id)
-        report.resubmitted[job_id] = new_job.job_id
-        left = self._seal_abandoned(job)
-        self.notifier.notify(
-            f"Job {job_id} resubmitted as job {new_job.job_id}",
+        self._announce_resubmitted(job, new_job, report, (
             f"The controller {job.controller} of job {job_id} is lost ({silent}) and did not come back within "
-            f"resubmitLostAfter ({rule.resubmit_lost_after} s). Job {job_id} is RESUBMITTED, its attempt will "
-            f"never be granted again, and job {new_job.job_id} harvests its domains.{left}")
+            f"resubmitLostAfter ({rule.resubmit_lost_after} s)."))
 
     def _left_jobs(self, conn: Connection, job_id: int | None = None) -> list[tuple[int, str, str]]:
         """The STARTED jobs (job id, attempt id, what the controller reports instead) whose claim-holding
@@ -322,15 +318,20 @@ class Supervisor:
         log.warning("job %d: its controller %s is back without it, reporting %s for more than claimGraceTime "
                     "(%d s); resubmitted as job %d", job_id, job.controller, instead, self.options.claim_grace_time,
                     new_job.job_id)
-        report.resubmitted[job_id] = new_job.job_id
-        left = self._seal_abandoned(job)
-        self.notifier.notify(
-            f"Job {job_id} resubmitted as job {new_job.job_id}",
+        self._announce_resubmitted(job, new_job, report, (
             f"The controller {job.controller} of job {job_id} is back without the job: its heartbeats report "
             f"{instead}, more than claimGraceTime ({self.options.claim_grace_time} s) after the job started and "
-            f"the controller registered, so nothing crawls the job (its job directory was lost). Job {job_id} "
-            f"is RESUBMITTED, its attempt will never be granted again, and job {new_job.job_id} harvests its "
-            f"domains.{left}")
+            f"the controller registered, so nothing crawls the job (its job directory was lost)."))
+
+    def _announce_resubmitted(self, job: Job, new_job: Job, report: TickReport, why: str) -> None:
+        """After an abandoned job's resubmission: the report, its attempt's stored files listed
+        (``_seal_abandoned``) and the notification, which says ``why`` and what follows."""
+        report.resubmitted[job.job_id] = new_job.job_id
+        left = self._seal_abandoned(job)
+        self.notifier.notify(
+            f"Job {job.job_id} resubmitted as job {new_job.job_id}",
+            f"{why} Job {job.job_id} is RESUBMITTED, its attempt will never be granted again, and job "
+            f"{new_job.job_id} harvests its domains.{left}")
 
     def _seal_abandoned(self, job: Job) -> str:
         """A resubmitted job's attempt may have died mid-upload, leaving stored files that no SHA256SUMS
