@@ -8,7 +8,7 @@ English back. The outlook reasons (why a harvest gets no further run: Schedule.e
 HarvestRepository.outlook) are phrases of the same book, so the scheduler quotes them inside its own.
 
 A reason of several parts is one phrase too: ``joined`` nests them two by two under ``parts``, whose
-template puts ``SEPARATOR`` between them in every language.
+template puts "; " between them in every language.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from typing import Any
 
 from harvestdef.phrases import N_, Phrase, phrasebook
 from harvestdef.times import utc_text
-
-SEPARATOR = "; "
 
 TEMPLATES: dict[str, str] = {
     "parts": N_("%(first)s; %(rest)s"),
@@ -199,7 +197,7 @@ def from_stored(text: str | None) -> dict[str, Any] | None:
     return said if isinstance(said, dict) and isinstance(said.get("code"), str) else None
 
 
-__all__ = ["SEPARATOR", "TEMPLATES", "finished", "from_stored", "generated", "generating", "generation_failed",
+__all__ = ["TEMPLATES", "finished", "from_stored", "generated", "generating", "generation_failed",
            "job_refusal", "joined", "never_runs", "next_date_cleared", "next_run", "no_event_left", "postponed",
            "previous_step_unfinished", "previous_step_without_jobs", "run_asked_for", "run_jobs_wait", "runs_used",
            "schedule_ended", "snapshot_has_run", "sources_refused", "sources_wait_for_jobs", "stored"]

@@ -49,7 +49,7 @@ WRITTEN = {
     "generation_failed": [reasons.generation_failed("weekly", 4, None, "KeyError: 'x'"),
                           reasons.generation_failed("weekly", 4, "DatabaseError: gone", "KeyError: 'x'")],
 }
-HELPERS = {"SEPARATOR", "TEMPLATES", "joined", "stored", "from_stored"}
+HELPERS = {"TEMPLATES", "joined", "stored", "from_stored"}
 
 
 def test_every_reason_function_is_written_here():

@@ -15,7 +15,7 @@ from flask import url_for
 from sqlalchemy import Connection, Row, and_, or_, select
 
 from harvestdef.db import schema as s
-from harvestdef.harvestreasons import from_stored
+from harvestdef.harvestreasons import TEMPLATES, from_stored
 from harvestdef.model.status import JobStatus
 from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
 from webui.api.errors import ApiError
@@ -52,8 +52,9 @@ WAITING_HARVEST = shape({
                                    "(its schedule or event ran its course), and not waiting with no event to come")})
 # the scheduler's states (scheduler/readiness.py) of a harvest that runs again; deactivated and finished ones do not
 STATES_THAT_RUN = frozenset({"waiting", "generating", "generated"})
-# ... nor one waiting with harvestdef/harvestreasons.py's never_runs reason, whose English starts so
-NEVER_RUNS = "will never run: "
+# ... nor one waiting with harvestdef/harvestreasons.py's never_runs reason: its English starts with the
+# template's words before the reason it quotes
+NEVER_RUNS = TEMPLATES["never_runs"].partition("%(")[0]
 RUNNING_DOMAIN = QueryParameter("domain", "string", "only the running jobs that harvest a configuration of this "
                                                     "domain (Unicode or punycode)")
 
