@@ -281,6 +281,12 @@ class StatusIntake:
         failure. A job failed by a
         store outage gets no history rows yet: its files are not archived (see the module docstring)."""
         batch.job_ended(job.job_id)
+        # A controller found lost whose final report comes before any heartbeat naming the job is back too:
+        # the report clears the interrupted mark (_final_values), and the job's events say so.
+        events = JobEventRepository(batch.conn)
+        if events.still_lost(job.job_id, message.attempt_id):
+            events.record(job_id=job.job_id, attempt_id=message.attempt_id, controller_id=message.controller_id,
+                          kind=CONTROLLER_BACK, checkpoint="", happened_at=now, received_at=utcnow())
         # the ended job's history as NetarchiveSuite keeps it: one sample each historySampleRate
         thin_history(batch.conn, job.job_id, self.history_sample_rate, None)
         # what the controller handled settles first: its answer may still be on its way, behind this report

@@ -56,6 +56,14 @@ class JobEventRepository:
             index_elements=["job_id", "kind", "checkpoint", "happened_at"]).returning(_events.c.event_id)
         return self.conn.execute(statement).first() is not None
 
+    def still_lost(self, job_id: int, attempt_id: str) -> bool:
+        """Whether the attempt's newest ``lost`` event has no ``back`` after it."""
+        newest = self.conn.scalar(
+            select(_events.c.kind).where(_events.c.job_id == job_id, _events.c.attempt_id == attempt_id,
+                                         _events.c.kind.in_([CONTROLLER_LOST, CONTROLLER_BACK]))
+            .order_by(_events.c.event_id.desc()).limit(1))
+        return newest == CONTROLLER_LOST
+
     def for_job(self, job_id: int) -> list[JobEventEntry]:
         """The job's events, oldest first (a job has a handful: one per checkpoint and resume)."""
         rows = self.conn.execute(

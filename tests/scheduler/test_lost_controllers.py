@@ -91,6 +91,25 @@ def test_a_controller_is_lost_after_its_own_heartbeat_intervals_and_its_return_c
     assert supervise(tick, last + timedelta(seconds=50)).resubmitted == {}
 
 
+def test_a_lost_controllers_final_report_before_any_heartbeat_says_it_came_back(
+        engine, handlers, notifier):  # noqa: F811
+    # its connection was on a broker node cut off: the first word the scheduler hears again is the job's end
+    handle = handlers.carry_out_one
+    job_id, attempt, _ = started_job(engine, handlers)
+    last = utcnow()
+    heartbeat(handle, job_id, attempt, sent_at=last)
+    tick = ticker(engine, notifier)
+    assert supervise(tick, last + timedelta(seconds=31)).interrupted == [job_id]
+    end = CrawlStatus(job_id=job_id, attempt_id=attempt, controller_id="ctl-1", status=JobStatus.FAILED,
+                      harvest_errors="crawl failed")
+    assert handle(end)
+    assert job(engine, job_id).status == JobStatus.FAILED and not job(engine, job_id).interrupted
+    assert kinds(engine, job_id) == ["lost", "back"]
+    # a repeat of the report changes nothing, and says nothing again
+    handle(end)
+    assert kinds(engine, job_id) == ["lost", "back"]
+
+
 def test_a_job_whose_controller_stays_lost_is_resubmitted_and_its_old_attempt_never_counts_again(
         engine, handlers, notifier):  # noqa: F811
     handle = handlers.carry_out_one
