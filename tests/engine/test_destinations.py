@@ -285,7 +285,7 @@ def test_the_browser_crawlers_requests_inwards_are_refused_unconnected(tmp_path:
         cxml = write_job(job_dir, [seed])
         launch_dir = job_dir / "20260101000000"
         launch_dir.mkdir(parents=True)
-        options = BrowserOptions(executable="/usr/bin/chromium", pages_per_minute_per_host=0, page_time_limit=4.0,
+        options = BrowserOptions(executable="/usr/bin/chromium", pages_per_minute_per_host=0, page_time_limit=30.0,
                                  settle_time=0.5, memory_limit=1_500_000_000)
         controller = CrawlController(load_crawl_config(cxml, job_dir), job_dir, launch_dir, {HOSTILE: "127.0.0.1"},
                                      logging.getLogger("test.destinations"), browser=options)
