@@ -61,7 +61,7 @@ def as_from_a_terminal(command: list[str]) -> list[str]:
 
 
 def interrupt_mid_import(process: subprocess.Popen, engine: Engine, committed: Callable[[], bool],
-                         within: float = 120) -> str:
+                         within: float = 600) -> str:
     """Ctrl-C an import process once ``committed()`` says enough of its batches are in, and before its last
     one: the other writers are held while the signal is sent, so the batch the import is writing waits for
     them and the interrupt meets it before its commit, however fast or slow the machine; its stderr."""
