@@ -24,18 +24,26 @@ ruff check .
 if [ "$#" -gt 0 ]; then
     exec python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 "$@"
 fi
+# HARVESTSUITE_TEST_REPORTS=DIR: each stage also writes its JUnit XML report there (cluster.xml, main.xml,
+# broker.xml), every test's outcome and seconds, for a CI system's test view and for finding the slow ones
+report() {
+    if [ -n "${HARVESTSUITE_TEST_REPORTS:-}" ]; then
+        mkdir -p "$HARVESTSUITE_TEST_REPORTS"
+        echo "--junitxml=$HARVESTSUITE_TEST_REPORTS/$1.xml"
+    fi
+}
 cluster_log="$(mktemp)"
 trap 'rm -f "$cluster_log"' EXIT
 # --no-loadscope-reorder: the files in collection order, the longest (marked slow) first, each worker
 # starting on one of them, rather than the files with the most tests first
 python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -n 3 --dist loadfile --no-loadscope-reorder \
-    -m cluster >"$cluster_log" 2>&1 &
+    -m cluster $(report cluster) >"$cluster_log" 2>&1 &
 cluster_tests=$!
 main_status=0
 nice -n 10 python -m pytest -q -p no:cacheprovider --durations=15 --timeout=600 -n "${HARVESTSUITE_TEST_WORKERS:-4}" \
-    -m "not broker_restart and not cluster" || main_status=$?
+    -m "not broker_restart and not cluster" $(report main) || main_status=$?
 broker_status=0
-python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart || broker_status=$?
+python -m pytest -q -p no:cacheprovider --durations=5 --timeout=600 -m broker_restart $(report broker) || broker_status=$?
 cluster_status=0
 wait "$cluster_tests" || cluster_status=$?
 echo "--- the tests on simulated machines (run beside the others) ---"
