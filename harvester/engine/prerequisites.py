@@ -12,12 +12,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from urllib.parse import urlsplit
 
+from harvestdef.domainnames import is_ip_address
 from harvester.engine.chain import DOMAIN_LOOKUP_FAILED, ROBOTS_PRECLUDED, Curi, Outcome
 from harvester.engine.credentials import FormCredential, server_name
 from harvester.engine.disposition import Disposition
 from harvester.engine.fetch import DESTINATION_REFUSED, Fetcher
 from harvester.engine.frontier import CrawlUri, Frontier
-from harvester.engine.queuepolicy import is_ip_address
 from harvester.engine.scope import canonical_url
 from harvester.engine.servercache import ServerCache
 

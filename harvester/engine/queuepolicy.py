@@ -6,20 +6,11 @@ reads no settings; the policy and whether to group by domain are given to it.
 
 from __future__ import annotations
 
-import ipaddress
 from urllib.parse import urlsplit
 
-from harvestdef.domainnames import registered_domain, to_punycode
+from harvestdef.domainnames import is_ip_address, registered_domain, to_punycode
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def is_ip_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def queue_key_of(policy: str, by_domain: bool, scheme: str, host: str, port: int) -> str:

@@ -11,15 +11,16 @@ import base64
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
 from flask import Blueprint, request
 
 from harvestdef.errors import FieldError, HarvestSuiteError, NotFoundError
+from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.domains import SEARCH_FIELDS
-from harvestdef.validation import INT64, check_text
+from harvestdef.validation import INT64, check_text, to_utc
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query
 from webui.context import settings
@@ -59,6 +60,24 @@ def field(data: dict[str, Any], name: str, kind: type | tuple[type, ...], requir
         raise ApiError("invalid", f"{name} must be {' or '.join(k.__name__ for k in kinds)}, "
                                   f"not {type(value).__name__}", name)
     return value
+
+
+def parse_time(text: str | None, name: str, end_of_day: bool = False) -> datetime | None:
+    """An ISO 8601 date or time as an aware UTC datetime (UTC when it has no zone); None for no text. A bare
+    date means its first moment, or with ``end_of_day`` its last, so ``until=2026-03-06`` includes that day.
+    An invalid error naming ``name`` otherwise."""
+    if text is None or not text.strip():
+        return None
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ApiError("invalid", f"{name} must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it "
+                                  f"has no zone), not {text[:60]!r}", name,
+                       phrase=phrase(N_("must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it has no "
+                                        "zone), not %(value)s"), value=repr(text[:60]))) from None
+    if end_of_day and len(text.strip()) == len("2026-03-06"):
+        value += timedelta(days=1, microseconds=-1)
+    return to_utc(value, name)
 
 
 def edition(data: dict[str, Any]) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from flask import url_for
@@ -35,8 +35,7 @@ from harvestdef.repositories.jobends import JobEnd, JobEndRepository
 from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventEntry, JobEventRepository
 from harvestdef.repositories.jobs import JobRepository
 from harvestdef.times import duration_text, utc_text
-from harvestdef.validation import to_utc
-from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page
+from webui.api.core import PAGED, blueprint, decode_cursor, jsonable, limit, page, parse_time
 from webui.api.errors import ApiError
 from webui.api.parameters import QueryParameter, query, takes
 from webui.api.shapes import BOOLEAN, INTEGER, PHRASE, STRING, TIME, answers, described, nullable, page_of, shape
@@ -85,20 +84,6 @@ def parse_int(text: str | None, field: str) -> int | None:
         return int(text)
     except ValueError:
         raise ApiError("invalid", f"{field} must be a whole number, not {text!r}", field) from None
-
-
-def parse_time(text: str | None, field: str, end_of_day: bool = False) -> datetime | None:
-    """An ISO 8601 date or time (UTC when no zone is given); a bare date means its first moment, or with
-    ``end_of_day`` its last, so ``until=2026-03-06`` includes that day."""
-    if text is None or not text.strip():
-        return None
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-        if end_of_day and len(text.strip()) == len("2026-03-06"):
-            value += timedelta(days=1, microseconds=-1)
-    except ValueError:
-        raise ApiError("invalid", f"{field} must be an ISO 8601 date or time, not {text!r}", field) from None
-    return to_utc(value, field)
 
 
 # the job list's filters (the API's list and CSV export, and the status page's form)

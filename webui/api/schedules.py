@@ -7,14 +7,11 @@ names the ``edition`` it was based on (409 if the schedule has moved on). The sc
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from harvestdef.phrases import N_, phrase
 from harvestdef.repositories.schedules import ScheduleRepository
 from harvestdef.schedules import Schedule, TimeUnit
-from harvestdef.validation import to_utc
-from webui.api.core import PAGED, blueprint, body, edition, field, jsonable, limit, name_after, page
+from webui.api.core import PAGED, blueprint, body, edition, field, jsonable, limit, name_after, page, parse_time
 from webui.api.errors import ApiError
 from webui.api.parameters import takes
 from webui.auth import CURATE, READ, require
@@ -22,21 +19,6 @@ from webui.context import actor, database
 
 SCHEDULE_FIELDS = ("name", "timeunit", "numtimeunits", "anytime", "onminute", "onhour", "ondayofweek",
                    "ondayofmonth", "startdate", "enddate", "maxrepeats", "comments")
-
-
-def parse_time(data: dict[str, Any], name: str) -> datetime | None:
-    """An ISO 8601 time of ``data`` as an aware UTC datetime (a time without zone is taken as UTC)."""
-    text = field(data, name, str, required=False)
-    if text is None or not text.strip():
-        return None
-    try:
-        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ApiError("invalid", f"{name} must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it "
-                                  f"has no zone), not {text[:60]!r}", name,
-                       phrase=phrase(N_("must be an ISO 8601 time such as 2026-12-01T02:00:00Z (UTC when it has no "
-                                        "zone), not %(value)s"), value=repr(text[:60]))) from None
-    return to_utc(value, name)
 
 
 def parse_timeunit(value: Any) -> TimeUnit:
@@ -71,7 +53,7 @@ def schedule_from(data: dict[str, Any], base: Schedule | None = None) -> Schedul
             values[name] = field(data, name, int, required=False)
     for name in ("startdate", "enddate"):
         if given(name):
-            values[name] = parse_time(data, name)
+            values[name] = parse_time(field(data, name, str, required=False), name)
     if given("comments"):
         values["comments"] = field(data, "comments", str, required=False, default="")
     if base is None:
