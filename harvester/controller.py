@@ -5,7 +5,7 @@ definition to historyinfo, steps 6-10).
 It never opens the harvest database: jobs come as DoOneCrawl messages, answers go back as messages, files
 go to the archive store. Its durable state is its serverDir: one directory per job (harvester/jobdir.py).
 
-Its states and the moves between them are one table, ``CONTROLLER_TRANSITIONS``::
+Its states and the moves between them are one table, ``HARVEST_CONTROLLER_TRANSITIONS``::
 
     STARTING -> IDLE <-> PAUSED (too little disk)
     IDLE -> CRAWLING -> POSTPROCESSING -> IDLE
@@ -77,7 +77,7 @@ log = logging.getLogger(__name__)
 
 STARTING, IDLE, PAUSED, CRAWLING, POSTPROCESSING, STOPPING = (
     "STARTING", "IDLE", "PAUSED", "CRAWLING", "POSTPROCESSING", "STOPPING")
-CONTROLLER_TRANSITIONS: dict[str, frozenset[str]] = {
+HARVEST_CONTROLLER_TRANSITIONS: dict[str, frozenset[str]] = {
     STARTING: frozenset({IDLE, PAUSED, CRAWLING, POSTPROCESSING, STOPPING}),
     IDLE: frozenset({PAUSED, CRAWLING, POSTPROCESSING, STOPPING}),
     PAUSED: frozenset({IDLE, POSTPROCESSING, STOPPING}),
@@ -176,7 +176,7 @@ class HarvestController:
         self._state_lock = threading.Lock()
         self.jobs_done: list[tuple[int, JobStatus]] = []
         self.metrics = ControllerMetrics(controller_id, self.host, options.channels, __version__,
-                                         CONTROLLER_TRANSITIONS, lambda: self.state,
+                                         HARVEST_CONTROLLER_TRANSITIONS, lambda: self.state,
                                          self._current_job_id, self.free_disk)
         self.postprocessor.on_upload = self.metrics.upload_done
 
@@ -194,7 +194,7 @@ class HarvestController:
         with self._state_lock:
             if new == self.state:
                 return
-            if new not in CONTROLLER_TRANSITIONS[self.state]:
+            if new not in HARVEST_CONTROLLER_TRANSITIONS[self.state]:
                 raise ControllerStateError(f"harvest controller {self.controller_id}: {self.state} -> {new} is not "
                                            f"allowed")
             log.info("harvest controller %s: %s -> %s", self.controller_id, self.state, new)
@@ -627,4 +627,4 @@ def _rss_bytes() -> int:
         return 0
 
 
-__all__ = ["CONTROLLER_TRANSITIONS", "ControllerOptions", "HarvestController"]
+__all__ = ["HARVEST_CONTROLLER_TRANSITIONS", "ControllerOptions", "HarvestController"]

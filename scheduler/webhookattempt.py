@@ -54,7 +54,7 @@ class AttemptLimits:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class AttemptOutcome:
     """How one attempt went: ``error`` is None for a 2xx answer; ``interrupted`` when ``abort()`` ended it
     (the attempt says nothing about the receiver then)."""
 
@@ -118,7 +118,7 @@ class Attempt:
         self._aborted = False
 
     def abort(self) -> None:
-        """End the attempt now: its blocked socket call returns and ``run()`` gives an interrupted Outcome."""
+        """End the attempt now: its blocked socket call returns and ``run()`` gives an interrupted AttemptOutcome."""
         with self._lock:
             self._aborted = True
             sock = self._socket
@@ -129,9 +129,9 @@ class Attempt:
             with contextlib.suppress(OSError):
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
-    def run(self) -> Outcome:
+    def run(self) -> AttemptOutcome:
         """Make the attempt; every failure (refused, unresolved, timed out, TLS, not HTTP, an answer other
-        than 2xx) is an Outcome naming it, never an exception."""
+        than 2xx) is an AttemptOutcome naming it, never an exception."""
         parts = urlsplit(self.url)
         host = parts.hostname or ""
         port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
@@ -139,13 +139,13 @@ class Attempt:
         try:
             addresses = self._resolve(host, port, deadline)
         except DestinationRefused as exc:
-            return Outcome(None, f"not sent: {exc.reason}")
+            return AttemptOutcome(None, f"not sent: {exc.reason}")
         except OSError as exc:
-            return Outcome(None, f"{host} does not resolve: {exc.strerror or exc}")
+            return AttemptOutcome(None, f"{host} does not resolve: {exc.strerror or exc}")
         except _Expired as exc:
             if self._aborted:
                 return self._interrupted()
-            return Outcome(None, f"{exc.phase} within {self.limits.deadline:g} s ({TIMEOUT_SETTING})")
+            return AttemptOutcome(None, f"{exc.phase} within {self.limits.deadline:g} s ({TIMEOUT_SETTING})")
         try:
             sock = self._connect(host, addresses, port, deadline)
             try:
@@ -160,21 +160,21 @@ class Attempt:
         except _Expired as exc:
             if self._aborted:
                 return self._interrupted()
-            return Outcome(None, f"{exc.phase} within {self.limits.deadline:g} s ({TIMEOUT_SETTING})")
+            return AttemptOutcome(None, f"{exc.phase} within {self.limits.deadline:g} s ({TIMEOUT_SETTING})")
         except ssl.SSLError as exc:
             if self._aborted:
                 return self._interrupted()
-            return Outcome(None, f"TLS failed: {exc.reason or exc}")
+            return AttemptOutcome(None, f"TLS failed: {exc.reason or exc}")
         except ConnectionRefusedError:
-            return Outcome(None, f"connection refused by {host}:{port}")
+            return AttemptOutcome(None, f"connection refused by {host}:{port}")
         except (OSError, h11.ProtocolError) as exc:
             if self._aborted:
                 return self._interrupted()
-            return Outcome(None, plain_text(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+            return AttemptOutcome(None, plain_text(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
                                             300))
 
-    def _interrupted(self) -> Outcome:
-        return Outcome(None, "interrupted: the scheduler stopped during the attempt", interrupted=True)
+    def _interrupted(self) -> AttemptOutcome:
+        return AttemptOutcome(None, "interrupted: the scheduler stopped during the attempt", interrupted=True)
 
     def _remaining(self, deadline: float, phase: str) -> float:
         left = deadline - time.monotonic()
@@ -239,7 +239,7 @@ class Attempt:
             self._socket = wrapped
         return wrapped
 
-    def _exchange(self, sock: socket.socket, host_header: str, target: str, deadline: float) -> Outcome:
+    def _exchange(self, sock: socket.socket, host_header: str, target: str, deadline: float) -> AttemptOutcome:
         """Send the request and read the answer's head (and, for a failure, a capped excerpt of its body)."""
         connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=self.limits.header_bytes)
         request = h11.Request(method="POST", target=target, headers=[
@@ -258,9 +258,9 @@ class Attempt:
                 event = connection.next_event()
             except h11.RemoteProtocolError as exc:
                 if received > self.limits.header_bytes:
-                    return Outcome(None, f"the answer's status line and headers exceed "
+                    return AttemptOutcome(None, f"the answer's status line and headers exceed "
                                          f"{self.limits.header_bytes} bytes ({HEADER_SETTING})")
-                return Outcome(None, plain_text(f"the answer is not HTTP/1.1: {exc}", 300))
+                return AttemptOutcome(None, plain_text(f"the answer is not HTTP/1.1: {exc}", 300))
             if event is h11.NEED_DATA:
                 phase = "no answer" if not received else f"the answer's status and headers did not end " \
                                                           f"({received} bytes came)"
@@ -274,16 +274,16 @@ class Attempt:
         status = event.status_code
         reason = plain_text(event.reason.decode("latin-1"), 60)
         if 200 <= status < 300:
-            return Outcome(status, None)
+            return AttemptOutcome(status, None)
         head = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in event.headers}
         error = f"HTTP {status} {reason}".rstrip()
         if 300 <= status < 400:
             location = plain_text(head.get("location", ""), 200) or "nowhere"
-            return Outcome(status, f"{error}: redirected to {location}; deliveries are not redirected, change the "
-                                   "webhook's address if it moved")
+            return AttemptOutcome(status, f"{error}: redirected to {location}; deliveries are not redirected, "
+                                          "change the webhook's address if it moved")
         said = answer_excerpt(head.get("content-type"), self._body(connection, sock, deadline),
                               self.limits.excerpt_characters)
-        return Outcome(status, f"{error}: {said}" if said else error)
+        return AttemptOutcome(status, f"{error}: {said}" if said else error)
 
     def _read(self, sock: socket.socket, deadline: float, phase: str) -> bytes:
         try:
@@ -314,4 +314,4 @@ class Attempt:
         return bytes(body[:cap])
 
 
-__all__ = ["AttemptLimits", "Attempt", "Outcome", "answer_excerpt", "plain_text"]
+__all__ = ["AttemptLimits", "Attempt", "AttemptOutcome", "answer_excerpt", "plain_text"]

@@ -45,7 +45,7 @@ from sqlalchemy import Engine
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
-from harvestdef.model.webhooks import FAILED, Delivery, Webhook, retry_delay
+from harvestdef.model.webhooks import FAILED, Webhook, WebhookDelivery, retry_delay
 from harvestdef.repositories.base import database_errors
 from harvestdef.repositories.webhooks import WebhookRepository
 from harvestdef.settings import Settings
@@ -66,7 +66,7 @@ def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
 
 
-def signed_request(delivery: Delivery, webhook: Webhook, sent_at: datetime) -> tuple[bytes, dict[str, str]]:
+def signed_request(delivery: WebhookDelivery, webhook: Webhook, sent_at: datetime) -> tuple[bytes, dict[str, str]]:
     """The body and headers of one attempt of ``delivery``."""
     document = {"event": delivery.event.value, "delivery_id": delivery.delivery_id,
                 "sent_at": sent_at.isoformat().replace("+00:00", "Z"),
@@ -199,7 +199,7 @@ class WebhookSender:
             attempts += 1
         return attempts
 
-    def _attempt(self, delivery: Delivery, webhook: Webhook) -> None:
+    def _attempt(self, delivery: WebhookDelivery, webhook: Webhook) -> None:
         attempt = delivery.attempts + 1
         sent_at = utcnow()
         body, headers = signed_request(delivery, webhook, sent_at)
@@ -239,7 +239,7 @@ class WebhookSender:
                         delivery.event.value, webhook.name, attempt, self.max_attempts, outcome.error,
                         next_attempt_at)
 
-    def _release(self, delivery: Delivery, attempt: int, reason: str) -> None:
+    def _release(self, delivery: WebhookDelivery, attempt: int, reason: str) -> None:
         """An attempt the shutdown interrupted: pending again at once, not counted (the next leader sends it)."""
         try:
             with database_errors("releasing an interrupted webhook delivery"), \

@@ -49,7 +49,7 @@ EXTENSION = "harvestsuite.crawl_log_search"
 _EXTENSION_LOCK = threading.Lock()
 
 
-class CrawlLogLine(NamedTuple):
+class MatchingLine(NamedTuple):
     """A matching line and its number in the crawl.log (the first line is 1)."""
 
     number: int
@@ -77,7 +77,7 @@ class CrawlLogSearchResult:
     goes on (after the last line returned, or the last line read before the deadline); None once the
     crawl.log has been read to its end, or a file could not be read."""
 
-    lines: tuple[CrawlLogLine, ...] = ()
+    lines: tuple[MatchingLine, ...] = ()
     scanned: int = 0
     seconds: float = 0.0
     is_capped: bool = False
@@ -158,7 +158,7 @@ class CrawlLogSearcher:
 
 
 def _run(search: _Search) -> CrawlLogSearchResult:
-    lines: list[CrawlLogLine] = []
+    lines: list[MatchingLine] = []
     last_returned = search.start
     line, offset, scanned = search.start.line, 0, 0
     is_capped = is_timed_out = False
@@ -192,7 +192,7 @@ def _run(search: _Search) -> CrawlLogSearchResult:
                 if len(lines) == search.max_matches:
                     is_capped = True
                     break
-                lines.append(CrawlLogLine(line, text))
+                lines.append(MatchingLine(line, text))
                 last_returned = CrawlLogPosition(line, offset)
             if is_timed_out or is_capped:
                 break

@@ -34,7 +34,7 @@ def rebuild(app: AppContext, dry_run: bool, work_dir: Path | None) -> None:
     and left as it is; the others go on, and the exit status is then 1.
     """
     from harvestdef.archive import ArchiveStore
-    from harvestdef.dedup.rebuild import JobResult, Outcome, StoredJob, count_jobs, rebuild_store
+    from harvestdef.dedup.rebuild import JobResult, RebuildOutcome, StoredJob, count_jobs, rebuild_store
 
     store = ArchiveStore.from_settings(app.settings)
     store.require_root()
@@ -62,12 +62,12 @@ def rebuild(app: AppContext, dry_run: bool, work_dir: Path | None) -> None:
 
         def on_done(result: JobResult) -> None:
             nonlocal entries
-            if result.outcome is Outcome.DONE:
+            if result.outcome is RebuildOutcome.DONE:
                 return
             entries += result.entries
             # off the line the bar is drawn on, when it is drawn (on a terminal)
             newline = "\n" if sys.stderr.isatty() else ""
-            if result.outcome is Outcome.FAILED:
+            if result.outcome is RebuildOutcome.FAILED:
                 click.echo(f"{newline}{result.name}: not rebuilt: {result.reason}", err=True)
             elif result.own_domains is None:
                 click.echo(f"{newline}{result.name} is not in the harvest database: partitioned with own domains: "

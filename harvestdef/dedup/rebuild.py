@@ -59,7 +59,7 @@ def by_domain_name(job_id: int) -> str:
     return f"dedup/{job_id}.by-domain.gz"
 
 
-class Outcome(enum.Enum):
+class RebuildOutcome(enum.Enum):
     REBUILT = "rebuilt"
     DONE = "done"        # had its directory already: skipped
     FAILED = "failed"
@@ -78,7 +78,7 @@ class JobResult:
     """What the rebuild did with one job."""
     harvest_id: int
     job_id: int
-    outcome: Outcome
+    outcome: RebuildOutcome
     entries: int = 0
     own_domains: int | None = None   # None: the job is not in the harvest database
     reason: str | None = None        # why it failed
@@ -210,11 +210,11 @@ def rebuild_store(store: ArchiveStore, engine: Engine, work_dir: Path | None = N
     work = Path(tempfile.mkdtemp(prefix="harvestsuite-dedup-rebuild-", dir=work_dir))
 
     def done(result: JobResult) -> None:
-        if result.outcome is Outcome.REBUILT:
+        if result.outcome is RebuildOutcome.REBUILT:
             summary.rebuilt += 1
             summary.entries += result.entries
             summary.unknown += result.own_domains is None
-        elif result.outcome is Outcome.DONE:
+        elif result.outcome is RebuildOutcome.DONE:
             summary.skipped += 1
         else:
             summary.failed.append(result)
@@ -226,7 +226,7 @@ def rebuild_store(store: ArchiveStore, engine: Engine, work_dir: Path | None = N
         for job_id in job_ids:
             if store.has(harvest_id, job_id, directory_name(job_id)):
                 # done since it was listed, by another rebuild beside this one
-                done(JobResult(harvest_id, job_id, Outcome.DONE))
+                done(JobResult(harvest_id, job_id, RebuildOutcome.DONE))
                 continue
             if on_start is not None:
                 on_start(StoredJob(harvest_id, job_id, partitioned=False))
@@ -234,11 +234,11 @@ def rebuild_store(store: ArchiveStore, engine: Engine, work_dir: Path | None = N
             try:
                 partitioned = rebuild_job(store, harvest_id, job_id, own or (), work)
             except (DedupFormatError, ArchiveStoreError, OSError, ValueError, sqlite3.Error) as exc:
-                done(JobResult(harvest_id, job_id, Outcome.FAILED, own_domains=None if own is None else len(own),
-                               reason=str(exc)))
+                done(JobResult(harvest_id, job_id, RebuildOutcome.FAILED,
+                               own_domains=None if own is None else len(own), reason=str(exc)))
                 store.require_root()
                 continue
-            done(JobResult(harvest_id, job_id, Outcome.REBUILT, entries=partitioned.entries,
+            done(JobResult(harvest_id, job_id, RebuildOutcome.REBUILT, entries=partitioned.entries,
                            own_domains=None if own is None else len(own)))
 
     try:
@@ -252,9 +252,9 @@ def rebuild_store(store: ArchiveStore, engine: Engine, work_dir: Path | None = N
                 try:
                     _complete_checksums(store, job)
                 except (ArchiveStoreError, OSError) as exc:
-                    done(JobResult(job.harvest_id, job.job_id, Outcome.FAILED, reason=f"{CHECKSUMS}: {exc}"))
+                    done(JobResult(job.harvest_id, job.job_id, RebuildOutcome.FAILED, reason=f"{CHECKSUMS}: {exc}"))
                     continue
-                done(JobResult(job.harvest_id, job.job_id, Outcome.DONE))
+                done(JobResult(job.harvest_id, job.job_id, RebuildOutcome.DONE))
                 continue
             batch_harvest = job.harvest_id
             batch.append(job.job_id)
@@ -294,5 +294,5 @@ def _numbered_directories(directory: Path) -> list[int]:
     return sorted(numbers)
 
 
-__all__ = ["LOOKUP_BATCH", "JobResult", "Outcome", "RebuildSummary", "StoreCount", "StoredJob", "by_domain_name",
-           "count_jobs", "own_domains", "rebuild_job", "rebuild_store", "stored_jobs"]
+__all__ = ["LOOKUP_BATCH", "JobResult", "RebuildOutcome", "RebuildSummary", "StoreCount", "StoredJob",
+           "by_domain_name", "count_jobs", "own_domains", "rebuild_job", "rebuild_store", "stored_jobs"]

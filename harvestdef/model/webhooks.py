@@ -80,7 +80,7 @@ class Webhook:
 
 
 @dataclass(frozen=True)
-class Delivery:
+class WebhookDelivery:
     """One event for one webhook, and how its sending went. ``document`` is the event's JSON as recorded;
     ``url`` the address of its last attempt (its webhook's when it was recorded, before any)."""
 
@@ -182,5 +182,5 @@ def check_secret(value: str, field: str = "secret") -> str:
     return value
 
 
-__all__ = ["DELIVERED", "DELIVERY_STATES", "FAILED", "PENDING", "TRANSITIONS", "Delivery", "Webhook",
+__all__ = ["DELIVERED", "DELIVERY_STATES", "FAILED", "PENDING", "TRANSITIONS", "WebhookDelivery", "Webhook",
            "WebhookEvent", "check_events", "check_secret", "check_url", "retry_delay", "secret_hint"]

@@ -38,8 +38,8 @@ from harvestdef.model.webhooks import (
     FAILED,
     PENDING,
     TRANSITIONS,
-    Delivery,
     Webhook,
+    WebhookDelivery,
     WebhookEvent,
     check_events,
     check_secret,
@@ -61,12 +61,12 @@ def to_webhook(row: Any) -> Webhook:
                    edition=values["edition"])
 
 
-def _to_delivery(row: Any) -> Delivery:
-    return Delivery(delivery_id=row.delivery_id, webhook_id=row.webhook_id, webhook_name=row.webhook_name,
-                    event=WebhookEvent(row.event), url=row.url, document=json.loads(row.document),
-                    created=row.created, state=row.state, attempts=row.attempts,
-                    next_attempt_at=row.next_attempt_at, last_attempt_at=row.last_attempt_at,
-                    last_status=row.last_status, last_error=row.last_error)
+def _to_delivery(row: Any) -> WebhookDelivery:
+    return WebhookDelivery(delivery_id=row.delivery_id, webhook_id=row.webhook_id, webhook_name=row.webhook_name,
+                       event=WebhookEvent(row.event), url=row.url, document=json.loads(row.document),
+                       created=row.created, state=row.state, attempts=row.attempts,
+                       next_attempt_at=row.next_attempt_at, last_attempt_at=row.last_attempt_at,
+                       last_status=row.last_status, last_error=row.last_error)
 
 
 def check_destination(url: str, destinations: DestinationPolicy, field: str = "url") -> str:
@@ -177,7 +177,7 @@ class WebhookRepository:
                 .select_from(_d.outerjoin(_w, _w.c.webhook_id == _d.c.webhook_id)))
 
     def deliveries(self, size: int, before_id: int | None = None, webhook_id: int | None = None,
-                   state: str | None = None) -> list[Delivery]:
+                   state: str | None = None) -> list[WebhookDelivery]:
         """Up to ``size`` deliveries, newest first, older than ``before_id`` if given (a keyset page)."""
         query = self._deliveries()
         if before_id is not None:
@@ -188,7 +188,7 @@ class WebhookRepository:
             query = query.where(_d.c.state == state)
         return [_to_delivery(row) for row in self.conn.execute(query.order_by(_d.c.delivery_id.desc()).limit(size))]
 
-    def delivery(self, delivery_id: int) -> Delivery:
+    def delivery(self, delivery_id: int) -> WebhookDelivery:
         row = self.conn.execute(self._deliveries().where(_d.c.delivery_id == delivery_id)).first()
         if row is None:
             raise NotFoundError("webhook delivery", delivery_id)
@@ -201,7 +201,7 @@ class WebhookRepository:
             select(_d.c.state, func.count()).group_by(_d.c.state))})
         return counts
 
-    def send_again(self, delivery_id: int) -> Delivery:
+    def send_again(self, delivery_id: int) -> WebhookDelivery:
         """A failed delivery of a webhook that still exists and is active goes pending again, due now, its
         attempts counted afresh; its last error stays until the next attempt.
 
@@ -223,7 +223,7 @@ class WebhookRepository:
 
     # ------------------------------------------------------------------ sending (the leading scheduler)
     def due(self, now: datetime, size: int, webhook_id: int | None = None,
-            excluding: frozenset[int] | set[int] = frozenset()) -> list[tuple[Delivery, Webhook]]:
+            excluding: frozenset[int] | set[int] = frozenset()) -> list[tuple[WebhookDelivery, Webhook]]:
         """Pending deliveries of active webhooks whose next try has come, the longest waiting first; only
         webhook ``webhook_id``'s if given, and none of the delivery ids ``excluding``."""
         only = [] if webhook_id is None else [_d.c.webhook_id == webhook_id]
@@ -249,7 +249,7 @@ class WebhookRepository:
             .where(_d.c.state == PENDING, _d.c.next_attempt_at <= now, _w.c.isactive.is_(True))
             .group_by(_d.c.webhook_id).order_by(waited, _d.c.webhook_id)))
 
-    def take(self, delivery: Delivery, url: str, now: datetime, lease: timedelta) -> bool:
+    def take(self, delivery: WebhookDelivery, url: str, now: datetime, lease: timedelta) -> bool:
         """Count an attempt of ``delivery`` to ``url`` and hold it for ``lease``; False if another sender
         took or settled it meanwhile."""
         return self.conn.execute(

@@ -1,7 +1,7 @@
 """The engine's jobs: the registry of job directories and each job's state, as Heritrix 3 keeps them.
 
 A job is a directory holding ``crawler-beans.cxml``, as a Heritrix 3 job is. Its state is one of four, and
-every action a client may POST is allowed or refused by ``JOB_TRANSITIONS`` alone, one table in the form of
+every action a client may POST is allowed or refused by ``JOB_ACTIONS`` alone, one table in the form of
 harvestdef's job states (harvestdef/model/status.py)::
 
     UNBUILT --build--> READY --launch--> ACTIVE --(crawl ends)--> FINISHED --teardown--> UNBUILT
@@ -98,7 +98,7 @@ class Action(enum.StrEnum):
 
 # Every allowed action per job state and the state it leads to. ACTIVE -> FINISHED is not an action: the
 # crawl reports it. ``teardown`` is refused while a crawl runs (it would drop a live controller).
-JOB_TRANSITIONS: dict[JobState, dict[Action, JobState]] = {
+JOB_ACTIONS: dict[JobState, dict[Action, JobState]] = {
     JobState.UNBUILT: {Action.BUILD: JobState.READY},
     JobState.READY: {Action.LAUNCH: JobState.ACTIVE, Action.TEARDOWN: JobState.UNBUILT},
     JobState.ACTIVE: {Action.PAUSE: JobState.ACTIVE, Action.UNPAUSE: JobState.ACTIVE,
@@ -238,7 +238,7 @@ class CrawlJob:
         return JobState.READY if self._config is not None else JobState.UNBUILT
 
     def _available_actions(self, state: JobState, controller_state: ControllerState | None) -> tuple[Action, ...]:
-        allowed = tuple(JOB_TRANSITIONS[state])
+        allowed = tuple(JOB_ACTIONS[state])
         if self.is_profile:
             allowed = tuple(action for action in allowed if action is not Action.LAUNCH)
         if state is JobState.ACTIVE:
@@ -254,7 +254,7 @@ class CrawlJob:
         if action not in self._available_actions(state, controller_state):
             where = f"{state.value}" + (f" ({controller_state})" if controller_state else "")
             raise JobActionError(f"job {self.name}: action '{action}' is not available while {where}")
-        return JOB_TRANSITIONS[state][action]
+        return JOB_ACTIONS[state][action]
 
     # -- actions -------------------------------------------------------------------------------------------
 

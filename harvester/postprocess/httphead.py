@@ -18,7 +18,7 @@ _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _MEDIA_TYPE = re.compile(rf"^\s*({_TOKEN})/({_TOKEN})")
 
 
-class LineReader(Protocol):
+class ReadlineStream(Protocol):
     def readline(self, size: int = -1) -> bytes: ...
 
 
@@ -36,7 +36,7 @@ def short_media_type(content_type: str | None) -> str | None:
     return f"{match.group(1)}/{match.group(2)}".lower() if match else None
 
 
-def read_http_head(stream: LineReader) -> HttpHead:
+def read_http_head(stream: ReadlineStream) -> HttpHead:
     """Read the status line and headers; the stream is left just after the blank line that ends them."""
     status = None
     content_type = None

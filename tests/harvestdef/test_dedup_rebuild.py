@@ -21,7 +21,7 @@ from harvestdef.dedup import DedupIndex, entries_name, read_entry_fields, write_
 from harvestdef.dedup.entries import DedupEntry
 from harvestdef.dedup.jobindex import build_job_index
 from harvestdef.dedup.partitions import directory_name, domain_of_entry_url, parse_directory, write_partitioned
-from harvestdef.dedup.rebuild import Outcome, by_domain_name, count_jobs, rebuild_store
+from harvestdef.dedup.rebuild import RebuildOutcome, by_domain_name, count_jobs, rebuild_store
 from harvestdef.model.status import JobStatus
 from harvestdef.repositories.jobs import JobRepository, new_job_row
 from tests.scheduler.factories import T0, make_domain, make_selective
@@ -143,10 +143,10 @@ def test_old_jobs_get_their_partitions_beside_their_untouched_entries(engine: En
     assert (summary.rebuilt, summary.skipped, summary.unknown) == (4, 1, 1)
     assert summary.entries == 4 * len(job_entries(11)) and summary.seconds > 0
     (failed,) = summary.failed
-    assert (failed.harvest_id, failed.job_id, failed.outcome) == (*CORRUPT, Outcome.FAILED)
+    assert (failed.harvest_id, failed.job_id, failed.outcome) == (*CORRUPT, RebuildOutcome.FAILED)
     assert str(store.job_path(*CORRUPT) / entries_name(21)) in failed.reason and "unreadable" in failed.reason
     assert started == [11, 12, 21, 13, 14], "by harvest, then job"
-    assert {result.job_id: result.outcome for result in finished}[20] is Outcome.DONE
+    assert {result.job_id: result.outcome for result in finished}[20] is RebuildOutcome.DONE
     assert list(work.iterdir()) == [], "working files are removed"
 
     after = stored_bytes(store)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harvestdef.model.webhooks import DELIVERY_STATES, Delivery, Webhook, WebhookEvent
+from harvestdef.model.webhooks import DELIVERY_STATES, Webhook, WebhookDelivery, WebhookEvent
 from harvestdef.repositories.webhooks import WebhookRepository
 from webui.api.core import PAGED, blueprint, body, decode_cursor, edition, encode_cursor, field, jsonable, limit
 from webui.api.errors import ApiError
@@ -38,7 +38,7 @@ def webhook_json(webhook: Webhook) -> dict[str, Any]:
             "secret_hint": webhook.secret_hint, "created": jsonable(webhook.created), "edition": webhook.edition}
 
 
-def delivery_json(delivery: Delivery) -> dict[str, Any]:
+def delivery_json(delivery: WebhookDelivery) -> dict[str, Any]:
     return {"id": delivery.delivery_id, "webhook_id": delivery.webhook_id, "webhook": delivery.webhook_name,
             "event": delivery.event.value, "url": delivery.url, "state": delivery.state,
             "attempts": delivery.attempts, "created": jsonable(delivery.created),
@@ -122,7 +122,8 @@ def delete_webhook(webhook_id: int) -> Any:
         return webhook_json(WebhookRepository(conn, actor()).delete(webhook_id))
 
 
-def find_deliveries(size: int, before_id: int | None, webhook_id: int | None, state: str | None) -> list[Delivery]:
+def find_deliveries(size: int, before_id: int | None, webhook_id: int | None,
+                    state: str | None) -> list[WebhookDelivery]:
     with database().connect() as conn:
         return WebhookRepository(conn).deliveries(size, before_id, webhook_id, state)
 
