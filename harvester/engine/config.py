@@ -10,6 +10,7 @@ only: the cxml and the seeds file it names.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -466,9 +467,65 @@ def _crawl_metadata(get, user_agent: str) -> tuple[tuple[str, str], ...]:
     return tuple((label, str(value).strip()) for label, value in fields if value and str(value).strip())
 
 
-def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
-    """Read a crawler-beans.cxml; relative paths in it (seeds.txt, dedup index) resolve against job_dir."""
-    cxml_path, job_dir = Path(cxml_path), Path(job_dir)
+def _as_text(value: object, name: str) -> str:
+    return str(value)
+
+
+def _as_count(value: object, name: str) -> int:
+    """A number of things of which there is at least one (threads, parallel queues)."""
+    return max(1, _as_int(value, name))
+
+
+@dataclass(frozen=True)
+class _Property:
+    """A CrawlConfig field read straight from one honoured property of one role's bean (its default from
+    HONOURED), converted by ``kind``, whose error names the property."""
+    field: str
+    role: str
+    name: str
+    kind: Callable[[object, str], object]
+
+
+PROPERTIES = (
+    _Property("job_name", "CrawlMetadata", "jobName", _as_text),
+    _Property("operator_from", "CrawlMetadata", "operatorFrom", _as_text),
+    _Property("source_tag_seeds", "TextSeedModule", "sourceTagSeeds", _as_bool),
+    _Property("max_toe_threads", "CrawlController", "maxToeThreads", _as_count),
+    _Property("pause_at_start", "CrawlController", "pauseAtStart", _as_bool),
+    _Property("max_bytes_download", "CrawlLimitEnforcer", "maxBytesDownload", _as_int),
+    _Property("max_documents_download", "CrawlLimitEnforcer", "maxDocumentsDownload", _as_int),
+    _Property("max_time_seconds", "CrawlLimitEnforcer", "maxTimeSeconds", _as_int),
+    _Property("group_max_fetch_successes", "QuotaEnforcer", "groupMaxFetchSuccesses", _as_int),
+    _Property("group_max_all_kb", "QuotaEnforcer", "groupMaxAllKb", _as_int),
+    _Property("parallel_queues", "QueueAssignmentPolicy", "parallelQueues", _as_count),
+    _Property("delay_factor", "DispositionProcessor", "delayFactor", _as_float),
+    _Property("min_delay_ms", "DispositionProcessor", "minDelayMs", _as_int),
+    _Property("max_delay_ms", "DispositionProcessor", "maxDelayMs", _as_int),
+    _Property("respect_crawl_delay_up_to_seconds", "DispositionProcessor", "respectCrawlDelayUpToSeconds",
+              _as_int),
+    _Property("timeout_seconds", "FetchHTTP", "timeoutSeconds", _as_float),
+    _Property("so_timeout_ms", "FetchHTTP", "soTimeoutMs", _as_int),
+    _Property("max_length_bytes", "FetchHTTP", "maxLengthBytes", _as_int),
+    _Property("send_connection_close", "FetchHTTP", "sendConnectionClose", _as_bool),
+    _Property("use_http11", "FetchHTTP", "useHTTP11", _as_bool),
+    _Property("accept_compression", "FetchHTTP", "acceptCompression", _as_bool),
+    _Property("send_referer", "FetchHTTP", "sendReferer", _as_bool),
+    _Property("max_retries", "BdbFrontier", "maxRetries", _as_int),
+    _Property("retry_delay_seconds", "BdbFrontier", "retryDelaySeconds", _as_float),
+    _Property("warc_prefix", "WARCWriterProcessor", "prefix", _as_text),
+    _Property("warc_max_file_size_bytes", "WARCWriterProcessor", "maxFileSizeBytes", _as_int),
+    _Property("warc_compress", "WARCWriterProcessor", "compress", _as_bool),
+    _Property("dedup_mime_filter", "DeDuplicator", "mimeFilter", _as_text),
+    _Property("stats_interval_seconds", "StatisticsTracker", "intervalSeconds", _as_float),
+    _Property("checkpoint_interval_minutes", "CheckpointService", "checkpointIntervalMinutes", _as_int),
+    _Property("action_delay_seconds", "ActionDirectory", "delaySeconds", _as_float),
+    _Property("action_initial_delay_seconds", "ActionDirectory", "initialDelaySeconds", _as_float),
+    _Property("js_max_candidate_length", "ExtractorJS", "maximumCandidateLength", _as_int),
+    _Property("sitemap_lenient", "ExtractorSitemap", "enableLenientExtraction", _as_bool),
+)
+
+
+def _read_beans(cxml_path: Path, job_dir: Path) -> _Reader:
     try:
         data = cxml_path.read_bytes()
     except OSError as exc:
@@ -480,6 +537,11 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
     bean_set.apply_overrides()
     reader = _Reader(bean_set, job_dir)
     reader.read()
+    return reader
+
+
+def _identity(reader: _Reader) -> dict[str, object]:
+    """The user agent (its template filled in), the robots policy and the warcinfo fields."""
     get = reader.get
     contact = str(get("CrawlMetadata", "operatorContactUrl"))
     user_agent = str(get("CrawlMetadata", "userAgentTemplate")).replace("@OPERATOR_CONTACT_URL@", contact)
@@ -489,17 +551,38 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
         robots = "obey"
     if robots not in ("obey", "robotsTxtOnly", "ignore"):
         raise ConfigError(f"robotsPolicyName {robots!r} is not one of obey, classic, robotsTxtOnly, ignore")
+    return {"user_agent": user_agent, "robots_policy": robots, "crawl_metadata": _crawl_metadata(get, user_agent)}
+
+
+def _writing(reader: _Reader, job_dir: Path) -> dict[str, object]:
+    """The WARC writer's and the deduplicator's switches, paths and filters."""
+    get = reader.get
+    deduplicating = "DeDuplicator" in reader.roles and _as_bool(get("DeDuplicator", "enabled"), "enabled")
     if "DeDuplicator" in reader.roles:
         _check_pattern(str(get("DeDuplicator", "mimeFilter")), "DeDuplicator: mimeFilter")
-    dedup_location = str(get("DeDuplicator", "indexLocation")).strip()
+    location = str(get("DeDuplicator", "indexLocation")).strip()
     dedup_index = None
-    if "DeDuplicator" in reader.roles and dedup_location and _as_bool(get("DeDuplicator", "enabled"), "enabled"):
-        dedup_index = Path(dedup_location) if Path(dedup_location).is_absolute() else job_dir / dedup_location
+    if deduplicating and location:
+        dedup_index = Path(location) if Path(location).is_absolute() else job_dir / location
     store_paths = get("WARCWriterProcessor", "storePaths")
-    store_paths = tuple(str(p) for p in store_paths) if isinstance(store_paths, list) and store_paths else ("warcs",)
     items = get("WARCWriterProcessor", "metadataItems")
-    warcinfo_items = tuple((str(k), str(v)) for k, v in items.items()) if isinstance(items, dict) else ()
-    http_credentials, form_credentials = _credentials(reader)
+    return {
+        "warc_enabled": ("WARCWriterProcessor" in reader.roles
+                         and _as_bool(get("WARCWriterProcessor", "enabled"), "enabled")),
+        "warc_store_paths": (tuple(str(path) for path in store_paths)
+                             if isinstance(store_paths, list) and store_paths else ("warcs",)),
+        "warcinfo_items": tuple((str(k), str(v)) for k, v in items.items()) if isinstance(items, dict) else (),
+        "dedup_enabled": deduplicating,
+        "dedup_index": dedup_index,
+        "dedup_by_url": str(get("DeDuplicator", "matchingMethod")).strip().upper() == "URL",
+        "dedup_mime_filter_is_blacklist": str(get("DeDuplicator", "filterMode")).strip().upper() != "WHITELIST",
+        "content_size_annotation": reader.content_size_annotation,
+    }
+
+
+def _extraction(reader: _Reader) -> dict[str, object]:
+    """Which extractors beyond HTML and CSS run (script, sitemaps, robots.txt), and their patterns checked."""
+    get = reader.get
     js_present = "ExtractorJS" in reader.roles
     js_bean = reader.roles["ExtractorJS"][1].bean_id if js_present else ""
     js_reject = get("ExtractorJS", "rejectRelativeMatchingRegexList") if js_present else None
@@ -510,91 +593,53 @@ def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
     if reader.extractor_html is not None:
         extract_javascript = _as_bool(reader.extractor_html.properties.get("extractJavascript", True),
                                       f"{reader.extractor_html.bean_id or 'ExtractorHTML'}.extractJavascript")
+    sitemap_pattern = str(get("ExtractorSitemap", "urlPattern") or "").strip()
+    if sitemap_pattern:
+        _check_pattern(sitemap_pattern, "ExtractorSitemap: urlPattern")
+    return {
+        "js_files": _is_on(reader, "ExtractorJS"),
+        "js_inline": js_present and extract_javascript,
+        "js_strict": js_present and _as_bool(get("ExtractorJS", "strict"), "strict"),
+        "js_reject_relative": js_reject,
+        "sitemaps": _is_on(reader, "ExtractorSitemap"),
+        "sitemap_url_pattern": sitemap_pattern,
+        "robots_sitemaps": _is_on(reader, "ExtractorRobotsTxt"),
+    }
+
+
+def load_crawl_config(cxml_path: Path, job_dir: Path) -> CrawlConfig:
+    """Read a crawler-beans.cxml; relative paths in it (seeds.txt, dedup index) resolve against job_dir."""
+    cxml_path, job_dir = Path(cxml_path), Path(job_dir)
+    reader = _read_beans(cxml_path, job_dir)
+    get = reader.get
+    values: dict[str, object] = {prop.field: prop.kind(get(prop.role, prop.name), prop.name) for prop in PROPERTIES}
+    values |= _identity(reader) | _writing(reader, job_dir) | _extraction(reader)
+    http_credentials, form_credentials = _credentials(reader)
     ip_validity_seconds = 21600  # Heritrix's default
     if reader.preconditions is not None:
         ip_validity_seconds = _as_int(reader.preconditions.properties.get("ipValidityDurationSeconds", 21600),
                                       f"{reader.preconditions.bean_id or 'PreconditionEnforcer'}"
                                       ".ipValidityDurationSeconds")
-    sitemap_pattern = str(get("ExtractorSitemap", "urlPattern") or "").strip()
-    if sitemap_pattern:
-        _check_pattern(sitemap_pattern, "ExtractorSitemap: urlPattern")
-    limits = {name: _as_int(get("CrawlLimitEnforcer", name), name)
-              for name in ("maxBytesDownload", "maxDocumentsDownload", "maxTimeSeconds")}
-    config = CrawlConfig(
-        job_name=str(get("CrawlMetadata", "jobName")),
-        seeds=_seeds(reader),
-        user_agent=user_agent,
-        operator_from=str(get("CrawlMetadata", "operatorFrom")),
-        robots_policy=robots,
-        source_tag_seeds=_as_bool(get("TextSeedModule", "sourceTagSeeds"), "sourceTagSeeds"),
-        scope_rules=_scope_rules(reader),
-        max_toe_threads=max(1, _as_int(get("CrawlController", "maxToeThreads"), "maxToeThreads")),
-        pause_at_start=_as_bool(get("CrawlController", "pauseAtStart"), "pauseAtStart"),
-        max_bytes_download=limits["maxBytesDownload"],
-        max_documents_download=limits["maxDocumentsDownload"],
-        max_time_seconds=limits["maxTimeSeconds"],
-        group_max_fetch_successes=_as_int(get("QuotaEnforcer", "groupMaxFetchSuccesses"), "groupMaxFetchSuccesses"),
-        group_max_all_kb=_as_int(get("QuotaEnforcer", "groupMaxAllKb"), "groupMaxAllKb"),
-        quota_counts_prerequisites=reader.quota_counts_prerequisites,
-        queue_by_domain=reader.queue_by_domain,
-        queue_policy=reader.queue_policy,
-        parallel_queues=max(1, _as_int(get("QueueAssignmentPolicy", "parallelQueues"), "parallelQueues")),
-        delay_factor=_as_float(get("DispositionProcessor", "delayFactor"), "delayFactor"),
-        min_delay_ms=_as_int(get("DispositionProcessor", "minDelayMs"), "minDelayMs"),
-        max_delay_ms=_as_int(get("DispositionProcessor", "maxDelayMs"), "maxDelayMs"),
-        respect_crawl_delay_up_to_seconds=_as_int(get("DispositionProcessor", "respectCrawlDelayUpToSeconds"),
-                                                  "respectCrawlDelayUpToSeconds"),
-        timeout_seconds=_as_float(get("FetchHTTP", "timeoutSeconds"), "timeoutSeconds"),
-        so_timeout_ms=_as_int(get("FetchHTTP", "soTimeoutMs"), "soTimeoutMs"),
-        max_length_bytes=_as_int(get("FetchHTTP", "maxLengthBytes"), "maxLengthBytes"),
-        send_connection_close=_as_bool(get("FetchHTTP", "sendConnectionClose"), "sendConnectionClose"),
-        use_http11=_as_bool(get("FetchHTTP", "useHTTP11"), "useHTTP11"),
-        accept_compression=_as_bool(get("FetchHTTP", "acceptCompression"), "acceptCompression"),
-        send_referer=_as_bool(get("FetchHTTP", "sendReferer"), "sendReferer"),
-        accept_headers=_accept_headers(get("FetchHTTP", "acceptHeaders"), reader.warnings),
-        max_retries=_as_int(get("BdbFrontier", "maxRetries"), "maxRetries"),
-        retry_delay_seconds=_as_float(get("BdbFrontier", "retryDelaySeconds"), "retryDelaySeconds"),
-        warc_enabled=("WARCWriterProcessor" in reader.roles
-                      and _as_bool(get("WARCWriterProcessor", "enabled"), "enabled")),
-        warc_prefix=str(get("WARCWriterProcessor", "prefix")),
-        warc_max_file_size_bytes=_as_int(get("WARCWriterProcessor", "maxFileSizeBytes"), "maxFileSizeBytes"),
-        warc_compress=_as_bool(get("WARCWriterProcessor", "compress"), "compress"),
-        warc_store_paths=store_paths,
-        warcinfo_items=warcinfo_items,
-        crawl_metadata=_crawl_metadata(get, user_agent),
-        dedup_enabled="DeDuplicator" in reader.roles and _as_bool(get("DeDuplicator", "enabled"), "enabled"),
-        dedup_index=dedup_index,
-        dedup_by_url=str(get("DeDuplicator", "matchingMethod")).strip().upper() == "URL",
-        dedup_mime_filter=str(get("DeDuplicator", "mimeFilter")),
-        dedup_mime_filter_is_blacklist=str(get("DeDuplicator", "filterMode")).strip().upper() != "WHITELIST",
-        content_size_annotation=reader.content_size_annotation,
-        stats_interval_seconds=_as_float(get("StatisticsTracker", "intervalSeconds"), "intervalSeconds"),
-        checkpoint_interval_minutes=_as_int(get("CheckpointService", "checkpointIntervalMinutes"),
-                                            "checkpointIntervalMinutes"),
-        warnings=tuple(dict.fromkeys(reader.warnings)),
-        action_delay_seconds=_as_float(get("ActionDirectory", "delaySeconds"), "delaySeconds"),
-        action_initial_delay_seconds=_as_float(get("ActionDirectory", "initialDelaySeconds"), "initialDelaySeconds"),
-        cookies_enabled=("CookieStore" in reader.roles
-                         and not _as_bool(get("FetchHTTP", "ignoreCookies"), "ignoreCookies")),
-        http_credentials=http_credentials,
-        form_credentials=form_credentials,
-        js_files=_is_on(reader, "ExtractorJS"),
-        js_inline=js_present and extract_javascript,
-        js_strict=js_present and _as_bool(get("ExtractorJS", "strict"), "strict"),
-        js_max_candidate_length=_as_int(get("ExtractorJS", "maximumCandidateLength"), "maximumCandidateLength"),
-        js_reject_relative=js_reject,
-        sitemaps=_is_on(reader, "ExtractorSitemap"),
-        sitemap_url_pattern=sitemap_pattern,
-        sitemap_lenient=_as_bool(get("ExtractorSitemap", "enableLenientExtraction"), "enableLenientExtraction"),
-        robots_sitemaps=_is_on(reader, "ExtractorRobotsTxt"),
-        ip_validity_seconds=max(0, ip_validity_seconds),
-    )
-    if config.form_credentials and not config.cookies_enabled:
-        config_warnings = (*config.warnings, "login forms of the credential store log in with the cookie their "
-                           "answer sets, and there is no cookie store bean (or fetchHttp.ignoreCookies is on): "
-                           "the crawl will not stay logged in")
-        object.__setattr__(config, "warnings", config_warnings)
-    if not config.warc_enabled:
-        config_warnings = (*config.warnings, "no WARC writer bean: nothing will be archived")
-        object.__setattr__(config, "warnings", config_warnings)
-    return config
+    cookies_enabled = "CookieStore" in reader.roles and not _as_bool(get("FetchHTTP", "ignoreCookies"),
+                                                                      "ignoreCookies")
+    values |= {
+        "seeds": _seeds(reader),
+        "scope_rules": _scope_rules(reader),
+        "quota_counts_prerequisites": reader.quota_counts_prerequisites,
+        "queue_by_domain": reader.queue_by_domain,
+        "queue_policy": reader.queue_policy,
+        "accept_headers": _accept_headers(get("FetchHTTP", "acceptHeaders"), reader.warnings),
+        "cookies_enabled": cookies_enabled,
+        "http_credentials": http_credentials,
+        "form_credentials": form_credentials,
+        "ip_validity_seconds": max(0, ip_validity_seconds),
+    }
+    # read last: the steps above add to them
+    warnings = list(dict.fromkeys(reader.warnings))
+    if form_credentials and not cookies_enabled:
+        warnings.append("login forms of the credential store log in with the cookie their answer sets, and there "
+                        "is no cookie store bean (or fetchHttp.ignoreCookies is on): the crawl will not stay "
+                        "logged in")
+    if not values["warc_enabled"]:
+        warnings.append("no WARC writer bean: nothing will be archived")
+    return CrawlConfig(**values, warnings=tuple(warnings))  # type: ignore[arg-type]
