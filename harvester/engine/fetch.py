@@ -286,94 +286,22 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
     started = time.time()
     clock = time.monotonic()
     result = FetchResult(status=0, started=started, address=connection.address)
-    try:
-        if not connection.is_open:
-            await connection.open(connect_timeout)
-    except (TimeoutError, OSError) as exc:
-        connection.close()
-        # The connect timeout fired (wait_for's TimeoutError carries no errno), or the connection failed
-        # after it. Not by the clock alone: uvloop's timers run on the loop's time, taken once per turn of the
-        # loop, so a timeout may fire a little before time.monotonic() says it is due.
-        timed_out = (isinstance(exc, TimeoutError) and exc.errno is None) \
-            or time.monotonic() - clock >= connect_timeout
-        result.status = TIMED_OUT if timed_out else CONNECT_FAILED
-        result.duration_ms = int((time.monotonic() - clock) * 1000)
+    if not await _opened(connection, connect_timeout, clock, result):
         return result
     # The exchange's own h11 state machine, allowed a head as long as the caps allow (h11's default stops at
     # 16 KiB and makes a longer head a malformed response); the caps keep it from ever being given more. A
     # kept connection's previous exchange ended complete (start_next_cycle below), so nothing of it is lost.
     connection.h11 = h11.Connection(our_role=h11.CLIENT, max_incomplete_event_size=header_max_bytes)
     caps = _ResponseCaps(header_max_bytes, header_max_lines, max_length)
-    if method == "GET":
-        request = h11.Request(method="GET", target=target, headers=[("Host", host_header), *headers])
-        result.raw_request = connection.h11.send(request) + connection.h11.send(h11.EndOfMessage())
-    else:
-        request = h11.Request(method=method, target=target,
-                              headers=[("Host", host_header), *headers, ("Content-Length", str(len(body)))])
-        result.raw_request = (connection.h11.send(request) + connection.h11.send(h11.Data(data=body))
-                              + connection.h11.send(h11.EndOfMessage()))
-    if not http11:
-        # h11 speaks only HTTP/1.1 as a client; its request line is the one thing that differs, and its
-        # response parsing (Content-Length, or read to close) serves an HTTP/1.0 exchange unchanged.
-        result.raw_request = result.raw_request.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
+    result.raw_request = _request_bytes(connection.h11, method, target, [("Host", host_header), *headers], body,
+                                        http11)
     assert connection.writer is not None and connection.reader is not None
     spool = result.spool = ResponseSpool()
     reusable = False
     deadline = clock + total_timeout
     try:
         connection.writer.write(result.raw_request)
-        got_response = False
-        while True:
-            event = connection.h11.next_event()
-            if event is h11.NEED_DATA:
-                if caps.cut:
-                    # the caps let no more in: what was kept is the response (headerTrunc, lenTrunc)
-                    result.annotations.append(caps.cut)
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    result.annotations.append(TIME_TRUNC)
-                    break
-                try:
-                    async with asyncio.timeout(min(so_timeout, remaining)):
-                        data = await connection.reader.read(READ_SIZE)
-                except TimeoutError:
-                    if not got_response:
-                        result.status = TIMED_OUT
-                    elif remaining <= so_timeout or time.monotonic() >= deadline:
-                        # the whole exchange's time is up when it bounded this wait (see the connect timeout)
-                        result.annotations.append(TIME_TRUNC)
-                    else:
-                        # quiet for soTimeoutMs mid-response: the connection is lost and the URI retried
-                        result.status = CONNECTION_BROKEN
-                    break
-                kept = caps.admit(data)
-                spool.record_received(kept)
-                if kept or not data:  # b"" tells h11 the connection closed: not for bytes the caps refused
-                    connection.h11.receive_data(kept)
-                if not data and not got_response and not spool.raw_length:
-                    result.status = CONNECTION_BROKEN
-                    break
-                continue
-            if isinstance(event, h11.Response | h11.InformationalResponse):
-                if isinstance(event, h11.InformationalResponse):
-                    continue
-                got_response = True
-                result.status = event.status_code
-                result.headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
-                is_chunked = any(name == b"transfer-encoding" and b"chunked" in value.lower()
-                                 for name, value in event.headers)
-                header_length = caps.header_end if caps.header_end >= 0 else _header_end(spool)
-                spool.start_payload(header_length, is_chunked, keeps_payload(result.header("content-type")))
-            elif isinstance(event, h11.Data):
-                spool.record_payload(event.data)
-            elif isinstance(event, h11.EndOfMessage):
-                reusable = connection.h11.our_state is h11.DONE and connection.h11.their_state is h11.DONE
-                break
-            elif isinstance(event, h11.ConnectionClosed):
-                if not got_response:
-                    result.status = CONNECTION_BROKEN
-                break
+        reusable = await _receive(connection, result, caps, so_timeout, deadline, keeps_payload)
     except h11.RemoteProtocolError:
         # Keep reading what the server sends, within the same caps, until it closes or goes quiet, then
         # record it as received.
@@ -398,6 +326,100 @@ async def fetch(connection: HttpConnection, host_header: str, target: str, heade
     else:
         connection.close()
     return result
+
+
+async def _opened(connection: HttpConnection, connect_timeout: float, clock: float, result: FetchResult) -> bool:
+    """Whether ``connection`` is open (opened now if it was not); if it cannot be, ``result`` says why."""
+    try:
+        if not connection.is_open:
+            await connection.open(connect_timeout)
+    except (TimeoutError, OSError) as exc:
+        connection.close()
+        # The connect timeout fired (wait_for's TimeoutError carries no errno), or the connection failed
+        # after it. Not by the clock alone: uvloop's timers run on the loop's time, taken once per turn of the
+        # loop, so a timeout may fire a little before time.monotonic() says it is due.
+        timed_out = (isinstance(exc, TimeoutError) and exc.errno is None) \
+            or time.monotonic() - clock >= connect_timeout
+        result.status = TIMED_OUT if timed_out else CONNECT_FAILED
+        result.duration_ms = int((time.monotonic() - clock) * 1000)
+        return False
+    return True
+
+
+def _request_bytes(machine: h11.Connection, method: str, target: str, headers: list[tuple[str, str]],
+                   body: bytes, http11: bool) -> bytes:
+    """The request as sent: a GET, or ``method`` with ``body`` and its length."""
+    if method == "GET":
+        raw = machine.send(h11.Request(method="GET", target=target, headers=headers)) \
+            + machine.send(h11.EndOfMessage())
+    else:
+        request = h11.Request(method=method, target=target, headers=[*headers, ("Content-Length", str(len(body)))])
+        raw = machine.send(request) + machine.send(h11.Data(data=body)) + machine.send(h11.EndOfMessage())
+    if not http11:
+        # h11 speaks only HTTP/1.1 as a client; its request line is the one thing that differs, and its
+        # response parsing (Content-Length, or read to close) serves an HTTP/1.0 exchange unchanged.
+        raw = raw.replace(b" HTTP/1.1\r\n", b" HTTP/1.0\r\n", 1)
+    return raw
+
+
+async def _receive(connection: HttpConnection, result: FetchResult, caps: _ResponseCaps, so_timeout: float,
+                   deadline: float, keeps_payload: Callable[[str], bool]) -> bool:
+    """Read the response into ``result`` and its spool until it ends, the caps or the deadline cut it, or the
+    connection fails; whether the connection may carry another exchange. h11's RemoteProtocolError (a
+    malformed response) and the socket's errors are the caller's."""
+    assert connection.h11 is not None and connection.reader is not None and result.spool is not None
+    spool = result.spool
+    got_response = False
+    while True:
+        event = connection.h11.next_event()
+        if event is h11.NEED_DATA:
+            if caps.cut:
+                # the caps let no more in: what was kept is the response (headerTrunc, lenTrunc)
+                result.annotations.append(caps.cut)
+                return False
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                result.annotations.append(TIME_TRUNC)
+                return False
+            try:
+                async with asyncio.timeout(min(so_timeout, remaining)):
+                    data = await connection.reader.read(READ_SIZE)
+            except TimeoutError:
+                if not got_response:
+                    result.status = TIMED_OUT
+                elif remaining <= so_timeout or time.monotonic() >= deadline:
+                    # the whole exchange's time is up when it bounded this wait (see the connect timeout)
+                    result.annotations.append(TIME_TRUNC)
+                else:
+                    # quiet for soTimeoutMs mid-response: the connection is lost and the URI retried
+                    result.status = CONNECTION_BROKEN
+                return False
+            kept = caps.admit(data)
+            spool.record_received(kept)
+            if kept or not data:  # b"" tells h11 the connection closed: not for bytes the caps refused
+                connection.h11.receive_data(kept)
+            if not data and not got_response and not spool.raw_length:
+                result.status = CONNECTION_BROKEN
+                return False
+            continue
+        if isinstance(event, h11.InformationalResponse):
+            continue
+        if isinstance(event, h11.Response):
+            got_response = True
+            result.status = event.status_code
+            result.headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in event.headers]
+            is_chunked = any(name == b"transfer-encoding" and b"chunked" in value.lower()
+                             for name, value in event.headers)
+            header_length = caps.header_end if caps.header_end >= 0 else _header_end(spool)
+            spool.start_payload(header_length, is_chunked, keeps_payload(result.header("content-type")))
+        elif isinstance(event, h11.Data):
+            spool.record_payload(event.data)
+        elif isinstance(event, h11.EndOfMessage):
+            return connection.h11.our_state is h11.DONE and connection.h11.their_state is h11.DONE
+        elif isinstance(event, h11.ConnectionClosed):
+            if not got_response:
+                result.status = CONNECTION_BROKEN
+            return False
 
 
 async def _read_malformed(connection: HttpConnection, spool: ResponseSpool, caps: _ResponseCaps,
