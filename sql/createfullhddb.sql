@@ -452,6 +452,7 @@ CREATE TABLE harvest_findings (
 	reason VARCHAR(2000) NOT NULL, 
 	fetch_status INTEGER, 
 	seed TEXT, 
+	other_seeds_failed INTEGER, 
 	PRIMARY KEY (historyinfo_id)
 );
 
@@ -997,6 +998,6 @@ CREATE TABLE alembic_version (
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
 
-INSERT INTO alembic_version (version_num) VALUES ('0030_reason_phrases');
+INSERT INTO alembic_version (version_num) VALUES ('0031_finding_other_seeds');
 
 COMMIT;

@@ -85,41 +85,41 @@ def fetch_status(status: int | None) -> str:
     return f"{gettext(words)} ({status})"
 
 
-_STATUS_IN_WORDS = re.compile(r"(?P<words>.+) \((?P<code>-?\d+)\)")
-_NOTHING_HARVESTED = re.compile(r"(?P<status>.+) for (?P<seed>\S+)(?: \(and (?P<others>\d+) other seeds? failed\))?")
-NO_SEED_IN_CRAWL_LOG = N_("no object harvested: no seed of the domain is in crawl.log")
+# The findings that name no seed (harvestdef.messages.FIXED_FINDINGS), marked for the catalogue word for word
+# (tests/webui/test_qa_words.py holds the two lists equal)
+FIXED_FINDINGS = (
+    N_("no object harvested: no seed of the domain is in crawl.log"),
+    N_("no object harvested"),
+    N_("no object harvested: the domain is not in the job's report"),
+    N_("no object harvested (recorded before reasons were kept)"),
+)
 
 
-def _stored_fetch_status(text: str) -> str:
-    """A crawl.log status as the domain report wrote it ("DNS lookup failed (-6)", "HTTP 404") in the page's
-    words; other words as they were."""
-    found = _STATUS_IN_WORDS.fullmatch(text)
-    if found and FETCH_STATUS_WORDS.get(int(found["code"])) == found["words"]:
-        return fetch_status(int(found["code"]))
-    return text
-
-
-def nothing_harvested(text: str | None) -> str:
-    """Why a configuration got nothing, in the page's language. The scheduler keeps the domain report's
-    English sentence (harvester/postprocess/domainreport.py: "DNS lookup failed (-6) for http://dead.example/
-    (and 2 other seeds failed)") in harvest_findings, NetarchiveSuite's free-text place for it, so the page
-    says it again from its parts; a sentence of other words is shown as it was."""
-    if not text:
+def nothing_harvested(reason: str | None, status: int | None = None, seed: str | None = None,
+                      others: int | None = None) -> str:
+    """Why a configuration got nothing, in the page's language, from a harvest_findings row's parts: the
+    fetch status of the most telling seed, that seed and how many other seeds failed; a fixed finding by its
+    words. A finding its controller gave no parts for (message schema before 1.7) is shown in the English
+    it was stored in."""
+    if not reason:
         return ""
-    if text == NO_SEED_IN_CRAWL_LOG:
-        return gettext(NO_SEED_IN_CRAWL_LOG)
-    found = _NOTHING_HARVESTED.fullmatch(text)
-    if found is None:
-        return text
-    said = gettext("%(status)s for %(seed)s", status=_stored_fetch_status(found["status"]), seed=found["seed"])
-    if found["others"]:
-        said += " " + ngettext("(and %(num)s other seed failed)", "(and %(num)s other seeds failed)",
-                               int(found["others"]))
+    if status is None or seed is None or others is None:
+        return gettext(reason) if reason in FIXED_FINDINGS else reason
+    said = gettext("%(status)s for %(seed)s", status=fetch_status(status), seed=seed)
+    if others:
+        said += " " + ngettext("(and %(num)s other seed failed)", "(and %(num)s other seeds failed)", others)
     return said
 
 
+def finding_words(result: dict[str, Any]) -> str:
+    """``nothing_harvested`` of a configuration's result as the job API gives it (webui/api/jobs.py)."""
+    return nothing_harvested(result["nothing_harvested_reason"], result["nothing_harvested_fetch_status"],
+                             result["nothing_harvested_seed"], result["nothing_harvested_other_seeds_failed"])
+
+
 def init_app(app: Flask) -> None:
-    app.jinja_env.filters.update(fetch_status=fetch_status, nothing_harvested=nothing_harvested)
+    app.jinja_env.filters.update(fetch_status=fetch_status, nothing_harvested=nothing_harvested,
+                                 finding_words=finding_words)
 
 
 class NoQaReportError(NotFoundError):

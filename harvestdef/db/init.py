@@ -38,7 +38,8 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 BASELINE_REVISION = "0001_baseline"
 # A table (or "table.column") each revision creates, newest first: the newest present tells the revision of
 # tables loaded from a sql/createfullhddb.sql without alembic_version (the DDL of that revision).
-MARKER_TABLES = (("0030_reason_phrases", "harvest_state.reason_phrase"),
+MARKER_TABLES = (("0031_finding_other_seeds", "harvest_findings.other_seeds_failed"),
+                 ("0030_reason_phrases", "harvest_state.reason_phrase"),
                  ("0029_scheduler_hearing", "scheduler_hearing"),
                  ("0028_job_dedup_sources", "job_dedup_sources"),
                  ("0027_job_ends", "job_ends"),

@@ -756,7 +756,8 @@ harvest_run_summary = Table(
 
 # historyinfo's companion: one row per historyinfo row whose configuration got nothing from its job (no
 # object, or every seed failed; harvester/postprocess/domainreport.py says how), with the reason from
-# crawl.log. A historyinfo row without one got something. Keyed by historyinfo_id, with the row's job,
+# crawl.log in English (for the API) and in parts (for a page in another language). A historyinfo row
+# without one got something. Keyed by historyinfo_id, with the row's job,
 # configuration and run beside it so a job's, a domain's and a run's findings are each one index range.
 harvest_findings = Table(
     "harvest_findings", metadata,
@@ -768,6 +769,9 @@ harvest_findings = Table(
     Column("reason", String(2000), nullable=False),  # "DNS lookup failed (-6) for http://dead.example/"
     Column("fetch_status", Integer),  # the crawl.log status the reason names; NULL when no seed was logged
     Column("seed", Text),  # the seed the reason names
+    # how many more of the domain's seeds failed; NULL when the reason names no seed, or its controller
+    # did not say (message schema before 1.7)
+    Column("other_seeds_failed", Integer),
 )
 Index("harvest_findings_run", harvest_findings.c.harvest_id, harvest_findings.c.harvest_num)
 Index("harvest_findings_job", harvest_findings.c.job_id)

@@ -18,8 +18,8 @@ from harvestdef.errors import ValidationError
 #: HarvesterStatus.heartbeat_interval; 1.3 CrawlProgress.crawl_log_tail and CrawlProgress.is_heritrix_console;
 #: 1.4 the LiveChange, LiveChangeResult and CrawlTally messages and HarvesterStatus.min_space_left, and
 #: (a field with a default, so within 1.4) CrawlStatus.qa_summary; 1.5 CrawlStatus.crawl_end; 1.6
-#: PreHarvestMetadata.deduplication_sources.
-SCHEMA_VERSION: tuple[int, int] = (1, 6)
+#: PreHarvestMetadata.deduplication_sources; 1.7 NothingHarvested.other_seeds_failed.
+SCHEMA_VERSION: tuple[int, int] = (1, 7)
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SHOWN_MAX = 60  # characters of an offending value quoted in an error

@@ -112,14 +112,25 @@ class NothingHarvested:
     """The finding that a domain configuration got nothing from a job: no object at all, or every seed of
     it in crawl.log failed (not fetched, or answered with an HTTP error).
 
-    ``reason`` says it in words with the crawl.log code of the most telling seed outcome ("DNS lookup
-    failed (-6) for http://dead.example/"); ``fetch_status`` is that code (an HTTP status for a seed that
-    was answered; None when no seed of the domain is in crawl.log) and ``seed`` that seed.
+    ``reason`` says it in English with the crawl.log code of the most telling seed outcome ("DNS lookup
+    failed (-6) for http://dead.example/ (and 2 other seeds failed)"), or is one of FIXED_FINDINGS when no
+    seed of the domain is in crawl.log; ``fetch_status`` is that code (an HTTP status for a seed that was
+    answered; None for a fixed finding), ``seed`` that seed and ``other_seeds_failed`` (schema 1.7) how many
+    more of the domain's seeds failed, so a page can say the reason in its own language from the parts.
     """
 
     reason: str
     fetch_status: int | None = None
     seed: str | None = None
+    other_seeds_failed: int | None = None
+
+
+#: The findings that name no seed, word for word (a page translates them by these words).
+NO_SEED_IN_CRAWL_LOG = "no object harvested: no seed of the domain is in crawl.log"
+NO_OBJECT = "no object harvested"
+NOT_IN_REPORT = "no object harvested: the domain is not in the job's report"
+RECORDED_BEFORE_REASONS = "no object harvested (recorded before reasons were kept)"
+FIXED_FINDINGS = (NO_SEED_IN_CRAWL_LOG, NO_OBJECT, NOT_IN_REPORT, RECORDED_BEFORE_REASONS)
 
 
 @dataclass(frozen=True, slots=True)

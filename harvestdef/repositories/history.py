@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection, bindparam, case, delete, func, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from harvestdef import messages
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
 from harvestdef.db.types import utcnow
@@ -84,8 +85,8 @@ class DomainFigures:
     nothing_harvested: NothingHarvested | None = None
 
 
-NO_OBJECT = NothingHarvested("no object harvested")
-NOT_IN_REPORT = NothingHarvested("no object harvested: the domain is not in the job's report")
+NO_OBJECT = NothingHarvested(messages.NO_OBJECT)
+NOT_IN_REPORT = NothingHarvested(messages.NOT_IN_REPORT)
 
 
 def finding_of(figures: DomainFigures) -> NothingHarvested | None:
@@ -124,7 +125,7 @@ class HistoryBatch:
             None if finding is None else {"job_id": row["job_id"], "config_id": row["config_id"],
                                           "harvest_id": row["harvest_id"], "harvest_num": job.harvest_num,
                                           "reason": finding.reason[:2000], "fetch_status": finding.fetch_status,
-                                          "seed": finding.seed}
+                                          "seed": finding.seed, "other_seeds_failed": finding.other_seeds_failed}
             for row, finding in zip(rows, findings, strict=True))
         totals = self.runs.get((job.harvest_id, job.harvest_num))
         if totals is None:

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from harvestdef.domainnames import domain_of_url, to_unicode
 from harvestdef.errors import DomainNameError
-from harvestdef.messages import DomainReport, DomainStats, NothingHarvested
+from harvestdef.messages import NO_SEED_IN_CRAWL_LOG, DomainReport, DomainStats, NothingHarvested
 from harvestdef.model.status import StopReason
 from harvester.postprocess.crawllog import (
     ANNOTATIONS,
@@ -145,13 +145,13 @@ class _Counts:
         if self.seeds_answered or (self.objects and not self.seeds_failed):
             return None
         if self.telling is None:
-            return NothingHarvested("no object harvested: no seed of the domain is in crawl.log")
+            return NothingHarvested(NO_SEED_IN_CRAWL_LOG)
         _, status, seed = self.telling
         reason = f"{describe_fetch_status(status)} for {seed}"
         others = self.seeds_failed - 1
         if others:
             reason += f" (and {others} other seed{'s' if others > 1 else ''} failed)"
-        return NothingHarvested(reason, status, seed)
+        return NothingHarvested(reason, status, seed, others)
 
 
 _UNATTRIBUTED = _Counts(StopReason.DOWNLOAD_UNFINISHED)  # marks lines whose seed or URI has no domain

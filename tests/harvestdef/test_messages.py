@@ -207,10 +207,10 @@ def test_every_message_type_has_a_sample_and_a_docstring():
 def test_wire_form_is_the_documented_envelope():
     message = SAMPLES["ClaimAnswer"]
     assert encode(message, SENT) == (
-        b'{"type":"ClaimAnswer","version":"1.6","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
+        b'{"type":"ClaimAnswer","version":"1.7","sent":"2025-03-01T12:30:15.123456Z","body":{"job_id":4711,'
         b'"attempt_id":"4711-1-9f1c","controller_id":"c","granted":true,"reason":"","control_queue":'
         b'"prod.control.c"}}')
-    assert SCHEMA_VERSION == (1, 6)
+    assert SCHEMA_VERSION == (1, 7)
 
 
 def test_enums_travel_by_name_and_text_as_utf8():
@@ -258,7 +258,7 @@ def test_another_major_version_is_refused_naming_both(version):
         decode(_bytes(document))
     assert isinstance(err.value, MessageError)
     assert isinstance(err.value, ValidationError)
-    assert version in str(err.value) and "1.6" in str(err.value)
+    assert version in str(err.value) and "1.7" in str(err.value)
     assert err.value.version == tuple(int(part) for part in version.split("."))
 
 

@@ -63,7 +63,7 @@ def test_a_seed_answered_with_an_http_error_is_fetched_but_failed(tmp_path):
                      line(404, "http://www.alpha.dk/gone", "http://www.alpha.dk/gone"),
                      line(200, "http://www.alpha.dk/robots.txt", "http://www.alpha.dk/gone", discovery="P"))
     assert rows["alpha.dk"] == (2, NothingHarvested("HTTP 404 for http://www.alpha.dk/gone", 404,
-                                                    "http://www.alpha.dk/gone"))
+                                                    "http://www.alpha.dk/gone", 0))
 
 
 def test_one_answered_seed_is_enough(tmp_path):
@@ -81,8 +81,9 @@ def test_the_most_telling_failure_names_the_reason_and_the_others_are_counted(tm
                      line(404, "http://www.beta.dk/a", "http://www.beta.dk/a"),
                      line(500, "http://www.beta.dk/b", "http://www.beta.dk/b"))
     assert rows["alpha.dk"][1] == NothingHarvested(
-        "DNS lookup failed (-6) for http://old.alpha.dk/ (and 2 other seeds failed)", -6, "http://old.alpha.dk/")
+        "DNS lookup failed (-6) for http://old.alpha.dk/ (and 2 other seeds failed)", -6, "http://old.alpha.dk/", 2)
     assert rows["beta.dk"][1].reason == "HTTP 500 for http://www.beta.dk/b (and 1 other seed failed)"
+    assert rows["beta.dk"][1].other_seeds_failed == 1
 
 
 def test_objects_reached_without_a_seed_of_the_domain_are_not_flagged(tmp_path):
@@ -153,15 +154,15 @@ def test_a_real_crawl_flags_the_dead_the_forbidden_the_refused_and_the_missing_s
     assert stats["good.dk"].nothing_harvested is None and stats["good.dk"].objects > 3
     assert stats["dead.invalid"].objects == 0
     assert stats["dead.invalid"].nothing_harvested == NothingHarvested(
-        f"DNS lookup failed (-6) for {DEAD_SEED}", -6, DEAD_SEED)
+        f"DNS lookup failed (-6) for {DEAD_SEED}", -6, DEAD_SEED, 0)
     forbidden = seeds["forbidden.dk"]
     # its DNS record and robots.txt are objects, yet nothing of the site itself was harvested
     assert stats["forbidden.dk"].objects == 2
     assert stats["forbidden.dk"].nothing_harvested == NothingHarvested(
-        f"robots.txt precluded (-9998) for {forbidden}", -9998, forbidden)
+        f"robots.txt precluded (-9998) for {forbidden}", -9998, forbidden, 0)
     assert stats["refused.dk"].nothing_harvested == NothingHarvested(
-        f"connection refused (-2) for {seeds['refused.dk']}", -2, seeds["refused.dk"])
+        f"connection refused (-2) for {seeds['refused.dk']}", -2, seeds["refused.dk"], 0)
     assert stats["gone.dk"].nothing_harvested == NothingHarvested(
-        f"HTTP 404 for {seeds['gone.dk']}", 404, seeds["gone.dk"])
+        f"HTTP 404 for {seeds['gone.dk']}", 404, seeds["gone.dk"], 0)
     # the stop reason is still NetarchiveSuite's, from progress-statistics.log, for every domain
     assert {row.stop_reason for row in result.report.domains} == {StopReason.DOWNLOAD_COMPLETE}

@@ -223,7 +223,7 @@ def _history(conn: Any, job_id: int, now: Any) -> None:
             conn.execute(s.harvest_findings.insert().values(
                 historyinfo_id=row.inserted_primary_key[0], job_id=job_id, config_id=config, harvest_id=harvest_id,
                 harvest_num=harvest_num, reason=f"DNS lookup failed (-6) for {seed} (and 1 other seed failed)",
-                fetch_status=-6, seed=seed))
+                fetch_status=-6, seed=seed, other_seeds_failed=1))
 
 
 def _thumbnails(conn: Any, job_id: int, archive: Path) -> None:
@@ -380,6 +380,8 @@ def test_every_page_speaks_danish(webui_engine: Engine, world: dict[str, Any], t
     assert "/thumbnails/" in done and "HTTP 404" in done
     assert "HTTP-fejl: 1 ressource" in done, "a reason's words as they are written, not lowered after the first letter"
     assert "nye bytes" in seen[f"/history/harvests/{definitions.SNAPSHOT_STEP_1}"]
+    assert f"DNS-opslag fejlede (-6) for http://www.nordposten.dk:{SITE_PORT}/ (og 1 andet seed fejlede)" in \
+        seen[f"/history/harvests/{definitions.SNAPSHOT_STEP_1}/runs/1/nothing-harvested"]
     assert "Ændr</button>" in seen[f"/definitions/harvests/{definitions.SELECTIVE}"]
     assert not findings, f"{len(findings)} English texts on the Danish pages:\n" + "\n".join(findings)
 

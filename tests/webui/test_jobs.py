@@ -153,7 +153,8 @@ def test_job_detail_shows_what_each_configuration_harvested_once_reported(api, l
     assert configurations["alpha.dk"]["result"] == {
         "objects": 5000, "bytes": 12_345_678, "stop_reason": "OBJECT_LIMIT", "novel_objects": 4990,
         "novel_bytes": 12_000_000, "duplicate_objects": 10, "duplicate_bytes": 345_678, "nothing_harvested": False,
-        "nothing_harvested_reason": None, "nothing_harvested_fetch_status": None, "nothing_harvested_seed": None}
+        "nothing_harvested_reason": None, "nothing_harvested_fetch_status": None, "nothing_harvested_seed": None,
+        "nothing_harvested_other_seeds_failed": None}
     assert configurations["beta.dk"]["result"] is None  # a DONE job that reported nothing of it
     assert all(c["result"] is None for c in api("archivist", "get", "/api/v1/jobs/2").json["configurations"])
 

@@ -1,14 +1,21 @@
 """The QA words of the pages: webui/qa.py knows every crawl.log status word the harvester writes, and says
-why a configuration got nothing (the domain report's sentence, kept in harvest_findings) in Danish, keeping
-URLs and figures."""
+why a configuration got nothing in Danish from the parts the domain report kept in harvest_findings (status,
+seed, count of the other failed seeds), keeping URLs and figures, and each fixed finding by its words."""
 
 from __future__ import annotations
+
+import importlib
 
 import pytest
 from flask import Flask
 
-from harvester.postprocess import crawllog
+from harvestdef import messages
+from harvestdef.messages import NothingHarvested
+from harvestdef.model.status import StopReason
+from harvester.postprocess import crawllog, domainreport
 from webui import qa
+
+findings_migration = importlib.import_module("harvestdef.db.migrations.versions.0013_harvest_findings")
 
 
 def test_the_pages_know_every_status_word_the_harvester_writes():
@@ -21,17 +28,45 @@ def danish(app: Flask):
         yield
 
 
+def _finding(*seeds: tuple[int, str]) -> NothingHarvested:
+    """What the domain report finds for a domain whose seeds ended with these crawl.log statuses."""
+    counts = domainreport._Counts(StopReason.DOWNLOAD_COMPLETE)
+    for status, seed in seeds:
+        counts.add_seed(status, seed)
+    finding = counts.nothing_harvested()
+    assert finding is not None
+    return finding
+
+
+def _said(finding: NothingHarvested) -> str:
+    return qa.nothing_harvested(finding.reason, finding.fetch_status, finding.seed, finding.other_seeds_failed)
+
+
 @pytest.mark.usefixtures("danish")
-def test_why_a_configuration_got_nothing_is_said_in_danish():
-    seed = "http://www.dead.invalid/"
-    dead = f"{crawllog.describe_fetch_status(-6)} for {seed}"  # harvester/postprocess/domainreport.py's words
-    assert qa.nothing_harvested(dead) == f"DNS-opslag fejlede (-6) for {seed}"
-    assert qa.nothing_harvested(f"{dead} (and 1 other seed failed)") == \
-        f"DNS-opslag fejlede (-6) for {seed} (og 1 andet seed fejlede)"
-    assert qa.nothing_harvested(f"{dead} (and 2 other seeds failed)") == \
+def test_why_a_configuration_got_nothing_is_said_in_danish_from_its_parts():
+    seed, other, third = "http://www.dead.invalid/", "http://dead.invalid/", "http://old.dead.invalid/"
+    assert _said(_finding((-6, seed))) == f"DNS-opslag fejlede (-6) for {seed}"
+    assert _said(_finding((-6, seed), (-6, other))) == f"DNS-opslag fejlede (-6) for {seed} (og 1 andet seed fejlede)"
+    assert _said(_finding((-6, seed), (-6, other), (-6, third))) == \
         f"DNS-opslag fejlede (-6) for {seed} (og 2 andre seeds fejlede)"
-    assert qa.nothing_harvested("no object harvested: no seed of the domain is in crawl.log") == \
-        "intet objekt høstet: intet seed fra domænet er i crawl.log"
-    assert qa.nothing_harvested(f"{crawllog.describe_fetch_status(404)} for {seed}") == f"HTTP 404 for {seed}"
-    # words not known here are shown as they were
-    assert qa.nothing_harvested("lost in the fog (-12) for x") == "lost in the fog (-12) for x"
+    assert _said(_finding((404, seed))) == f"HTTP 404 for {seed}"
+    # a seed whose reason the harvester words differently is still said from its parts, not its words
+    assert _said(NothingHarvested("lost in the fog (-12) for x", -12, seed, 0)) == f"hentestatus -12 for {seed}"
+
+
+@pytest.mark.usefixtures("danish")
+def test_every_fixed_finding_is_said_in_danish():
+    assert set(qa.FIXED_FINDINGS) == set(messages.FIXED_FINDINGS)
+    assert messages.RECORDED_BEFORE_REASONS == findings_migration.EARLIER_REASON
+    for reason in messages.FIXED_FINDINGS:
+        said = qa.nothing_harvested(reason)
+        assert said.startswith("intet objekt høstet"), (reason, said)
+    assert _said(_finding()) == "intet objekt høstet: intet seed fra domænet er i crawl.log"
+
+
+@pytest.mark.usefixtures("danish")
+def test_a_finding_without_parts_is_shown_in_the_words_it_was_stored_in():
+    # a controller speaking message schema 1.6 sends no count of the other seeds
+    english = "DNS lookup failed (-6) for http://x.invalid/ (and 2 other seeds failed)"
+    assert qa.nothing_harvested(english, -6, "http://x.invalid/", None) == english
+    assert qa.nothing_harvested(None) == ""

@@ -51,7 +51,7 @@ def domain_history(conn: Connection, name: str, size: int, after: int | None = N
     query = (select(h.c.historyinfo_id, h.c.harvest_time, hd.c.name.label("harvest"), j.c.harvest_num,
                     h.c.job_id, c.c.name.label("configuration"), h.c.stopreason, h.c.objectcount, h.c.bytecount,
                     h.c.novel_objects, h.c.novel_bytes, h.c.duplicate_objects, h.c.duplicate_bytes,
-                    f.c.reason, f.c.fetch_status, f.c.seed)
+                    f.c.reason, f.c.fetch_status, f.c.seed, f.c.other_seeds_failed)
              .select_from(h.join(c, c.c.config_id == h.c.config_id)
                           .join(hd, hd.c.harvest_id == h.c.harvest_id, isouter=True)
                           .join(j, j.c.job_id == h.c.job_id, isouter=True)
@@ -102,7 +102,7 @@ def nothing_harvested(conn: Connection, harvest_id: int, harvest_num: int, size:
     one index range of harvest_findings (a snapshot run may have a hundred thousand dead domains)."""
     f, c, d = s.harvest_findings, s.configurations, s.domains
     query = (select(f.c.historyinfo_id, d.c.name.label("domain"), c.c.name.label("configuration"), f.c.job_id,
-                    f.c.reason, f.c.fetch_status, f.c.seed)
+                    f.c.reason, f.c.fetch_status, f.c.seed, f.c.other_seeds_failed)
              .select_from(f.join(c, c.c.config_id == f.c.config_id).join(d, d.c.domain_id == c.c.domain_id))
              .where(f.c.harvest_id == harvest_id, f.c.harvest_num == harvest_num))
     if after is not None:
@@ -112,7 +112,7 @@ def nothing_harvested(conn: Connection, harvest_id: int, harvest_num: int, size:
 
 def render_nothing_harvested(row: Row[Any]) -> dict[str, Any]:
     return {"domain": row.domain, "configuration": row.configuration, "job_id": row.job_id, "reason": row.reason,
-            "fetch_status": row.fetch_status, "seed": row.seed}
+            "fetch_status": row.fetch_status, "seed": row.seed, "other_seeds_failed": row.other_seeds_failed}
 
 
 def newest_run_with_figures(conn: Connection, harvest_id: int) -> int | None:
@@ -151,8 +151,8 @@ def get_domain_history(name: str) -> Any:
     """The domain's harvest history (historyinfo), newest first, each row with a nothing-harvested flag.
 
     Besides NetarchiveSuite's figures a row has novel and duplicate figures, and ``nothing_harvested`` with
-    ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status`` and ``_seed`` when its configuration got
-    nothing."""
+    ``nothing_harvested_reason`` (from crawl.log, in English), ``_fetch_status``, ``_seed`` and
+    ``_other_seeds_failed`` when its configuration got nothing."""
     size = limit()
     with database().connect() as conn:
         rows = domain_history(conn, name, size, _int_cursor())

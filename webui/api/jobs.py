@@ -393,7 +393,8 @@ def job_configurations(conn: Connection, job_id: int) -> list[dict[str, Any]]:
     h, f = s.historyinfo, s.harvest_findings
     results = {row.config_id: row for row in conn.execute(
         select(h.c.config_id, h.c.objectcount, h.c.bytecount, h.c.stopreason, h.c.novel_objects, h.c.novel_bytes,
-               h.c.duplicate_objects, h.c.duplicate_bytes, f.c.reason, f.c.fetch_status, f.c.seed)
+               h.c.duplicate_objects, h.c.duplicate_bytes,
+               f.c.reason, f.c.fetch_status, f.c.seed, f.c.other_seeds_failed)
         .select_from(h.outerjoin(f, f.c.historyinfo_id == h.c.historyinfo_id)).where(h.c.job_id == job_id))}
 
     def result(config_id: int) -> dict[str, Any] | None:
@@ -411,10 +412,11 @@ def job_configurations(conn: Connection, job_id: int) -> list[dict[str, Any]]:
 
 
 def finding_json(row: Any) -> dict[str, Any]:
-    """The nothing-harvested flag of a row read with harvest_findings' reason, fetch_status and seed
-    (outer-joined: all None when the configuration got something)."""
+    """The nothing-harvested flag of a row read with harvest_findings' reason, fetch_status, seed and
+    other_seeds_failed (outer-joined: all None when the configuration got something)."""
     return {"nothing_harvested": row.reason is not None, "nothing_harvested_reason": row.reason,
-            "nothing_harvested_fetch_status": row.fetch_status, "nothing_harvested_seed": row.seed}
+            "nothing_harvested_fetch_status": row.fetch_status, "nothing_harvested_seed": row.seed,
+            "nothing_harvested_other_seeds_failed": row.other_seeds_failed}
 
 
 def job_files(harvest_id: int, job_id: int) -> list[dict[str, Any]]:
@@ -553,8 +555,9 @@ def get_job(job_id: int) -> Any:
     captures of its domains the job deduplicates against, and how many of its domains they cover.
 
     Each configuration's ``result`` (once reported) has objects, bytes, novel and duplicate figures, the stop
-    reason, and ``nothing_harvested`` with ``nothing_harvested_reason`` (from crawl.log), ``_fetch_status``
-    and ``_seed`` when it got nothing. The crawl template and the job's files in the archive store come too."""
+    reason, and ``nothing_harvested`` with ``nothing_harvested_reason`` (from crawl.log, in English),
+    ``_fetch_status``, ``_seed`` and ``_other_seeds_failed`` when it got nothing. The crawl template and
+    the job's files in the archive store come too."""
     with database().connect() as conn:
         return job_detail(conn, job_id)
 
