@@ -43,8 +43,8 @@ so ``except ValueError``/``KeyError``/``RuntimeError`` catches them as well::
                     ├─ engine.tls.CertificateError  (also ValueError) --cert without --key, or the reverse
                     ├─ decoding.ContentDecodingError a payload that does not decode as its Content-Encoding says
                     └─ decoding.DecodedSizeLimitError a payload that decodes to more than its reader's limit
-    NotFoundError ──── engine.jobs.UnknownJobError   (also KeyError) no job of that name in the engine
-    CrawlEngineError ─ engine.jobs.JobActionError    a job action refused in the job's state, or failed
+    NotFoundError ──── engine.jobregistry.UnknownJobError   (also KeyError) no job of that name in the engine
+    CrawlEngineError ─ engine.jobregistry.JobActionError    a job action refused in the job's state, or failed
                     ├─ engine.crawl.CrawlStateError  (also RuntimeError) a crawl action its state forbids
                     └─ engine.checkpoint.CheckpointError a checkpoint that cannot be resumed (names it, says why)
 

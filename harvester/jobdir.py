@@ -34,7 +34,7 @@ Layout (NetarchiveSuite's job directory, with files of ours)::
 
 cdxj/, dedup/ and the WARC files are stored under the same names in the job's archive-store directory
 (``files_to_store``). The crawler's files (job.log, checkpoints/, the launches, latest) are Heritrix's
-layout, written by a real Heritrix 3 or by the bundled engine (harvester/engine/jobs.py) and only read here.
+layout, written by a real Heritrix 3 or by the bundled engine (harvester/engine/jobregistry.py) and only read here.
 
 The directory is written under a temporary name and renamed, so a directory with a ``harvestInfo.xml``
 is always complete. Nothing here opens the harvest database: it all comes from the message.
@@ -70,7 +70,7 @@ from harvestdef.messages import (
     encode,
 )
 from harvestdef.model.status import JobStatus
-from harvester.engine.jobs import SHUTDOWN_CHECKPOINT
+from harvester.engine.jobregistry import SHUTDOWN_CHECKPOINT
 from harvester.postprocess.warcfiles import OPEN_SUFFIX, WARC_SUFFIXES, is_crawl_warc
 
 HARVEST_INFO = "harvestInfo.xml"
@@ -80,7 +80,7 @@ CRAWLER_BEANS = "crawler-beans.cxml"
 DEDUP_INDEX = "dedup-index.sqlite"
 METADATA_DIR = "metadata"
 RESUME = "resume.json"
-# The bundled engine writes it (harvester/engine/jobs.py) and names it there; read here.
+# The bundled engine writes it (harvester/engine/jobregistry.py) and names it there; read here.
 ENGINE_SHUTDOWN_CHECKPOINT = SHUTDOWN_CHECKPOINT
 OUTCOME = "outcome.json"
 QA_REPORT = "qa-report.json"

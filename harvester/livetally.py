@@ -14,7 +14,7 @@ from collections import Counter
 from harvestdef.messages import CRAWL_TALLY_DOMAINS, DomainCount
 from harvestdef.model.status import StopReason
 from harvester.jobdir import JobDirectory
-from harvester.postprocess.crawllog import MIN_FIELDS, STATUS
+from harvester.postprocess.crawllogreader import MIN_FIELDS, STATUS
 from harvester.postprocess.domainreport import DomainTally, normalised_domains
 
 READ_LIMIT = 16 << 20  # bytes read per look at one file: a long backlog is caught up over several turns

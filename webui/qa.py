@@ -55,7 +55,7 @@ PHRASES = {
 }
 _say = phrasebook(PHRASES)
 
-# crawl.log's fetch statuses in words (harvester/postprocess/crawllog.py's FETCH_STATUS_WORDS, which the
+# crawl.log's fetch statuses in words (harvester/postprocess/crawllogreader.py's FETCH_STATUS_WORDS, which the
 # JSON's English details use), marked for the catalogue so a page says them in its language
 FETCH_STATUS_WORDS: dict[int, str] = {
     0: N_("never tried"), -1: N_("DNS lookup failed"), -2: N_("connection refused"), -3: N_("connection broken"),

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 CHUNK_BYTES = 1024 * 1024
-MAX_LINE_BYTES = 64 * 1024   # as the crawl-log search reads them (webui/crawllog.py)
+MAX_LINE_BYTES = 64 * 1024   # as the crawl-log search reads them (webui/crawllogsearch.py)
 
 
 @dataclass(frozen=True)

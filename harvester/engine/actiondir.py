@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvester.engine.crawllog import CrawlLogs
+from harvester.engine.launchlogs import CrawlLogs
 from harvester.engine.parts import CrawlParts
 from harvester.engine.scope import canonical_url
 

@@ -20,7 +20,7 @@ harvest controller starts it so, with a pipe it holds open and never writes to: 
 however it dies (SIGKILL, the OOM killer), the kernel closes its end and the engine checkpoints and ends
 its crawl at once, instead of crawling on as an orphan in its own session while the scheduler gives the
 job to another controller. That checkpoint is named in the job directory's ``shutdown-checkpoint.json``
-once the crawl has ended after it (harvester/engine/jobs.py): the controller, started again, resumes the
+once the crawl has ended after it (harvester/engine/jobregistry.py): the controller, started again, resumes the
 job from it if the scheduler grants the job again.
 
 A pipe rather than the alternatives because its end of file comes the moment the last holder is gone, on
@@ -50,7 +50,7 @@ from harvester.engine.browser import BrowserOptions
 from harvester.engine.collector import tune_collector
 from harvester.engine.digest import DigestAuthenticator
 from harvester.engine.hostsfile import HostsFileError, load_hosts_file
-from harvester.engine.jobs import JobRegistry
+from harvester.engine.jobregistry import JobRegistry
 from harvester.engine.server import EngineServer
 from harvester.engine.sitemaps import SitemapLimits
 from harvester.engine.tls import CertificateError, ensure_certificate, fingerprint, server_context

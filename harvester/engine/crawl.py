@@ -39,9 +39,9 @@ from harvester.engine.browser import BrowserOptions
 from harvester.engine.chain import ProcessorChain
 from harvester.engine.clock import CrawlClock
 from harvester.engine.config import CrawlConfig
-from harvester.engine.crawllog import CrawlLogs
 from harvester.engine.crawlthreads import CrawlThreads
 from harvester.engine.figures import LaunchStatus
+from harvester.engine.launchlogs import CrawlLogs
 from harvester.engine.livechanges import ScriptOutcome
 from harvester.engine.parts import CrawlParts
 from harvester.engine.progresslog import ProgressLog

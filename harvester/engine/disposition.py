@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 from harvester.engine.chain import DNS_FAILED
 from harvester.engine.config import CrawlConfig
-from harvester.engine.crawllog import CrawlLogs, iso_now
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.fetch import FetchResult
 from harvester.engine.frontier import QUEUED, CrawlUri, Frontier
+from harvester.engine.launchlogs import CrawlLogs, iso_now
 from harvester.engine.links import LinkExtractors
 from harvester.engine.queuepolicy import QueueAssignment
 from harvester.engine.quota import QuotaEnforcer

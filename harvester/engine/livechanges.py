@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, TextIO
 from harvestdef.errors import PatternError, ValidationError
 from harvestdef.patterns import CrawlPatterns
 from harvester.engine.config import BACKTRACKING_MATCH_SECONDS
-from harvester.engine.crawllog import iso_now
+from harvester.engine.launchlogs import iso_now
 from harvester.engine.quota import DomainBudget
 from harvester.engine.scope import canonical_url
 from harvester.engine.scripting import (

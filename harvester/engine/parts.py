@@ -25,7 +25,6 @@ from harvester.engine.browserfetch import BrowserFetchProcessor, BrowserPages
 from harvester.engine.chain import ProcessorChain
 from harvester.engine.config import CrawlConfig
 from harvester.engine.cookies import CookieStore
-from harvester.engine.crawllog import CrawlLogs
 from harvester.engine.credentials import HttpAuthentication
 from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.disposition import Disposition
@@ -33,6 +32,7 @@ from harvester.engine.fetch import Fetcher, RequestSettings
 from harvester.engine.fetching import FetchProcessor, Politeness
 from harvester.engine.figures import CrawlFigures, crawl_figures
 from harvester.engine.frontier import DONE, Frontier
+from harvester.engine.launchlogs import CrawlLogs
 from harvester.engine.limits import CrawlLimits
 from harvester.engine.links import LinkExtractors
 from harvester.engine.livechanges import LiveChanges

@@ -11,7 +11,7 @@ import resource
 import time
 from typing import TYPE_CHECKING
 
-from harvester.engine.crawllog import CrawlLogs
+from harvester.engine.launchlogs import CrawlLogs
 from harvester.engine.stats import CrawlStats, RateTracker, double_to_string
 
 if TYPE_CHECKING:

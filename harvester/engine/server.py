@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from harvester.engine import status
 from harvester.engine.crawl import CrawlStateError
 from harvester.engine.digest import DigestAuthenticator
-from harvester.engine.jobs import Action, CrawlJob, JobActionError, JobRegistry, NoCrawlError, UnknownJobError
+from harvester.engine.jobregistry import Action, CrawlJob, JobActionError, JobRegistry, NoCrawlError, UnknownJobError
 from harvester.engine.livechanges import PROPERTIES, LiveChanges, PropertyError, ScriptOutcome
 
 log = logging.getLogger(__name__)

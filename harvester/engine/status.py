@@ -26,7 +26,7 @@ from harvester.engine.stats import format_duration
 
 if TYPE_CHECKING:
     from harvester.engine.figures import CrawlFigures
-    from harvester.engine.jobs import EngineSnapshot, JobSnapshot
+    from harvester.engine.jobregistry import EngineSnapshot, JobSnapshot
 
 ENGINE_VERSION = "HarvestSuite crawl engine 0.1.0 (Heritrix 3 REST API subset)"
 XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'

@@ -10,7 +10,7 @@ the chunked bytes (warcio #74). A request record's payload is the request's body
 is that of the empty string. A warcinfo record opens every file, with Heritrix's fields. File names follow
 Heritrix: ``{prefix}-{timestamp17}-{serial:05d}-{pid}~{hostname}~{port}.warc.gz``, port being the engine's
 API port. Each capture's records are handed to the OS (flushed) once written, before its crawl.log line is
-written (harvester/engine/crawllog.py): the order that keeps crawl.log and the WARCs in agreement after a
+written (harvester/engine/launchlogs.py): the order that keeps crawl.log and the WARCs in agreement after a
 kill.
 """
 

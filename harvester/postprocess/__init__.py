@@ -11,7 +11,7 @@ the job directory's layout: the caller passes the files.
 
 from harvester.postprocess.cdx import cdx_lines
 from harvester.postprocess.cdxj import write_cdxj
-from harvester.postprocess.crawllog import CrawlLogLine, CrawlLogReader, InvalidLine, iter_crawl_log
+from harvester.postprocess.crawllogreader import CrawlLogLine, CrawlLogReader, InvalidLine, iter_crawl_log
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import (
     DomainReportResult,

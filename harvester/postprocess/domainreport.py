@@ -48,7 +48,7 @@ from harvestdef.domainnames import domain_of_url, to_unicode
 from harvestdef.errors import DomainNameError
 from harvestdef.messages import NO_SEED_IN_CRAWL_LOG, DomainReport, DomainStats, NothingHarvested
 from harvestdef.model.status import StopReason
-from harvester.postprocess.crawllog import (
+from harvester.postprocess.crawllogreader import (
     ANNOTATIONS,
     DISCOVERY_PATH,
     MAX_EXAMPLES,

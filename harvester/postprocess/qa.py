@@ -58,7 +58,7 @@ from harvestdef.patterns import BacktrackingPattern, CrawlPatterns, compile_craw
 from harvester.engine.links import extract_links, extractor_for
 from harvester.engine.scope import canonical_url
 from harvester.engine.scripting import domain_reject_regex
-from harvester.postprocess.crawllog import (
+from harvester.postprocess.crawllogreader import (
     ANNOTATIONS,
     DISCOVERY_PATH,
     STATUS,

@@ -44,7 +44,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.recordloader import ArcWarcRecord
 
 from harvestdef.files import replacing
-from harvester.postprocess.crawllog import ANNOTATIONS, DIGEST, MIN_FIELDS, STATUS, URL
+from harvester.postprocess.crawllogreader import ANNOTATIONS, DIGEST, MIN_FIELDS, STATUS, URL
 
 UNARCHIVED_LOG = "crawl-unarchived.log"
 RECOVERED_ANNOTATION = "warcRecovered"

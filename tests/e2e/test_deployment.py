@@ -22,7 +22,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.domainnames import registered_domain
-from harvester.postprocess.crawllog import iter_crawl_log
+from harvester.postprocess.crawllogreader import iter_crawl_log
 from tests.e2e.conftest import Deployment
 from tests.harvester.conftest import OUR_TEMPLATE, fast_politeness
 from tests.pywb import pywb_server, replay

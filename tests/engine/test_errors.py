@@ -11,7 +11,7 @@ from harvester.engine.checkpoint import CheckpointError
 from harvester.engine.config import ConfigError
 from harvester.engine.crawl import CrawlStateError
 from harvester.engine.hostsfile import HostsFileError, parse_hosts
-from harvester.engine.jobs import JobActionError, UnknownJobError
+from harvester.engine.jobregistry import JobActionError, UnknownJobError
 from harvester.engine.tls import CertificateError, ensure_certificate
 
 

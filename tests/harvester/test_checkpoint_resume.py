@@ -18,7 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvester.crawldriver import CrawlDriver, DriveResult, DriverOptions
 from harvester.engine.checkpoint import STORE_FILE
 from harvester.engine.frontier import DONE
-from harvester.engine.jobs import SHUTDOWN_CHECKPOINT
+from harvester.engine.jobregistry import SHUTDOWN_CHECKPOINT
 from harvester.engine.urlstore import UrlStore
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite, wait_for

@@ -17,7 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvestdef.db import schema as s
 from harvestdef.domainnames import registered_domain
 from harvestdef.model.status import JobStatus, StopReason
-from harvester.postprocess.crawllog import iter_crawl_log
+from harvester.postprocess.crawllogreader import iter_crawl_log
 from tests.engine.engine_process import PASSWORD, USER, EngineProcess
 from tests.harvester.conftest import NAS_WITHDEDUP, OUR_TEMPLATE, fast_politeness
 from tests.pywb import pywb_server, replay

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
-from harvester.postprocess.crawllog import iter_crawl_log
+from harvester.postprocess.crawllogreader import iter_crawl_log
 from tests.metricscrape import free_port, refuses_connections, scrape_until, value
 
 STATES = ("STARTING", "IDLE", "PAUSED", "CRAWLING", "POSTPROCESSING", "STOPPING")

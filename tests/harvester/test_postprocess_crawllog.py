@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harvester.postprocess.crawllog import MAX_EXAMPLES, CrawlLogLine, CrawlLogReader, iter_crawl_log
+from harvester.postprocess.crawllogreader import MAX_EXAMPLES, CrawlLogLine, CrawlLogReader, iter_crawl_log
 
 FULL = ("2026-01-01T10:00:00.123Z   200       1288 http://www.kulturarv.dk/img/1.png E http://www.kulturarv.dk/ "
         "image/png #003 20260101100000100+23 sha1:QRI6RVZXWNEZI7UVZYBN7YSNL2IOF5II http://www.kulturarv.dk/ "
@@ -82,8 +82,8 @@ def test_only_the_first_invalid_lines_are_kept_as_examples(tmp_path):
 
 
 def test_the_engines_own_crawl_log_parses_without_invalid_lines(tmp_path):
-    # The column layout the bundled engine writes (harvester/engine/crawllog.py), padding and all.
-    from harvester.engine.crawllog import CrawlLogs
+    # The column layout the bundled engine writes (harvester/engine/launchlogs.py), padding and all.
+    from harvester.engine.launchlogs import CrawlLogs
 
     with CrawlLogs(tmp_path / "logs") as logs:
         logs.crawl(200, 722, "http://www.kulturarv.dk/", "", "", "text/html", 1, 1767261600.5, 12,

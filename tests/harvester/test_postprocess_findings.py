@@ -17,7 +17,7 @@ from harvestdef.messages import NothingHarvested
 from harvestdef.model.status import StopReason
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
-from harvester.postprocess.crawllog import describe_fetch_status
+from harvester.postprocess.crawllogreader import describe_fetch_status
 from harvester.postprocess.domainreport import build_domain_report
 from tests.engine.conftest import write_job
 from tests.engine.site import TestSite

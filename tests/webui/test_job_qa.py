@@ -11,7 +11,7 @@ from sqlalchemy import insert, select
 
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus, StopReason
-from harvester.postprocess.crawllog import FETCH_STATUS_WORDS as CRAWL_LOG_WORDS
+from harvester.postprocess.crawllogreader import FETCH_STATUS_WORDS as CRAWL_LOG_WORDS
 from harvester.postprocess.metadata import MetadataInfo, write_metadata_warc
 from harvester.postprocess.qa import build_qa_report, operator_rules
 from tests.harvestdef.factories import make_domain

@@ -12,14 +12,14 @@ from flask import Flask
 from harvestdef import messages
 from harvestdef.messages import NothingHarvested
 from harvestdef.model.status import StopReason
-from harvester.postprocess import crawllog, domainreport
+from harvester.postprocess import crawllogreader, domainreport
 from webui import qa
 
 findings_migration = importlib.import_module("harvestdef.db.migrations.versions.0013_harvest_findings")
 
 
 def test_the_pages_know_every_status_word_the_harvester_writes():
-    assert qa.FETCH_STATUS_WORDS == crawllog.FETCH_STATUS_WORDS
+    assert qa.FETCH_STATUS_WORDS == crawllogreader.FETCH_STATUS_WORDS
 
 
 @pytest.fixture

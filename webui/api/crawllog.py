@@ -1,7 +1,7 @@
 """API route ``/api/v1/jobs/{id}/crawllog``: the crawl-log search of the job page, as pages of lines.
 
 The job page (webui/status/jobs.py) and this route check the search's input and find the job's files here,
-and run the search on the same workers (webui/crawllog.py), so both take the same ``domain`` and ``regex``
+and run the search on the same workers (webui/crawllogsearch.py), so both take the same ``domain`` and ``regex``
 and refuse the same patterns. The page shows the first MAX_CRAWL_LOG_MATCHES matches; the API answers a
 page of ``limit`` lines and a cursor, the place in the crawl.log the page ended (a line number and the bytes
 before it), from which the next page reads on. Each request is bounded by the search deadline
@@ -28,7 +28,7 @@ from webui.api.parameters import QueryParameter, query, takes
 from webui.api.shapes import BOOLEAN, COUNT, STRING, answers, described, nullable, page_of, shape
 from webui.auth import READ, require
 from webui.context import database, settings
-from webui.crawllog import CRAWL_LOG_START, CrawlLogPosition, CrawlLogSearchResult, crawl_log_searcher
+from webui.crawllogsearch import CRAWL_LOG_START, CrawlLogPosition, CrawlLogSearchResult, crawl_log_searcher
 from webui.qa import metadata_warcs
 
 MAX_PATTERN_LENGTH = 200
