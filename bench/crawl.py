@@ -374,8 +374,8 @@ def run_engine(work: Path, hosts: list[str], port: int, threads: int, label: str
                milestone: int | None = None, profile_dir: Path | None = None) -> dict:
     """``harvestsuite engine`` driven over its REST API on one of the templates; seconds on the crawl's clock."""
     sys.path.insert(0, str(ROOT))
-    from harvester.crawlstates import ControllerState
     from harvester.heritrix import HeritrixClient
+    from harvester.heritrix3.states import ControllerState
     from harvester.jobdir import Launch
 
     seeds = [f"http://{host}:{port}/" for host in hosts]

@@ -64,7 +64,8 @@ from harvester.crawldriver import CrawlDriver, DriverOptions
 from harvester.engineprocess import BundledEngine
 from harvester.finish import JobReport, PostProcessor
 from harvester.frontierqueues import FrontierQueues
-from harvester.heritrix import HeritrixClient, JobResource
+from harvester.heritrix import HeritrixClient
+from harvester.heritrix3.model import JobResource
 from harvester.identity import controller_id_from_settings
 from harvester.jobdir import CrawlOutcome, JobDirectory, JobDirectoryError, unfinished_job_directories
 from harvester.livetally import LiveTally

@@ -41,9 +41,10 @@ from pathlib import Path
 
 from harvestdef.errors import HeritrixError
 from harvestdef.settings import ShutdownAction
-from harvester.crawlstates import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, ControllerState, CrawlExitStatus
 from harvester.frontierqueues import FrontierQueues
-from harvester.heritrix import HeritrixClient, JobResource
+from harvester.heritrix import HeritrixClient
+from harvester.heritrix3.model import JobResource
+from harvester.heritrix3.states import PAUSED_OR_PAUSING, SETTLING, UNDER_WAY, ControllerState, CrawlExitStatus
 from harvester.jobdir import CrawlOutcome
 from harvester.steering import CrawlSteering
 

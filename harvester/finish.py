@@ -61,7 +61,8 @@ from harvestdef.messages import (
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.settings import Settings
 from harvester.engine.config import load_crawl_config
-from harvester.jobdir import CRAWLER_BEANS, CrawlOutcome, JobDirectory, Launch
+from harvester.heritrix3.layout import PRIMARY_CONFIG
+from harvester.jobdir import CrawlOutcome, JobDirectory, Launch
 from harvester.postprocess.cdxj import CdxjIndexResult, write_cdxj
 from harvester.postprocess.dedupentries import extract_dedup_entries
 from harvester.postprocess.domainreport import build_domain_report
@@ -339,7 +340,7 @@ def _template_traps(jobdir: JobDirectory) -> list[str]:
     """The crawler traps of the job's crawl template: the regexes of its scope's REJECT regex rules. A
     template that cannot be read gives none (the QA report then counts what they kept out as missing), as
     its crawl would have failed at its start."""
-    path = jobdir.path / CRAWLER_BEANS
+    path = jobdir.path / PRIMARY_CONFIG
     if not path.is_file():
         return []
     try:
@@ -367,7 +368,7 @@ def _crawl_end(jobdir: JobDirectory, end: dict[str, Any] | None) -> CrawlEnd | N
     values = {name: end[name] for name in ("cause", "at", "user", "change", "limit") if name in end}
     if values.get("cause") in _BUDGET_LIMITS and not values.get("limit"):
         try:
-            config = load_crawl_config(jobdir.path / CRAWLER_BEANS, jobdir.path)
+            config = load_crawl_config(jobdir.path / PRIMARY_CONFIG, jobdir.path)
             values["limit"] = max(0, int(getattr(config, _BUDGET_LIMITS[values["cause"]])))
         except (HarvestSuiteError, OSError, ValueError) as exc:
             log.warning("job %d: the limit of its %s could not be read: %s", jobdir.job.job_id, values["cause"], exc)

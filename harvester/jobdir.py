@@ -70,34 +70,35 @@ from harvestdef.messages import (
     encode,
 )
 from harvestdef.model.status import JobStatus
-from harvester.engine.jobregistry import SHUTDOWN_CHECKPOINT
+from harvester.heritrix3.layout import (
+    CHECKPOINTS_DIR,
+    CRAWL_LOG,
+    JOB_LOG,
+    LOGS_DIR,
+    PRIMARY_CONFIG,
+    PROGRESS_LOG,
+    REPORT_SUFFIX,
+    REPORTS_DIR,
+    SEEDS,
+    SHUTDOWN_CHECKPOINT,
+    WARCS_DIR,
+)
 from harvester.postprocess.warcfiles import OPEN_SUFFIX, WARC_SUFFIXES, is_crawl_warc
 
 HARVEST_INFO = "harvestInfo.xml"
 JOB_MESSAGE = "job.json"
-SEEDS = "seeds.txt"
-CRAWLER_BEANS = "crawler-beans.cxml"
 DEDUP_INDEX = "dedup-index.sqlite"
 METADATA_DIR = "metadata"
 RESUME = "resume.json"
-# The bundled engine writes it (harvester/engine/jobregistry.py) and names it there; read here.
-ENGINE_SHUTDOWN_CHECKPOINT = SHUTDOWN_CHECKPOINT
 OUTCOME = "outcome.json"
 QA_REPORT = "qa-report.json"
 LIVE_CHANGES = "changes.jsonl"
-JOB_LOG = "job.log"
-CHECKPOINTS_DIR = "checkpoints"
 CDXJ_DIR = "cdxj"
 CDXJ_SUFFIX = ".cdxj"
 UPLOAD_LEDGER = "stored.json"
 REPORTED = "reported.json"
 # The job's own files that go into the metadata WARC as setup records, in this order.
-SETUP_FILES = (CRAWLER_BEANS, SEEDS, HARVEST_INFO)
-# A launch directory (Heritrix's layout)
-LOGS_DIR, WARCS_DIR, REPORTS_DIR = "logs", "warcs", "reports"
-CRAWL_LOG = "crawl.log"
-PROGRESS_LOG = "progress-statistics.log"
-REPORT_SUFFIX = "-report.txt"
+SETUP_FILES = (PRIMARY_CONFIG, SEEDS, HARVEST_INFO)
 LOG_SUFFIXES = (".log", ".out")
 INDEX_PLACEHOLDER = placeholder(DEDUPLICATION_INDEX_LOCATION)
 
@@ -238,7 +239,7 @@ class JobDirectory:
             template = job.template.replace(INDEX_PLACEHOLDER, index_location)
             if not deduplication:
                 template = without_deduplication(template)
-            write_atomically(building / CRAWLER_BEANS, template.encode("utf-8"))
+            write_atomically(building / PRIMARY_CONFIG, template.encode("utf-8"))
             submitted = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             write_atomically(building / HARVEST_INFO, harvest_info_xml(job, submitted))
             os.replace(building, final)
@@ -288,13 +289,13 @@ class JobDirectory:
         launch. A later launch or checkpoint means the crawl went on after it, and resuming from it would
         fetch and write again what came after."""
         try:
-            marker = json.loads((self.path / ENGINE_SHUTDOWN_CHECKPOINT).read_text(encoding="utf-8"))
+            marker = json.loads((self.path / SHUTDOWN_CHECKPOINT).read_text(encoding="utf-8"))
             checkpoint, launch = marker["checkpoint"], marker["launch"]
         except FileNotFoundError:
             return None
         except (KeyError, TypeError, ValueError) as exc:
             log.warning("job %d: %s is unreadable (%s): not resumed from it", self.job.job_id,
-                        ENGINE_SHUTDOWN_CHECKPOINT, exc)
+                        SHUTDOWN_CHECKPOINT, exc)
             return None
         checkpoints = sorted(p.name for p in self.checkpoints_dir.iterdir()) if self.checkpoints_dir.is_dir() else []
         launches = [launch.name for launch in self.launches()]
@@ -309,13 +310,13 @@ class JobDirectory:
     def engine_shutdown_checkpoint_time(self) -> datetime | None:
         """When the engine wrote its shutdown checkpoint's marker (moments after the checkpoint), or None."""
         try:
-            written = json.loads((self.path / ENGINE_SHUTDOWN_CHECKPOINT).read_text(encoding="utf-8"))["written"]
+            written = json.loads((self.path / SHUTDOWN_CHECKPOINT).read_text(encoding="utf-8"))["written"]
             return datetime.fromisoformat(str(written).replace("Z", "+00:00"))
         except (FileNotFoundError, KeyError, TypeError, ValueError):
             return None
 
     def clear_engine_shutdown_checkpoint(self) -> None:
-        (self.path / ENGINE_SHUTDOWN_CHECKPOINT).unlink(missing_ok=True)
+        (self.path / SHUTDOWN_CHECKPOINT).unlink(missing_ok=True)
 
     @property
     def outcome(self) -> CrawlOutcome | None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info
 
-from harvester.heritrix import JobResource
+from harvester.heritrix3.model import JobResource
 
 log = logging.getLogger(__name__)
 

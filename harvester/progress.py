@@ -13,9 +13,9 @@ from harvestdef.messages import (
     FrontierReport,
     clip,
 )
-from harvester.crawlstates import ControllerState
 from harvester.frontierqueues import FRONTIER_FILTERS, TOP_TOTAL_ENQUEUES_SIZE, QueueLine
-from harvester.heritrix import JobResource
+from harvester.heritrix3.model import JobResource
+from harvester.heritrix3.states import ControllerState
 
 # NetarchiveSuite's mapping of crawlControllerState to its crawl status (its AbstractRestHeritrixController).
 _STATUS_OF_STATE = {ControllerState.PAUSING: "CRAWLER_PAUSING", ControllerState.PAUSED: "CRAWLER_PAUSED",

@@ -17,7 +17,7 @@ changes.jsonl once, and its answers published together.
 
 Each change is applied through the crawler's REST API, the same calls for a real Heritrix 3 and the
 bundled engine: job actions for pause, resume and checkpoint; a restricted Groovy script (the form
-NetarchiveSuite's H3 remote access sends, harvester/engine/scripting.py) for reject rules, domain budgets,
+NetarchiveSuite's H3 remote access sends, harvester/heritrix3/scripting.py) for reject rules, domain budgets,
 deleting queued URIs and adding URIs; bean properties for politeness. Stop and fail are carried out by the
 crawl loop (``end_request``), which terminates the crawl and then calls ``settle_end``.
 
@@ -46,8 +46,8 @@ from harvestdef.errors import HarvestSuiteError, HeritrixError
 from harvestdef.livechanges import end_description
 from harvestdef.messages import LiveChange, LiveChangeResult
 from harvestdef.queues.base import Transport
-from harvester.engine import scripting
 from harvester.heritrix import HeritrixClient
+from harvester.heritrix3 import scripting
 from harvester.jobdir import JobDirectory
 from harvester.protocol import receive_message
 

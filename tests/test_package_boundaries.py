@@ -38,3 +38,14 @@ def test_a_package_imports_only_what_the_design_allows(package):
             if any(module == banned or module.startswith(banned + ".") for banned in FORBIDDEN[package]):
                 offences.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert not offences, "\n".join(offences)
+
+
+def test_heritrix_protocol_room_imports_nothing_else_of_harvester():
+    """harvester/heritrix3/ is Heritrix 3's protocol that the client and the bundled engine both import: it
+    must not import either of them (nor anything else of harvester), or the two would no longer share it."""
+    offences = []
+    for path in sorted((ROOT / "harvester" / "heritrix3").rglob("*.py")):
+        for line, module in imported_modules(path):
+            if module.startswith("harvester") and not module.startswith("harvester.heritrix3"):
+                offences.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not offences, "\n".join(offences)

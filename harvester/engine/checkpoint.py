@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from harvestdef.errors import CrawlEngineError
 from harvester.engine.stats import CrawlStats
 from harvester.engine.urlstore import UrlStore
+from harvester.heritrix3.layout import STATE_DIR
 
 if TYPE_CHECKING:
     from harvester.engine.frontier import Frontier
@@ -159,7 +160,7 @@ def load_checkpoint(directory: Path) -> CheckpointState:
 def launch_store(job_dir: Path, resume_from: Path | None) -> UrlStore:
     """The frontier's store of a launch, in the job's state/ directory as Heritrix's BDB: made anew, or for a
     resumed launch a copy of the checkpoint's (which is refused first if it cannot be resumed)."""
-    store_path = Path(job_dir) / "state" / STORE_FILE
+    store_path = Path(job_dir) / STATE_DIR / STORE_FILE
     if resume_from is not None:
         require_resumable(resume_from, STORE_FILE)
         store_path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ from harvestdef.patterns import BacktrackingPattern, compile_crawl_pattern, comp
 from harvestdef.seeds import seed_lines
 from harvester.engine.beans import Bean, BeanError, BeanSet, Ref, parse_beans
 from harvester.engine.credentials import FormCredential, HttpCredential
+from harvester.heritrix3.layout import SEEDS, WARCS_DIR
 
 # The time budget of one match of a scope regex that only a backtracking matcher can run (lookaround,
 # backreferences: harvestdef.patterns.BacktrackingPattern). Such a trap takes microseconds on an ordinary
@@ -292,15 +293,15 @@ def _seeds(reader: _Reader) -> tuple[str, ...]:
     text = ""
     if isinstance(source, Bean):
         if source.short_class == "ConfigFile":
-            path = reader.job_dir / str(source.properties.get("path", "seeds.txt"))
+            path = reader.job_dir / str(source.properties.get("path", SEEDS))
             try:
                 text = path.read_text(encoding="utf-8")
             except OSError as exc:
                 raise ConfigError(f"seeds file {path} cannot be read: {exc}") from exc
         else:
             text = str(source.properties.get("value", ""))
-    elif (reader.job_dir / "seeds.txt").is_file():
-        text = (reader.job_dir / "seeds.txt").read_text(encoding="utf-8")
+    elif (reader.job_dir / SEEDS).is_file():
+        text = (reader.job_dir / SEEDS).read_text(encoding="utf-8")
     # which lines are seeds is harvestdef's one rule; a line's first token is the URL (Heritrix's
     # TextSeedModule allows a comment after it), and a bare host name is crawled over http
     return tuple(seed.split()[0] if "://" in seed else "http://" + seed.split()[0] for seed in seed_lines(text))
@@ -570,7 +571,7 @@ def _writing(reader: _Reader, job_dir: Path) -> dict[str, object]:
         "warc_enabled": ("WARCWriterProcessor" in reader.roles
                          and _as_bool(get("WARCWriterProcessor", "enabled"), "enabled")),
         "warc_store_paths": (tuple(str(path) for path in store_paths)
-                             if isinstance(store_paths, list) and store_paths else ("warcs",)),
+                             if isinstance(store_paths, list) and store_paths else (WARCS_DIR,)),
         "warcinfo_items": tuple((str(k), str(v)) for k, v in items.items()) if isinstance(items, dict) else (),
         "dedup_enabled": deduplicating,
         "dedup_index": dedup_index,

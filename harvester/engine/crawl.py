@@ -9,7 +9,7 @@ checkpoints (checkpoint.py holds what goes into one), has progress lines and not
 calls, bean properties: livechanges.py) are handed to the crawl's loop while the crawl runs or is paused,
 so they never interleave with a URI's processing, a checkpoint or an action file.
 
-Controller states and the actions allowed in each are one table, harvester/crawlstates.py's
+Controller states and the actions allowed in each are one table, harvester/heritrix3/states.py's
 CONTROLLER_TRANSITIONS. Public methods are thread-safe and return at once (checkpoint waits for in-flight
 fetches, which is brief).
 """
@@ -31,7 +31,6 @@ import uvloop
 from harvestdef.dedup import DedupIndex
 from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.errors import CrawlEngineError
-from harvester.crawlstates import CONTROLLER_TRANSITIONS, ControllerEvent, ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.actiondir import ActionDirectory
 from harvester.engine.bounds import ResponseBounds
@@ -46,9 +45,11 @@ from harvester.engine.livechanges import ScriptOutcome
 from harvester.engine.parts import CrawlParts
 from harvester.engine.progresslog import ProgressLog
 from harvester.engine.reports import CRAWL_STATUS_TEXT, render_reports, write_reports
-from harvester.engine.scripting import ScriptCall
 from harvester.engine.sitemaps import SitemapLimits
 from harvester.engine.warc import WarcFileWriter
+from harvester.heritrix3.layout import ACTION_DIR, ACTIONS_DONE_DIR, CHECKPOINTS_DIR, LOGS_DIR, REPORTS_DIR
+from harvester.heritrix3.scripting import ScriptCall
+from harvester.heritrix3.states import CONTROLLER_TRANSITIONS, ControllerEvent, ControllerState, CrawlExitStatus
 
 # A live change waits this long for the crawl's loop: a change is quick, but a checkpoint may be under way.
 LIVE_CHANGE_TIMEOUT_SECONDS = 120.0
@@ -122,7 +123,7 @@ class CrawlController:
     def run_script(self, calls: Sequence[ScriptCall]) -> ScriptOutcome:
         """Carry out a script's calls on the crawl's loop; CrawlStateError when the crawl is not running."""
         async def run() -> ScriptOutcome:
-            return self.parts.live.run(calls, self.launch_dir / "logs")
+            return self.parts.live.run(calls, self.launch_dir / LOGS_DIR)
         return self._on_loop(run, "run a script")
 
     def bean_property(self, path: str) -> int | float:
@@ -170,7 +171,7 @@ class CrawlController:
                 return asyncio.run_coroutine_threadsafe(render(), loop).result(timeout=30).get(file_name)
             except (RuntimeError, concurrent.futures.TimeoutError, concurrent.futures.CancelledError):
                 pass  # the loop ended meanwhile: the file written at crawl end is the report
-        path = self.launch_dir / "reports" / file_name
+        path = self.launch_dir / REPORTS_DIR / file_name
         return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def join(self, timeout: float | None = None) -> bool:
@@ -228,7 +229,7 @@ class CrawlController:
         self._loop = asyncio.get_running_loop()
         config = self.config
         warc_dir = config.warc_directory(self.launch_dir)
-        with CrawlLogs(self.launch_dir / "logs") as logs:
+        with CrawlLogs(self.launch_dir / LOGS_DIR) as logs:
             self.logs, self.progress = logs, ProgressLog(logs)
             parts = self.parts
             serial = parts.resume(self.resume_from, self.job_log) if self.resume_from else parts.seed(logs)
@@ -269,7 +270,7 @@ class CrawlController:
                           self.parts.frontier.queued_count)
         self.threads.start(config.max_toe_threads, chain, self.logs)
         ticker = asyncio.create_task(self._ticker())
-        actions = ActionDirectory(self.job_dir / "action", self.launch_dir / "actions-done", self.parts, self.logs,
+        actions = ActionDirectory(self.job_dir / ACTION_DIR, self.launch_dir / ACTIONS_DONE_DIR, self.parts, self.logs,
                                   self.job_log, config.action_delay_seconds, config.action_initial_delay_seconds)
         actions.start()
         try:
@@ -359,7 +360,7 @@ class CrawlController:
         threads = self.threads
         was_paused, threads.paused = threads.paused, True
         await threads.wait_idle()
-        directory = self.job_dir / "checkpoints"
+        directory = self.job_dir / CHECKPOINTS_DIR
         name = checkpoints.next_checkpoint_name(directory)
         self._note(f"CRAWL CHECKPOINTING TO {directory / name}")
         self.parts.save_checkpoint(directory / name, self._elapsed_ms(), self.warc.serial if self.warc else 0)
@@ -372,7 +373,7 @@ class CrawlController:
 
     def _write_reports(self) -> None:
         try:
-            write_reports(self.launch_dir / "reports", self.parts.report_input(self._state, self._exit_status,
+            write_reports(self.launch_dir / REPORTS_DIR, self.parts.report_input(self._state, self._exit_status,
                                                                                self._elapsed_ms()))
         except OSError as exc:
             self.logs.alert("SEVERE", f"reports not written: {exc}")

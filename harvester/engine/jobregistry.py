@@ -8,7 +8,7 @@ harvestdef's job states (harvestdef/model/status.py)::
                          \\--teardown--> UNBUILT
 
 While ACTIVE, the crawl controller's own state narrows the actions further to those its one table allows
-(harvester/crawlstates.py, ``available_actions``: one cannot pause a PAUSED crawl). A failed build leaves
+(harvester/heritrix3/states.py, ``available_actions``: one cannot pause a PAUSED crawl). A failed build leaves
 the job UNBUILT with the reason in ``job.log``.
 
 On disk, per job: ``job.log`` (this module's file), one ``<launchId>/`` directory per launch (14-digit UTC
@@ -18,7 +18,7 @@ crawl has ended after it (``CrawlJob.stop_for_shutdown``). ``launchCount`` and `
 back from the launch directories, so they survive an engine restart. A job added from outside the jobs
 dir (``action=add``) is remembered by a ``<name>.jobpath`` file in the jobs dir, as Heritrix does.
 
-A running crawl takes live changes: a script of HarvestSuite's library (harvester/engine/scripting.py) and
+A running crawl takes live changes: a script of HarvestSuite's library (harvester/heritrix3/scripting.py) and
 the bean properties livechanges.py lists. Each script is one job.log line, carried out or refused.
 
 The crawl itself (harvester.engine.crawl) runs in its own thread; this module only drives it.
@@ -42,7 +42,6 @@ from pathlib import Path
 from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.errors import CrawlEngineError, NotFoundError
 from harvestdef.files import write_atomically
-from harvester.crawlstates import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
 from harvester.engine.bounds import ResponseBounds
 from harvester.engine.browser import BrowserOptions
 from harvester.engine.config import ConfigError, CrawlConfig, load_crawl_config
@@ -50,18 +49,21 @@ from harvester.engine.crawl import CrawlController, CrawlStateError
 from harvester.engine.figures import LaunchStatus
 from harvester.engine.livechanges import PropertyError, ScriptOutcome
 from harvester.engine.reports import REPORT_FILES
-from harvester.engine.scripting import ScriptRefused, parse_script
 from harvester.engine.sitemaps import SitemapLimits
+from harvester.heritrix3.layout import (
+    ACTION_DIR,
+    CHECKPOINTS_DIR,
+    JOB_LOG,
+    LATEST,
+    PRIMARY_CONFIG,
+    REPORTS_DIR,
+    SEEDS,
+    SHUTDOWN_CHECKPOINT,
+)
+from harvester.heritrix3.scripting import ScriptRefused, parse_script
+from harvester.heritrix3.states import ACTIVE, ControllerEvent, ControllerState, CrawlExitStatus, available_actions
 
-PRIMARY_CONFIG = "crawler-beans.cxml"
 PROFILE_NAME = "profile-crawler-beans.cxml"
-SEEDS = "seeds.txt"
-JOB_LOG = "job.log"
-LATEST = "latest"
-CHECKPOINTS = "checkpoints"
-# Written at engine shutdown once a checkpointed crawl has ended (``CrawlJob.stop_for_shutdown``); read by
-# the harvest controller (harvester/jobdir.py names it too).
-SHUTDOWN_CHECKPOINT = "shutdown-checkpoint.json"
 JOBPATH_SUFFIX = ".jobpath"
 LAUNCH_ID = re.compile(r"^\d{14}$")
 JOB_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
@@ -287,7 +289,7 @@ class CrawlJob:
         try:
             if engine.strip().lower() not in SCRIPT_ENGINES:
                 raise ScriptRefused(f"no script engine {engine!r}: this engine reads groovy (or beanshell) "
-                                    "scripts of HarvestSuite's library (harvester/engine/scripting.py)")
+                                    "scripts of HarvestSuite's library (harvester/heritrix3/scripting.py)")
             calls = parse_script(text)
             if controller is None:
                 raise CrawlStateError(f"job {self.name} has no crawl running (it is {state.value})")
@@ -344,7 +346,7 @@ class CrawlJob:
             controller = self._controller
         if controller is not None:
             return controller.report_text(file_name)
-        path = self.directory / LATEST / "reports" / file_name
+        path = self.directory / LATEST / REPORTS_DIR / file_name
         return path.read_text(encoding="utf-8") if path.is_file() else None
 
     def _build(self) -> None:
@@ -365,11 +367,11 @@ class CrawlJob:
     def _resolve_checkpoint(self, checkpoint: str) -> Path:
         names = self.checkpoint_names()
         if not names:
-            raise JobActionError(f"job {self.name}: no checkpoint to launch from in {self.directory / CHECKPOINTS}")
+            raise JobActionError(f"job {self.name}: no checkpoint to launch from in {self.directory / CHECKPOINTS_DIR}")
         name = names[-1] if checkpoint == "latest" else checkpoint
         if name not in names:
             raise JobActionError(f"job {self.name}: no checkpoint {checkpoint!r} (have: {', '.join(names)})")
-        return self.directory / CHECKPOINTS / name
+        return self.directory / CHECKPOINTS_DIR / name
 
     def _new_launch_dir(self) -> Path:
         moment = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
@@ -393,7 +395,7 @@ class CrawlJob:
         launch_dir = self._new_launch_dir()
         shutil.copy2(self.primary_config, launch_dir / PRIMARY_CONFIG)
         self._point_latest(launch_dir)
-        (self.directory / "action").mkdir(exist_ok=True)
+        (self.directory / ACTION_DIR).mkdir(exist_ok=True)
         try:
             controller = CrawlController(self._config, self.directory, launch_dir, self.hosts, self.job_log,
                                          checkpoint=checkpoint_dir, api_port=self.api_port,
@@ -471,7 +473,8 @@ class CrawlJob:
         if checkpointed is not None and launch_dir is not None:
             name, figures = checkpointed
             ended = controller.status().figures
-            if (ended.downloaded_uri_count, ended.total_bytes) != (figures.downloaded_uri_count, figures.total_bytes):
+            if ((ended.uri_totals.downloaded_uri_count, ended.size_totals.total)
+                    != (figures.uri_totals.downloaded_uri_count, figures.size_totals.total)):
                 self.job_log.error(f"Crawl went on after checkpoint {name} at engine shutdown: not marked resumable")
                 return
             written = _utc_iso(datetime.datetime.now(datetime.UTC))
@@ -485,7 +488,7 @@ class CrawlJob:
                       if entry.is_dir() and not entry.is_symlink() and LAUNCH_ID.match(entry.name))
 
     def checkpoint_names(self) -> list[str]:
-        directory = self.directory / CHECKPOINTS
+        directory = self.directory / CHECKPOINTS_DIR
         if not directory.is_dir():
             return []
         return sorted(entry.name for entry in directory.iterdir() if entry.is_dir() and entry.name.startswith("cp"))

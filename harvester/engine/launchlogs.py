@@ -17,8 +17,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-LOG_NAMES = ("crawl.log", "progress-statistics.log", "alerts.log", "uri-errors.log", "runtime-errors.log",
-             "nonfatal-errors.log")
+from harvester.heritrix3.layout import ALERTS_LOG, CRAWL_LOG, LAUNCH_LOGS
 
 
 def iso_now() -> str:
@@ -41,7 +40,7 @@ class CrawlLogs:
 
     def __enter__(self) -> CrawlLogs:
         self.directory.mkdir(parents=True, exist_ok=True)
-        for name in LOG_NAMES:
+        for name in LAUNCH_LOGS:
             self._files[name] = open(self.directory / name, "a", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
         return self
 
@@ -57,7 +56,7 @@ class CrawlLogs:
                 f"{via or '-'} {mime or '-'} #{thread:03d} "
                 f"{stamp17(started) + '+' + str(duration_ms) if started else '-'} {digest or '-'} {source or '-'} "
                 f"{','.join(annotations) if annotations else '-'}")
-        handle = self._files["crawl.log"]
+        handle = self._files[CRAWL_LOG]
         handle.write(line + "\n")
         handle.flush()
         with self._lock:
@@ -69,7 +68,7 @@ class CrawlLogs:
     def alert(self, level: str, text: str) -> None:
         """A line of alerts.log (``WARNING`` or ``SEVERE``, as Heritrix's alert levels), counted."""
         self.alert_count += 1
-        self.write("alerts.log", f"{iso_now()} {level} {text}")
+        self.write(ALERTS_LOG, f"{iso_now()} {level} {text}")
 
     def flush(self) -> None:
         for handle in self._files.values():

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harvester.crawlstates import CrawlExitStatus
 from harvester.engine.stats import CrawlStats
+from harvester.heritrix3.states import CrawlExitStatus
 
 if TYPE_CHECKING:
     from harvester.engine.config import CrawlConfig

@@ -1,4 +1,4 @@
-"""Live changes to a running launch: what the calls of a script (harvester/engine/scripting.py) and the bean
+"""Live changes to a running launch: what the calls of a script (harvester/heritrix3/scripting.py) and the bean
 properties an operator may set do to the crawl's parts, and the record of them that a checkpoint keeps.
 
 Each part keeps its own state and is changed through its own methods: the scope its reject rules, the quota
@@ -27,7 +27,7 @@ from harvester.engine.config import BACKTRACKING_MATCH_SECONDS
 from harvester.engine.launchlogs import iso_now
 from harvester.engine.quota import DomainBudget
 from harvester.engine.scope import canonical_url
-from harvester.engine.scripting import (
+from harvester.heritrix3.scripting import (
     ADD_REJECT_RULE,
     ADD_URIS,
     BEGIN_CHANGE,

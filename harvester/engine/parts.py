@@ -17,7 +17,6 @@ from pathlib import Path
 from harvestdef.dedup import DedupIndex
 from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.domainnames import to_punycode
-from harvester.crawlstates import ControllerState, CrawlExitStatus
 from harvester.engine import checkpoint as checkpoints
 from harvester.engine.bounds import ResponseBounds
 from harvester.engine.browser import BrowserOptions
@@ -47,6 +46,7 @@ from harvester.engine.servercache import ServerCache
 from harvester.engine.sitemaps import SitemapDeclarations, SitemapLimits
 from harvester.engine.stats import CrawlStats, RateTracker
 from harvester.engine.warc import WarcFileWriter
+from harvester.heritrix3.states import ControllerState, CrawlExitStatus
 
 
 class CrawlParts:

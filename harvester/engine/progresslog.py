@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from harvester.engine.launchlogs import CrawlLogs
 from harvester.engine.stats import CrawlStats, RateTracker, double_to_string
+from harvester.heritrix3.layout import PROGRESS_LOG
 
 if TYPE_CHECKING:
     from harvester.engine.frontier import Frontier
 
-LOG_NAME = "progress-statistics.log"
 # Heritrix's legend line of progress-statistics.log, column for column (heritrix3 engine/src/main/java/org/
 # archive/crawler/reporting/StatisticsTracker.java, progressStatisticsLegend).
 PROGRESS_HEADER = ("           timestamp  discovered      queued   downloaded       doc/s(avg)  KB/s(avg)   dl-failures"
@@ -59,7 +59,7 @@ class ProgressLog:
         self.logs = logs
 
     def legend(self) -> None:
-        self.logs.write(LOG_NAME, PROGRESS_HEADER)
+        self.logs.write(PROGRESS_LOG, PROGRESS_HEADER)
 
     def note(self, note: str) -> None:
         """A state line, as StatisticsTracker.logNote writes it: CRAWL RUNNING, WAITING, PAUSED, ENDING, ENDED
@@ -72,14 +72,14 @@ class ProgressLog:
         requires of the log (heritrix3 engine/src/test/java/org/archive/crawler/selftest/SelfTestBase.java,
         verifyProgressStatistics: ``CRAWL RUNNING - Preparing``, ``CRAWL RUNNING - Running``, ``CRAWL ENDING -
         Finished``)."""
-        self.logs.write(LOG_NAME, f"{iso_seconds()} {note}")
+        self.logs.write(PROGRESS_LOG, f"{iso_seconds()} {note}")
 
     def progress(self, stats: CrawlStats, rates: RateTracker, frontier: Frontier, busy: int,
                  elapsed_ms: int) -> None:
         """A progress line of the crawl's figures now: ``busy`` crawl threads, ``elapsed_ms`` on its clock."""
         avg_docs, avg_kib = rates.averages(stats.downloaded, stats.total_bytes, elapsed_ms)
         depths = frontier.queue_depths()
-        self.logs.write(LOG_NAME, progress_line(
+        self.logs.write(PROGRESS_LOG, progress_line(
             iso_seconds(), stats.discovered, frontier.queued_count, stats.downloaded, rates.current_docs,
             avg_docs, rates.current_kib, avg_kib, stats.failures, busy, 0.0,
             max(depths) if depths else 0, sum(depths) / len(depths) if depths else 0))

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote_plus
 
-from harvester.crawlstates import FRONTIER_STATE_OF, ControllerState, CrawlExitStatus, FrontierState
 from harvester.engine.stats import (
     CrawlStats,
     docs_per_second,
@@ -25,6 +24,7 @@ from harvester.engine.stats import (
     format_duration,
     total_kib_per_second,
 )
+from harvester.heritrix3.states import FRONTIER_STATE_OF, ControllerState, CrawlExitStatus, FrontierState
 
 if TYPE_CHECKING:
     from harvester.engine.frontier import Frontier

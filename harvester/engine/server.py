@@ -6,7 +6,7 @@ Resources (as in Heritrix 3's REST API documentation, https://heritrix.readthedo
 terminate, teardown; ``copyTo=NEW`` [``asProfile=on``]), ``GET|PUT /engine/job/NAME/jobdir/PATH`` (files of
 the job directory; PUT uploads one), ``GET /engine/job/NAME/report/REPORT`` (a report, live while the crawl
 runs), ``GET|POST /engine/job/NAME/script`` (the script console: a script of HarvestSuite's library changes
-the running crawl, harvester/engine/scripting.py), ``GET|POST /engine/job/NAME/beans/BEANPATH`` (the bean
+the running crawl, harvester/heritrix3/scripting.py), ``GET|POST /engine/job/NAME/beans/BEANPATH`` (the bean
 browser: the properties an operator may change while the crawl runs, livechanges.py), and
 ``GET /engine/jobsdir/PATH`` and ``GET /engine/anypath/ABSOLUTE-PATH`` (read-only, inside the jobs directory).
 

@@ -2,7 +2,8 @@
 
 A representation is built in two steps: ``engine_model``/``job_model`` turn the registry's snapshots into a
 plain ordered model (dicts, lists, scalars, None for an absent field) with Heritrix's field names (Heritrix
-3's REST API documentation, https://heritrix.readthedocs.io/en/latest/api.html), and ``to_xml``/``to_json``/
+3's REST API documentation, https://heritrix.readthedocs.io/en/latest/api.html; the nested reports are
+written from the representations the client reads, harvester/heritrix3/model.py), and ``to_xml``/``to_json``/
 ``to_html`` serialise any model. The XML follows Heritrix's marshaller: the root element is ``<engine>`` or
 ``<job>``, a field is a child element of that name, a nested report is an element with one child per key, a
 list is an element with one ``<value>`` child per item, and a field whose value is None is left out. JSON
@@ -16,40 +17,22 @@ from __future__ import annotations
 import html
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
 from harvester.engine.reports import REPORT_FILES
 from harvester.engine.stats import format_duration
+from harvester.heritrix3.layout import ALERTS_LOG, CRAWL_LOG, LOGS_DIR
+from harvester.heritrix3.model import ElapsedReport, HeapReport, ThreadReport, report_model
 
 if TYPE_CHECKING:
-    from harvester.engine.figures import CrawlFigures
     from harvester.engine.jobregistry import EngineSnapshot, JobSnapshot
 
 ENGINE_VERSION = "HarvestSuite crawl engine 0.1.0 (Heritrix 3 REST API subset)"
 XML_DECLARATION = b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
-# The nested reports of Heritrix's job status, each field in Heritrix's order with the CrawlFigures attribute
-# it shows: the one place where the engine's figures take Heritrix's names.
-URI_TOTALS_FIELDS = (("downloadedUriCount", "downloaded_uri_count"), ("queuedUriCount", "queued_uri_count"),
-                     ("totalUriCount", "total_uri_count"), ("futureUriCount", "future_uri_count"))
-SIZE_TOTALS_FIELDS = (("dupByHash", "dup_by_hash_bytes"), ("dupByHashCount", "dup_by_hash_count"),
-                      ("notModified", "not_modified_bytes"), ("notModifiedCount", "not_modified_count"),
-                      ("novel", "novel_bytes"), ("novelCount", "novel_count"), ("total", "total_bytes"),
-                      ("totalCount", "total_count"), ("warcNovelContentBytes", "warc_novel_content_bytes"),
-                      ("warcNovelUrls", "warc_novel_urls"), ("sizeOnDisk", "size_on_disk"))
-RATE_FIELDS = (("currentDocsPerSecond", "current_docs_per_second"), ("averageDocsPerSecond", "average_docs_per_second"),
-               ("currentKiBPerSec", "current_kib_per_sec"), ("averageKiBPerSec", "average_kib_per_sec"))
-LOAD_FIELDS = (("busyThreads", "busy_threads"), ("totalThreads", "total_threads"),
-               ("congestionRatio", "congestion_ratio"), ("averageQueueDepth", "average_queue_depth"),
-               ("deepestQueueDepth", "deepest_queue_depth"))
-FRONTIER_FIELDS = (("totalQueues", "total_queues"), ("inProcessQueues", "in_process_queues"),
-                   ("readyQueues", "ready_queues"), ("snoozedQueues", "snoozed_queues"),
-                   ("activeQueues", "active_queues"), ("inactiveQueues", "inactive_queues"),
-                   ("ineligibleQueues", "ineligible_queues"), ("retiredQueues", "retired_queues"),
-                   ("exhaustedQueues", "exhausted_queues"), ("lastReachedState", "last_reached_state"))
 REPORTS = tuple((class_name, class_name.removesuffix("Report")) for class_name in REPORT_FILES)
 
 
@@ -61,17 +44,13 @@ def heap_report() -> dict[str, int]:
             size_pages, resident_pages = (int(field) for field in statm.read().split()[:2])
     except OSError:
         size_pages = resident_pages = 0
-    return {"usedBytes": resident_pages * page_size, "totalBytes": size_pages * page_size,
-            "maxBytes": size_pages * page_size}
+    return report_model(HeapReport(used_bytes=resident_pages * page_size, total_bytes=size_pages * page_size,
+                                   max_bytes=size_pages * page_size))
 
 
 def elapsed_pretty(milliseconds: int) -> str:
     """elapsedPretty: Heritrix's ArchiveUtils.formatMillisecondsToConventional (``41s968ms``)."""
     return format_duration(milliseconds)
-
-
-def _report(fields: Sequence[tuple[str, str]], figures: CrawlFigures) -> dict[str, Any]:
-    return {name: getattr(figures, attribute) for name, attribute in fields}
 
 
 def job_model(job: JobSnapshot, base_url: str) -> dict[str, Any]:
@@ -102,19 +81,18 @@ def job_model(job: JobSnapshot, base_url: str) -> dict[str, Any]:
         "heapReport": heap_report(),
     }
     if crawl is not None:
-        launch_logs = job.launch_dir / "logs" if job.launch_dir else None
+        launch_logs = job.launch_dir / LOGS_DIR if job.launch_dir else None
         model.update({
             "checkpointName": job.resumed_checkpoint,
-            "uriTotalsReport": _report(URI_TOTALS_FIELDS, crawl.figures),
-            "sizeTotalsReport": _report(SIZE_TOTALS_FIELDS, crawl.figures),
-            "rateReport": _report(RATE_FIELDS, crawl.figures),
-            "loadReport": _report(LOAD_FIELDS, crawl.figures),
-            "elapsedReport": {"elapsedMilliseconds": crawl.elapsed_ms,
-                              "elapsedPretty": elapsed_pretty(crawl.elapsed_ms)},
-            "threadReport": {"toeCount": crawl.toe_count},
-            "frontierReport": _report(FRONTIER_FIELDS, crawl.figures),
-            "crawlLogFilePath": str(launch_logs / "crawl.log") if launch_logs else None,
-            "alertLogFilePath": str(launch_logs / "alerts.log") if launch_logs else None,
+            "uriTotalsReport": report_model(crawl.figures.uri_totals),
+            "sizeTotalsReport": report_model(crawl.figures.size_totals),
+            "rateReport": report_model(crawl.figures.rates),
+            "loadReport": report_model(crawl.figures.load),
+            "elapsedReport": report_model(ElapsedReport(crawl.elapsed_ms, elapsed_pretty(crawl.elapsed_ms))),
+            "threadReport": report_model(ThreadReport(crawl.toe_count)),
+            "frontierReport": report_model(crawl.figures.frontier),
+            "crawlLogFilePath": str(launch_logs / CRAWL_LOG) if launch_logs else None,
+            "alertLogFilePath": str(launch_logs / ALERTS_LOG) if launch_logs else None,
             "reports": [{"className": class_name, "shortName": short_name,
                          "url": f"{url}/report/{class_name}"} for class_name, short_name in REPORTS],
         })

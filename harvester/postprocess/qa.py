@@ -57,7 +57,7 @@ from harvestdef.messages import QaSummary
 from harvestdef.patterns import BacktrackingPattern, CrawlPatterns, compile_crawl_pattern
 from harvester.engine.links import extract_links, extractor_for
 from harvester.engine.scope import canonical_url
-from harvester.engine.scripting import domain_reject_regex
+from harvester.heritrix3.scripting import domain_reject_regex
 from harvester.postprocess.crawllogreader import (
     ANNOTATIONS,
     DISCOVERY_PATH,

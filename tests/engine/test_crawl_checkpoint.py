@@ -19,12 +19,12 @@ def test_resume_from_checkpoint_fetches_the_rest_and_nothing_twice(crawl, test_s
     first = crawl(seeds, wait=False, overrides={"crawlController.maxToeThreads": 1,
                                                 "disposition.minDelayMs": 30, "disposition.maxDelayMs": 30})
     controller = first.controller
-    assert wait_for(lambda: controller.status().figures.downloaded_uri_count >= 12, timeout=20)
+    assert wait_for(lambda: controller.status().figures.uri_totals.downloaded_uri_count >= 12, timeout=20)
     controller.pause()
     assert wait_for(lambda: controller.status().controller_state == "PAUSED", timeout=10)
     name = controller.checkpoint()
     assert (first.job_dir / "checkpoints" / name).is_dir() and name.startswith("cp00001-")
-    done_at_checkpoint = controller.status().figures.downloaded_uri_count
+    done_at_checkpoint = controller.status().figures.uri_totals.downloaded_uri_count
     assert (first.launch_dir / "reports" / "crawl-report.txt").is_file()
     controller.terminate()
     assert controller.join(10)
@@ -34,7 +34,7 @@ def test_resume_from_checkpoint_fetches_the_rest_and_nothing_twice(crawl, test_s
     second = crawl(seeds, checkpoint=first.job_dir / "checkpoints" / name, launch="20260101000100")
     status = second.controller.status()
     assert status.exit_status == "FINISHED"
-    assert status.figures.downloaded_uri_count > done_at_checkpoint
+    assert status.figures.uri_totals.downloaded_uri_count > done_at_checkpoint
     refetched = Counter(test_site.requests[:requests_before]) & Counter(test_site.requests[requests_before:])
     assert not refetched, f"fetched again after resume: {sorted(refetched)}"
     all_lines = first.crawl_log() + second.crawl_log()
@@ -52,7 +52,7 @@ def test_paused_crawl_fetches_nothing_until_unpaused(crawl, test_site):
     controller = run.controller
     assert wait_for(lambda: controller.status().controller_state == "PAUSED", timeout=10)
     time.sleep(0.3)
-    assert controller.status().figures.downloaded_uri_count == 0
+    assert controller.status().figures.uri_totals.downloaded_uri_count == 0
     controller.unpause()
     assert controller.join(30)
     assert controller.status().exit_status == "FINISHED"
@@ -70,7 +70,7 @@ def test_status_is_safe_to_read_while_crawling(crawl, test_site):
     snapshots = 0
     while not run.controller.join(0):
         status = run.controller.status()
-        assert status.figures.total_queues >= 0
+        assert status.figures.frontier.total_queues >= 0
         snapshots += 1
     assert snapshots > 0 and run.controller.status().exit_status == "FINISHED"
 

@@ -14,7 +14,7 @@ def test_document_limit_ends_the_crawl(crawl, test_site):
                                                                      "crawlController.maxToeThreads": 1})
     status = run.controller.status()
     assert status.exit_status == "FINISHED_DOCUMENT_LIMIT"
-    assert 10 <= status.figures.downloaded_uri_count <= 11
+    assert 10 <= status.figures.uri_totals.downloaded_uri_count <= 11
     # Heritrix's words (CrawlStatus.FINISHED_DOCUMENT_LIMIT), as NetarchiveSuite's HeritrixTests expect them.
     assert _ended_line(run).endswith("CRAWL ENDED - Finished - Maximum number of documents limit hit")
 

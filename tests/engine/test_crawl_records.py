@@ -122,7 +122,7 @@ def test_identical_binaries_in_one_job_become_revisits(crawl, test_site):
         assert headers.get_header("WARC-Payload-Digest") == _sha1(DUP_BODY)
         assert block.startswith(b"HTTP/1.1 200 OK") and block.endswith(b"\r\n\r\n")
         assert "duplicate:digest" in run.lines_for(uri)[0][11]
-    assert run.controller.status().figures.dup_by_hash_count == 2
+    assert run.controller.status().figures.size_totals.dup_by_hash_count == 2
 
 
 def test_out_of_scope_hosts_are_not_fetched(crawl, test_site):

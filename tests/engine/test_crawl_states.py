@@ -1,6 +1,6 @@
 """The crawl controller's states change only by its transition table: an action the table refuses raises and
 changes nothing, and a crawl whose thread fails ends FINISHED through the table's crash event. The states are
-named in harvester/crawlstates.py alone: the engine, the Heritrix client and the crawl driver import them."""
+named in harvester/heritrix3/states.py alone: the engine, the Heritrix client and the crawl driver import them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harvester.crawlstates import CONTROLLER_TRANSITIONS, ControllerState, available_actions
 from harvester.engine.crawl import CrawlStateError
+from harvester.heritrix3.states import CONTROLLER_TRANSITIONS, ControllerState, available_actions
 
 HARVESTER = Path(__file__).resolve().parents[2] / "harvester"
 # Modules whose own machines share a name with a crawl controller state: the harvest controller's states
@@ -56,11 +56,11 @@ def test_the_actions_a_client_may_post_are_the_operator_events_the_table_allows(
     assert ControllerState.EMPTY not in CONTROLLER_TRANSITIONS and available_actions("EMPTY") == ()
 
 
-def test_no_module_but_crawlstates_writes_a_controller_state_as_a_string() -> None:
+def test_no_module_but_the_states_module_writes_a_controller_state_as_a_string() -> None:
     names = {state.value for state in ControllerState}
     offences = []
     for path in sorted(HARVESTER.rglob("*.py")):
-        if path.relative_to(HARVESTER).as_posix() in OWN_MACHINES | {"crawlstates.py"}:
+        if path.relative_to(HARVESTER).as_posix() in OWN_MACHINES | {"heritrix3/states.py"}:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:

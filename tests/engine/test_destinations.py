@@ -304,7 +304,7 @@ def test_the_browser_crawlers_requests_inwards_are_refused_unconnected(tmp_path:
 
 
 def test_an_added_uri_on_loopback_is_refused_by_the_running_engine(tmp_path: Path, internal: CountingServer) -> None:
-    from harvester.engine.scripting import add_uris_script
+    from harvester.heritrix3.scripting import add_uris_script
     from tests.engine.engine_process import EngineProcess
     from tests.engine.site import TestSite, wait_for
     from tests.engine.test_live_changes import HOST, crawled, launch, stop

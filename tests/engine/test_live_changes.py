@@ -1,5 +1,5 @@
 """Live changes to a running crawl through the engine process's REST API, as the harvest controller sends
-them (HeritrixClient.run_script with scripts of harvester/engine/scripting.py, and the bean browser): a
+them (HeritrixClient.run_script with scripts of harvester/heritrix3/scripting.py, and the bean browser): a
 reject rule stops matching URIs already queued, a domain budget retires or brings back a domain, queued URIs
 are deleted unfetched, URIs are added, a script of anything else is refused, bean properties are read and
 set, and the changes survive a checkpoint and a resume.
@@ -21,7 +21,9 @@ from warcio.archiveiterator import ArchiveIterator
 from harvestdef.errors import HeritrixError
 from harvester.engine.frontier import DONE, QUEUED, CrawlUri, Frontier
 from harvester.engine.quota import DomainBudget, QuotaEnforcer, QuotaRules
-from harvester.engine.scripting import (
+from harvester.engine.urlstore import UrlStore
+from harvester.heritrix import HeritrixClient
+from harvester.heritrix3.scripting import (
     LIBRARY,
     add_uris_script,
     budget_script,
@@ -30,8 +32,6 @@ from harvester.engine.scripting import (
     show_reject_rules_script,
     unreject_script,
 )
-from harvester.engine.urlstore import UrlStore
-from harvester.heritrix import HeritrixClient
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite, wait_for
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from harvestdef.errors import HeritrixError
-from harvester.heritrix import HeritrixClient, JobResource
+from harvester.heritrix import HeritrixClient
+from harvester.heritrix3.model import JobResource
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite
 

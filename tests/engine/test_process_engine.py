@@ -24,7 +24,8 @@ from lxml import etree
 
 from harvestdef.errors import HeritrixError
 from harvester.digestauth import digest_response, parse_auth_params
-from harvester.heritrix import JSON, HeritrixClient, parse_job_resource
+from harvester.heritrix import HeritrixClient
+from harvester.heritrix3.model import JSON, parse_job_resource
 from tests.engine.engine_process import USER, EngineProcess, crawler_beans, write_job
 
 

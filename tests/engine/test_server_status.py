@@ -6,7 +6,7 @@ from __future__ import annotations
 from lxml import etree
 
 from harvester.engine.status import elapsed_pretty, to_json, to_xml
-from harvester.heritrix import JSON, parse_engine_status, parse_job_resource
+from harvester.heritrix3.model import JSON, parse_engine_status, parse_job_resource
 
 MODEL = {
     "shortName": "7_1732200000000",
@@ -57,3 +57,43 @@ def test_elapsed_pretty_drops_leading_zero_units() -> None:
     assert elapsed_pretty(62_045) == "1m2s45ms"
     # Heritrix's formatMillisecondsToConventional leaves zero units out.
     assert elapsed_pretty(3_600_000) == "1h" and elapsed_pretty(3_600_007) == "1h7ms"
+
+
+def test_the_engine_writes_every_field_of_the_job_resource_the_client_reads(tmp_path) -> None:
+    """The top of the job model is written field by field: every JobResource field must be among its keys, and
+    every nested report is written from the client's own representation (harvester/heritrix3/model.py)."""
+    from dataclasses import fields
+
+    from harvester.engine.figures import LaunchStatus, crawl_figures
+    from harvester.engine.frontier import QueueCounts
+    from harvester.engine.stats import CrawlStats, RateTracker
+    from harvester.engine.status import job_model
+    from harvester.heritrix3.model import JobResource, camel_key
+    from harvester.heritrix3.states import ControllerState
+
+    stats = CrawlStats(downloaded=5, total_bytes=9_000, novel_count=5, novel_bytes=9_000)
+    figures = crawl_figures(stats, RateTracker(), QueueCounts(total=3, active=2, in_process=1, snoozed=0,
+                                                              retired=0, depths=(4, 2)),
+                            queued=6, in_flight=1, elapsed_ms=5_000, busy=1, threads=4, size_on_disk=10,
+                            state=ControllerState.RUNNING)
+    launch = LaunchStatus(controller_state=ControllerState.RUNNING, exit_status=None, figures=figures,
+                          elapsed_ms=5_000, toe_count=4, crawl_log_tail=(), alert_count=0)
+    job = _job_snapshot(tmp_path, launch)
+    model = job_model(job, "https://127.0.0.1:8443")
+    assert {camel_key(item) for item in fields(JobResource)} - set(model) == set()
+    parsed = parse_job_resource(to_xml("job", model))
+    assert parsed.uri_totals_report == figures.uri_totals
+    assert parsed.frontier_report.total_queues == 3 and parsed.frontier_report.last_reached_state == "RUN"
+    assert parsed.load_report.deepest_queue_depth == 4 and parsed.thread_report.toe_count == 4
+    assert parsed.elapsed_report.elapsed_pretty == "5s"
+
+
+def _job_snapshot(tmp_path, launch):
+    from harvester.engine.jobregistry import JobSnapshot, JobState
+
+    launch_dir = tmp_path / "20261201100000"
+    return JobSnapshot(name="7_1", directory=tmp_path, primary_config=tmp_path / "crawler-beans.cxml",
+                       state=JobState.ACTIVE, controller_state=launch.controller_state, exit_status=None,
+                       available_actions=("pause", "terminate"), launch_count=1, last_launch="2026-12-01",
+                       launch_dir=launch_dir, checkpoints=(), resumed_checkpoint=None, job_log_tail=("a",),
+                       launch_status=launch)

@@ -1,4 +1,4 @@
-"""Bulk imports of domains on SQLite beside other writers: a 50 MB file imported with ``harvestsuite domains
+"""Bulk imports of domains on SQLite beside other writers: a 10 MB file imported with ``harvestsuite domains
 import`` (interrupted, then run again) and a file uploaded through the web UI, while the demo (scheduler,
 harvest controller and web UI on the same database) runs and harvests; and the sentence an import stops
 with when the write lock cannot be had in time."""
@@ -28,8 +28,9 @@ from tests.harvestdef.test_demo import DemoProcess, free_port, log_in
 from tests.webui.conftest import PASSWORD, csrf_of
 from webui import create_app
 
-FILE_BYTES = 50 * 1024 * 1024
-# measured on two cores: about 15 s for the 808,000 domains of the 50 MB file alone on SQLite
+# 160,000 domains: many batches, each one waiting for the demo's writers; the import's speed at 2 million
+# lines is bench/import_domains.py's to measure, not this test's
+FILE_BYTES = 10 * 1024 * 1024
 
 
 def write_domain_file(path: Path, size: int, prefix: str) -> int:
@@ -82,7 +83,7 @@ def upload(opener: urllib.request.OpenerDirector, port: int, path: Path) -> tupl
         return error.code, error.read().decode()
 
 
-def test_a_50_mb_import_and_an_upload_complete_beside_the_running_demo(tmp_path):
+def test_an_import_and_an_upload_complete_beside_the_running_demo(tmp_path):
     directory, port = tmp_path / "demo", free_port()
     big, small = tmp_path / "domains.txt", tmp_path / "upload.txt"
     # without replay and its QA worker: their Chromium is no writer of the harvest database, only load
@@ -90,7 +91,7 @@ def test_a_50_mb_import_and_an_upload_complete_beside_the_running_demo(tmp_path)
     try:
         password = demo.wait_for(r"log in as admin, password (\S+)", 60).group(1)
         lines = write_domain_file(big, FILE_BYTES, "bibliotek")
-        uploaded_lines = write_domain_file(small, 2 * 1024 * 1024, "upload")
+        uploaded_lines = write_domain_file(small, 1024 * 1024, "upload")
         config = str(directory / "settings.toml")
         engine = open_engine(load_settings(config, environ={}).database.url)
         # the demo is writing: its first job is being crawled and reported
@@ -100,7 +101,7 @@ def test_a_50_mb_import_and_an_upload_complete_beside_the_running_demo(tmp_path)
         # 1. an import interrupted once a few batches are in
         first = subprocess.Popen(as_from_a_terminal(harvestsuite("--config", config, "domains", "import", str(big))),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        stderr = interrupt_mid_import(first, engine, lambda: count_domains(engine, "bibliotek") >= 60_000)
+        stderr = interrupt_mid_import(first, engine, lambda: count_domains(engine, "bibliotek") >= 20_000)
         assert first.returncode == 130 and "run the same import again" in stderr, stderr
         interrupted = count_domains(engine, "bibliotek")
         assert 0 < interrupted < lines
@@ -130,7 +131,7 @@ def test_a_50_mb_import_and_an_upload_complete_beside_the_running_demo(tmp_path)
         assert re.search(r"job \d+ \(.*\) DONE", demo.text()[told_before:]), demo.text()
         assert demo.process.poll() is None and "locked" not in demo.text(), demo.text()
         engine.dispose()
-        print(f"imported {lines} lines (50 MB) and uploaded {uploaded_lines} beside the demo in {seconds:.1f} s")
+        print(f"imported {lines} lines ({FILE_BYTES >> 20} MB) and uploaded {uploaded_lines} beside the demo in {seconds:.1f} s")
         assert demo.interrupt() == 0
     finally:
         demo.kill()

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from harvestdef.errors import HeritrixError
-from harvester.heritrix import HeritrixClient, parse_engine_status, parse_job_resource
+from harvester.heritrix import HeritrixClient
+from harvester.heritrix3.model import parse_engine_status, parse_job_resource
 from tests.engine.engine_process import USER, EngineProcess
 
 HERITRIX_STATUS = b"""<?xml version="1.0" encoding="UTF-8" standalone="yes"?>

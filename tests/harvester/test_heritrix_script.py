@@ -1,4 +1,4 @@
-"""The script contract of live changes (harvester/engine/scripting.py): what the builders write, what
+"""The script contract of live changes (harvester/heritrix3/scripting.py): what the builders write, what
 parse_script reads back, the literals' escaping, refusals, and the domain-scoped reject regex."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 import pytest
 
 from harvestdef.patterns import CrawlPatterns
-from harvester.engine.scripting import (
+from harvester.heritrix3.scripting import (
     LIBRARY,
     SIGNATURES,
     ScriptCall,
@@ -193,7 +193,7 @@ def test_domain_reject_regex_of_an_idn_and_of_an_address() -> None:
 
 
 def test_a_batch_script_reads_back_as_each_changes_mark_and_call_with_its_authors_initials() -> None:
-    from harvester.engine.scripting import BEGIN_CHANGE, batch_output, batch_script, budget_call, reject_call
+    from harvester.heritrix3.scripting import BEGIN_CHANGE, batch_output, batch_script, budget_call, reject_call
     script = batch_script([(7, "ABC", reject_call(".*/a/.*")), (9, "D$E", budget_call("kb.dk", 5, None))])
     calls = parse_script(script)
     assert [(call.operation, call.arguments, call.initials) for call in calls] == [

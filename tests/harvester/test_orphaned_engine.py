@@ -15,7 +15,8 @@ from sqlalchemy import func, select
 from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
 from harvestdef.repositories.jobevents import JobEventRepository
-from harvester.jobdir import ENGINE_SHUTDOWN_CHECKPOINT, RESUME
+from harvester.heritrix3.layout import SHUTDOWN_CHECKPOINT
+from harvester.jobdir import RESUME
 from tests.harvester.test_controller_failures import crawled_lines, job_directory, slow_template, wait_for
 from tests.harvester.test_lost_controller import is_running, job_row
 
@@ -60,7 +61,7 @@ def test_the_engine_of_a_killed_controller_checkpoints_its_crawl_and_exits(harve
     assert list(directory.glob("[0-9]*/warcs/*.warc.gz")), "closed WARC files"
     assert not list(directory.glob("[0-9]*/warcs/*.open")), "no WARC left open"
     # ... and marked for the controller that comes back: that checkpoint, of that launch, nothing after it.
-    marker = json.loads((directory / ENGINE_SHUTDOWN_CHECKPOINT).read_text())
+    marker = json.loads((directory / SHUTDOWN_CHECKPOINT).read_text())
     assert (marker["checkpoint"], [marker["launch"]]) == (checkpoints[-1], launches(directory))
     assert not (directory / RESUME).exists(), "the controller's own marker: nobody wrote it"
 
@@ -76,7 +77,7 @@ def test_a_controller_killed_mid_crawl_resumes_its_job_from_the_engines_checkpoi
                          "harvestsuite.scheduler.resubmitLostAfter": 0})  # the lost rule never resubmits
     directory = kill_mid_crawl(h, lines=7)
     (job,) = h.jobs(harvest_id)
-    checkpoint = json.loads((directory / ENGINE_SHUTDOWN_CHECKPOINT).read_text())["checkpoint"]
+    checkpoint = json.loads((directory / SHUTDOWN_CHECKPOINT).read_text())["checkpoint"]
     requests_at_checkpoint = len(h.site.requests)
     wait_for(lambda: job_row(h, job.job_id).interrupted, 30, "the job marked interrupted")
 
@@ -115,7 +116,7 @@ def test_a_job_resubmitted_before_its_killed_controller_comes_back_is_not_resume
                          "harvestsuite.scheduler.resubmitLostAfter": 6})
     directory = kill_mid_crawl(h)
     (job,) = h.jobs(harvest_id)
-    assert (directory / ENGINE_SHUTDOWN_CHECKPOINT).exists()
+    assert (directory / SHUTDOWN_CHECKPOINT).exists()
     old = wait_for(lambda: (row := job_row(h, job.job_id)).status == int(JobStatus.RESUBMITTED) and row, 30,
                    "the job resubmitted")
     new_id = old.resubmitted_as_job
