@@ -45,18 +45,23 @@ from harvestdef.errors import DomainNameError, FieldError, PatternError, UrlErro
 from harvestdef.patterns import compile_pattern
 from harvestdef.phrases import N_, Phrase, phrase
 from harvestdef.politeness import PolitenessBounds
-from harvestdef.repositories.jobchanges import (
-    ADD_URIS,
-    BUDGET,
-    CONTROL_ACTIONS,
-    DELETE_QUEUED,
-    KINDS,
-    POLITENESS,
-    REJECT,
-    UNREJECT,
-)
 from harvestdef.seeds import ANY_SEED, check_seed
 from harvestdef.validation import INT64
+
+# A job change's states (harvestdef/repositories/jobchanges.py keeps the changes)
+PENDING, APPLIED, REFUSED = "pending", "applied", "refused"
+STATES = (PENDING, APPLIED, REFUSED)
+# The only moves of a change's state: a pending change is settled once, and stays so.
+TRANSITIONS: Mapping[str, frozenset[str]] = {PENDING: frozenset({APPLIED, REFUSED}),
+                                             APPLIED: frozenset(), REFUSED: frozenset()}
+
+# kinds: control actions, then live changes (the API's words, docs/scheduler.md, Live changes)
+PAUSE, RESUME, CHECKPOINT, STOP, FAIL = "pause", "resume", "checkpoint", "stop", "fail"
+CONTROL_ACTIONS = (PAUSE, RESUME, CHECKPOINT, STOP, FAIL)
+REJECT, UNREJECT, BUDGET, DELETE_QUEUED, ADD_URIS, POLITENESS = (
+    "reject", "unreject", "budget", "delete_queued", "add_uris", "politeness")
+CHANGE_KINDS = (REJECT, UNREJECT, BUDGET, DELETE_QUEUED, ADD_URIS, POLITENESS)
+KINDS = CONTROL_ACTIONS + CHANGE_KINDS
 
 __all__ = ["FIELDS", "MAX_ADDED_URIS", "MAX_DELAY_FACTOR", "MAX_DELAY_MS", "MAX_PER_HOST", "MAX_REASON_LENGTH",
            "MAX_REGEX_LENGTH", "UNLIMITED", "end_description", "read_end_description", "validate_change"]

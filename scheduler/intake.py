@@ -59,7 +59,7 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import upsert
 from harvestdef.db.types import utcnow
 from harvestdef.errors import StaleJobError
-from harvestdef.livechanges import end_description, read_end_description
+from harvestdef.livechanges import APPLIED, FAIL, STOP, end_description, read_end_description
 from harvestdef.messages import (
     CRAWL_PROGRESS_STATUSES,
     ERROR_DETAILS_LIMIT,
@@ -80,7 +80,6 @@ from harvestdef.messages import (
 )
 from harvestdef.model.status import JobStatus, JobTransitionReason
 from harvestdef.repositories.history import DomainFigures, JobFigures
-from harvestdef.repositories.jobchanges import APPLIED, FAIL, STOP
 from harvestdef.repositories.jobends import JobEnd, JobEndRepository
 from harvestdef.repositories.jobevents import CONTROLLER_BACK, JobEventRepository
 from harvestdef.repositories.jobs import NOT_NULL, not_before

@@ -46,12 +46,13 @@ from sqlalchemy import Connection, Engine
 
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
+from harvestdef.livechanges import PENDING, REFUSED
 from harvestdef.messages import LiveChange, LiveChangeResult, MessageError, encode
 from harvestdef.model.status import JobStatus
 from harvestdef.queues import PublishFailures, QueueNames, Transport
 from harvestdef.repositories.audit import AuditBatch
 from harvestdef.repositories.base import SYSTEM_ACTOR, database_errors, record_audit
-from harvestdef.repositories.jobchanges import PENDING, REFUSED, JobChangeRepository, Outgoing
+from harvestdef.repositories.jobchanges import JobChangeRepository, Outgoing
 from scheduler.batch import Batch
 
 log = logging.getLogger(__name__)

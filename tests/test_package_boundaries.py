@@ -49,3 +49,17 @@ def test_heritrix_protocol_room_imports_nothing_else_of_harvester():
             if module.startswith("harvester") and not module.startswith("harvester.heritrix3"):
                 offences.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
     assert not offences, "\n".join(offences)
+
+
+def test_a_harvester_process_loads_nothing_of_the_harvest_database_even_through_harvestdef():
+    """The rule above reads each module's own imports; a harvestdef module that harvester may import could still
+    import a repository. A fresh interpreter that loads the controller, its commands and the engine must hold no
+    module of harvestdef.db or harvestdef.repositories afterwards."""
+    import subprocess
+    import sys
+
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, harvester.controller, harvester.commands, harvester.engine.cli; "
+                               "print('\\n'.join(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()
+    assert [name for name in loaded if name.startswith(("harvestdef.db", "harvestdef.repositories"))] == []

@@ -23,24 +23,10 @@ from sqlalchemy import Connection, and_, case, func, or_, select, update
 
 from harvestdef.db import schema as s
 from harvestdef.db.engine import is_postgresql
+from harvestdef.livechanges import CONTROL_ACTIONS, KINDS, PENDING, REFUSED, STATES, TRANSITIONS
 from harvestdef.model.status import JobStatus
 
 _changes = s.job_changes
-
-# states
-PENDING, APPLIED, REFUSED = "pending", "applied", "refused"
-STATES = (PENDING, APPLIED, REFUSED)
-# The only moves of a change's state: a pending change is settled once, and stays so.
-TRANSITIONS: Mapping[str, frozenset[str]] = {PENDING: frozenset({APPLIED, REFUSED}),
-                                             APPLIED: frozenset(), REFUSED: frozenset()}
-
-# kinds: control actions, then live changes (the API's words, docs/scheduler.md, Live changes)
-PAUSE, RESUME, CHECKPOINT, STOP, FAIL = "pause", "resume", "checkpoint", "stop", "fail"
-CONTROL_ACTIONS = (PAUSE, RESUME, CHECKPOINT, STOP, FAIL)
-REJECT, UNREJECT, BUDGET, DELETE_QUEUED, ADD_URIS, POLITENESS = (
-    "reject", "unreject", "budget", "delete_queued", "add_uris", "politeness")
-CHANGE_KINDS = (REJECT, UNREJECT, BUDGET, DELETE_QUEUED, ADD_URIS, POLITENESS)
-KINDS = CONTROL_ACTIONS + CHANGE_KINDS
 
 ENDED_REASON = "the job's crawl ended before its controller applied this change"
 

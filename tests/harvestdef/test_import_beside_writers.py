@@ -131,7 +131,8 @@ def test_an_import_and_an_upload_complete_beside_the_running_demo(tmp_path):
         assert re.search(r"job \d+ \(.*\) DONE", demo.text()[told_before:]), demo.text()
         assert demo.process.poll() is None and "locked" not in demo.text(), demo.text()
         engine.dispose()
-        print(f"imported {lines} lines ({FILE_BYTES >> 20} MB) and uploaded {uploaded_lines} beside the demo in {seconds:.1f} s")
+        print(f"imported {lines} lines ({FILE_BYTES >> 20} MB) and uploaded {uploaded_lines} beside the demo "
+              f"in {seconds:.1f} s")
         assert demo.interrupt() == 0
     finally:
         demo.kill()

@@ -9,13 +9,13 @@ import pytest
 
 from harvestdef.errors import FieldError, ValidationError
 from harvestdef.livechanges import (
+    CONTROL_ACTIONS,
     MAX_ADDED_URIS,
     MAX_DELAY_MS,
     MAX_REASON_LENGTH,
     MAX_REGEX_LENGTH,
     validate_change,
 )
-from harvestdef.repositories.jobchanges import CONTROL_ACTIONS
 
 DOMAINS = frozenset({"a.dk", "københavn.dk", "127.0.0.1"})
 

@@ -18,7 +18,8 @@ from sqlalchemy import select
 from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.repositories.jobchanges import APPLIED, REFUSED, JobChangeRepository
+from harvestdef.livechanges import APPLIED, REFUSED
+from harvestdef.repositories.jobchanges import JobChangeRepository
 from tests.harvester.test_controller_failures import wait_for
 from tests.harvester.test_live_steering import change, crawler_status, job_with_its_controller_away, settled
 

@@ -18,9 +18,10 @@ from sqlalchemy import select
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.db import schema as s
+from harvestdef.livechanges import APPLIED, PENDING, REFUSED
 from harvestdef.messages import CRAWL_PROGRESS_STATUSES
 from harvestdef.model.status import JobStatus, StopReason
-from harvestdef.repositories.jobchanges import APPLIED, PENDING, REFUSED, JobChangeRepository
+from harvestdef.repositories.jobchanges import JobChangeRepository
 from tests.harvester.test_controller_checkpoint_events import paced_template
 from tests.harvester.test_controller_failures import crawled_lines, job_directory, wait_for
 

@@ -18,10 +18,11 @@ from harvestdef.db import schema as s
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import SettingsError
+from harvestdef.livechanges import APPLIED, PENDING, REFUSED
 from harvestdef.messages import CrawlStatus, HandledChange, LiveChange, LiveChangeResult, decode, encode
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.queues import QueueNames
-from harvestdef.repositories.jobchanges import APPLIED, PENDING, REFUSED, JobChange, JobChangeRepository
+from harvestdef.repositories.jobchanges import JobChange, JobChangeRepository
 from harvestdef.repositories.jobs import JobRepository, allocate_job_ids, new_job_row
 from harvestdef.settings import load_settings
 from scheduler.intake import DeadLetter

@@ -26,13 +26,14 @@ from sqlalchemy import Engine, select, update
 from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.demo import definitions
+from harvestdef.livechanges import APPLIED, STOP
 from harvestdef.messages import CrawlStatus
 from harvestdef.model.definitions import ExtendedFieldDatatype, ExtendedFieldType
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.queues import open_transport
 from harvestdef.repositories.extendedfields import ExtendedFieldRepository
 from harvestdef.repositories.history import rebuild_summaries
-from harvestdef.repositories.jobchanges import APPLIED, STOP, JobChangeRepository
+from harvestdef.repositories.jobchanges import JobChangeRepository
 from harvestdef.repositories.thumbnails import ThumbnailRepository, ThumbnailState, thumbnail_name
 from harvestdef.settings import QueueSettings, load_settings
 from harvester.postprocess.metadata import MetadataInfo, write_metadata_warc

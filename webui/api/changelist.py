@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from harvestdef.repositories.jobchanges import (
+from harvestdef.livechanges import (
     ADD_URIS,
     BUDGET,
     CONTROL_ACTIONS,
@@ -21,9 +21,8 @@ from harvestdef.repositories.jobchanges import (
     POLITENESS,
     REJECT,
     UNREJECT,
-    JobChange,
-    JobChangeRepository,
 )
+from harvestdef.repositories.jobchanges import JobChange, JobChangeRepository
 from harvestdef.repositories.jobs import JobRepository
 from webui.api.core import jsonable
 from webui.api.phrases import N_, Phrase, phrasebook

@@ -19,10 +19,10 @@ from typing import Any
 
 from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
-from harvestdef.livechanges import validate_change
+from harvestdef.livechanges import CHANGE_KINDS, CONTROL_ACTIONS, validate_change
 from harvestdef.model.status import JobStatus
 from harvestdef.politeness import PolitenessBounds
-from harvestdef.repositories.jobchanges import CHANGE_KINDS, CONTROL_ACTIONS, JobChangeRepository
+from harvestdef.repositories.jobchanges import JobChangeRepository
 from harvestdef.repositories.jobs import JobRepository
 from webui.api.changelist import changes_page, render_change
 from webui.api.core import blueprint, body

@@ -23,17 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from harvestdef.repositories.jobchanges import (
-    APPLIED,
-    CHECKPOINT,
-    CONTROL_ACTIONS,
-    FAIL,
-    PAUSE,
-    PENDING,
-    RESUME,
-    STOP,
-    JobChange,
-)
+from harvestdef.livechanges import APPLIED, CHECKPOINT, CONTROL_ACTIONS, FAIL, PAUSE, PENDING, RESUME, STOP
+from harvestdef.repositories.jobchanges import JobChange
 from harvestdef.times import utc_text
 from webui.api.phrases import N_, Phrase, phrasebook
 

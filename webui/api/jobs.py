@@ -23,13 +23,13 @@ from harvestdef.db.engine import write_transaction
 from harvestdef.db.types import utcnow
 from harvestdef.errors import DomainNameError, NotFoundError
 from harvestdef.harvestreasons import from_stored
+from harvestdef.livechanges import APPLIED, FAIL, PAUSE, RESUME, STOP
 from harvestdef.messages import BUDGET_END_CAUSES
 from harvestdef.model.controllers import LostControllerRule, last_sign_of_life
 from harvestdef.model.jobs import Job
 from harvestdef.model.status import JobStatus, StopReason
 from harvestdef.repositories.domains import lookup_name
 from harvestdef.repositories.hearing import read_hearing
-from harvestdef.repositories.jobchanges import APPLIED, FAIL, PAUSE, RESUME, STOP
 from harvestdef.repositories.jobdedup import JobDedupRepository
 from harvestdef.repositories.jobends import JobEnd, JobEndRepository
 from harvestdef.repositories.jobevents import CONTROLLER_LOST, RESUBMITTED, JobEventEntry, JobEventRepository

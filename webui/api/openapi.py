@@ -24,16 +24,18 @@ from flask import current_app, jsonify
 from harvestdef.crawlattributes import MAX_HOPS_LIMIT
 from harvestdef.db import schema as s
 from harvestdef.livechanges import (
+    CONTROL_ACTIONS,
+    KINDS,
     MAX_ADDED_URIS,
     MAX_DELAY_FACTOR,
     MAX_DELAY_MS,
     MAX_PER_HOST,
     MAX_REASON_LENGTH,
     MAX_REGEX_LENGTH,
+    STATES,
 )
 from harvestdef.model.definitions import Role
 from harvestdef.model.webhooks import MAX_SECRET_LENGTH, MAX_URL_LENGTH, MIN_SECRET_LENGTH, WebhookEvent
-from harvestdef.repositories.jobchanges import CONTROL_ACTIONS, KINDS, STATES
 from harvestdef.repositories.users import MAX_TOKEN_LABEL_LENGTH, MIN_PASSWORD_LENGTH
 from harvestdef.validation import INT64, column_length
 from webui.api.core import MAX_LIMIT, blueprint

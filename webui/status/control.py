@@ -17,7 +17,7 @@ from flask import flash, redirect, request, url_for
 from flask_babel import gettext as _
 
 from harvestdef.errors import HarvestSuiteError
-from harvestdef.repositories.jobchanges import ADD_URIS, BUDGET, DELETE_QUEUED, POLITENESS, REJECT, UNREJECT
+from harvestdef.livechanges import ADD_URIS, BUDGET, DELETE_QUEUED, POLITENESS, REJECT, UNREJECT
 from webui.api.changes import request_change, request_control
 from webui.api.errors import ApiError, is_client_error, translate
 from webui.auth import OPERATE, require
