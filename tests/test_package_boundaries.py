@@ -63,3 +63,14 @@ def test_a_harvester_process_loads_nothing_of_the_harvest_database_even_through_
                                "print('\\n'.join(sorted(sys.modules)))"],
         capture_output=True, text=True, check=True, cwd=ROOT).stdout.split()
     assert [name for name in loaded if name.startswith(("harvestdef.db", "harvestdef.repositories"))] == []
+
+
+def test_every_package_of_the_source_is_installed():
+    """pyproject.toml lists the packages setuptools installs; a package missing there imports in a checkout
+    and is absent from a wheel (the deployment test installs one)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts)
+             for package in FORBIDDEN for init in (ROOT / package).rglob("__init__.py")}
+    assert found - listed == set()
