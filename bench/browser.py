@@ -34,9 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harvester.engine.browser import BrowserOptions  # noqa: E402
 from harvester.engine.config import load_crawl_config  # noqa: E402
 from harvester.engine.crawl import CrawlController  # noqa: E402
+from harvester.engine.fetching.browser import BrowserOptions  # noqa: E402
 from tests.engine.conftest import write_job  # noqa: E402
 from tests.engine.scriptsite import HOST, ScriptSite  # noqa: E402
 

@@ -77,7 +77,7 @@ class BacktrackingPattern:
     """A Java pattern only a backtracking matcher can run (lookaround, backreferences), in the ``regex``
     module with a time budget per match: ``fullmatch`` raises TimeoutError when the budget runs out, so
     ``(.|.)*(?=X)`` costs its budget per text, never a frozen process. The caller decides what a timeout
-    means; harvester/engine/scope.py lets a REJECT rule reject."""
+    means; harvester/engine/frontier/scope.py lets a REJECT rule reject."""
 
     def __init__(self, pattern: str, seconds: float) -> None:
         self.pattern = pattern

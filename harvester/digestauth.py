@@ -1,6 +1,6 @@
 """HTTP Digest authentication's shared arithmetic (RFC 7616, MD5, qop="auth"; RFC 2069 form without qop).
 
-Both halves of the Heritrix 3 REST API use it: the engine's server (``harvester.engine.digest``) to check an
+Both halves of the Heritrix 3 REST API use it: the engine's server (``harvester.engine.rest.digest``) to check an
 ``Authorization`` header, and the client (``harvester.heritrix``) to answer a ``WWW-Authenticate``
 challenge. Keeping the header grammar and the response computation here means the two cannot drift apart:
 a client that computes the response one way and a server that checks it another would pass their own tests

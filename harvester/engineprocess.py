@@ -36,7 +36,7 @@ from pathlib import Path
 
 from harvestdef.errors import HeritrixError
 from harvestdef.settings import ENV_PREFIX
-from harvester.engine.tls import CERT_FILE
+from harvester.engine.rest.tls import CERT_FILE
 
 PID_FILE = "engine.pid"
 AUTH_FILE = "engine.auth"

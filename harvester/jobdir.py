@@ -34,7 +34,7 @@ Layout (NetarchiveSuite's job directory, with files of ours)::
 
 cdxj/, dedup/ and the WARC files are stored under the same names in the job's archive-store directory
 (``files_to_store``). The crawler's files (job.log, checkpoints/, the launches, latest) are Heritrix's
-layout, written by a real Heritrix 3 or by the bundled engine (harvester/engine/jobregistry.py) and only read here.
+layout, written by a real Heritrix 3 or by the bundled engine (harvester/engine/rest/jobregistry.py) and only read here.
 
 The directory is written under a temporary name and renamed, so a directory with a ``harvestInfo.xml``
 is always complete. Nothing here opens the harvest database: it all comes from the message.

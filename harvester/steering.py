@@ -58,7 +58,7 @@ STOP, FAIL = "stop", "fail"
 CONTROL_KINDS = frozenset({"pause", "resume", "checkpoint", STOP, FAIL})
 SCRIPT_KINDS = frozenset({"reject", "unreject", "budget", "delete_queued", "add_uris"})
 # One script of a round stays well below what a crawler's script console takes in one form (the bundled
-# engine: 16 MiB, URL-encoded, harvester/engine/server.py); a round's further changes go in further scripts.
+# engine: 16 MiB, URL-encoded, harvester/engine/rest/server.py); a round's further changes go in further scripts.
 MAX_SCRIPT_CHARACTERS = 4_000_000
 
 # politeness fields of the API -> the crawler's bean properties (Heritrix's names)

@@ -1,20 +1,20 @@
 """The processor chain: what the crawl does with one URI taken from the frontier, step by step.
 
 Order of work for each URI (do not reorder: each step relies on the one before):
-0. the operators' reject rules, asked again: a URI one of them rejects ends -5000 unfetched (preselector.py);
+0. the operators' reject rules, asked again: a URI one of them rejects ends -5000 unfetched (frontier/preselector.py);
 1. DNS prerequisite once per host (``dns:`` record and crawl.log line, answered from ``--hosts``); a host
    without an address ends the URI -6, a host the destination policy refuses ends it -5005 with
-   ``destinationRefused:KIND``, never connected to (prerequisites.py, DnsPrerequisite);
-2. quota of the URI's group (-5003 with ``Q:groupMaxFetchSuccesses`` / ``Q:groupMaxAllKb``; quota.py);
+   ``destinationRefused:KIND``, never connected to (fetching/prerequisites.py, DnsPrerequisite);
+2. quota of the URI's group (-5003 with ``Q:groupMaxFetchSuccesses`` / ``Q:groupMaxAllKb``; frontier/quota.py);
 3. robots.txt prerequisite once per host:port, unless the policy is ``ignore``, then its rules (-9998;
-   prerequisites.py, RobotsPrerequisite); its Sitemap lines are offered with ExtractorRobotsTxt;
-3a. a login form of the credential store, posted once before its server's other URIs (prerequisites.py,
+   fetching/prerequisites.py, RobotsPrerequisite); its Sitemap lines are offered with ExtractorRobotsTxt;
+3a. a login form of the credential store, posted once before its server's other URIs (fetching/prerequisites.py,
    FormLoginPrerequisite; only with HtmlFormCredentials);
-4. fetch; network errors are retried with backoff up to maxRetries (fetching.py);
+4. fetch; network errors are retried with backoff up to maxRetries (fetching/step.py);
 5. deduplication (revisit record) or a response record; crawl.log; statistics; quotas (disposition.py);
-6. politeness: the queue rests after the fetch (fetching.py);
+6. politeness: the queue rests after the fetch (fetching/step.py);
 7. outlinks and redirects offered to scope and frontier with their hop paths (disposition.py, through
-   discovery.py).
+   frontier/discovery.py).
 Crawl limits are not a step (limits.py; the crawl controller checks them between URIs): they end the crawl
 with FINISHED_DATA_LIMIT / FINISHED_DOCUMENT_LIMIT / FINISHED_TIME_LIMIT.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from harvester.engine.frontier import CrawlUri, WorkQueue
+from harvester.engine.frontier.frontier import CrawlUri, WorkQueue
 
 if TYPE_CHECKING:
     from harvester.engine.disposition import Disposition
@@ -40,7 +40,7 @@ DNS_FAILED = -1
 DOMAIN_LOOKUP_FAILED = -6
 OUT_OF_SCOPE = -5000
 QUOTA_BLOCKED = -5003
-# DESTINATION_REFUSED (-5005, ours) is fetch.py's: the fetcher refuses such an address too.
+# DESTINATION_REFUSED (-5005, ours) is fetching/fetch.py's: the fetcher refuses such an address too.
 ROBOTS_PRECLUDED = -9998
 
 

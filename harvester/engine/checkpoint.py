@@ -1,10 +1,10 @@
 """Checkpoints: the crawl's whole state in ``<job>/checkpoints/cpNNNNN-<yyyyMMddHHmmss>/``.
 
 Saved: a copy of the frontier's store (queued URIs with hop path, via, seed, attempts; every URL met with
-its state and shortest path; deferred outlinks; within-job digests: harvester/engine/urlstore.py) and a
+its state and shortest path; deferred outlinks; within-job digests: harvester/engine/frontier/urlstore.py) and a
 JSON file with statistics, quota counters per group, the WARC serial, robots.txt bodies and DNS answers per
 host, the operators' live changes in force (reject rules, domain budgets, bean properties set:
-harvester/engine/livechanges.py), so a resumed crawl does not forget a change, and the sites' sessions
+harvester/engine/live/livechanges.py), so a resumed crawl does not forget a change, and the sites' sessions
 (the cookie jar, login forms posted, HTTP credentials in use, sitemaps named and not yet fetched), so a
 resumed crawl stays logged in and reads its sitemaps as Heritrix's BDB keeps its cookie store. A resumed crawl refetches
 none of it. Both are written to a temporary directory and renamed, so a checkpoint is complete or absent.
@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harvestdef.errors import CrawlEngineError
-from harvester.engine.stats import CrawlStats
-from harvester.engine.urlstore import UrlStore
+from harvester.engine.frontier.urlstore import UrlStore
+from harvester.engine.reporting.stats import CrawlStats
 from harvester.heritrix3.layout import STATE_DIR
 
 if TYPE_CHECKING:
-    from harvester.engine.frontier import Frontier
-    from harvester.engine.livechanges import LiveChanges
-    from harvester.engine.quota import QuotaEnforcer
-    from harvester.engine.scope import Scope
-    from harvester.engine.servercache import ServerCache
+    from harvester.engine.fetching.servercache import ServerCache
+    from harvester.engine.frontier.frontier import Frontier
+    from harvester.engine.frontier.quota import QuotaEnforcer
+    from harvester.engine.frontier.scope import Scope
+    from harvester.engine.live.livechanges import LiveChanges
 
 STATE_FILE = "crawl-state.json.gz"
 STORE_FILE = "frontier.sqlite"     # the frontier's store, in <job>/state/ and in each checkpoint

@@ -8,7 +8,7 @@ Port, credentials, address and hosts file come from the same settings the harves
 ``harvestsuite.crawler.hostsFile``); the options override them.
 
 With ``--browser`` it is the browser crawler: the same engine, REST API and job directory, each URI loaded
-as a page in headless Chromium through a recording proxy (harvester/engine/browserfetch.py, docs/browser.md),
+as a page in headless Chromium through a recording proxy (harvester/engine/fetching/browserfetch.py, docs/browser.md),
 under the ``harvestsuite.crawler.browser.*`` settings.
 
 It prints the URL it listens on (``--port 0`` picks a free port) and the certificate's fingerprint, then
@@ -20,7 +20,7 @@ harvest controller starts it so, with a pipe it holds open and never writes to: 
 however it dies (SIGKILL, the OOM killer), the kernel closes its end and the engine checkpoints and ends
 its crawl at once, instead of crawling on as an orphan in its own session while the scheduler gives the
 job to another controller. That checkpoint is named in the job directory's ``shutdown-checkpoint.json``
-once the crawl has ended after it (harvester/engine/jobregistry.py): the controller, started again, resumes the
+once the crawl has ended after it (harvester/engine/rest/jobregistry.py): the controller, started again, resumes the
 job from it if the scheduler grants the job again.
 
 A pipe rather than the alternatives because its end of file comes the moment the last holder is gone, on
@@ -45,15 +45,15 @@ import click
 
 from harvestdef.errors import SettingsError
 from harvestdef.settings import Settings, load_settings
-from harvester.engine.bounds import ResponseBounds
-from harvester.engine.browser import BrowserOptions
 from harvester.engine.collector import tune_collector
-from harvester.engine.digest import DigestAuthenticator
-from harvester.engine.hostsfile import HostsFileError, load_hosts_file
-from harvester.engine.jobregistry import JobRegistry
-from harvester.engine.server import EngineServer
-from harvester.engine.sitemaps import SitemapLimits
-from harvester.engine.tls import CertificateError, ensure_certificate, fingerprint, server_context
+from harvester.engine.extraction.sitemaps import SitemapLimits
+from harvester.engine.fetching.bounds import ResponseBounds
+from harvester.engine.fetching.browser import BrowserOptions
+from harvester.engine.fetching.hostsfile import HostsFileError, load_hosts_file
+from harvester.engine.rest.digest import DigestAuthenticator
+from harvester.engine.rest.jobregistry import JobRegistry
+from harvester.engine.rest.server import EngineServer
+from harvester.engine.rest.tls import CertificateError, ensure_certificate, fingerprint, server_context
 
 log = logging.getLogger(__name__)
 

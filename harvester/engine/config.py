@@ -19,7 +19,7 @@ from harvestdef.errors import PatternError, ValidationError
 from harvestdef.patterns import BacktrackingPattern, compile_crawl_pattern, compile_pattern
 from harvestdef.seeds import seed_lines
 from harvester.engine.beans import Bean, BeanError, BeanSet, Ref, parse_beans
-from harvester.engine.credentials import FormCredential, HttpCredential
+from harvester.engine.fetching.credentials import FormCredential, HttpCredential
 from harvester.heritrix3.layout import SEEDS, WARCS_DIR
 
 # The time budget of one match of a scope regex that only a backtracking matcher can run (lookaround,
@@ -117,7 +117,7 @@ class ConfigError(ValidationError):
 
 @dataclass(frozen=True)
 class ScopeRule:
-    """One DecideRule of the scope sequence; harvester/engine/scope.py evaluates them in order."""
+    """One DecideRule of the scope sequence; harvester/engine/frontier/scope.py evaluates them in order."""
     kind: str                       # the rule's class short name
     decision: str = "ACCEPT"        # ACCEPT or REJECT for predicated rules
     number: int = 0                 # maxHops, maxTransHops, maxRepetitions or maxPathDepth

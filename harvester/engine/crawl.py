@@ -2,12 +2,12 @@
 
 It owns the launch's lifecycle and nothing of a URI's processing: it starts the crawl (seeds, or a
 checkpoint's state), runs the crawl threads (crawlthreads.py), which hand each URI to the processor chain
-(chain.py, the order of work for each URI), and the action directory's scans (actiondir.py), until the
+(chain.py, the order of work for each URI), and the action directory's scans (live/actiondir.py), until the
 frontier is empty, a crawl limit is hit (limits.py) or an operator terminates; it pauses, takes
 checkpoints (checkpoint.py holds what goes into one), has progress lines and notes written
-(progresslog.py) and the reports (reports.py), and answers status. Operators' live changes (a script's
-calls, bean properties: livechanges.py) are handed to the crawl's loop while the crawl runs or is paused,
-so they never interleave with a URI's processing, a checkpoint or an action file.
+(reporting/progresslog.py) and the reports (reporting/reports.py), and answers status. Operators' live
+changes (a script's calls, bean properties: live/livechanges.py) are handed to the crawl's loop while the
+crawl runs or is paused, so they never interleave with a URI's processing, a checkpoint or an action file.
 
 Controller states and the actions allowed in each are one table, harvester/heritrix3/states.py's
 CONTROLLER_TRANSITIONS. Public methods are thread-safe and return at once (checkpoint waits for in-flight
@@ -32,21 +32,21 @@ from harvestdef.dedup import DedupIndex
 from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.errors import CrawlEngineError
 from harvester.engine import checkpoint as checkpoints
-from harvester.engine.actiondir import ActionDirectory
-from harvester.engine.bounds import ResponseBounds
-from harvester.engine.browser import BrowserOptions
 from harvester.engine.chain import ProcessorChain
 from harvester.engine.clock import CrawlClock
 from harvester.engine.config import CrawlConfig
 from harvester.engine.crawlthreads import CrawlThreads
-from harvester.engine.figures import LaunchStatus
-from harvester.engine.launchlogs import CrawlLogs
-from harvester.engine.livechanges import ScriptOutcome
+from harvester.engine.extraction.sitemaps import SitemapLimits
+from harvester.engine.fetching.bounds import ResponseBounds
+from harvester.engine.fetching.browser import BrowserOptions
+from harvester.engine.live.actiondir import ActionDirectory
+from harvester.engine.live.livechanges import ScriptOutcome
 from harvester.engine.parts import CrawlParts
-from harvester.engine.progresslog import ProgressLog
-from harvester.engine.reports import CRAWL_STATUS_TEXT, render_reports, write_reports
-from harvester.engine.sitemaps import SitemapLimits
-from harvester.engine.warc import WarcFileWriter
+from harvester.engine.reporting.figures import LaunchStatus
+from harvester.engine.reporting.launchlogs import CrawlLogs
+from harvester.engine.reporting.progresslog import ProgressLog
+from harvester.engine.reporting.reports import CRAWL_STATUS_TEXT, render_reports, write_reports
+from harvester.engine.warcwriting.warc import WarcFileWriter
 from harvester.heritrix3.layout import ACTION_DIR, ACTIONS_DONE_DIR, CHECKPOINTS_DIR, LOGS_DIR, REPORTS_DIR
 from harvester.heritrix3.scripting import ScriptCall
 from harvester.heritrix3.states import CONTROLLER_TRANSITIONS, ControllerEvent, ControllerState, CrawlExitStatus

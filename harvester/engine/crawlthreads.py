@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 
 from harvester.engine.chain import Curi, ProcessorChain
-from harvester.engine.frontier import Frontier
-from harvester.engine.launchlogs import CrawlLogs, iso_now
+from harvester.engine.frontier.frontier import Frontier
+from harvester.engine.reporting.launchlogs import CrawlLogs, iso_now
 
 
 class CrawlThreads:

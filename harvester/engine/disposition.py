@@ -14,18 +14,18 @@ from urllib.parse import urlsplit
 
 from harvester.engine.chain import DNS_FAILED
 from harvester.engine.config import CrawlConfig
-from harvester.engine.discovery import LinkDiscovery
-from harvester.engine.fetch import FetchResult
-from harvester.engine.frontier import QUEUED, CrawlUri, Frontier
-from harvester.engine.launchlogs import CrawlLogs, iso_now
-from harvester.engine.links import LinkExtractors
-from harvester.engine.queuepolicy import QueueAssignment
-from harvester.engine.quota import QuotaEnforcer
-from harvester.engine.recorder import DUPLICATE_ANNOTATION, CaptureRecorder
-from harvester.engine.scope import canonical_url
-from harvester.engine.sitemaps import MANIFEST_HOP, SitemapDeclarations, robots_sitemaps
-from harvester.engine.stats import CrawlStats
-from harvester.engine.warc import sha1_digest
+from harvester.engine.extraction.links import LinkExtractors
+from harvester.engine.extraction.sitemaps import MANIFEST_HOP, SitemapDeclarations, robots_sitemaps
+from harvester.engine.fetching.fetch import FetchResult
+from harvester.engine.frontier.discovery import LinkDiscovery
+from harvester.engine.frontier.frontier import QUEUED, CrawlUri, Frontier
+from harvester.engine.frontier.queuepolicy import QueueAssignment
+from harvester.engine.frontier.quota import QuotaEnforcer
+from harvester.engine.frontier.scope import canonical_url
+from harvester.engine.reporting.launchlogs import CrawlLogs, iso_now
+from harvester.engine.reporting.stats import CrawlStats
+from harvester.engine.warcwriting.recorder import DUPLICATE_ANNOTATION, CaptureRecorder
+from harvester.engine.warcwriting.warc import sha1_digest
 
 
 class Disposition:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from harvester.engine.stats import CrawlStats
+from harvester.engine.reporting.stats import CrawlStats
 from harvester.heritrix3.states import CrawlExitStatus
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ link discovery, the server cache and the fetcher, and the processor chain over t
 
 It also gives the launch its first state (the seeds, or a checkpoint's state, operators' live changes
 included), takes the parts to a checkpoint, and reads them for status and reports. Operators' live changes
-(livechanges.py) change the parts it holds, ``politeness`` among them. It wires and holds; the crawl
+(live/livechanges.py) change the parts it holds, ``politeness`` among them. It wires and holds; the crawl
 controller (crawl.py) runs the launch and owns its state.
 """
 
@@ -18,41 +18,41 @@ from harvestdef.dedup import DedupIndex
 from harvestdef.destinations import PUBLIC_ONLY, DestinationPolicy
 from harvestdef.domainnames import to_punycode
 from harvester.engine import checkpoint as checkpoints
-from harvester.engine.bounds import ResponseBounds
-from harvester.engine.browser import BrowserOptions
-from harvester.engine.browserfetch import BrowserFetchProcessor, BrowserPages
 from harvester.engine.chain import ProcessorChain
 from harvester.engine.config import CrawlConfig
-from harvester.engine.cookies import CookieStore
-from harvester.engine.credentials import HttpAuthentication
-from harvester.engine.discovery import LinkDiscovery
 from harvester.engine.disposition import Disposition
-from harvester.engine.fetch import Fetcher, RequestSettings
-from harvester.engine.fetching import FetchProcessor, Politeness
-from harvester.engine.figures import CrawlFigures, crawl_figures
-from harvester.engine.frontier import DONE, Frontier
-from harvester.engine.launchlogs import CrawlLogs
+from harvester.engine.extraction.links import LinkExtractors
+from harvester.engine.extraction.sitemaps import SitemapDeclarations, SitemapLimits
+from harvester.engine.fetching.bounds import ResponseBounds
+from harvester.engine.fetching.browser import BrowserOptions
+from harvester.engine.fetching.browserfetch import BrowserFetchProcessor, BrowserPages
+from harvester.engine.fetching.cookies import CookieStore
+from harvester.engine.fetching.credentials import HttpAuthentication
+from harvester.engine.fetching.fetch import Fetcher, RequestSettings
+from harvester.engine.fetching.prerequisites import DnsPrerequisite, FormLoginPrerequisite, RobotsPrerequisite
+from harvester.engine.fetching.servercache import ServerCache
+from harvester.engine.fetching.step import FetchProcessor, Politeness
+from harvester.engine.frontier.discovery import LinkDiscovery
+from harvester.engine.frontier.frontier import DONE, Frontier
+from harvester.engine.frontier.preselector import Preselector
+from harvester.engine.frontier.queuepolicy import QueueAssignment
+from harvester.engine.frontier.quota import QuotaEnforcer, QuotaRules
+from harvester.engine.frontier.scope import Scope, canonical_url
 from harvester.engine.limits import CrawlLimits
-from harvester.engine.links import LinkExtractors
-from harvester.engine.livechanges import LiveChanges
-from harvester.engine.prerequisites import DnsPrerequisite, FormLoginPrerequisite, RobotsPrerequisite
-from harvester.engine.preselector import Preselector
-from harvester.engine.queuepolicy import QueueAssignment
-from harvester.engine.quota import QuotaEnforcer, QuotaRules
-from harvester.engine.recorder import CaptureRecorder, DedupRules
-from harvester.engine.reports import ReportInput, report_input
-from harvester.engine.scope import Scope, canonical_url
-from harvester.engine.servercache import ServerCache
-from harvester.engine.sitemaps import SitemapDeclarations, SitemapLimits
-from harvester.engine.stats import CrawlStats, RateTracker
-from harvester.engine.warc import WarcFileWriter
+from harvester.engine.live.livechanges import LiveChanges
+from harvester.engine.reporting.figures import CrawlFigures, crawl_figures
+from harvester.engine.reporting.launchlogs import CrawlLogs
+from harvester.engine.reporting.reports import ReportInput, report_input
+from harvester.engine.reporting.stats import CrawlStats, RateTracker
+from harvester.engine.warcwriting.recorder import CaptureRecorder, DedupRules
+from harvester.engine.warcwriting.warc import WarcFileWriter
 from harvester.heritrix3.states import ControllerState, CrawlExitStatus
 
 
 class CrawlParts:
     """One launch's parts. ``on_scheduled`` is called whenever a URL is (re)queued (to wake idle crawl
     threads). A launch from ``resume_from`` starts from that checkpoint's copy of the store. With ``browser``
-    options the fetch step loads each URI as a page in Chromium (browserfetch.py) instead of fetching it."""
+    options the fetch step loads each URI as a page in Chromium (fetching/browserfetch.py) instead of fetching it."""
 
     def __init__(self, config: CrawlConfig, job_dir: Path, hosts: Mapping[str, str], resume_from: Path | None,
                  on_scheduled: Callable[[], None], sitemap_limits: SitemapLimits | None = None,

@@ -18,7 +18,7 @@ ACTION_DIR = "action"
 CHECKPOINTS_DIR = "checkpoints"
 LATEST = "latest"  # a link to the newest launch directory
 # The bundled engine's own addition, no Heritrix 3 file: written at engine shutdown once a checkpointed crawl
-# has ended (harvester/engine/jobregistry.py, CrawlJob.stop_for_shutdown), read by the harvest controller.
+# has ended (harvester/engine/rest/jobregistry.py, CrawlJob.stop_for_shutdown), read by the harvest controller.
 SHUTDOWN_CHECKPOINT = "shutdown-checkpoint.json"
 
 # a launch directory

@@ -1,5 +1,5 @@
 """Heritrix 3's REST representations, in one place for the client (harvester/heritrix.py) and the bundled
-engine's REST view (harvester/engine/status.py): the job resource with its nested reports, the engine's job
+engine's REST view (harvester/engine/rest/status.py): the job resource with its nested reports, the engine's job
 list, the script console's and the bean browser's answers
 (https://heritrix.readthedocs.io/en/latest/api.html).
 

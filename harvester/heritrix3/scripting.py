@@ -10,7 +10,7 @@ call lines, one change each::
 The harvest controller builds scripts with the ``*_script`` builders and sends the same text to a real
 Heritrix 3 and to the bundled engine. The engine runs no Groovy: ``parse_script`` reads the call lines (after
 the byte-identical ``LIBRARY``, or with nothing before them) and the engine carries each out its own way
-(harvester/engine/livechanges.py). Anything else in a script is refused (``ScriptRefused``), naming the line;
+(harvester/engine/live/livechanges.py). Anything else in a script is refused (``ScriptRefused``), naming the line;
 nothing is ever evaluated.
 
 The operations (a regex is Java's dialect, matched against the whole URI as Heritrix's ``matches()``):

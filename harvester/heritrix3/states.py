@@ -71,7 +71,7 @@ _S, _E = ControllerState, ControllerEvent
 #   what harvester/crawldriver.py counts on when a pause outlasts its wait; a terminate while STOPPING
 #   changes nothing, as Heritrix's second stop request changes no state;
 # - NASCENT allows only the start: the engine starts a controller in the same locked step that makes it
-#   (harvester/engine/jobregistry.py, launch), so no client ever finds a launched crawl NASCENT to terminate.
+#   (harvester/engine/rest/jobregistry.py, launch), so no client ever finds a launched crawl NASCENT to terminate.
 CONTROLLER_TRANSITIONS: dict[ControllerState, dict[ControllerEvent, ControllerState]] = {
     _S.NASCENT: {_E.START: _S.PREPARING},
     _S.PREPARING: {_E.RUN: _S.RUNNING, _E.PAUSED: _S.PAUSED, _E.UNPAUSE: _S.PREPARING, _E.TERMINATE: _S.STOPPING,

@@ -40,7 +40,7 @@ from warcio.recordloader import ArcWarcRecord
 from harvestdef.errors import ValidationError
 from harvestdef.files import replacing
 from harvester.decoding import decoded_pieces
-from harvester.engine.spool import sha1_label
+from harvester.engine.warcwriting.spool import sha1_label
 
 # A POST body longer than this, decoded, is not appended to the URL key: pywb would base64 it into the key,
 # and an index line is no place for megabytes.

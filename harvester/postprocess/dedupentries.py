@@ -9,7 +9,7 @@ An entry is made for each ``response`` record
 * that carries a WARC-Payload-Digest (``sha1:BASE32``, kept as written) and is not truncated
   (WARC-Truncated): a cut payload's digest would make a later complete fetch look like a duplicate;
 * whose payload is not empty: the digest of nothing is every empty response's, and the crawler never
-  deduplicates one (harvester/engine/recorder.py), so its entry would only take room in the index.
+  deduplicates one (harvester/engine/warcwriting/recorder.py), so its entry would only take room in the index.
 
 and for each ``revisit`` record (same status and type rules) whose original lies in an earlier job: its
 entry is the original's (URL, date, record id, WARC file and offset), so the index built from this job

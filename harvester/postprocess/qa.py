@@ -10,7 +10,7 @@ Rules:
   (``describe_fetch_status``), as the domain report's NothingHarvested findings do.
 * A missing resource is an embedded resource (last hop E in crawl.log, or referenced by a captured HTML or
   CSS response: img/src, srcset, link rel=stylesheet, script/src, frames, CSS url(), the engine's own
-  extractors in harvester/engine/links.py) that no crawl.log line of the job fetched with 200-399. Its
+  extractors in harvester/engine/extraction/links.py) that no crawl.log line of the job fetched with 200-399. Its
   reason, from its last crawl.log line: ``out_of_scope`` (-5000), ``robots`` (-9998, -61), ``budget``
   (-5003, with the quota annotation), ``destination_refused`` (-5005: an address harvesting does not
   connect to, harvestdef/destinations.py), ``http_error`` (400 and up), ``network_error`` (any other negative
@@ -55,8 +55,8 @@ from harvestdef.domainnames import domain_of_url
 from harvestdef.errors import DomainNameError, PatternError
 from harvestdef.messages import QaSummary
 from harvestdef.patterns import BacktrackingPattern, CrawlPatterns, compile_crawl_pattern
-from harvester.engine.links import extract_links, extractor_for
-from harvester.engine.scope import canonical_url
+from harvester.engine.extraction.links import extract_links, extractor_for
+from harvester.engine.frontier.scope import canonical_url
 from harvester.heritrix3.scripting import domain_reject_regex
 from harvester.postprocess.crawllogreader import (
     ANNOTATIONS,
@@ -96,7 +96,7 @@ REJECT, DELETE_QUEUED, BUDGET, CRAWLER_TRAP = "reject", "delete_queued", "budget
 _RULE_EXCLUSION = {REJECT: "reject_rule", DELETE_QUEUED: "deleted_from_queue", CRAWLER_TRAP: "crawler_trap",
                    BUDGET: "budget"}
 _DELETED_BY_OPERATOR = -6000
-_TRAP_SECONDS = 0.05  # a backtracking trap's time per URL, as the engine gives it (harvester/engine/scope.py)
+_TRAP_SECONDS = 0.05  # a backtracking trap's time per URL, as the engine gives it (harvester/engine/frontier/scope.py)
 _ROBOTS = frozenset({-9998, -61})
 _QUOTA_PREFIX = "Q:"
 # the annotations a missing resource's detail repeats: the quota it hit, the kind of a refused destination

@@ -4,7 +4,7 @@ A crawler killed mid-crawl (``kill -9``, a machine that went down) leaves a WARC
 ``warcfiles.close_open_warc`` cuts back to its last whole record, and a crawl.log that may say more or less
 than that file holds: a line whose records were still in a buffer when the process died, or records whose
 line was never written. The bundled engine hands a capture's records to the OS before its line
-(harvester/engine/warc.py), so from it only the latter can happen, for the one capture being logged; a
+(harvester/engine/warcwriting/warc.py), so from it only the latter can happen, for the one capture being logged; a
 Heritrix 3 or an older engine can leave both. The domain report counts crawl.log lines as objects, so
 without this step historyinfo would count captures the archive does not hold, or miss ones it does.
 

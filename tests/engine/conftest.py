@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.engine.bounds import ResponseBounds
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
+from harvester.engine.fetching.bounds import ResponseBounds
 from tests.engine.site import TestSite
 
 

@@ -28,7 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from harvester.engine.tls import make_self_signed, server_context
+from harvester.engine.rest.tls import make_self_signed, server_context
 
 HOST = "www.skriptet.dk"
 CDN_HOST = "cdn.skriptet.dk"

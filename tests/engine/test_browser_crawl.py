@@ -1,6 +1,6 @@
-"""The browser crawler (harvester/engine/browserfetch.py) on a site built by scripts (tests/engine/scriptsite.py):
-what Chromium made of each page is captured through the recording proxy, with the engine's crawl.log, WARCs
-and link discovery, and the pages it could not load end with their reason."""
+"""The browser crawler (harvester/engine/fetching/browserfetch.py) on a site built by scripts
+(tests/engine/scriptsite.py): what Chromium made of each page is captured through the recording proxy, with
+the engine's crawl.log, WARCs and link discovery, and the pages it could not load end with their reason."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.engine.browser import MEMORY_LIMIT, TIME_LIMIT, BrowserOptions
-from harvester.engine.browserfetch import BROWSER_FAILED
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
+from harvester.engine.fetching.browser import MEMORY_LIMIT, TIME_LIMIT, BrowserOptions
+from harvester.engine.fetching.browserfetch import BROWSER_FAILED
 from tests.engine.conftest import CrawlRun, stop_controllers, write_job
 from tests.engine.scriptsite import ARTICLES, CDN_HOST, DOWNLOAD, HOST, NOTE_TEXT, SCRIPT_TEXT, ScriptSite
 from tests.engine.site import MODERN_HOST, TestSite

@@ -8,7 +8,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import pytest
 
-from harvester.engine.scope import _netloc, canonical_url
+from harvester.engine.frontier.scope import _netloc, canonical_url
 
 
 def general_way(url: str, base: str) -> str | None:

@@ -12,7 +12,7 @@ import pytest
 from harvestdef.dedup import DedupIndexWriter
 from harvester.engine.config import ConfigError, load_crawl_config
 from harvester.engine.crawl import CrawlController
-from harvester.engine.hostsfile import HostsFileError, load_hosts_file
+from harvester.engine.fetching.hostsfile import HostsFileError, load_hosts_file
 from tests.engine.site import TestSite
 
 ROOT = Path(__file__).resolve().parent.parent.parent

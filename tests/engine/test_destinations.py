@@ -23,7 +23,7 @@ import pytest
 from harvestdef.destinations import DestinationPolicy
 from harvester.engine.config import load_crawl_config
 from harvester.engine.crawl import CrawlController
-from harvester.engine.scope import canonical_url
+from harvester.engine.frontier.scope import canonical_url
 from tests.engine.conftest import stop_controllers, write_job
 from tests.netns import network_namespace
 
@@ -267,7 +267,7 @@ def test_a_login_form_posted_inwards_is_refused_unconnected(run_crawl, hostile: 
 
 def test_the_browser_crawlers_requests_inwards_are_refused_unconnected(tmp_path: Path,
                                                                         internal: CountingServer) -> None:
-    from harvester.engine.browser import BrowserOptions
+    from harvester.engine.fetching.browser import BrowserOptions
     from tests.webui.browser import require_browser
 
     require_browser()  # skips saying why without Chromium and Playwright, fails so under CI=true

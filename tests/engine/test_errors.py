@@ -10,9 +10,9 @@ from harvester.engine.beans import BeanError
 from harvester.engine.checkpoint import CheckpointError
 from harvester.engine.config import ConfigError
 from harvester.engine.crawl import CrawlStateError
-from harvester.engine.hostsfile import HostsFileError, parse_hosts
-from harvester.engine.jobregistry import JobActionError, UnknownJobError
-from harvester.engine.tls import CertificateError, ensure_certificate
+from harvester.engine.fetching.hostsfile import HostsFileError, parse_hosts
+from harvester.engine.rest.jobregistry import JobActionError, UnknownJobError
+from harvester.engine.rest.tls import CertificateError, ensure_certificate
 
 
 @pytest.mark.parametrize(("error", "harvestdef_base", "builtin_base"), [

@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from harvester.engine.frontier import DONE, QUEUED, CrawlUri, Frontier
-from harvester.engine.urlstore import UrlStore
+from harvester.engine.frontier.frontier import DONE, QUEUED, CrawlUri, Frontier
+from harvester.engine.frontier.urlstore import UrlStore
 
 
 def take_all(frontier: Frontier) -> list[CrawlUri]:

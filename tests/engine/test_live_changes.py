@@ -19,9 +19,9 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestdef.errors import HeritrixError
-from harvester.engine.frontier import DONE, QUEUED, CrawlUri, Frontier
-from harvester.engine.quota import DomainBudget, QuotaEnforcer, QuotaRules
-from harvester.engine.urlstore import UrlStore
+from harvester.engine.frontier.frontier import DONE, QUEUED, CrawlUri, Frontier
+from harvester.engine.frontier.quota import DomainBudget, QuotaEnforcer, QuotaRules
+from harvester.engine.frontier.urlstore import UrlStore
 from harvester.heritrix import HeritrixClient
 from harvester.heritrix3.scripting import (
     LIBRARY,

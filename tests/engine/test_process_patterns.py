@@ -17,7 +17,7 @@ import pytest
 
 from harvestdef.errors import HeritrixError
 from harvester.engine.config import ScopeRule
-from harvester.engine.scope import Scope
+from harvester.engine.frontier.scope import Scope
 from scheduler.jobgen.building import domain_scoped_trap
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite

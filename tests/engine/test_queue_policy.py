@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harvester.engine.queuepolicy import QueueAssignment, queue_key_of
+from harvester.engine.frontier.queuepolicy import QueueAssignment, queue_key_of
 
 
 def test_hostname_policy_keeps_https_and_non_default_ports_apart() -> None:

@@ -10,8 +10,8 @@ import uuid
 
 from warcio.statusandheaders import StatusAndHeaders
 
-from harvester.engine.spool import sha1_label
-from harvester.engine.warcrecords import WARC_VERSION, new_record_id, write_record
+from harvester.engine.warcwriting.spool import sha1_label
+from harvester.engine.warcwriting.warcrecords import WARC_VERSION, new_record_id, write_record
 
 
 def test_digest_labels_are_base64s_base32():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harvester.engine.recorder import DedupRules
+from harvester.engine.warcwriting.recorder import DedupRules
 
 
 @pytest.mark.parametrize(("mime", "is_blacklist", "expected"), [

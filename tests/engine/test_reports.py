@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harvester.engine.progresslog import PROGRESS_HEADER, progress_line
-from harvester.engine.reports import FrontierSummary, QueueReport, ReportInput, render_reports
-from harvester.engine.stats import CrawlStats, HostStats
+from harvester.engine.reporting.progresslog import PROGRESS_HEADER, progress_line
+from harvester.engine.reporting.reports import FrontierSummary, QueueReport, ReportInput, render_reports
+from harvester.engine.reporting.stats import CrawlStats, HostStats
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite
 

@@ -13,9 +13,9 @@ import pytest
 
 from harvestdef.errors import SettingsError
 from harvestdef.settings import load_settings
-from harvester.engine.bounds import ResponseBounds
-from harvester.engine.fetch import _ResponseCaps
-from harvester.engine.links import LinkExtractors
+from harvester.engine.extraction.links import LinkExtractors
+from harvester.engine.fetching.bounds import ResponseBounds
+from harvester.engine.fetching.fetch import _ResponseCaps
 from tests.engine.site import LONG_HEAD_LINES
 
 HOST = "www.kulturarv.dk"

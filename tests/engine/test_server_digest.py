@@ -1,10 +1,10 @@
-"""HTTP Digest authentication of the engine (harvester.engine.digest): challenges, nonces that
+"""HTTP Digest authentication of the engine (harvester.engine.rest.digest): challenges, nonces that
 expire, and the penalty after a failed attempt, with an injected clock so no test waits for real time."""
 
 from __future__ import annotations
 
 from harvester.digestauth import digest_response, parse_auth_params
-from harvester.engine.digest import DigestAuthenticator
+from harvester.engine.rest.digest import DigestAuthenticator
 
 
 class FakeClock:

@@ -1,11 +1,11 @@
-"""The status representations (harvester.engine.status) read back by the client's parser: XML shaped like
+"""The status representations (harvester.engine.rest.status) read back by the client's parser: XML shaped like
 Heritrix's marshaller output and JSON with the same structure give the same typed status."""
 
 from __future__ import annotations
 
 from lxml import etree
 
-from harvester.engine.status import elapsed_pretty, to_json, to_xml
+from harvester.engine.rest.status import elapsed_pretty, to_json, to_xml
 from harvester.heritrix3.model import JSON, parse_engine_status, parse_job_resource
 
 MODEL = {
@@ -64,10 +64,10 @@ def test_the_engine_writes_every_field_of_the_job_resource_the_client_reads(tmp_
     every nested report is written from the client's own representation (harvester/heritrix3/model.py)."""
     from dataclasses import fields
 
-    from harvester.engine.figures import LaunchStatus, crawl_figures
-    from harvester.engine.frontier import QueueCounts
-    from harvester.engine.stats import CrawlStats, RateTracker
-    from harvester.engine.status import job_model
+    from harvester.engine.frontier.frontier import QueueCounts
+    from harvester.engine.reporting.figures import LaunchStatus, crawl_figures
+    from harvester.engine.reporting.stats import CrawlStats, RateTracker
+    from harvester.engine.rest.status import job_model
     from harvester.heritrix3.model import JobResource, camel_key
     from harvester.heritrix3.states import ControllerState
 
@@ -89,7 +89,7 @@ def test_the_engine_writes_every_field_of_the_job_resource_the_client_reads(tmp_
 
 
 def _job_snapshot(tmp_path, launch):
-    from harvester.engine.jobregistry import JobSnapshot, JobState
+    from harvester.engine.rest.jobregistry import JobSnapshot, JobState
 
     launch_dir = tmp_path / "20261201100000"
     return JobSnapshot(name="7_1", directory=tmp_path, primary_config=tmp_path / "crawler-beans.cxml",

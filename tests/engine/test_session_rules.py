@@ -14,10 +14,10 @@ import pytest
 
 from harvester.digestauth import digest_response, parse_auth_params
 from harvester.engine.config import ConfigError, load_crawl_config
-from harvester.engine.cookies import MAX_COOKIES_PER_DOMAIN, CookieStore
-from harvester.engine.credentials import HttpAuthentication, HttpCredential, challenges_of, server_name
-from harvester.engine.jslinks import JsRules, is_very_likely_url, script_links
-from harvester.engine.sitemaps import SitemapLimits, SitemapRules, read_sitemap, robots_sitemaps
+from harvester.engine.extraction.jslinks import JsRules, is_very_likely_url, script_links
+from harvester.engine.extraction.sitemaps import SitemapLimits, SitemapRules, read_sitemap, robots_sitemaps
+from harvester.engine.fetching.cookies import MAX_COOKIES_PER_DOMAIN, CookieStore
+from harvester.engine.fetching.credentials import HttpAuthentication, HttpCredential, challenges_of, server_name
 from tests.engine.engine_process import crawler_beans
 
 SITE = "http://www.moderne.dk"

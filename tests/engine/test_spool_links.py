@@ -9,7 +9,7 @@ import hashlib
 import tracemalloc
 from base64 import b32encode
 
-from harvester.engine.links import (
+from harvester.engine.extraction.links import (
     MAX_DECODED_BYTES,
     bounded_pieces,
     extract_css_pieces,
@@ -19,7 +19,7 @@ from harvester.engine.links import (
     extractor_for,
     is_extractable,
 )
-from harvester.engine.spool import IN_MEMORY_BYTES, ResponseSpool
+from harvester.engine.warcwriting.spool import IN_MEMORY_BYTES, ResponseSpool
 
 
 def sha1(data: bytes) -> str:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvester.engine.spool import ResponseSpool
-from harvester.engine.warc import WarcFileWriter, sha1_digest
-from harvester.engine.warcrecords import new_record_id, warc_fields, write_record
+from harvester.engine.warcwriting.spool import ResponseSpool
+from harvester.engine.warcwriting.warc import WarcFileWriter, sha1_digest
+from harvester.engine.warcwriting.warcrecords import new_record_id, warc_fields, write_record
 
 WARCIO = Path(sys.executable).parent / "warcio"
 STARTED = 1714557600.25  # 2024-05-01T10:00:00.25Z

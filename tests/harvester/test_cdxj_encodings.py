@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from harvester.engine.spool import sha1_label
+from harvester.engine.warcwriting.spool import sha1_label
 from harvester.postprocess.cdxj import write_cdxj
 from tests.engine.site import br_bomb
 from tests.pywb import pywb_server, replay

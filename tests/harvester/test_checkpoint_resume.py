@@ -17,8 +17,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvester.crawldriver import CrawlDriver, DriveResult, DriverOptions
 from harvester.engine.checkpoint import STORE_FILE
-from harvester.engine.frontier import DONE
-from harvester.engine.urlstore import UrlStore
+from harvester.engine.frontier.frontier import DONE
+from harvester.engine.frontier.urlstore import UrlStore
 from harvester.heritrix3.layout import SHUTDOWN_CHECKPOINT
 from tests.engine.engine_process import EngineProcess, crawler_beans, write_job
 from tests.engine.site import TestSite, wait_for

@@ -15,7 +15,7 @@ from harvestdef.db import schema as s
 from harvestdef.model.status import JobStatus
 from harvestdef.repositories.users import UserRepository
 from harvestdef.settings import load_settings
-from harvester.engine.tls import CERT_FILE
+from harvester.engine.rest.tls import CERT_FILE
 from harvester.engineprocess import ENGINE_DIR
 from harvester.heritrix import HeritrixClient
 from harvester.jobdir import RESUME

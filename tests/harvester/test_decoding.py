@@ -10,7 +10,7 @@ import brotli
 import pytest
 
 from harvester.decoding import ContentDecodingError, DecodedSizeLimitError, codings, decoded_pieces
-from harvester.engine.links import MAX_DECODED_BYTES, bounded_pieces, extract_links
+from harvester.engine.extraction.links import MAX_DECODED_BYTES, bounded_pieces, extract_links
 from tests.engine.site import br_bomb
 
 PAGE = b"<html><body>" + b"".join(b"<a href='/p/%d'>p</a>\n" % n for n in range(2000)) + b"</body></html>"

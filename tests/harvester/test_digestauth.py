@@ -4,7 +4,7 @@ client's header checked by the engine's authenticator, so neither half can drift
 from __future__ import annotations
 
 from harvester.digestauth import authorization_header, digest_response, parse_auth_params
-from harvester.engine.digest import DigestAuthenticator
+from harvester.engine.rest.digest import DigestAuthenticator
 
 
 def test_response_matches_the_rfc_7616_md5_example() -> None:

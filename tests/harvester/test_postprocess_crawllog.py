@@ -82,8 +82,8 @@ def test_only_the_first_invalid_lines_are_kept_as_examples(tmp_path):
 
 
 def test_the_engines_own_crawl_log_parses_without_invalid_lines(tmp_path):
-    # The column layout the bundled engine writes (harvester/engine/launchlogs.py), padding and all.
-    from harvester.engine.launchlogs import CrawlLogs
+    # The column layout the bundled engine writes (harvester/engine/reporting/launchlogs.py), padding and all.
+    from harvester.engine.reporting.launchlogs import CrawlLogs
 
     with CrawlLogs(tmp_path / "logs") as logs:
         logs.crawl(200, 722, "http://www.kulturarv.dk/", "", "", "text/html", 1, 1767261600.5, 12,
