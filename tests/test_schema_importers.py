@@ -42,7 +42,6 @@ MAY_IMPORT_THE_SCHEMA = {
     "webui/api/openapi.py": "column lengths of the API's request schemas",
     "webui/api/status.py": "the running jobs' monitor figures and why harvests wait (harvest_state), read-only",
     "webui/api/system.py": "the controllers, queue depths and scheduler liveness of the System page",
-    "webui/definitions/domains.py": "the active crawl templates' names for the forms' choices",
     "webui/history/captures.py": "the seeds and job starts of the few runs a history page links to replay",
     "webui/history/views.py": "the harvest definitions' names for the index page",
     "webui/qa.py": "a job's domains against the previous run (historyinfo) and a run's QA sums, read-only",

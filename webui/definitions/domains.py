@@ -6,8 +6,7 @@ and is flashed on the page it came from. Refused seeds or domain names show the 
 typed in it and every refused line listed (webui/definitions/refused.py), status 400. Only curators and
 admins see the forms, and the views refuse the others (``require(CURATE)``).
 
-The one direct query reads the active crawl templates' names for the forms' choices; every write goes
-through the repositories.
+Every read and write goes through the repositories.
 """
 
 from __future__ import annotations
@@ -19,11 +18,10 @@ from typing import Any
 
 from flask import flash, redirect, render_template, request, url_for
 from flask_babel import gettext as _
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from harvestdef.bulkimport import DomainImporter, TakenLine
 from harvestdef.crawlattributes import ATTRIBUTES, CONFIGURATION_TREE, form_values
-from harvestdef.db import schema as s
 from harvestdef.db.types import utcnow
 from harvestdef.errors import CrawlerTrapError, HarvestSuiteError, RefusedLinesError, shown
 from harvestdef.model.definitions import ExtendedFieldType
@@ -34,6 +32,7 @@ from harvestdef.repositories.crawlattributes import AUDIT_TABLE as ATTRIBUTES_AU
 from harvestdef.repositories.crawlattributes import CrawlAttributeRepository, audit_key
 from harvestdef.repositories.domains import SEARCH_FIELDS, DomainRepository
 from harvestdef.repositories.seedlists import SeedListRepository
+from harvestdef.repositories.templates import TemplateRepository
 from harvestdef.traps import validate_trap_expressions
 from webui.api.core import PAGED, SEARCH_FIELD, SEARCH_QUERY, decode_cursor, encode_cursor, limit
 from webui.api.errors import ApiError, is_client_error, translate
@@ -242,8 +241,7 @@ def domain_delete(name: str) -> Any:
 
 
 def _templates(conn: Connection) -> list[str]:
-    return list(conn.scalars(select(s.ordertemplates.c.name).where(s.ordertemplates.c.isactive)
-                             .order_by(s.ordertemplates.c.name)))
+    return TemplateRepository(conn).names(active_only=True)
 
 
 def _configuration_page(name: str, config: str | None) -> Any:
