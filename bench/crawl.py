@@ -44,21 +44,25 @@ Optionally (``--scrapy-python``, a Python that has scrapy and warcio) Scrapy at 
 the serial baseline, stopped after ``--wget-seconds`` (0: not run).
 
 Everything is counted from the WARCs written, read back with warcio: HTML pages are response records of
-``text/html`` with status 200 (distinct URLs); records are all response and revisit records of http(s)
-URLs (pages, images, redirects, 404s, robots.txt, the duplicate binary). Printed per line: HTML pages and
-HTML pages/s, records and records/s, CPU milliseconds per HTML page and per record of the crawler's process
-(user + system from /proc, from unpause to finished; for the engine its whole process), MB/s of WARC, peak
-RSS, the load average before and after the line, and whether the run is complete: every HTML page of the
+``text/html`` with status 200 (distinct URLs); records are all response and revisit records of http(s) URLs
+(pages, images, redirects, 404s, robots.txt, the duplicate binary). Each run leads with what carries to
+another machine: each line's CPU per HTML page as a multiple of the floor, the least an archiving crawler does
+with a page (lxml parse and links, gzip level 6 of its bytes), measured on the crawler's CPU in the same run
+before and after the lines; and the engine's HTML pages/s against Scrapy's and wget's. Printed per line: HTML
+pages and HTML pages/s, records and records/s, CPU milliseconds per HTML page and per record of the crawler's
+process (user + system from /proc, from unpause to finished; for the engine its whole process), MB/s of WARC,
+peak RSS, the load average before and after the line, and whether the run is complete: every HTML page of the
 site captured (wget's time-limited run excepted). The header gives the date, command, nproc, CPU model and
 load average. Runs: undelayed (``nodelay``, CPU-bound), 50 ms per response (``delay``, latency-bound) and
-``memory``, which crawls ``--memory-pages`` pages with the Heritrix default profile only and prints its
-RSS at 25 % of the crawl and at the end. ``--py-spy DIR`` records a py-spy profile of each engine line
-(collapsed stacks, DIR/RUN-LINE.txt; py-spy from the ``bench`` extra).
+``memory``, which crawls ``--memory-pages`` pages with the Heritrix default profile only and prints its RSS at
+25 % of the crawl and at the end. ``--py-spy DIR`` records a py-spy profile of each engine line (collapsed
+stacks, DIR/RUN-LINE.txt; py-spy from the ``bench`` extra).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import platform
 import random
@@ -73,6 +77,8 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+
+import lxml.html
 
 ROOT = Path(__file__).resolve().parent.parent
 HERITRIX_PROFILE = ROOT.parent / "shared" / "fixtures" / "heritrix3" / "heritrix3-profile-crawler-beans.cxml"
@@ -202,6 +208,32 @@ def pinned(cpu: int):
     if (os.cpu_count() or 1) < 2:
         return None
     return lambda: os.sched_setaffinity(0, {cpu})
+
+
+FLOOR_SAMPLE = 200       # HTML pages of the site the floor is measured on
+
+
+def floor_cpu_per_page(site: Path, hosts: list[str], pages_per_host: int, seconds: float = 1.0) -> float:
+    """CPU seconds per HTML page of the least an archiving crawler does with one, measured on this machine in
+    this run: parse it with lxml and take its links, and gzip its bytes as a WARC record's member (level 6).
+    The crawler's CPU per page divided by this is what carries to another machine: a machine half as fast
+    has a floor twice as slow."""
+    sample = [(site / host / ("index.html" if n == 0 else f"page/{n}.html")).read_bytes()
+              for host in hosts for n in range(pages_per_host)][:FLOOR_SAMPLE]
+    affinity = os.sched_getaffinity(0)
+    if (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, {CRAWLER_CPU})  # on the crawler's CPU, as the crawler is measured
+    try:
+        pages, started = 0, time.process_time()
+        while time.process_time() - started < seconds:
+            for body in sample:
+                document = lxml.html.document_fromstring(body)
+                sum(1 for _link in document.iterlinks())
+                gzip.compress(body, compresslevel=6)
+            pages += len(sample)
+        return (time.process_time() - started) / pages
+    finally:
+        os.sched_setaffinity(0, affinity)
 
 
 def with_overrides(cxml: str, values: dict[str, object]) -> str:
@@ -560,9 +592,13 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def report(label: str, expected: set[str], results: dict[str, dict]) -> None:
+def report(label: str, expected: set[str], results: dict[str, dict], floor: float) -> None:
+    """The run's lines: first what carries to another machine (each crawler's CPU per HTML page as a multiple of
+    the floor measured in this run, and the engine's pages/s against Scrapy's and wget's), then each line's
+    absolute figures."""
     print(f"\n== {label} ==")
-    rates = {}
+    print(f"floor: {1000 * floor:.3f} ms CPU per HTML page (lxml parse and links, gzip level 6), measured in this run")
+    rates, lines = {}, []
     for name, result in results.items():
         seconds = max(result["seconds"], 1e-9)
         pages = len(result["pages"])
@@ -570,17 +606,21 @@ def report(label: str, expected: set[str], results: dict[str, dict]) -> None:
         missing = expected - result["pages"]
         complete = "complete" if not missing else \
             f"INCOMPLETE: {len(missing)} of {len(expected)} HTML pages missing, e.g. {sorted(missing)[0]}"
-        print(f"{name:18} {pages:>7} HTML pages in {result['seconds']:6.1f} s = {rates[name]:7.1f} HTML pages/s; "
-              f"{result['records']:>7} records = {result['records'] / seconds:7.1f} records/s; "
-              f"{1000 * result['cpu'] / max(pages, 1):5.2f} ms CPU/HTML page "
-              f"({1000 * result['cpu'] / max(result['records'], 1):5.2f} ms/record); "
-              f"{result['warc_bytes'] / 1e6 / seconds:5.2f} MB/s WARC; peak RSS {result['rss_mib']:4.0f} MiB; "
-              f"load {result['load'][0]} -> {result['load'][1]}; {result['exit']}, {complete}", flush=True)
+        per_page = result["cpu"] / max(pages, 1)
+        print(f"ratio {name}/floor: {per_page / floor:5.1f}x CPU per HTML page ({complete})")
+        lines.append(f"{name:18} {pages:>7} HTML pages in {result['seconds']:6.1f} s = {rates[name]:7.1f} "
+                     f"HTML pages/s; {result['records']:>7} records = {result['records'] / seconds:7.1f} records/s; "
+                     f"{1000 * per_page:5.2f} ms CPU/HTML page "
+                     f"({1000 * result['cpu'] / max(result['records'], 1):5.2f} ms/record); "
+                     f"{result['warc_bytes'] / 1e6 / seconds:5.2f} MB/s WARC; peak RSS {result['rss_mib']:4.0f} MiB; "
+                     f"load {result['load'][0]} -> {result['load'][1]}; {result['exit']}, {complete}")
     engines = [name for name in results if name in LINE_NAMES.values()]
     for other in ("scrapy", "wget"):
         if rates.get(other):
             for engine in engines:
                 print(f"ratio {engine}/{other}: {rates[engine] / rates[other]:.2f}x HTML pages/s")
+    for line in lines:
+        print(line, flush=True)
 
 
 def main() -> None:
@@ -635,6 +675,7 @@ def main() -> None:
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=pinned(SERVER_CPU))
             wait_for_port(nginx, port)
             results = {}
+            floors = [floor_cpu_per_page(site, hosts, pages_per_host)]
             try:
                 for template in (["heritrix"] if label == "memory" else templates):
                     results[LINE_NAMES[template]] = run_engine(
@@ -648,8 +689,10 @@ def main() -> None:
             finally:
                 nginx.terminate()
                 nginx.wait(10)
+            # before and after the lines, so a change of the machine's load during the run is averaged in
+            floors.append(floor_cpu_per_page(site, hosts, pages_per_host))
             report(f"{label}: {len(expected)} HTML pages, " + (f"{delay} ms per response" if delay else "no delay"),
-                   expected, results)
+                   expected, results, sum(floors) / len(floors))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
