@@ -13,6 +13,7 @@ keeps its default, as a client of a newer or older Heritrix needs.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import types
@@ -28,12 +29,7 @@ from harvester.heritrix3.states import ControllerState
 XML = "application/xml"
 JSON = "application/json"
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 _SNAKE = re.compile(r"_([a-z0-9])")
-
-
-def _snake(name: str) -> str:
-    return _CAMEL.sub(r"_\1", name).lower()
 
 
 def _convert(value: Any, hint: Any) -> Any:
@@ -64,19 +60,18 @@ def _convert(value: Any, hint: Any) -> Any:
 _T = typing.TypeVar("_T")
 
 
-def _build(cls: type[_T], model: Mapping[str, Any]) -> _T:
-    """A report dataclass from a model with Heritrix's camelCase keys; missing keys keep their default."""
+@functools.cache
+def _keyed_fields(cls: type) -> tuple[tuple[str, str, Any], ...]:
+    """(camelCase key, field name, type) of each field of a representation, worked out once per class: a
+    status poll reads a dozen of them."""
     hints = typing.get_type_hints(cls)
-    by_snake = {_snake(key): value for key, value in model.items()}
-    values = {}
-    for item in fields(cls):  # type: ignore[arg-type]
-        # A field may name its camelCase key where snake_case cannot be derived from it (KiB).
-        camel = item.metadata.get("key")
-        if camel is not None and camel in model:
-            values[item.name] = _convert(model[camel], hints[item.name])
-        elif item.name in by_snake:
-            values[item.name] = _convert(by_snake[item.name], hints[item.name])
-    return cls(**values)
+    return tuple((camel_key(item), item.name, hints[item.name]) for item in fields(cls))
+
+
+def _build(cls: type[_T], model: Mapping[str, Any]) -> _T:
+    """A report dataclass from a model with Heritrix's camelCase keys (``camel_key``, the names the engine
+    writes too); missing keys keep their default."""
+    return cls(**{name: _convert(model[key], hint) for key, name, hint in _keyed_fields(cls) if key in model})
 
 
 @dataclass(frozen=True)
